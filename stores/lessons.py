@@ -1,0 +1,176 @@
+"""The lessons contract: value types and the protocol every backend implements.
+
+A lesson is a problem and how it was resolved. Stores persist lessons, search them
+and keep them scoped; they never embed or redact text. Callers hand them text that
+is already redacted and the vector computed from it, so a store is deterministic
+and can be tested without the model.
+
+Every method raises ``stores.errors.NotFoundError`` for an id outside the scope,
+``InvalidInputError`` for a vector of the wrong dimension, and
+``UnavailableError`` when the database cannot be reached. Writes are atomic: a
+method that raises has changed nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+# Limits shared by every backend and by the MCP layer, so both reject the same input.
+MAX_TEXT_CHARS = 16_000
+MAX_SHORT_CHARS = 500
+MAX_TAGS = 32
+MAX_TAG_CHARS = 64
+MAX_RECALL_LIMIT = 50
+MAX_LIST_LIMIT = 100
+
+# Cosine similarity at or above which a new lesson merges into an existing one.
+DEDUP_SIMILARITY = 0.95
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who owns the rows: every query is confined to one org and one project."""
+
+    org: str
+    project: str
+
+
+@dataclass(frozen=True)
+class LessonDraft:
+    """A lesson to save: text already redacted, tags normalised."""
+
+    problem: str
+    resolution: str
+    context: str | None = None
+    tags: tuple[str, ...] = ()
+    confidence: float = 0.5
+    source: str | None = None
+    expires_at: datetime | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class LessonPatch:
+    """Fields to change on a lesson; ``None`` leaves a field as it is.
+
+    ``clear`` names optional fields to set to null (``context``, ``source``,
+    ``expires_at``), since ``None`` already means "unchanged".
+    """
+
+    problem: str | None = None
+    resolution: str | None = None
+    context: str | None = None
+    tags: tuple[str, ...] | None = None
+    confidence: float | None = None
+    source: str | None = None
+    expires_at: datetime | None = None
+    clear: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """A stored lesson as every backend returns it."""
+
+    id: str
+    project: str
+    problem: str
+    resolution: str
+    context: str | None
+    tags: tuple[str, ...]
+    confidence: float
+    source: str | None
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None
+    upvotes: int
+    downvotes: int
+    meta: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """The id a draft landed under, and whether it merged into an existing lesson."""
+
+    id: str
+    merged: bool
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """A recall request: the query text (for lexical match) and its vector."""
+
+    text: str
+    vector: Sequence[float]
+    tags: tuple[str, ...] = ()
+    min_confidence: float = 0.0
+    limit: int = 5
+    now: datetime | None = None
+
+
+@dataclass(frozen=True)
+class ScoredLesson:
+    """A recalled lesson with its final score (higher is better)."""
+
+    lesson: Lesson
+    score: float
+
+
+@dataclass(frozen=True)
+class LessonPage:
+    """One page of a listing; pass ``next_cursor`` back to get the next page."""
+
+    lessons: tuple[Lesson, ...]
+    next_cursor: str | None
+
+
+class LessonStore(Protocol):
+    """Persistence and search of lessons, confined to a scope."""
+
+    def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
+        """Insert the draft, or merge it into a live lesson of the same scope whose
+        vector has cosine similarity >= ``DEDUP_SIMILARITY``."""
+        ...
+
+    def save_many(
+        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
+    ) -> list[SaveResult]:
+        """Save several drafts in one transaction, deduplicating among them too."""
+        ...
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        """Return one live lesson."""
+        ...
+
+    def update(
+        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
+    ) -> Lesson:
+        """Apply the patch; ``vector`` replaces the embedding when the text changed."""
+        ...
+
+    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
+        """Delete a lesson and return it as it was."""
+        ...
+
+    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
+        """Count one vote up or down."""
+        ...
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        """Live lessons newest first, carrying all of ``tags``."""
+        ...
+
+    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        """Live lessons best first by the hybrid score in ``stores.ranking``."""
+        ...
+
+    def count(self, scope: Scope | None = None) -> int:
+        """Live lessons in the scope, or in the whole store."""
+        ...
+
+    def close(self) -> None:
+        """Release connections; idempotent."""
+        ...

@@ -1,0 +1,170 @@
+"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions.
+
+Python's own ``sqlite3`` often cannot load extensions (macOS's system Python,
+pyenv builds), so Lore uses ``sqlean.py``: the same DB-API, wheels for Linux,
+macOS and Windows, and extension loading enabled, which sqlite-vec needs.
+
+Several processes may share one file (Claude Desktop and Cursor each start their
+own server). WAL lets readers run beside the one writer; every write takes the
+lock up front with ``BEGIN IMMEDIATE`` and waits for it through the busy
+timeout, so a write never fails half-way with "database is locked".
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import sqlean
+import sqlite_vec
+
+from stores.errors import UnavailableError
+
+BUSY_TIMEOUT_MS = 30_000
+# Beyond the busy timeout, a few more tries with back-off before giving up.
+LOCK_RETRIES = 5
+
+Connection = sqlean.Connection
+
+
+def connect(path: Path | str) -> Connection:
+    """Open a connection with sqlite-vec loaded and Lore's pragmas set."""
+    if str(path) != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        conn = sqlean.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
+    except sqlean.Error as exc:
+        raise UnavailableError(
+            f"Cannot open the Lore database at {path}: {exc}. Check the path and its permissions."
+        ) from exc
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    conn.enable_load_extension(False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+    conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+@contextlib.contextmanager
+def write_transaction(conn: Connection) -> Iterator[Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates."""
+    _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    else:
+        _retry_locked(lambda: conn.execute("COMMIT"))
+
+
+@contextlib.contextmanager
+def read_transaction(conn: Connection) -> Iterator[Connection]:
+    """A deferred transaction so several reads see one snapshot."""
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    finally:
+        conn.execute("COMMIT")
+
+
+def _retry_locked(fn: Callable[[], Any]) -> Any:
+    for attempt in range(LOCK_RETRIES + 1):
+        try:
+            return fn()
+        except sqlean.OperationalError as exc:
+            message = str(exc).lower()
+            if "locked" not in message and "busy" not in message:
+                raise
+            if attempt == LOCK_RETRIES:
+                raise UnavailableError(
+                    "The Lore database stayed locked by another process for too long; try again."
+                ) from exc
+            time.sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+# Each migration runs once, in order, inside one write transaction with its version
+# recorded, so re-running is harmless and the database says where it stands.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
+        CREATE TABLE lessons (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        CREATE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
+        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
+        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            problem, resolution, context, tags,
+            content = '', contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(conn: Connection) -> int:
+    """Apply pending migrations; returns the schema version now in force."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    with write_transaction(conn):
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        newest = max(applied, default=0)
+        if newest > SCHEMA_VERSION:
+            raise UnavailableError(
+                f"This Lore database is at schema version {newest}, newer than this Lore "
+                f"understands ({SCHEMA_VERSION}); upgrade lore-memory."
+            )
+        for version, name, sql in MIGRATIONS:
+            if version in applied:
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, datetime('now'))",
+                (version, name),
+            )
+    return SCHEMA_VERSION
+
+
+def _statements(sql: str) -> list[str]:
+    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
+    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,0 +1,530 @@
+"""Lessons in a local SQLite file: rows, FTS5 for lexical match, sqlite-vec for vectors.
+
+One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one
+reads, so a process never contends with itself. Vector search runs on an
+in-memory ``VectorIndex`` refreshed from the rows whose revision is newer than the
+index's: every write bumps ``lore_meta.rev`` and stamps the rows it touched, and a
+delete leaves a tombstone, so other processes' writes show up on the next recall.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ulid import ULID
+
+from stores import ranking
+from stores.errors import InvalidInputError, NotFoundError
+from stores.lessons import (
+    DEDUP_SIMILARITY,
+    Lesson,
+    LessonDraft,
+    LessonPage,
+    LessonPatch,
+    RecallQuery,
+    SaveResult,
+    Scope,
+    ScoredLesson,
+)
+from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.vector_index import IndexedRow, VectorIndex
+
+_COLUMNS = (
+    "pk, id, project, problem, resolution, context, tags, confidence, source, "
+    "created_at, updated_at, expires_at, upvotes, downvotes, meta"
+)
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
+# Lexical candidates fetched before scoping, so one busy project cannot crowd out another.
+_FTS_OVERSAMPLE = 1000
+
+
+class LocalLessonStore:
+    """``stores.lessons.LessonStore`` on one SQLite file."""
+
+    def __init__(self, path: Path | str, *, ranking_params: ranking.RankingParams | None = None) -> None:
+        self.path = Path(path)
+        self._ranking = ranking_params or ranking.RankingParams()
+        self._writer = connect(path)
+        migrate(self._writer)
+        self._reader = connect(path)
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._index: VectorIndex | None = None
+        self._index_rev = 0
+        self._closed = False
+
+    # -- writes -------------------------------------------------------------------
+
+    def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
+        return self.save_many(scope, [(draft, vector)])[0]
+
+    def save_many(
+        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
+    ) -> list[SaveResult]:
+        if not items:
+            return []
+        vectors = [_unit(vec) for _, vec in items]
+        now = _now()
+        results: list[SaveResult] = []
+        pending: list[tuple[int, str, np.ndarray]] = []  # saved in this transaction: pk, id, vector
+        with self._write_lock, write_transaction(self._writer) as conn:
+            dim = self._ensure_dim(conn, vectors[0].shape[0])
+            if any(v.shape[0] != dim for v in vectors):
+                raise InvalidInputError(f"All vectors must have {dim} dimensions.")
+            with self._index_lock:
+                self._sync_index(conn)
+            rev = self._bump_rev(conn)
+            for (draft, _), vec in zip(items, vectors, strict=True):
+                target = self._find_duplicate(scope, vec, pending, now)
+                if target is not None:
+                    lesson_id = self._merge(conn, target, draft, rev, now)
+                    results.append(SaveResult(id=lesson_id, merged=True))
+                    continue
+                pk, lesson_id = self._insert(conn, scope, draft, vec, rev, now)
+                pending.append((pk, lesson_id, vec))
+                results.append(SaveResult(id=lesson_id, merged=False))
+        return results
+
+    def update(
+        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
+    ) -> Lesson:
+        now = _now()
+        with self._write_lock, write_transaction(self._writer) as conn:
+            row = self._live_row(conn, scope, lesson_id, now)
+            if vector is not None:
+                vec = _unit(vector)
+                self._ensure_dim(conn, vec.shape[0])
+            rev = self._bump_rev(conn)
+            values = _row_values(row)
+            for name in ("problem", "resolution", "context", "confidence", "source"):
+                if getattr(patch, name) is not None:
+                    values[name] = getattr(patch, name)
+            if patch.tags is not None:
+                values["tags"] = list(patch.tags)
+            if patch.expires_at is not None:
+                values["expires_at"] = _ts(patch.expires_at)
+            for name in patch.clear:
+                values[name] = None
+            self._write_row(conn, row["pk"], values, rev, now)
+            if vector is not None:
+                conn.execute(
+                    "UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (vec.tobytes(), row["pk"])
+                )
+            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+
+    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
+        now = _now()
+        with self._write_lock, write_transaction(self._writer) as conn:
+            row = self._live_row(conn, scope, lesson_id, now)
+            rev = self._bump_rev(conn)
+            pk = row["pk"]
+            conn.execute("DELETE FROM lessons WHERE pk = ?", (pk,))
+            conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
+            if self._has_vectors(conn):
+                conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (pk,))
+            conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (pk, rev))
+            return _to_lesson(row)
+
+    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
+        now = _now()
+        column = "upvotes" if up else "downvotes"
+        with self._write_lock, write_transaction(self._writer) as conn:
+            row = self._live_row(conn, scope, lesson_id, now)
+            rev = self._bump_rev(conn)
+            # The column name is one of two literals above, never user text.
+            conn.execute(
+                f"UPDATE lessons SET {column} = {column} + 1, rev = ? WHERE pk = ?", (rev, row["pk"])
+            )
+            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._read_lock:
+            return _to_lesson(self._live_row(self._reader, scope, lesson_id, _now()))
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org = ? AND project = ? AND {_LIVE}"
+        params: list[Any] = [scope.org, scope.project, _ts(_now())]
+        if cursor is not None:
+            sql += " AND id < ?"
+            params.append(cursor)
+        if tags:
+            sql += f" AND {_tag_filter(len(tags))}"
+            params.extend([*tags, len(tags)])
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit + 1)
+        with self._read_lock:
+            rows = _fetch(self._reader, sql, params)
+        lessons = tuple(_to_lesson(r) for r in rows[:limit])
+        next_cursor = lessons[-1].id if len(rows) > limit else None
+        return LessonPage(lessons=lessons, next_cursor=next_cursor)
+
+    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        now = query.now or _now()
+        k = ranking.candidate_count(query.limit)
+        with self._read_lock, read_transaction(self._reader) as conn:
+            allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
+            vector_hits = self._vector_candidates(conn, scope, query, k, now, allowed)
+            lexical_hits = self._lexical_candidates(conn, scope, query, k, now)
+            merged = ranking.merge_ranked(vector_hits, lexical_hits)
+            if not merged:
+                return []
+            marks = ",".join("?" * len(merged))
+            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND org = ? AND project = ? AND {_LIVE}"
+            params: list[Any] = [*merged, scope.org, scope.project, _ts(now)]
+            if query.tags:
+                sql += f" AND {_tag_filter(len(query.tags))}"
+                params.extend([*query.tags, len(query.tags)])
+            rows = _fetch(conn, sql, params)
+        scored = []
+        for row in rows:
+            lesson = _to_lesson(row)
+            if lesson.confidence < query.min_confidence:
+                continue
+            sim, lex_rank = merged[row["pk"]]
+            score = ranking.relevance(sim, lex_rank) * ranking.weight(
+                updated_at=lesson.updated_at,
+                now=now,
+                confidence=lesson.confidence,
+                upvotes=lesson.upvotes,
+                downvotes=lesson.downvotes,
+                params=self._ranking,
+            )
+            scored.append(ScoredLesson(lesson=lesson, score=round(score, 6)))
+        scored.sort(key=lambda s: (-s.score, s.lesson.id))
+        return scored[: query.limit]
+
+    def count(self, scope: Scope | None = None) -> int:
+        sql = f"SELECT count(*) FROM lessons WHERE {_LIVE}"
+        params: list[Any] = [_ts(_now())]
+        if scope is not None:
+            sql += " AND org = ? AND project = ?"
+            params += [scope.org, scope.project]
+        with self._read_lock:
+            return int(self._reader.execute(sql, params).fetchone()[0])
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._write_lock, self._read_lock:
+            self._writer.close()
+            self._reader.close()
+
+    # -- internals ----------------------------------------------------------------
+
+    def _vector_candidates(
+        self,
+        conn: Connection,
+        scope: Scope,
+        query: RecallQuery,
+        k: int,
+        now: datetime,
+        allowed: set[int] | None,
+    ) -> list[tuple[int, float]]:
+        vec = _unit(query.vector)
+        dim = self._stored_dim(conn)
+        if dim is None:
+            return []
+        if vec.shape[0] != dim:
+            raise InvalidInputError(
+                f"This store holds {dim}-dimension vectors but the query vector has {vec.shape[0]}: "
+                "the database was created with a different embedding model."
+            )
+        with self._index_lock:
+            self._sync_index(conn)
+            assert self._index is not None
+            return self._index.search(
+                _scope_key(scope),
+                vec,
+                k,
+                now=now.timestamp(),
+                min_confidence=query.min_confidence,
+                allowed=allowed,
+            )
+
+    def _lexical_candidates(
+        self, conn: Connection, scope: Scope, query: RecallQuery, k: int, now: datetime
+    ) -> list[int]:
+        terms = ranking.lexical_terms(query.text)
+        if not terms:
+            return []
+        match = " OR ".join(f'"{t}"' for t in terms)  # terms are alphanumeric only
+        sql = (
+            "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
+            f"WHERE l.org = ? AND l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
+            "AND l.confidence >= ?"
+        )
+        params: list[Any] = [match, _FTS_OVERSAMPLE, scope.org, scope.project, _ts(now), query.min_confidence]
+        if query.tags:
+            sql += f" AND {_tag_filter(len(query.tags), 'l.pk')}"
+            params.extend([*query.tags, len(query.tags)])
+        sql += " ORDER BY f.rank LIMIT ?"
+        params.append(k)
+        return [row[0] for row in conn.execute(sql, params)]
+
+    def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
+        marks = ",".join("?" * len(tags))
+        rows = conn.execute(
+            f"SELECT t.lesson_pk FROM lesson_tags AS t JOIN lessons AS l ON l.pk = t.lesson_pk "
+            f"WHERE t.tag IN ({marks}) AND l.org = ? AND l.project = ? "
+            "GROUP BY t.lesson_pk HAVING count(*) = ?",
+            [*tags, scope.org, scope.project, len(tags)],
+        )
+        return {row[0] for row in rows}
+
+    def _find_duplicate(
+        self, scope: Scope, vec: np.ndarray, pending: list[tuple[int, str, np.ndarray]], now: datetime
+    ) -> int | None:
+        best_pk, best_sim = None, DEDUP_SIMILARITY
+        with self._index_lock:
+            assert self._index is not None
+            hits = self._index.search(_scope_key(scope), vec, 1, now=now.timestamp())
+        for pk, sim in hits:
+            if sim >= best_sim:
+                best_pk, best_sim = pk, sim
+        for pk, _, other in pending:
+            sim = float(other @ vec)
+            if sim >= best_sim:
+                best_pk, best_sim = pk, sim
+        return best_pk
+
+    def _insert(
+        self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, rev: int, now: datetime
+    ) -> tuple[int, str]:
+        created = draft.created_at or now
+        lesson_id = str(ULID.from_datetime(created)) if draft.created_at else str(ULID())
+        pk = conn.execute(
+            "INSERT INTO lessons (id, org, project, problem, resolution, context, tags, confidence, source, "
+            "created_at, updated_at, expires_at, meta, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING pk",
+            (
+                lesson_id,
+                scope.org,
+                scope.project,
+                draft.problem,
+                draft.resolution,
+                draft.context,
+                json.dumps(list(draft.tags)),
+                draft.confidence,
+                draft.source,
+                _ts(created),
+                _ts(created),
+                _ts(draft.expires_at) if draft.expires_at else None,
+                json.dumps(dict(draft.meta)),
+                rev,
+            ),
+        ).fetchone()[0]
+        conn.executemany(
+            "INSERT INTO lesson_tags (tag, lesson_pk) VALUES (?, ?)", [(t, pk) for t in draft.tags]
+        )
+        conn.execute(
+            "INSERT INTO lessons_fts (rowid, problem, resolution, context, tags) VALUES (?,?,?,?,?)",
+            (pk, draft.problem, draft.resolution, draft.context or "", " ".join(draft.tags)),
+        )
+        conn.execute("INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, vec.tobytes()))
+        return pk, lesson_id
+
+    def _merge(self, conn: Connection, pk: int, draft: LessonDraft, rev: int, now: datetime) -> str:
+        row = self._row_by_pk(conn, pk)
+        values = _row_values(row)
+        values["tags"] = list(dict.fromkeys([*values["tags"], *draft.tags]))
+        values["confidence"] = max(values["confidence"], draft.confidence)
+        values["context"] = values["context"] or draft.context
+        values["source"] = values["source"] or draft.source
+        # The longer life wins; a lesson that never expires stays that way.
+        if values["expires_at"] is not None:
+            later = _ts(draft.expires_at) if draft.expires_at else None
+            values["expires_at"] = None if later is None else max(values["expires_at"], later)
+        meta = dict(values["meta"])
+        meta["merged_count"] = int(meta.get("merged_count", 0)) + 1
+        values["meta"] = meta
+        self._write_row(conn, pk, values, rev, now)
+        return row["id"]
+
+    def _write_row(self, conn: Connection, pk: int, values: dict[str, Any], rev: int, now: datetime) -> None:
+        conn.execute(
+            "UPDATE lessons SET problem = ?, resolution = ?, context = ?, tags = ?, confidence = ?, "
+            "source = ?, expires_at = ?, meta = ?, updated_at = ?, rev = ? WHERE pk = ?",
+            (
+                values["problem"],
+                values["resolution"],
+                values["context"],
+                json.dumps(values["tags"]),
+                values["confidence"],
+                values["source"],
+                values["expires_at"],
+                json.dumps(values["meta"]),
+                _ts(now),
+                rev,
+                pk,
+            ),
+        )
+        conn.execute("DELETE FROM lesson_tags WHERE lesson_pk = ?", (pk,))
+        conn.executemany(
+            "INSERT INTO lesson_tags (tag, lesson_pk) VALUES (?, ?)", [(t, pk) for t in values["tags"]]
+        )
+        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
+        conn.execute(
+            "INSERT INTO lessons_fts (rowid, problem, resolution, context, tags) VALUES (?,?,?,?,?)",
+            (pk, values["problem"], values["resolution"], values["context"] or "", " ".join(values["tags"])),
+        )
+
+    def _live_row(self, conn: Connection, scope: Scope, lesson_id: str, now: datetime) -> dict[str, Any]:
+        rows = _fetch(
+            conn,
+            f"SELECT {_COLUMNS} FROM lessons WHERE id = ? AND org = ? AND project = ? AND {_LIVE}",
+            [lesson_id, scope.org, scope.project, _ts(now)],
+        )
+        if not rows:
+            raise NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
+        return rows[0]
+
+    def _row_by_pk(self, conn: Connection, pk: int) -> dict[str, Any]:
+        return _fetch(conn, f"SELECT {_COLUMNS} FROM lessons WHERE pk = ?", [pk])[0]
+
+    def _bump_rev(self, conn: Connection) -> int:
+        row = conn.execute(
+            "UPDATE lore_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING value"
+        ).fetchone()
+        return int(row[0])
+
+    def _stored_dim(self, conn: Connection) -> int | None:
+        row = conn.execute("SELECT value FROM lore_meta WHERE key = 'dim'").fetchone()
+        return int(row[0]) if row else None
+
+    def _has_vectors(self, conn: Connection) -> bool:
+        return self._stored_dim(conn) is not None
+
+    def _ensure_dim(self, conn: Connection, dim: int) -> int:
+        """The vector table is created with the first vector's dimension; others are refused."""
+        stored = self._stored_dim(conn)
+        if stored is None:
+            if not 1 <= dim <= 4096:
+                raise InvalidInputError(f"A vector must have between 1 and 4096 dimensions, not {dim}.")
+            # dim is an int checked above, never user text.
+            conn.execute(f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{dim}])")
+            conn.execute("INSERT INTO lore_meta (key, value) VALUES ('dim', ?)", (str(dim),))
+            return dim
+        if stored != dim:
+            raise InvalidInputError(
+                f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database file."
+            )
+        return stored
+
+    def _sync_index(self, conn: Connection) -> None:
+        """Bring the in-memory index up to the database's revision (caller holds a transaction)."""
+        dim = self._stored_dim(conn)
+        if dim is None:
+            return
+        rev = int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
+        if self._index is None:
+            self._index, self._index_rev = VectorIndex(dim), 0
+        if rev <= self._index_rev:
+            return
+        index = self._index
+        if self._index_rev == 0:
+            vectors = dict(conn.execute("SELECT rowid, embedding FROM lesson_vectors"))
+            rows = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
+        else:
+            for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._index_rev,)):
+                index.remove(pk)
+            rows = conn.execute(
+                "SELECT pk, org, project, expires_at, confidence FROM lessons WHERE rev > ?",
+                (self._index_rev,),
+            ).fetchall()
+            marks = ",".join("?" * len(rows))
+            vectors = (
+                dict(
+                    conn.execute(
+                        f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})",
+                        [r[0] for r in rows],
+                    )
+                )
+                if rows
+                else {}
+            )
+        for pk, org, project, expires_at, confidence in rows:
+            blob = vectors.get(pk)
+            if blob is None:
+                continue
+            expires = _parse_ts(expires_at).timestamp() if expires_at else math.inf
+            index.upsert(
+                IndexedRow(
+                    key=pk, scope=_scope_key(Scope(org, project)), expires_at=expires, confidence=confidence
+                ),
+                np.frombuffer(blob, dtype=np.float32),
+            )
+        self._index_rev = rev
+
+
+def _tag_filter(n: int, pk_column: str = "pk") -> str:
+    marks = ",".join("?" * n)
+    return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
+
+
+def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+def _row_values(row: dict[str, Any]) -> dict[str, Any]:
+    values = dict(row)
+    values["tags"] = json.loads(row["tags"])
+    values["meta"] = json.loads(row["meta"])
+    return values
+
+
+def _to_lesson(row: dict[str, Any]) -> Lesson:
+    return Lesson(
+        id=row["id"],
+        project=row["project"],
+        problem=row["problem"],
+        resolution=row["resolution"],
+        context=row["context"],
+        tags=tuple(json.loads(row["tags"])),
+        confidence=float(row["confidence"]),
+        source=row["source"],
+        created_at=_parse_ts(row["created_at"]),
+        updated_at=_parse_ts(row["updated_at"]),
+        expires_at=_parse_ts(row["expires_at"]) if row["expires_at"] else None,
+        upvotes=int(row["upvotes"]),
+        downvotes=int(row["downvotes"]),
+        meta=json.loads(row["meta"]),
+    )
+
+
+def _unit(vector: Sequence[float]) -> np.ndarray:
+    vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(vec)):
+        raise InvalidInputError("A vector must hold only finite numbers.")
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
+
+
+def _scope_key(scope: Scope) -> str:
+    return f"{scope.org}\x1f{scope.project}"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _ts(dt: datetime) -> str:
+    """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
+    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _parse_ts(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
