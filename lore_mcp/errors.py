@@ -1,0 +1,97 @@
+"""The one place failures become what a client sees.
+
+Every tool failure reaches the client as an MCP tool error whose text is
+``CODE: sentence``: a stable code from the list below and a sentence a person can
+act on. Unexpected exceptions are logged with their traceback and reported
+without any detail, so no stack trace or internal text ever leaves the server.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from pydantic import ValidationError
+
+from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
+
+logger = logging.getLogger("lore_mcp")
+
+VALIDATION_ERROR = "VALIDATION_ERROR"
+NOT_FOUND = "NOT_FOUND"
+STALE_PLAN = "STALE_PLAN"
+CONFLICT = "CONFLICT"
+FORBIDDEN = "FORBIDDEN"
+UNAUTHORIZED = "UNAUTHORIZED"
+RATE_LIMITED = "RATE_LIMITED"
+UNAVAILABLE = "UNAVAILABLE"
+INTERNAL_ERROR = "INTERNAL_ERROR"
+
+CODES = (
+    VALIDATION_ERROR,
+    NOT_FOUND,
+    STALE_PLAN,
+    CONFLICT,
+    FORBIDDEN,
+    UNAUTHORIZED,
+    RATE_LIMITED,
+    UNAVAILABLE,
+    INTERNAL_ERROR,
+)
+
+
+class LoreError(Exception):
+    """A failure the server anticipated, carrying its wire code."""
+
+    code = INTERNAL_ERROR
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidArgument(LoreError):
+    """The caller's arguments are wrong; the message says which and how to fix them."""
+
+    code = VALIDATION_ERROR
+
+
+class ModelUnavailable(LoreError):
+    """The embedding model could not be loaded."""
+
+    code = UNAVAILABLE
+
+
+_STORE_CODES: list[tuple[type[StoreError], str]] = [
+    (NotFoundError, NOT_FOUND),
+    (InvalidInputError, VALIDATION_ERROR),
+    (ConflictError, CONFLICT),
+    (UnavailableError, UNAVAILABLE),
+]
+
+
+def describe(exc: BaseException) -> tuple[str, str]:
+    """Map any exception to ``(code, message)``; logs the ones nobody anticipated."""
+    if isinstance(exc, LoreError):
+        return exc.code, exc.message
+    if isinstance(exc, StoreError):
+        for cls, code in _STORE_CODES:
+            if isinstance(exc, cls):
+                return code, str(exc)
+    if isinstance(exc, ValidationError):
+        return VALIDATION_ERROR, validation_message(exc)
+    logger.error("unexpected error", exc_info=exc)
+    return INTERNAL_ERROR, "Lore hit an unexpected error; it was logged on the server. Try again."
+
+
+def validation_message(exc: ValidationError) -> str:
+    """Pydantic's errors as one sentence naming each field, without echoing the values."""
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"]) or "arguments"
+        parts.append(f"{field}: {err['msg']}")
+    return "Invalid arguments: " + "; ".join(parts) + "."
+
+
+def wire_text(code: str, message: str) -> str:
+    """The text of an MCP tool error."""
+    return f"{code}: {message}"

@@ -1,0 +1,225 @@
+"""The MCP server: Lore's tools and resources on the ``mcp`` SDK's ``MCPServer``.
+
+Tools are thin: each validates its typed arguments (the SDK publishes them as the
+input schema), calls ``LessonService`` and returns a pydantic model (the output
+schema). ``LoreServer.call_tool`` is the single choke point where every failure
+becomes ``CODE: sentence`` (see ``lore_mcp.errors``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
+from mcp_types import ToolAnnotations
+from pydantic import Field, ValidationError
+
+from lore_mcp import __version__
+from lore_mcp.errors import InvalidArgument, LoreError, describe, wire_text
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.models import (
+    DeleteResult,
+    LessonOut,
+    ListResult,
+    RecallResult,
+    SaveLessonResult,
+    UpdateLessonResult,
+    VoteResult,
+)
+from lore_mcp.stdio import stdio_transport
+from stores.errors import StoreError
+from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT, MAX_SHORT_CHARS, MAX_TEXT_CHARS
+
+logger = logging.getLogger("lore_mcp")
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+INSTRUCTIONS = (
+    "Lore is your long-term memory of lessons: a problem and how it was resolved. "
+    "Call recall_lessons before starting work that may have been done before; "
+    "call save_lesson after solving something non-obvious; upvote_lesson when a recalled lesson helped, "
+    "downvote_lesson when it was wrong or stale. Errors start with a stable code such as VALIDATION_ERROR."
+)
+
+# Bounds here become the published input schema, so clients see them before calling.
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+Short = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
+Tags = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    Field(max_length=32, description="Short labels, e.g. ['stripe', 'webhooks']."),
+]
+Project = Annotated[
+    str | None,
+    Field(description="Project to use; defaults to the server's LORE_PROJECT.", max_length=64),
+]
+LessonId = Annotated[
+    str, Field(description="A lesson id as returned by save_lesson or recall_lessons.", max_length=64)
+]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+ADDITIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+EDITING = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+class LoreServer(MCPServer):
+    """``MCPServer`` whose tool errors all carry a stable code and never internal detail."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, LoreError | StoreError | ValidationError):
+                code, message = describe(cause)
+            elif cause is None and not isinstance(exc, UnexpectedToolError):
+                code, message = "NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them."
+            else:
+                code, message = describe(cause or exc)
+            raise ToolError(wire_text(code, message)) from cause
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio with Lore's transport, which answers malformed frames."""
+        lowlevel = self._lowlevel_server
+        async with stdio_transport() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> LoreServer:
+    """Create the server with every lessons tool and resource registered."""
+    server = LoreServer(name="lore", version=__version__, instructions=INSTRUCTIONS, log_level=log_level)
+
+    @server.tool(annotations=ADDITIVE)
+    async def save_lesson(
+        problem: Annotated[Text, Field(min_length=1, description="What went wrong or what was hard.")],
+        resolution: Annotated[Text, Field(min_length=1, description="What fixed it or the answer found.")],
+        context: Annotated[
+            Text | None, Field(description="Where it happened: stack, versions, constraints.")
+        ] = None,
+        tags: Tags = [],  # noqa: B006 - the SDK copies defaults per call
+        confidence: Annotated[Confidence, Field(description="How sure you are, 0..1.")] = 0.5,
+        source: Annotated[
+            Short | None, Field(description="Who or what taught this: agent, URL, ticket.")
+        ] = None,
+        project: Project = None,
+        ttl_days: Annotated[
+            float | None, Field(gt=0, le=36_500, description="Forget after this many days.")
+        ] = None,
+    ) -> SaveLessonResult:
+        """Save a lesson after solving something non-obvious, so you and other agents recall it later.
+
+        Secrets in the text are redacted before storing. A near-duplicate of an existing lesson in the
+        same project is merged into it (merged=true) instead of being added again.
+        """
+        return await lessons.save(
+            problem=problem,
+            resolution=resolution,
+            context=context,
+            tags=tags,
+            confidence=confidence,
+            source=source,
+            project=project,
+            ttl_days=ttl_days,
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    async def recall_lessons(
+        query: Annotated[Text, Field(min_length=1, description="Describe the problem or task at hand.")],
+        tags: Annotated[Tags, Field(description="Only lessons carrying all of these tags.")] = [],  # noqa: B006
+        project: Project = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_RECALL_LIMIT)] = 5,
+        min_confidence: Annotated[
+            Confidence, Field(description="Skip lessons less certain than this.")
+        ] = 0.0,
+    ) -> RecallResult:
+        """Recall lessons relevant to a problem, best first. Call this before starting a task that
+        may have been solved before. Matches by meaning and by words; fresher, more confident and
+        upvoted lessons rank higher."""
+        return await lessons.recall(
+            query=query, tags=tags, project=project, limit=limit, min_confidence=min_confidence
+        )
+
+    @server.tool(annotations=ADDITIVE)
+    async def upvote_lesson(id: LessonId, project: Project = None) -> VoteResult:
+        """Upvote a lesson that helped, so it ranks higher for everyone."""
+        return await lessons.vote(id, up=True, project=project)
+
+    @server.tool(annotations=ADDITIVE)
+    async def downvote_lesson(id: LessonId, project: Project = None) -> VoteResult:
+        """Downvote a lesson that was wrong or stale, so it sinks."""
+        return await lessons.vote(id, up=False, project=project)
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_lesson(id: LessonId, project: Project = None) -> LessonOut:
+        """Read one lesson in full by id."""
+        return await lessons.get(id, project)
+
+    @server.tool(annotations=EDITING)
+    async def update_lesson(
+        id: LessonId,
+        project: Project = None,
+        problem: Annotated[Text | None, Field(min_length=1)] = None,
+        resolution: Annotated[Text | None, Field(min_length=1)] = None,
+        context: Annotated[Text | None, Field(description="Empty string clears it.")] = None,
+        tags: Annotated[Tags | None, Field(description="Replaces all tags.")] = None,
+        confidence: Confidence | None = None,
+        source: Annotated[Short | None, Field(description="Empty string clears it.")] = None,
+        ttl_days: Annotated[
+            float | None, Field(gt=0, le=36_500, description="Expire this many days from now.")
+        ] = None,
+    ) -> UpdateLessonResult:
+        """Correct or refine a lesson; only the fields you pass change."""
+        return await lessons.update(
+            id,
+            project=project,
+            problem=problem,
+            resolution=resolution,
+            context=context,
+            tags=tags,
+            confidence=confidence,
+            source=source,
+            ttl_days=ttl_days,
+        )
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def delete_lesson(id: LessonId, project: Project = None) -> DeleteResult:
+        """Delete a lesson that is wrong beyond repair."""
+        return await lessons.delete(id, project)
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_lessons(
+        project: Project = None,
+        tags: Annotated[Tags, Field(description="Only lessons carrying all of these tags.")] = [],  # noqa: B006
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 20,
+        cursor: Annotated[
+            str | None, Field(max_length=64, description="next_cursor of the previous page.")
+        ] = None,
+    ) -> ListResult:
+        """List lessons newest first, a page at a time."""
+        return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor)
+
+    @server.resource(
+        "lore://lessons/{id}",
+        name="lesson",
+        description="One lesson as JSON.",
+        mime_type="application/json",
+    )
+    async def lesson_resource(id: str) -> str:
+        try:
+            lesson = await lessons.get(id)
+        except (InvalidArgument, StoreError) as exc:
+            raise ResourceNotFoundError(describe(exc)[1]) from None
+        return lesson.model_dump_json()
+
+    return server

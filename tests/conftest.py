@@ -1,0 +1,107 @@
+"""Fixtures: one suite, parametrised over backends at the ``store`` fixture.
+
+A second backend joins by adding its name to ``BACKENDS`` and a branch in
+``open_store``; every store and tool test then runs against it too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import platform
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from lore_mcp.embedding import Embedder
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.server import LoreServer, build_server
+from stores import LessonStore, open_local_store
+
+BACKENDS = ["local"]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    import mcp
+    import sqlean
+    import sqlite_vec
+
+    return [
+        f"lore: python {platform.python_version()}, mcp {mcp.__version__ if hasattr(mcp, '__version__') else '?'}, "
+        f"sqlite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, backends {BACKENDS}"
+    ]
+
+
+def open_store(backend: str, tmp_path: Path) -> LessonStore:
+    """A fresh, empty store of the given backend."""
+    if backend == "local":
+        return open_local_store(tmp_path / "lore.db")
+    raise ValueError(f"unknown backend {backend}")
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store(backend: str, tmp_path: Path) -> Iterator[LessonStore]:
+    s = open_store(backend, tmp_path)
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Embedder:
+    """The real all-MiniLM-L6-v2, loaded once for the whole session."""
+    e = Embedder()
+    e.start()
+    e.wait()
+    return e
+
+
+@pytest.fixture
+def service(store: LessonStore, embedder: Embedder) -> LessonService:
+    return LessonService(store, embedder, default_project="default")
+
+
+@pytest.fixture
+def server(service: LessonService) -> LoreServer:
+    return build_server(service)
+
+
+@pytest.fixture
+async def client(server: LoreServer) -> AsyncIterator[Client]:
+    """An in-memory MCP client connected to ``server``."""
+    async with connected(server) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def connected(target: object) -> AsyncIterator[Client]:
+    """Hold a ``Client`` open in a task of its own.
+
+    pytest-asyncio may tear a fixture down in another task than set it up, and
+    the client's cancel scopes must be exited where they were entered.
+    """
+    ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with Client(target) as c:  # type: ignore[arg-type]
+                ready.set_result(c)
+                await done.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    task = asyncio.create_task(hold())
+    try:
+        yield await ready
+    finally:
+        done.set()
+        await task
