@@ -73,7 +73,12 @@ class Embedder:
     def dimension(self) -> int:
         """Vector length of the loaded model."""
         self.wait()
-        return int(self._model.get_sentence_embedding_dimension())
+        # sentence-transformers renamed the accessor in v5; support both.
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        return int(getter())
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed lesson texts in batches (blocking)."""

@@ -102,7 +102,7 @@ def raw_server(tmp_path: Path):
 
 
 async def test_a_real_stdio_server_saves_recalls_and_votes(tmp_path: Path) -> None:
-    async with connected(stdio_params(tmp_path / "lore.db")) as client:
+    async with connected(stdio_params(tmp_path / "lore.db", LORE_PROJECT="proj-x")) as client:
         tools = {t.name for t in (await client.list_tools()).tools}
         assert {"save_lesson", "recall_lessons", "upvote_lesson"} <= tools
         saved = await call(
@@ -119,8 +119,9 @@ async def test_a_real_stdio_server_saves_recalls_and_votes(tmp_path: Path) -> No
         assert (await call(client, "upvote_lesson", id=saved["id"]))["upvotes"] == 1
     # A new process on the same file sees the lesson.
     async with connected(stdio_params(tmp_path / "lore.db")) as client:
-        lesson = await call(client, "get_lesson", id=saved["id"])
-        assert lesson["upvotes"] == 1
+        lesson = await call(client, "get_lesson", id=saved["id"], project="proj-x")
+        assert lesson["upvotes"] == 1 and lesson["project"] == "proj-x"
+        assert (await call(client, "list_lessons"))["lessons"] == []  # LORE_PROJECT unset: "default"
 
 
 def test_malformed_frames_get_json_rpc_error_replies_and_serving_continues(raw_server: RawServer) -> None:
