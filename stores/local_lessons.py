@@ -173,25 +173,31 @@ class LocalLessonStore:
         k = ranking.candidate_count(query.limit)
         with self._read_lock, read_transaction(self._reader) as conn:
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
-            vector_hits = self._vector_candidates(conn, scope, query, k, now, allowed)
-            lexical_hits = self._lexical_candidates(conn, scope, query, k, now)
-            merged = ranking.merge_ranked(vector_hits, lexical_hits)
-            if not merged:
+            vector_hits = dict(self._vector_candidates(conn, scope, query, k, now, allowed))
+            terms = ranking.lexical_terms(query.text)
+            lexical_hits = self._lexical_candidates(conn, scope, query, terms, k, now)
+            candidates = vector_hits.keys() | set(lexical_hits)
+            if not candidates:
                 return []
-            marks = ",".join("?" * len(merged))
+            marks = ",".join("?" * len(candidates))
             sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND org = ? AND project = ? AND {_LIVE}"
-            params: list[Any] = [*merged, scope.org, scope.project, _ts(now)]
+            params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
             if query.tags:
                 sql += f" AND {_tag_filter(len(query.tags))}"
                 params.extend([*query.tags, len(query.tags)])
             rows = _fetch(conn, sql, params)
+            missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
+            if missing:
+                vector_hits.update(self._similarities(conn, missing, query.vector))
         scored = []
         for row in rows:
             lesson = _to_lesson(row)
             if lesson.confidence < query.min_confidence:
                 continue
-            sim, lex_rank = merged[row["pk"]]
-            score = ranking.relevance(sim, lex_rank) * ranking.weight(
+            text = " ".join((lesson.problem, lesson.resolution, lesson.context or "", *lesson.tags))
+            score = ranking.relevance(
+                vector_hits.get(row["pk"]), ranking.coverage(terms, text)
+            ) * ranking.weight(
                 updated_at=lesson.updated_at,
                 now=now,
                 confidence=lesson.confidence,
@@ -252,10 +258,18 @@ class LocalLessonStore:
                 allowed=allowed,
             )
 
+    def _similarities(self, conn: Connection, pks: list[int], vector: Sequence[float]) -> dict[int, float]:
+        """Cosine similarity for lexical-only candidates, so every candidate is scored alike."""
+        if not self._has_vectors(conn):
+            return {}
+        marks = ",".join("?" * len(pks))
+        q = _unit(vector)
+        rows = conn.execute(f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})", pks)
+        return {pk: float(np.frombuffer(blob, dtype=np.float32) @ q) for pk, blob in rows}
+
     def _lexical_candidates(
-        self, conn: Connection, scope: Scope, query: RecallQuery, k: int, now: datetime
+        self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
     ) -> list[int]:
-        terms = ranking.lexical_terms(query.text)
         if not terms:
             return []
         match = " OR ".join(f'"{t}"' for t in terms)  # terms are alphanumeric only

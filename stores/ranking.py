@@ -1,9 +1,12 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
 A lesson's relevance blends two signals: cosine similarity of its vector to the
-query vector, and its rank in the lexical (full-text) match. Ranks rather than raw
-lexical scores are used because SQLite's bm25 and Postgres's ts_rank live on
-different scales; ranks are comparable across backends.
+query vector, and lexical coverage, the share of the query's words found in the
+lesson's text. The full-text index (FTS5 on SQLite, tsvector on Postgres) only
+finds lexical candidates; the score itself is computed here, from the text, so it
+is the same on every backend. Coverage rather than a rank is used because the
+best lexical match of a long query often shares one incidental word with it,
+and a rank would give that match full marks.
 
 The final score multiplies relevance by three bounded factors, so a strongly
 relevant lesson is never buried by weak signals, while ties and near-ties are
@@ -18,14 +21,15 @@ decided by freshness, confidence and the crowd:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import re
 from dataclasses import dataclass
 from datetime import datetime
 
 VECTOR_WEIGHT = 0.75
 LEXICAL_WEIGHT = 0.25
-# Lexical rank r contributes (K + 1) / (K + r): 1.0 for the best match, fading with rank.
-LEXICAL_RANK_K = 5
+# Words sharing their first STEM letters count as the same word ("rebalance", "rebalancing"):
+# a crude stemmer that behaves identically everywhere.
+STEM = 5
 
 
 @dataclass(frozen=True)
@@ -40,11 +44,20 @@ def candidate_count(limit: int) -> int:
     return max(50, limit * 5)
 
 
-def relevance(similarity: float | None, lexical_rank: int | None) -> float:
-    """Blend cosine similarity (None when not a vector candidate) and a 1-based lexical rank."""
+def relevance(similarity: float | None, coverage: float) -> float:
+    """Blend cosine similarity (None when the vector is unknown) and lexical coverage (0..1)."""
     vec = max(0.0, min(1.0, similarity)) if similarity is not None else 0.0
-    lex = (LEXICAL_RANK_K + 1) / (LEXICAL_RANK_K + lexical_rank) if lexical_rank is not None else 0.0
-    return VECTOR_WEIGHT * vec + LEXICAL_WEIGHT * lex
+    return VECTOR_WEIGHT * vec + LEXICAL_WEIGHT * coverage
+
+
+def coverage(terms: list[str], text: str) -> float:
+    """Share of the query ``terms`` (from ``lexical_terms``) that occur in ``text``."""
+    if not terms:
+        return 0.0
+    words = set(_words(text))
+    stems = {w[:STEM] for w in words if len(w) >= STEM}
+    hits = sum(1 for t in terms if t in words or (len(t) >= STEM and t[:STEM] in stems))
+    return hits / len(terms)
 
 
 def weight(
@@ -66,35 +79,20 @@ def weight(
 
 def lexical_terms(text: str, max_terms: int = 16) -> list[str]:
     """Words of a query worth matching lexically: lower-cased, de-duplicated, no stopwords."""
-    seen: dict[str, None] = {}
-    word = []
-    for ch in text.lower() + " ":
-        if ch.isalnum():
-            word.append(ch)
-            continue
-        if word:
-            term = "".join(word)
-            word = []
-            if len(term) > 1 and term not in _STOPWORDS:
-                seen.setdefault(term, None)
-    return list(seen)[:max_terms]
+    terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in _STOPWORDS)
+    return list(terms)[:max_terms]
 
 
-def merge_ranked(
-    vector_hits: Iterable[tuple[int, float]], lexical_hits: Iterable[int]
-) -> dict[int, tuple[float | None, int | None]]:
-    """Union of both candidate lists: key -> (similarity or None, lexical rank or None)."""
-    merged: dict[int, tuple[float | None, int | None]] = {}
-    for key, sim in vector_hits:
-        merged[key] = (sim, None)
-    for rank, key in enumerate(lexical_hits, start=1):
-        sim = merged.get(key, (None, None))[0]
-        merged[key] = (sim, rank)
-    return merged
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
 
+
+_WORD = re.compile(r"[^\W_]+")
 
 # Common English words that match nearly every lesson and only slow lexical search down.
 _STOPWORDS = frozenset(
     """a an and are as at be but by can do does for from had has have how i if in into is it its me my no not of on or our so that the their them then there
-    these they this to was we were what when where which while who why will with you your""".split()  # noqa: SIM905
+    these they this to was we were what when where which while who why will with you your
+    about after again all also any before been being did does doing just more most only other
+    out over same some such than too up very get gets got one""".split()
 )
