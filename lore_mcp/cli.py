@@ -95,8 +95,8 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     except StoreError as exc:
         print(f"lore-memory: {exc}", file=sys.stderr)
         return 1
+    # The model starts loading once the first request is answered (see LoadModelAfterFirstRequest).
     embedder = Embedder(settings.embedding_model)
-    embedder.start()
     try:
         service = LessonService(store, embedder, default_project=settings.project)
         server = build_server(service, log_level=log_level)

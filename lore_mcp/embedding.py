@@ -15,13 +15,15 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
-import numpy as np
 
 from lore_mcp.errors import ModelUnavailable
 from lore_mcp.settings import DEFAULT_MODEL
+
+if TYPE_CHECKING:  # numpy arrives with torch on the loading thread, not on the start-up path
+    import numpy as np
 
 logger = logging.getLogger("lore_mcp.embedding")
 
@@ -42,6 +44,11 @@ class Embedder:
         self._encode_lock = threading.Lock()
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        """True once loading has begun."""
+        return self._started
 
     @property
     def ready(self) -> bool:
@@ -118,7 +125,7 @@ class Embedder:
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        return np.asarray(vectors, dtype=np.float32)
+        return vectors.astype("float32", copy=False)
 
     def _load(self) -> None:
         try:

@@ -17,6 +17,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from lore_mcp import __version__
+from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument, LoreError, describe, wire_text
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.models import (
@@ -96,9 +97,34 @@ class LoreServer(MCPServer):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
+class LoadModelAfterFirstRequest:
+    """Middleware that starts loading the embedding model once the first request is answered.
+
+    Importing torch on a thread while the handshake is served would compete with it for
+    the interpreter, so the load starts right after the first response instead; a tool
+    that needs vectors before then starts (and waits for) the load itself.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if not self.embedder.started:
+                self.embedder.start()
+
+
 def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> LoreServer:
     """Create the server with every lessons tool and resource registered."""
-    server = LoreServer(name="lore", version=__version__, instructions=INSTRUCTIONS, log_level=log_level)
+    server = LoreServer(
+        name="lore",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level=log_level,
+        middleware=[LoadModelAfterFirstRequest(lessons.embedder)],
+    )
 
     @server.tool(annotations=ADDITIVE)
     async def save_lesson(
