@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from ulid import ULID
 
 from stores import ranking
 from stores.errors import InvalidInputError, NotFoundError
+from stores.ids import new_id
 from stores.lessons import (
     DEDUP_SIMILARITY,
     Lesson,
@@ -317,7 +317,7 @@ class LocalLessonStore:
         self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, rev: int, now: datetime
     ) -> tuple[int, str]:
         created = draft.created_at or now
-        lesson_id = str(ULID.from_datetime(created)) if draft.created_at else str(ULID())
+        lesson_id = new_id(draft.created_at)
         pk = conn.execute(
             "INSERT INTO lessons (id, org, project, problem, resolution, context, tags, confidence, source, "
             "created_at, updated_at, expires_at, meta, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING pk",
