@@ -41,8 +41,11 @@ _COLUMNS = (
     "created_at, updated_at, expires_at, upvotes, downvotes, meta"
 )
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
-# Lexical candidates fetched before scoping, so one busy project cannot crowd out another.
-_FTS_OVERSAMPLE = 1000
+# Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
+# one busy project cannot crowd out another.
+_FTS_OVERSAMPLE = 4
+# At most this many full-text matches are ranked per recall (see _lexical_candidates).
+_FTS_POSTINGS_BUDGET = 2000
 
 
 class LocalLessonStore:
@@ -180,34 +183,34 @@ class LocalLessonStore:
             if not candidates:
                 return []
             marks = ",".join("?" * len(candidates))
-            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND org = ? AND project = ? AND {_LIVE}"
+            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org = ? AND +project = ? AND {_LIVE}"
             params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
             if query.tags:
                 sql += f" AND {_tag_filter(len(query.tags))}"
                 params.extend([*query.tags, len(query.tags)])
             rows = _fetch(conn, sql, params)
             missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
-            if missing:
-                vector_hits.update(self._similarities(conn, missing, query.vector))
+            if missing and self._index is not None:
+                with self._index_lock:
+                    vector_hits.update(self._index.similarities(missing, _unit(query.vector)))
         scored = []
         for row in rows:
-            lesson = _to_lesson(row)
-            if lesson.confidence < query.min_confidence:
+            if row["confidence"] < query.min_confidence:
                 continue
-            text = " ".join((lesson.problem, lesson.resolution, lesson.context or "", *lesson.tags))
+            text = " ".join((row["problem"], row["resolution"], row["context"] or "", row["tags"]))
             score = ranking.relevance(
                 vector_hits.get(row["pk"]), ranking.coverage(terms, text)
             ) * ranking.weight(
-                updated_at=lesson.updated_at,
+                updated_at=_parse_ts(row["updated_at"]),
                 now=now,
-                confidence=lesson.confidence,
-                upvotes=lesson.upvotes,
-                downvotes=lesson.downvotes,
+                confidence=row["confidence"],
+                upvotes=row["upvotes"],
+                downvotes=row["downvotes"],
                 params=self._ranking,
             )
-            scored.append(ScoredLesson(lesson=lesson, score=round(score, 6)))
-        scored.sort(key=lambda s: (-s.score, s.lesson.id))
-        return scored[: query.limit]
+            scored.append((round(score, 6), row))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
+        return [ScoredLesson(lesson=_to_lesson(row), score=score) for score, row in scored[: query.limit]]
 
     def count(self, scope: Scope | None = None) -> int:
         sql = f"SELECT count(*) FROM lessons WHERE {_LIVE}"
@@ -258,34 +261,59 @@ class LocalLessonStore:
                 allowed=allowed,
             )
 
-    def _similarities(self, conn: Connection, pks: list[int], vector: Sequence[float]) -> dict[int, float]:
-        """Cosine similarity for lexical-only candidates, so every candidate is scored alike."""
-        if not self._has_vectors(conn):
-            return {}
-        marks = ",".join("?" * len(pks))
-        q = _unit(vector)
-        rows = conn.execute(f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})", pks)
-        return {pk: float(np.frombuffer(blob, dtype=np.float32) @ q) for pk, blob in rows}
-
     def _lexical_candidates(
         self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
     ) -> list[int]:
-        if not terms:
+        """Lessons sharing the query's rarest words, best bm25 first.
+
+        Common words match a large share of all lessons, and ranking every match costs
+        more than the whole rest of recall, so candidates come from the rarest terms
+        whose postings fit a budget; every term still counts in the score's coverage.
+        """
+        chosen = self._rare_terms(conn, terms)
+        if not chosen:
             return []
-        match = " OR ".join(f'"{t}"' for t in terms)  # terms are alphanumeric only
+        match = " OR ".join(f'"{t}"' for t in chosen)  # terms are alphanumeric only
         sql = (
             "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
-            f"WHERE l.org = ? AND l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
+            f"WHERE +l.org = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
             "AND l.confidence >= ?"
         )
-        params: list[Any] = [match, _FTS_OVERSAMPLE, scope.org, scope.project, _ts(now), query.min_confidence]
+        params: list[Any] = [
+            match,
+            k * _FTS_OVERSAMPLE,
+            scope.org,
+            scope.project,
+            _ts(now),
+            query.min_confidence,
+        ]
         if query.tags:
             sql += f" AND {_tag_filter(len(query.tags), 'l.pk')}"
             params.extend([*query.tags, len(query.tags)])
         sql += " ORDER BY f.rank LIMIT ?"
         params.append(k)
         return [row[0] for row in conn.execute(sql, params)]
+
+    # (The unary + on org and project above and in recall keeps SQLite from driving these
+    # queries through the scope index, which scanned the whole project instead of the
+    # handful of candidate rows.)
+
+    def _rare_terms(self, conn: Connection, terms: list[str]) -> list[str]:
+        counts = {
+            t: conn.execute(
+                "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (f'"{t}"',)
+            ).fetchone()[0]
+            for t in terms
+        }
+        chosen: list[str] = []
+        postings = 0
+        for term in sorted((t for t in terms if counts[t]), key=counts.__getitem__):
+            if chosen and postings + counts[term] > _FTS_POSTINGS_BUDGET:
+                break
+            chosen.append(term)
+            postings += counts[term]
+        return chosen
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
         marks = ",".join("?" * len(tags))
@@ -541,4 +569,4 @@ def _ts(dt: datetime) -> str:
 
 
 def _parse_ts(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    return datetime.fromisoformat(text)

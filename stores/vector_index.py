@@ -120,6 +120,18 @@ class VectorIndex:
         rows = positions[candidates[order]] if positions is not None else candidates[order]
         return [(int(self._keys[r]), float(s)) for r, s in zip(rows, cand_sims[order], strict=True)]
 
+    def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:
+        """Cosine similarity of the query to each indexed key (keys not indexed are left out)."""
+        found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
+        if not found:
+            return {}
+        q = np.asarray(query, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(q))
+        if norm > 0:
+            q = q / norm
+        sims = self._vectors[[pos for _, pos in found]] @ q
+        return {key: float(sim) for (key, _), sim in zip(found, sims, strict=True)}
+
     def _live_mask(
         self, code: int, now: float, min_confidence: float, positions: np.ndarray | None
     ) -> np.ndarray:
