@@ -22,6 +22,7 @@ __all__ = [
     "StoreError",
     "UnavailableError",
     "open_local_store",
+    "open_postgres_store",
 ]
 
 
@@ -30,3 +31,17 @@ def open_local_store(path: Path | str, *, ranking_params: RankingParams | None =
     from stores.local_lessons import LocalLessonStore
 
     return LocalLessonStore(path, ranking_params=ranking_params)
+
+
+def open_postgres_store(
+    url: str, *, pool_size: int = 5, ranking_params: RankingParams | None = None
+) -> LessonStore:
+    """Connect to Postgres (migrating it as needed) at ``url``."""
+    try:
+        from stores.postgres_lessons import PostgresLessonStore
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise UnavailableError(
+            f"The Postgres backend needs extra packages ({exc.name} is missing): "
+            "pip install 'lore-memory[postgres]'."
+        ) from exc
+    return PostgresLessonStore(url, pool_size=pool_size, ranking_params=ranking_params)

@@ -167,8 +167,8 @@ class LessonStore(Protocol):
         """Live lessons best first by the hybrid score in ``stores.ranking``."""
         ...
 
-    def count(self, scope: Scope | None = None) -> int:
-        """Live lessons in the scope, or in the whole store."""
+    def count(self, org: str, project: str | None = None) -> int:
+        """Live lessons of an org, in one project or all of them."""
         ...
 
     def close(self) -> None:

@@ -35,6 +35,7 @@ from stores.lessons import (
 )
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
 from stores.vector_index import IndexedRow, VectorIndex
+from stores.vectors import unit_vector
 
 _COLUMNS = (
     "pk, id, project, problem, resolution, context, tags, confidence, source, "
@@ -74,7 +75,7 @@ class LocalLessonStore:
     ) -> list[SaveResult]:
         if not items:
             return []
-        vectors = [_unit(vec) for _, vec in items]
+        vectors = [unit_vector(vec) for _, vec in items]
         now = _now()
         results: list[SaveResult] = []
         pending: list[tuple[int, str, np.ndarray]] = []  # saved in this transaction: pk, id, vector
@@ -103,7 +104,7 @@ class LocalLessonStore:
         with self._write_lock, write_transaction(self._writer) as conn:
             row = self._live_row(conn, scope, lesson_id, now)
             if vector is not None:
-                vec = _unit(vector)
+                vec = unit_vector(vector)
                 self._ensure_dim(conn, vec.shape[0])
             rev = self._bump_rev(conn)
             values = _row_values(row)
@@ -192,7 +193,7 @@ class LocalLessonStore:
             missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
             if missing and self._index is not None:
                 with self._index_lock:
-                    vector_hits.update(self._index.similarities(missing, _unit(query.vector)))
+                    vector_hits.update(self._index.similarities(missing, unit_vector(query.vector)))
         scored = []
         for row in rows:
             if row["confidence"] < query.min_confidence:
@@ -212,12 +213,12 @@ class LocalLessonStore:
         scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
         return [ScoredLesson(lesson=_to_lesson(row), score=score) for score, row in scored[: query.limit]]
 
-    def count(self, scope: Scope | None = None) -> int:
-        sql = f"SELECT count(*) FROM lessons WHERE {_LIVE}"
-        params: list[Any] = [_ts(_now())]
-        if scope is not None:
-            sql += " AND org = ? AND project = ?"
-            params += [scope.org, scope.project]
+    def count(self, org: str, project: str | None = None) -> int:
+        sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
+        params: list[Any] = [org, _ts(_now())]
+        if project is not None:
+            sql += " AND project = ?"
+            params.append(project)
         with self._read_lock:
             return int(self._reader.execute(sql, params).fetchone()[0])
 
@@ -240,7 +241,7 @@ class LocalLessonStore:
         now: datetime,
         allowed: set[int] | None,
     ) -> list[tuple[int, float]]:
-        vec = _unit(query.vector)
+        vec = unit_vector(query.vector)
         dim = self._stored_dim(conn)
         if dim is None:
             return []
@@ -545,14 +546,6 @@ def _to_lesson(row: dict[str, Any]) -> Lesson:
         downvotes=int(row["downvotes"]),
         meta=json.loads(row["meta"]),
     )
-
-
-def _unit(vector: Sequence[float]) -> np.ndarray:
-    vec = np.asarray(vector, dtype=np.float32).reshape(-1)
-    if not np.all(np.isfinite(vec)):
-        raise InvalidInputError("A vector must hold only finite numbers.")
-    norm = float(np.linalg.norm(vec))
-    return vec / norm if norm > 0 else vec
 
 
 def _scope_key(scope: Scope) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stores.vectors import unit_vector
+
 
 @dataclass(frozen=True)
 class IndexedRow:
@@ -47,12 +49,9 @@ class VectorIndex:
 
     def upsert(self, row: IndexedRow, vector: np.ndarray) -> None:
         """Add or replace one lesson's vector (normalised here so search is a dot product)."""
-        vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+        vec = unit_vector(vector)
         if vec.shape[0] != self.dim:
             raise ValueError(f"vector has {vec.shape[0]} dimensions, index holds {self.dim}")
-        norm = float(np.linalg.norm(vec))
-        if norm > 0:
-            vec = vec / norm
         pos = self._pos.get(row.key)
         if pos is None:
             self._grow_to(self._n + 1)
@@ -94,10 +93,7 @@ class VectorIndex:
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0 or k <= 0:
             return []
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(q))
-        if norm > 0:
-            q = q / norm
+        q = unit_vector(query)
         if allowed is not None:
             positions = np.fromiter(
                 (p for p in (self._pos.get(key) for key in allowed) if p is not None), dtype=np.int64
@@ -125,10 +121,7 @@ class VectorIndex:
         found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
         if not found:
             return {}
-        q = np.asarray(query, dtype=np.float32).reshape(-1)
-        norm = float(np.linalg.norm(q))
-        if norm > 0:
-            q = q / norm
+        q = unit_vector(query)
         sims = self._vectors[[pos for _, pos in found]] @ q
         return {key: float(sim) for (key, _), sim in zip(found, sims, strict=True)}
 

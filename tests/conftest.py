@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import platform
+import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -18,9 +20,9 @@ from mcp import Client
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import LoreServer, build_server
-from stores import LessonStore, open_local_store
+from stores import LessonStore, open_local_store, open_postgres_store
 
-BACKENDS = ["local"]
+BACKENDS = ["local", "postgres"]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -34,10 +36,45 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
-def open_store(backend: str, tmp_path: Path) -> LessonStore:
+@pytest.fixture(scope="session")
+def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real PostgreSQL 16 + pgvector: ``LORE_TEST_DATABASE_URL`` (a database the tests
+    may empty), or one started by ``pgserver`` in a temporary directory."""
+    url = os.environ.get("LORE_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    with warnings.catch_warnings():
+        # pgserver looks up a runtime dir at import; on a CI box without XDG_RUNTIME_DIR
+        # platformdirs warns and falls back to /tmp, which is fine here.
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    server = pgserver.get_server(tmp_path_factory.mktemp("pgdata"), cleanup_mode="stop")
+    try:
+        yield server.get_uri()
+    finally:
+        server.cleanup()
+
+
+def empty_postgres(url: str) -> None:
+    """Remove every row Lore stored, keeping the schema (faster than a new database per test)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('lessons') IS NOT NULL").fetchone()[0]
+        if exists:
+            conn.execute("TRUNCATE lessons RESTART IDENTITY")
+
+
+def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LessonStore:
     """A fresh, empty store of the given backend."""
     if backend == "local":
         return open_local_store(tmp_path / "lore.db")
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        empty_postgres(url)
+        return open_postgres_store(url)
     raise ValueError(f"unknown backend {backend}")
 
 
@@ -47,8 +84,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store(backend: str, tmp_path: Path) -> Iterator[LessonStore]:
-    s = open_store(backend, tmp_path)
+def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LessonStore]:
+    s = open_store(backend, tmp_path, request)
     yield s
     s.close()
 

@@ -72,7 +72,7 @@ async def test_bad_input_is_refused_with_a_code_and_changes_nothing(
     assert text.startswith(f"{code}: "), text[:300]
     assert len(text) < 1000, "error text must be a sentence, not an echo of the input"
     assert "Traceback" not in text and 'File "' not in text
-    assert store.count() == 1
+    assert store.count("local") == 1
     assert await call(client, "get_lesson", id=existing["id"]) == before
     # The server keeps serving.
     assert (await call(client, "recall_lessons", query="redis eviction"))["lessons"][0]["id"] == existing[

@@ -86,7 +86,7 @@ def test_concurrent_writer_processes_never_fail_and_lose_nothing(tmp_path: Path)
     assert sum(written) == WRITERS * WRITES_PER_WRITER
     store = open_local_store(db)
     try:
-        assert store.count(Scope("local", "stress")) == WRITERS * WRITES_PER_WRITER
+        assert store.count("local", "stress") == WRITERS * WRITES_PER_WRITER
         page = store.list(Scope("local", "stress"), (), 100, None)
         assert sum(x.upvotes for x in page.lessons) > 0
     finally:

@@ -56,7 +56,7 @@ def test_lessons_are_invisible_outside_their_project_and_org(store: LessonStore)
             store.delete(scope, saved.id)
         assert recall(store, scope, "x", "secret plan") == []
         assert store.list(scope, (), 10, None).lessons == ()
-    assert store.count(HERE) == 1
+    assert store.count(HERE.org, HERE.project) == 1
 
 
 def test_a_near_duplicate_in_the_same_project_merges_instead_of_adding(store: LessonStore) -> None:
@@ -67,7 +67,7 @@ def test_a_near_duplicate_in_the_same_project_merges_instead_of_adding(store: Le
     assert lesson.tags == ("cache", "redis")
     assert lesson.confidence == pytest.approx(0.9)
     assert lesson.meta["merged_count"] == 1
-    assert store.count(HERE) == 1
+    assert store.count(HERE.org, HERE.project) == 1
     # The same vector in another project is a different lesson.
     assert store.save(THERE, draft("cache stampede"), vector("dup")).merged is False
 
@@ -81,11 +81,15 @@ def test_distinct_lessons_are_not_merged(store: LessonStore) -> None:
 def test_save_many_deduplicates_within_the_batch(store: LessonStore) -> None:
     results = store.save_many(
         HERE,
-        [(draft("one"), vector("one")), (draft("two"), vector("two")), (draft("one again"), vector("one", 0.05))],
+        [
+            (draft("one"), vector("one")),
+            (draft("two"), vector("two")),
+            (draft("one again"), vector("one", 0.05)),
+        ],
     )
     assert [r.merged for r in results] == [False, False, True]
     assert results[2].id == results[0].id
-    assert store.count(HERE) == 2
+    assert store.count(HERE.org, HERE.project) == 2
 
 
 def test_recall_orders_by_similarity_and_respects_limit(store: LessonStore) -> None:
@@ -100,7 +104,9 @@ def test_recall_orders_by_similarity_and_respects_limit(store: LessonStore) -> N
 def test_lexical_match_lifts_a_lesson_with_the_query_words(store: LessonStore) -> None:
     q = vector("q")
     store.save(HERE, draft("generic failure", "restart"), blend(vector("n1"), q, 0.5))
-    store.save(HERE, draft("kafka consumer rebalance storm", "raise session timeout"), blend(vector("n2"), q, 0.5))
+    store.save(
+        HERE, draft("kafka consumer rebalance storm", "raise session timeout"), blend(vector("n2"), q, 0.5)
+    )
     assert recall(store, HERE, "q", "kafka rebalance")[0] == "kafka consumer rebalance storm"
 
 
@@ -165,7 +171,9 @@ def test_list_pages_newest_first_without_gaps_or_repeats(store: LessonStore) -> 
 
 def test_update_changes_only_given_fields_and_can_clear_optional_ones(store: LessonStore) -> None:
     saved = store.save(HERE, draft("p", "r", context="c", source="s", tags=("a",)), vector("u"))
-    updated = store.update(HERE, saved.id, LessonPatch(resolution="r2", tags=("b",), clear=frozenset({"context"})), None)
+    updated = store.update(
+        HERE, saved.id, LessonPatch(resolution="r2", tags=("b",), clear=frozenset({"context"})), None
+    )
     assert (updated.problem, updated.resolution, updated.context, updated.source) == ("p", "r2", None, "s")
     assert updated.tags == ("b",)
     assert updated.updated_at >= updated.created_at
@@ -189,7 +197,7 @@ def test_delete_removes_the_lesson_everywhere(store: LessonStore) -> None:
     with pytest.raises(NotFoundError):
         store.delete(HERE, saved.id)
     assert recall(store, HERE, "d", "doomed") == []
-    assert store.count() == 0
+    assert store.count("local") == 0
 
 
 def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: LessonStore) -> None:
@@ -198,13 +206,13 @@ def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: Les
         store.save(HERE, draft("wrong"), np.ones(768, dtype=np.float32))
     with pytest.raises(InvalidInputError):
         store.recall(HERE, RecallQuery(text="x", vector=np.ones(10, dtype=np.float32)))
-    assert store.count() == 1
+    assert store.count("local") == 1
 
 
 def test_a_failed_batch_saves_nothing(store: LessonStore) -> None:
     with pytest.raises(InvalidInputError):
         store.save_many(HERE, [(draft("ok"), vector("ok")), (draft("bad"), np.full(384, np.nan))])
-    assert store.count() == 0
+    assert store.count("local") == 0
 
 
 def test_unknown_ids_are_not_found(store: LessonStore) -> None:

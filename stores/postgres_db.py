@@ -1,0 +1,208 @@
+"""Connecting to Postgres: the engine and pool, migrations, row-level security, errors.
+
+The org boundary is enforced twice: every query names its org, and Postgres
+row-level security policies only show a transaction the rows of the org it set
+in ``lore.org`` (``set_config('lore.org', org, true)``), so a query that forgot its
+filter still cannot read or change another org's rows. Superusers and roles with
+BYPASSRLS skip policies, so such a login switches every connection to the
+``lore_rls`` role, which has neither.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+from stores.errors import UnavailableError
+
+logger = logging.getLogger("stores.postgres")
+
+RLS_ROLE = "lore_rls"
+# Migrations of every Lore process serialise on this advisory lock key.
+MIGRATION_LOCK = 0x4C4F5245  # "LORE"
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key text PRIMARY KEY, value text NOT NULL);
+        -- array_to_string is only STABLE; for text[] it cannot change, and a generated
+        -- column needs an IMMUTABLE expression.
+        CREATE FUNCTION lore_tags_text(tags text[]) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_string(tags, ' ') $$;
+        CREATE TABLE lessons (
+            pk bigserial PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            org_id text NOT NULL,
+            project text NOT NULL,
+            problem text NOT NULL,
+            resolution text NOT NULL,
+            context text,
+            tags text[] NOT NULL DEFAULT '{}',
+            confidence double precision NOT NULL,
+            source text,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            expires_at timestamptz,
+            upvotes integer NOT NULL DEFAULT 0,
+            downvotes integer NOT NULL DEFAULT 0,
+            meta jsonb NOT NULL DEFAULT '{}',
+            tsv tsvector GENERATED ALWAYS AS (
+                to_tsvector('english'::regconfig, problem || ' ' || resolution || ' '
+                    || coalesce(context, '') || ' ' || lore_tags_text(tags))
+            ) STORED
+        );
+        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_tags ON lessons USING gin (tags);
+        CREATE INDEX lessons_tsv ON lessons USING gin (tsv);
+        ALTER TABLE lessons ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE lessons FORCE ROW LEVEL SECURITY;
+        CREATE POLICY lessons_org ON lessons
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        """,
+    ),
+]
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def engine_for(url: str, pool_size: int) -> Engine:
+    """An engine on psycopg 3 whose connections know pgvector and drop superuser powers."""
+    sa_url = make_url(url)
+    if sa_url.drivername in ("postgres", "postgresql"):
+        sa_url = sa_url.set(drivername="postgresql+psycopg")
+    engine = create_engine(
+        sa_url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,  # a connection that died with the server is replaced, not used
+        pool_timeout=10,
+        connect_args={"connect_timeout": 5},
+    )
+    event.listen(engine, "connect", _on_connect)
+    return engine
+
+
+def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+    from pgvector.psycopg import register_vector
+
+    with dbapi_conn.cursor() as cur:
+        cur.execute("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        privileged = bool(cur.fetchone()[0])
+        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (RLS_ROLE,))
+        has_role = cur.fetchone() is not None
+        if privileged and has_role:
+            cur.execute(f"SET ROLE {RLS_ROLE}")
+    dbapi_conn.commit()
+    try:
+        register_vector(dbapi_conn)
+    except Exception:
+        # Before the first migration the extension may not exist yet; migrate() re-registers.
+        dbapi_conn.rollback()
+
+
+@contextlib.contextmanager
+def transaction(engine: Engine, org: str | None) -> Iterator[Connection]:
+    """One transaction with ``lore.org`` set, translating connection failures to UnavailableError."""
+    with unavailable_on_failure(), engine.begin() as conn:
+        if org is not None:
+            conn.execute(text("SELECT set_config('lore.org', :org, true)"), {"org": org})
+        yield conn
+
+
+@contextlib.contextmanager
+def unavailable_on_failure() -> Iterator[None]:
+    try:
+        yield
+    except OperationalError as exc:
+        logger.warning("postgres unavailable: %s", exc.orig)
+        raise UnavailableError(
+            "Postgres is unreachable right now; the call changed nothing. Try again shortly."
+        ) from exc
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise UnavailableError(
+                "The connection to Postgres was lost; the call changed nothing. Try again."
+            ) from exc
+        raise
+
+
+def migrate(engine: Engine) -> int:
+    """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
+    with unavailable_on_failure(), engine.begin() as conn:
+        as_owner(conn)
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        _ensure_vector_extension(conn)
+        conn.execute(
+            text(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+        )
+        applied = {row[0] for row in conn.execute(text("SELECT version FROM schema_migrations"))}
+        newest = max(applied, default=0)
+        if newest > SCHEMA_VERSION:
+            raise UnavailableError(
+                f"This Lore database is at schema version {newest}, newer than this Lore "
+                f"understands ({SCHEMA_VERSION}); upgrade lore-memory."
+            )
+        for version, name, sql in MIGRATIONS:
+            if version in applied:
+                continue
+            conn.exec_driver_sql(sql)
+            conn.execute(
+                text("INSERT INTO schema_migrations (version, name) VALUES (:v, :n)"),
+                {"v": version, "n": name},
+            )
+            logger.info("applied migration %s %s", version, name)
+        _ensure_rls_role(conn)
+    engine.dispose()  # new connections pick up the role and the vector type
+    return SCHEMA_VERSION
+
+
+def as_owner(conn: Connection) -> None:
+    """For this transaction only, act as the login role again (DDL needs the tables' owner)."""
+    conn.exec_driver_sql("SET LOCAL ROLE NONE")
+
+
+def pending_migrations(engine: Engine) -> list[int]:
+    """Versions not yet applied (all of them on an empty database)."""
+    with unavailable_on_failure(), engine.connect() as conn:
+        exists = conn.execute(text("SELECT to_regclass('schema_migrations') IS NOT NULL")).scalar()
+        applied = (
+            set(conn.execute(text("SELECT version FROM schema_migrations")).scalars()) if exists else set()
+        )
+    return [v for v, _, _ in MIGRATIONS if v not in applied]
+
+
+def _ensure_vector_extension(conn: Connection) -> None:
+    available = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
+    if available is None:
+        raise UnavailableError(
+            "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
+            "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
+            "and restart Lore."
+        )
+    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+
+
+def _ensure_rls_role(conn: Connection) -> None:
+    """Give privileged logins a role without BYPASSRLS to work as (see the module docstring)."""
+    privileged = conn.execute(
+        text("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+    ).scalar()
+    if not privileged:
+        return
+    if conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": RLS_ROLE}).first() is None:
+        conn.exec_driver_sql(f"CREATE ROLE {RLS_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+    conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {RLS_ROLE}")
+    conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {RLS_ROLE}")
+    conn.exec_driver_sql(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {RLS_ROLE}")

@@ -1,0 +1,403 @@
+"""Lessons in Postgres: pgvector (HNSW, cosine) for vectors, tsvector + GIN for words.
+
+The sibling of ``stores.local_lessons``: same contract, same candidate generation
+and the same scoring from ``stores.ranking``, so a query ranks the same lessons
+first on both. Every transaction sets ``lore.org`` for the row-level security
+policies (see ``stores.postgres_db``) besides naming the org in its own filters.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from stores import ranking
+from stores.errors import InvalidInputError, NotFoundError
+from stores.ids import new_id
+from stores.lessons import (
+    DEDUP_SIMILARITY,
+    Lesson,
+    LessonDraft,
+    LessonPage,
+    LessonPatch,
+    RecallQuery,
+    SaveResult,
+    Scope,
+    ScoredLesson,
+)
+from stores.postgres_db import as_owner, engine_for, migrate, transaction
+from stores.vectors import unit_vector
+
+_COLUMNS = (
+    "pk, id, project, problem, resolution, context, tags, confidence, source, "
+    "created_at, updated_at, expires_at, upvotes, downvotes, meta"
+)
+_SCOPED = "org_id = :org AND project = :project AND (expires_at IS NULL OR expires_at > :now)"
+
+
+class PostgresLessonStore:
+    """``stores.lessons.LessonStore`` on Postgres with pgvector."""
+
+    def __init__(
+        self, url: str, *, pool_size: int = 5, ranking_params: ranking.RankingParams | None = None
+    ) -> None:
+        self._ranking = ranking_params or ranking.RankingParams()
+        self._engine = engine_for(url, pool_size)
+        migrate(self._engine)
+        self._dim: int | None = None
+
+    # -- writes -------------------------------------------------------------------
+
+    def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
+        return self.save_many(scope, [(draft, vector)])[0]
+
+    def save_many(
+        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
+    ) -> list[SaveResult]:
+        if not items:
+            return []
+        vectors = [unit_vector(vec) for _, vec in items]
+        dim = self._ensure_dim(vectors[0].shape[0])
+        if any(v.shape[0] != dim for v in vectors):
+            raise InvalidInputError(f"All vectors must have {dim} dimensions.")
+        now = _now()
+        results: list[SaveResult] = []
+        pending: list[tuple[int, np.ndarray]] = []
+        with transaction(self._engine, scope.org) as conn:
+            # Saves to one project take turns, so two near-duplicates saved at once still merge.
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"{scope.org}/{scope.project}"}
+            )
+            for (draft, _), vec in zip(items, vectors, strict=True):
+                target = self._find_duplicate(conn, scope, vec, pending, now)
+                if target is not None:
+                    results.append(SaveResult(id=self._merge(conn, target, draft, now), merged=True))
+                    continue
+                pk, lesson_id = self._insert(conn, scope, draft, vec, now)
+                pending.append((pk, vec))
+                results.append(SaveResult(id=lesson_id, merged=False))
+        return results
+
+    def update(
+        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
+    ) -> Lesson:
+        vec = None
+        if vector is not None:
+            vec = unit_vector(vector)
+            self._ensure_dim(vec.shape[0])
+        now = _now()
+        with transaction(self._engine, scope.org) as conn:
+            row = self._live_row(conn, scope, lesson_id, now, lock=True)
+            values = dict(row)
+            for name in ("problem", "resolution", "context", "confidence", "source", "expires_at"):
+                if getattr(patch, name) is not None:
+                    values[name] = getattr(patch, name)
+            if patch.tags is not None:
+                values["tags"] = list(patch.tags)
+            for name in patch.clear:
+                values[name] = None
+            self._write_row(conn, row["pk"], values, now)
+            if vec is not None:
+                conn.execute(
+                    text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": row["pk"]}
+                )
+            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+
+    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
+        with transaction(self._engine, scope.org) as conn:
+            row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
+            conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": row["pk"]})
+            return _to_lesson(row)
+
+    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
+        column = "upvotes" if up else "downvotes"
+        with transaction(self._engine, scope.org) as conn:
+            row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
+            # The column name is one of two literals above, never user text.
+            conn.execute(
+                text(f"UPDATE lessons SET {column} = {column} + 1 WHERE pk = :pk"), {"pk": row["pk"]}
+            )
+            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with transaction(self._engine, scope.org) as conn:
+            return _to_lesson(self._live_row(conn, scope, lesson_id, _now()))
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE {_SCOPED}"
+        params: dict[str, Any] = {**_scope_params(scope, _now()), "n": limit + 1}
+        if cursor is not None:
+            sql += " AND id < :cursor"
+            params["cursor"] = cursor
+        if tags:
+            sql += " AND tags @> :tags"
+            params["tags"] = list(tags)
+        with transaction(self._engine, scope.org) as conn:
+            rows = _fetch(conn, sql + " ORDER BY id DESC LIMIT :n", params)
+        lessons = tuple(_to_lesson(r) for r in rows[:limit])
+        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+
+    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        now = query.now or _now()
+        k = ranking.candidate_count(query.limit)
+        q = unit_vector(query.vector)
+        terms = ranking.lexical_terms(query.text)
+        with transaction(self._engine, scope.org) as conn:
+            dim = self._stored_dim(conn)
+            if dim is not None and q.shape[0] != dim:
+                raise InvalidInputError(
+                    f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
+                    "the database was created with a different embedding model."
+                )
+            filters, params = self._recall_filters(scope, query, now)
+            candidates: set[int] = set()
+            if dim is not None:
+                candidates |= self._vector_candidates(conn, filters, {**params, "q": q, "k": k})
+            candidates |= self._lexical_candidates(conn, filters, params, terms, k)
+            if not candidates:
+                return []
+            sim = "1 - (embedding <=> :q)" if dim is not None else "NULL"
+            rows = _fetch(
+                conn,
+                f"SELECT {_COLUMNS}, {sim} AS sim FROM lessons WHERE pk = ANY(:pks) AND {filters}",
+                {**params, "pks": list(candidates), "q": q},
+            )
+        scored = []
+        for row in rows:
+            text_ = " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"])))
+            score = ranking.relevance(row["sim"], ranking.coverage(terms, text_)) * ranking.weight(
+                updated_at=row["updated_at"],
+                now=now,
+                confidence=row["confidence"],
+                upvotes=row["upvotes"],
+                downvotes=row["downvotes"],
+                params=self._ranking,
+            )
+            scored.append((round(score, 6), row))
+        scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
+        return [ScoredLesson(lesson=_to_lesson(row), score=score) for score, row in scored[: query.limit]]
+
+    def count(self, org: str, project: str | None = None) -> int:
+        sql = "SELECT count(*) FROM lessons WHERE org_id = :org AND (expires_at IS NULL OR expires_at > :now)"
+        params: dict[str, Any] = {"org": org, "now": _now()}
+        if project is not None:
+            sql += " AND project = :project"
+            params["project"] = project
+        with transaction(self._engine, org) as conn:
+            return int(conn.execute(text(sql), params).scalar_one())
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # -- internals ----------------------------------------------------------------
+
+    def _recall_filters(self, scope: Scope, query: RecallQuery, now: datetime) -> tuple[str, dict[str, Any]]:
+        filters = f"{_SCOPED} AND confidence >= :min_conf"
+        params: dict[str, Any] = {**_scope_params(scope, now), "min_conf": query.min_confidence}
+        if query.tags:
+            filters += " AND tags @> :tags"
+            params["tags"] = list(query.tags)
+        return filters, params
+
+    def _vector_candidates(self, conn: Connection, filters: str, params: dict[str, Any]) -> set[int]:
+        """Nearest lessons by HNSW; when filters leave the index short, an exact scan."""
+        conn.execute(
+            text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(min(1000, 2 * params["k"]))}
+        )
+        sql = f"SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :k"
+        found = {row[0] for row in conn.execute(text(sql), params)}
+        if len(found) < params["k"]:
+            exact = (
+                f"WITH scoped AS MATERIALIZED (SELECT pk, embedding FROM lessons WHERE {filters}) "
+                "SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k"
+            )
+            found = {row[0] for row in conn.execute(text(exact), params)}
+        return found
+
+    def _lexical_candidates(
+        self, conn: Connection, filters: str, params: dict[str, Any], terms: list[str], k: int
+    ) -> set[int]:
+        if not terms:
+            return set()
+        # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
+        tsq = " | ".join(terms)
+        sql = (
+            f"SELECT pk FROM lessons WHERE tsv @@ to_tsquery('english', :tsq) AND {filters} "
+            "ORDER BY ts_rank_cd(tsv, to_tsquery('english', :tsq)) DESC LIMIT :k"
+        )
+        return {row[0] for row in conn.execute(text(sql), {**params, "tsq": tsq, "k": k})}
+
+    def _find_duplicate(
+        self,
+        conn: Connection,
+        scope: Scope,
+        vec: np.ndarray,
+        pending: list[tuple[int, np.ndarray]],
+        now: datetime,
+    ) -> int | None:
+        best_pk, best_sim = None, DEDUP_SIMILARITY
+        row = conn.execute(
+            text(
+                f"SELECT pk, 1 - (embedding <=> :q) AS sim FROM lessons WHERE {_SCOPED} "
+                "ORDER BY embedding <=> :q LIMIT 1"
+            ),
+            {**_scope_params(scope, now), "q": vec},
+        ).first()
+        if row is not None and row.sim >= best_sim:
+            best_pk, best_sim = row.pk, row.sim
+        for pk, other in pending:
+            sim = float(other @ vec)
+            if sim >= best_sim:
+                best_pk, best_sim = pk, sim
+        return best_pk
+
+    def _insert(
+        self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, now: datetime
+    ) -> tuple[int, str]:
+        created = draft.created_at or now
+        lesson_id = new_id(draft.created_at)
+        pk = conn.execute(
+            text(
+                "INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, "
+                "source, created_at, updated_at, expires_at, meta, embedding) VALUES (:id, :org, :project, "
+                ":problem, :resolution, :context, :tags, :confidence, :source, :created, :created, :expires, "
+                "CAST(:meta AS jsonb), :v) RETURNING pk"
+            ),
+            {
+                "id": lesson_id,
+                "org": scope.org,
+                "project": scope.project,
+                "problem": draft.problem,
+                "resolution": draft.resolution,
+                "context": draft.context,
+                "tags": list(draft.tags),
+                "confidence": draft.confidence,
+                "source": draft.source,
+                "created": created,
+                "expires": draft.expires_at,
+                "meta": json.dumps(dict(draft.meta)),
+                "v": vec,
+            },
+        ).scalar_one()
+        return pk, lesson_id
+
+    def _merge(self, conn: Connection, pk: int, draft: LessonDraft, now: datetime) -> str:
+        row = self._row_by_pk(conn, pk, lock=True)
+        values = dict(row)
+        values["tags"] = list(dict.fromkeys([*row["tags"], *draft.tags]))
+        values["confidence"] = max(row["confidence"], draft.confidence)
+        values["context"] = row["context"] or draft.context
+        values["source"] = row["source"] or draft.source
+        # The longer life wins; a lesson that never expires stays that way.
+        if row["expires_at"] is not None:
+            values["expires_at"] = (
+                None if draft.expires_at is None else max(row["expires_at"], draft.expires_at)
+            )
+        values["meta"] = {**row["meta"], "merged_count": int(row["meta"].get("merged_count", 0)) + 1}
+        self._write_row(conn, pk, values, now)
+        return row["id"]
+
+    def _write_row(self, conn: Connection, pk: int, values: dict[str, Any], now: datetime) -> None:
+        conn.execute(
+            text(
+                "UPDATE lessons SET problem = :problem, resolution = :resolution, context = :context, "
+                "tags = :tags, confidence = :confidence, source = :source, expires_at = :expires_at, "
+                "meta = CAST(:meta AS jsonb), updated_at = :now WHERE pk = :pk"
+            ),
+            {
+                **{
+                    k: values[k]
+                    for k in ("problem", "resolution", "context", "confidence", "source", "expires_at")
+                },
+                "tags": list(values["tags"]),
+                "meta": json.dumps(dict(values["meta"])),
+                "now": now,
+                "pk": pk,
+            },
+        )
+
+    def _live_row(
+        self, conn: Connection, scope: Scope, lesson_id: str, now: datetime, *, lock: bool = False
+    ) -> dict[str, Any]:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE id = :id AND {_SCOPED}" + (" FOR UPDATE" if lock else "")
+        rows = _fetch(conn, sql, {**_scope_params(scope, now), "id": lesson_id})
+        if not rows:
+            raise NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
+        return rows[0]
+
+    def _row_by_pk(self, conn: Connection, pk: int, *, lock: bool = False) -> dict[str, Any]:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk = :pk" + (" FOR UPDATE" if lock else "")
+        return _fetch(conn, sql, {"pk": pk})[0]
+
+    def _stored_dim(self, conn: Connection) -> int | None:
+        if self._dim is None:
+            value = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+            self._dim = int(value) if value is not None else None
+        return self._dim
+
+    def _ensure_dim(self, dim: int) -> int:
+        """The vector column is created with the first vector's dimension; others are refused."""
+        if self._dim is None:
+            with transaction(self._engine, None) as conn:
+                as_owner(conn)
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
+                stored = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+                if stored is None:
+                    if not 1 <= dim <= 2000:
+                        raise InvalidInputError(
+                            f"A vector must have between 1 and 2000 dimensions, not {dim}."
+                        )
+                    # dim is an int checked above, never user text.
+                    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
+                    conn.exec_driver_sql(
+                        "CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)"
+                    )
+                    conn.execute(
+                        text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)}
+                    )
+                    stored = dim
+                self._dim = int(stored)
+        if self._dim != dim:
+            raise InvalidInputError(
+                f"This store holds {self._dim}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database."
+            )
+        return self._dim
+
+
+def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
+    return {"org": scope.org, "project": scope.project, "now": now}
+
+
+def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(row._mapping) for row in conn.execute(text(sql), params)]
+
+
+def _to_lesson(row: dict[str, Any]) -> Lesson:
+    return Lesson(
+        id=row["id"],
+        project=row["project"],
+        problem=row["problem"],
+        resolution=row["resolution"],
+        context=row["context"],
+        tags=tuple(row["tags"]),
+        confidence=float(row["confidence"]),
+        source=row["source"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        expires_at=row["expires_at"],
+        upvotes=int(row["upvotes"]),
+        downvotes=int(row["downvotes"]),
+        meta=dict(row["meta"]),
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,22 @@
+"""Vector checks shared by the backends."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from stores.errors import InvalidInputError
+
+
+def unit_vector(vector: Sequence[float]) -> np.ndarray:
+    """The vector as float32 scaled to length 1, so cosine similarity is a dot product.
+
+    Raises InvalidInputError for NaN or infinite components, which would poison every
+    similarity they touch.
+    """
+    vec = np.asarray(vector, dtype=np.float32).reshape(-1)
+    if not np.all(np.isfinite(vec)):
+        raise InvalidInputError("A vector must hold only finite numbers.")
+    norm = float(np.linalg.norm(vec))
+    return vec / norm if norm > 0 else vec
