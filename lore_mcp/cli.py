@@ -27,6 +27,7 @@ _SETTING_FLAGS = [
     ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
     ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
+    ("--pool-size", "pool_size", "Postgres connections per server process"),
 ]
 
 
@@ -36,15 +37,19 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     mcp = sub.add_parser("mcp", help="serve MCP (stdio by default)")
     mcp.add_argument("--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)")
-    mcp.add_argument(
-        "--log-level",
-        default="WARNING",
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-        type=str.upper,
-        help="stderr log level (default WARNING)",
-    )
-    for flag, field, help_text in _SETTING_FLAGS:
-        mcp.add_argument(flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})")
+    migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    for command in (mcp, migrate):
+        command.add_argument(
+            "--log-level",
+            default="WARNING",
+            choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+            type=str.upper,
+            help="stderr log level (default WARNING)",
+        )
+        for flag, field, help_text in _SETTING_FLAGS:
+            command.add_argument(
+                flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
+            )
     return parser
 
 
@@ -69,33 +74,59 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "mcp":
         return serve(settings, log_level=args.log_level.upper())
+    if args.command == "migrate":
+        return migrate(settings)
     parser.error(f"unknown command {args.command}")
     return 2
 
 
+def open_store(settings: Settings) -> Any:
+    """The configured backend, migrated and ready (raises StoreError with a sentence for people)."""
+    from stores import RankingParams, open_local_store, open_postgres_store
+
+    ranking = RankingParams(half_life_days=settings.decay_half_life_days)
+    if settings.store == "postgres":
+        if not settings.database_url:
+            raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
+        return open_postgres_store(
+            settings.database_url, pool_size=settings.pool_size, ranking_params=ranking
+        )
+    if settings.store == "local":
+        return open_local_store(settings.db_path, ranking_params=ranking)
+    raise SystemExit(
+        f"lore-memory: LORE_STORE={settings.store} is not available in this version; use local or postgres."
+    )
+
+
+def migrate(settings: Settings) -> int:
+    """Bring the configured database to the current schema; running it again is harmless."""
+    from stores import StoreError
+
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    store.close()
+    where = settings.db_path if settings.store == "local" else "Postgres"
+    print(f"lore-memory: {where} is at the current schema.", file=sys.stderr)
+    return 0
+
+
 def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
-    """Open the store, start loading the model in the background, and serve."""
+    """Open the store and serve; the model loads in the background (see LoadModelAfterFirstRequest)."""
     import anyio
 
     from lore_mcp.embedding import Embedder
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.server import build_server
-    from stores import RankingParams, StoreError, open_local_store
+    from stores import StoreError
 
-    if settings.store != "local":
-        print(
-            f"lore-memory: LORE_STORE={settings.store} is not available in this version; use local.",
-            file=sys.stderr,
-        )
-        return 2
     try:
-        store = open_local_store(
-            settings.db_path, ranking_params=RankingParams(half_life_days=settings.decay_half_life_days)
-        )
+        store = open_store(settings)
     except StoreError as exc:
         print(f"lore-memory: {exc}", file=sys.stderr)
         return 1
-    # The model starts loading once the first request is answered (see LoadModelAfterFirstRequest).
     embedder = Embedder(settings.embedding_model)
     try:
         service = LessonService(store, embedder, default_project=settings.project)

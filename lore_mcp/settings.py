@@ -40,4 +40,5 @@ class Settings(BaseSettings):
     decay_half_life_days: float = Field(
         30.0, gt=0, le=36_500, description="Days after which time decay has halved its part of the score."
     )
+    pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
     rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")

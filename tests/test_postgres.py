@@ -1,0 +1,177 @@
+"""What only Postgres has to prove: row-level security, outages, many writers, migrations."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from lore_mcp.embedding import Embedder
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.server import build_server
+from stores import Scope, UnavailableError, open_postgres_store
+from stores.lessons import LessonDraft
+from stores.postgres_db import RLS_ROLE
+from tests.conftest import connected, empty_postgres
+from tests.helpers import ToolFailed, call, vector
+from tests.test_stdio import stdio_params
+
+ACME = Scope("acme", "web")
+GLOBEX = Scope("globex", "web")
+
+
+@pytest.fixture
+def pg_store(postgres_url: str):
+    empty_postgres(postgres_url)
+    store = open_postgres_store(postgres_url)
+    yield store
+    store.close()
+
+
+def test_an_unscoped_query_sees_nothing_of_another_org(postgres_url: str, pg_store) -> None:
+    pg_store.save(ACME, LessonDraft("acme secret", "r"), vector("a"))
+    pg_store.save(GLOBEX, LessonDraft("globex secret", "r"), vector("g"))
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        privileged = conn.execute(
+            "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()[0]
+        if privileged:
+            conn.execute(f"SET ROLE {RLS_ROLE}")  # what every Lore connection does
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT set_config('lore.org', 'acme', true)")
+            # No org filter at all: the policy still confines the query to acme.
+            assert conn.execute("SELECT problem FROM lessons").fetchall() == [("acme secret",)]
+            assert conn.execute("UPDATE lessons SET problem = 'pwned'").rowcount == 1
+            assert conn.execute("DELETE FROM lessons WHERE org_id = 'globex'").rowcount == 0
+        with pytest.raises(psycopg.errors.InsufficientPrivilege), conn.transaction():
+            conn.execute("SELECT set_config('lore.org', 'acme', true)")
+            conn.execute(
+                "INSERT INTO lessons (id, org_id, project, problem, resolution, confidence, created_at, "
+                "updated_at) VALUES ('x', 'globex', 'web', 'p', 'r', 0.5, now(), now())"
+            )
+        # A transaction that never says which org it is sees no lessons at all.
+        assert conn.execute("SELECT count(*) FROM lessons").fetchone()[0] == 0
+    assert pg_store.get(GLOBEX, pg_store.list(GLOBEX, (), 5, None).lessons[0].id).problem == "globex secret"
+    assert pg_store.count("acme") == 1 and pg_store.count("globex") == 1
+
+
+def test_sixteen_concurrent_writers_lose_nothing(pg_store) -> None:
+    writers, per_writer = 16, 8
+    target = pg_store.save(ACME, LessonDraft("shared", "r"), vector("shared")).id
+
+    def write(w: int) -> int:
+        for i in range(per_writer):
+            pg_store.save(ACME, LessonDraft(f"w{w}-{i}", "r"), vector(f"w{w}-{i}"))
+            pg_store.vote(ACME, target, up=True)
+        return per_writer
+
+    with ThreadPoolExecutor(writers) as pool:
+        assert sum(pool.map(write, range(writers))) == writers * per_writer
+    assert pg_store.count("acme", "web") == writers * per_writer + 1
+    assert pg_store.get(ACME, target).upvotes == writers * per_writer
+
+
+def test_concurrent_near_duplicates_merge_into_one_lesson(pg_store) -> None:
+    def write(i: int) -> str:
+        return pg_store.save(ACME, LessonDraft("same lesson", "r"), vector("same", 0.02, i)).id
+
+    with ThreadPoolExecutor(8) as pool:
+        ids = set(pool.map(write, range(8)))
+    assert len(ids) == 1
+    assert pg_store.count("acme") == 1
+
+
+def test_migrating_again_is_harmless_and_the_cli_reports_the_schema(postgres_url: str, pg_store) -> None:
+    pg_store.save(ACME, LessonDraft("kept", "r"), vector("k"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    for _ in range(2):
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "lore_mcp",
+                "migrate",
+                "--store",
+                "postgres",
+                "--database-url",
+                postgres_url,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
+        assert out.returncode == 0, out.stderr
+        assert "current schema" in out.stderr
+    assert pg_store.count("acme") == 1
+
+
+async def test_a_stdio_server_on_postgres_serves_lessons(postgres_url: str, tmp_path: Path) -> None:
+    empty_postgres(postgres_url)
+    params = stdio_params(tmp_path / "unused.db", LORE_STORE="postgres", LORE_DATABASE_URL=postgres_url)
+    async with connected(params) as client:
+        saved = await call(
+            client, "save_lesson", problem="Celery tasks run twice", resolution="Set acks_late"
+        )
+        got = await call(client, "recall_lessons", query="background jobs execute more than once")
+        assert got["lessons"][0]["id"] == saved["id"]
+
+
+@pytest.fixture
+def own_postgres(tmp_path: Path):
+    """A Postgres of this test's own, so it can be stopped and started again."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+
+    pgdata = tmp_path / "pgdata"
+    pgdata.mkdir()
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    state = {"server": server, "url": server.get_uri()}
+
+    def restart() -> None:
+        state["server"] = pgserver.get_server(pgdata, cleanup_mode="stop")
+
+    state["restart"] = restart
+    yield state
+    state["server"].cleanup()
+
+
+async def test_tools_answer_unavailable_during_an_outage_and_recover(
+    own_postgres, embedder: Embedder
+) -> None:
+    store = open_postgres_store(own_postgres["url"])
+    try:
+        server = build_server(LessonService(store, embedder, default_project="default"))
+        async with connected(server) as client:
+            saved = await call(
+                client, "save_lesson", problem="Disk full on the runner", resolution="Prune images"
+            )
+
+            own_postgres["server"].cleanup()  # the real server stops
+            for tool, args in (
+                ("recall_lessons", {"query": "disk full"}),
+                ("save_lesson", {"problem": "p", "resolution": "r"}),
+                ("upvote_lesson", {"id": saved["id"]}),
+            ):
+                with pytest.raises(ToolFailed) as err:
+                    await call(client, tool, **args)
+                assert err.value.code == "UNAVAILABLE", err.value
+                assert "Postgres" in err.value.message
+
+            own_postgres["restart"]()  # and comes back
+            got = await call(client, "recall_lessons", query="disk full")
+            assert got["lessons"][0]["id"] == saved["id"]
+            assert (await call(client, "upvote_lesson", id=saved["id"]))["upvotes"] == 1
+    finally:
+        store.close()
+
+
+def test_an_unreachable_postgres_is_a_clear_error() -> None:
+    with pytest.raises(UnavailableError, match="unreachable"):
+        open_postgres_store("postgresql://lore:lore@127.0.0.1:9/lore")

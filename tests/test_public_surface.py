@@ -1,0 +1,88 @@
+"""Pin the public surface: tools, settings and docs cannot drift apart silently."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from lore_mcp.cli import build_parser
+from lore_mcp.errors import CODES
+from lore_mcp.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+async def test_every_tool_is_documented_in_the_readme(client: Client) -> None:
+    for tool in (await client.list_tools()).tools:
+        assert f"`{tool.name}(" in README, f"{tool.name} is missing from the README tool reference"
+
+
+def test_every_setting_is_an_env_var_and_a_flag_and_is_documented() -> None:
+    flags = build_parser()._subparsers._group_actions[0].choices["mcp"].format_help()  # type: ignore[union-attr]
+    for name, field in Settings.model_fields.items():
+        assert field.description, f"setting {name} needs a description"
+        assert f"`LORE_{name.upper()}`" in README, f"LORE_{name.upper()} is missing from the README"
+        assert "--" + name.replace("_", "-") in flags, f"--{name} flag missing from lore-memory mcp"
+
+
+def test_every_error_code_is_documented() -> None:
+    for code in CODES:
+        assert f"`{code}`" in README
+
+
+def test_every_json_snippet_in_the_docs_parses_and_names_lore_memory_mcp() -> None:
+    blocks = re.findall(r"```json\n(.*?)```", README, re.DOTALL)
+    assert len(blocks) >= 4
+    configs = [json.loads(b) for b in blocks]
+    configs.append(json.loads((ROOT / "claude_desktop_config.example.json").read_text()))
+    for config in configs:
+        servers = config.get("mcpServers") or config.get("context_servers")
+        entry = servers["lore"]
+        assert entry["command"].endswith(("uvx", "lore-memory"))
+        assert entry["args"][-1] == "mcp"
+
+
+def test_the_readme_test_command_is_what_ci_runs() -> None:
+    ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
+    assert ci in README
+
+
+def test_lore_memory_command_reports_its_version() -> None:
+    exe = shutil.which("lore-memory", path=str(Path(sys.executable).parent))
+    assert exe, "the lore-memory console script is not installed"
+    out = subprocess.run([exe, "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("lore-memory ")
+
+
+def test_a_backend_that_cannot_start_exits_with_a_clear_message() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    cases = [
+        (["mcp", "--store", "remote"], "LORE_STORE=remote is not available"),
+        (["mcp", "--store", "postgres"], "LORE_STORE=postgres needs LORE_DATABASE_URL"),
+        (["mcp", "--decay-half-life-days", "-3"], "invalid configuration"),
+    ]
+    for args, message in cases:
+        out = subprocess.run(
+            [sys.executable, "-m", "lore_mcp", *args], capture_output=True, text=True, env=env
+        )
+        assert out.returncode != 0, args
+        assert message in out.stderr, (args, out.stderr)
+        assert "Traceback" not in out.stderr
+
+
+def test_the_code_is_ruff_clean() -> None:
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if ruff is None:
+        pytest.fail("ruff is part of the test dependencies; install '.[test]'")
+    for args in (["check", "."], ["format", "--check", "."]):
+        out = subprocess.run([ruff, *args], cwd=ROOT, capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout + out.stderr
