@@ -127,6 +127,25 @@ class LessonPage:
     next_cursor: str | None
 
 
+def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
+    """What a lesson's fields become when a near-duplicate draft merges into it.
+
+    Nothing is lost: tags are united, the higher confidence and the longer life win,
+    empty context and source are filled in; the text of the existing lesson stays.
+    """
+    expires = current.expires_at
+    if expires is not None:
+        expires = None if draft.expires_at is None else max(expires, draft.expires_at)
+    return {
+        "tags": list(dict.fromkeys([*current.tags, *draft.tags])),
+        "confidence": max(current.confidence, draft.confidence),
+        "context": current.context or draft.context,
+        "source": current.source or draft.source,
+        "expires_at": expires,
+        "meta": {**current.meta, "merged_count": int(current.meta.get("merged_count", 0)) + 1},
+    }
+
+
 class LessonStore(Protocol):
     """Persistence and search of lessons, confined to a scope."""
 

@@ -32,6 +32,7 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    merged_fields,
 )
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
 from stores.vector_index import IndexedRow, VectorIndex
@@ -379,18 +380,8 @@ class LocalLessonStore:
 
     def _merge(self, conn: Connection, pk: int, draft: LessonDraft, rev: int, now: datetime) -> str:
         row = self._row_by_pk(conn, pk)
-        values = _row_values(row)
-        values["tags"] = list(dict.fromkeys([*values["tags"], *draft.tags]))
-        values["confidence"] = max(values["confidence"], draft.confidence)
-        values["context"] = values["context"] or draft.context
-        values["source"] = values["source"] or draft.source
-        # The longer life wins; a lesson that never expires stays that way.
-        if values["expires_at"] is not None:
-            later = _ts(draft.expires_at) if draft.expires_at else None
-            values["expires_at"] = None if later is None else max(values["expires_at"], later)
-        meta = dict(values["meta"])
-        meta["merged_count"] = int(meta.get("merged_count", 0)) + 1
-        values["meta"] = meta
+        values = {**_row_values(row), **merged_fields(_to_lesson(row), draft)}
+        values["expires_at"] = _ts(values["expires_at"]) if values["expires_at"] else None
         self._write_row(conn, pk, values, rev, now)
         return row["id"]
 

@@ -29,6 +29,7 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    merged_fields,
 )
 from stores.postgres_db import as_owner, engine_for, migrate, transaction
 from stores.vectors import unit_vector
@@ -290,18 +291,7 @@ class PostgresLessonStore:
 
     def _merge(self, conn: Connection, pk: int, draft: LessonDraft, now: datetime) -> str:
         row = self._row_by_pk(conn, pk, lock=True)
-        values = dict(row)
-        values["tags"] = list(dict.fromkeys([*row["tags"], *draft.tags]))
-        values["confidence"] = max(row["confidence"], draft.confidence)
-        values["context"] = row["context"] or draft.context
-        values["source"] = row["source"] or draft.source
-        # The longer life wins; a lesson that never expires stays that way.
-        if row["expires_at"] is not None:
-            values["expires_at"] = (
-                None if draft.expires_at is None else max(row["expires_at"], draft.expires_at)
-            )
-        values["meta"] = {**row["meta"], "merged_count": int(row["meta"].get("merged_count", 0)) + 1}
-        self._write_row(conn, pk, values, now)
+        self._write_row(conn, pk, {**row, **merged_fields(_to_lesson(row), draft)}, now)
         return row["id"]
 
     def _write_row(self, conn: Connection, pk: int, values: dict[str, Any], now: datetime) -> None:
