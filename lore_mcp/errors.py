@@ -74,6 +74,13 @@ def describe(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, LoreError):
         return exc.code, exc.message
     if isinstance(exc, StoreError):
+        from stores.plans import PlanError
+        from stores.structured import StalePlanError
+
+        if isinstance(exc, PlanError):
+            return describe(exc.error)[0], str(exc)
+        if isinstance(exc, StalePlanError):
+            return STALE_PLAN, str(exc)
         for cls, code in _STORE_CODES:
             if isinstance(exc, cls):
                 return code, str(exc)

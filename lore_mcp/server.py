@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from lore_mcp import __version__
 from lore_mcp.embedding import Embedder
@@ -29,7 +29,9 @@ from lore_mcp.models import (
     UpdateLessonResult,
     VoteResult,
 )
+from lore_mcp.plan_models import PlanModel, RowFilter
 from lore_mcp.stdio import stdio_transport
+from lore_mcp.structured_service import StructuredService
 from stores.errors import StoreError
 from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT, MAX_SHORT_CHARS, MAX_TEXT_CHARS
 
@@ -59,6 +61,12 @@ LessonId = Annotated[
     str, Field(description="A lesson id as returned by save_lesson or recall_lessons.", max_length=64)
 ]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class OrderBy(BaseModel):
+    column: Annotated[str, Field(max_length=64)]
+    direction: Literal["asc", "desc"] = "asc"
+
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -235,6 +243,8 @@ def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> 
         """List lessons newest first, a page at a time."""
         return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor)
 
+    add_structured_tools(server, StructuredService(lessons))
+
     @server.resource(
         "lore://lessons/{id}",
         name="lesson",
@@ -249,3 +259,71 @@ def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> 
         return lesson.model_dump_json()
 
     return server
+
+
+def add_structured_tools(server: LoreServer, tables: StructuredService) -> None:
+    """schema / plan / apply / query_rows and history / get_commit / revert_commit."""
+
+    @server.tool(annotations=READ_ONLY)
+    async def schema(project: Project = None) -> dict[str, Any]:
+        """Read this project's tables (columns, row counts) and its schema_hash. Call it before
+        writing a plan: a plan carries the schema_hash it was made against."""
+        return await tables.schema(project)
+
+    @server.tool(annotations=READ_ONLY)
+    async def plan(plan: PlanModel, project: Project = None) -> dict[str, Any]:
+        """Dry-run a plan: returns ok, a risk level (low / medium / high), the predicted row and schema
+        effects, and errors naming the failing operation. Changes nothing."""
+        return await tables.plan(plan, project)
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def apply(plan: PlanModel, project: Project = None) -> dict[str, Any]:
+        """Apply a plan to this project's tables, all operations or none, and record it as a commit.
+        A plan made against an older schema is refused with STALE_PLAN: read schema and plan again."""
+        return await tables.apply(plan, project)
+
+    @server.tool(annotations=READ_ONLY)
+    async def query_rows(
+        table: Annotated[str, Field(max_length=64)],
+        where: Annotated[list[RowFilter], Field(max_length=50, description="ANDed filters.")] = [],  # noqa: B006
+        order_by: Annotated[list[OrderBy], Field(max_length=10)] = [],  # noqa: B006
+        limit: Annotated[int, Field(ge=1, le=500)] = 50,
+        cursor: Annotated[str | None, Field(max_length=20)] = None,
+        project: Project = None,
+    ) -> dict[str, Any]:
+        """Read rows of one of this project's tables, filtered and ordered (by id by default)."""
+        return await tables.query_rows(
+            table,
+            where=[w.model_dump() for w in where],
+            order_by=[o.model_dump() for o in order_by],
+            limit=limit,
+            cursor=cursor,
+            project=project,
+        )
+
+    @server.tool(annotations=READ_ONLY)
+    async def history(
+        target: Annotated[
+            str | None, Field(max_length=64, description="A lesson id or a table name; omit for everything.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=100)] = 20,
+        cursor: Annotated[str | None, Field(max_length=20)] = None,
+        project: Project = None,
+    ) -> dict[str, Any]:
+        """List this project's commits newest first: every lesson change, apply and revert."""
+        return await tables.history(target, limit, cursor, project)
+
+    @server.tool(annotations=READ_ONLY)
+    async def get_commit(
+        commit_id: Annotated[str, Field(max_length=64)], project: Project = None
+    ) -> dict[str, Any]:
+        """One commit in full: its rows before and after, and its schema changes."""
+        return await tables.get_commit(commit_id, project)
+
+    @server.tool(annotations=DESTRUCTIVE)
+    async def revert_commit(
+        commit_id: Annotated[str, Field(max_length=64)], project: Project = None
+    ) -> dict[str, Any]:
+        """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
+        changed the same rows or tables; revert those first."""
+        return await tables.revert_commit(commit_id, project)

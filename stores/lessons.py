@@ -13,6 +13,7 @@ method that raises has changed nothing.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,8 @@ class Scope:
 
     org: str
     project: str
+    # Who is acting, for the commit log; not part of the scope's identity.
+    actor: str = field(default="local", compare=False)
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,45 @@ class LessonPage:
 
     lessons: tuple[Lesson, ...]
     next_cursor: str | None
+
+
+def lesson_image(lesson: Lesson, embedding: bytes | None = None) -> dict[str, Any]:
+    """A lesson as JSON for a commit's effects; with its vector (float32 bytes) when a
+    revert may need to recreate it."""
+    image: dict[str, Any] = {
+        "id": lesson.id,
+        "project": lesson.project,
+        "problem": lesson.problem,
+        "resolution": lesson.resolution,
+        "context": lesson.context,
+        "tags": list(lesson.tags),
+        "confidence": lesson.confidence,
+        "source": lesson.source,
+        "created_at": lesson.created_at.isoformat(),
+        "updated_at": lesson.updated_at.isoformat(),
+        "expires_at": lesson.expires_at.isoformat() if lesson.expires_at else None,
+        "upvotes": lesson.upvotes,
+        "downvotes": lesson.downvotes,
+        "meta": dict(lesson.meta),
+    }
+    if embedding is not None:
+        image["embedding"] = base64.b64encode(embedding).decode("ascii")
+    return image
+
+
+def image_embedding(image: Mapping[str, Any]) -> bytes | None:
+    """The float32 vector bytes a lesson image carries, if any."""
+    raw = image.get("embedding")
+    return base64.b64decode(raw) if raw else None
+
+
+def lesson_effects(rows: list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]]) -> dict[str, Any]:
+    """Commit effects for lesson changes: (lesson id, before image, after image)."""
+    return {
+        "rows": [{"table": "lessons", "id": i, "before": b, "after": a} for i, b, a in rows],
+        "schema": [],
+        "tables": {},
+    }
 
 
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:

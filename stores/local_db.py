@@ -136,6 +136,42 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        "structured memory and history",
+        """
+        CREATE TABLE mem_tables (
+            org TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
+            columns TEXT NOT NULL, next_id INTEGER NOT NULL,
+            PRIMARY KEY (org, project, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE mem_rows (
+            org TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (org, project, table_name, row_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE commits (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
+            parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
+            created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
+            effects TEXT NOT NULL,
+            UNIQUE (org, project, seq)
+        );
+        CREATE TABLE commit_targets (
+            org TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (org, project, target, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE snapshots (
+            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+            PRIMARY KEY (org, project, seq)
+        ) WITHOUT ROWID;
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

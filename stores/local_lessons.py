@@ -9,18 +9,19 @@ delete leaves a tombstone, so other processes' writes show up on the next recall
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stores import ranking
-from stores.errors import InvalidInputError, NotFoundError
+from stores import ranking, structured
+from stores.errors import ConflictError, InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.lessons import (
     DEDUP_SIMILARITY,
@@ -32,9 +33,13 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    image_embedding,
+    lesson_effects,
+    lesson_image,
     merged_fields,
 )
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.local_structured import LocalProjectTx
 from stores.vector_index import IndexedRow, VectorIndex
 from stores.vectors import unit_vector
 
@@ -87,15 +92,21 @@ class LocalLessonStore:
             with self._index_lock:
                 self._sync_index(conn)
             rev = self._bump_rev(conn)
+            changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
                 target = self._find_duplicate(scope, vec, pending, now)
                 if target is not None:
+                    before = self._image(conn, self._row_by_pk(conn, target))
                     lesson_id = self._merge(conn, target, draft, rev, now)
+                    changes.append((lesson_id, before, self._image(conn, self._row_by_pk(conn, target))))
                     results.append(SaveResult(id=lesson_id, merged=True))
                     continue
                 pk, lesson_id = self._insert(conn, scope, draft, vec, rev, now)
                 pending.append((pk, lesson_id, vec))
+                changes.append((lesson_id, None, self._image(conn, self._row_by_pk(conn, pk))))
                 results.append(SaveResult(id=lesson_id, merged=False))
+            kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
+            self._record(conn, scope, kind, changes)
         return results
 
     def update(
@@ -118,24 +129,23 @@ class LocalLessonStore:
                 values["expires_at"] = _ts(patch.expires_at)
             for name in patch.clear:
                 values[name] = None
+            before = self._image(conn, row)
             self._write_row(conn, row["pk"], values, rev, now)
             if vector is not None:
                 conn.execute(
                     "UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (vec.tobytes(), row["pk"])
                 )
-            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+            after = self._row_by_pk(conn, row["pk"])
+            self._record(conn, scope, "update", [(lesson_id, before, self._image(conn, after))])
+            return _to_lesson(after)
 
     def delete(self, scope: Scope, lesson_id: str) -> Lesson:
         now = _now()
         with self._write_lock, write_transaction(self._writer) as conn:
             row = self._live_row(conn, scope, lesson_id, now)
-            rev = self._bump_rev(conn)
-            pk = row["pk"]
-            conn.execute("DELETE FROM lessons WHERE pk = ?", (pk,))
-            conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
-            if self._has_vectors(conn):
-                conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (pk,))
-            conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (pk, rev))
+            before = self._image(conn, row)
+            self._remove(conn, row["pk"], self._bump_rev(conn))
+            self._record(conn, scope, "delete", [(lesson_id, before, None)])
             return _to_lesson(row)
 
     def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
@@ -148,7 +158,10 @@ class LocalLessonStore:
             conn.execute(
                 f"UPDATE lessons SET {column} = {column} + 1, rev = ? WHERE pk = ?", (rev, row["pk"])
             )
-            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+            after = self._row_by_pk(conn, row["pk"])
+            before_image = lesson_image(_to_lesson(row))
+            self._record(conn, scope, "vote", [(lesson_id, before_image, lesson_image(_to_lesson(after)))])
+            return _to_lesson(after)
 
     # -- reads --------------------------------------------------------------------
 
@@ -231,7 +244,82 @@ class LocalLessonStore:
             self._writer.close()
             self._reader.close()
 
+    # -- structured memory and history ---------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, scope: Scope, *, write: bool) -> Iterator[LocalProjectTx]:
+        """A ``ProjectTx`` on this file: the write lock and ``BEGIN IMMEDIATE``, or a read snapshot."""
+        if write:
+            with self._write_lock, write_transaction(self._writer) as conn:
+                rev: list[int] = []
+
+                def restore(lesson_id: str, image: Any) -> None:
+                    if not rev:
+                        rev.append(self._bump_rev(conn))
+                    self._restore(conn, scope, lesson_id, image, rev[0])
+
+                yield LocalProjectTx(conn, scope, restore)
+        else:
+            with self._read_lock, read_transaction(self._reader) as conn:
+                yield LocalProjectTx(conn, scope, _read_only)
+
     # -- internals ----------------------------------------------------------------
+
+    def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
+        tx = LocalProjectTx(conn, scope, _read_only)
+        structured.record(
+            tx,
+            kind=kind,
+            message=kind,
+            actor=scope.actor,
+            effects=lesson_effects(changes),
+            hash_before=structured.current_hash(tx),
+        )
+
+    def _image(self, conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
+        blob = conn.execute("SELECT embedding FROM lesson_vectors WHERE rowid = ?", (row["pk"],)).fetchone()
+        return lesson_image(_to_lesson(row), blob[0] if blob else None)
+
+    def _remove(self, conn: Connection, pk: int, rev: int) -> None:
+        conn.execute("DELETE FROM lessons WHERE pk = ?", (pk,))
+        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
+        if self._has_vectors(conn):
+            conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (pk,))
+        conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (pk, rev))
+
+    def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any, rev: int) -> None:
+        """Make the lesson what ``image`` says (None: gone), for a revert."""
+        found = conn.execute(
+            "SELECT pk FROM lessons WHERE id = ? AND org = ? AND project = ?",
+            (lesson_id, scope.org, scope.project),
+        ).fetchone()
+        if image is None:
+            if found:
+                self._remove(conn, found[0], rev)
+            return
+        embedding = image_embedding(image)
+        if found is None:
+            if embedding is None:
+                raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            pk = conn.execute(
+                "INSERT INTO lessons (id, org, project, problem, resolution, confidence, created_at, "
+                "updated_at, rev) VALUES (?, ?, ?, '', '', 0, '', '', ?) RETURNING pk",
+                (lesson_id, scope.org, scope.project, rev),
+            ).fetchone()[0]
+            conn.execute("INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, embedding))
+        else:
+            pk = found[0]
+            if embedding is not None:
+                conn.execute("UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (embedding, pk))
+        conn.execute(
+            "UPDATE lessons SET created_at = ?, upvotes = ?, downvotes = ? WHERE pk = ?",
+            (_ts(datetime.fromisoformat(image["created_at"])), image["upvotes"], image["downvotes"], pk),
+        )
+        values = {
+            **image,
+            "expires_at": _ts(datetime.fromisoformat(image["expires_at"])) if image["expires_at"] else None,
+        }
+        self._write_row(conn, pk, values, rev, datetime.fromisoformat(image["updated_at"]))
 
     def _vector_candidates(
         self,
@@ -554,3 +642,7 @@ def _ts(dt: datetime) -> str:
 
 def _parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
+
+
+def _read_only(lesson_id: str, image: Any) -> None:
+    raise AssertionError("lessons are restored only inside a write transaction")

@@ -71,6 +71,52 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
 ]
 
+MIGRATIONS.append(
+    (
+        2,
+        "structured memory and history",
+        """
+        CREATE TABLE mem_tables (
+            org_id text NOT NULL, project text NOT NULL, name text NOT NULL,
+            columns jsonb NOT NULL, next_id bigint NOT NULL,
+            PRIMARY KEY (org_id, project, name)
+        );
+        CREATE TABLE mem_rows (
+            org_id text NOT NULL, project text NOT NULL, table_name text NOT NULL, row_id bigint NOT NULL,
+            data jsonb NOT NULL,
+            PRIMARY KEY (org_id, project, table_name, row_id)
+        );
+        CREATE TABLE commits (
+            pk bigserial PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL,
+            parent text, kind text NOT NULL, message text NOT NULL, actor text NOT NULL,
+            created_at timestamptz NOT NULL, schema_hash_before text NOT NULL, schema_hash_after text NOT NULL,
+            effects jsonb NOT NULL,
+            UNIQUE (org_id, project, seq)
+        );
+        CREATE TABLE commit_targets (
+            org_id text NOT NULL, project text NOT NULL, target text NOT NULL, seq bigint NOT NULL,
+            PRIMARY KEY (org_id, project, target, seq)
+        );
+        CREATE TABLE snapshots (
+            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL, state jsonb NOT NULL,
+            PRIMARY KEY (org_id, project, seq)
+        );
+        """
+        + "".join(
+            f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_org ON {table}
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        """
+            for table in ("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots")
+        ),
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

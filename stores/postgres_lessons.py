@@ -8,16 +8,17 @@ policies (see ``stores.postgres_db``) besides naming the org in its own filters.
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, text
 
-from stores import ranking
-from stores.errors import InvalidInputError, NotFoundError
+from stores import ranking, structured
+from stores.errors import ConflictError, InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.lessons import (
     DEDUP_SIMILARITY,
@@ -29,9 +30,13 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    image_embedding,
+    lesson_effects,
+    lesson_image,
     merged_fields,
 )
 from stores.postgres_db import as_owner, engine_for, migrate, transaction
+from stores.postgres_structured import PostgresProjectTx
 from stores.vectors import unit_vector
 
 _COLUMNS = (
@@ -69,19 +74,22 @@ class PostgresLessonStore:
         now = _now()
         results: list[SaveResult] = []
         pending: list[tuple[int, np.ndarray]] = []
-        with transaction(self._engine, scope.org) as conn:
-            # Saves to one project take turns, so two near-duplicates saved at once still merge.
-            conn.execute(
-                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"{scope.org}/{scope.project}"}
-            )
+        with self._writing(scope) as conn:
+            changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
                 target = self._find_duplicate(conn, scope, vec, pending, now)
                 if target is not None:
-                    results.append(SaveResult(id=self._merge(conn, target, draft, now), merged=True))
+                    before = self._image(conn, target)
+                    lesson_id = self._merge(conn, target, draft, now)
+                    changes.append((lesson_id, before, self._image(conn, target)))
+                    results.append(SaveResult(id=lesson_id, merged=True))
                     continue
                 pk, lesson_id = self._insert(conn, scope, draft, vec, now)
                 pending.append((pk, vec))
+                changes.append((lesson_id, None, self._image(conn, pk)))
                 results.append(SaveResult(id=lesson_id, merged=False))
+            kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
+            self._record(conn, scope, kind, changes)
         return results
 
     def update(
@@ -92,8 +100,9 @@ class PostgresLessonStore:
             vec = unit_vector(vector)
             self._ensure_dim(vec.shape[0])
         now = _now()
-        with transaction(self._engine, scope.org) as conn:
+        with self._writing(scope) as conn:
             row = self._live_row(conn, scope, lesson_id, now, lock=True)
+            before = self._image(conn, row["pk"])
             values = dict(row)
             for name in ("problem", "resolution", "context", "confidence", "source", "expires_at"):
                 if getattr(patch, name) is not None:
@@ -107,23 +116,29 @@ class PostgresLessonStore:
                 conn.execute(
                     text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": row["pk"]}
                 )
+            self._record(conn, scope, "update", [(lesson_id, before, self._image(conn, row["pk"]))])
             return _to_lesson(self._row_by_pk(conn, row["pk"]))
 
     def delete(self, scope: Scope, lesson_id: str) -> Lesson:
-        with transaction(self._engine, scope.org) as conn:
+        with self._writing(scope) as conn:
             row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
+            before = self._image(conn, row["pk"])
             conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": row["pk"]})
+            self._record(conn, scope, "delete", [(lesson_id, before, None)])
             return _to_lesson(row)
 
     def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
         column = "upvotes" if up else "downvotes"
-        with transaction(self._engine, scope.org) as conn:
+        with self._writing(scope) as conn:
             row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
             # The column name is one of two literals above, never user text.
             conn.execute(
                 text(f"UPDATE lessons SET {column} = {column} + 1 WHERE pk = :pk"), {"pk": row["pk"]}
             )
-            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+            after = self._row_by_pk(conn, row["pk"])
+            images = (lesson_image(_to_lesson(row)), lesson_image(_to_lesson(after)))
+            self._record(conn, scope, "vote", [(lesson_id, *images)])
+            return _to_lesson(after)
 
     # -- reads --------------------------------------------------------------------
 
@@ -197,7 +212,87 @@ class PostgresLessonStore:
     def close(self) -> None:
         self._engine.dispose()
 
+    # -- structured memory and history ---------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self, scope: Scope, *, write: bool) -> Iterator[PostgresProjectTx]:
+        """A ``ProjectTx``: writes to one project take turns on its advisory lock."""
+        if write:
+            with self._writing(scope) as conn:
+                yield PostgresProjectTx(conn, scope, lambda i, image: self._restore(conn, scope, i, image))
+        else:
+            with transaction(self._engine, scope.org) as conn:
+                yield PostgresProjectTx(conn, scope, _read_only)
+
     # -- internals ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _writing(self, scope: Scope) -> Iterator[Connection]:
+        # Writes to one project take turns, so near-duplicates saved at once still merge
+        # and commits get consecutive sequence numbers.
+        with transaction(self._engine, scope.org) as conn:
+            conn.execute(
+                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"{scope.org}/{scope.project}"}
+            )
+            yield conn
+
+    def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
+        tx = PostgresProjectTx(conn, scope, _read_only)
+        structured.record(
+            tx,
+            kind=kind,
+            message=kind,
+            actor=scope.actor,
+            effects=lesson_effects(changes),
+            hash_before=structured.current_hash(tx),
+        )
+
+    def _image(self, conn: Connection, pk: int) -> dict[str, Any]:
+        row = _fetch(conn, f"SELECT {_COLUMNS}, embedding FROM lessons WHERE pk = :pk", {"pk": pk})[0]
+        vec = row["embedding"]
+        if vec is None:
+            return lesson_image(_to_lesson(row))
+        # pgvector hands back a Vector (or an ndarray, depending on its version).
+        array = vec.to_numpy() if hasattr(vec, "to_numpy") else vec
+        return lesson_image(_to_lesson(row), np.asarray(array, dtype=np.float32).tobytes())
+
+    def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any) -> None:
+        """Make the lesson what ``image`` says (None: gone), for a revert."""
+        found = conn.execute(
+            text("SELECT pk FROM lessons WHERE id = :id AND org_id = :org AND project = :project"),
+            {"id": lesson_id, "org": scope.org, "project": scope.project},
+        ).scalar()
+        if image is None:
+            if found is not None:
+                conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": found})
+            return
+        embedding = image_embedding(image)
+        vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
+        if found is None:
+            if vec is None:
+                raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            found = conn.execute(
+                text(
+                    "INSERT INTO lessons (id, org_id, project, problem, resolution, confidence, created_at, "
+                    "updated_at, embedding) VALUES (:id, :org, :project, '', '', 0, now(), now(), :v) RETURNING pk"
+                ),
+                {"id": lesson_id, "org": scope.org, "project": scope.project, "v": vec},
+            ).scalar_one()
+        elif vec is not None:
+            conn.execute(text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": found})
+        conn.execute(
+            text("UPDATE lessons SET created_at = :c, upvotes = :u, downvotes = :d WHERE pk = :pk"),
+            {
+                "c": datetime.fromisoformat(image["created_at"]),
+                "u": image["upvotes"],
+                "d": image["downvotes"],
+                "pk": found,
+            },
+        )
+        expires = datetime.fromisoformat(image["expires_at"]) if image["expires_at"] else None
+        self._write_row(
+            conn, found, {**image, "expires_at": expires}, datetime.fromisoformat(image["updated_at"])
+        )
 
     def _recall_filters(self, scope: Scope, query: RecallQuery, now: datetime) -> tuple[str, dict[str, Any]]:
         filters = f"{_SCOPED} AND confidence >= :min_conf"
@@ -391,3 +486,7 @@ def _to_lesson(row: dict[str, Any]) -> Lesson:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+def _read_only(lesson_id: str, image: Any) -> None:
+    raise AssertionError("lessons are restored only inside a write transaction")

@@ -64,7 +64,9 @@ def empty_postgres(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         exists = conn.execute("SELECT to_regclass('lessons') IS NOT NULL").fetchone()[0]
         if exists:
-            conn.execute("TRUNCATE lessons RESTART IDENTITY")
+            conn.execute(
+                "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
+            )
 
 
 def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LessonStore:

@@ -32,10 +32,17 @@ EXPECTED_TOOLS = {
     "update_lesson",
     "delete_lesson",
     "list_lessons",
+    "schema",
+    "plan",
+    "apply",
+    "query_rows",
+    "history",
+    "get_commit",
+    "revert_commit",
 }
 
 
-async def test_tools_list_names_every_lesson_tool_with_schemas_and_annotations(client: Client) -> None:
+async def test_tools_list_names_every_tool_with_schemas_and_annotations(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
     assert set(tools) == EXPECTED_TOOLS
     for tool in tools.values():

@@ -1,0 +1,144 @@
+"""Structured memory and history as the MCP tools see them.
+
+Each call opens one transaction on the project through the store's
+``transaction(scope, write=...)`` and runs the backend-neutral logic of
+``stores.structured`` inside it: reads see one snapshot, and a write (apply,
+revert) either lands whole with its commit or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.lessons_service import ULID_PATTERN, LessonService
+from lore_mcp.plan_models import PlanModel
+from stores import structured
+from stores.errors import NotFoundError
+from stores.plans import IDENTIFIER
+from stores.structured import Commit, ProjectTx
+
+T = TypeVar("T")
+MAX_HISTORY_LIMIT = 100
+
+
+class StructuredService:
+    """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
+
+    def __init__(self, lessons: LessonService) -> None:
+        self.lessons = lessons
+        self.store: Any = lessons.store
+
+    async def _run(self, project: str | None, write: bool, fn: Callable[[ProjectTx], T]) -> T:
+        scope = self.lessons.scope(project)
+
+        def work() -> T:
+            with self.store.transaction(scope, write=write) as tx:
+                return fn(tx)
+
+        return await anyio.to_thread.run_sync(work)
+
+    async def schema(self, project: str | None = None) -> dict[str, Any]:
+        return await self._run(project, False, structured.describe_schema)
+
+    async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+        return await self._run(project, False, lambda tx: structured.dry_run(tx, plan.as_plan()))
+
+    async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+        actor = self.lessons.scope(project).actor
+        return await self._run(project, True, lambda tx: structured.apply(tx, plan.as_plan(), actor))
+
+    async def query_rows(
+        self,
+        table: str,
+        *,
+        where: list[dict[str, Any]],
+        order_by: list[dict[str, Any]],
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+    ) -> dict[str, Any]:
+        offset = structured.parse_cursor(cursor)
+        return await self._run(
+            project, False, lambda tx: structured.query_rows(tx, table, where, order_by, limit, offset)
+        )
+
+    async def history(
+        self, target: str | None, limit: int, cursor: str | None, project: str | None = None
+    ) -> dict[str, Any]:
+        key = history_target(target)
+        before = structured.parse_cursor(cursor)
+
+        def read(tx: ProjectTx) -> dict[str, Any]:
+            commits = tx.commits(key, limit + 1, before)
+            page = commits[:limit]
+            more = len(commits) > limit
+            return {
+                "commits": [commit_summary(c) for c in page],
+                "next_cursor": str(page[-1].seq) if more else None,
+            }
+
+        return await self._run(project, False, read)
+
+    async def get_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+        check_commit_id(commit_id)
+
+        def read(tx: ProjectTx) -> dict[str, Any]:
+            commit = tx.get_commit(commit_id)
+            if commit is None:
+                raise NotFoundError(f"No commit {commit_id} in this project.")
+            return {**commit_summary(commit), "effects": public_effects(commit.effects)}
+
+        return await self._run(project, False, read)
+
+    async def revert_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+        check_commit_id(commit_id)
+        actor = self.lessons.scope(project).actor
+        return await self._run(project, True, lambda tx: structured.revert(tx, commit_id, actor))
+
+
+def history_target(target: str | None) -> str | None:
+    """A lesson id or a table name, as the commit target it stands for."""
+    if target is None:
+        return None
+    if ULID_PATTERN.match(target):
+        return f"lesson:{target}"
+    if IDENTIFIER.match(target):
+        return f"table:{target}"
+    raise InvalidArgument("target must be a lesson id or a table name (or omitted for the whole project).")
+
+
+def check_commit_id(commit_id: str) -> None:
+    if not ULID_PATTERN.match(commit_id):
+        raise InvalidArgument(
+            f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history."
+        )
+
+
+def commit_summary(commit: Commit) -> dict[str, Any]:
+    return {
+        "id": commit.id,
+        "seq": commit.seq,
+        "parent": commit.parent,
+        "kind": commit.kind,
+        "message": commit.message,
+        "actor": commit.actor,
+        "created_at": commit.created_at.isoformat(),
+        "schema_hash_before": commit.schema_hash_before,
+        "schema_hash_after": commit.schema_hash_after,
+    }
+
+
+def public_effects(effects: Any) -> dict[str, Any]:
+    """Effects as clients see them: lesson vectors are internal and left out."""
+    rows = []
+    for row in effects.get("rows", []):
+        row = dict(row)
+        for side in ("before", "after"):
+            if isinstance(row.get(side), dict) and "embedding" in row[side]:
+                row[side] = {k: v for k, v in row[side].items() if k != "embedding"}
+        rows.append(row)
+    return {"rows": rows, "schema": effects.get("schema", []), "tables": effects.get("tables", {})}

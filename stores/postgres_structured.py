@@ -1,0 +1,193 @@
+"""``stores.structured.ProjectTx`` on Postgres; the sibling of ``stores.local_structured``.
+
+The same tables (``mem_tables``, ``mem_rows``, ``commits``, ``commit_targets``,
+``snapshots``), each under the org row-level security policy as well as the
+explicit org and project filters below.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, text
+
+from stores.lessons import Scope
+from stores.plans import Column
+from stores.structured import Commit, TableDef
+
+_SCOPE = "org_id = :org AND project = :project"
+
+
+class PostgresProjectTx:
+    """One project inside a transaction the caller holds on ``conn``."""
+
+    def __init__(self, conn: Connection, scope: Scope, restore_lesson: Callable[[str, Any], None]) -> None:
+        self.conn = conn
+        self.scope = scope
+        self._restore_lesson = restore_lesson
+        self._tables: dict[str, TableDef] | None = None
+        self._rows: dict[str, dict[int, dict[str, Any]]] = {}
+
+    @property
+    def _key(self) -> dict[str, str]:
+        return {"org": self.scope.org, "project": self.scope.project}
+
+    def tables(self) -> dict[str, TableDef]:
+        if self._tables is None:
+            rows = self.conn.execute(
+                text(f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE}"), self._key
+            )
+            self._tables = {
+                r.name: TableDef(columns=tuple(Column(**c) for c in r.columns), next_id=r.next_id)
+                for r in rows
+            }
+        return self._tables
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]:
+        if table not in self._rows:
+            cur = self.conn.execute(
+                text(f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t"),
+                {**self._key, "t": table},
+            )
+            self._rows[table] = {r.row_id: r.data for r in cur}
+        return self._rows[table]
+
+    def put_table(self, name: str, table: TableDef | None) -> None:
+        self._tables = None
+        self._rows.pop(name, None)
+        params = {**self._key, "name": name}
+        if table is None:
+            self.conn.execute(text(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name"), params)
+            self.conn.execute(text(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name"), params)
+            return
+        self.conn.execute(
+            text(
+                "INSERT INTO mem_tables (org_id, project, name, columns, next_id) "
+                "VALUES (:org, :project, :name, CAST(:columns AS jsonb), :next_id) "
+                "ON CONFLICT (org_id, project, name) DO UPDATE SET columns = excluded.columns, next_id = excluded.next_id"
+            ),
+            {**params, "columns": json.dumps([c.as_dict() for c in table.columns]), "next_id": table.next_id},
+        )
+
+    def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
+        self._rows.pop(table, None)
+        gone = [{**self._key, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
+        kept = [
+            {**self._key, "t": table, "id": row_id, "data": json.dumps(v)}
+            for row_id, v in changes.items()
+            if v is not None
+        ]
+        if gone:
+            self.conn.execute(
+                text(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :t AND row_id = :id"), gone
+            )
+        if kept:
+            self.conn.execute(
+                text(
+                    "INSERT INTO mem_rows (org_id, project, table_name, row_id, data) "
+                    "VALUES (:org, :project, :t, :id, CAST(:data AS jsonb)) "
+                    "ON CONFLICT (org_id, project, table_name, row_id) DO UPDATE SET data = excluded.data"
+                ),
+                kept,
+            )
+
+    def last_commit(self) -> tuple[str, int] | None:
+        row = self.conn.execute(
+            text(f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1"), self._key
+        ).first()
+        return (row.id, row.seq) if row else None
+
+    def add_commit(self, commit: Commit) -> None:
+        self.conn.execute(
+            text(
+                "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
+                "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
+                ":kind, :message, :actor, :created_at, :before, :after, CAST(:effects AS jsonb))"
+            ),
+            {
+                **self._key,
+                "id": commit.id,
+                "seq": commit.seq,
+                "parent": commit.parent,
+                "kind": commit.kind,
+                "message": commit.message,
+                "actor": commit.actor,
+                "created_at": commit.created_at,
+                "before": commit.schema_hash_before,
+                "after": commit.schema_hash_after,
+                "effects": json.dumps(commit.effects),
+            },
+        )
+        if commit.targets:
+            self.conn.execute(
+                text(
+                    "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
+                    "ON CONFLICT DO NOTHING"
+                ),
+                [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets],
+            )
+
+    def get_commit(self, commit_id: str) -> Commit | None:
+        rows = self._commits(
+            f"SELECT * FROM commits WHERE id = :id AND {_SCOPE}", {**self._key, "id": commit_id}
+        )
+        return rows[0] if rows else None
+
+    def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]:
+        if not targets:
+            return []
+        rows = self.conn.execute(
+            text(
+                "SELECT DISTINCT c.seq, c.id FROM commit_targets AS t JOIN commits AS c "
+                "ON c.org_id = t.org_id AND c.project = t.project AND c.seq = t.seq "
+                "WHERE t.org_id = :org AND t.project = :project AND t.seq > :seq AND t.target = ANY(:targets) "
+                "ORDER BY c.seq"
+            ),
+            {**self._key, "seq": seq, "targets": targets},
+        )
+        return [r.id for r in rows]
+
+    def commits(self, target: str | None, limit: int, before_seq: int | None) -> list[Commit]:
+        sql = "SELECT c.* FROM commits AS c WHERE c.org_id = :org AND c.project = :project"
+        params: dict[str, Any] = {**self._key, "n": limit}
+        if target is not None:
+            sql += (
+                " AND EXISTS (SELECT 1 FROM commit_targets AS t WHERE t.org_id = c.org_id "
+                "AND t.project = c.project AND t.seq = c.seq AND t.target = :target)"
+            )
+            params["target"] = target
+        if before_seq is not None:
+            sql += " AND c.seq < :before"
+            params["before"] = before_seq
+        return self._commits(sql + " ORDER BY c.seq DESC LIMIT :n", params)
+
+    def put_snapshot(self, seq: int, state: dict[str, Any]) -> None:
+        self.conn.execute(
+            text(
+                "INSERT INTO snapshots (org_id, project, seq, state) VALUES (:org, :project, :seq, CAST(:state AS jsonb)) "
+                "ON CONFLICT (org_id, project, seq) DO UPDATE SET state = excluded.state"
+            ),
+            {**self._key, "seq": seq, "state": json.dumps(state)},
+        )
+
+    def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
+        self._restore_lesson(lesson_id, image)
+
+    def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
+        return [
+            Commit(
+                id=r.id,
+                seq=r.seq,
+                parent=r.parent,
+                kind=r.kind,
+                message=r.message,
+                actor=r.actor,
+                created_at=r.created_at,
+                schema_hash_before=r.schema_hash_before,
+                schema_hash_after=r.schema_hash_after,
+                effects=r.effects,
+            )
+            for r in self.conn.execute(text(sql), params)
+        ]
