@@ -40,9 +40,9 @@ def test_every_error_code_is_documented() -> None:
 
 
 def test_every_json_snippet_in_the_docs_parses_and_names_lore_memory_mcp() -> None:
-    blocks = re.findall(r"```json\n(.*?)```", README, re.DOTALL)
-    assert len(blocks) >= 4
-    configs = [json.loads(b) for b in blocks]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", README, re.DOTALL)]
+    configs = [b for b in blocks if "tool" not in b]
+    assert len(configs) >= 4
     configs.append(json.loads((ROOT / "claude_desktop_config.example.json").read_text()))
     for config in configs:
         servers = config.get("mcpServers") or config.get("context_servers")
@@ -86,3 +86,38 @@ def test_the_code_is_ruff_clean() -> None:
     for args in (["check", "."], ["format", "--check", "."]):
         out = subprocess.run([ruff, *args], cwd=ROOT, capture_output=True, text=True)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+async def test_the_structured_memory_example_in_the_readme_runs_as_written(client: Client) -> None:
+    section = README[README.index("### A worked example") :]
+    calls = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.DOTALL) if '"tool"' in b]
+    assert [c["tool"] for c in calls] == [
+        "schema",
+        "plan",
+        "apply",
+        "apply",
+        "query_rows",
+        "history",
+        "revert_commit",
+    ]
+    results = []
+    for step in calls:
+        arguments = step["arguments"]
+        if step["tool"] == "revert_commit":
+            update_commit = results[-1]["commits"][0]
+            assert update_commit["message"] == "Changelog written"
+            arguments = {"commit_id": update_commit["id"]}
+        result = await client.call_tool(step["tool"], arguments)
+        assert not result.is_error, (step["tool"], result.content[0].text)
+        results.append(result.structured_content)
+    schema, planned, created, updated, open_tasks, history, reverted = results
+    assert schema["schema_hash"] in README and created["schema_hash"] in README
+    assert planned["ok"] and planned["risk"] == "low" and planned["effects"]["rows"]["inserted"] == 2
+    assert created["seq"] == 1 and updated["seq"] == 2
+    assert [row["title"] for row in open_tasks["rows"]] == ["Tag the release"]
+    assert [c["seq"] for c in history["commits"]] == [2, 1]
+    assert reverted["reverted"] == updated["commit_id"]
+    rows = await client.call_tool(
+        "query_rows", {"table": "tasks", "where": [{"column": "done", "op": "=", "value": False}]}
+    )
+    assert len(rows.structured_content["rows"]) == 2
