@@ -288,7 +288,7 @@ def add_structured_tools(server: LoreServer, tables: StructuredService) -> None:
         where: Annotated[list[RowFilter], Field(max_length=50, description="ANDed filters.")] = [],  # noqa: B006
         order_by: Annotated[list[OrderBy], Field(max_length=10)] = [],  # noqa: B006
         limit: Annotated[int, Field(ge=1, le=500)] = 50,
-        cursor: Annotated[str | None, Field(max_length=20)] = None,
+        cursor: Annotated[str | None, Field(max_length=4000)] = None,
         project: Project = None,
     ) -> dict[str, Any]:
         """Read rows of one of this project's tables, filtered and ordered (by id by default)."""

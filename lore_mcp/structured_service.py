@@ -61,9 +61,8 @@ class StructuredService:
         cursor: str | None,
         project: str | None = None,
     ) -> dict[str, Any]:
-        offset = structured.parse_cursor(cursor)
         return await self._run(
-            project, False, lambda tx: structured.query_rows(tx, table, where, order_by, limit, offset)
+            project, False, lambda tx: structured.query_rows(tx, table, where, order_by, limit, cursor)
         )
 
     async def history(

@@ -16,7 +16,9 @@ filtered and a revert can find later commits that touched the same things.
 
 from __future__ import annotations
 
+import base64
 import copy
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -327,7 +329,8 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     if later:
         raise ConflictError(
             f"Commit {commit_id} cannot be reverted: later commits changed the same rows or tables "
-            f"({', '.join(later[:10])}). Revert those first, newest first."
+            f"({', '.join(later[:20])}{f' and {len(later) - 20} more' if len(later) > 20 else ''}). "
+            "Revert those first, newest first."
         )
     before = current_hash(tx)
     ws = Workspace(tx)
@@ -368,9 +371,13 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
 
 
 def query_rows(
-    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: int | None
+    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    """Rows of one table, filtered and ordered; the cursor is an offset this returned."""
+    """Rows of one table, filtered and ordered.
+
+    The cursor holds the sort values of the last row returned (and its id), not an
+    offset, so rows deleted or added between pages make no later row go missing.
+    """
     name = identifier(table, "table")
     tables = tx.tables()
     if name not in tables:
@@ -380,17 +387,51 @@ def query_rows(
     keys = _ordering(order_by, columns)
     if not 1 <= limit <= MAX_QUERY_LIMIT:
         raise InvalidInputError(f"limit must be between 1 and {MAX_QUERY_LIMIT}.")
-    offset = cursor or 0
     rows = [{"id": row_id, **values} for row_id, values in tx.rows(name).items()]
     rows = [r for r in rows if matches(r, conditions)]
     for column, descending in reversed(keys):
         rows.sort(key=lambda r, c=column: sort_key(r.get(c)), reverse=descending)
-    page = rows[offset : offset + limit]
+    if cursor is not None:
+        after = _decode_cursor(cursor, len(keys))
+        rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
+    page = rows[:limit]
     for row in page:
         for col in tables[name].columns:
             row.setdefault(col.name, None)
-    more = offset + limit < len(rows)
-    return {"rows": page, "next_cursor": str(offset + limit) if more else None}
+    more = len(rows) > limit
+    next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if more else None
+    return {"rows": page, "next_cursor": next_cursor}
+
+
+def _after(values: list[Any], cursor: list[Any], keys: list[tuple[str, bool]]) -> bool:
+    """Whether a row with these sort values comes after the cursor's row."""
+    for mine, theirs, (_, descending) in zip(values, cursor, keys, strict=True):
+        a, b = sort_key(mine), sort_key(theirs)
+        if a == b:
+            continue
+        try:
+            return (a > b) != descending
+        except TypeError:
+            raise InvalidInputError(
+                "cursor does not fit this table any more; start again without it."
+            ) from None
+    return False
+
+
+def _encode_cursor(values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode()
+
+
+def _decode_cursor(cursor: str, size: int) -> list[Any]:
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError):
+        values = None
+    if not isinstance(values, list) or len(values) != size:
+        raise InvalidInputError(
+            "cursor is not one this server returned for this query; pass next_cursor back."
+        )
+    return values
 
 
 def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
