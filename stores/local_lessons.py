@@ -93,8 +93,11 @@ class LocalLessonStore:
                 self._sync_index(conn)
             rev = self._bump_rev(conn)
             changes = []
-            for (draft, _), vec in zip(items, vectors, strict=True):
-                target = self._find_duplicate(scope, vec, pending, now)
+            with self._index_lock:
+                assert self._index is not None
+                nearest = self._index.nearest_many(_scope_key(scope), np.stack(vectors), now=now.timestamp())
+            for (draft, _), vec, stored in zip(items, vectors, nearest, strict=True):
+                target = _duplicate_of(vec, stored, pending)
                 if target is not None:
                     before = self._image(conn, self._row_by_pk(conn, target))
                     lesson_id = self._merge(conn, target, draft, rev, now)
@@ -415,22 +418,6 @@ class LocalLessonStore:
         )
         return {row[0] for row in rows}
 
-    def _find_duplicate(
-        self, scope: Scope, vec: np.ndarray, pending: list[tuple[int, str, np.ndarray]], now: datetime
-    ) -> int | None:
-        best_pk, best_sim = None, DEDUP_SIMILARITY
-        with self._index_lock:
-            assert self._index is not None
-            hits = self._index.search(_scope_key(scope), vec, 1, now=now.timestamp())
-        for pk, sim in hits:
-            if sim >= best_sim:
-                best_pk, best_sim = pk, sim
-        for pk, _, other in pending:
-            sim = float(other @ vec)
-            if sim >= best_sim:
-                best_pk, best_sim = pk, sim
-        return best_pk
-
     def _insert(
         self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, rev: int, now: datetime
     ) -> tuple[int, str]:
@@ -588,6 +575,21 @@ class LocalLessonStore:
                 np.frombuffer(blob, dtype=np.float32),
             )
         self._index_rev = rev
+
+
+def _duplicate_of(
+    vec: np.ndarray, stored: tuple[int, float] | None, pending: list[tuple[int, str, np.ndarray]]
+) -> int | None:
+    """The lesson ``vec`` should merge into: the nearest stored one or one saved earlier in
+    this batch, when its cosine similarity reaches DEDUP_SIMILARITY."""
+    best_pk, best_sim = None, DEDUP_SIMILARITY
+    if stored is not None and stored[1] >= best_sim:
+        best_pk, best_sim = stored
+    for pk, _, other in pending:
+        sim = float(other @ vec)
+        if sim >= best_sim:
+            best_pk, best_sim = pk, sim
+    return best_pk
 
 
 def _tag_filter(n: int, pk_column: str = "pk") -> str:

@@ -116,6 +116,25 @@ class VectorIndex:
         rows = positions[candidates[order]] if positions is not None else candidates[order]
         return [(int(self._keys[r]), float(s)) for r, s in zip(rows, cand_sims[order], strict=True)]
 
+    def nearest_many(self, scope: str, queries: np.ndarray, *, now: float) -> list[tuple[int, float] | None]:
+        """For each row of ``queries`` (unit vectors), the nearest live key of ``scope`` and its
+        similarity. A few matrix products for the whole batch instead of one scan per vector,
+        which is what keeps bulk loads fast on a large store."""
+        code = self._scope_codes.get(scope)
+        if code is None or self._n == 0:
+            return [None] * len(queries)
+        dead = np.flatnonzero(~self._live_mask(code, now, 0.0, None))
+        if dead.size == self._n:
+            return [None] * len(queries)
+        matrix = self._vectors[: self._n]
+        out: list[tuple[int, float] | None] = []
+        for start in range(0, len(queries), 64):
+            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, n)
+            sims[:, dead] = -np.inf
+            best = sims.argmax(axis=1)
+            out += [(int(self._keys[b]), float(sims[i, b])) for i, b in enumerate(best)]
+        return out
+
     def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:
         """Cosine similarity of the query to each indexed key (keys not indexed are left out)."""
         found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
