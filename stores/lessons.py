@@ -160,15 +160,6 @@ def image_embedding(image: Mapping[str, Any]) -> bytes | None:
     return base64.b64decode(raw) if raw else None
 
 
-def lesson_effects(rows: list[tuple[str, dict[str, Any] | None, dict[str, Any] | None]]) -> dict[str, Any]:
-    """Commit effects for lesson changes: (lesson id, before image, after image)."""
-    return {
-        "rows": [{"table": "lessons", "id": i, "before": b, "after": a} for i, b, a in rows],
-        "schema": [],
-        "tables": {},
-    }
-
-
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
     """What a lesson's fields become when a near-duplicate draft merges into it.
 

@@ -34,7 +34,6 @@ from stores.lessons import (
     Scope,
     ScoredLesson,
     image_embedding,
-    lesson_effects,
     lesson_image,
     merged_fields,
 )
@@ -264,19 +263,13 @@ class LocalLessonStore:
                 yield LocalProjectTx(conn, scope, restore)
         else:
             with self._read_lock, read_transaction(self._reader) as conn:
-                yield LocalProjectTx(conn, scope, _read_only)
+                yield LocalProjectTx(conn, scope, structured.read_only_lessons)
 
     # -- internals ----------------------------------------------------------------
 
     def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
-        tx = LocalProjectTx(conn, scope, _read_only)
-        structured.record(
-            tx,
-            kind=kind,
-            message=kind,
-            actor=scope.actor,
-            effects=lesson_effects(changes),
-            hash_before=structured.current_hash(tx),
+        structured.record_lessons(
+            LocalProjectTx(conn, scope, structured.read_only_lessons), kind, scope.actor, changes
         )
 
     def _image(self, conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
@@ -644,7 +637,3 @@ def _ts(dt: datetime) -> str:
 
 def _parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
-
-
-def _read_only(lesson_id: str, image: Any) -> None:
-    raise AssertionError("lessons are restored only inside a write transaction")

@@ -31,7 +31,6 @@ from stores.lessons import (
     Scope,
     ScoredLesson,
     image_embedding,
-    lesson_effects,
     lesson_image,
     merged_fields,
 )
@@ -222,7 +221,7 @@ class PostgresLessonStore:
                 yield PostgresProjectTx(conn, scope, lambda i, image: self._restore(conn, scope, i, image))
         else:
             with transaction(self._engine, scope.org) as conn:
-                yield PostgresProjectTx(conn, scope, _read_only)
+                yield PostgresProjectTx(conn, scope, structured.read_only_lessons)
 
     # -- internals ----------------------------------------------------------------
 
@@ -237,14 +236,8 @@ class PostgresLessonStore:
             yield conn
 
     def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
-        tx = PostgresProjectTx(conn, scope, _read_only)
-        structured.record(
-            tx,
-            kind=kind,
-            message=kind,
-            actor=scope.actor,
-            effects=lesson_effects(changes),
-            hash_before=structured.current_hash(tx),
+        structured.record_lessons(
+            PostgresProjectTx(conn, scope, structured.read_only_lessons), kind, scope.actor, changes
         )
 
     def _image(self, conn: Connection, pk: int) -> dict[str, Any]:
@@ -486,7 +479,3 @@ def _to_lesson(row: dict[str, Any]) -> Lesson:
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def _read_only(lesson_id: str, image: Any) -> None:
-    raise AssertionError("lessons are restored only inside a write transaction")

@@ -320,6 +320,21 @@ def record(
     return commit
 
 
+def record_lessons(tx: ProjectTx, kind: str, actor: str, changes: list[Any]) -> Commit:
+    """The commit for lesson changes: (lesson id, before image, after image) each."""
+    effects = {
+        "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
+        "schema": [],
+        "tables": {},
+    }
+    return record(tx, kind=kind, message=kind, actor=actor, effects=effects, hash_before=current_hash(tx))
+
+
+def read_only_lessons(lesson_id: str, image: Any) -> None:
+    """The lesson restorer of a transaction that must not restore lessons."""
+    raise AssertionError("lessons are restored only inside a write transaction")
+
+
 def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     """A new commit undoing ``commit_id``; CONFLICT when later commits touched the same things."""
     target = tx.get_commit(commit_id)
