@@ -68,7 +68,7 @@ from synthetic import Generator, Lesson
 import lore_mcp
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService, embedding_text
-from stores import open_local_store
+from stores import open_local_store, open_postgres_store
 
 HERE = Path(__file__).resolve().parent
 CODE_ROOT = Path(lore_mcp.__file__).resolve().parent.parent  # where the measured Lore is imported from
@@ -76,6 +76,8 @@ BARE_SERVER = HERE / "bare_server.py"
 PROTOCOL_VERSION = "2025-11-25"
 CALL_TIMEOUT_S = 300.0
 PROJECT = "default"
+# Set by main() for --store postgres: every store and server of the run then uses this database.
+DATABASE_URL: str | None = None
 
 TARGETS = {
     "initialize_s": 1.0,  # spawn -> initialize answered
@@ -100,6 +102,7 @@ class Config:
     keep: bool
     quick: bool = False
     corpus: Path | None = None
+    database_url: str | None = None
 
 
 # -- small helpers ----------------------------------------------------------------------
@@ -130,8 +133,17 @@ def bare_command() -> list[str]:
     return [sys.executable, str(BARE_SERVER)]
 
 
+def open_bench_store(db_path: Path) -> Any:
+    """The store under test: the SQLite file at ``db_path``, or the Postgres of the run."""
+    if DATABASE_URL is not None:
+        return open_postgres_store(DATABASE_URL)
+    return open_local_store(db_path)
+
+
 def server_env(db_path: Path) -> dict[str, str]:
     env = {"LORE_DB_PATH": str(db_path), "LORE_PROJECT": PROJECT}
+    if DATABASE_URL is not None:
+        env.update({"LORE_STORE": "postgres", "LORE_DATABASE_URL": DATABASE_URL})
     if "PYTHONPATH" in os.environ:  # the SDK's stdio client passes only a safe subset of the environment
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     return env
@@ -341,7 +353,7 @@ def batched(items: Iterator[Lesson], size: int) -> Iterator[list[Lesson]]:
 def bulk_load(db_path: Path, lessons: Iterator[Lesson], embedder: Embedder, batch: int) -> LoadStats:
     """Validate+redact, embed in batches and save_many per batch; every phase timed."""
     stats = LoadStats()
-    store = open_local_store(db_path)
+    store = open_bench_store(db_path)
     try:
         service = LessonService(store, embedder, default_project=PROJECT)
         scope = service.scope(None)
@@ -371,7 +383,7 @@ def bulk_load(db_path: Path, lessons: Iterator[Lesson], embedder: Embedder, batc
 
 
 def stored_count(db_path: Path) -> int:
-    store = open_local_store(db_path)
+    store = open_bench_store(db_path)
     try:
         scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
         return store.count(scope.org, scope.project)
@@ -488,6 +500,38 @@ def copy_database(src: Path, dst: Path) -> None:
             shutil.copyfile(source, f"{dst}{suffix}")
 
 
+def transfer_corpus(sqlite_path: Path, db_path: Path) -> None:
+    """Copy a kept SQLite corpus (texts and vectors) into the store under test, without embedding."""
+    import sqlean
+
+    from stores.lessons import LessonDraft
+
+    source = sqlean.connect(str(sqlite_path))
+    source.enable_load_extension(True)
+    import sqlite_vec
+
+    sqlite_vec.load(source)
+    rows = source.execute(
+        "SELECT l.problem, l.resolution, l.context, l.tags, l.confidence, l.source, v.embedding "
+        "FROM lessons AS l JOIN lesson_vectors AS v ON v.rowid = l.pk ORDER BY l.pk"
+    )
+    store = open_bench_store(db_path)
+    try:
+        scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
+        for chunk in batched(iter(rows), 1000):
+            items = [
+                (
+                    LessonDraft(p, r, context=c, tags=tuple(json.loads(t)), confidence=conf, source=src),
+                    np.frombuffer(blob, dtype=np.float32),
+                )
+                for p, r, c, t, conf, src, blob in chunk
+            ]
+            store.save_many(scope, items)
+    finally:
+        store.close()
+        source.close()
+
+
 def remove_database(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -506,7 +550,10 @@ def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
     if cfg.corpus is not None:
         # Start from a corpus an earlier run built (same generator), so a large size can be
         # measured again without re-embedding it; its lessons are not re-timed.
-        copy_database(cfg.corpus, db_path)
+        if DATABASE_URL is None:
+            copy_database(cfg.corpus, db_path)
+        else:
+            transfer_corpus(cfg.corpus, db_path)
         loaded = stored_count(db_path)
         for _ in corpus.lessons(loaded):
             pass
@@ -523,12 +570,15 @@ def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
                 f"  {load.lessons} in {load.total_s:.1f}s = {load.as_dict()['lessons_per_s']}/s; stored {stored}"
             )
 
-        save_db = cfg.workdir / f"saves-{size}.db"
-        copy_database(db_path, save_db)
+        # On Postgres the saves go into the corpus itself (a few hundred lessons more).
+        save_db = cfg.workdir / f"saves-{size}.db" if DATABASE_URL is None else db_path
+        if DATABASE_URL is None:
+            copy_database(db_path, save_db)
         save_lessons = list(save_gen.lessons(cfg.saves + 3))
         log(f"size {size}: {cfg.saves} saves over stdio")
         saves = anyio.run(bench_saves, save_db, save_lessons, 3, errlog)
-        remove_database(save_db)
+        if DATABASE_URL is None:
+            remove_database(save_db)
 
         log(f"size {size}: {cfg.queries} recalls over stdio")
         warmup, timed = query_gen.queries(cfg.warmup_queries), query_gen.queries(cfg.queries)
@@ -639,7 +689,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--batch", type=int, default=256, help="texts per encode_documents call in bulk load")
     parser.add_argument("--warmup-queries", type=int, default=5, help="untimed recalls before timing")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--store", choices=["local"], default="local", help="backend (only local so far)")
+    parser.add_argument("--store", choices=["local", "postgres"], default="local", help="backend under test")
+    parser.add_argument(
+        "--database-url",
+        default=None,
+        help="Postgres for --store postgres (default: pgserver in the work dir)",
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results.json", help="JSON results file")
     parser.add_argument("--workdir", type=Path, default=None, help="where databases go (default: a temp dir)")
     parser.add_argument(
@@ -669,11 +724,26 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         keep=args.keep or args.workdir is not None,
         quick=args.quick,
         corpus=args.corpus,
+        database_url=args.database_url,
     )
 
 
+def start_postgres(cfg: Config) -> str:
+    """The run's Postgres: --database-url, or a fresh pgserver (PostgreSQL 16 + pgvector) in the work dir."""
+    if cfg.database_url:
+        return cfg.database_url
+    import pgserver
+
+    pgdata = cfg.workdir / "pgdata"
+    pgdata.mkdir(exist_ok=True)
+    return pgserver.get_server(pgdata, cleanup_mode="stop").get_uri()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    global DATABASE_URL
     cfg = parse_args(argv)
+    if cfg.store == "postgres":
+        DATABASE_URL = start_postgres(cfg)
     log(f"work directory {cfg.workdir}; server stderr in {cfg.workdir / 'servers.log'}")
     load_before, code_before = load_average(), code_fingerprint()
     started = time.perf_counter()
