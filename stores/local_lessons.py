@@ -556,17 +556,25 @@ class LocalLessonStore:
                 if rows
                 else {}
             )
-        for pk, org, project, expires_at, confidence in rows:
-            blob = vectors.get(pk)
-            if blob is None:
-                continue
-            expires = _parse_ts(expires_at).timestamp() if expires_at else math.inf
-            index.upsert(
+        entries = [
+            (
                 IndexedRow(
-                    key=pk, scope=_scope_key(Scope(org, project)), expires_at=expires, confidence=confidence
+                    key=pk,
+                    scope=_scope_key(Scope(org, project)),
+                    expires_at=_parse_ts(expires_at).timestamp() if expires_at else math.inf,
+                    confidence=confidence,
                 ),
-                np.frombuffer(blob, dtype=np.float32),
+                vectors[pk],
             )
+            for pk, org, project, expires_at, confidence in rows
+            if pk in vectors
+        ]
+        if self._index_rev == 0:
+            blob = b"".join(v for _, v in entries)
+            index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
+        else:
+            for entry, vec in entries:
+                index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._index_rev = rev
 
 

@@ -64,6 +64,24 @@ class VectorIndex:
         self._expires[pos] = row.expires_at
         self._confidence[pos] = row.confidence
 
+    def load(self, rows: list[IndexedRow], vectors: np.ndarray) -> None:
+        """Replace the whole index at once (one array per field, no per-row upserts): the
+        first recall of a process on a 100k store took 4 s through upserts."""
+        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dim)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        self._n = len(rows)
+        self._vectors = matrix
+        self._keys = np.fromiter((r.key for r in rows), dtype=np.int64, count=len(rows))
+        self._scopes = np.fromiter(
+            (self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows),
+            dtype=np.int32,
+            count=len(rows),
+        )
+        self._expires = np.fromiter((r.expires_at for r in rows), dtype=np.float64, count=len(rows))
+        self._confidence = np.fromiter((r.confidence for r in rows), dtype=np.float32, count=len(rows))
+        self._pos = {int(k): i for i, k in enumerate(self._keys)}
+
     def remove(self, key: int) -> None:
         """Drop a lesson; the last row moves into its slot so the matrix stays dense."""
         pos = self._pos.pop(key, None)
