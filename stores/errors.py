@@ -25,3 +25,13 @@ class ConflictError(StoreError):
 
 class UnavailableError(StoreError):
     """The database cannot be reached or is busy beyond the retry budget."""
+
+
+def refuse_newer_schema(applied: set[int], known: int) -> None:
+    """Stop before touching a database migrated by a newer Lore than this one."""
+    newest = max(applied, default=0)
+    if newest > known:
+        raise UnavailableError(
+            f"This Lore database is at schema version {newest}, newer than this Lore "
+            f"understands ({known}); upgrade lore-memory."
+        )

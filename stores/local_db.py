@@ -21,7 +21,7 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
-from stores.errors import UnavailableError
+from stores.errors import UnavailableError, refuse_newer_schema
 
 BUSY_TIMEOUT_MS = 30_000
 # Beyond the busy timeout, a few more tries with back-off before giving up.
@@ -183,12 +183,7 @@ def migrate(conn: Connection) -> int:
     )
     with write_transaction(conn):
         applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        newest = max(applied, default=0)
-        if newest > SCHEMA_VERSION:
-            raise UnavailableError(
-                f"This Lore database is at schema version {newest}, newer than this Lore "
-                f"understands ({SCHEMA_VERSION}); upgrade lore-memory."
-            )
+        refuse_newer_schema(applied, SCHEMA_VERSION)
         for version, name, sql in MIGRATIONS:
             if version in applied:
                 continue

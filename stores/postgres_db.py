@@ -19,7 +19,7 @@ from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 
-from stores.errors import UnavailableError
+from stores.errors import UnavailableError, refuse_newer_schema
 
 logger = logging.getLogger("stores.postgres")
 
@@ -194,12 +194,7 @@ def migrate(engine: Engine) -> int:
             )
         )
         applied = {row[0] for row in conn.execute(text("SELECT version FROM schema_migrations"))}
-        newest = max(applied, default=0)
-        if newest > SCHEMA_VERSION:
-            raise UnavailableError(
-                f"This Lore database is at schema version {newest}, newer than this Lore "
-                f"understands ({SCHEMA_VERSION}); upgrade lore-memory."
-            )
+        refuse_newer_schema(applied, SCHEMA_VERSION)
         for version, name, sql in MIGRATIONS:
             if version in applied:
                 continue
