@@ -117,6 +117,44 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        3,
+        "orgs and api keys",
+        """
+        CREATE TABLE orgs (id text PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL);
+        CREATE TABLE api_keys (
+            id text PRIMARY KEY,
+            org_id text NOT NULL REFERENCES orgs (id),
+            name text NOT NULL,
+            key_hash text NOT NULL UNIQUE,
+            key_prefix text NOT NULL,
+            project text NULL,
+            is_root boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL,
+            last_used_at timestamptz,
+            revoked_at timestamptz
+        );
+        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
+        ALTER TABLE orgs ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE orgs FORCE ROW LEVEL SECURITY;
+        CREATE POLICY orgs_org ON orgs
+            USING (id = current_setting('lore.org', true))
+            WITH CHECK (id = current_setting('lore.org', true));
+        ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE api_keys FORCE ROW LEVEL SECURITY;
+        CREATE POLICY api_keys_org ON api_keys
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        -- Authentication looks a key up before it knows the org: a transaction that sets
+        -- lore.key_hash may read exactly the one row with that digest (permissive policies
+        -- add up, so for SELECT this widens the one above), and may change nothing.
+        CREATE POLICY api_keys_lookup ON api_keys FOR SELECT
+            USING (key_hash = current_setting('lore.key_hash', true));
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
