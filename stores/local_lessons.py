@@ -577,6 +577,17 @@ class LocalLessonStore:
                 index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._index_rev = rev
 
+    # -- orgs and api keys ---------------------------------------------------------
+
+    @property
+    def keys(self):  # -> stores.local_keys.LocalKeyStore (a stores.keys.KeyStore)
+        """Orgs and API keys on this same file, sharing this store's connections and locks."""
+        from stores.local_keys import LocalKeyStore
+
+        if getattr(self, "_keys", None) is None:
+            self._keys = LocalKeyStore(self)
+        return self._keys
+
 
 def _duplicate_of(
     vec: np.ndarray, stored: tuple[int, float] | None, pending: list[tuple[int, str, np.ndarray]]

@@ -449,6 +449,17 @@ class PostgresLessonStore:
             )
         return self._dim
 
+    # -- orgs and api keys ---------------------------------------------------------
+
+    @property
+    def keys(self):  # -> stores.postgres_keys.PostgresKeyStore (a stores.keys.KeyStore)
+        """Orgs and API keys in this same database, on this store's engine."""
+        from stores.postgres_keys import PostgresKeyStore
+
+        if getattr(self, "_keys", None) is None:
+            self._keys = PostgresKeyStore(self._engine)
+        return self._keys
+
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
     return {"org": scope.org, "project": scope.project, "now": now}
