@@ -8,6 +8,7 @@ never a second API: everything an agent does goes through MCP tools.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import sys
 from collections.abc import Sequence
@@ -22,6 +23,7 @@ _SETTING_FLAGS = [
     ("--db-path", "db_path", "SQLite file of the local store"),
     ("--database-url", "database_url", "Postgres URL"),
     ("--project", "project", "project used when a tool call names none"),
+    ("--org", "org", "org served over stdio and administered by init/keys/export/import"),
     ("--api-url", "api_url", "team server URL (remote mode)"),
     ("--api-key", "api_key", "API key (remote mode)"),
     ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
@@ -35,10 +37,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lore-memory", description="Memory for AI agents over MCP.")
     parser.add_argument("--version", action="version", version=f"lore-memory {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    mcp = sub.add_parser("mcp", help="serve MCP (stdio by default)")
-    mcp.add_argument("--transport", choices=["stdio"], default="stdio", help="MCP transport (default stdio)")
+    mcp = sub.add_parser("mcp", help="serve MCP (stdio by default, or streamable HTTP)")
+    mcp.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="MCP transport (default stdio)"
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
-    for command in (mcp, migrate):
+    init = sub.add_parser("init", help="create the org and its root API key (team server)")
+    init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
+    init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
+    keys = sub.add_parser("keys", help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key; it is printed once, never again")
+    create.add_argument("--name", required=True, help="who or what holds the key")
+    create.add_argument("--project", dest="key_project", default=None, help="limit the key to this project")
+    create.add_argument("--root", action="store_true", help="a root key: every project, and key management")
+    create.add_argument("--json", action="store_true", help="print one JSON object with id and key")
+    listing = keys_sub.add_parser("list", help="list the org's keys (never their secrets)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key; it stops working on its next request")
+    revoke.add_argument("key_id", metavar="ID", help="the key's id (see keys list)")
+    revoke.add_argument("--json", action="store_true", help="print JSON")
+    for command in (mcp, migrate, init, create, listing, revoke):
         command.add_argument(
             "--log-level",
             default="WARNING",
@@ -47,6 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
             help="stderr log level (default WARNING)",
         )
         for flag, field, help_text in _SETTING_FLAGS:
+            if command is create and field == "project":
+                continue  # --project of `keys create` is the key's project
             command.add_argument(
                 flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
             )
@@ -56,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
 def settings_from(args: argparse.Namespace) -> Settings:
     """Environment first, then any flags given on the command line."""
     overrides = {
-        field: getattr(args, field) for _, field, _ in _SETTING_FLAGS if getattr(args, field) is not None
+        field: getattr(args, field)
+        for _, field, _ in _SETTING_FLAGS
+        if getattr(args, field, None) is not None
     }
     return Settings(**overrides)
 
@@ -73,9 +98,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"lore-memory: invalid configuration: {exc}", file=sys.stderr)
         return 2
     if args.command == "mcp":
+        if args.transport == "http":
+            return serve_http(settings, host=args.host, port=args.port, log_level=args.log_level.upper())
         return serve(settings, log_level=args.log_level.upper())
     if args.command == "migrate":
         return migrate(settings)
+    if args.command in ("init", "keys"):
+        return administer_keys(args, settings)
     parser.error(f"unknown command {args.command}")
     return 2
 
@@ -94,7 +123,8 @@ def open_store(settings: Settings) -> Any:
     if settings.store == "local":
         return open_local_store(settings.db_path, ranking_params=ranking)
     raise SystemExit(
-        f"lore-memory: LORE_STORE={settings.store} is not available in this version; use local or postgres."
+        "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
+        "run this command where the team server's database is (LORE_STORE=local or postgres)."
     )
 
 
@@ -122,6 +152,8 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     from lore_mcp.server import build_server
     from stores import StoreError
 
+    if settings.store == "remote":
+        return serve_remote(settings, log_level=log_level)
     try:
         store = open_store(settings)
     except StoreError as exc:
@@ -129,7 +161,7 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
         return 1
     embedder = Embedder(settings.embedding_model)
     try:
-        service = LessonService(store, embedder, default_project=settings.project)
+        service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
         server = build_server(service, log_level=log_level)
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:
@@ -137,3 +169,156 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     finally:
         store.close()
     return 0
+
+
+def serve_remote(settings: Settings, *, log_level: Any) -> int:
+    """stdio, forwarding every call to the team server at LORE_API_URL (see ``lore_mcp.remote``)."""
+    import anyio
+
+    from lore_mcp import remote
+
+    if not settings.api_url or not settings.api_key:
+        print("lore-memory: LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", file=sys.stderr)
+        return 2
+    try:
+        remote.mcp_url(settings.api_url)
+    except ValueError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 2
+    project = settings.project if "project" in settings.model_fields_set else None
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(
+            lambda: remote.serve_remote(
+                settings.api_url or "", settings.api_key or "", default_project=project, log_level=log_level
+            )
+        )
+    return 0
+
+
+def serve_http(settings: Settings, *, host: str, port: int, log_level: Any = "WARNING") -> int:
+    """The team server: streamable HTTP with API keys (see ``lore_mcp.http``)."""
+    import anyio
+    from mcp.server.auth.settings import AuthSettings
+
+    from lore_mcp import http
+    from lore_mcp.auth import ApiKeyVerifier
+    from lore_mcp.embedding import Embedder
+    from lore_mcp.keys_service import KeyService, KeyTools
+    from lore_mcp.lessons_service import LessonService
+    from lore_mcp.server import build_server
+    from stores import StoreError
+
+    if settings.store == "remote":
+        print(
+            "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    embedder = Embedder(settings.embedding_model)
+    embedder.start()  # a server expects traffic; load the model now rather than on the first call
+    url_host = f"[{host}]" if ":" in host else host
+    try:
+        service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
+        server = build_server(
+            service,
+            keys=KeyTools(KeyService(store.keys)),
+            log_level=log_level,
+            token_verifier=ApiKeyVerifier(store.keys),
+            # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
+            auth=AuthSettings(issuer_url=f"http://{url_host}:{port}", resource_server_url=None),
+        )
+        print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
+        anyio.run(
+            lambda: http.serve_http(
+                server,
+                host=host,
+                port=port,
+                health=lambda: store.keys.get_org(settings.org),
+                store_name=settings.store,
+                rate_limit_per_minute=settings.rate_limit_per_minute,
+                log_level=log_level,
+            )
+        )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
+    return 0
+
+
+def administer_keys(args: argparse.Namespace, settings: Settings) -> int:
+    """`init` and `keys create|list|revoke`, on the configured database."""
+    import json
+
+    from lore_mcp.errors import LoreError
+    from lore_mcp.keys_service import KeyService
+    from stores import StoreError
+
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    service = KeyService(store.keys)
+    try:
+        if args.command == "init":
+            created = service.init_org(settings.org, name=args.org_name)
+            return _print_created(created, args.json, first=True)
+        if args.keys_command == "create":
+            created = service.create_key(
+                settings.org, name=args.name, project=args.key_project, root=args.root
+            )
+            return _print_created(created, args.json, first=False)
+        if args.keys_command == "list":
+            listed = service.list_keys(settings.org)
+            if args.json:
+                print(json.dumps({"keys": [k.model_dump(mode="json") for k in listed]}, indent=2))
+            else:
+                _print_key_table(listed)
+            return 0
+        revoked = service.revoke_key(settings.org, args.key_id)
+        if args.json:
+            print(revoked.model_dump_json(indent=2))
+        else:
+            print(f"Revoked {revoked.name} ({revoked.id}); it stops working on its next request.")
+        return 0
+    except (LoreError, StoreError) as exc:
+        from lore_mcp.errors import describe
+
+        code, message = describe(exc)
+        print(f"lore-memory: {code}: {message}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+
+
+def _print_created(created: Any, as_json: bool, *, first: bool) -> int:
+    if as_json:
+        print(created.model_dump_json(indent=2))
+        return 0
+    what = f"org {created.org!r} and its root key" if first else f"key {created.name!r}"
+    print(f"Created {what}.\n")
+    print(f"  id:      {created.id}")
+    print(f"  key:     {created.key}")
+    print(f"  project: {created.project or '(all projects)'}{'  root' if created.root else ''}\n")
+    print("The key is shown this once; Lore keeps only its SHA-256. Store it in a secret manager.")
+    return 0
+
+
+def _print_key_table(keys: Sequence[Any]) -> None:
+    if not keys:
+        print("No keys yet: run `lore-memory init`.")
+        return
+    print(f"{'ID':26}  {'NAME':20}  {'PREFIX':17}  {'PROJECT':16}  {'ROOT':4}  {'LAST USED':20}  REVOKED")
+    for k in keys:
+        last = k.last_used_at.strftime("%Y-%m-%d %H:%M:%S") if k.last_used_at else "never"
+        revoked = k.revoked_at.strftime("%Y-%m-%d %H:%M:%S") if k.revoked_at else ""
+        print(
+            f"{k.id:26}  {k.name[:20]:20}  {k.prefix:17}  {(k.project or '*')[:16]:16}  "
+            f"{'yes' if k.root else 'no':4}  {last:20}  {revoked}"
+        )

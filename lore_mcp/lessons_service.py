@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from lore_mcp.auth import current_caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.models import (
@@ -62,8 +63,13 @@ class LessonService:
         self.org = org
 
     def scope(self, project: str | None) -> Scope:
+        """Org and project of a call: the API key's over HTTP, the server's own over stdio."""
+        requested = check_project(project) if project is not None else None
+        caller = current_caller.get()
+        if caller is None:
+            return Scope(org=self.org, project=requested or self.default_project)
         return Scope(
-            org=self.org, project=check_project(project) if project is not None else self.default_project
+            org=caller.org, project=caller.project_for(requested, self.default_project), actor=caller.actor
         )
 
     async def save(

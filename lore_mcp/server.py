@@ -11,14 +11,17 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any, Literal
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError, UnexpectedToolError
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from lore_mcp import __version__
+from lore_mcp.auth import Caller, Forbidden, caller_of, current_caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument, LoreError, describe, wire_text
+from lore_mcp.keys_service import CreatedKey, KeyList, KeyOut, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.models import (
     DeleteResult,
@@ -36,6 +39,9 @@ from stores.errors import StoreError
 from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT, MAX_SHORT_CHARS, MAX_TEXT_CHARS
 
 logger = logging.getLogger("lore_mcp")
+
+# Listed only to root API keys (see LoreServer.list_tools).
+ADMIN_TOOLS = frozenset({"create_key", "list_keys", "revoke_key"})
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
@@ -83,9 +89,22 @@ DESTRUCTIVE = ToolAnnotations(
 
 
 class LoreServer(MCPServer):
-    """``MCPServer`` whose tool errors all carry a stable code and never internal detail."""
+    """``MCPServer`` whose tool errors all carry a stable code and never internal detail.
+
+    Over authenticated HTTP each call runs with ``current_caller`` set from the
+    request's API key, which is what scopes it to an org and project; the key tools
+    are listed only to root keys.
+    """
+
+    async def list_tools(self) -> list[Any]:
+        tools = await super().list_tools()
+        caller = caller_of(get_access_token())
+        if caller is not None and caller.root:
+            return tools
+        return [t for t in tools if t.name not in ADMIN_TOOLS]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        reset = current_caller.set(caller_of(get_access_token()))
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
@@ -97,6 +116,15 @@ class LoreServer(MCPServer):
             else:
                 code, message = describe(cause or exc)
             raise ToolError(wire_text(code, message)) from cause
+        finally:
+            current_caller.reset(reset)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        reset = current_caller.set(caller_of(get_access_token()))
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            current_caller.reset(reset)
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio with Lore's transport, which answers malformed frames."""
@@ -124,14 +152,27 @@ class LoadModelAfterFirstRequest:
                 self.embedder.start()
 
 
-def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> LoreServer:
-    """Create the server with every lessons tool and resource registered."""
-    server = LoreServer(
+def build_server(
+    lessons: LessonService | None,
+    *,
+    keys: KeyTools | None = None,
+    log_level: LogLevel = "WARNING",
+    server_class: type[LoreServer] = LoreServer,
+    **settings: Any,
+) -> LoreServer:
+    """Create the server with every lessons tool and resource registered (and the key tools
+    when ``keys`` is given); ``settings`` go to ``MCPServer`` (auth, token_verifier).
+
+    ``lessons`` is None only for a server class that answers calls itself (remote mode):
+    the tools are then registered for their names and schemas alone.
+    """
+    server = server_class(
         name="lore",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level=log_level,
-        middleware=[LoadModelAfterFirstRequest(lessons.embedder)],
+        middleware=[LoadModelAfterFirstRequest(lessons.embedder)] if lessons is not None else [],
+        **settings,
     )
 
     @server.tool(annotations=ADDITIVE)
@@ -243,7 +284,9 @@ def build_server(lessons: LessonService, *, log_level: LogLevel = "WARNING") -> 
         """List lessons newest first, a page at a time."""
         return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor)
 
-    add_structured_tools(server, StructuredService(lessons))
+    add_structured_tools(server, StructuredService(lessons))  # type: ignore[arg-type]
+    if keys is not None:
+        add_key_tools(server, keys)
 
     @server.resource(
         "lore://lessons/{id}",
@@ -327,3 +370,40 @@ def add_structured_tools(server: LoreServer, tables: StructuredService) -> None:
         """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
         changed the same rows or tables; revert those first."""
         return await tables.revert_commit(commit_id, project)
+
+
+def _root_caller() -> Caller:
+    caller = current_caller.get()
+    if caller is None:
+        raise Forbidden(
+            "Key tools need a root API key on the team server (HTTP); on this machine run "
+            "`lore-memory keys` instead."
+        )
+    return caller
+
+
+def add_key_tools(server: LoreServer, keys: KeyTools) -> None:
+    """create_key / list_keys / revoke_key: root keys only, always within the caller's org."""
+
+    @server.tool(annotations=ADDITIVE)
+    async def create_key(
+        name: Annotated[str, Field(min_length=1, max_length=100, description="Who or what holds the key.")],
+        project: Annotated[
+            str | None, Field(max_length=64, description="Limit the key to this project; omit for all.")
+        ] = None,
+        root: Annotated[bool, Field(description="Also allow managing keys (all projects).")] = False,
+    ) -> CreatedKey:
+        """Create an API key in your org (root keys only). The key is shown once, in this result."""
+        return await keys.create_key(_root_caller(), name, project, root)
+
+    @server.tool(annotations=READ_ONLY)
+    async def list_keys() -> KeyList:
+        """List your org's API keys, revoked ones included; secrets are never shown (root keys only)."""
+        return await keys.list_keys(_root_caller())
+
+    @server.tool(annotations=EDITING)
+    async def revoke_key(
+        id: Annotated[str, Field(max_length=64, description="A key id from list_keys.")],
+    ) -> KeyOut:
+        """Revoke an API key of your org; it stops working on its next request (root keys only)."""
+        return await keys.revoke_key(_root_caller(), id)

@@ -31,6 +31,12 @@ class Settings(BaseSettings):
     db_path: Path = Field(default_factory=default_db_path, description="SQLite file of the local store.")
     database_url: str | None = Field(None, description="Postgres URL for `LORE_STORE=postgres`.")
     project: str = Field("default", description="Project used when a tool call names none.")
+    org: str = Field(
+        "local",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="Org served over stdio and administered by `init`, `keys`, `export`, `import`; "
+        "over HTTP each API key names its own.",
+    )
     api_url: str | None = Field(None, description="Team server URL for `LORE_STORE=remote`.")
     api_key: str | None = Field(None, description="API key (`lore_sk_…`) for `LORE_STORE=remote`.")
     embedding_model: str = Field(

@@ -30,7 +30,10 @@ class StructuredService:
 
     def __init__(self, lessons: LessonService) -> None:
         self.lessons = lessons
-        self.store: Any = lessons.store
+
+    @property
+    def store(self) -> Any:
+        return self.lessons.store
 
     async def _run(self, project: str | None, write: bool, fn: Callable[[ProjectTx], T]) -> T:
         scope = self.lessons.scope(project)

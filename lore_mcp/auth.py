@@ -1,0 +1,142 @@
+"""API keys and who is calling: key format, the bearer-token verifier, the caller.
+
+A key is ``lore_sk_`` followed by 32 random letters and digits. Only its SHA-256
+is stored (``stores.keys``), so a leaked database does not leak keys. Over HTTP
+every request is checked by ``ApiKeyVerifier`` (the SDK's ``token_verifier``);
+the tools then read the caller from ``current_caller`` to pick the org and check
+the project. Over stdio there is no caller: the local user is trusted.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import logging
+import re
+import secrets
+import string
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.auth.provider import AccessToken
+
+from lore_mcp.errors import FORBIDDEN, LoreError
+from stores.errors import StoreError
+from stores.keys import ApiKey, KeyStore
+
+logger = logging.getLogger("lore_mcp.auth")
+
+KEY_PREFIX = "lore_sk_"
+KEY_BODY_CHARS = 32
+KEY_PATTERN = re.compile(r"^lore_sk_[A-Za-z0-9]{32}$")
+_ALPHABET = string.ascii_letters + string.digits
+# How much of a key is stored for display: enough to tell keys apart, far too little to guess one.
+DISPLAY_CHARS = len(KEY_PREFIX) + 4
+# last_used_at is written at most this often per key, so auth does not turn every read into a write.
+TOUCH_INTERVAL_S = 60.0
+
+
+class Forbidden(LoreError):
+    """The caller's key does not reach what it asked for."""
+
+    code = FORBIDDEN
+
+
+def new_key() -> str:
+    """A fresh random key (about 190 bits from the OS's CSPRNG)."""
+    return KEY_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(KEY_BODY_CHARS))
+
+
+def key_digest(key: str) -> str:
+    """What the store keeps instead of the key."""
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def display_prefix(key: str) -> str:
+    return key[:DISPLAY_CHARS] + "…"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """An authenticated API key, as the tools see it."""
+
+    key_id: str
+    org: str
+    name: str
+    project: str | None  # None: every project of the org
+    root: bool
+
+    @classmethod
+    def of(cls, key: ApiKey) -> Caller:
+        return cls(key_id=key.id, org=key.org, name=key.name, project=key.project, root=key.root)
+
+    @property
+    def actor(self) -> str:
+        """How commits made with this key name their author."""
+        return f"key:{self.name}"
+
+    def project_for(self, requested: str | None, default: str) -> str:
+        """The project a call acts on: a project-scoped key only ever reaches its own."""
+        if self.project is None:
+            return requested if requested is not None else default
+        if requested is not None and requested != self.project:
+            raise Forbidden(
+                f"This API key is limited to project {self.project!r}; it cannot reach project "
+                f"{requested!r}. Omit project, or use a key for that project."
+            )
+        return self.project
+
+    def require_root(self, what: str) -> None:
+        if not self.root:
+            raise Forbidden(f"Only a root key can {what}; this key is not one.")
+
+
+# Set by the server around each tool call made over authenticated HTTP; None over stdio.
+current_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lore_caller", default=None)
+
+
+class LoreAccessToken(AccessToken):
+    """The SDK's access token carrying the Lore caller it was issued to."""
+
+    caller: Caller
+
+
+class ApiKeyVerifier:
+    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is immediate."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+        self._touched: dict[str, float] = {}
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not KEY_PATTERN.match(token):
+            return None
+        try:
+            key = await anyio.to_thread.run_sync(self.keys.key_by_hash, key_digest(token))
+        except StoreError as exc:
+            # The caller gets a 401 either way; the log says why.
+            logger.warning("API key lookup failed: %s", exc)
+            return None
+        if key is None or key.revoked_at is not None:
+            return None
+        await self._touch(key)
+        caller = Caller.of(key)
+        return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
+
+    async def _touch(self, key: ApiKey) -> None:
+        now = time.monotonic()
+        if now - self._touched.get(key.id, -TOUCH_INTERVAL_S) < TOUCH_INTERVAL_S:
+            return
+        self._touched[key.id] = now
+        try:
+            await anyio.to_thread.run_sync(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
+        except StoreError as exc:  # last-used is informative; never refuse a valid key over it
+            logger.warning("could not record key use: %s", exc)
+
+
+def caller_of(token: Any) -> Caller | None:
+    """The Lore caller behind an SDK access token, if it is one of ours."""
+    return token.caller if isinstance(token, LoreAccessToken) else None

@@ -1,0 +1,86 @@
+"""A real team server for tests: Lore's HTTP app under uvicorn on 127.0.0.1, in a thread.
+
+The app is the one ``lore-memory mcp --transport http`` serves (``lore_mcp.http``),
+on a real socket, so clients speak real streamable HTTP to it; running it in
+this process lets the tests share the already loaded embedding model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx2
+import uvicorn
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.settings import AuthSettings
+
+from lore_mcp.auth import ApiKeyVerifier
+from lore_mcp.embedding import Embedder
+from lore_mcp.http import build_app
+from lore_mcp.keys_service import KeyService, KeyTools
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.server import build_server
+from tests.conftest import connected
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class TeamServer:
+    url: str  # the /mcp endpoint
+    base: str
+    keys: KeyService
+
+
+@contextlib.contextmanager
+def team_server(store: Any, embedder: Embedder, *, rate_limit_per_minute: int = 10_000) -> Iterator[TeamServer]:
+    """Serve ``store`` over HTTP until the block ends."""
+    port = free_port()
+    service = LessonService(store, embedder, default_project="default")
+    server = build_server(
+        service,
+        keys=KeyTools(KeyService(store.keys)),
+        token_verifier=ApiKeyVerifier(store.keys),
+        auth=AuthSettings(issuer_url=f"http://127.0.0.1:{port}", resource_server_url=None),
+    )
+    app = build_app(
+        server,
+        host="127.0.0.1",
+        health=lambda: store.keys.get_org("local"),
+        store_name="test",
+        rate_limit_per_minute=rate_limit_per_minute,
+    )
+    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not uv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the test HTTP server did not start"
+        time.sleep(0.02)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        yield TeamServer(url=f"{base}/mcp", base=base, keys=KeyService(store.keys))
+    finally:
+        uv.should_exit = True
+        thread.join(timeout=30)
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP sending ``Authorization: Bearer key``."""
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+        async with connected(streamable_http_client(url, http_client=http)) as client:
+            yield client
