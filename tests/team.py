@@ -45,7 +45,9 @@ class TeamServer:
 
 
 @contextlib.contextmanager
-def team_server(store: Any, embedder: Embedder, *, rate_limit_per_minute: int = 10_000) -> Iterator[TeamServer]:
+def team_server(
+    store: Any, embedder: Embedder, *, rate_limit_per_minute: int = 10_000
+) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
@@ -81,6 +83,8 @@ def team_server(store: Any, embedder: Embedder, *, rate_limit_per_minute: int = 
 async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
     """An MCP client over streamable HTTP sending ``Authorization: Bearer key``."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
-        async with connected(streamable_http_client(url, http_client=http)) as client:
-            yield client
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as http,
+        connected(streamable_http_client(url, http_client=http)) as client,
+    ):
+        yield client

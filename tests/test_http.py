@@ -96,7 +96,9 @@ async def test_every_bad_credential_is_the_same_401(team: Team) -> None:
 
 async def test_a_project_key_reads_and_writes_only_its_project(team: Team) -> None:
     async with http_client(team.server.url, team.root) as root:
-        beta = await call(root, "save_lesson", problem="beta-only deploy quirk", resolution="x", project="beta")
+        beta = await call(
+            root, "save_lesson", problem="beta-only deploy quirk", resolution="x", project="beta"
+        )
     async with http_client(team.server.url, team.alice) as alice:
         saved = await call(alice, "save_lesson", problem="alpha cache stampede", resolution="jitter the TTLs")
         lesson = await call(alice, "get_lesson", id=saved["id"])
@@ -137,7 +139,9 @@ async def test_a_key_without_a_project_reaches_every_project_of_its_org(team: Te
 
 async def test_nothing_crosses_orgs(team: Team) -> None:
     async with http_client(team.server.url, team.root) as acme:
-        saved = await call(acme, "save_lesson", problem="acme secret sauce recipe", resolution="r", project="alpha")
+        saved = await call(
+            acme, "save_lesson", problem="acme secret sauce recipe", resolution="r", project="alpha"
+        )
         await call(
             acme,
             "apply",
@@ -154,7 +158,9 @@ async def test_nothing_crosses_orgs(team: Team) -> None:
         with pytest.raises(ToolFailed) as err:
             await call(globex, "get_lesson", id=saved["id"], project="alpha")
         assert err.value.code == "NOT_FOUND"
-        assert (await call(globex, "recall_lessons", query="secret sauce recipe", project="alpha"))["lessons"] == []
+        assert (await call(globex, "recall_lessons", query="secret sauce recipe", project="alpha"))[
+            "lessons"
+        ] == []
         assert (await call(globex, "list_lessons", project="alpha"))["lessons"] == []
         assert (await call(globex, "schema", project="alpha"))["tables"] == []
         assert (await call(globex, "history", project="alpha"))["commits"] == []
@@ -177,7 +183,11 @@ async def test_only_root_keys_see_and_use_the_key_tools(team: Team) -> None:
     async with http_client(team.server.url, team.bob) as bob:
         names = {t.name for t in (await bob.list_tools()).tools}
         assert "save_lesson" in names and not names & {"create_key", "list_keys", "revoke_key"}
-        for tool, args in [("create_key", {"name": "x"}), ("list_keys", {}), ("revoke_key", {"id": team.bob_id})]:
+        for tool, args in [
+            ("create_key", {"name": "x"}),
+            ("list_keys", {}),
+            ("revoke_key", {"id": team.bob_id}),
+        ]:
             with pytest.raises(ToolFailed) as err:
                 await call(bob, tool, **args)
             assert err.value.code == "FORBIDDEN", tool
