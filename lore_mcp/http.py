@@ -175,6 +175,12 @@ class DrainingServer(uvicorn.Server):
         super().__init__(config)
         self.counter = counter
 
+    async def shutdown(self, sockets: Any = None) -> None:
+        await super().shutdown(sockets)
+        # uvicorn re-raises the signal it caught once it has shut down, so the process would
+        # die "killed by SIGTERM"; after a clean drain, exit normally (status 0) instead.
+        self._captured_signals.clear()
+
     async def _wait_tasks_to_complete(self) -> None:
         deadline = time.monotonic() + DRAIN_TIMEOUT_S
         while self.counter.active and time.monotonic() < deadline and not self.force_exit:

@@ -44,11 +44,32 @@ class TeamServer:
     keys: KeyService
 
 
+class RecordBodies:
+    """ASGI middleware keeping every request body, to check what a client sent over the wire."""
+
+    def __init__(self, app: Any, bodies: list[bytes]) -> None:
+        self.app = app
+        self.bodies = bodies
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def recording_receive() -> Any:
+            message = await receive()
+            if message.get("type") == "http.request":
+                self.bodies.append(message.get("body", b""))
+            return message
+
+        await self.app(scope, recording_receive, send)
+
+
 @contextlib.contextmanager
 def team_server(
-    store: Any, embedder: Embedder, *, rate_limit_per_minute: int = 10_000
+    store: Any,
+    embedder: Embedder,
+    *,
+    rate_limit_per_minute: int = 10_000,
+    record: list[bytes] | None = None,
 ) -> Iterator[TeamServer]:
-    """Serve ``store`` over HTTP until the block ends."""
+    """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies)."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
@@ -64,6 +85,8 @@ def team_server(
         store_name="test",
         rate_limit_per_minute=rate_limit_per_minute,
     )
+    if record is not None:
+        app = RecordBodies(app, record)
     uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)
     thread.start()

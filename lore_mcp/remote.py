@@ -1,0 +1,272 @@
+"""Remote mode: a local stdio server that forwards every tool call to a team server.
+
+Desktop clients that only speak stdio reach a team's Lore this way
+(``LORE_STORE=remote`` with ``LORE_API_URL`` and ``LORE_API_KEY``). The tools it
+lists are Lore's own, defined locally, so ``initialize`` and ``tools/list`` answer
+even when the team server is down; each call redacts secrets from its arguments
+*before* anything leaves the machine, then goes over one kept-open MCP
+streamable-HTTP connection. Failures become the usual codes: ``UNAVAILABLE``
+(cannot reach the server, or it took too long), ``UNAUTHORIZED`` (the key was
+refused) and the server's own errors, passed through as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx2
+from anyio.abc import TaskGroup
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import CallToolResult, TextContent
+
+from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
+from lore_mcp.redaction import redact
+from lore_mcp.server import ADMIN_TOOLS, LoreServer
+
+logger = logging.getLogger("lore_mcp.remote")
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 10.0
+# A call may wait on the team server's model load or a large apply; beyond this it is UNAVAILABLE.
+CALL_TIMEOUT_S = 120.0
+
+
+class RemoteUnavailable(LoreError):
+    code = UNAVAILABLE
+
+
+class RemoteUnauthorized(LoreError):
+    code = UNAUTHORIZED
+
+
+def mcp_url(api_url: str) -> str:
+    """``LORE_API_URL`` may be the server's base URL or its ``/mcp`` endpoint."""
+    parts = urlsplit(api_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"LORE_API_URL must be an http(s) URL, got {api_url!r}.")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/mcp"):
+        path += "/mcp"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def redact_arguments(value: Any, found: set[str]) -> Any:
+    """Every string in the arguments, however deep, with secrets replaced."""
+    if isinstance(value, str):
+        result = redact(value)
+        found.update(result.kinds)
+        return result.text
+    if isinstance(value, list):
+        return [redact_arguments(v, found) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_arguments(v, found) for k, v in value.items()}
+    return value
+
+
+class RemoteConnection:
+    """One MCP session to the team server, opened on first use and reopened after a failure.
+
+    The SDK client must be entered and left in one task, so a background task owns
+    it; calls from any task use its session.
+    """
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url = url
+        self.api_key = api_key
+        self._client: Client | None = None
+        self._lock = anyio.Lock()
+        self._closed: anyio.Event | None = None
+        self._task_group: TaskGroup | None = None
+        self._last_status: int | None = None
+
+    async def __aenter__(self) -> RemoteConnection:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
+        await self._task_group.__aexit__(None, None, None)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return await self._use(lambda client: client.call_tool(name, arguments))
+
+    async def read_resource(self, uri: str) -> Any:
+        return await self._use(lambda client: client.read_resource(uri))
+
+    async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
+        client = await self._connected()
+        self._last_status = None
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                return await request(client)
+        except TimeoutError:
+            await self._drop()
+            raise RemoteUnavailable(
+                f"The team server at {self.url} did not answer within {CALL_TIMEOUT_S:.0f} s; "
+                "the call may or may not have been applied there. Check history before retrying a write."
+            ) from None
+        except Exception as exc:
+            await self._drop()
+            raise self._explain(exc) from exc
+
+    async def _connected(self) -> Client:
+        async with self._lock:
+            if self._client is not None:
+                return self._client
+            assert self._task_group is not None
+            ready = anyio.Event()
+            failure: list[BaseException] = []
+            self._closed = anyio.Event()
+            self._task_group.start_soon(self._hold, ready, failure, self._closed)
+            with anyio.move_on_after(CONNECT_TIMEOUT_S):
+                await ready.wait()
+            if failure or self._client is None:
+                self._closed.set()
+                exc = failure[0] if failure else TimeoutError()
+                raise self._explain(exc)
+            return self._client
+
+    async def _hold(self, ready: anyio.Event, failure: list[BaseException], closed: anyio.Event) -> None:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {self.api_key}"},
+            timeout=httpx2.Timeout(CALL_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            event_hooks={"response": [self._seen]},
+        )
+        try:
+            async with http, Client(streamable_http_client(self.url, http_client=http)) as client:
+                self._client = client
+                ready.set()
+                await closed.wait()
+        except Exception as exc:  # the connection failed to open, or broke while held
+            logger.info("team server connection ended: %r", exc)
+            failure.append(exc)
+        finally:
+            self._client = None
+            ready.set()
+
+    async def _seen(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self._last_status = response.status_code
+
+    async def _drop(self) -> None:
+        async with self._lock:
+            if self._closed is not None:
+                self._closed.set()
+            self._client = None
+
+    def _explain(self, exc: BaseException) -> LoreError:
+        if self._last_status == 401 or _status_of(exc) == 401:
+            return RemoteUnauthorized(
+                f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
+                "ask an admin for a key (`lore-memory keys create`)."
+            )
+        if isinstance(exc, TimeoutError):
+            return RemoteUnavailable(
+                f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
+                "nothing was sent. Check LORE_API_URL and that the server is running."
+            )
+        message = str(exc)
+        if message.startswith("RATE_LIMITED"):
+            return _Passthrough(message)
+        return RemoteUnavailable(
+            f"Cannot reach the team server at {self.url}; nothing was changed. Check LORE_API_URL "
+            "and that the server is running, then try again."
+        )
+
+
+class _Passthrough(LoreError):
+    """An error the team server worded itself (``CODE: sentence``), passed on unchanged."""
+
+    def __init__(self, text: str) -> None:
+        code, _, message = text.partition(": ")
+        super().__init__(message)
+        self.code = code
+
+
+def _status_of(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+class RemoteLoreServer(LoreServer):
+    """Lore's tools, answered by the team server (see the module docstring)."""
+
+    remote: RemoteConnection
+
+    default_project: str | None = None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        tool = self._tool_manager.get_tool(name)
+        if tool is None and name not in ADMIN_TOOLS:
+            raise ToolError(
+                wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
+            )
+        found: set[str] = set()
+        clean = redact_arguments(arguments, found)
+        if (
+            self.default_project is not None
+            and tool is not None
+            and "project" in tool.parameters.get("properties", {})
+            and clean.get("project") is None
+        ):
+            clean["project"] = self.default_project
+        try:
+            result = await self.remote.call_tool(name, clean)
+        except LoreError as exc:
+            raise ToolError(wire_text(exc.code, exc.message)) from None
+        if found and not result.is_error:
+            result = _report_redactions(result, found)
+        return result
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            result = await self.remote.read_resource(str(uri))
+        except LoreError as exc:
+            raise ResourceError(wire_text(exc.code, exc.message)) from None
+        return [
+            ReadResourceContents(content=c.text, mime_type=c.mime_type)
+            if hasattr(c, "text")
+            else ReadResourceContents(content=base64.b64decode(c.blob), mime_type=c.mime_type)
+            for c in result.contents
+        ]
+
+
+def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResult:
+    """Add what was redacted here to the result's ``redacted`` list, as the server would have."""
+    data = result.structured_content
+    if not isinstance(data, dict) or not isinstance(data.get("redacted"), list):
+        return result
+    data = dict(data, redacted=sorted(set(data["redacted"]) | found))
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, indent=2))],
+        structured_content=data,
+        is_error=False,
+    )
+
+
+async def serve_remote(api_url: str, api_key: str, *, default_project: str | None, log_level: Any) -> None:
+    """Serve Lore's tools over stdio, forwarding each call to the team server.
+
+    ``default_project`` (LORE_PROJECT, when set) fills in calls that name no project;
+    otherwise the team server decides (a project-scoped key means its own project).
+    """
+    from lore_mcp.server import build_server
+
+    url = mcp_url(api_url)
+    server = build_server(None, log_level=log_level, server_class=RemoteLoreServer)
+    assert isinstance(server, RemoteLoreServer)
+    server.default_project = default_project
+    async with RemoteConnection(url, api_key) as remote:
+        server.remote = remote
+        await server.run_stdio_async()
