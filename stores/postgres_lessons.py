@@ -34,7 +34,7 @@ from stores.lessons import (
     lesson_image,
     merged_fields,
 )
-from stores.postgres_db import as_owner, engine_for, migrate, transaction
+from stores.postgres_db import as_owner, engine_for, migrate, transaction, unavailable_on_failure
 from stores.postgres_structured import PostgresProjectTx
 from stores.vectors import unit_vector
 
@@ -43,6 +43,25 @@ _COLUMNS = (
     "created_at, updated_at, expires_at, upvotes, downvotes, meta"
 )
 _SCOPED = "org_id = :org AND project = :project AND (expires_at IS NULL OR expires_at > :now)"
+
+# Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
+# (it filters after its search), an exact scan over the scoped rows replaces them; the
+# one-time filter on ``scoped`` skips that scan whenever the index found k.
+_VECTOR_CANDIDATES = """
+nearest AS MATERIALIZED (
+    SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :k
+), scoped AS MATERIALIZED (
+    SELECT pk, embedding FROM lessons WHERE {filters} AND (SELECT count(*) FROM nearest) < :k
+), vector AS (
+    SELECT pk FROM nearest WHERE (SELECT count(*) FROM nearest) >= :k
+    UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
+)"""
+# Recall's lexical candidates: the best k full-text matches of any query term.
+_LEXICAL_CANDIDATES = """
+lexical AS (
+    SELECT pk FROM lessons WHERE tsv @@ to_tsquery('english', :tsq) AND {filters}
+    ORDER BY ts_rank_cd(tsv, to_tsquery('english', :tsq)) DESC LIMIT :k
+)"""
 
 
 class PostgresLessonStore:
@@ -160,11 +179,17 @@ class PostgresLessonStore:
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        """One statement finds the vector and lexical candidates and returns their rows.
+
+        Each round trip to Postgres costs about as much as a small query, so the
+        settings go in one statement and the candidates and rows in another.
+        """
         now = query.now or _now()
         k = ranking.candidate_count(query.limit)
         q = unit_vector(query.vector)
         terms = ranking.lexical_terms(query.text)
-        with transaction(self._engine, scope.org) as conn:
+        ef_search = "set_config('hnsw.ef_search', :ef, true)"
+        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
             dim = self._stored_dim(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
@@ -172,18 +197,22 @@ class PostgresLessonStore:
                     "the database was created with a different embedding model."
                 )
             filters, params = self._recall_filters(scope, query, now)
-            candidates: set[int] = set()
+            ctes, sources = [], []
             if dim is not None:
-                candidates |= self._vector_candidates(conn, filters, {**params, "q": q, "k": k})
-            candidates |= self._lexical_candidates(conn, filters, params, terms, k)
-            if not candidates:
+                ctes.append(_VECTOR_CANDIDATES.format(filters=filters))
+                sources.append("SELECT pk FROM vector")
+            if terms:
+                ctes.append(_LEXICAL_CANDIDATES.format(filters=filters))
+                sources.append("SELECT pk FROM lexical")
+            if not sources:
                 return []
             sim = "1 - (embedding <=> :q)" if dim is not None else "NULL"
-            rows = _fetch(
-                conn,
-                f"SELECT {_COLUMNS}, {sim} AS sim FROM lessons WHERE pk = ANY(:pks) AND {filters}",
-                {**params, "pks": list(candidates), "q": q},
+            sql = (
+                f"WITH {', '.join(ctes)} SELECT {_COLUMNS}, {sim} AS sim FROM lessons "
+                f"WHERE pk IN ({' UNION '.join(sources)}) AND {filters}"
             )
+            # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
+            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "tsq": " | ".join(terms)})
         scored = []
         for row in rows:
             text_ = " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"])))
@@ -226,14 +255,22 @@ class PostgresLessonStore:
     # -- internals ----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _writing(self, scope: Scope) -> Iterator[Connection]:
+    def _begin(self, org: str, *also: str, **params: Any) -> Iterator[Connection]:
+        """``postgres_db.transaction``, with more calls in the statement that sets ``lore.org``.
+
+        ``also`` are SQL expressions (settings, locks) that touch no rows, so row-level
+        security is in force before the first row is read, one round trip sooner.
+        """
+        calls = ", ".join(("set_config('lore.org', :org, true)", *also))
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            conn.execute(text(f"SELECT {calls}"), {**params, "org": org})
+            yield conn
+
+    def _writing(self, scope: Scope) -> contextlib.AbstractContextManager[Connection]:
         # Writes to one project take turns, so near-duplicates saved at once still merge
         # and commits get consecutive sequence numbers.
-        with transaction(self._engine, scope.org) as conn:
-            conn.execute(
-                text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"{scope.org}/{scope.project}"}
-            )
-            yield conn
+        lock = "pg_advisory_xact_lock(hashtext(:key))"
+        return self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}")
 
     def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
         structured.record_lessons(
@@ -294,34 +331,6 @@ class PostgresLessonStore:
             filters += " AND tags @> :tags"
             params["tags"] = list(query.tags)
         return filters, params
-
-    def _vector_candidates(self, conn: Connection, filters: str, params: dict[str, Any]) -> set[int]:
-        """Nearest lessons by HNSW; when filters leave the index short, an exact scan."""
-        conn.execute(
-            text("SELECT set_config('hnsw.ef_search', :ef, true)"), {"ef": str(min(1000, 2 * params["k"]))}
-        )
-        sql = f"SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :k"
-        found = {row[0] for row in conn.execute(text(sql), params)}
-        if len(found) < params["k"]:
-            exact = (
-                f"WITH scoped AS MATERIALIZED (SELECT pk, embedding FROM lessons WHERE {filters}) "
-                "SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k"
-            )
-            found = {row[0] for row in conn.execute(text(exact), params)}
-        return found
-
-    def _lexical_candidates(
-        self, conn: Connection, filters: str, params: dict[str, Any], terms: list[str], k: int
-    ) -> set[int]:
-        if not terms:
-            return set()
-        # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
-        tsq = " | ".join(terms)
-        sql = (
-            f"SELECT pk FROM lessons WHERE tsv @@ to_tsquery('english', :tsq) AND {filters} "
-            "ORDER BY ts_rank_cd(tsv, to_tsquery('english', :tsq)) DESC LIMIT :k"
-        )
-        return {row[0] for row in conn.execute(text(sql), {**params, "tsq": tsq, "k": k})}
 
     def _find_duplicate(
         self,
