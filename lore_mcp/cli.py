@@ -59,7 +59,21 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key; it stops working on its next request")
     revoke.add_argument("key_id", metavar="ID", help="the key's id (see keys list)")
     revoke.add_argument("--json", action="store_true", help="print JSON")
-    for command in (mcp, migrate, init, create, listing, revoke):
+    export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
+    export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
+    export.add_argument("--out", default=None, help="file to write (default: stdout)")
+    export.add_argument("--with-history", action="store_true", help="also write every commit")
+    importing = sub.add_parser("import", help="import an export file; importing twice adds nothing")
+    importing.add_argument("file", metavar="FILE", help="a JSON Lines file written by `lore-memory export`")
+    importing.add_argument(
+        "--project", dest="import_project", default=None, help="put every lesson in this project"
+    )
+    importing.add_argument(
+        "--strict",
+        action="store_true",
+        help="any malformed line aborts the import before anything is written",
+    )
+    for command in (mcp, migrate, init, create, listing, revoke, export, importing):
         command.add_argument(
             "--log-level",
             default="WARNING",
@@ -68,8 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
             help="stderr log level (default WARNING)",
         )
         for flag, field, help_text in _SETTING_FLAGS:
-            if command is create and field == "project":
-                continue  # --project of `keys create` is the key's project
+            if command in (create, export, importing) and field == "project":
+                continue  # their own --project means something else
             command.add_argument(
                 flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
             )
@@ -105,6 +119,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return migrate(settings)
     if args.command in ("init", "keys"):
         return administer_keys(args, settings)
+    if args.command == "export":
+        return export_lessons(args, settings)
+    if args.command == "import":
+        return import_lessons(args, settings)
     parser.error(f"unknown command {args.command}")
     return 2
 
@@ -322,3 +340,109 @@ def _print_key_table(keys: Sequence[Any]) -> None:
             f"{k.id:26}  {k.name[:20]:20}  {k.prefix:17}  {(k.project or '*')[:16]:16}  "
             f"{'yes' if k.root else 'no':4}  {last:20}  {revoked}"
         )
+
+
+def _transfer(settings: Settings, store: Any) -> Any:
+    from lore_mcp.embedding import Embedder
+    from lore_mcp.lessons_service import LessonService
+    from lore_mcp.transfer import Transfer
+
+    service = LessonService(store, Embedder(settings.embedding_model), default_project=settings.project)
+    return Transfer(service)
+
+
+def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory export`: JSON Lines to --out or stdout; counts to stderr."""
+    import json
+
+    from lore_mcp.lessons_service import check_project
+    from stores import StoreError
+
+    try:
+        project = check_project(args.export_project) if args.export_project else None
+        store = open_store(settings)
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(f"lore-memory: VALIDATION_ERROR: {exc}", file=sys.stderr)
+        return 2
+    counts = {"lesson": 0, "commit": 0}
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    try:
+        for line in _transfer(settings, store).export_lines(
+            settings.org, project, with_history=args.with_history
+        ):
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            counts[line["type"]] += 1
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        store.close()
+    history = f" and {counts['commit']} commits" if args.with_history else ""
+    print(f"lore-memory: exported {counts['lesson']} lessons{history}.", file=sys.stderr)
+    return 0
+
+
+def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory import FILE`: checks every line, re-embeds in batches with a progress bar."""
+    from tqdm import tqdm
+
+    from lore_mcp.errors import describe
+    from lore_mcp.lessons_service import check_project
+    from stores import StoreError
+
+    try:
+        project = check_project(args.import_project) if args.import_project else None
+        with open(args.file, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except OSError as exc:
+        print(f"lore-memory: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"lore-memory: VALIDATION_ERROR: {describe(exc)[1]}", file=sys.stderr)
+        return 2
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 1
+    try:
+        transfer = _transfer(settings, store)
+        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+
+            def started(total: int) -> None:
+                bar.reset(total=total)
+
+            report = transfer.import_file(
+                lines,
+                org=settings.org,
+                project=project,
+                strict=args.strict,
+                started=started,
+                progress=bar.update,
+            )
+    except Exception as exc:  # describe() logs anything unexpected
+        code, message = describe(exc)
+        print(f"lore-memory: {code}: {message}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    for error in report.errors:
+        print(f"lore-memory: {error}", file=sys.stderr)
+    if args.strict and report.errors:
+        print(
+            f"lore-memory: {len(report.errors)} malformed lines; nothing was imported (--strict).",
+            file=sys.stderr,
+        )
+        return 1
+    redacted = f"; redacted {', '.join(sorted(report.redacted))}" if report.redacted else ""
+    print(
+        f"lore-memory: imported {report.added} lessons, skipped {report.skipped} already present, "
+        f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed{redacted}.",
+        file=sys.stderr,
+    )
+    return 1 if report.errors else 0

@@ -35,6 +35,7 @@ from lore_mcp.models import (
 from lore_mcp.plan_models import PlanModel, RowFilter
 from lore_mcp.stdio import stdio_transport
 from lore_mcp.structured_service import StructuredService
+from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn, Transfer
 from stores.errors import StoreError
 from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT, MAX_SHORT_CHARS, MAX_TEXT_CHARS
 
@@ -284,6 +285,7 @@ def build_server(
         """List lessons newest first, a page at a time."""
         return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor)
 
+    add_transfer_tools(server, Transfer(lessons) if lessons is not None else None)
     add_structured_tools(server, StructuredService(lessons))  # type: ignore[arg-type]
     if keys is not None:
         add_key_tools(server, keys)
@@ -302,6 +304,32 @@ def build_server(
         return lesson.model_dump_json()
 
     return server
+
+
+def add_transfer_tools(server: LoreServer, transfer: Transfer | None) -> None:
+    """export_lessons / import_lessons: moving lessons between Lore servers through MCP."""
+
+    @server.tool(annotations=READ_ONLY)
+    async def export_lessons(
+        project: Project = None,
+        cursor: Annotated[
+            str | None, Field(max_length=64, description="next_cursor of the previous page.")
+        ] = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 100,
+    ) -> ExportPage:
+        """Export a project's lessons in full, a page at a time, for import_lessons elsewhere."""
+        assert transfer is not None
+        return await transfer.export_page(project, cursor, limit)
+
+    @server.tool(annotations=ADDITIVE)
+    async def import_lessons(
+        lessons: Annotated[list[LessonIn], Field(min_length=1, max_length=MAX_IMPORT_BATCH)],
+        project: Project = None,
+    ) -> ImportResult:
+        """Import lessons (as export_lessons returns them) into a project, keeping their ids: an id
+        already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
+        assert transfer is not None
+        return await transfer.import_batch(lessons, project)
 
 
 def add_structured_tools(server: LoreServer, tables: StructuredService) -> None:

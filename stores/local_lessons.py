@@ -297,6 +297,7 @@ class LocalLessonStore:
         if found is None:
             if embedding is None:
                 raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            self._ensure_dim(conn, len(embedding) // 4)  # an import may bring a fresh file its first vector
             pk = conn.execute(
                 "INSERT INTO lessons (id, org, project, problem, resolution, confidence, created_at, "
                 "updated_at, rev) VALUES (?, ?, ?, '', '', 0, '', '', ?) RETURNING pk",

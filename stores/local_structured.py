@@ -8,7 +8,7 @@ statement is bound to one org and project, so a plan can reach nothing else.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -154,6 +154,26 @@ class LocalProjectTx:
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
         self._restore_lesson(lesson_id, image)
+
+    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for start in range(0, len(ids), _CHUNK):
+            chunk = list(ids[start : start + _CHUNK])
+            marks = ", ".join("?" * len(chunk))
+            # Ids are unique across the whole file, so look beyond this org: an id taken by
+            # another org cannot be inserted again either.
+            found.update(
+                r[0] for r in self.conn.execute(f"SELECT id FROM lessons WHERE id IN ({marks})", chunk)
+            )
+        return found
+
+    def org_projects(self) -> list[str]:
+        rows = self.conn.execute(
+            "SELECT project FROM lessons WHERE org = ? UNION SELECT project FROM commits WHERE org = ? "
+            "ORDER BY 1",
+            (self.scope.org, self.scope.org),
+        )
+        return [r[0] for r in rows]
 
     def _commits(self, sql: str, params: Any) -> list[Commit]:
         cur = self.conn.execute(sql, params)

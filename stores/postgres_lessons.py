@@ -44,6 +44,23 @@ _COLUMNS = (
 )
 _SCOPED = "org_id = :org AND project = :project AND (expires_at IS NULL OR expires_at > :now)"
 
+# A save: the nearest live lesson of the scope, and the insert unless that lesson is a
+# near-duplicate (then the caller merges into it), in one round trip.
+_INSERT_UNLESS_DUPLICATE = f"""
+WITH nearest AS MATERIALIZED (
+    SELECT pk, 1 - (embedding <=> :v) AS sim FROM lessons WHERE {_SCOPED} ORDER BY embedding <=> :v LIMIT 1
+), inserted AS (
+    INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, source,
+        created_at, updated_at, expires_at, meta, embedding)
+    SELECT :id, :org, :project, CAST(:problem AS text), CAST(:resolution AS text), CAST(:context AS text),
+        CAST(:tags AS text[]), CAST(:confidence AS double precision), CAST(:source AS text),
+        CAST(:created AS timestamptz), CAST(:created AS timestamptz), CAST(:expires AS timestamptz),
+        CAST(:meta AS jsonb), :v
+    WHERE NOT EXISTS (SELECT FROM nearest WHERE sim >= :dedup)
+    RETURNING {_COLUMNS}
+)
+SELECT nearest.pk AS duplicate, inserted.* FROM (SELECT) AS one
+LEFT JOIN nearest ON true LEFT JOIN inserted ON true"""
 # Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
 # (it filters after its search), an exact scan over the scoped rows replaces them; the
 # one-time filter on ``scoped`` skips that scan whenever the index found k.
@@ -92,20 +109,26 @@ class PostgresLessonStore:
         now = _now()
         results: list[SaveResult] = []
         pending: list[tuple[int, np.ndarray]] = []
+        # The batch's inserted vectors as rows, to rule out near-duplicates among them at once.
+        inserted = np.empty((len(items), dim), dtype=np.float32)
         with self._writing(scope) as conn:
             changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
-                target = self._find_duplicate(conn, scope, vec, pending, now)
-                if target is not None:
-                    before = self._image(conn, target)
-                    lesson_id = self._merge(conn, target, draft, now)
-                    changes.append((lesson_id, before, self._image(conn, target)))
-                    results.append(SaveResult(id=lesson_id, merged=True))
-                    continue
-                pk, lesson_id = self._insert(conn, scope, draft, vec, now)
-                pending.append((pk, vec))
-                changes.append((lesson_id, None, self._image(conn, pk)))
-                results.append(SaveResult(id=lesson_id, merged=False))
+                # A margin below the threshold, so rounding in the matrix product never hides
+                # a pending duplicate that _find_duplicate's own dot products would find.
+                if pending and float((inserted[: len(pending)] @ vec).max()) >= DEDUP_SIMILARITY - 1e-4:
+                    target = self._find_duplicate(conn, scope, vec, pending, now)
+                else:
+                    target, row = self._insert_unless_duplicate(conn, scope, draft, vec, now)
+                    if row is not None:
+                        inserted[len(pending)] = vec
+                        pending.append((row["pk"], vec))
+                        changes.append((row["id"], None, _image(row, vec)))
+                        results.append(SaveResult(id=row["id"], merged=False))
+                        continue
+                assert target is not None
+                changes.append(self._merge(conn, target, draft, now))
+                results.append(SaveResult(id=changes[-1][0], merged=True))
             kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
             self._record(conn, scope, kind, changes)
         return results
@@ -119,8 +142,7 @@ class PostgresLessonStore:
             self._ensure_dim(vec.shape[0])
         now = _now()
         with self._writing(scope) as conn:
-            row = self._live_row(conn, scope, lesson_id, now, lock=True)
-            before = self._image(conn, row["pk"])
+            row = self._live_row(conn, scope, lesson_id, now, lock=True, embedding=True)
             values = dict(row)
             for name in ("problem", "resolution", "context", "confidence", "source", "expires_at"):
                 if getattr(patch, name) is not None:
@@ -129,33 +151,37 @@ class PostgresLessonStore:
                 values["tags"] = list(patch.tags)
             for name in patch.clear:
                 values[name] = None
-            self._write_row(conn, row["pk"], values, now)
-            if vec is not None:
-                conn.execute(
-                    text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": row["pk"]}
-                )
-            self._record(conn, scope, "update", [(lesson_id, before, self._image(conn, row["pk"]))])
-            return _to_lesson(self._row_by_pk(conn, row["pk"]))
+            after = self._write_row(conn, row["pk"], values, now, vec)
+            images = (_image(row, row["embedding"]), _image(after, row["embedding"] if vec is None else vec))
+            self._record(conn, scope, "update", [(lesson_id, *images)])
+            return _to_lesson(after)
 
     def delete(self, scope: Scope, lesson_id: str) -> Lesson:
         with self._writing(scope) as conn:
-            row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
-            before = self._image(conn, row["pk"])
-            conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": row["pk"]})
-            self._record(conn, scope, "delete", [(lesson_id, before, None)])
-            return _to_lesson(row)
+            rows = _fetch(
+                conn,
+                f"DELETE FROM lessons WHERE id = :id AND {_SCOPED} RETURNING {_COLUMNS}, embedding",
+                {**_scope_params(scope, _now()), "id": lesson_id},
+            )
+            if not rows:
+                raise _not_found(scope, lesson_id)
+            self._record(conn, scope, "delete", [(lesson_id, _image(rows[0], rows[0]["embedding"]), None)])
+            return _to_lesson(rows[0])
 
     def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
         column = "upvotes" if up else "downvotes"
         with self._writing(scope) as conn:
-            row = self._live_row(conn, scope, lesson_id, _now(), lock=True)
             # The column name is one of two literals above, never user text.
-            conn.execute(
-                text(f"UPDATE lessons SET {column} = {column} + 1 WHERE pk = :pk"), {"pk": row["pk"]}
+            rows = _fetch(
+                conn,
+                f"UPDATE lessons SET {column} = {column} + 1 WHERE id = :id AND {_SCOPED} RETURNING {_COLUMNS}",
+                {**_scope_params(scope, _now()), "id": lesson_id},
             )
-            after = self._row_by_pk(conn, row["pk"])
-            images = (lesson_image(_to_lesson(row)), lesson_image(_to_lesson(after)))
-            self._record(conn, scope, "vote", [(lesson_id, *images)])
+            if not rows:
+                raise _not_found(scope, lesson_id)
+            after = rows[0]
+            before = {**after, column: after[column] - 1}  # the update changed nothing else
+            self._record(conn, scope, "vote", [(lesson_id, _image(before, None), _image(after, None))])
             return _to_lesson(after)
 
     # -- reads --------------------------------------------------------------------
@@ -277,15 +303,6 @@ class PostgresLessonStore:
             PostgresProjectTx(conn, scope, structured.read_only_lessons), kind, scope.actor, changes
         )
 
-    def _image(self, conn: Connection, pk: int) -> dict[str, Any]:
-        row = _fetch(conn, f"SELECT {_COLUMNS}, embedding FROM lessons WHERE pk = :pk", {"pk": pk})[0]
-        vec = row["embedding"]
-        if vec is None:
-            return lesson_image(_to_lesson(row))
-        # pgvector hands back a Vector (or an ndarray, depending on its version).
-        array = vec.to_numpy() if hasattr(vec, "to_numpy") else vec
-        return lesson_image(_to_lesson(row), np.asarray(array, dtype=np.float32).tobytes())
-
     def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any) -> None:
         """Make the lesson what ``image`` says (None: gone), for a revert."""
         found = conn.execute(
@@ -301,13 +318,20 @@ class PostgresLessonStore:
         if found is None:
             if vec is None:
                 raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            self._ensure_dim(vec.shape[0])  # an import may bring a fresh database its first vector
             found = conn.execute(
                 text(
                     "INSERT INTO lessons (id, org_id, project, problem, resolution, confidence, created_at, "
-                    "updated_at, embedding) VALUES (:id, :org, :project, '', '', 0, now(), now(), :v) RETURNING pk"
+                    "updated_at, embedding) VALUES (:id, :org, :project, '', '', 0, now(), now(), :v) "
+                    "ON CONFLICT (id) DO NOTHING RETURNING pk"
                 ),
                 {"id": lesson_id, "org": scope.org, "project": scope.project, "v": vec},
-            ).scalar_one()
+            ).scalar()
+            if found is None:  # row-level security hid it: another org holds this id
+                raise ConflictError(
+                    f"Lesson id {lesson_id} is already used by another org in this database; "
+                    "it cannot be stored here."
+                )
         elif vec is not None:
             conn.execute(text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": found})
         conn.execute(
@@ -356,22 +380,22 @@ class PostgresLessonStore:
                 best_pk, best_sim = pk, sim
         return best_pk
 
-    def _insert(
+    def _insert_unless_duplicate(
         self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, now: datetime
-    ) -> tuple[int, str]:
+    ) -> tuple[int | None, dict[str, Any] | None]:
+        """Insert the draft unless a stored lesson is a near-duplicate, in one statement.
+
+        Returns (that duplicate's pk, None), or (None, the inserted row as RETURNING gives
+        it, so the commit's image needs no second read).
+        """
         created = draft.created_at or now
-        lesson_id = new_id(draft.created_at)
-        pk = conn.execute(
-            text(
-                "INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, "
-                "source, created_at, updated_at, expires_at, meta, embedding) VALUES (:id, :org, :project, "
-                ":problem, :resolution, :context, :tags, :confidence, :source, :created, :created, :expires, "
-                "CAST(:meta AS jsonb), :v) RETURNING pk"
-            ),
+        row = _fetch(
+            conn,
+            _INSERT_UNLESS_DUPLICATE,
             {
-                "id": lesson_id,
-                "org": scope.org,
-                "project": scope.project,
+                **_scope_params(scope, now),
+                "dedup": DEDUP_SIMILARITY,
+                "id": new_id(draft.created_at),
                 "problem": draft.problem,
                 "resolution": draft.resolution,
                 "context": draft.context,
@@ -383,21 +407,29 @@ class PostgresLessonStore:
                 "meta": json.dumps(dict(draft.meta)),
                 "v": vec,
             },
-        ).scalar_one()
-        return pk, lesson_id
+        )[0]
+        if row["pk"] is None:
+            return row["duplicate"], None
+        return None, row
 
-    def _merge(self, conn: Connection, pk: int, draft: LessonDraft, now: datetime) -> str:
-        row = self._row_by_pk(conn, pk, lock=True)
-        self._write_row(conn, pk, {**row, **merged_fields(_to_lesson(row), draft)}, now)
-        return row["id"]
+    def _merge(
+        self, conn: Connection, pk: int, draft: LessonDraft, now: datetime
+    ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+        """Merge the draft into lesson ``pk``; returns the commit's (id, before, after)."""
+        row = self._row_by_pk(conn, pk, lock=True, embedding=True)
+        after = self._write_row(conn, pk, {**row, **merged_fields(_to_lesson(row), draft)}, now)
+        return row["id"], _image(row, row["embedding"]), _image(after, row["embedding"])
 
-    def _write_row(self, conn: Connection, pk: int, values: dict[str, Any], now: datetime) -> None:
-        conn.execute(
-            text(
-                "UPDATE lessons SET problem = :problem, resolution = :resolution, context = :context, "
-                "tags = :tags, confidence = :confidence, source = :source, expires_at = :expires_at, "
-                "meta = CAST(:meta AS jsonb), updated_at = :now WHERE pk = :pk"
-            ),
+    def _write_row(
+        self, conn: Connection, pk: int, values: dict[str, Any], now: datetime, vec: np.ndarray | None = None
+    ) -> dict[str, Any]:
+        """Write the lesson's fields (and its vector, if given); returns the row as written."""
+        embedding = ", embedding = :v" if vec is not None else ""
+        return _fetch(
+            conn,
+            "UPDATE lessons SET problem = :problem, resolution = :resolution, context = :context, "
+            "tags = :tags, confidence = :confidence, source = :source, expires_at = :expires_at, "
+            f"meta = CAST(:meta AS jsonb), updated_at = :now{embedding} WHERE pk = :pk RETURNING {_COLUMNS}",
             {
                 **{
                     k: values[k]
@@ -407,21 +439,35 @@ class PostgresLessonStore:
                 "meta": json.dumps(dict(values["meta"])),
                 "now": now,
                 "pk": pk,
+                "v": vec,
             },
-        )
+        )[0]
 
     def _live_row(
-        self, conn: Connection, scope: Scope, lesson_id: str, now: datetime, *, lock: bool = False
+        self,
+        conn: Connection,
+        scope: Scope,
+        lesson_id: str,
+        now: datetime,
+        *,
+        lock: bool = False,
+        embedding: bool = False,
     ) -> dict[str, Any]:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE id = :id AND {_SCOPED}" + (" FOR UPDATE" if lock else "")
-        rows = _fetch(conn, sql, {**_scope_params(scope, now), "id": lesson_id})
+        sql = (
+            f"SELECT {_COLUMNS}{', embedding' if embedding else ''} FROM lessons WHERE id = :id AND {_SCOPED}"
+        )
+        rows = _fetch(
+            conn, sql + (" FOR UPDATE" if lock else ""), {**_scope_params(scope, now), "id": lesson_id}
+        )
         if not rows:
-            raise NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
+            raise _not_found(scope, lesson_id)
         return rows[0]
 
-    def _row_by_pk(self, conn: Connection, pk: int, *, lock: bool = False) -> dict[str, Any]:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk = :pk" + (" FOR UPDATE" if lock else "")
-        return _fetch(conn, sql, {"pk": pk})[0]
+    def _row_by_pk(
+        self, conn: Connection, pk: int, *, lock: bool = False, embedding: bool = False
+    ) -> dict[str, Any]:
+        sql = f"SELECT {_COLUMNS}{', embedding' if embedding else ''} FROM lessons WHERE pk = :pk"
+        return _fetch(conn, sql + (" FOR UPDATE" if lock else ""), {"pk": pk})[0]
 
     def _stored_dim(self, conn: Connection) -> int | None:
         if self._dim is None:
@@ -472,6 +518,19 @@ class PostgresLessonStore:
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
     return {"org": scope.org, "project": scope.project, "now": now}
+
+
+def _not_found(scope: Scope, lesson_id: str) -> NotFoundError:
+    return NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
+
+
+def _image(row: dict[str, Any], embedding: Any) -> dict[str, Any]:
+    """A commit's image of a lesson: its row, and its vector as float32 bytes when given."""
+    if embedding is None:
+        return lesson_image(_to_lesson(row))
+    # pgvector hands back a Vector (or an ndarray, depending on its version).
+    array = embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding
+    return lesson_image(_to_lesson(row), np.asarray(array, dtype=np.float32).tobytes())
 
 
 def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:

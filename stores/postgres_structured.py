@@ -8,7 +8,7 @@ explicit org and project filters below.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, text
@@ -174,6 +174,25 @@ class PostgresProjectTx:
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
         self._restore_lesson(lesson_id, image)
+
+    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        # Row-level security shows this org's lessons only; see import_lessons in
+        # lore_mcp.transfer for an id that another org of the same database holds.
+        rows = self.conn.execute(
+            text("SELECT id FROM lessons WHERE org_id = :org AND id = ANY(:ids)"),
+            {"org": self.scope.org, "ids": list(ids)},
+        )
+        return {r.id for r in rows}
+
+    def org_projects(self) -> list[str]:
+        rows = self.conn.execute(
+            text(
+                "SELECT project FROM lessons WHERE org_id = :org UNION "
+                "SELECT project FROM commits WHERE org_id = :org ORDER BY 1"
+            ),
+            {"org": self.scope.org},
+        )
+        return [r.project for r in rows]
 
     def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
         return [

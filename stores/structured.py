@@ -19,7 +19,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -97,6 +97,14 @@ class ProjectTx(Protocol):
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
         """Put a lesson back as ``image`` describes it (None: delete it)."""
+
+    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` name a lesson already stored in this org (any project, live or expired)."""
+        ...
+
+    def org_projects(self) -> list[str]:
+        """Every project of this org that has lessons or commits, sorted."""
+        ...
 
 
 def now() -> datetime:

@@ -1,0 +1,336 @@
+"""Moving memory in and out: export to JSON Lines, import idempotently by id.
+
+An export file has one JSON object per line: ``{"type": "lesson", ...}`` for each
+live lesson (every field a client sees, no vector: vectors belong to the model
+that made them) and, with history, ``{"type": "commit", ...}`` for each commit.
+Import reads lessons back under their own ids, so importing a file twice adds
+nothing; it redacts and re-embeds them, and records one ``import`` commit per
+batch, so an import can be reverted like any other change. Commit lines are
+history of the other store and are counted, not replayed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel, Field, ValidationError, field_validator
+
+from lore_mcp.errors import InvalidArgument, validation_message
+from lore_mcp.lessons_service import (
+    PROJECT_PATTERN,
+    ULID_PATTERN,
+    LessonService,
+    embedding_text,
+)
+from lore_mcp.models import LessonOut
+from lore_mcp.redaction import redact_many
+from stores import structured
+from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope
+from stores.lessons import Lesson as StoredLesson
+
+MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
+EXPORT_PAGE = 100
+FILE_BATCH = 256  # lessons embedded and written together by the CLI
+
+
+class LessonIn(BaseModel):
+    """A lesson as an export file (or ``import_lessons``) carries it."""
+
+    model_config = {"extra": "ignore"}
+
+    id: str = Field(
+        max_length=26, description="The lesson's id (a ULID); importing an id twice adds nothing."
+    )
+    problem: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    resolution: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    context: str | None = Field(None, max_length=MAX_TEXT_CHARS)
+    tags: list[str] = Field(default_factory=list, max_length=MAX_TAGS)
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    source: str | None = Field(None, max_length=MAX_SHORT_CHARS)
+    project: str | None = Field(None, max_length=64)
+    upvotes: int = Field(0, ge=0)
+    downvotes: int = Field(0, ge=0)
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    expires_at: datetime | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _ulid(cls, value: str) -> str:
+        if not ULID_PATTERN.match(value):
+            raise ValueError("must be a ULID as Lore exports it")
+        return value
+
+    @field_validator("project")
+    @classmethod
+    def _project(cls, value: str | None) -> str | None:
+        if value is not None and not PROJECT_PATTERN.match(value):
+            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        if any(not t.strip() or len(t) > MAX_TAG_CHARS for t in value):
+            raise ValueError(f"each tag must be 1-{MAX_TAG_CHARS} characters")
+        return [t.strip() for t in value]
+
+
+class ImportResult(BaseModel):
+    added: int = Field(description="Lessons stored by this import.")
+    skipped: int = Field(description="Lessons whose id was already stored (importing twice adds nothing).")
+    redacted: list[str] = Field(description="Kinds of secrets removed from imported text.")
+
+
+class ExportPage(BaseModel):
+    lessons: list[LessonOut] = Field(description="Newest first.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+@dataclass
+class FileReport:
+    """What ``import_file`` did, line by line."""
+
+    added: int = 0
+    skipped: int = 0
+    commits: int = 0
+    redacted: set[str] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)  # "line N: why"
+
+
+def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
+    return {"type": "lesson", **LessonOut.of(lesson).model_dump(mode="json")}
+
+
+def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
+    return {
+        "type": "commit",
+        "project": project,
+        "id": commit.id,
+        "seq": commit.seq,
+        "parent": commit.parent,
+        "kind": commit.kind,
+        "message": commit.message,
+        "actor": commit.actor,
+        "created_at": commit.created_at.isoformat(),
+        "schema_hash_before": commit.schema_hash_before,
+        "schema_hash_after": commit.schema_hash_after,
+        "effects": _without_vectors(commit.effects),
+    }
+
+
+def _without_vectors(effects: Any) -> Any:
+    """Commit effects keep lesson vectors for reverts; an export file does not need them."""
+    if isinstance(effects, dict):
+        return {k: _without_vectors(v) for k, v in effects.items() if k != "embedding"}
+    if isinstance(effects, list):
+        return [_without_vectors(v) for v in effects]
+    return effects
+
+
+class Transfer:
+    """Export and import on one store, for the CLI and the MCP tools alike."""
+
+    def __init__(self, lessons: LessonService) -> None:
+        self.lessons = lessons
+        self.store: Any = lessons.store
+
+    # -- export --------------------------------------------------------------------
+
+    def projects(self, org: str) -> list[str]:
+        with self.store.transaction(Scope(org=org, project=self.lessons.default_project), write=False) as tx:
+            return tx.org_projects()
+
+    def lessons_of(self, scope: Scope) -> Iterator[StoredLesson]:
+        """Every live lesson of the project, oldest first."""
+        page: list[StoredLesson] = []
+        cursor: str | None = None
+        while True:
+            listed = self.store.list(scope, (), 100, cursor)
+            page.extend(listed.lessons)
+            cursor = listed.next_cursor
+            if cursor is None:
+                break
+        yield from reversed(page)
+
+    def commits_of(self, scope: Scope) -> list[structured.Commit]:
+        """Every commit of the project, oldest first."""
+        found: list[structured.Commit] = []
+        before: int | None = None
+        while True:
+            with self.store.transaction(scope, write=False) as tx:
+                chunk = tx.commits(None, 500, before)
+            found.extend(chunk)
+            if len(chunk) < 500:
+                break
+            before = chunk[-1].seq
+        return list(reversed(found))
+
+    def export_lines(self, org: str, project: str | None, *, with_history: bool) -> Iterator[dict[str, Any]]:
+        projects = [project] if project is not None else self.projects(org)
+        for name in projects:
+            scope = Scope(org=org, project=name)
+            for lesson in self.lessons_of(scope):
+                yield lesson_line(lesson)
+            if with_history:
+                for commit in self.commits_of(scope):
+                    yield commit_line(name, commit)
+
+    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage:
+        """One page of a project's live lessons, newest first (the ``export_lessons`` tool)."""
+        scope = self.lessons.scope(project)
+        listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
+        return ExportPage(
+            lessons=[LessonOut.of(lesson) for lesson in listed.lessons], next_cursor=listed.next_cursor
+        )
+
+    # -- import --------------------------------------------------------------------
+
+    def prepare(self, items: Sequence[LessonIn]) -> tuple[list[dict[str, Any]], set[str]]:
+        """Redact and embed: lesson images (with vectors) ready for the store."""
+        found: set[str] = set()
+        images: list[dict[str, Any]] = []
+        texts: list[str] = []
+        now = datetime.now(UTC)
+        for item in items:
+            fields, kinds = redact_many([item.problem, item.resolution, item.context, item.source])
+            tags, tag_kinds = redact_many(item.tags)
+            found.update(kinds, tag_kinds)
+            problem, resolution, context, source = fields
+            assert problem is not None and resolution is not None
+            texts.append(embedding_text(problem, resolution))
+            created = item.created_at or now
+            images.append(
+                {
+                    "id": item.id,
+                    "problem": problem,
+                    "resolution": resolution,
+                    "context": context or None,
+                    "tags": list(dict.fromkeys(t for t in tags if t)),
+                    "confidence": item.confidence,
+                    "source": source or None,
+                    "created_at": created.isoformat(),
+                    "updated_at": (item.updated_at or created).isoformat(),
+                    "expires_at": item.expires_at.isoformat() if item.expires_at else None,
+                    "upvotes": item.upvotes,
+                    "downvotes": item.downvotes,
+                    "meta": item.meta,
+                }
+            )
+        vectors = self.lessons.embedder.encode_documents(texts) if texts else []
+        for image, vec in zip(images, vectors, strict=True):
+            image["embedding"] = lesson_image_embedding(vec)
+        return images, found
+
+    def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int]:
+        """Store the images whose ids are new, in one transaction with one commit; (added, skipped)."""
+        if not images:
+            return 0, 0
+        with self.store.transaction(scope, write=True) as tx:
+            existing = tx.existing_lesson_ids([image["id"] for image in images])
+            fresh = [image for image in images if image["id"] not in existing]
+            seen: set[str] = set()
+            changes = []
+            for image in fresh:
+                if image["id"] in seen:
+                    continue
+                seen.add(image["id"])
+                tx.restore_lesson(image["id"], {**image, "project": scope.project})
+                changes.append((image["id"], None, {**image, "project": scope.project}))
+            if changes:
+                structured.record_lessons(tx, "import", scope.actor, changes)
+        return len(changes), len(images) - len(changes)
+
+    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
+        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing."""
+        if len(items) > MAX_IMPORT_BATCH:
+            raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
+        scope = self.lessons.scope(project)
+        images, found = await anyio.to_thread.run_sync(self.prepare, items)
+        added, skipped = await anyio.to_thread.run_sync(self.write, scope, images)
+        return ImportResult(added=added, skipped=skipped, redacted=sorted(found))
+
+    def import_file(
+        self,
+        lines: Iterable[str],
+        *,
+        org: str,
+        project: str | None,
+        strict: bool,
+        started: Callable[[int], None] = lambda total: None,
+        progress: Callable[[int], None] = lambda n: None,
+        actor: str = "cli:import",
+    ) -> FileReport:
+        """Import an export file. Every line is checked first: with ``strict`` any bad line
+        stops the import before anything is written, and the whole file then lands in one
+        transaction per project; otherwise bad lines are reported and skipped, and lessons
+        are written a batch at a time (a re-run skips what landed, by id)."""
+        report = FileReport()
+        by_project: dict[str, list[LessonIn]] = {}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            parsed = _parse_line(number, line)
+            if isinstance(parsed, str):
+                report.errors.append(parsed)
+                continue
+            if parsed is None:
+                report.commits += 1
+                continue
+            target = project or parsed.project or self.lessons.default_project
+            by_project.setdefault(target, []).append(parsed)
+        if strict and report.errors:
+            return report
+        started(sum(len(items) for items in by_project.values()))
+        for name, items in by_project.items():
+            scope = Scope(org=org, project=name, actor=actor)
+            prepared: list[dict[str, Any]] = []
+            for start in range(0, len(items), FILE_BATCH):
+                images, found = self.prepare(items[start : start + FILE_BATCH])
+                report.redacted |= found
+                if strict:
+                    prepared.extend(images)
+                else:
+                    added, skipped = self.write(scope, images)
+                    report.added += added
+                    report.skipped += skipped
+                progress(len(images))
+            if strict:
+                added, skipped = self.write(scope, prepared)
+                report.added += added
+                report.skipped += skipped
+        return report
+
+
+def lesson_image_embedding(vec: Any) -> str:
+    """A vector as lesson images carry it (base64 of float32 bytes)."""
+    import base64
+
+    import numpy as np
+
+    return base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def _parse_line(number: int, line: str) -> LessonIn | str | None:
+    """A lesson, None for a commit line, or an error sentence naming the line."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"line {number}: not JSON ({exc.msg})"
+    if not isinstance(data, dict):
+        return f"line {number}: expected a JSON object"
+    kind = data.get("type", "lesson")
+    if kind == "commit":
+        return None
+    if kind != "lesson":
+        return f"line {number}: unknown type {kind!r} (expected 'lesson' or 'commit')"
+    try:
+        return LessonIn.model_validate(data)
+    except ValidationError as exc:
+        return f"line {number}: {validation_message(exc)}"
