@@ -15,6 +15,7 @@ from mcp import Client
 
 from lore_mcp.cli import build_parser
 from lore_mcp.errors import CODES
+from lore_mcp.server import ADMIN_TOOLS
 from lore_mcp.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,8 +23,9 @@ README = (ROOT / "README.md").read_text()
 
 
 async def test_every_tool_is_documented_in_the_readme(client: Client) -> None:
-    for tool in (await client.list_tools()).tools:
-        assert f"`{tool.name}(" in README, f"{tool.name} is missing from the README tool reference"
+    names = {tool.name for tool in (await client.list_tools()).tools} | ADMIN_TOOLS
+    for name in names:
+        assert f"`{name}(" in README, f"{name} is missing from the README tool reference"
 
 
 def test_every_setting_is_an_env_var_and_a_flag_and_is_documented() -> None:
@@ -47,6 +49,10 @@ def test_every_json_snippet_in_the_docs_parses_and_names_lore_memory_mcp() -> No
     for config in configs:
         servers = config.get("mcpServers") or config.get("context_servers")
         entry = servers["lore"]
+        if "url" in entry:  # a client speaking streamable HTTP to the team server
+            assert entry["url"].endswith("/mcp")
+            assert entry["headers"]["Authorization"].startswith("Bearer lore_sk_")
+            continue
         assert entry["command"].endswith(("uvx", "lore-memory"))
         assert entry["args"][-1] == "mcp"
 
@@ -66,7 +72,11 @@ def test_lore_memory_command_reports_its_version() -> None:
 def test_a_backend_that_cannot_start_exits_with_a_clear_message() -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
     cases = [
-        (["mcp", "--store", "remote"], "LORE_STORE=remote is not available"),
+        (["mcp", "--store", "remote"], "LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY"),
+        (["mcp", "--store", "remote", "--api-url", "ftp://x", "--api-key", "k"], "must be an http(s) URL"),
+        (["mcp", "--transport", "http", "--store", "remote"], "a team server serves its own store"),
+        (["keys", "list", "--store", "remote"], "LORE_STORE=remote forwards to a team server"),
+        (["init", "--org", "no spaces"], "invalid configuration"),
         (["mcp", "--store", "postgres"], "LORE_STORE=postgres needs LORE_DATABASE_URL"),
         (["mcp", "--decay-half-life-days", "-3"], "invalid configuration"),
     ]
