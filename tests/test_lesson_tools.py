@@ -32,6 +32,8 @@ EXPECTED_TOOLS = {
     "update_lesson",
     "delete_lesson",
     "list_lessons",
+    "export_lessons",
+    "import_lessons",
     "schema",
     "plan",
     "apply",
