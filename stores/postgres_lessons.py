@@ -43,6 +43,8 @@ _COLUMNS = (
     "created_at, updated_at, expires_at, upvotes, downvotes, meta"
 )
 _SCOPED = "org_id = :org AND project = :project AND (expires_at IS NULL OR expires_at > :now)"
+# Recall scores every candidate but returns only a few: meta stays text until then.
+_RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
 
 # A save: the nearest live lesson of the scope, and the insert unless that lesson is a
 # near-duplicate (then the caller merges into it), in one round trip.
@@ -234,7 +236,7 @@ class PostgresLessonStore:
                 return []
             sim = "1 - (embedding <=> :q)" if dim is not None else "NULL"
             sql = (
-                f"WITH {', '.join(ctes)} SELECT {_COLUMNS}, {sim} AS sim FROM lessons "
+                f"WITH {', '.join(ctes)} SELECT {_RECALL_COLUMNS}, {sim} AS sim FROM lessons "
                 f"WHERE pk IN ({' UNION '.join(sources)}) AND {filters}"
             )
             # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
@@ -252,7 +254,10 @@ class PostgresLessonStore:
             )
             scored.append((round(score, 6), row))
         scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
-        return [ScoredLesson(lesson=_to_lesson(row), score=score) for score, row in scored[: query.limit]]
+        return [
+            ScoredLesson(lesson=_to_lesson({**row, "meta": json.loads(row["meta"])}), score=score)
+            for score, row in scored[: query.limit]
+        ]
 
     def count(self, org: str, project: str | None = None) -> int:
         sql = "SELECT count(*) FROM lessons WHERE org_id = :org AND (expires_at IS NULL OR expires_at > :now)"
