@@ -46,23 +46,6 @@ _SCOPED = "org_id = :org AND project = :project AND (expires_at IS NULL OR expir
 # Recall scores every candidate but returns only a few: meta stays text until then.
 _RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
 
-# A save: the nearest live lesson of the scope, and the insert unless that lesson is a
-# near-duplicate (then the caller merges into it), in one round trip.
-_INSERT_UNLESS_DUPLICATE = f"""
-WITH nearest AS MATERIALIZED (
-    SELECT pk, 1 - (embedding <=> :v) AS sim FROM lessons WHERE {_SCOPED} ORDER BY embedding <=> :v LIMIT 1
-), inserted AS (
-    INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, source,
-        created_at, updated_at, expires_at, meta, embedding)
-    SELECT :id, :org, :project, CAST(:problem AS text), CAST(:resolution AS text), CAST(:context AS text),
-        CAST(:tags AS text[]), CAST(:confidence AS double precision), CAST(:source AS text),
-        CAST(:created AS timestamptz), CAST(:created AS timestamptz), CAST(:expires AS timestamptz),
-        CAST(:meta AS jsonb), :v
-    WHERE NOT EXISTS (SELECT FROM nearest WHERE sim >= :dedup)
-    RETURNING {_COLUMNS}
-)
-SELECT nearest.pk AS duplicate, inserted.* FROM (SELECT) AS one
-LEFT JOIN nearest ON true LEFT JOIN inserted ON true"""
 # Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
 # (it filters after its search), an exact scan over the scoped rows replaces them; the
 # one-time filter on ``scoped`` skips that scan whenever the index found k.
@@ -111,26 +94,18 @@ class PostgresLessonStore:
         now = _now()
         results: list[SaveResult] = []
         pending: list[tuple[int, np.ndarray]] = []
-        # The batch's inserted vectors as rows, to rule out near-duplicates among them at once.
-        inserted = np.empty((len(items), dim), dtype=np.float32)
         with self._writing(scope) as conn:
             changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
-                # A margin below the threshold, so rounding in the matrix product never hides
-                # a pending duplicate that _find_duplicate's own dot products would find.
-                if pending and float((inserted[: len(pending)] @ vec).max()) >= DEDUP_SIMILARITY - 1e-4:
-                    target = self._find_duplicate(conn, scope, vec, pending, now)
-                else:
-                    target, row = self._insert_unless_duplicate(conn, scope, draft, vec, now)
-                    if row is not None:
-                        inserted[len(pending)] = vec
-                        pending.append((row["pk"], vec))
-                        changes.append((row["id"], None, _image(row, vec)))
-                        results.append(SaveResult(id=row["id"], merged=False))
-                        continue
-                assert target is not None
-                changes.append(self._merge(conn, target, draft, now))
-                results.append(SaveResult(id=changes[-1][0], merged=True))
+                target = self._find_duplicate(conn, scope, vec, pending, now)
+                if target is not None:
+                    changes.append(self._merge(conn, target, draft, now))
+                    results.append(SaveResult(id=changes[-1][0], merged=True))
+                    continue
+                row = self._insert(conn, scope, draft, vec, now)
+                pending.append((row["pk"], vec))
+                changes.append((row["id"], None, _image(row, vec)))
+                results.append(SaveResult(id=row["id"], merged=False))
             kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
             self._record(conn, scope, kind, changes)
         return results
@@ -385,22 +360,26 @@ class PostgresLessonStore:
                 best_pk, best_sim = pk, sim
         return best_pk
 
-    def _insert_unless_duplicate(
+    def _insert(
         self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, now: datetime
-    ) -> tuple[int | None, dict[str, Any] | None]:
-        """Insert the draft unless a stored lesson is a near-duplicate, in one statement.
+    ) -> dict[str, Any]:
+        """Insert the draft; returns the row as RETURNING gives it, so the commit's image
+        needs no second read.
 
-        Returns (that duplicate's pk, None), or (None, the inserted row as RETURNING gives
-        it, so the commit's image needs no second read).
+        (One statement that also looks for the duplicate, a WITH query around the INSERT,
+        measured twice as slow as the two statements: the HNSW insert got slower.)
         """
         created = draft.created_at or now
-        row = _fetch(
+        return _fetch(
             conn,
-            _INSERT_UNLESS_DUPLICATE,
+            "INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, "
+            "source, created_at, updated_at, expires_at, meta, embedding) VALUES (:id, :org, :project, "
+            ":problem, :resolution, :context, :tags, :confidence, :source, :created, :created, :expires, "
+            f"CAST(:meta AS jsonb), :v) RETURNING {_COLUMNS}",
             {
-                **_scope_params(scope, now),
-                "dedup": DEDUP_SIMILARITY,
                 "id": new_id(draft.created_at),
+                "org": scope.org,
+                "project": scope.project,
                 "problem": draft.problem,
                 "resolution": draft.resolution,
                 "context": draft.context,
@@ -413,9 +392,6 @@ class PostgresLessonStore:
                 "v": vec,
             },
         )[0]
-        if row["pk"] is None:
-            return row["duplicate"], None
-        return None, row
 
     def _merge(
         self, conn: Connection, pk: int, draft: LessonDraft, now: datetime
