@@ -2,8 +2,9 @@
 
 The sibling of ``stores.local_lessons``: same contract, candidates from the same two
 signals (nearest vectors, full-text matches) and the same scoring from
-``stores.ranking``, so a query ranks the same lessons first on both. Every transaction sets ``lore.org`` for the row-level security
-policies (see ``stores.postgres_db``) besides naming the org in its own filters.
+``stores.ranking``, so a query ranks the same lessons first on both. Every
+transaction sets ``lore.org`` for the row-level security policies (see
+``stores.postgres_db``) besides naming the org in its own filters.
 """
 
 from __future__ import annotations
