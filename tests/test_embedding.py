@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import numpy as np
 import pytest
 
@@ -44,3 +47,57 @@ def test_a_model_that_cannot_load_is_reported_as_unavailable(tmp_path) -> None:
     broken.start()
     with pytest.raises(ModelUnavailable, match="missing-model"):
         broken.wait(timeout=120)
+
+
+def test_concurrent_requests_share_model_calls_and_get_their_own_vectors(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queries = [f"grouped query {i}: why is deploy {i} slow on the canary" for i in range(40)]
+    alone = {q: embedder.encode_documents([q])[0] for q in queries}
+    calls: list[int] = []
+    real = embedder._run_model
+
+    def counting(texts: list[str], *, bulk: bool) -> np.ndarray:
+        calls.append(len(texts))
+        time.sleep(0.02)  # hold the model long enough for others to queue behind it
+        return real(texts, bulk=bulk)
+
+    monkeypatch.setattr(embedder, "_run_model", counting)
+    results: dict[str, np.ndarray] = {}
+
+    def work(q: str) -> None:
+        results[q] = embedder.encode_documents([q])[0]
+
+    threads = [threading.Thread(target=work, args=(q,)) for q in queries]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert set(results) == set(queries)
+    assert sum(calls) == len(queries) and len(calls) < len(queries)
+    for q in queries:  # each caller got its own text's vector, not a neighbour's
+        assert float(results[q] @ alone[q]) > 0.9999
+
+
+def test_a_failed_group_fails_every_request_in_it(
+    embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(texts: list[str], *, bulk: bool) -> np.ndarray:
+        time.sleep(0.02)
+        raise RuntimeError("model exploded")
+
+    monkeypatch.setattr(embedder, "_run_model", broken)
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            embedder.encode_documents([f"text {i}"])
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert len(errors) == 8
