@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
+    mcp.add_argument(
+        "--dev-no-auth",
+        action="store_true",
+        help="HTTP, development only: serve without API keys, as the org LORE_ORG; refused unless "
+        "--host is a loopback address (for MCP conformance suites and inspectors that cannot send headers)",
+    )
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
     init = sub.add_parser("init", help="create the org and its root API key (team server)")
     init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
@@ -113,7 +119,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.command == "mcp":
         if args.transport == "http":
-            return serve_http(settings, host=args.host, port=args.port, log_level=args.log_level.upper())
+            return serve_http(
+                settings,
+                host=args.host,
+                port=args.port,
+                log_level=args.log_level.upper(),
+                no_auth=args.dev_no_auth,
+            )
         return serve(settings, log_level=args.log_level.upper())
     if args.command == "migrate":
         return migrate(settings)
@@ -213,7 +225,9 @@ def serve_remote(settings: Settings, *, log_level: Any) -> int:
     return 0
 
 
-def serve_http(settings: Settings, *, host: str, port: int, log_level: Any = "WARNING") -> int:
+def serve_http(
+    settings: Settings, *, host: str, port: int, log_level: Any = "WARNING", no_auth: bool = False
+) -> int:
     """The team server: streamable HTTP with API keys (see ``lore_mcp.http``)."""
     import anyio
     from mcp.server.auth.settings import AuthSettings
@@ -232,6 +246,13 @@ def serve_http(settings: Settings, *, host: str, port: int, log_level: Any = "WA
             file=sys.stderr,
         )
         return 2
+    if no_auth and not http.is_loopback(host):
+        print(
+            f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
+            f"(127.0.0.1, ::1, localhost), not {host!r}.",
+            file=sys.stderr,
+        )
+        return 2
     try:
         store = open_store(settings)
     except StoreError as exc:
@@ -242,14 +263,21 @@ def serve_http(settings: Settings, *, host: str, port: int, log_level: Any = "WA
     url_host = f"[{host}]" if ":" in host else host
     try:
         service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
-        server = build_server(
-            service,
-            keys=KeyTools(KeyService(store.keys)),
-            log_level=log_level,
-            token_verifier=ApiKeyVerifier(store.keys),
-            # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
-            auth=AuthSettings(issuer_url=f"http://{url_host}:{port}", resource_server_url=None),
+        auth: dict[str, Any] = (
+            {}
+            if no_auth
+            else {
+                "token_verifier": ApiKeyVerifier(store.keys),
+                # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
+                "auth": AuthSettings(issuer_url=f"http://{url_host}:{port}", resource_server_url=None),
+            }
         )
+        if no_auth:
+            print(
+                f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
+                file=sys.stderr,
+            )
+        server = build_server(service, keys=KeyTools(KeyService(store.keys)), log_level=log_level, **auth)
         print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
         anyio.run(
             lambda: http.serve_http(

@@ -41,6 +41,18 @@ DRAIN_TIMEOUT_S = 30.0
 RATE_LIMITED_JSONRPC_CODE = -32029
 
 
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server reachable from this machine only."""
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class SlidingWindowLimiter:
     """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log).
 
