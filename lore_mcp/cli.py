@@ -30,6 +30,7 @@ _SETTING_FLAGS = [
     ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
+    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
 ]
 
 
@@ -78,6 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--strict",
         action="store_true",
         help="any malformed line aborts the import before anything is written",
+    )
+    importing.add_argument(
+        "--from",
+        dest="import_from",
+        default="lore",
+        choices=["lore", "server-memory", "mcp-memory-service"],
+        help="what wrote FILE: lore-memory export (default), @modelcontextprotocol/server-memory's "
+        "JSONL knowledge graph, or mcp-memory-service's JSON export",
     )
     for command in (mcp, migrate, init, create, listing, revoke, export, importing):
         command.add_argument(
@@ -192,7 +201,10 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     embedder = Embedder(settings.embedding_model)
     try:
         service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
-        server = build_server(service, log_level=log_level)
+        from lore_mcp.keys_service import KeyService, KeyTools
+
+        keys = KeyTools(KeyService(store.keys)) if "admin" in settings.tool_groups else None
+        server = build_server(service, keys=keys, tools=settings.tool_groups, log_level=log_level)
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:
         pass
@@ -219,7 +231,11 @@ def serve_remote(settings: Settings, *, log_level: Any) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(
             lambda: remote.serve_remote(
-                settings.api_url or "", settings.api_key or "", default_project=project, log_level=log_level
+                settings.api_url or "",
+                settings.api_key or "",
+                default_project=project,
+                tools=settings.tool_groups,
+                log_level=log_level,
             )
         )
     return 0
@@ -277,7 +293,13 @@ def serve_http(
                 f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
                 file=sys.stderr,
             )
-        server = build_server(service, keys=KeyTools(KeyService(store.keys)), log_level=log_level, **auth)
+        server = build_server(
+            service,
+            keys=KeyTools(KeyService(store.keys)),
+            tools=settings.tool_groups,
+            log_level=log_level,
+            **auth,
+        )
         print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
         anyio.run(
             lambda: http.serve_http(
@@ -426,13 +448,21 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
     try:
         project = check_project(args.import_project) if args.import_project else None
         with open(args.file, encoding="utf-8") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except OSError as exc:
         print(f"lore-memory: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
         return 2
     except Exception as exc:
         print(f"lore-memory: VALIDATION_ERROR: {describe(exc)[1]}", file=sys.stderr)
         return 2
+    lines, foreign = text.splitlines(), []
+    if args.import_from != "lore":  # another server's export, as Lore lesson lines
+        from lore_mcp.importers import convert
+
+        converted = convert(args.import_from, text)
+        lines, foreign = converted.lines, converted.errors
+        if args.strict and foreign:
+            lines = []  # nothing is written; the report below says why
     try:
         store = open_store(settings)
     except StoreError as exc:
@@ -459,6 +489,7 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     finally:
         store.close()
+    report.errors[:0] = foreign
     for error in report.errors:
         print(f"lore-memory: {error}", file=sys.stderr)
     if args.strict and report.errors:

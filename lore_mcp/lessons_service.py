@@ -18,6 +18,8 @@ from lore_mcp.auth import current_caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.models import (
+    CompactLesson,
+    CompactRecalledLesson,
     DeleteResult,
     LessonOut,
     ListResult,
@@ -141,6 +143,7 @@ class LessonService:
         project: str | None = None,
         limit: int = 5,
         min_confidence: float = 0.0,
+        verbose: bool = False,
     ) -> RecallResult:
         scope = self.scope(project)
         text = check_text("query", query, MAX_TEXT_CHARS, required=True)
@@ -158,8 +161,14 @@ class LessonService:
                 text=text, vector=vector, tags=clean_tags, min_confidence=min_confidence, limit=limit
             ),
         )
+        if verbose:
+            return RecallResult(
+                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
+            )
         return RecallResult(
-            lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
+            lessons=[
+                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
+            ]
         )
 
     async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
@@ -180,6 +189,7 @@ class LessonService:
         tags: Sequence[str] = (),
         limit: int = 20,
         cursor: str | None = None,
+        verbose: bool = False,
     ) -> ListResult:
         scope = self.scope(project)
         if cursor is not None and not ULID_PATTERN.match(cursor):
@@ -187,7 +197,8 @@ class LessonService:
                 "cursor is not one this server returned; pass next_cursor from a previous page."
             )
         page = await _run(self.store.list, scope, check_tags(tags), limit, cursor)
-        return ListResult(lessons=[LessonOut.of(x) for x in page.lessons], next_cursor=page.next_cursor)
+        shape = LessonOut if verbose else CompactLesson
+        return ListResult(lessons=[shape.of(x) for x in page.lessons], next_cursor=page.next_cursor)
 
     async def update(
         self,

@@ -54,6 +54,28 @@ class RecalledLesson(LessonOut):
     score: float
 
 
+class CompactLesson(BaseModel):
+    """What an agent needs of a lesson to use it; ``verbose`` adds the bookkeeping fields."""
+
+    id: str
+    problem: str
+    resolution: str
+    context: str | None
+    tags: list[str]
+    confidence: float
+    project: str
+    upvotes: int
+    downvotes: int
+
+    @classmethod
+    def of(cls, lesson: Lesson) -> CompactLesson:
+        return cls(**LessonOut.of(lesson).model_dump(include=set(cls.model_fields)))
+
+
+class CompactRecalledLesson(CompactLesson):
+    score: float
+
+
 class SaveLessonResult(BaseModel):
     id: str = Field(description="The lesson's id (a ULID).")
     merged: bool = Field(
@@ -63,7 +85,9 @@ class SaveLessonResult(BaseModel):
 
 
 class RecallResult(BaseModel):
-    lessons: list[RecalledLesson] = Field(description="Best first.")
+    lessons: list[RecalledLesson | CompactRecalledLesson] = Field(
+        description="Best first; full records when verbose."
+    )
 
 
 class VoteResult(BaseModel):
@@ -82,5 +106,5 @@ class DeleteResult(BaseModel):
 
 
 class ListResult(BaseModel):
-    lessons: list[LessonOut] = Field(description="Newest first.")
+    lessons: list[LessonOut | CompactLesson] = Field(description="Newest first; full records when verbose.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,7 +30,7 @@ from mcp_types import CallToolResult, TextContent
 
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
-from lore_mcp.server import ADMIN_TOOLS, LoreServer
+from lore_mcp.server import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, LoreServer
 
 logger = logging.getLogger("lore_mcp.remote")
 T = TypeVar("T")
@@ -255,7 +255,14 @@ def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResul
     )
 
 
-async def serve_remote(api_url: str, api_key: str, *, default_project: str | None, log_level: Any) -> None:
+async def serve_remote(
+    api_url: str,
+    api_key: str,
+    *,
+    default_project: str | None,
+    log_level: Any,
+    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
+) -> None:
     """Serve Lore's tools over stdio, forwarding each call to the team server.
 
     ``default_project`` (LORE_PROJECT, when set) fills in calls that name no project;
@@ -264,7 +271,7 @@ async def serve_remote(api_url: str, api_key: str, *, default_project: str | Non
     from lore_mcp.server import build_server
 
     url = mcp_url(api_url)
-    server = build_server(None, log_level=log_level, server_class=RemoteLoreServer)
+    server = build_server(None, tools=tools, log_level=log_level, server_class=RemoteLoreServer)
     assert isinstance(server, RemoteLoreServer)
     server.default_project = default_project
     async with RemoteConnection(url, api_key) as remote:

@@ -8,7 +8,9 @@ becomes ``CODE: sentence`` (see ``lore_mcp.errors``).
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -44,13 +46,35 @@ logger = logging.getLogger("lore_mcp")
 # Listed only to root API keys (see LoreServer.list_tools).
 ADMIN_TOOLS = frozenset({"create_key", "list_keys", "revoke_key"})
 
+# LORE_TOOLS picks groups, since every listed tool costs an agent context.
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {
+    "lessons": (
+        "save_lesson",
+        "recall_lessons",
+        "upvote_lesson",
+        "downvote_lesson",
+        "get_lesson",
+        "update_lesson",
+        "delete_lesson",
+        "list_lessons",
+        "export_lessons",
+        "import_lessons",
+    ),
+    "structured": ("schema", "plan", "apply", "query_rows"),
+    "history": ("history", "get_commit", "revert_commit"),
+    "admin": tuple(sorted(ADMIN_TOOLS)),
+}
+DEFAULT_TOOL_GROUPS = ("lessons", "structured", "history")
+
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 INSTRUCTIONS = (
     "Lore is your long-term memory of lessons: a problem and how it was resolved. "
     "Call recall_lessons before starting work that may have been done before; "
     "call save_lesson after solving something non-obvious; upvote_lesson when a recalled lesson helped, "
-    "downvote_lesson when it was wrong or stale. Errors start with a stable code such as VALIDATION_ERROR."
+    "downvote_lesson when it was wrong or stale. For structured memory, read schema, dry-run a plan, "
+    "then apply it; every change is a commit you can list (history) and undo (revert_commit). "
+    "Errors start with a stable code such as VALIDATION_ERROR."
 )
 
 # Bounds here become the published input schema, so clients see them before calling.
@@ -97,9 +121,20 @@ class LoreServer(MCPServer):
     are listed only to root keys.
     """
 
+    # The trusted caller of a server without API keys (stdio): a root of its own org.
+    local_caller: Caller | None = None
+
     async def list_tools(self) -> list[Any]:
-        tools = await super().list_tools()
-        caller = caller_of(get_access_token())
+        tools = [
+            t.model_copy(
+                update={
+                    "input_schema": lean_schema(t.input_schema),
+                    "output_schema": lean_schema(t.output_schema),
+                }
+            )
+            for t in await super().list_tools()
+        ]
+        caller = caller_of(get_access_token()) or self.local_caller
         if caller is not None and caller.root:
             return tools
         return [t for t in tools if t.name not in ADMIN_TOOLS]
@@ -134,6 +169,20 @@ class LoreServer(MCPServer):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
 
+def lean_schema(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated ``title`` keywords.
+
+    Every listed tool costs an agent context on every turn, and titles repeat what the
+    property names already say (about a fifth of the listing). A property *named*
+    "title" is a schema object, not a string, so it stays.
+    """
+    if isinstance(schema, dict):
+        return {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+    if isinstance(schema, list):
+        return [lean_schema(v) for v in schema]
+    return schema
+
+
 class LoadModelAfterFirstRequest:
     """Middleware that starts loading the embedding model once the first request is answered.
 
@@ -157,15 +206,18 @@ def build_server(
     lessons: LessonService | None,
     *,
     keys: KeyTools | None = None,
+    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
     log_level: LogLevel = "WARNING",
     server_class: type[LoreServer] = LoreServer,
     **settings: Any,
 ) -> LoreServer:
-    """Create the server with every lessons tool and resource registered (and the key tools
-    when ``keys`` is given); ``settings`` go to ``MCPServer`` (auth, token_verifier).
+    """Create the server with the tools of the ``tools`` groups, the prompts and the resources;
+    ``settings`` go to ``MCPServer`` (auth, token_verifier).
 
-    ``lessons`` is None only for a server class that answers calls itself (remote mode):
-    the tools are then registered for their names and schemas alone.
+    The key tools (group ``admin``) need ``keys``: with API keys they are there for root keys
+    whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and they then
+    act on the server's own org. ``lessons`` is None only for a server class that answers
+    calls itself (remote mode): the tools are then registered for their names and schemas alone.
     """
     server = server_class(
         name="lore",
@@ -218,12 +270,18 @@ def build_server(
         min_confidence: Annotated[
             Confidence, Field(description="Skip lessons less certain than this.")
         ] = 0.0,
+        verbose: Annotated[bool, Field(description="Full records (source, times, meta).")] = False,
     ) -> RecallResult:
         """Recall lessons relevant to a problem, best first. Call this before starting a task that
         may have been solved before. Matches by meaning and by words; fresher, more confident and
         upvoted lessons rank higher."""
         return await lessons.recall(
-            query=query, tags=tags, project=project, limit=limit, min_confidence=min_confidence
+            query=query,
+            tags=tags,
+            project=project,
+            limit=limit,
+            min_confidence=min_confidence,
+            verbose=verbose,
         )
 
     @server.tool(annotations=ADDITIVE)
@@ -281,14 +339,28 @@ def build_server(
         cursor: Annotated[
             str | None, Field(max_length=64, description="next_cursor of the previous page.")
         ] = None,
+        verbose: Annotated[bool, Field(description="Full records (source, times, meta).")] = False,
     ) -> ListResult:
         """List lessons newest first, a page at a time."""
-        return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor)
+        return await lessons.list(project=project, tags=tags, limit=limit, cursor=cursor, verbose=verbose)
 
     add_transfer_tools(server, Transfer(lessons) if lessons is not None else None)
-    add_structured_tools(server, StructuredService(lessons))  # type: ignore[arg-type]
-    if keys is not None:
+    structured_service = StructuredService(lessons)  # type: ignore[arg-type]
+    add_structured_tools(server, structured_service)
+    authenticated = "token_verifier" in settings
+    if keys is not None and (authenticated or "admin" in tools):
         add_key_tools(server, keys)
+    if lessons is not None and not authenticated:
+        # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
+        server.local_caller = Caller(key_id="local", org=lessons.org, name="local", project=None, root=True)
+    keep = {name for group in tools for name in TOOL_GROUPS[group]} | (
+        ADMIN_TOOLS if authenticated else set()
+    )
+    for tool in [t.name for t in server._tool_manager.list_tools()]:
+        if tool not in keep:
+            server.remove_tool(tool)
+    if lessons is not None:
+        add_prompts_and_resources(server, lessons, structured_service)
 
     @server.resource(
         "lore://lessons/{id}",
@@ -303,6 +375,9 @@ def build_server(
             raise ResourceNotFoundError(describe(exc)[1]) from None
         return lesson.model_dump_json()
 
+    from lore_mcp.protocol_extras import add_protocol_extras  # logging, completion, subscriptions
+
+    add_protocol_extras(server)
     return server
 
 
@@ -400,18 +475,14 @@ def add_structured_tools(server: LoreServer, tables: StructuredService) -> None:
         return await tables.revert_commit(commit_id, project)
 
 
-def _root_caller() -> Caller:
-    caller = current_caller.get()
-    if caller is None:
-        raise Forbidden(
-            "Key tools need a root API key on the team server (HTTP); on this machine run "
-            "`lore-memory keys` instead."
-        )
-    return caller
-
-
 def add_key_tools(server: LoreServer, keys: KeyTools) -> None:
     """create_key / list_keys / revoke_key: root keys only, always within the caller's org."""
+
+    def _root_caller() -> Caller:
+        caller = current_caller.get() or server.local_caller
+        if caller is None:
+            raise Forbidden("Key tools need a root API key.")
+        return caller
 
     @server.tool(annotations=ADDITIVE)
     async def create_key(
@@ -435,3 +506,50 @@ def add_key_tools(server: LoreServer, keys: KeyTools) -> None:
     ) -> KeyOut:
         """Revoke an API key of your org; it stops working on its next request (root keys only)."""
         return await keys.revoke_key(_root_caller(), id)
+
+
+def add_prompts_and_resources(server: LoreServer, lessons: LessonService, tables: StructuredService) -> None:
+    """Prompts that start the two habits Lore is for, and resources describing the memory."""
+
+    @server.prompt(
+        name="recall_before_task",
+        description="Before starting a task, recall what earlier work learned about it.",
+    )
+    def recall_before_task(task: str) -> str:
+        return (
+            f"Before you start on this task, call recall_lessons with a query describing it:\n\n{task}\n\n"
+            "Read the lessons that come back (best first). Apply what fits, say which lesson you used, "
+            "and upvote_lesson the ones that helped; downvote_lesson any that turn out wrong or stale."
+        )
+
+    @server.prompt(
+        name="record_lesson",
+        description="After solving something non-obvious, save it as a lesson for next time.",
+    )
+    def record_lesson(what_happened: str = "") -> str:
+        detail = f"\n\nWhat happened:\n{what_happened}" if what_happened else ""
+        return (
+            "Save what you just learned with save_lesson, so you and other agents do not solve it twice. "
+            "problem: the symptom as someone would first meet it (error text, what failed). "
+            "resolution: what fixed it and why. context: versions, stack, constraints. "
+            "tags: a few short labels. confidence: how sure you are (0..1). Never include secrets; "
+            "Lore redacts the ones it recognises." + detail
+        )
+
+    @server.resource(
+        "lore://schema",
+        name="schema",
+        description="This project's tables, columns, row counts and schema_hash (as the schema tool).",
+        mime_type="application/json",
+    )
+    async def schema_resource() -> str:
+        return json.dumps(await tables.schema(None))
+
+    @server.resource(
+        "lore://stats",
+        name="stats",
+        description="How much memory there is: lessons, projects, tables, commits.",
+        mime_type="application/json",
+    )
+    async def stats_resource() -> str:
+        return json.dumps(await tables.stats(None))

@@ -9,10 +9,12 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The groups of lore_mcp.server.TOOL_GROUPS (named here so settings import nothing heavy).
+TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
 
 
 def default_db_path() -> Path:
@@ -48,3 +50,23 @@ class Settings(BaseSettings):
     )
     pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
     rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")
+    tools: str = Field(
+        "lessons,structured,history",
+        description="Tool groups to serve, comma-separated: lessons, structured, history, admin.",
+    )
+
+    @field_validator("tools")
+    @classmethod
+    def _known_groups(cls, value: str) -> str:
+        groups = [g.strip() for g in value.split(",") if g.strip()]
+        unknown = sorted(set(groups) - set(TOOL_GROUP_NAMES))
+        if not groups or unknown:
+            raise ValueError(
+                f"LORE_TOOLS must name groups among {', '.join(TOOL_GROUP_NAMES)}"
+                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+            )
+        return ",".join(dict.fromkeys(groups))
+
+    @property
+    def tool_groups(self) -> tuple[str, ...]:
+        return tuple(self.tools.split(","))

@@ -101,6 +101,26 @@ class StructuredService:
         actor = self.lessons.scope(project).actor
         return await self._run(project, True, lambda tx: structured.revert(tx, commit_id, actor))
 
+    async def stats(self, project: str | None = None) -> dict[str, Any]:
+        """Counts for the ``lore://stats`` resource, within what the caller may see."""
+        scope = self.lessons.scope(project)
+
+        def work() -> dict[str, Any]:
+            with self.store.transaction(scope, write=False) as tx:
+                commits = tx.commits(None, 1, None)
+                tables = structured.describe_schema(tx)["tables"]
+            return {
+                "org": scope.org,
+                "project": scope.project,
+                "lessons": self.store.count(scope.org, scope.project),
+                "tables": len(tables),
+                "rows": sum(t["row_count"] for t in tables),
+                "commits": commits[0].seq if commits else 0,
+                "embedding_model": self.lessons.embedder.model_name,
+            }
+
+        return await anyio.to_thread.run_sync(work)
+
 
 def history_target(target: str | None) -> str | None:
     """A lesson id or a table name, as the commit target it stands for."""

@@ -63,7 +63,7 @@ async def test_tools_list_names_every_tool_with_schemas_and_annotations(client: 
 async def test_save_then_recall_returns_the_lesson_with_a_score(client: Client) -> None:
     saved = await call(client, "save_lesson", **STRIPE)
     assert saved["merged"] is False and saved["redacted"] == []
-    got = await call(client, "recall_lessons", query="webhook signature check failing")
+    got = await call(client, "recall_lessons", query="webhook signature check failing", verbose=True)
     top = got["lessons"][0]
     assert top["id"] == saved["id"]
     assert top["tags"] == ["stripe", "webhooks"]
@@ -72,6 +72,28 @@ async def test_save_then_recall_returns_the_lesson_with_a_score(client: Client) 
     assert 0 < top["score"] <= 1.5
     for key in ("problem", "resolution", "context", "source", "upvotes", "downvotes", "created_at"):
         assert key in top
+
+
+async def test_results_are_compact_unless_verbose(client: Client) -> None:
+    saved = await call(client, "save_lesson", **STRIPE)
+    compact = (await call(client, "recall_lessons", query="webhook signature check failing"))["lessons"][0]
+    assert compact["id"] == saved["id"] and compact["score"] > 0
+    assert set(compact) == {
+        "id",
+        "problem",
+        "resolution",
+        "context",
+        "tags",
+        "confidence",
+        "project",
+        "upvotes",
+        "downvotes",
+        "score",
+    }
+    full = (await call(client, "list_lessons", verbose=True))["lessons"][0]
+    assert {"source", "created_at", "updated_at", "expires_at", "meta"} <= set(full)
+    brief = (await call(client, "list_lessons"))["lessons"][0]
+    assert "created_at" not in brief and brief["problem"] == STRIPE["problem"]
 
 
 async def test_saving_the_same_lesson_twice_merges_and_says_so(client: Client) -> None:
