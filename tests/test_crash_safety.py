@@ -121,6 +121,9 @@ def crash_runs(env: dict[str, str], prefix: str) -> tuple[dict[str, Any], list[d
     server = start(env)
     attempts: list[dict[str, Any]] = []
     try:
+        # Time the apply once the model has loaded: a load still running beside the calibration
+        # would slow it, and every kill time derived from it would then come too late.
+        server.tool("recall_lessons", {"query": "wait for the model", "project": f"{prefix}-warm"})
         calibration = f"{prefix}-calibrate"
         base = server.tool("schema", {"project": calibration})["schema_hash"]
         plan = make_plan(base, *big_operations(), message="big insert")
