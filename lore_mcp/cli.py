@@ -174,14 +174,22 @@ def open_store(settings: Settings) -> Any:
     )
 
 
-def migrate(settings: Settings) -> int:
-    """Bring the configured database to the current schema; running it again is harmless."""
+def open_store_or_report(settings: Settings) -> Any:
+    """``open_store``, or None after printing why it failed (for commands that then exit 1)."""
     from stores import StoreError
 
     try:
-        store = open_store(settings)
+        return open_store(settings)
     except StoreError as exc:
         print(f"lore-memory: {exc}", file=sys.stderr)
+        return None
+
+
+def migrate(settings: Settings) -> int:
+    """Bring the configured database to the current schema; running it again is harmless."""
+
+    store = open_store_or_report(settings)
+    if store is None:
         return 1
     store.close()
     where = settings.db_path if settings.store == "local" else "Postgres"
@@ -196,14 +204,11 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     from lore_mcp.embedding import Embedder
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.server import build_server
-    from stores import StoreError
 
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
-    try:
-        store = open_store(settings)
-    except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
+    store = open_store_or_report(settings)
+    if store is None:
         return 1
     embedder = Embedder(settings.embedding_model)
     try:
@@ -261,7 +266,6 @@ def serve_http(
     from lore_mcp.keys_service import KeyService, KeyTools
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.server import build_server
-    from stores import StoreError
 
     if settings.store == "remote":
         print(
@@ -276,10 +280,8 @@ def serve_http(
             file=sys.stderr,
         )
         return 2
-    try:
-        store = open_store(settings)
-    except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
+    store = open_store_or_report(settings)
+    if store is None:
         return 1
     embedder = Embedder(settings.embedding_model)
     embedder.start()  # a server expects traffic; load the model now rather than on the first call
@@ -334,10 +336,8 @@ def administer_keys(args: argparse.Namespace, settings: Settings) -> int:
     from lore_mcp.keys_service import KeyService
     from stores import StoreError
 
-    try:
-        store = open_store(settings)
-    except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
+    store = open_store_or_report(settings)
+    if store is None:
         return 1
     service = KeyService(store.keys)
     try:
@@ -450,7 +450,6 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
 
     from lore_mcp.errors import describe
     from lore_mcp.lessons_service import check_project
-    from stores import StoreError
 
     try:
         project = check_project(args.import_project) if args.import_project else None
@@ -470,10 +469,8 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
         lines, foreign = converted.lines, converted.errors
         if args.strict and foreign:
             lines = []  # nothing is written; the report below says why
-    try:
-        store = open_store(settings)
-    except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
+    store = open_store_or_report(settings)
+    if store is None:
         return 1
     try:
         transfer = _transfer(settings, store)

@@ -29,6 +29,7 @@ from lore_mcp.lessons_service import (
 )
 from lore_mcp.models import LessonOut
 from lore_mcp.redaction import redact_many
+from lore_mcp.structured_service import commit_summary, public_effects
 from stores import structured
 from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope
 from stores.lessons import Lesson as StoredLesson
@@ -109,29 +110,13 @@ def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
 
 
 def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
+    """A commit as the history tools show it, with its effects (vectors left out)."""
     return {
         "type": "commit",
         "project": project,
-        "id": commit.id,
-        "seq": commit.seq,
-        "parent": commit.parent,
-        "kind": commit.kind,
-        "message": commit.message,
-        "actor": commit.actor,
-        "created_at": commit.created_at.isoformat(),
-        "schema_hash_before": commit.schema_hash_before,
-        "schema_hash_after": commit.schema_hash_after,
-        "effects": _without_vectors(commit.effects),
+        **commit_summary(commit),
+        "effects": public_effects(commit.effects),
     }
-
-
-def _without_vectors(effects: Any) -> Any:
-    """Commit effects keep lesson vectors for reverts; an export file does not need them."""
-    if isinstance(effects, dict):
-        return {k: _without_vectors(v) for k, v in effects.items() if k != "embedding"}
-    if isinstance(effects, list):
-        return [_without_vectors(v) for v in effects]
-    return effects
 
 
 class Transfer:
