@@ -6,7 +6,6 @@ here (``lore_mcp.auth``), and the store only ever receives a key's digest.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 import anyio.to_thread
@@ -14,11 +13,11 @@ from pydantic import BaseModel
 
 from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lessons_service import check_project
+from lore_mcp.lessons_service import PROJECT_PATTERN, check_project
 from stores.errors import ConflictError
 from stores.keys import ApiKey, KeyStore
 
-ORG_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+ORG_PATTERN = PROJECT_PATTERN  # org ids follow the same rule as project names
 DEFAULT_ORG = "local"
 MAX_KEY_NAME_CHARS = 100
 

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
+import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.errors import InvalidArgument, validation_message
@@ -31,7 +32,7 @@ from lore_mcp.models import LessonOut
 from lore_mcp.redaction import redact_many
 from lore_mcp.structured_service import commit_summary, public_effects
 from stores import structured
-from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope
+from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope, lesson_image
 from stores.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
@@ -180,8 +181,7 @@ class Transfer:
     def prepare(self, items: Sequence[LessonIn]) -> tuple[list[dict[str, Any]], set[str]]:
         """Redact and embed: lesson images (with vectors) ready for the store."""
         found: set[str] = set()
-        images: list[dict[str, Any]] = []
-        texts: list[str] = []
+        lessons: list[StoredLesson] = []
         now = datetime.now(UTC)
         for item in items:
             fields, kinds = redact_many([item.problem, item.resolution, item.context, item.source])
@@ -189,28 +189,31 @@ class Transfer:
             found.update(kinds, tag_kinds)
             problem, resolution, context, source = fields
             assert problem is not None and resolution is not None
-            texts.append(embedding_text(problem, resolution))
             created = item.created_at or now
-            images.append(
-                {
-                    "id": item.id,
-                    "problem": problem,
-                    "resolution": resolution,
-                    "context": context or None,
-                    "tags": list(dict.fromkeys(t for t in tags if t)),
-                    "confidence": item.confidence,
-                    "source": source or None,
-                    "created_at": created.isoformat(),
-                    "updated_at": (item.updated_at or created).isoformat(),
-                    "expires_at": item.expires_at.isoformat() if item.expires_at else None,
-                    "upvotes": item.upvotes,
-                    "downvotes": item.downvotes,
-                    "meta": item.meta,
-                }
+            lessons.append(
+                StoredLesson(
+                    id=item.id,
+                    project="",  # write() puts each lesson in the project it imports into
+                    problem=problem,
+                    resolution=resolution,
+                    context=context or None,
+                    tags=tuple(dict.fromkeys(t for t in tags if t)),
+                    confidence=item.confidence,
+                    source=source or None,
+                    created_at=created,
+                    updated_at=item.updated_at or created,
+                    expires_at=item.expires_at,
+                    upvotes=item.upvotes,
+                    downvotes=item.downvotes,
+                    meta=item.meta,
+                )
             )
+        texts = [embedding_text(lesson.problem, lesson.resolution) for lesson in lessons]
         vectors = self.lessons.embedder.encode_documents(texts) if texts else []
-        for image, vec in zip(images, vectors, strict=True):
-            image["embedding"] = lesson_image_embedding(vec)
+        images = [
+            lesson_image(lesson, np.asarray(vec, dtype=np.float32).tobytes())
+            for lesson, vec in zip(lessons, vectors, strict=True)
+        ]
         return images, found
 
     def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int]:
@@ -291,15 +294,6 @@ class Transfer:
                 report.added += added
                 report.skipped += skipped
         return report
-
-
-def lesson_image_embedding(vec: Any) -> str:
-    """A vector as lesson images carry it (base64 of float32 bytes)."""
-    import base64
-
-    import numpy as np
-
-    return base64.b64encode(np.asarray(vec, dtype=np.float32).tobytes()).decode("ascii")
 
 
 def _parse_line(number: int, line: str) -> LessonIn | str | None:
