@@ -50,8 +50,6 @@ _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 # Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
 # one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
-# At most this many full-text matches are ranked per recall (see _lexical_candidates).
-_FTS_POSTINGS_BUDGET = 2000
 
 
 class LocalLessonStore:
@@ -351,12 +349,7 @@ class LocalLessonStore:
     def _lexical_candidates(
         self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
     ) -> list[int]:
-        """Lessons sharing the query's rarest words, best bm25 first.
-
-        Common words match a large share of all lessons, and ranking every match costs
-        more than the whole rest of recall, so candidates come from the rarest terms
-        whose postings fit a budget; every term still counts in the score's coverage.
-        """
+        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 first."""
         chosen = self._rare_terms(conn, terms)
         if not chosen:
             return []
@@ -393,14 +386,7 @@ class LocalLessonStore:
             ).fetchone()[0]
             for t in terms
         }
-        chosen: list[str] = []
-        postings = 0
-        for term in sorted((t for t in terms if counts[t]), key=counts.__getitem__):
-            if chosen and postings + counts[term] > _FTS_POSTINGS_BUDGET:
-                break
-            chosen.append(term)
-            postings += counts[term]
-        return chosen
+        return ranking.rare_terms(terms, counts)
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
         marks = ",".join("?" * len(tags))

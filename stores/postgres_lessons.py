@@ -59,15 +59,12 @@ nearest AS MATERIALIZED (
     SELECT pk FROM nearest WHERE (SELECT count(*) FROM nearest) >= :k
     UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
 )"""
-# Recall's lexical candidates: the best k full-text matches of any query term.
-# Under row-level security Postgres will not use the GIN index on tsv for this: the @@
-# operator (ts_match_vq) is not LEAKPROOF, so it may only run after the policy's qual,
-# as a filter. Every live row of the org is scanned and every match ranked, which is
-# most of a recall's time (about 5 ms at 1k lessons, 300 ms at 100k on 2 cores).
+# Recall's lexical candidates: the best k full-text matches of the query's rare terms,
+# through a function that may use the GIN index (migration 4 in stores.postgres_db says why).
 _LEXICAL_CANDIDATES = """
 lexical AS (
-    SELECT pk FROM lessons WHERE tsv @@ to_tsquery('english', :tsq) AND {filters}
-    ORDER BY ts_rank_cd(tsv, to_tsquery('english', :tsq)) DESC LIMIT :k
+    SELECT c.pk FROM lore_lexical_candidates(
+        :project, :tsq, :k, :now, :min_conf, CAST(:tags AS text[])) AS c(pk)
 )"""
 
 
@@ -196,8 +193,17 @@ class PostgresLessonStore:
         k = ranking.candidate_count(query.limit)
         q = unit_vector(query.vector)
         terms = ranking.lexical_terms(query.text)
-        ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            # One round trip sets the org and the HNSW search width and estimates how
+            # many lessons each term matches (lore_term_postings).
+            postings = conn.execute(
+                text(
+                    "SELECT set_config('lore.org', :org, true), set_config('hnsw.ef_search', :ef, true), "
+                    "lore_term_postings(CAST(:terms AS text[]))"
+                ),
+                {"org": scope.org, "ef": str(min(1000, 2 * k)), "terms": terms},
+            ).one()[2]
+            chosen = ranking.rare_terms(terms, dict(zip(terms, postings, strict=True)))
             dim = self._stored_dim(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
@@ -209,8 +215,8 @@ class PostgresLessonStore:
             if dim is not None:
                 ctes.append(_VECTOR_CANDIDATES.format(filters=filters))
                 sources.append("SELECT pk FROM vector")
-            if terms:
-                ctes.append(_LEXICAL_CANDIDATES.format(filters=filters))
+            if chosen:
+                ctes.append(_LEXICAL_CANDIDATES)
                 sources.append("SELECT pk FROM lexical")
             if not sources:
                 return []
@@ -220,7 +226,11 @@ class PostgresLessonStore:
                 f"WHERE pk IN ({' UNION '.join(sources)}) AND {filters}"
             )
             # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
-            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "tsq": " | ".join(terms)})
+            rows = _fetch(
+                conn,
+                sql,
+                {**params, "q": q, "k": k, "tsq": " | ".join(chosen), "tags": list(query.tags)},
+            )
         scored = []
         for row in rows:
             text_ = " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"])))

@@ -30,6 +30,8 @@ LEXICAL_WEIGHT = 0.25
 # Words sharing their first STEM letters count as the same word ("rebalance", "rebalancing"):
 # a crude stemmer that behaves identically everywhere.
 STEM = 5
+# At most about this many full-text matches are ranked per recall (see rare_terms).
+POSTINGS_BUDGET = 2000
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,25 @@ class RankingParams:
 def candidate_count(limit: int) -> int:
     """How many candidates each signal contributes before the final ordering."""
     return max(50, limit * 5)
+
+
+def rare_terms(terms: list[str], postings: dict[str, float], budget: int = POSTINGS_BUDGET) -> list[str]:
+    """The query terms that find lexical candidates: the rarest first, while their
+    postings (matching lessons, counted or estimated) fit ``budget``.
+
+    Common words match a large share of all lessons, and ranking every match costs
+    more than the whole rest of recall, so candidates come from the rare terms;
+    every term still counts in the score's coverage. The rarest term is always
+    chosen, whatever its postings. Terms with no postings (zero or None) are left out.
+    """
+    chosen: list[str] = []
+    total = 0.0
+    for term in sorted((t for t in terms if postings.get(t)), key=postings.__getitem__):
+        if chosen and total + postings[term] > budget:
+            break
+        chosen.append(term)
+        total += postings[term]
+    return chosen
 
 
 def relevance(similarity: float | None, coverage: float) -> float:

@@ -15,8 +15,8 @@ import pytest
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
-from stores import Scope, UnavailableError, open_postgres_store
-from stores.lessons import LessonDraft
+from stores import Scope, UnavailableError, open_postgres_store, ranking
+from stores.lessons import LessonDraft, RecallQuery
 from stores.postgres_db import RLS_ROLE
 from tests.conftest import connected, empty_postgres
 from tests.helpers import ToolFailed, call, vector
@@ -109,6 +109,70 @@ def test_migrating_again_is_harmless_and_the_cli_reports_the_schema(postgres_url
         assert out.returncode == 0, out.stderr
         assert "current schema" in out.stderr
     assert pg_store.count("acme") == 1
+
+
+def _rls_connection(url: str) -> psycopg.Connection:
+    """A connection that works as every Lore connection does (the RLS role when privileged)."""
+    conn = psycopg.connect(url, autocommit=True)
+    privileged = conn.execute(
+        "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+    ).fetchone()[0]
+    if privileged:
+        conn.execute(f"SET ROLE {RLS_ROLE}")
+    return conn
+
+
+def test_full_text_candidates_stay_in_the_callers_org_and_project(postgres_url: str, pg_store) -> None:
+    mine = pg_store.save(ACME, LessonDraft("zookeeper quorum lost", "restart"), vector("a")).id
+    pg_store.save(Scope("acme", "other"), LessonDraft("zookeeper quorum other project", "r"), vector("b"))
+    pg_store.save(GLOBEX, LessonDraft("zookeeper quorum at globex", "r"), vector("g"))
+    candidates = "SELECT c.pk FROM lore_lexical_candidates('web', 'zookeep', 50, now(), 0, '{}') AS c(pk)"
+    with _rls_connection(postgres_url) as conn:
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT set_config('lore.org', 'acme', true)")
+            pks = [row[0] for row in conn.execute(candidates)]
+            assert len(pks) == 1  # not globex's, whose row the next query could not show anyway
+            assert [row[0] for row in conn.execute("SELECT id FROM lessons WHERE pk = ANY(%s)", (pks,))] == [
+                mine
+            ]
+        # The function runs as its owner, who may bypass the policies: it must filter by
+        # lore.org itself, so a transaction that names no org gets nothing from it.
+        assert conn.execute(candidates).fetchall() == []
+        with conn.transaction(force_rollback=True):
+            conn.execute("SELECT set_config('lore.org', 'initech', true)")
+            assert conn.execute(candidates).fetchall() == []
+    hits = pg_store.recall(ACME, RecallQuery(text="zookeeper quorum", vector=vector("unrelated")))
+    assert [h.lesson.id for h in hits] == [mine]
+
+
+def test_term_postings_are_estimated_from_the_planners_statistics(postgres_url: str, pg_store) -> None:
+    # 300 lessons say "kubernetes", 3 of them also "zeppelin": after ANALYZE the estimate
+    # says which is rare without scanning anything.
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        privileged = admin.execute(
+            "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()[0]
+        with admin.transaction():
+            admin.execute("SELECT set_config('lore.org', 'acme', true)")
+            admin.execute(
+                "INSERT INTO lessons (id, org_id, project, problem, resolution, confidence, created_at, updated_at) "
+                "SELECT 'l' || i, 'acme', 'web', 'kubernetes pod ' || i || CASE WHEN i <= 3 THEN ' zeppelin' "
+                "ELSE '' END, 'r', 0.5, now(), now() FROM generate_series(1, 300) AS i"
+            )
+        admin.execute("ANALYZE lessons")
+    terms = ["kubernetes", "zeppelin", "the", "neverseen"]
+    with _rls_connection(postgres_url) as conn:
+        common, rare, stopword, unseen = conn.execute("SELECT lore_term_postings(%s)", (terms,)).fetchone()[0]
+    assert stopword is None  # no lexeme: it can match nothing
+    if privileged:
+        assert common == pytest.approx(300, rel=0.05)
+        assert 1 <= rare < 20 and 1 <= unseen < 20
+        postings = dict(zip(terms, [common, rare, stopword, unseen], strict=True))
+        assert set(ranking.rare_terms(terms, postings, budget=100)) == {"zeppelin", "neverseen"}
+    else:
+        # A login that cannot bypass row-level security cannot read the statistics of a
+        # table under policies: every term then counts as rare, and all are searched.
+        assert common == rare == unseen == 1
 
 
 async def test_a_stdio_server_on_postgres_serves_lessons(postgres_url: str, tmp_path: Path) -> None:
