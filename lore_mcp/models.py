@@ -85,7 +85,9 @@ class SaveLessonResult(BaseModel):
 
 
 class RecallResult(BaseModel):
-    lessons: list[RecalledLesson | CompactRecalledLesson] = Field(
+    # Compact first: clients validate results against the output schema's anyOf in this
+    # order, and stop at the first branch that fits.
+    lessons: list[CompactRecalledLesson | RecalledLesson] = Field(
         description="Best first; full records when verbose."
     )
 
@@ -106,5 +108,5 @@ class DeleteResult(BaseModel):
 
 
 class ListResult(BaseModel):
-    lessons: list[LessonOut | CompactLesson] = Field(description="Newest first; full records when verbose.")
+    lessons: list[CompactLesson | LessonOut] = Field(description="Newest first; full records when verbose.")
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")

@@ -124,6 +124,28 @@ def test_lean_schemas_drop_titles_but_keep_a_property_named_title() -> None:
     }
 
 
+def test_lean_schemas_write_nullable_types_as_type_lists() -> None:
+    from lore_mcp.server import lean_schema
+
+    schema = {
+        "properties": {
+            "when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}], "default": None},
+            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+            "row": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]},
+            "kind": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
+        }
+    }
+    assert lean_schema(schema) == {
+        "properties": {
+            "when": {"type": ["string", "null"], "format": "date-time", "default": None},
+            "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+            # A reference, or an enum (which would refuse the null), keeps its anyOf.
+            "row": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]},
+            "kind": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
+        }
+    }
+
+
 async def test_listed_schemas_carry_no_generated_titles(client: Client) -> None:
     for tool in (await client.list_tools()).tools:
         assert '"title": "' not in json.dumps(tool.input_schema), tool.name
