@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from lore_mcp.auth import current_caller
@@ -40,6 +42,7 @@ from stores.lessons import (
     LessonStore,
     RecallQuery,
     Scope,
+    ScoredLesson,
 )
 
 T = TypeVar("T")
@@ -153,13 +156,8 @@ class LessonService:
         # The query is redacted too: a secret pasted into a query must not reach the model or logs.
         (text,), _ = redact_many([text])
         assert text is not None
-        vector = await self.embedder.aencode_query(text)
-        hits = await _run(
-            self.store.recall,
-            scope,
-            RecallQuery(
-                text=text, vector=vector, tags=clean_tags, min_confidence=min_confidence, limit=limit
-            ),
+        hits = await self._recall_while_embedding(
+            scope, text, tags=clean_tags, min_confidence=min_confidence, limit=limit
         )
         if verbose:
             return RecallResult(
@@ -170,6 +168,43 @@ class LessonService:
                 CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
             ]
         )
+
+    async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
+        """The store's recall, started while the query is still being embedded.
+
+        Stores search words before they ask for the vector (``RecallQuery``), so the
+        full-text half of a recall costs no time of its own: on Postgres it runs in
+        the database while the model runs here.
+        """
+        vector: Future[Any] = Future()
+
+        async def embed() -> None:
+            try:
+                vector.set_result(await self.embedder.aencode_query(text))
+            except Exception as exc:  # the store raises it where it waits for the vector
+                vector.set_exception(exc)
+            finally:
+                if not vector.done():  # cancelled: the store thread must not wait for ever
+                    vector.set_exception(anyio.get_cancelled_exc_class()())
+
+        outcome: list[Any] = []
+
+        async def search() -> None:
+            try:
+                outcome.append(
+                    await _run(
+                        self.store.recall, scope, RecallQuery(text=text, vector=vector.result, **query)
+                    )
+                )
+            except Exception as exc:  # re-raised below, outside the task group's ExceptionGroup
+                outcome.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(embed)
+            tg.start_soon(search)
+        if isinstance(outcome[0], Exception):
+            raise outcome[0]
+        return outcome[0]
 
     async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
         return LessonOut.of(await _run(self.store.get, self.scope(project), check_id(lesson_id)))

@@ -14,7 +14,7 @@ method that raises has changed nothing.
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -104,14 +104,23 @@ class SaveResult:
 
 @dataclass(frozen=True)
 class RecallQuery:
-    """A recall request: the query text (for lexical match) and its vector."""
+    """A recall request: the query text (for lexical match) and its vector.
+
+    ``vector`` may also be a function that returns the vector (blocking until it
+    exists). Stores call it once, after their text-only work (the full-text
+    candidates), so a caller can embed the query while the store searches words.
+    """
 
     text: str
-    vector: Sequence[float]
+    vector: Sequence[float] | Callable[[], Sequence[float]]
     tags: tuple[str, ...] = ()
     min_confidence: float = 0.0
     limit: int = 5
     now: datetime | None = None
+
+    def wait_vector(self) -> Sequence[float]:
+        """The query vector, waiting for it when ``vector`` is a function."""
+        return self.vector() if callable(self.vector) else self.vector
 
 
 @dataclass(frozen=True)

@@ -189,11 +189,15 @@ class LocalLessonStore:
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
         now = query.now or _now()
         k = ranking.candidate_count(query.limit)
+        terms = ranking.lexical_terms(query.text)
+        # Words first, then the vector (RecallQuery says why); the reader is not held
+        # while the vector is awaited.
+        with self._read_lock, read_transaction(self._reader) as conn:
+            lexical_hits = self._lexical_candidates(conn, scope, query, terms, k, now)
+        vec = unit_vector(query.wait_vector())
         with self._read_lock, read_transaction(self._reader) as conn:
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
-            vector_hits = dict(self._vector_candidates(conn, scope, query, k, now, allowed))
-            terms = ranking.lexical_terms(query.text)
-            lexical_hits = self._lexical_candidates(conn, scope, query, terms, k, now)
+            vector_hits = dict(self._vector_candidates(conn, scope, query, vec, k, now, allowed))
             candidates = vector_hits.keys() | set(lexical_hits)
             if not candidates:
                 return []
@@ -207,25 +211,29 @@ class LocalLessonStore:
             missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
             if missing and self._index is not None:
                 with self._index_lock:
-                    vector_hits.update(self._index.similarities(missing, unit_vector(query.vector)))
-        scored = []
-        for row in rows:
-            if row["confidence"] < query.min_confidence:
-                continue
-            text = " ".join((row["problem"], row["resolution"], row["context"] or "", row["tags"]))
-            score = ranking.relevance(
-                vector_hits.get(row["pk"]), ranking.coverage(terms, text)
-            ) * ranking.weight(
-                updated_at=_parse_ts(row["updated_at"]),
-                now=now,
-                confidence=row["confidence"],
-                upvotes=row["upvotes"],
-                downvotes=row["downvotes"],
-                params=self._ranking,
+                    vector_hits.update(self._index.similarities(missing, vec))
+        by_id = {row["id"]: row for row in rows}
+        candidates = [
+            (
+                row["id"],
+                vector_hits.get(row["pk"]),
+                ranking.weight(
+                    updated_at=_parse_ts(row["updated_at"]),
+                    now=now,
+                    confidence=row["confidence"],
+                    upvotes=row["upvotes"],
+                    downvotes=row["downvotes"],
+                    params=self._ranking,
+                ),
+                " ".join((row["problem"], row["resolution"], row["context"] or "", row["tags"])),
             )
-            scored.append((round(score, 6), row))
-        scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
-        return [ScoredLesson(lesson=_to_lesson(row), score=score) for score, row in scored[: query.limit]]
+            for row in rows
+            if row["confidence"] >= query.min_confidence
+        ]
+        return [
+            ScoredLesson(lesson=_to_lesson(by_id[i]), score=score)
+            for i, score in ranking.best(candidates, terms, query.limit)
+        ]
 
     def count(self, org: str, project: str | None = None) -> int:
         sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
@@ -321,11 +329,11 @@ class LocalLessonStore:
         conn: Connection,
         scope: Scope,
         query: RecallQuery,
+        vec: np.ndarray,
         k: int,
         now: datetime,
         allowed: set[int] | None,
     ) -> list[tuple[int, float]]:
-        vec = unit_vector(query.vector)
         dim = self._stored_dim(conn)
         if dim is None:
             return []

@@ -173,21 +173,27 @@ MIGRATIONS.append(
         -- planner assumes): choosing the rare terms costs no scan. NULL for a term
         -- with no lexeme (an English stopword); at least 1 for the others.
         CREATE FUNCTION lore_term_postings(terms text[]) RETURNS double precision[]
-            LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
-            SELECT coalesce(array_agg(
-                CASE WHEN t.lexeme IS NOT NULL THEN greatest(1, coalesce(
-                    st.freqs[array_position(st.lexemes, t.lexeme)],
-                    st.freqs[cardinality(st.lexemes) + 1] / 2,
-                    0) * greatest(c.reltuples, 0)) END
-                ORDER BY t.ord), '{}')
-            FROM (SELECT u.ord, (tsvector_to_array(to_tsvector('english', u.term)))[1] AS lexeme
-                  FROM unnest(terms) WITH ORDINALITY AS u(term, ord)) AS t
-            CROSS JOIN pg_class AS c
-            LEFT JOIN (SELECT most_common_elems::text::text[] AS lexemes, most_common_elem_freqs AS freqs
-                       FROM pg_stats
-                       WHERE schemaname = 'public' AND tablename = 'lessons' AND attname = 'tsv') AS st
-                ON true
-            WHERE c.oid = 'public.lessons'::regclass
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            -- PL/pgSQL keeps this plan for the session; a SQL function would plan the
+            -- pg_stats view again on every call.
+            RETURN (
+                SELECT coalesce(array_agg(
+                    CASE WHEN t.lexeme IS NOT NULL THEN greatest(1, coalesce(
+                        st.freqs[array_position(st.lexemes, t.lexeme)],
+                        st.freqs[cardinality(st.lexemes) + 1] / 2,
+                        0) * greatest(c.reltuples, 0)) END
+                    ORDER BY t.ord), '{}')
+                FROM (SELECT u.ord, (tsvector_to_array(to_tsvector('english', u.term)))[1] AS lexeme
+                      FROM unnest(terms) WITH ORDINALITY AS u(term, ord)) AS t
+                CROSS JOIN pg_class AS c
+                LEFT JOIN (SELECT most_common_elems::text::text[] AS lexemes, most_common_elem_freqs AS freqs
+                           FROM pg_stats
+                           WHERE schemaname = 'public' AND tablename = 'lessons' AND attname = 'tsv') AS st
+                    ON true
+                WHERE c.oid = 'public.lessons'::regclass
+            );
+        END
         $$;
         -- The best full-text matches in the caller's org (lore.org) and project.
         CREATE FUNCTION lore_lexical_candidates(
@@ -203,7 +209,7 @@ MIGRATIONS.append(
                     AND org_id = current_setting(''lore.org'', true) AND project = $1
                     AND (expires_at IS NULL OR expires_at > $4) AND confidence >= $5
                     AND (cardinality($6) = 0 OR tags @> $6)
-                  ORDER BY ts_rank_cd(tsv, to_tsquery(''english'', $2)) DESC LIMIT $3'
+                  ORDER BY ts_rank(tsv, to_tsquery(''english'', $2)) DESC LIMIT $3'
                 USING p_project, p_query, p_limit, p_now, p_min_confidence, p_tags;
         END
         $$;

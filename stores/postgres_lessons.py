@@ -59,13 +59,6 @@ nearest AS MATERIALIZED (
     SELECT pk FROM nearest WHERE (SELECT count(*) FROM nearest) >= :k
     UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
 )"""
-# Recall's lexical candidates: the best k full-text matches of the query's rare terms,
-# through a function that may use the GIN index (migration 4 in stores.postgres_db says why).
-_LEXICAL_CANDIDATES = """
-lexical AS (
-    SELECT c.pk FROM lore_lexical_candidates(
-        :project, :tsq, :k, :now, :min_conf, CAST(:tags AS text[])) AS c(pk)
-)"""
 
 
 class PostgresLessonStore:
@@ -184,69 +177,59 @@ class PostgresLessonStore:
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
-        """One statement finds the vector and lexical candidates and returns their rows.
+        """Two transactions: the full-text candidates, then (once the vector is there)
+        the nearest vectors and every candidate's row in one statement.
 
-        Each round trip to Postgres costs about as much as a small query, so the
-        settings go in one statement and the candidates and rows in another.
+        The first needs no vector, so it runs while the caller embeds the query
+        (``RecallQuery``); neither holds a connection while the vector is awaited.
         """
         now = query.now or _now()
         k = ranking.candidate_count(query.limit)
-        q = unit_vector(query.vector)
         terms = ranking.lexical_terms(query.text)
-        with unavailable_on_failure(), self._engine.begin() as conn:
-            # One round trip sets the org and the HNSW search width and estimates how
-            # many lessons each term matches (lore_term_postings).
-            postings = conn.execute(
-                text(
-                    "SELECT set_config('lore.org', :org, true), set_config('hnsw.ef_search', :ef, true), "
-                    "lore_term_postings(CAST(:terms AS text[]))"
-                ),
-                {"org": scope.org, "ef": str(min(1000, 2 * k)), "terms": terms},
-            ).one()[2]
-            chosen = ranking.rare_terms(terms, dict(zip(terms, postings, strict=True)))
+        lexical = self._lexical_candidates(scope, query, terms, k, now) if terms else []
+        q = unit_vector(query.wait_vector())
+        ef_search = "set_config('hnsw.ef_search', :ef, true)"
+        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
             dim = self._stored_dim(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
                     f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
                     "the database was created with a different embedding model."
                 )
-            filters, params = self._recall_filters(scope, query, now)
-            ctes, sources = [], []
-            if dim is not None:
-                ctes.append(_VECTOR_CANDIDATES.format(filters=filters))
-                sources.append("SELECT pk FROM vector")
-            if chosen:
-                ctes.append(_LEXICAL_CANDIDATES)
-                sources.append("SELECT pk FROM lexical")
-            if not sources:
+            if dim is None and not lexical:
                 return []
-            sim = "1 - (embedding <=> :q)" if dim is not None else "NULL"
+            filters, params = self._recall_filters(scope, query, now)
+            ctes, sim = "", "NULL"
+            candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
+            if dim is not None:
+                ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)} "
+                candidates = f"SELECT pk FROM vector UNION {candidates}"
+                sim = "1 - (embedding <=> :q)"
             sql = (
-                f"WITH {', '.join(ctes)} SELECT {_RECALL_COLUMNS}, {sim} AS sim FROM lessons "
-                f"WHERE pk IN ({' UNION '.join(sources)}) AND {filters}"
+                f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim FROM lessons "
+                f"WHERE pk IN ({candidates}) AND {filters}"
             )
-            # Terms are alphanumeric only (ranking.lexical_terms), so the tsquery is well formed.
-            rows = _fetch(
-                conn,
-                sql,
-                {**params, "q": q, "k": k, "tsq": " | ".join(chosen), "tags": list(query.tags)},
+            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "lexical": lexical})
+        by_id = {row["id"]: row for row in rows}
+        candidates = [
+            (
+                row["id"],
+                row["sim"],
+                ranking.weight(
+                    updated_at=row["updated_at"],
+                    now=now,
+                    confidence=row["confidence"],
+                    upvotes=row["upvotes"],
+                    downvotes=row["downvotes"],
+                    params=self._ranking,
+                ),
+                " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"]))),
             )
-        scored = []
-        for row in rows:
-            text_ = " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"])))
-            score = ranking.relevance(row["sim"], ranking.coverage(terms, text_)) * ranking.weight(
-                updated_at=row["updated_at"],
-                now=now,
-                confidence=row["confidence"],
-                upvotes=row["upvotes"],
-                downvotes=row["downvotes"],
-                params=self._ranking,
-            )
-            scored.append((round(score, 6), row))
-        scored.sort(key=lambda pair: (-pair[0], pair[1]["id"]))
+            for row in rows
+        ]
         return [
-            ScoredLesson(lesson=_to_lesson({**row, "meta": json.loads(row["meta"])}), score=score)
-            for score, row in scored[: query.limit]
+            ScoredLesson(lesson=_to_lesson({**by_id[i], "meta": json.loads(by_id[i]["meta"])}), score=score)
+            for i, score in ranking.best(candidates, terms, query.limit)
         ]
 
     def count(self, org: str, project: str | None = None) -> int:
@@ -350,6 +333,40 @@ class PostgresLessonStore:
             filters += " AND tags @> :tags"
             params["tags"] = list(query.tags)
         return filters, params
+
+    def _lexical_candidates(
+        self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
+    ) -> list[int]:
+        """Keys of the best full-text matches of the query's rare terms (``ranking.rare_terms``).
+
+        One round trip sets the org and estimates each term's postings
+        (``lore_term_postings``), a second ranks the matches; migration 4 in
+        ``stores.postgres_db`` says why both are functions.
+        """
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            postings = conn.execute(
+                text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
+                {"org": scope.org, "terms": terms},
+            ).one()[1]
+            chosen = ranking.rare_terms(terms, dict(zip(terms, postings, strict=True)))
+            if not chosen:
+                return []
+            rows = conn.execute(
+                text(
+                    "SELECT c.pk FROM lore_lexical_candidates(:project, :tsq, :k, :now, :min_conf, "
+                    "CAST(:tags AS text[])) AS c(pk)"
+                ),
+                {
+                    "project": scope.project,
+                    # Terms are alphanumeric only (ranking.lexical_terms): the tsquery is well formed.
+                    "tsq": " | ".join(chosen),
+                    "k": k,
+                    "now": now,
+                    "min_conf": query.min_confidence,
+                    "tags": list(query.tags),
+                },
+            )
+            return [row[0] for row in rows]
 
     def _find_duplicate(
         self,

@@ -20,8 +20,10 @@ decided by freshness, confidence and the crowd:
 
 from __future__ import annotations
 
+import bisect
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -79,6 +81,28 @@ def coverage(terms: list[str], text: str) -> float:
     stems = {w[:STEM] for w in words if len(w) >= STEM}
     hits = sum(1 for t in terms if t in words or (len(t) >= STEM and t[:STEM] in stems))
     return hits / len(terms)
+
+
+def best(
+    candidates: Sequence[tuple[str, float | None, float, str]], terms: list[str], limit: int
+) -> list[tuple[str, float]]:
+    """The ``limit`` best of ``candidates``, each (id, similarity, weight, text), as
+    (id, score) best first; scores are rounded to 6 places and ties go to the smaller id.
+
+    Coverage is the costly part of a score, and most candidates cannot reach the top:
+    candidates are visited by the score they would have with full coverage, and the
+    visit stops once that bound falls below the last place.
+    """
+    full = 1.0 if terms else 0.0
+    bounded = sorted(candidates, key=lambda c: -relevance(c[1], full) * c[2])
+    top: list[tuple[float, str]] = []  # (-score, id): best first
+    for lesson_id, similarity, factor, text in bounded:
+        if len(top) >= limit and relevance(similarity, full) * factor < -top[-1][0] - 1e-6:
+            break  # (the margin covers the rounding: no later candidate can tie the last place)
+        score = round(relevance(similarity, coverage(terms, text)) * factor, 6)
+        bisect.insort(top, (-score, lesson_id))
+        del top[limit:]
+    return [(lesson_id, -negated) for negated, lesson_id in top]
 
 
 def weight(
