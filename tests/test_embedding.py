@@ -27,6 +27,40 @@ def test_the_default_model_gives_unit_384_dimension_vectors_in_batches(embedder:
     assert float(a @ b) > float(a @ c) + 0.2
 
 
+def test_small_requests_get_the_vectors_a_large_batch_gives(embedder: Embedder) -> None:
+    assert embedder.wait_settled(120)
+    # A query or a few texts go straight through the model; bulk work goes through
+    # sentence-transformers' encode. Both must give the same vector for a text.
+    texts = [
+        "kafka consumer lag",
+        "a much longer text about webhook signatures that fail after a proxy change",
+        "",
+    ]
+    small = embedder.encode_documents(texts)
+    bulk = embedder.encode_documents(texts + [f"filler lesson {i}" for i in range(20)])[:3]
+    for one, other in zip(small, bulk, strict=True):
+        np.testing.assert_allclose(one, other, atol=1e-5)
+    np.testing.assert_allclose(embedder.encode_query("kafka consumer lag"), small[0], atol=1e-5)
+
+
+def test_the_default_model_encodes_small_requests_on_onnx_runtime(embedder: Embedder) -> None:
+    assert embedder.wait_settled(120)
+    assert embedder.runtime == "onnxruntime"  # else every query silently pays torch's ~2x time
+
+
+def test_a_pipeline_onnx_cannot_reproduce_stays_on_torch(embedder: Embedder) -> None:
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.models import Pooling
+
+    from lore_mcp.onnx_encoder import supported
+
+    embedder.wait()
+    transformer = embedder._model[0]
+    assert supported(embedder._model)
+    cls_pooling = SentenceTransformer(modules=[transformer, Pooling(384, pooling_mode="cls")], device="cpu")
+    assert not supported(cls_pooling)
+
+
 def test_a_repeated_query_is_not_embedded_again(embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[list[str]] = []
     real = embedder._encode
@@ -47,6 +81,7 @@ def test_a_model_that_cannot_load_is_reported_as_unavailable(tmp_path) -> None:
     broken.start()
     with pytest.raises(ModelUnavailable, match="missing-model"):
         broken.wait(timeout=120)
+    assert broken.wait_settled(5) and broken.runtime == "torch"
 
 
 def test_concurrent_requests_share_model_calls_and_get_their_own_vectors(
