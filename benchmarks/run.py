@@ -82,7 +82,8 @@ DATABASE_URL: str | None = None
 TARGETS = {
     "initialize_s": 1.0,  # spawn -> initialize answered
     "initialize_ratio": 1.3,  # lore / bare MCPServer
-    "recall_p50_ms_at_100k": 25.0,
+    # Issue targets: 25 ms on the local store, 30 ms on Postgres (a round trip per statement).
+    "recall_p50_ms_at_100k": {"local": 25.0, "postgres": 30.0},
     "bulk_load_per_s": 200.0,
 }
 
@@ -103,6 +104,7 @@ class Config:
     quick: bool = False
     corpus: Path | None = None
     database_url: str | None = None
+    loaded: bool = False
 
 
 # -- small helpers ----------------------------------------------------------------------
@@ -385,7 +387,7 @@ def bulk_load(db_path: Path, lessons: Iterator[Lesson], embedder: Embedder, batc
 def stored_count(db_path: Path) -> int:
     store = open_bench_store(db_path)
     try:
-        scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
+        scope = LessonService(store, Embedder(fast_queries=False), default_project=PROJECT).scope(None)
         return store.count(scope.org, scope.project)
     finally:
         store.close()
@@ -474,6 +476,9 @@ async def bench_recall(
             await call(client, "recall_lessons", {"query": warmup_queries[0]})
             first_ms = (time.perf_counter() - t0) * 1000
             first_since_spawn_s = time.perf_counter() - spawned
+            # The server moves queries to ONNX Runtime about 2 s after the model loads
+            # (lore_mcp/embedding.py); time the steady state.
+            await anyio.sleep(4)
             for query in warmup_queries[1:]:
                 await call(client, "recall_lessons", {"query": query})
             latencies, hits = [], []
@@ -517,7 +522,7 @@ def transfer_corpus(sqlite_path: Path, db_path: Path) -> None:
     )
     store = open_bench_store(db_path)
     try:
-        scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
+        scope = LessonService(store, Embedder(fast_queries=False), default_project=PROJECT).scope(None)
         for chunk in batched(iter(rows), 1000):
             items = [
                 (
@@ -542,12 +547,18 @@ def remove_database(path: Path) -> None:
 
 def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
     corpus, save_gen, query_gen = Generator(cfg.seed), Generator(cfg.seed + 1), Generator(cfg.seed + 2)
-    embedder = Embedder()
+    embedder = Embedder(fast_queries=False)
     embedder.start()
     embedder.wait()
     db_path = cfg.workdir / "corpus.db"
     loaded, results = 0, []
-    if cfg.corpus is not None:
+    if cfg.loaded:
+        # --database-url already holds a corpus an earlier run loaded (same generator).
+        loaded = stored_count(db_path)
+        for _ in corpus.lessons(loaded):
+            pass
+        log(f"reusing the corpus in {DATABASE_URL}: {loaded} lessons")
+    elif cfg.corpus is not None:
         # Start from a corpus an earlier run built (same generator), so a large size can be
         # measured again without re-embedding it; its lessons are not re-timed.
         if DATABASE_URL is None:
@@ -649,18 +660,21 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def target_rows(cold: dict[str, Any], sizes: list[dict[str, Any]]) -> list[tuple[str, str, bool | None]]:
+def target_rows(
+    cold: dict[str, Any], sizes: list[dict[str, Any]], store: str = "local"
+) -> list[tuple[str, str, bool | None]]:
     init_s, ratio = cold["lore_initialize_s"]["median"], cold["initialize_ratio"]
     rows: list[tuple[str, str, bool | None]] = [
         ("initialize < 1 s after spawn", f"{init_s * 1000:.0f} ms", init_s < TARGETS["initialize_s"]),
         ("initialize within 1.3x of bare MCPServer", f"{ratio:.2f}x", ratio <= TARGETS["initialize_ratio"]),
     ]
+    recall_target = TARGETS["recall_p50_ms_at_100k"][store]
     at_100k = next((r for r in sizes if r["size"] == 100_000), None)
     if at_100k is None:
-        rows.append(("recall p50 < 25 ms at 100k", "not run", None))
+        rows.append((f"recall p50 < {recall_target:.0f} ms at 100k", "not run", None))
     else:
         p50 = at_100k["recall"]["latency_ms"]["p50"]
-        rows.append(("recall p50 < 25 ms at 100k", f"{p50:.1f} ms", p50 < TARGETS["recall_p50_ms_at_100k"]))
+        rows.append((f"recall p50 < {recall_target:.0f} ms at 100k", f"{p50:.1f} ms", p50 < recall_target))
     # The 10k stage is the reference load; else the largest load done.
     measured = [r for r in sizes if r["load"] is not None]
     if not measured:
@@ -700,11 +714,18 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument(
         "--corpus", type=Path, default=None, help="start from this corpus database (e.g. a kept corpus.db)"
     )
+    parser.add_argument(
+        "--loaded",
+        action="store_true",
+        help="with --store postgres --database-url: that database already holds the corpus; measure it as is",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work directory and its databases")
     parser.add_argument(
         "--quick", action="store_true", help="smoke run: 1k only, 50 queries and saves, 3 cold runs"
     )
     args = parser.parse_args(argv)
+    if args.loaded and not (args.store == "postgres" and args.database_url):
+        parser.error("--loaded needs --store postgres and --database-url")
     sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
     if args.quick:
         sizes, args.queries, args.saves, args.cold_runs = [1000], 50, 50, 3
@@ -725,6 +746,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         quick=args.quick,
         corpus=args.corpus,
         database_url=args.database_url,
+        loaded=args.loaded,
     )
 
 
@@ -764,7 +786,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cold_start": cold,
         "sizes": sizes,
     }
-    report["targets"] = target_rows(cold, sizes)
+    report["targets"] = target_rows(cold, sizes, cfg.store)
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     json_report = {
         **report,
