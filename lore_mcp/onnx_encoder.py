@@ -4,8 +4,8 @@ A recall waits for its query vector, and for a short text torch spends most of i
 ~15 ms on the overhead of running one operator at a time; ONNX Runtime runs the same
 graph with fused operators in about 6.5 ms on one thread (2 cores, all-MiniLM-L6-v2).
 The graph is exported from the already loaded model when the model loads (about a
-second, on the loading thread, in memory), so nothing is downloaded or cached on disk
-and the two can never disagree about the weights. Tokenising stays with
+second, on the loading thread, through a temporary file that is removed at once), so
+nothing is downloaded or kept on disk and the two can never disagree about the weights. Tokenising stays with
 sentence-transformers, so the inputs are exactly the model's.
 
 Only a pipeline this module can reproduce takes the fast path: a transformer, mean
@@ -15,8 +15,9 @@ any failure to export, stays on torch (``Embedder`` falls back and logs why).
 
 from __future__ import annotations
 
-import io
+import tempfile
 import warnings
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # numpy arrives with torch on the loading thread, not on the start-up path
@@ -44,26 +45,29 @@ class OnnxEncoder:
 
         features = _prepare(model, ["export this example"])
         names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in features]
-        graph = io.BytesIO()
-        with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-            # The exporter warns about tracing details that do not apply to a fixed graph.
-            warnings.simplefilter("ignore")
-            torch.onnx.export(
-                _last_hidden_state(model[0].auto_model, names).eval(),
-                tuple(features[name] for name in names),
-                graph,
-                input_names=names,
-                output_names=["last_hidden_state"],
-                dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
-                opset_version=OPSET,
-                dynamo=False,
-            )
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Idle worker threads must not spin: the machine has other work (Postgres, clients).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        session = onnxruntime.InferenceSession(graph.getvalue(), options, providers=["CPUExecutionProvider"])
+        # Through a temporary file, which ONNX Runtime reads itself: held in memory, the
+        # graph's ~90 MB would be copied twice more on the way in.
+        with tempfile.TemporaryDirectory(prefix="lore-onnx-") as folder:
+            path = Path(folder) / "model.onnx"
+            with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+                # The exporter warns about tracing details that do not apply to a fixed graph.
+                warnings.simplefilter("ignore")
+                torch.onnx.export(
+                    _last_hidden_state(model[0].auto_model, names).eval(),
+                    tuple(features[name] for name in names),
+                    str(path),
+                    input_names=names,
+                    output_names=["last_hidden_state"],
+                    dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
+                    opset_version=OPSET,
+                    dynamo=False,
+                )
+            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         return cls(model, session, names)
 
     def encode(self, texts: list[str]) -> np.ndarray:
