@@ -76,6 +76,7 @@ BARE_SERVER = HERE / "bare_server.py"
 PROTOCOL_VERSION = "2025-11-25"
 CALL_TIMEOUT_S = 300.0
 PROJECT = "default"
+PG_SHARED_BUFFERS = "1GB"  # for the pgserver a --store postgres run starts
 # Set by main() for --store postgres: every store and server of the run then uses this database.
 DATABASE_URL: str | None = None
 
@@ -620,6 +621,9 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"{report['load_average_after']}",
         "",
     ]
+    if report.get("postgres"):
+        pg = report["postgres"]
+        lines += [f"Postgres {pg['server_version']}, shared_buffers {pg['shared_buffers']}", ""]
     code = report["code_fingerprint"]
     if code["before"] != code["after"]:
         lines += ["**Warning: Lore's sources changed during the run; the numbers mix two versions.**", ""]
@@ -755,10 +759,29 @@ def start_postgres(cfg: Config) -> str:
     if cfg.database_url:
         return cfg.database_url
     import pgserver
+    import psycopg
 
     pgdata = cfg.workdir / "pgdata"
     pgdata.mkdir(exist_ok=True)
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    # Size the buffer pool for the corpus, as a deployment would (docker-compose.yml): with
+    # pgserver's 128 MB, 100k lessons (about 470 MB of index, rows and vectors) are read
+    # from the OS on every recall.
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f"ALTER SYSTEM SET shared_buffers = '{PG_SHARED_BUFFERS}'")
+    server.cleanup()  # restart, so the setting takes effect
     return pgserver.get_server(pgdata, cleanup_mode="stop").get_uri()
+
+
+def postgres_settings(url: str) -> dict[str, str]:
+    """The server settings that decide the Postgres numbers, for the report."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {
+            name: conn.execute(f"SHOW {name}").fetchone()[0]  # names from the tuple below
+            for name in ("server_version", "shared_buffers", "work_mem")
+        }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -779,6 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 1),
         "machine": machine_info(),
+        "postgres": postgres_settings(DATABASE_URL) if DATABASE_URL else None,
         "load_average_before": load_before,
         "load_average_after": load_average(),
         "code_fingerprint": {"before": code_before, "after": code_fingerprint()},
