@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from mcp import Client
 
@@ -203,3 +204,30 @@ async def test_ttl_days_sets_an_expiry(client: Client) -> None:
     saved = await call(client, "save_lesson", **STRIPE, ttl_days=2)
     lesson = await call(client, "get_lesson", id=saved["id"])
     assert lesson["expires_at"] is not None
+
+
+async def test_more_concurrent_recalls_than_worker_threads_each_get_their_own_answer(
+    service: LessonService,
+) -> None:
+    # Each recall's store thread waits for a query vector computed on another thread,
+    # while other recalls' encodes go through the model together. Sixty at once, more
+    # than anyio's 40 worker threads: all finish, and none gets another's vector.
+    topics = {
+        "Kafka consumer group rebalances in a loop": "consumer group keeps rebalancing",
+        "Stripe webhook signature check fails": "stripe webhook signatures rejected",
+        "Postgres connection pool exhausted under load": "too many database connections",
+    }
+    ids = {
+        problem: (await service.save(problem=problem, resolution="see the runbook")).id for problem in topics
+    }
+    wanted = [(ids[problem], query) for problem, query in topics.items()] * 20
+    found: dict[int, str] = {}
+
+    async def recall(i: int, query: str) -> None:
+        found[i] = (await service.recall(query=f"{query} (case {i})", limit=1)).lessons[0].id
+
+    with anyio.fail_after(180):
+        async with anyio.create_task_group() as tg:
+            for i, (_, query) in enumerate(wanted):
+                tg.start_soon(recall, i, query)
+    assert [found[i] for i in range(len(wanted))] == [lesson_id for lesson_id, _ in wanted]
