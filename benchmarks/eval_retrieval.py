@@ -1,0 +1,1077 @@
+"""Lore's retrieval evaluation: one command, a Markdown table and a JSON file.
+
+Why: recall is what Lore exists for. This harness saves evaluation sets the way an
+agent would, asks their questions, and scores where the right lessons land, so a
+ranking or dedup change is judged on numbers, not on a few hand-picked queries.
+
+Sets (``--sets``, comma-separated):
+
+- ``synthetic-1k``, ``synthetic-10k``, ``synthetic-100k`` (or ``synthetic-<n>``):
+  engineering lessons in near-duplicate families that differ by exactly one entity
+  (service, environment, version, number, path, person), with ~200 paraphrased
+  questions that name the entity telling their target apart
+  (``benchmarks/near_duplicates.py``).
+- ``conversations``: our own multi-session dialogs with dates
+  (``benchmarks/eval_data/conversations.json``, written by
+  ``benchmarks/conversations.py``); every turn is saved as a lesson and each
+  question's evidence is one or two turns.
+
+How a dialog turn becomes a lesson (the same on every path):
+
+- problem: ``"<speaker> on <9 March 2024>: <turn text>"`` (who, when, what);
+- resolution: the turn text (a lesson needs one; repeating the text keeps the
+  vector about the content rather than about boilerplate);
+- context: ``"conversation c01, session 3, 2024-03-09 19:30, Maya with Ben"``;
+- tags: ``["dialog"]``; source: ``"conversation c01"``;
+- project: one per conversation (``c01``...), or all in one with ``--conv-scope shared``;
+- created_at: with ``--conv-dates created`` the session's date and time (a minute
+  per turn); with ``--conv-dates text`` (default) the date is only in the text and
+  the lesson is dated when it is saved, as ``save_lesson`` does over MCP.
+
+Paths (``--via``):
+
+- ``store``: in process. Lessons go through ``LessonService.save`` (validation,
+  redaction, the store's dedup), with document vectors computed in batches first
+  (and cached on disk, ``--cache-dir``) so loading is fast; dated turns are saved
+  with ``store.save`` and the draft's ``created_at`` unless ``LessonService.save``
+  accepts ``created_at`` itself. Questions go through ``LessonService.recall``.
+- ``mcp``: a real ``lore-memory mcp`` over stdio with the SDK client: lessons are
+  saved with ``save_lesson`` (dated turns with ``import_lessons``, the only tool that
+  takes a date) for sets up to ``--mcp-save-limit`` lessons, larger sets are loaded
+  in process as above; every question is asked with ``recall_lessons``.
+
+``--save-via import`` loads every set through ``import_lessons`` instead (in process:
+``Transfer.import_batch``), which today stores every lesson without dedup, so the
+ranking can be measured on all lessons while the save path still loses some.
+
+Metrics per (set, variant): hit@1/5/10 (some evidence in the top k), recall@5/10
+(share of a question's evidence in the top k), MRR (first evidence, top 10), all@10
+for two-turn questions, hit@5 over the questions none of whose evidence was lost on
+write (the ranking alone), recall latency p50 (client side: over stdio for ``mcp``,
+around ``LessonService.recall`` for ``store``), and the merge count: ``merged`` saves
+(results that said merged=true) and ``lost`` lessons (saved texts that the store no
+longer holds after normalising case, spacing and punctuation). Unanswerable questions
+have no evidence and are scored apart: how often the top hit is a turn of the
+storyline the question wrongly attributes (trap@1/5), and how well the top score
+separates answerable from unanswerable questions (AUC, 0.5 = not at all).
+
+Ranking variants (``--variants baseline,bm25,...``): each runs the same questions on
+the same loaded store, with ``LORE_RANKING_VARIANT=<variant>`` in the environment
+of the recalling process (the spawned server for ``mcp``; this process, before the
+store is opened, for ``store``). The product does not read it yet; a ranking
+experiment reads it to pick its code path. ``--reload-per-variant`` loads the set
+again for each variant, for variants that change what is stored.
+
+    .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k,conversations --via store
+    .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k --via mcp --store postgres
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import re
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import anyio.to_thread
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+import conversations  # noqa: E402
+import near_duplicates  # noqa: E402
+from mcp import Client, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from run import code_fingerprint, load_average, log, lore_command, percentiles  # noqa: E402
+
+from lore_mcp.embedding import Embedder  # noqa: E402
+from lore_mcp.lessons_service import LessonService  # noqa: E402
+from stores import open_local_store, open_postgres_store  # noqa: E402
+
+K_MAX = 10
+VARIANT_ENV = "LORE_RANKING_VARIANT"
+CALL_TIMEOUT_S = 300.0
+HIT5_TARGETS = {1_000: 0.99, 10_000: 0.97, 100_000: 0.95}
+
+
+# -- the sets -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Item:
+    """One lesson to save; ``key`` names it in questions' evidence."""
+
+    key: str
+    project: str
+    problem: str
+    resolution: str
+    context: str | None = None
+    tags: tuple[str, ...] = ()
+    source: str | None = None
+    created_at: datetime | None = None
+
+    def arguments(self) -> dict[str, Any]:
+        """Keyword arguments for save_lesson / LessonService.save (no date: those take none)."""
+        return {
+            "problem": self.problem,
+            "resolution": self.resolution,
+            "context": self.context,
+            "tags": list(self.tags),
+            "source": self.source,
+            "project": self.project,
+        }
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    id: str
+    project: str
+    text: str
+    kind: str
+    evidence: tuple[str, ...]
+    trap: tuple[str, ...] = ()
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class EvalSet:
+    name: str
+    items: list[Item]
+    questions: list[EvalQuestion]
+    size: int | None = None  # synthetic sets: the corpus size the targets refer to
+
+
+def parse_size(text: str) -> int:
+    text = text.lower()
+    factor = 1_000 if text.endswith("k") else 1
+    return int(float(text.rstrip("k")) * factor)
+
+
+def synthetic_set(name: str, questions: int, seed: int) -> EvalSet:
+    size = parse_size(name.split("-", 1)[1])
+    built = near_duplicates.build(size, questions, seed)
+    items = [
+        Item(key=x.key, project="eval", problem=x.problem, resolution=x.resolution, tags=x.tags)
+        for x in built.lessons
+    ]
+    qs = [
+        EvalQuestion(
+            id=q.id,
+            project="eval",
+            text=q.text,
+            kind=q.axis,
+            evidence=(q.target,),
+            info={"named": list(q.named), "family_size": q.family_size},
+        )
+        for q in built.questions
+    ]
+    return EvalSet(name=name, items=items, questions=qs, size=size)
+
+
+def turn_item(conv: dict[str, Any], session: dict[str, Any], index: int, project: str, dated: bool) -> Item:
+    """A dialog turn as a lesson (the mapping is documented at the top of this file)."""
+    turn = session["turns"][index]
+    said = conversations.turn_time(session, index)
+    others = [p for p in conv["participants"] if p != turn["speaker"]]
+    return Item(
+        key=turn["id"],
+        project=project,
+        problem=f"{turn['speaker']} on {conversations.long_date(said.date())}: {turn['text']}",
+        resolution=turn["text"],
+        context=(
+            f"conversation {conv['id']}, session {session['number']}, {session['date']} {session['time']}, "
+            f"{turn['speaker']} with {' and '.join(others)}"
+        ),
+        tags=("dialog",),
+        source=f"conversation {conv['id']}",
+        created_at=said.replace(tzinfo=UTC) if dated else None,
+    )
+
+
+def conversation_set(scope: str, dates: str, path: Path | None) -> EvalSet:
+    document = conversations.load(path) if path else conversations.load()
+    dated = dates == "created"
+
+    def project(conv_id: str) -> str:
+        return conv_id if scope == "conversation" else "conversations"
+
+    items = [
+        turn_item(conv, session, i, project(conv["id"]), dated)
+        for conv in document["conversations"]
+        for session in conv["sessions"]
+        for i in range(len(session["turns"]))
+    ]
+    qs = [
+        EvalQuestion(
+            id=q["id"],
+            project=project(q["conversation"]),
+            text=q["question"],
+            kind=q["kind"],
+            evidence=tuple(q["evidence"]),
+            trap=tuple(q["trap"]),
+            info={"answer": q["answer"]},
+        )
+        for q in document["questions"]
+    ]
+    return EvalSet(name="conversations", items=items, questions=qs)
+
+
+# -- where lessons are stored ---------------------------------------------------------------
+
+
+@dataclass
+class Target:
+    """The database one set is loaded into: a SQLite file or a Postgres database."""
+
+    store: str  # local | postgres
+    path: Path
+    url: str | None = None
+
+    def open(self) -> Any:
+        return open_postgres_store(self.url) if self.url else open_local_store(self.path)
+
+    def server_env(self, variant: str | None) -> dict[str, str]:
+        env = {"LORE_DB_PATH": str(self.path), "LORE_PROJECT": "eval"}
+        if self.url:
+            env.update({"LORE_STORE": "postgres", "LORE_DATABASE_URL": self.url})
+        if variant is not None:
+            env[VARIANT_ENV] = variant
+        for name in ("PYTHONPATH", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HOME"):
+            if name in os.environ:  # the SDK passes only a safe subset of the environment
+                env[name] = os.environ[name]
+        return env
+
+
+def start_postgres(workdir: Path, database_url: str | None) -> str:
+    """--database-url, or a pgserver (PostgreSQL 16 + pgvector) in the work directory."""
+    if database_url:
+        return database_url
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        import pgserver
+    import psycopg
+
+    pgdata = workdir / "pgdata"
+    pgdata.mkdir(exist_ok=True)
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET shared_buffers = '1GB'")
+    server.cleanup()  # restart, so the setting takes effect
+    return pgserver.get_server(pgdata, cleanup_mode="stop").get_uri()
+
+
+def fresh_database(base_url: str, name: str) -> str:
+    """An empty database ``name`` on the server of ``base_url``; its URL."""
+    import psycopg
+    from psycopg import sql
+    from sqlalchemy.engine import make_url
+
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return make_url(base_url).set(database=name).render_as_string(hide_password=False)
+
+
+def make_target(cfg: Config, eval_set: EvalSet, pg_url: str | None) -> Target:
+    safe = re.sub(r"[^a-z0-9]+", "_", eval_set.name.lower())
+    path = cfg.workdir / f"{safe}.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    url = fresh_database(pg_url, f"lore_eval_{safe}") if pg_url else None
+    return Target(store=cfg.store, path=path, url=url)
+
+
+# -- document vectors, computed in batches and cached ---------------------------------------
+
+
+class BatchedEmbedder:
+    """An ``Embedder`` whose document encodes are answered from vectors computed ahead in
+    batches, so saves through ``LessonService.save`` do not embed one text at a time.
+    Texts it has not seen are encoded by the real model; everything else is delegated."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._known: dict[str, np.ndarray] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def add(self, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
+        self._known.update(zip(texts, vectors, strict=True))
+
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        missing = [t for t in texts if t not in self._known]
+        if missing:
+            self.add(missing, self._inner.encode_documents(missing))
+        return [self._known[t] for t in texts]
+
+    async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        return await anyio.to_thread.run_sync(self.encode_documents, texts)
+
+
+def embedding_texts(service: LessonService, items: Sequence[Item]) -> list[str]:
+    """What the service will embed for each item (validated and redacted text)."""
+    from lore_mcp.lessons_service import embedding_text
+
+    texts = []
+    for item in items:
+        draft, _ = service.make_draft(**_draft_arguments(item))
+        texts.append(embedding_text(draft.problem, draft.resolution))
+    return texts
+
+
+def precompute(embedder: BatchedEmbedder, texts: list[str], cache_dir: Path | None, batch: int) -> float:
+    """Vectors for ``texts``, from the cache file when it has them; seconds spent."""
+    started = time.perf_counter()
+    digest = hashlib.sha256(embedder.model_name.encode())
+    for text in texts:
+        digest.update(text.encode() + b"\0")
+    cache = cache_dir / f"{digest.hexdigest()[:24]}.npy" if cache_dir else None
+    if cache is not None and cache.exists():
+        matrix = np.load(cache)
+        if matrix.shape[0] == len(texts):
+            embedder.add(texts, list(matrix))
+            log(f"  vectors from cache {cache}")
+            return time.perf_counter() - started
+    vectors: list[np.ndarray] = []
+    last = started
+    for start in range(0, len(texts), batch):
+        vectors.extend(embedder._inner.encode_documents(texts[start : start + batch]))
+        if time.perf_counter() - last > 30:
+            last = time.perf_counter()
+            log(f"  embedded {len(vectors)}/{len(texts)} ({len(vectors) / (last - started):.0f}/s)")
+    embedder.add(texts, vectors)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cache, np.stack(vectors).astype(np.float32))
+    return time.perf_counter() - started
+
+
+# -- saving -------------------------------------------------------------------------------------
+
+
+@dataclass
+class SaveLog:
+    """What each save returned: the id an item landed under and whether it merged."""
+
+    ids: dict[str, str] = field(default_factory=dict)
+    merged: dict[str, bool | None] = field(default_factory=dict)
+    similar: int = 0  # saves that reported near neighbours (when the product reports them)
+    path: str = ""
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+
+def _draft_arguments(item: Item) -> dict[str, Any]:
+    args = item.arguments()
+    args.pop("project")
+    return args
+
+
+async def load_in_process(target: Target, items: list[Item], embedder: Embedder, cfg: Config) -> SaveLog:
+    store = target.open()
+    log_ = SaveLog(path="LessonService.save (in process)")
+    try:
+        batched = BatchedEmbedder(embedder)
+        service = LessonService(store, batched, default_project="eval")  # type: ignore[arg-type]
+        log_.embed_seconds = await anyio.to_thread.run_sync(
+            precompute, batched, embedding_texts(service, items), cfg.cache_dir, cfg.batch
+        )
+        takes_date = "created_at" in inspect.signature(service.save).parameters
+        started = last = time.perf_counter()
+        for n, item in enumerate(items, 1):
+            if item.created_at is None or takes_date:
+                extra = {"created_at": item.created_at} if item.created_at is not None else {}
+                result = await service.save(**item.arguments(), **extra)
+                log_.similar += bool(getattr(result, "similar", None))
+            else:
+                log_.path = "LessonService.make_draft + store.save with created_at (in process)"
+                draft, _ = service.make_draft(**_draft_arguments(item))
+                draft = dataclasses.replace(draft, created_at=item.created_at)
+                [vector] = await batched.aencode_documents([embedding_texts(service, [item])[0]])
+                result = await anyio.to_thread.run_sync(
+                    store.save, service.scope(item.project), draft, vector
+                )
+            log_.ids[item.key] = result.id
+            log_.merged[item.key] = bool(result.merged)
+            if time.perf_counter() - last > 30:
+                last = time.perf_counter()
+                log(f"  saved {n}/{len(items)} ({n / (last - started):.0f}/s)")
+        log_.seconds = time.perf_counter() - started + log_.embed_seconds
+    finally:
+        store.close()
+    return log_
+
+
+def lesson_in(item: Item, lesson_id: str) -> dict[str, Any]:
+    """An item as ``import_lessons`` takes it: our own (dated) ULID, the date, no project."""
+    args = {k: v for k, v in item.arguments().items() if v is not None and k != "project"}
+    if item.created_at is not None:
+        args["created_at"] = item.created_at.isoformat()
+    return {"id": lesson_id, **args}
+
+
+def import_chunks(items: list[Item], log_: SaveLog) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(project, up to 100 lessons) batches for import_lessons, ids recorded in ``log_``."""
+    from stores.ids import new_id
+
+    chunks: list[tuple[str, list[dict[str, Any]]]] = []
+    by_project: dict[str, list[Item]] = {}
+    for item in items:
+        by_project.setdefault(item.project, []).append(item)
+    for project, group in by_project.items():
+        for start in range(0, len(group), 100):
+            lessons = []
+            for item in group[start : start + 100]:
+                lesson_id = new_id(item.created_at)
+                log_.ids[item.key] = lesson_id
+                log_.merged[item.key] = None  # import_lessons does not say
+                lessons.append(lesson_in(item, lesson_id))
+            chunks.append((project, lessons))
+    return chunks
+
+
+async def import_in_process(target: Target, items: list[Item], embedder: Embedder, cfg: Config) -> SaveLog:
+    """The import_lessons path in process (Transfer.import_batch), vectors precomputed."""
+    from lore_mcp.transfer import LessonIn, Transfer
+
+    store = target.open()
+    log_ = SaveLog(path="Transfer.import_batch, as import_lessons (in process)")
+    try:
+        batched = BatchedEmbedder(embedder)
+        service = LessonService(store, batched, default_project="eval")  # type: ignore[arg-type]
+        log_.embed_seconds = await anyio.to_thread.run_sync(
+            precompute, batched, embedding_texts(service, items), cfg.cache_dir, cfg.batch
+        )
+        transfer = Transfer(service)
+        started = time.perf_counter()
+        for project, lessons in import_chunks(items, log_):
+            await transfer.import_batch([LessonIn(**x) for x in lessons], project)
+        log_.seconds = time.perf_counter() - started + log_.embed_seconds
+    finally:
+        store.close()
+    return log_
+
+
+@contextlib.asynccontextmanager
+async def lore_server(target: Target, variant: str | None, errlog: TextIO) -> AsyncIterator[Client]:
+    """A ``Client`` on a freshly spawned ``lore-memory mcp`` over stdio (legacy handshake)."""
+    command, *args = lore_command()
+    params = StdioServerParameters(command=command, args=args, env=target.server_env(variant))
+    async with Client(
+        stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=CALL_TIMEOUT_S
+    ) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    if result.is_error or result.structured_content is None:
+        text = getattr(result.content[0], "text", result.content) if result.content else result
+        raise RuntimeError(f"{tool} failed: {text}")
+    return result.structured_content
+
+
+async def load_mcp(target: Target, items: list[Item], errlog: TextIO, via_import: bool) -> SaveLog:
+    """save_lesson per item; dated items (or all, ``via_import``) with import_lessons."""
+    log_ = SaveLog(path="import_lessons over stdio" if via_import else "save_lesson over stdio")
+    started = last = time.perf_counter()
+    async with lore_server(target, None, errlog) as client:
+        dated = [x for x in items if x.created_at is not None or via_import]
+        for n, item in enumerate(x for x in items if x.created_at is None and not via_import):
+            result = await call(
+                client, "save_lesson", {k: v for k, v in item.arguments().items() if v is not None}
+            )
+            log_.ids[item.key] = result["id"]
+            log_.merged[item.key] = bool(result["merged"])
+            log_.similar += bool(result.get("similar"))
+            if time.perf_counter() - last > 30:
+                last = time.perf_counter()
+                log(f"  saved {n + 1}/{len(items)} over stdio ({(n + 1) / (last - started):.0f}/s)")
+        if dated and not via_import:
+            log_.path = "save_lesson over stdio; dated turns with import_lessons"
+        for project, lessons in import_chunks(dated, log_):
+            await call(client, "import_lessons", {"lessons": lessons, "project": project})
+    log_.seconds = time.perf_counter() - started
+    return log_
+
+
+# -- what the store kept ------------------------------------------------------------------------
+
+_NON_WORD = re.compile(r"[\W_]+")
+
+
+def normalised(problem: str, resolution: str) -> str:
+    return _NON_WORD.sub(" ", f"{problem}\n{resolution}".casefold()).strip()
+
+
+@dataclass
+class Audit:
+    """Saved items against what the store holds afterwards."""
+
+    saved: int
+    distinct_texts: int
+    stored: int
+    merged: int | None
+    lost: list[str]  # item keys whose text the store no longer holds
+    owners: dict[str, list[str]]  # lesson id -> item keys it answers for
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "saved": self.saved,
+            "distinct_texts": self.distinct_texts,
+            "stored": self.stored,
+            "merged": self.merged,
+            "lost": len(self.lost),
+            "lost_examples": self.lost[:10],
+        }
+
+
+def audit(target: Target, items: list[Item], saves: SaveLog) -> Audit:
+    store = target.open()
+    try:
+        service = LessonService(store, Embedder(fast_queries=False), default_project="eval")
+        held: dict[str, str] = {}  # lesson id -> normalised text
+        for project in sorted({x.project for x in items}):
+            scope, cursor = service.scope(project), None
+            while True:
+                page = store.list(scope, (), 100, cursor)
+                held.update({x.id: normalised(x.problem, x.resolution) for x in page.lessons})
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+    finally:
+        store.close()
+    texts = set(held.values())
+    owners: dict[str, list[str]] = {}
+    lost = []
+    for item in items:
+        text = normalised(item.problem, item.resolution)
+        lesson_id = saves.ids.get(item.key)
+        if text not in texts:
+            lost.append(item.key)
+        elif lesson_id is not None and held.get(lesson_id) == text:
+            owners.setdefault(lesson_id, []).append(item.key)
+        else:  # kept, but under another id than the save returned: find it
+            for other_id, other_text in held.items():
+                if other_text == text:
+                    owners.setdefault(other_id, []).append(item.key)
+                    break
+    merged_flags = [m for m in saves.merged.values() if m is not None]
+    return Audit(
+        saved=len(items),
+        distinct_texts=len({normalised(x.problem, x.resolution) for x in items}),
+        stored=len(held),
+        merged=sum(merged_flags) if merged_flags else None,
+        lost=lost,
+        owners=owners,
+    )
+
+
+# -- asking -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    ids: list[str]
+    scores: list[float]
+    ms: float
+
+
+async def ask_in_process(target: Target, questions: list[EvalQuestion], embedder: Embedder) -> list[Answer]:
+    store = target.open()  # opened after LORE_RANKING_VARIANT is set, so a variant can read it here
+    cache = getattr(embedder, "_cache", None)
+    if cache is not None:  # each variant embeds its queries itself, as a fresh server would
+        cache.clear()
+    try:
+        service = LessonService(store, embedder, default_project="eval")
+        await service.recall(
+            query="warm up the model and the index", project=questions[0].project, limit=K_MAX
+        )
+        answers = []
+        for q in questions:
+            t0 = time.perf_counter()
+            result = await service.recall(query=q.text, project=q.project, limit=K_MAX)
+            ms = (time.perf_counter() - t0) * 1000
+            answers.append(Answer([x.id for x in result.lessons], [x.score for x in result.lessons], ms))
+        return answers
+    finally:
+        store.close()
+
+
+async def ask_mcp(
+    target: Target, questions: list[EvalQuestion], variant: str, errlog: TextIO
+) -> list[Answer]:
+    async with lore_server(target, variant, errlog) as client:
+        warm = {"query": "warm up the model and the index", "project": questions[0].project, "limit": K_MAX}
+        await call(client, "recall_lessons", warm)
+        await anyio.sleep(4)  # the server moves queries to ONNX Runtime ~2 s after the model loads
+        for text in ("redis failover timeout", "what did they say last weekend"):
+            await call(client, "recall_lessons", {**warm, "query": text})
+        answers = []
+        for q in questions:
+            t0 = time.perf_counter()
+            result = await call(
+                client, "recall_lessons", {"query": q.text, "project": q.project, "limit": K_MAX}
+            )
+            ms = (time.perf_counter() - t0) * 1000
+            lessons = result["lessons"]
+            answers.append(Answer([x["id"] for x in lessons], [float(x["score"]) for x in lessons], ms))
+        return answers
+
+
+# -- scoring ------------------------------------------------------------------------------------
+
+
+def score_question(
+    q: EvalQuestion, answer: Answer, owners: dict[str, list[str]], lost: set[str]
+) -> dict[str, Any]:
+    """Ranks (1-based) at which each evidence item and trap item came back."""
+    ranked_keys = [owners.get(lesson_id, []) for lesson_id in answer.ids]
+    first: dict[str, int] = {}
+    for rank, keys in enumerate(ranked_keys, 1):
+        for key in keys:
+            first.setdefault(key, rank)
+    out: dict[str, Any] = {
+        "id": q.id,
+        "kind": q.kind,
+        "question": q.text,
+        "evidence": list(q.evidence),
+        "ranks": {key: first.get(key) for key in q.evidence},
+        "lost_evidence": [key for key in q.evidence if key in lost],
+        "top": [keys[0] if keys else None for keys in ranked_keys[:3]],
+        "top_score": answer.scores[0] if answer.scores else None,
+        "ms": round(answer.ms, 2),
+    }
+    if q.trap:
+        out["trap_rank"] = min((first[k] for k in q.trap if k in first), default=None)
+    return out
+
+
+def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """hit@k, recall@k, MRR (and all@10 for several-evidence questions) over answerable rows."""
+    n = len(rows)
+    if n == 0:
+        return {"n": 0}
+
+    def first_rank(row: dict[str, Any]) -> int | None:
+        ranks = [r for r in row["ranks"].values() if r is not None]
+        return min(ranks) if ranks else None
+
+    def recall_at(row: dict[str, Any], k: int) -> float:
+        ranks = row["ranks"].values()
+        return sum(1 for r in ranks if r is not None and r <= k) / len(row["ranks"])
+
+    firsts = [first_rank(r) for r in rows]
+    out: dict[str, Any] = {"n": n}
+    for k in (1, 5, 10):
+        out[f"hit@{k}"] = round(sum(1 for f in firsts if f is not None and f <= k) / n, 4)
+    for k in (5, 10):
+        out[f"recall@{k}"] = round(statistics.fmean(recall_at(r, k) for r in rows), 4)
+    out["mrr"] = round(statistics.fmean(1 / f if f else 0.0 for f in firsts), 4)
+    multi = [r for r in rows if len(r["ranks"]) > 1]
+    if multi:
+        out["all@10"] = round(sum(1 for r in multi if recall_at(r, 10) == 1.0) / len(multi), 4)
+    # The ranking alone: questions none of whose evidence was lost on write.
+    kept = [f for f, r in zip(firsts, rows, strict=True) if not r.get("lost_evidence")]
+    out["n_kept"] = len(kept)
+    if kept:
+        out["hit@5_kept"] = round(sum(1 for f in kept if f is not None and f <= 5) / len(kept), 4)
+        out["mrr_kept"] = round(statistics.fmean(1 / f if f else 0.0 for f in kept), 4)
+    return out
+
+
+def auc(positives: list[float], negatives: list[float]) -> float | None:
+    """Probability that a random positive scores above a random negative (ties count half)."""
+    if not positives or not negatives:
+        return None
+    wins = sum((p > q) + 0.5 * (p == q) for p in positives for q in negatives)
+    return round(wins / (len(positives) * len(negatives)), 4)
+
+
+def unanswerable_summary(
+    answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]]
+) -> dict[str, Any]:
+    trapped = [r for r in unanswerable if "trap_rank" in r]
+    top = [r["top_score"] for r in answerable if r["top_score"] is not None]
+    top_neg = [r["top_score"] for r in unanswerable if r["top_score"] is not None]
+    return {
+        "n": len(unanswerable),
+        "with_trap": len(trapped),
+        "trap@1": round(sum(1 for r in trapped if r["trap_rank"] == 1) / len(trapped), 4)
+        if trapped
+        else None,
+        "trap@5": round(sum(1 for r in trapped if (r["trap_rank"] or 99) <= 5) / len(trapped), 4)
+        if trapped
+        else None,
+        "top_score_answerable_mean": round(statistics.fmean(top), 4) if top else None,
+        "top_score_unanswerable_mean": round(statistics.fmean(top_neg), 4) if top_neg else None,
+        "top_score_auc": auc(top, top_neg),
+    }
+
+
+def evaluate(eval_set: EvalSet, answers: list[Answer], found: Audit) -> dict[str, Any]:
+    lost = set(found.lost)
+    rows = [
+        score_question(q, a, found.owners, lost) for q, a in zip(eval_set.questions, answers, strict=True)
+    ]
+    answerable = [r for r, q in zip(rows, eval_set.questions, strict=True) if q.evidence]
+    unanswerable = [r for r, q in zip(rows, eval_set.questions, strict=True) if not q.evidence]
+    kinds = sorted({r["kind"] for r in answerable})
+    latencies = [a.ms for a in answers]
+    return {
+        "overall": summarise(answerable),
+        "by_kind": {kind: summarise([r for r in answerable if r["kind"] == kind]) for kind in kinds},
+        "unanswerable": unanswerable_summary(answerable, unanswerable) if unanswerable else None,
+        "latency_ms": percentiles(latencies),
+        "questions": rows,
+    }
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Config:
+    sets: list[str]
+    via: str
+    store: str
+    variants: list[str]
+    questions: int
+    seed: int
+    batch: int
+    mcp_save_limit: int
+    save_via: str
+    conv_scope: str
+    conv_dates: str
+    conv_file: Path | None
+    database_url: str | None
+    cache_dir: Path | None
+    out: Path
+    workdir: Path
+    keep: bool
+    reload_per_variant: bool
+
+
+def build_set(cfg: Config, name: str) -> EvalSet:
+    if name.startswith("synthetic-"):
+        return synthetic_set(name, cfg.questions, cfg.seed)
+    if name == "conversations":
+        return conversation_set(cfg.conv_scope, cfg.conv_dates, cfg.conv_file)
+    raise SystemExit(
+        f"unknown set {name!r}: use synthetic-1k, synthetic-10k, synthetic-100k or conversations"
+    )
+
+
+@contextlib.contextmanager
+def variant_env(variant: str) -> Any:
+    """LORE_RANKING_VARIANT set for the duration (this process and servers it spawns)."""
+    before = os.environ.get(VARIANT_ENV)
+    os.environ[VARIANT_ENV] = variant
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(VARIANT_ENV, None)
+        else:
+            os.environ[VARIANT_ENV] = before
+
+
+async def load(
+    cfg: Config, target: Target, eval_set: EvalSet, embedder: Embedder, errlog: TextIO
+) -> tuple[SaveLog, Audit]:
+    over_mcp = cfg.via == "mcp" and len(eval_set.items) <= cfg.mcp_save_limit
+    how = f"{'over stdio' if over_mcp else 'in process'} with {cfg.save_via}"
+    log(f"{eval_set.name}: saving {len(eval_set.items)} lessons {how}")
+    if over_mcp:
+        saves = await load_mcp(target, eval_set.items, errlog, cfg.save_via == "import")
+    elif cfg.save_via == "import":
+        saves = await import_in_process(target, eval_set.items, embedder, cfg)
+    else:
+        saves = await load_in_process(target, eval_set.items, embedder, cfg)
+    found = await anyio.to_thread.run_sync(audit, target, eval_set.items, saves)
+    log(
+        f"  {saves.seconds:.1f}s ({len(eval_set.items) / max(saves.seconds, 1e-9):.0f}/s); stored {found.stored}, "
+        f"merged {found.merged}, lost {len(found.lost)}"
+    )
+    return saves, found
+
+
+async def run_set(
+    cfg: Config, eval_set: EvalSet, embedder: Embedder, pg_url: str | None, errlog: TextIO
+) -> list[dict[str, Any]]:
+    results = []
+    target = make_target(cfg, eval_set, pg_url)
+    saves = found = None
+    for variant in cfg.variants:
+        if saves is None or cfg.reload_per_variant:
+            if saves is not None:
+                target = make_target(cfg, eval_set, pg_url)
+            with variant_env(variant):
+                saves, found = await load(cfg, target, eval_set, embedder, errlog)
+        assert found is not None
+        log(f"{eval_set.name} [{variant}]: {len(eval_set.questions)} questions via {cfg.via}")
+        started = time.perf_counter()
+        with variant_env(variant):
+            if cfg.via == "mcp":
+                answers = await ask_mcp(target, eval_set.questions, variant, errlog)
+            else:
+                answers = await ask_in_process(target, eval_set.questions, embedder)
+        scored = evaluate(eval_set, answers, found)
+        o = scored["overall"]
+        log(
+            f"  hit@1 {o['hit@1']:.3f} hit@5 {o['hit@5']:.3f} R@5 {o['recall@5']:.3f} R@10 {o['recall@10']:.3f} "
+            f"MRR {o['mrr']:.3f}; p50 {scored['latency_ms']['p50']:.1f} ms; {time.perf_counter() - started:.0f}s"
+        )
+        results.append(
+            {
+                "set": eval_set.name,
+                "variant": variant,
+                "via": cfg.via,
+                "store": cfg.store,
+                "size": eval_set.size,
+                "lessons": len(eval_set.items),
+                "save": {
+                    "path": saves.path,
+                    "seconds": round(saves.seconds, 1),
+                    "embed_seconds": round(saves.embed_seconds, 1),
+                    "reported_similar": saves.similar,
+                },
+                "merge": found.as_dict(),
+                "ask_seconds": round(time.perf_counter() - started, 1),
+                **scored,
+            }
+        )
+    return results
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def render_markdown(report: dict[str, Any]) -> str:
+    lines = [
+        f"Lore retrieval evaluation, {report['timestamp']}: via {report['config']['via']}, "
+        f"store {report['config']['store']}, code {report['code_fingerprint']['before']}, "
+        f"load average {report['load_average_before']} -> {report['load_average_after']}",
+        "",
+    ]
+    if report["code_fingerprint"]["before"] != report["code_fingerprint"]["after"]:
+        lines += ["**Warning: Lore's sources changed during the run; the numbers mix two versions.**", ""]
+    lines += [
+        "| Set | Variant | Lessons | Stored | Merged | Lost | Questions | hit@1 | hit@5 | hit@10 | R@5 | R@10 | MRR "
+        "| hit@5, evidence kept (n) | recall p50 ms |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["results"]:
+        o, m = r["overall"], r["merge"]
+        lines.append(
+            f"| {r['set']} | {r['variant']} | {r['lessons']:,} | {m['stored']:,} | {fmt(m['merged'])} | {m['lost']} | "
+            f"{o['n']} | {fmt(o['hit@1'])} | {fmt(o['hit@5'])} | {fmt(o['hit@10'])} | {fmt(o['recall@5'])} | "
+            f"{fmt(o['recall@10'])} | {fmt(o['mrr'])} | {fmt(o.get('hit@5_kept'))} ({o['n_kept']}) | "
+            f"{r['latency_ms']['p50']:.1f} |"
+        )
+    lines += [
+        "",
+        "By kind of question (synthetic: the entity that tells the target apart; conversations: the question type)",
+        "",
+        "| Set | Variant | Kind | n | hit@1 | hit@5 | hit@10 | R@5 | R@10 | MRR | all@10 |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in report["results"]:
+        for kind, s in r["by_kind"].items():
+            lines.append(
+                f"| {r['set']} | {r['variant']} | {kind} | {s['n']} | {fmt(s['hit@1'])} | {fmt(s['hit@5'])} | "
+                f"{fmt(s['hit@10'])} | {fmt(s['recall@5'])} | {fmt(s['recall@10'])} | {fmt(s['mrr'])} | "
+                f"{fmt(s.get('all@10'))} |"
+            )
+    unanswerable = [r for r in report["results"] if r["unanswerable"]]
+    if unanswerable:
+        lines += [
+            "",
+            "Unanswerable questions (no evidence; not in the numbers above)",
+            "",
+            "| Set | Variant | n | with a trap | trap@1 | trap@5 | mean top score, answerable / unanswerable "
+            "| top-score AUC |",
+            "|---|---|---:|---:|---:|---:|---|---:|",
+        ]
+        for r in unanswerable:
+            u = r["unanswerable"]
+            lines.append(
+                f"| {r['set']} | {r['variant']} | {u['n']} | {u['with_trap']} | {fmt(u['trap@1'])} | "
+                f"{fmt(u['trap@5'])} | {fmt(u['top_score_answerable_mean'])} / "
+                f"{fmt(u['top_score_unanswerable_mean'])} | {fmt(u['top_score_auc'])} |"
+            )
+    lines += [
+        "",
+        "Targets (issue 13)",
+        "",
+        "| Target | Set | Variant | Measured | Met |",
+        "|---|---|---|---:|---|",
+    ]
+    for r in report["results"]:
+        lost = r["merge"]["lost"]
+        lines.append(
+            f"| 0 lessons lost | {r['set']} | {r['variant']} | {lost} | {'yes' if lost == 0 else '**no**'} |"
+        )
+        target = HIT5_TARGETS.get(r["size"] or -1)
+        if target is not None:
+            hit5 = r["overall"]["hit@5"]
+            lines.append(
+                f"| hit@5 >= {target} | {r['set']} | {r['variant']} | {hit5:.3f} | {'yes' if hit5 >= target else '**no**'} |"
+            )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--sets", default="synthetic-1k,conversations", help="comma-separated sets")
+    parser.add_argument(
+        "--via", choices=["store", "mcp"], default="store", help="in process, or MCP over stdio"
+    )
+    parser.add_argument("--store", choices=["local", "postgres"], default="local", help="backend under test")
+    parser.add_argument(
+        "--database-url", default=None, help="Postgres server (default: pgserver in the work dir)"
+    )
+    parser.add_argument(
+        "--variants", default="baseline", help=f"ranking variants, each run with {VARIANT_ENV}=<variant>"
+    )
+    parser.add_argument(
+        "--reload-per-variant", action="store_true", help="load each set again for each variant"
+    )
+    parser.add_argument("--questions", type=int, default=200, help="questions per synthetic set")
+    parser.add_argument("--seed", type=int, default=20261123, help="seed of the synthetic sets")
+    parser.add_argument("--batch", type=int, default=256, help="texts per batch when precomputing vectors")
+    parser.add_argument(
+        "--mcp-save-limit",
+        type=int,
+        default=5000,
+        help="with --via mcp, sets up to this many lessons are saved over stdio; larger ones in process",
+    )
+    parser.add_argument(
+        "--save-via",
+        choices=["save", "import"],
+        default="save",
+        help="save_lesson (LessonService.save: the dedup path), or import_lessons (today: no dedup, "
+        "so ranking is measured on every lesson)",
+    )
+    parser.add_argument(
+        "--conv-scope",
+        choices=["conversation", "shared"],
+        default="conversation",
+        help="one project per conversation, or every conversation in one project",
+    )
+    parser.add_argument(
+        "--conv-dates",
+        choices=["text", "created"],
+        default="text",
+        help="turn dates only in the text, or also as the lessons' created_at",
+    )
+    parser.add_argument(
+        "--conv-file", type=Path, default=None, help="conversational set (default: the committed one)"
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lore-eval",
+        help="where precomputed document vectors are kept ('' to disable)",
+    )
+    parser.add_argument("--out", type=Path, default=HERE / "results-eval.json", help="JSON results file")
+    parser.add_argument("--workdir", type=Path, default=None, help="where databases go (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the work directory and its databases")
+    args = parser.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-eval-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    return Config(
+        sets=[s.strip() for s in args.sets.split(",") if s.strip()],
+        via=args.via,
+        store=args.store,
+        variants=[v.strip() for v in args.variants.split(",") if v.strip()],
+        questions=args.questions,
+        seed=args.seed,
+        batch=args.batch,
+        mcp_save_limit=args.mcp_save_limit,
+        save_via=args.save_via,
+        conv_scope=args.conv_scope,
+        conv_dates=args.conv_dates,
+        conv_file=args.conv_file,
+        database_url=args.database_url,
+        cache_dir=args.cache_dir if str(args.cache_dir) else None,
+        out=args.out,
+        workdir=workdir,
+        keep=args.keep or args.workdir is not None,
+        reload_per_variant=args.reload_per_variant,
+    )
+
+
+async def run_all(cfg: Config, pg_url: str | None, errlog: TextIO) -> list[dict[str, Any]]:
+    embedder = Embedder()
+    embedder.start()
+    await anyio.to_thread.run_sync(embedder.wait)
+    await anyio.to_thread.run_sync(embedder.wait_settled)
+    results = []
+    for name in cfg.sets:
+        started = time.perf_counter()
+        eval_set = build_set(cfg, name)
+        for row in await run_set(cfg, eval_set, embedder, pg_url, errlog):
+            row["set_seconds"] = round(time.perf_counter() - started, 1)
+            results.append(row)
+    return results
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    cfg = parse_args(argv)
+    log(f"work directory {cfg.workdir}; server stderr in {cfg.workdir / 'servers.log'}")
+    pg_url = start_postgres(cfg.workdir, cfg.database_url) if cfg.store == "postgres" else None
+    load_before, code_before = load_average(), code_fingerprint()
+    started = time.perf_counter()
+    with open(cfg.workdir / "servers.log", "a") as errlog:
+        results = anyio.run(run_all, cfg, pg_url, errlog)
+    if not cfg.keep:
+        shutil.rmtree(cfg.workdir, ignore_errors=True)
+    config = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(cfg).items()}
+    import lore_mcp
+
+    report = {
+        "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
+        "duration_s": round(time.perf_counter() - started, 1),
+        "cpu_count": os.cpu_count(),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "code": str(Path(lore_mcp.__file__).resolve().parent.parent),
+        "code_fingerprint": {"before": code_before, "after": code_fingerprint()},
+        "config": config,
+        "results": results,
+    }
+    cfg.out.parent.mkdir(parents=True, exist_ok=True)
+    cfg.out.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    print(render_markdown(report))
+    log(f"wrote {cfg.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
