@@ -31,6 +31,7 @@ _SETTING_FLAGS = [
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
+    ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
 ]
 
 
@@ -216,7 +217,13 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
         from lore_mcp.keys_service import KeyService, KeyTools
 
         keys = KeyTools(KeyService(store.keys)) if "admin" in settings.tool_groups else None
-        server = build_server(service, keys=keys, tools=settings.tool_groups, log_level=log_level)
+        server = build_server(
+            service,
+            keys=keys,
+            tools=settings.tool_groups,
+            log_level=log_level,
+            request_timeout_s=settings.request_timeout_s,
+        )
         anyio.run(server.run_stdio_async)
     except KeyboardInterrupt:
         pass
@@ -307,6 +314,7 @@ def serve_http(
             keys=KeyTools(KeyService(store.keys)),
             tools=settings.tool_groups,
             log_level=log_level,
+            request_timeout_s=settings.request_timeout_s,
             **auth,
         )
         print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)

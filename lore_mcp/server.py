@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, ValidationError
 from lore_mcp import __version__
 from lore_mcp.auth import Caller, Forbidden, caller_of, current_caller
 from lore_mcp.embedding import Embedder
-from lore_mcp.errors import InvalidArgument, LoreError, describe, wire_text
+from lore_mcp.errors import UNAVAILABLE, InvalidArgument, LoreError, describe, wire_text
 from lore_mcp.keys_service import CreatedKey, KeyList, KeyOut, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.models import (
@@ -35,10 +35,12 @@ from lore_mcp.models import (
     VoteResult,
 )
 from lore_mcp.plan_models import PlanModel, RowFilter
+from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S
 from lore_mcp.stdio import stdio_transport
 from lore_mcp.structured_service import StructuredService
 from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn, Transfer
-from stores.errors import StoreError
+from stores import deadline
+from stores.errors import StoreError, UnavailableError
 from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT, MAX_SHORT_CHARS, MAX_TEXT_CHARS
 
 logger = logging.getLogger("lore_mcp")
@@ -123,6 +125,8 @@ class LoreServer(MCPServer):
 
     # The trusted caller of a server without API keys (stdio): a root of its own org.
     local_caller: Caller | None = None
+    # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
 
     async def list_tools(self) -> list[Any]:
         tools = [
@@ -140,18 +144,20 @@ class LoreServer(MCPServer):
         return [t for t in tools if t.name not in ADMIN_TOOLS]
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Run a tool under the request deadline; every failure becomes ``CODE: sentence``.
+
+        The deadline travels to the store work on worker threads (``stores.deadline``),
+        which stops itself and rolls back once it passes: cancelling this coroutine
+        would not stop a thread, and could answer before the work had finished.
+        """
         reset = current_caller.set(caller_of(get_access_token()))
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
-            cause = exc.__cause__
-            if isinstance(cause, LoreError | StoreError | ValidationError):
-                code, message = describe(cause)
-            elif cause is None and not isinstance(exc, UnexpectedToolError):
-                code, message = "NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them."
-            else:
-                code, message = describe(cause or exc)
-            raise ToolError(wire_text(code, message)) from cause
+            with deadline.limit(self.request_timeout_s):
+                try:
+                    return await super().call_tool(name, arguments, context)
+                except ToolError as exc:
+                    code, message = _tool_failure(name, exc, late=deadline.expired())
+                    raise ToolError(wire_text(code, message)) from exc.__cause__
         finally:
             current_caller.reset(reset)
 
@@ -167,6 +173,24 @@ class LoreServer(MCPServer):
         lowlevel = self._lowlevel_server
         async with stdio_transport() as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
+    """The code and sentence for a failed tool call.
+
+    Past the deadline, a failure the stores could not name (a statement SQLite or
+    Postgres stopped) or an outage is reported as the deadline it really was.
+    """
+    cause = exc.__cause__
+    anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
+    if late and (isinstance(cause, UnavailableError) or not anticipated):
+        logger.warning("tool %s stopped at its deadline", name)
+        return UNAVAILABLE, deadline.MESSAGE
+    if anticipated:
+        return describe(cause)  # type: ignore[arg-type]
+    if cause is None and not isinstance(exc, UnexpectedToolError):
+        return "NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them."
+    return describe(cause or exc)
 
 
 # Keywords that only constrain values of their own type, so a null passes them anyway.
@@ -225,10 +249,12 @@ def build_server(
     tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
     log_level: LogLevel = "WARNING",
     server_class: type[LoreServer] = LoreServer,
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     **settings: Any,
 ) -> LoreServer:
     """Create the server with the tools of the ``tools`` groups, the prompts and the resources;
-    ``settings`` go to ``MCPServer`` (auth, token_verifier).
+    ``settings`` go to ``MCPServer`` (auth, token_verifier). ``request_timeout_s`` bounds
+    every tool call (see ``LoreServer.call_tool``).
 
     The key tools (group ``admin``) need ``keys``: with API keys they are there for root keys
     whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and they then
@@ -243,6 +269,7 @@ def build_server(
         middleware=[LoadModelAfterFirstRequest(lessons.embedder)] if lessons is not None else [],
         **settings,
     )
+    server.request_timeout_s = request_timeout_s
 
     @server.tool(annotations=ADDITIVE)
     async def save_lesson(

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.server.TOOL_GROUPS (named here so settings import nothing heavy).
 TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
 
@@ -50,6 +51,13 @@ class Settings(BaseSettings):
     )
     pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
     rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")
+    request_timeout_s: float = Field(
+        DEFAULT_REQUEST_TIMEOUT_S,
+        gt=0,
+        le=3600,
+        description="Seconds a tool call may run; past it, the call stops, changes nothing and answers "
+        "UNAVAILABLE. It also bounds how long a write waits for the database lock.",
+    )
     tools: str = Field(
         "lessons,structured,history",
         description="Tool groups to serve, comma-separated: lessons, structured, history, admin.",

@@ -64,8 +64,11 @@ class StructuredService:
         cursor: str | None,
         project: str | None = None,
     ) -> dict[str, Any]:
-        return await self._run(
-            project, False, lambda tx: structured.query_rows(tx, table, where, order_by, limit, cursor)
+        rows = await self._run(project, False, lambda tx: structured.read_table(tx, table))
+        # Filtering needs no database, so it runs after the read transaction: a slow
+        # filter then holds no connection or lock that other calls wait for.
+        return await anyio.to_thread.run_sync(
+            lambda: structured.select_rows(rows, where, order_by, limit, cursor)
         )
 
     async def history(

@@ -7,7 +7,12 @@ macOS and Windows, and extension loading enabled, which sqlite-vec needs.
 Several processes may share one file (Claude Desktop and Cursor each start their
 own server). WAL lets readers run beside the one writer; every write takes the
 lock up front with ``BEGIN IMMEDIATE`` and waits for it through the busy
-timeout, so a write never fails half-way with "database is locked".
+timeout, so a write never fails half-way with "database is locked". The wait is
+bounded: ``BUSY_TIMEOUT_MS`` in all, or less when the request's deadline
+(``stores.deadline``) comes sooner; then the write answers ``UnavailableError``.
+
+A statement still running when the request's deadline passes is stopped by
+SQLite's progress handler; inside a transaction that rolls the transaction back.
 """
 
 from __future__ import annotations
@@ -21,11 +26,17 @@ from typing import Any
 import sqlean
 import sqlite_vec
 
+from stores import deadline
 from stores.errors import UnavailableError, refuse_newer_schema
 
+# The longest a statement waits for another connection's lock, all retries included.
 BUSY_TIMEOUT_MS = 30_000
-# Beyond the busy timeout, a few more tries with back-off before giving up.
-LOCK_RETRIES = 5
+# SQLite calls the progress handler every this many virtual-machine steps (well under a
+# millisecond of work), which is how a running statement notices the deadline.
+PROGRESS_STEPS = 100_000
+LOCKED_MESSAGE = (
+    "The Lore database stayed locked by another process for too long; the call changed nothing. Try again."
+)
 
 Connection = sqlean.Connection
 
@@ -43,8 +54,9 @@ def connect(path: Path | str) -> Connection:
     conn.enable_load_extension(True)
     sqlite_vec.load(conn)
     conn.enable_load_extension(False)
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    _retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
+    conn.set_progress_handler(deadline.expired, PROGRESS_STEPS)
+    _retry_locked(conn, lambda: conn.execute("PRAGMA journal_mode = WAL"))
     conn.execute("PRAGMA synchronous = NORMAL")
     conn.execute("PRAGMA foreign_keys = ON")
     return conn
@@ -52,41 +64,82 @@ def connect(path: Path | str) -> Connection:
 
 @contextlib.contextmanager
 def write_transaction(conn: Connection) -> Iterator[Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates."""
-    _retry_locked(lambda: conn.execute("BEGIN IMMEDIATE"))
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates.
+
+    A statement stopped at the deadline comes out as ``DeadlineExceeded``.
+    """
+    deadline.check()
+    _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
     try:
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
+        _retry_locked(conn, lambda: conn.execute("COMMIT"))
+    except BaseException as exc:
+        # An interrupted write may already have rolled the transaction back itself.
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        _raise_late(exc)
         raise
-    else:
-        _retry_locked(lambda: conn.execute("COMMIT"))
 
 
 @contextlib.contextmanager
 def read_transaction(conn: Connection) -> Iterator[Connection]:
     """A deferred transaction so several reads see one snapshot."""
+    deadline.check()
     conn.execute("BEGIN")
     try:
         yield conn
+    except BaseException as exc:
+        _raise_late(exc)
+        raise
     finally:
-        conn.execute("COMMIT")
+        if conn.in_transaction:
+            conn.execute("COMMIT")
 
 
-def _retry_locked(fn: Callable[[], Any]) -> Any:
-    for attempt in range(LOCK_RETRIES + 1):
-        try:
-            return fn()
-        except sqlean.OperationalError as exc:
-            message = str(exc).lower()
-            if "locked" not in message and "busy" not in message:
-                raise
-            if attempt == LOCK_RETRIES:
-                raise UnavailableError(
-                    "The Lore database stayed locked by another process for too long; try again."
-                ) from exc
-            time.sleep(0.05 * 2**attempt)
-    raise AssertionError("unreachable")
+def _raise_late(exc: BaseException) -> None:
+    """Raise ``DeadlineExceeded`` for a statement the progress handler stopped at the deadline."""
+    if isinstance(exc, sqlean.OperationalError) and "interrupt" in str(exc).lower() and deadline.expired():
+        raise deadline.DeadlineExceeded() from exc
+
+
+def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
+    """Run ``fn``, waiting for another connection's lock: ``BUSY_TIMEOUT_MS`` in all, at most.
+
+    SQLite waits inside the statement (the busy timeout, set to the time left), but in a
+    few cases it reports "locked" at once (a lock being upgraded, WAL recovery), so
+    those are retried with a short pause until the same budget is spent. The
+    request's deadline, when sooner, bounds the wait instead.
+    """
+    start = time.monotonic()
+    pause = 0.01
+    try:
+        while True:
+            wait, by_deadline = _time_left(start)
+            if wait <= 0:
+                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
+            try:
+                return fn()
+            except sqlean.OperationalError as exc:
+                message = str(exc).lower()
+                if "locked" not in message and "busy" not in message:
+                    raise
+            wait, by_deadline = _time_left(start)
+            if wait <= 0:
+                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
+            time.sleep(min(pause, wait))
+            pause = min(pause * 2, 0.5)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
+
+
+def _time_left(start: float) -> tuple[float, bool]:
+    """Seconds this lock wait may still take, and whether the deadline (not the budget) bounds it."""
+    budget = BUSY_TIMEOUT_MS / 1000 - (time.monotonic() - start)
+    left = deadline.remaining()
+    if left is not None and left < budget:
+        return left, True
+    return budget, False
 
 
 # Each migration runs once, in order, inside one write transaction with its version

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from stores import deadline
 from stores.lessons import Scope
 from stores.local_db import Connection
 from stores.plans import Column
@@ -51,7 +52,11 @@ class LocalProjectTx:
                 "SELECT row_id, data FROM mem_rows WHERE org = ? AND project = ? AND table_name = ?",
                 (*self._key, table),
             )
-            self._rows[table] = {row_id: json.loads(data) for row_id, data in cur}
+            rows = {}
+            for row_id, data in cur:
+                deadline.check()
+                rows[row_id] = json.loads(data)
+            self._rows[table] = rows
         return self._rows[table]
 
     def put_table(self, name: str, table: TableDef | None) -> None:

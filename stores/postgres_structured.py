@@ -3,6 +3,11 @@
 The same tables (``mem_tables``, ``mem_rows``, ``commits``, ``commit_targets``,
 ``snapshots``), each under the org row-level security policy as well as the
 explicit org and project filters below.
+
+Under a request deadline (``stores.deadline``) the transaction's
+``statement_timeout`` is set to the time left, so Postgres itself stops a
+statement that would run past it; the cancelled statement aborts the
+transaction, which rolls back.
 """
 
 from __future__ import annotations
@@ -11,13 +16,17 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, CursorResult, TextClause, text
+from sqlalchemy.exc import DBAPIError
 
+from stores import deadline
 from stores.lessons import Scope
 from stores.plans import Column
 from stores.structured import Commit, TableDef
 
 _SCOPE = "org_id = :org AND project = :project"
+# SQLSTATE query_canceled: what a statement stopped by statement_timeout raises.
+_QUERY_CANCELED = "57014"
 
 
 class PostgresProjectTx:
@@ -29,6 +38,7 @@ class PostgresProjectTx:
         self._restore_lesson = restore_lesson
         self._tables: dict[str, TableDef] | None = None
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
+        self._timeout_set = False
 
     @property
     def _key(self) -> dict[str, str]:
@@ -36,7 +46,7 @@ class PostgresProjectTx:
 
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
-            rows = self.conn.execute(
+            rows = self._execute(
                 text(f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE}"), self._key
             )
             self._tables = {
@@ -47,11 +57,15 @@ class PostgresProjectTx:
 
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
-            cur = self.conn.execute(
+            cur = self._execute(
                 text(f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t"),
                 {**self._key, "t": table},
             )
-            self._rows[table] = {r.row_id: r.data for r in cur}
+            rows = {}
+            for r in cur:
+                deadline.check()
+                rows[r.row_id] = r.data
+            self._rows[table] = rows
         return self._rows[table]
 
     def put_table(self, name: str, table: TableDef | None) -> None:
@@ -59,10 +73,10 @@ class PostgresProjectTx:
         self._rows.pop(name, None)
         params = {**self._key, "name": name}
         if table is None:
-            self.conn.execute(text(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name"), params)
-            self.conn.execute(text(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name"), params)
+            self._execute(text(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name"), params)
+            self._execute(text(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name"), params)
             return
-        self.conn.execute(
+        self._execute(
             text(
                 "INSERT INTO mem_tables (org_id, project, name, columns, next_id) "
                 "VALUES (:org, :project, :name, CAST(:columns AS jsonb), :next_id) "
@@ -80,11 +94,11 @@ class PostgresProjectTx:
             if v is not None
         ]
         if gone:
-            self.conn.execute(
+            self._execute(
                 text(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :t AND row_id = :id"), gone
             )
         if kept:
-            self.conn.execute(
+            self._execute(
                 text(
                     "INSERT INTO mem_rows (org_id, project, table_name, row_id, data) "
                     "VALUES (:org, :project, :t, :id, CAST(:data AS jsonb)) "
@@ -94,13 +108,13 @@ class PostgresProjectTx:
             )
 
     def last_commit(self) -> tuple[str, int] | None:
-        row = self.conn.execute(
+        row = self._execute(
             text(f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1"), self._key
         ).first()
         return (row.id, row.seq) if row else None
 
     def add_commit(self, commit: Commit) -> None:
-        self.conn.execute(
+        self._execute(
             text(
                 "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
                 "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
@@ -121,7 +135,7 @@ class PostgresProjectTx:
             },
         )
         if commit.targets:
-            self.conn.execute(
+            self._execute(
                 text(
                     "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
                     "ON CONFLICT DO NOTHING"
@@ -138,7 +152,7 @@ class PostgresProjectTx:
     def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]:
         if not targets:
             return []
-        rows = self.conn.execute(
+        rows = self._execute(
             text(
                 "SELECT DISTINCT c.seq, c.id FROM commit_targets AS t JOIN commits AS c "
                 "ON c.org_id = t.org_id AND c.project = t.project AND c.seq = t.seq "
@@ -164,7 +178,7 @@ class PostgresProjectTx:
         return self._commits(sql + " ORDER BY c.seq DESC LIMIT :n", params)
 
     def put_snapshot(self, seq: int, state: dict[str, Any]) -> None:
-        self.conn.execute(
+        self._execute(
             text(
                 "INSERT INTO snapshots (org_id, project, seq, state) VALUES (:org, :project, :seq, CAST(:state AS jsonb)) "
                 "ON CONFLICT (org_id, project, seq) DO UPDATE SET state = excluded.state"
@@ -178,14 +192,14 @@ class PostgresProjectTx:
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
         # Row-level security shows this org's lessons only; see import_lessons in
         # lore_mcp.transfer for an id that another org of the same database holds.
-        rows = self.conn.execute(
+        rows = self._execute(
             text("SELECT id FROM lessons WHERE org_id = :org AND id = ANY(:ids)"),
             {"org": self.scope.org, "ids": list(ids)},
         )
         return {r.id for r in rows}
 
     def org_projects(self) -> list[str]:
-        rows = self.conn.execute(
+        rows = self._execute(
             text(
                 "SELECT project FROM lessons WHERE org_id = :org UNION "
                 "SELECT project FROM commits WHERE org_id = :org ORDER BY 1"
@@ -193,6 +207,26 @@ class PostgresProjectTx:
             {"org": self.scope.org},
         )
         return [r.project for r in rows]
+
+    def _execute(self, statement: TextClause, params: Any = None) -> CursorResult[Any]:
+        """``conn.execute`` bounded by the request's deadline."""
+        if not self._timeout_set:
+            left = deadline.remaining()
+            if left is not None:
+                if left <= 0:
+                    raise deadline.DeadlineExceeded()
+                # The time left in whole milliseconds (computed here, never client text).
+                self.conn.execute(
+                    text("SELECT set_config('statement_timeout', :ms, true)"),
+                    {"ms": str(max(1, int(left * 1000)))},
+                )
+            self._timeout_set = True
+        try:
+            return self.conn.execute(statement, params)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) == _QUERY_CANCELED:
+                raise deadline.DeadlineExceeded() from exc
+            raise
 
     def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
         return [
@@ -208,5 +242,5 @@ class PostgresProjectTx:
                 schema_hash_after=r.schema_hash_after,
                 effects=r.effects,
             )
-            for r in self.conn.execute(text(sql), params)
+            for r in self._execute(text(sql), params)
         ]

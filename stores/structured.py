@@ -12,6 +12,9 @@ Every change to a project is a commit: seq, parent, kind, message, actor, time,
 schema hash before and after, and the effects. A commit records its targets
 (``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history can be
 filtered and a revert can find later commits that touched the same things.
+
+Every loop over rows checks the request's deadline (``stores.deadline``), so a
+request that runs too long stops inside its transaction, which then rolls back.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError
+from stores import deadline
+from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.ids import new_id
 from stores.plans import (
     ID_COLUMN,
@@ -144,7 +148,12 @@ class Workspace:
 
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
-            self._rows[table] = copy.deepcopy(self.tx.rows(table)) if table in self.tx.tables() else {}
+            stored = self.tx.rows(table) if table in self.tx.tables() else {}
+            copied = {}
+            for row_id, values in stored.items():
+                deadline.check()
+                copied[row_id] = copy.deepcopy(values)
+            self._rows[table] = copied
         return self._rows[table]
 
     def table(self, raw: Any) -> TableDef:
@@ -171,6 +180,7 @@ class Workspace:
     def effects(self) -> dict[str, Any]:
         rows = []
         for (table, row_id), before in self.row_before.items():
+            deadline.check()
             after = self._rows.get(table, {}).get(row_id) if table in self.defs else None
             if before != after:
                 rows.append({"table": table, "id": row_id, "before": before, "after": after})
@@ -183,9 +193,10 @@ class Workspace:
 
 
 def run_operation(ws: Workspace, index: int, op: Mapping[str, Any]) -> None:
+    deadline.check()
     try:
         _OPERATIONS[op["op"]](ws, op)
-    except PlanError:
+    except (PlanError, UnavailableError):  # the deadline or the database, not this operation
         raise
     except StoreError as exc:
         raise PlanError(index, exc) from None
@@ -224,6 +235,8 @@ def dry_run(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> dict[str, Any]:
                 errors.append({"index": index, "code": error_code(exc.error), "message": str(exc)})
                 break
         summary = summarize(ws.effects())
+    except UnavailableError:
+        raise  # a dry run that could not finish has no verdict to report
     except PlanError as exc:
         errors.append({"index": exc.index, "code": error_code(exc.error), "message": str(exc)})
     except StoreError as exc:
@@ -274,6 +287,7 @@ def write(
         tx.put_table(name, ws.defs.get(name))
     changes: dict[str, dict[int, dict[str, Any] | None]] = {}
     for row in effects["rows"]:
+        deadline.check()
         changes.setdefault(row["table"], {})[row["id"]] = row["after"]
     for table, table_changes in changes.items():
         if table in ws.defs:
@@ -366,6 +380,7 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
             ws.set_def(name, _table_from_json(change["before"], ws.defs.get(name)))
             ws.schema.append({"op": "restore_table", "table": name})
     for row in reversed(target.effects.get("rows", [])):
+        deadline.check()
         if row["table"] == LESSONS_TABLE:
             tx.restore_lesson(row["id"], row["before"])
             lesson_effects.append(
@@ -393,33 +408,60 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     }
 
 
-def query_rows(
-    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
-) -> dict[str, Any]:
-    """Rows of one table, filtered and ordered.
+@dataclass(frozen=True)
+class TableRows:
+    """One table's columns and rows as read inside a transaction, to be queried after it."""
 
-    The cursor holds the sort values of the last row returned (and its id), not an
-    offset, so rows deleted or added between pages make no later row go missing.
-    """
+    name: str
+    columns: tuple[Column, ...]
+    rows: Mapping[int, Mapping[str, Any]]
+
+
+def read_table(tx: ProjectTx, table: Any) -> TableRows:
+    """The table ``query_rows`` reads: the only part of a query that needs the database."""
     name = identifier(table, "table")
     tables = tx.tables()
     if name not in tables:
         raise NotFoundError(f"table {name!r} does not exist in this project.")
-    columns = {c.name: c for c in (ID_COLUMN, *tables[name].columns)}
+    return TableRows(name=name, columns=tables[name].columns, rows=tx.rows(name))
+
+
+def query_rows(
+    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    """Rows of one table, filtered and ordered (``read_table`` then ``select_rows``)."""
+    return select_rows(read_table(tx, table), where, order_by, limit, cursor)
+
+
+def select_rows(
+    table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    """Rows of a table already read, filtered and ordered.
+
+    Pure Python, so it may run after the read transaction has ended: a slow filter
+    then holds no connection or lock that other calls are waiting for.
+    The cursor holds the sort values of the last row returned (and its id), not an
+    offset, so rows deleted or added between pages make no later row go missing.
+    """
+    columns = {c.name: c for c in (ID_COLUMN, *table.columns)}
     conditions = filters(where, columns)
     keys = _ordering(order_by, columns)
     if not 1 <= limit <= MAX_QUERY_LIMIT:
         raise InvalidInputError(f"limit must be between 1 and {MAX_QUERY_LIMIT}.")
-    rows = [{"id": row_id, **values} for row_id, values in tx.rows(name).items()]
-    rows = [r for r in rows if matches(r, conditions)]
+    after = _decode_cursor(cursor, len(keys)) if cursor is not None else None
+    rows = []
+    for row_id, values in table.rows.items():
+        deadline.check()
+        row = {"id": row_id, **values}
+        if matches(row, conditions):
+            rows.append(row)
     for column, descending in reversed(keys):
         rows.sort(key=lambda r, c=column: sort_key(r.get(c)), reverse=descending)
-    if cursor is not None:
-        after = _decode_cursor(cursor, len(keys))
+    if after is not None:
         rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
     page = rows[:limit]
     for row in page:
-        for col in tables[name].columns:
+        for col in table.columns:
             row.setdefault(col.name, None)
     more = len(rows) > limit
     next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if more else None
@@ -448,7 +490,7 @@ def _encode_cursor(values: list[Any]) -> str:
 def _decode_cursor(cursor: str, size: int) -> list[Any]:
     try:
         values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, UnicodeError):
+    except (ValueError, UnicodeError, RecursionError):
         values = None
     if not isinstance(values, list) or len(values) != size:
         raise InvalidInputError(
@@ -615,6 +657,7 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
         raise InvalidInputError("insert needs rows: a non-empty list of objects.")
     next_id = table.next_id
     for position, raw in enumerate(rows):
+        deadline.check()
         values = _row_values(table, raw, f"row {position}", fill=True)
         ws.set_row(name, next_id, values)
         next_id += 1
@@ -630,6 +673,7 @@ def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
     if not changes:
         raise InvalidInputError("update needs set: an object of column values.")
     for row_id, values in list(ws.rows(name).items()):
+        deadline.check()
         if matches({"id": row_id, **values}, conditions):
             ws.set_row(name, row_id, {**values, **changes})
 
@@ -639,6 +683,7 @@ def _delete(ws: Workspace, op: Mapping[str, Any]) -> None:
     name = op["table"]
     conditions = filters(op.get("where"), _columns(table))
     for row_id, values in list(ws.rows(name).items()):
+        deadline.check()
         if matches({"id": row_id, **values}, conditions):
             ws.set_row(name, row_id, None)
 
@@ -682,6 +727,7 @@ def _row_values(table: TableDef, raw: Any, what: str, *, fill: bool) -> dict[str
 
 def _rewrite_rows(ws: Workspace, table: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
     for row_id, values in list(ws.rows(table).items()):
+        deadline.check()
         new = fn(values)
         if new != values:
             ws.set_row(table, row_id, new)

@@ -1,0 +1,73 @@
+"""A per-request deadline that store work checks itself.
+
+Store calls run on worker threads, and cancelling the coroutine that awaits a
+thread does not stop the thread: the work has to stop on its own. So the deadline
+travels with the request in a context variable (``anyio.to_thread`` and
+``asyncio.to_thread`` copy the context into the worker), and the places where
+work can take long read it: SQLite's progress handler and lock waits
+(``stores.local_db``), Postgres's ``statement_timeout``
+(``stores.postgres_structured``) and the row loops of ``stores.structured``.
+Work stopped this way raises ``DeadlineExceeded`` inside its transaction, so the
+transaction rolls back and nothing is left half done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+from stores.errors import UnavailableError
+
+# The monotonic time by which the current request must be answered; None: no limit.
+_DEADLINE: ContextVar[float | None] = ContextVar("lore_deadline", default=None)
+
+MESSAGE = (
+    "The request took longer than this server allows and was stopped; it changed nothing. "
+    "Narrow the filter, split the plan into smaller ones, or try again when the server is less busy."
+)
+
+
+class DeadlineExceeded(UnavailableError):
+    """The request's deadline passed; the work was stopped and rolled back."""
+
+    def __init__(self, message: str = MESSAGE) -> None:
+        super().__init__(message)
+
+
+@contextlib.contextmanager
+def limit(seconds: float | None) -> Iterator[None]:
+    """Run the block under a deadline ``seconds`` from now (None: no new limit).
+
+    A deadline already in force that is sooner stays in force, so nested limits
+    can only tighten.
+    """
+    if seconds is None:
+        yield
+        return
+    new = time.monotonic() + max(seconds, 0.0)
+    current = _DEADLINE.get()
+    token = _DEADLINE.set(new if current is None else min(current, new))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def remaining() -> float | None:
+    """Seconds left before the deadline (negative once passed); None when there is none."""
+    at = _DEADLINE.get()
+    return None if at is None else at - time.monotonic()
+
+
+def expired() -> bool:
+    at = _DEADLINE.get()
+    return at is not None and time.monotonic() >= at
+
+
+def check() -> None:
+    """Raise ``DeadlineExceeded`` once the deadline has passed; cheap enough for every row."""
+    at = _DEADLINE.get()
+    if at is not None and time.monotonic() >= at:
+        raise DeadlineExceeded()
