@@ -259,10 +259,11 @@ class Target:
         return env
 
 
-def start_postgres(workdir: Path, database_url: str | None) -> str:
-    """--database-url, or a pgserver (PostgreSQL 16 + pgvector) in the work directory."""
+def start_postgres(workdir: Path, database_url: str | None) -> tuple[str, Any]:
+    """--database-url, or a pgserver (PostgreSQL 16 + pgvector) in the work directory;
+    (url, the pgserver to stop at the end or None)."""
     if database_url:
-        return database_url
+        return database_url, None
     import warnings
 
     with warnings.catch_warnings():
@@ -276,7 +277,8 @@ def start_postgres(workdir: Path, database_url: str | None) -> str:
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET shared_buffers = '1GB'")
     server.cleanup()  # restart, so the setting takes effect
-    return pgserver.get_server(pgdata, cleanup_mode="stop").get_uri()
+    server = pgserver.get_server(pgdata, cleanup_mode="stop")
+    return server.get_uri(), server
 
 
 def fresh_database(base_url: str, name: str) -> str:
@@ -1045,11 +1047,17 @@ async def run_all(cfg: Config, pg_url: str | None, errlog: TextIO) -> list[dict[
 def main(argv: Sequence[str] | None = None) -> int:
     cfg = parse_args(argv)
     log(f"work directory {cfg.workdir}; server stderr in {cfg.workdir / 'servers.log'}")
-    pg_url = start_postgres(cfg.workdir, cfg.database_url) if cfg.store == "postgres" else None
+    pg_url, pg_server = (
+        start_postgres(cfg.workdir, cfg.database_url) if cfg.store == "postgres" else (None, None)
+    )
     load_before, code_before = load_average(), code_fingerprint()
     started = time.perf_counter()
-    with open(cfg.workdir / "servers.log", "a") as errlog:
-        results = anyio.run(run_all, cfg, pg_url, errlog)
+    try:
+        with open(cfg.workdir / "servers.log", "a") as errlog:
+            results = anyio.run(run_all, cfg, pg_url, errlog)
+    finally:
+        if pg_server is not None:
+            pg_server.cleanup()
     if not cfg.keep:
         shutil.rmtree(cfg.workdir, ignore_errors=True)
     config = {k: str(v) if isinstance(v, Path) else v for k, v in dataclasses.asdict(cfg).items()}
