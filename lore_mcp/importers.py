@@ -41,13 +41,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from lore_mcp.errors import validation_message
+from lore_mcp.redaction import fit, redact
 from lore_mcp.transfer import LessonIn
 from stores.lessons import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 SOURCES = ("server-memory", "mcp-memory-service")
 PROBLEM_CHARS = 200
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-_HEX = re.compile(r"^[0-9a-fA-F]{1,128}$")
+_HEX = re.compile(r"\A[0-9a-fA-F]{1,128}\Z")  # \Z, not $: "$" lets a final newline by
 
 
 @dataclass
@@ -105,13 +106,25 @@ class _Converter:
 
 
 def _tags(values: list[str]) -> list[str]:
-    """Lore's tags: trimmed, lower-cased, cut to the length Lore allows, de-duplicated."""
-    clean: dict[str, None] = {}
+    """Lore's tags: trimmed, cut to the length Lore allows, de-duplicated ignoring case.
+
+    Import lower-cases them after redacting them, so case is left alone here: a
+    lower-cased secret no longer looks like one. A tag too long for Lore is
+    redacted before it is cut, so no part of a secret survives the cut.
+    """
+    clean: dict[str, str] = {}
     for value in values:
-        tag = value.strip().lower()[:MAX_TAG_CHARS].strip()
+        tag = _cut(value.strip(), MAX_TAG_CHARS)
         if tag:
-            clean.setdefault(tag, None)
-    return list(clean)[:MAX_TAGS]
+            clean.setdefault(tag.lower(), tag)
+    return list(clean.values())[:MAX_TAGS]
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters, redacted first when it has to be cut."""
+    if len(text) <= limit:
+        return text
+    return fit(redact(text).text, limit).strip()
 
 
 def _text(value: Any) -> str | None:
@@ -160,7 +173,7 @@ def _server_memory(text: str) -> Conversion:
         linked = [f"{a} {r} {b}" for a, r, b in relations if name in (a, b)]
         context = f"Relations: {'; '.join(linked)}." if linked else None
         if context is not None and len(context) > MAX_TEXT_CHARS:
-            context = context[: MAX_TEXT_CHARS - 1] + "…"
+            context = _cut(context, MAX_TEXT_CHARS - 1) + "…"
         for index, observation in enumerate(observations, start=1):
             if not observation.strip():
                 continue
@@ -216,7 +229,7 @@ def _mcp_memory_service(text: str) -> Conversion:
             out.error(where, str(exc))
             continue
         content_hash = memory.get("content_hash")
-        if not isinstance(content_hash, str) or not _HEX.match(content_hash):
+        if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
             content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
         store = _text(memory.get("store")) or "default"
         millis = int(created.timestamp() * 1000) if created else 0
@@ -241,7 +254,7 @@ def _first_line(content: str) -> str:
     line = content.splitlines()[0].strip()
     if len(line) <= PROBLEM_CHARS:
         return line
-    cut = line[: PROBLEM_CHARS - 1]
+    cut = _cut(line, PROBLEM_CHARS - 1)
     if " " in cut[PROBLEM_CHARS // 2 :]:
         cut = cut[: cut.rindex(" ")]
     return cut.rstrip() + "…"

@@ -9,11 +9,12 @@ from __future__ import annotations
 from datetime import datetime
 
 import anyio.to_thread
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lessons_service import PROJECT_PATTERN, check_project
+from lore_mcp.lessons_service import PROJECT_PATTERN, check_project, text_problem
+from lore_mcp.redaction import fit, redact
 from stores.errors import ConflictError
 from stores.keys import ApiKey, KeyStore
 
@@ -54,6 +55,9 @@ class CreatedKey(KeyOut):
     """A key just created: the only time its secret is shown."""
 
     key: str
+    redacted: list[str] = Field(
+        default_factory=list, description="Kinds of secrets removed from the name before storing it."
+    )
 
 
 class KeyList(BaseModel):
@@ -61,18 +65,25 @@ class KeyList(BaseModel):
 
 
 def check_org(org: str) -> str:
-    if not ORG_PATTERN.match(org):
+    if not isinstance(org, str) or not ORG_PATTERN.fullmatch(org):
         raise InvalidArgument(
             "org must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
         )
     return org
 
 
-def check_key_name(name: str) -> str:
-    name = name.strip()
+def check_key_name(name: str, what: str = "A key name") -> str:
+    """A name of printable characters (which excludes U+0000 and lone surrogates)."""
+    name = name.strip() if isinstance(name, str) else ""
     if not name or len(name) > MAX_KEY_NAME_CHARS or not name.isprintable():
-        raise InvalidArgument(f"A key name must be 1-{MAX_KEY_NAME_CHARS} printable characters.")
+        raise InvalidArgument(f"{what} must be 1-{MAX_KEY_NAME_CHARS} printable characters.")
     return name
+
+
+def redact_name(name: str) -> tuple[str, list[str]]:
+    """A checked name with secrets redacted (see ``check_key_name``), and their kinds."""
+    result = redact(name)
+    return fit(result.text, MAX_KEY_NAME_CHARS), list(result.kinds)
 
 
 class KeyService:
@@ -89,12 +100,14 @@ class KeyService:
                 f"Org {org!r} is already initialised; create more keys with "
                 "`lore-memory keys create --name NAME [--root]`."
             )
-        self.keys.create_org(org, name or org)
+        self.keys.create_org(org, redact_name(check_key_name(name, "An org name"))[0] if name else org)
         return self.create_key(org, name="root", project=None, root=True)
 
     def create_key(self, org: str, *, name: str, project: str | None, root: bool) -> CreatedKey:
         org = check_org(org)
-        name = check_key_name(name)
+        # Names are listed to every root key and name the actor of each commit in
+        # history, so a secret pasted into one is redacted like any stored text.
+        name, kinds = redact_name(check_key_name(name))
         if project is not None:
             project = check_project(project)
             if root:
@@ -105,13 +118,13 @@ class KeyService:
         stored = self.keys.add_key(
             org, name=name, key_hash=key_digest(raw), prefix=display_prefix(raw), project=project, root=root
         )
-        return CreatedKey(**KeyOut.of(stored).model_dump(), key=raw)
+        return CreatedKey(**KeyOut.of(stored).model_dump(), key=raw, redacted=kinds)
 
     def list_keys(self, org: str) -> list[KeyOut]:
         return [KeyOut.of(k) for k in self.keys.list_keys(check_org(org))]
 
     def revoke_key(self, org: str, key_id: str) -> KeyOut:
-        if not key_id or len(key_id) > 64:
+        if not isinstance(key_id, str) or not key_id or len(key_id) > 64 or text_problem(key_id):
             raise InvalidArgument("key id must be the id shown by list_keys.")
         return KeyOut.of(self.keys.revoke_key(check_org(org), key_id))
 

@@ -13,10 +13,12 @@ where ``kind`` is one of these stable strings:
   and fine-grained ``github_pat_...`` tokens.
 - ``slack_token``: ``xoxb-``, ``xoxp-``, ``xoxa-``, ``xoxr-``, ``xoxs-``,
   ``xoxe-`` and ``xapp-`` tokens.
-- ``aws_access_key``: ``AKIA``/``ASIA`` + 16 uppercase letters or digits.
+- ``aws_access_key``: ``AKIA``/``ASIA`` + 16 uppercase letters or digits, or
+  the same lower-cased (with a digit), since upper-casing recovers it.
 - ``aws_secret_key``: a 40-character secret after an ``aws_secret_access_key``
   or ``SecretAccessKey`` label (the value has no recognisable shape alone).
-- ``jwt``: three base64url segments, the first starting ``eyJ``.
+- ``jwt``: three base64url segments, the first starting ``eyJ`` (or ``eyj``,
+  lower-cased).
 - ``private_key``: a PEM ``-----BEGIN ... PRIVATE KEY-----`` block through its
   END line (RSA, EC, OPENSSH, ENCRYPTED, PGP ...); a block with no END line is
   redacted through its header and base64 lines.
@@ -38,9 +40,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-__all__ = ["Redacted", "redact", "redact_many"]
+__all__ = ["MARKER", "Redacted", "fit", "lower_outside_markers", "redact", "redact_json", "redact_many"]
+
+# What a redacted secret becomes; other code uses it to keep markers whole.
+MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
 
 
 @dataclass(frozen=True)
@@ -125,8 +130,13 @@ _RULES: tuple[_Rule, ...] = (
         ("xox", "xapp-"),
     ),
     _Rule(
+        # Upper case as AWS issues them, or all lower case with a digit: a key that
+        # went through lower-casing somewhere is recovered by upper-casing it again.
         "aws_access_key",
-        re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        re.compile(
+            r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA)[A-Z0-9]{16}|(?:akia|asia)(?=[a-z]{0,15}[0-9])[a-z0-9]{16})"
+            r"(?![A-Za-z0-9])"
+        ),
         ("akia", "asia"),
     ),
     _Rule(
@@ -137,7 +147,8 @@ _RULES: tuple[_Rule, ...] = (
         ),
         ("secret",),
     ),
-    _Rule("jwt", re.compile(rf"eyJ(?<!{_KEY}eyJ){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*"), ("eyj",)),
+    # "eyj" too: a lower-cased token still gives most of its payload away.
+    _Rule("jwt", re.compile(rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*"), ("eyj",)),
     _Rule(
         # The scheme is bounded so a long run of letters cannot go quadratic.
         # A password already redacted by a more specific kind is left as is.
@@ -198,16 +209,34 @@ def _apply(rule: _Rule, text: str, found: set[str]) -> str:
     return rule.pattern.sub(replace, text)
 
 
+# Any rule's hint, or the start of a card number: text with neither holds no secret.
+# One search in C instead of a Python loop over the rules keeps redacting many
+# short strings (every value of a 50,000-row plan) cheap.
+# (Every card shape starts with a digit 2-6 and at least seven more digits, in one
+# run or after a space or dash following the first four.)
+_ANY_HINT = re.compile(
+    "|".join(re.escape(h) for rule in _RULES for h in rule.hints) + r"|[2-6][0-9]{3}[ -]?[0-9]{4}"
+)
+
+
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:kind]``."""
     found: set[str] = set()
+    text = _scrub(text, found)
+    return Redacted(text=text, kinds=tuple(sorted(found)))
+
+
+def _scrub(text: str, found: set[str]) -> str:
+    """``text`` with its secrets replaced; adds the kinds replaced to ``found``."""
     # Hints are looked up once, in the original text: the markers added along the
     # way hold no hint of a later rule, so they cannot create new matches.
     lowered = text.lower()
+    if not _ANY_HINT.search(lowered):
+        return text
     for rule in _RULES:
         if not rule.hints or any(hint in lowered for hint in rule.hints):
             text = _apply(rule, text, found)
-    return Redacted(text=text, kinds=tuple(sorted(found)))
+    return text
 
 
 def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[str, ...]]:
@@ -222,3 +251,58 @@ def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[st
         out.append(result.text)
         kinds.update(result.kinds)
     return out, tuple(sorted(kinds))
+
+
+def redact_json(value: Any) -> tuple[Any, tuple[str, ...]]:
+    """Redact every string in a JSON value, object keys included; kinds is the sorted union.
+
+    Callers bound the value's depth first (``lessons_service.check_json``): this
+    walks it recursively. Two keys of one object that redact to the same text are
+    kept apart with a ``#2``, ``#3`` ... suffix, so no value is lost.
+    """
+    found: set[str] = set()
+    return _redact_json(value, found), tuple(sorted(found))
+
+
+def _redact_json(value: Any, found: set[str]) -> Any:
+    if isinstance(value, str):
+        return _scrub(value, found)
+    if isinstance(value, list | tuple):
+        return [_redact_json(item, found) for item in value]
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if isinstance(key, str):
+                key = _redact_json(key, found)
+                base, n = key, 1
+                while key in out:
+                    n += 1
+                    key = f"{base}#{n}"
+            out[key] = _redact_json(item, found)
+        return out
+    return value
+
+
+def lower_outside_markers(text: str) -> str:
+    """Lower-case ``text`` but leave each ``[REDACTED:kind]`` as it is (tags are lower case)."""
+    pieces, last = [], 0
+    for m in MARKER.finditer(text):
+        pieces += [text[last : m.start()].lower(), m.group(0)]
+        last = m.end()
+    pieces.append(text[last:].lower())
+    return "".join(pieces)
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters without cutting a marker in two.
+
+    A marker can be longer than the secret it replaced, so redacted text may
+    outgrow a field's limit; a marker that would be cut is dropped whole.
+    """
+    if len(text) <= limit:
+        return text
+    cut = limit
+    for m in MARKER.finditer(text, 0, limit + 30):
+        if m.start() < limit < m.end():
+            cut = m.start()
+    return text[:cut].rstrip()

@@ -14,11 +14,12 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lessons_service import ULID_PATTERN, LessonService
+from lore_mcp.lessons_service import ULID_PATTERN, LessonService, check_json
 from lore_mcp.plan_models import PlanModel
+from lore_mcp.redaction import fit, redact_json
 from stores import structured
 from stores.errors import NotFoundError
-from stores.plans import IDENTIFIER
+from stores.plans import IDENTIFIER, MAX_MESSAGE_CHARS
 from stores.structured import Commit, ProjectTx
 
 T = TypeVar("T")
@@ -48,11 +49,17 @@ class StructuredService:
         return await self._run(project, False, structured.describe_schema)
 
     async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
-        return await self._run(project, False, lambda tx: structured.dry_run(tx, plan.as_plan()))
+        """The dry run sees the plan as apply would store it: redacted."""
+        raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
+        result = await self._run(project, False, lambda tx: structured.dry_run(tx, raw))
+        return {**result, "redacted": kinds}
 
     async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
         actor = self.lessons.scope(project).actor
-        return await self._run(project, True, lambda tx: structured.apply(tx, plan.as_plan(), actor))
+        # Off the event loop, and before the write transaction: no lock is held meanwhile.
+        raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
+        result = await self._run(project, True, lambda tx: structured.apply(tx, raw, actor))
+        return {**result, "redacted": kinds}
 
     async def query_rows(
         self,
@@ -64,6 +71,7 @@ class StructuredService:
         cursor: str | None,
         project: str | None = None,
     ) -> dict[str, Any]:
+        check_json("where", where)
         rows = await self._run(project, False, lambda tx: structured.read_table(tx, table))
         # Filtering needs no database, so it runs after the read transaction: a slow
         # filter then holds no connection or lock that other calls wait for.
@@ -129,18 +137,60 @@ def history_target(target: str | None) -> str | None:
     """A lesson id or a table name, as the commit target it stands for."""
     if target is None:
         return None
-    if ULID_PATTERN.match(target):
+    if ULID_PATTERN.fullmatch(target):
         return f"lesson:{target}"
-    if IDENTIFIER.match(target):
+    if IDENTIFIER.fullmatch(target):
         return f"table:{target}"
     raise InvalidArgument("target must be a lesson id or a table name (or omitted for the whole project).")
 
 
 def check_commit_id(commit_id: str) -> None:
-    if not ULID_PATTERN.match(commit_id):
+    if not ULID_PATTERN.fullmatch(commit_id):
         raise InvalidArgument(
             f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history."
         )
+
+
+def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
+    """The plan as Lore may store it, and the kinds of secrets taken out.
+
+    Everything a plan can store is redacted: the message (the commit's message),
+    row values of insert and update (strings nested in json values and their keys
+    too) and column defaults. Filters and names are left alone: filters are never
+    stored, and names are identifiers that cannot hold a secret's shape. The whole
+    plan is first checked for text Lore cannot store and for runaway nesting.
+    """
+    raw = check_json("plan", plan.as_plan())
+    found: set[str] = set()
+
+    def clean(value: Any) -> Any:
+        redacted, kinds = redact_json(value)
+        found.update(kinds)
+        return redacted
+
+    if isinstance(raw.get("message"), str):
+        # A marker can be longer than its secret: keep a message that fit within the limit.
+        raw["message"] = fit(clean(raw["message"]), MAX_MESSAGE_CHARS)
+    for op in raw.get("operations", []):
+        kind = op.get("op")
+        if kind == "insert" and isinstance(op.get("rows"), list):
+            op["rows"] = [
+                {column: clean(value) for column, value in row.items()} if isinstance(row, dict) else row
+                for row in op["rows"]
+            ]
+        elif kind == "update" and isinstance(op.get("set"), dict):
+            op["set"] = {column: clean(value) for column, value in op["set"].items()}
+        elif kind == "create_table" and isinstance(op.get("columns"), list):
+            op["columns"] = [_clean_default(c, clean) for c in op["columns"]]
+        elif kind == "add_column" and isinstance(op.get("column"), dict):
+            op["column"] = _clean_default(op["column"], clean)
+    return raw, sorted(found)
+
+
+def _clean_default(spec: dict[str, Any], clean: Callable[[Any], Any]) -> dict[str, Any]:
+    if isinstance(spec, dict) and spec.get("default") is not None:
+        return {**spec, "default": clean(spec["default"])}
+    return spec
 
 
 def commit_summary(commit: Commit) -> dict[str, Any]:

@@ -26,16 +26,21 @@ from lore_mcp.lessons_service import (
     PROJECT_PATTERN,
     ULID_PATTERN,
     LessonService,
+    check_meta,
     embedding_text,
+    normalise_tags,
+    redact_fields,
+    text_problem,
 )
 from lore_mcp.models import LessonOut
-from lore_mcp.redaction import redact_many
+from lore_mcp.redaction import redact_json
 from lore_mcp.structured_service import commit_summary, public_effects
 from stores import structured
 from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope, lesson_image
 from stores.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
+MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
 EXPORT_PAGE = 100
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
 
@@ -55,8 +60,8 @@ class LessonIn(BaseModel):
     confidence: float = Field(0.5, ge=0.0, le=1.0)
     source: str | None = Field(None, max_length=MAX_SHORT_CHARS)
     project: str | None = Field(None, max_length=64)
-    upvotes: int = Field(0, ge=0)
-    downvotes: int = Field(0, ge=0)
+    upvotes: int = Field(0, ge=0, le=MAX_VOTES)
+    downvotes: int = Field(0, ge=0, le=MAX_VOTES)
     created_at: datetime | None = None
     updated_at: datetime | None = None
     expires_at: datetime | None = None
@@ -65,15 +70,23 @@ class LessonIn(BaseModel):
     @field_validator("id")
     @classmethod
     def _ulid(cls, value: str) -> str:
-        if not ULID_PATTERN.match(value):
+        if not ULID_PATTERN.fullmatch(value):
             raise ValueError("must be a ULID as Lore exports it")
         return value
 
     @field_validator("project")
     @classmethod
     def _project(cls, value: str | None) -> str | None:
-        if value is not None and not PROJECT_PATTERN.match(value):
+        if value is not None and not PROJECT_PATTERN.fullmatch(value):
             raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
+        return value
+
+    @field_validator("problem", "resolution", "context", "source")
+    @classmethod
+    def _storable(cls, value: str | None) -> str | None:
+        why = text_problem(value) if value is not None else None
+        if why is not None:
+            raise ValueError(why)
         return value
 
     @field_validator("tags")
@@ -81,7 +94,32 @@ class LessonIn(BaseModel):
     def _tags(cls, value: list[str]) -> list[str]:
         if any(not t.strip() or len(t) > MAX_TAG_CHARS for t in value):
             raise ValueError(f"each tag must be 1-{MAX_TAG_CHARS} characters")
+        for tag in value:
+            why = text_problem(tag)
+            if why is not None:
+                raise ValueError(f"a tag {why}")
         return [t.strip() for t in value]
+
+    @field_validator("created_at", "updated_at", "expires_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        """Times are stored in UTC; one whose UTC is outside years 1-9999 cannot be."""
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        try:
+            return value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("is outside years 1-9999 once converted to UTC") from None
+
+    @field_validator("meta")
+    @classmethod
+    def _meta(cls, value: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return check_meta(value)
+        except InvalidArgument as exc:
+            raise ValueError(exc.message) from None
 
 
 class ImportResult(BaseModel):
@@ -184,9 +222,10 @@ class Transfer:
         lessons: list[StoredLesson] = []
         now = datetime.now(UTC)
         for item in items:
-            fields, kinds = redact_many([item.problem, item.resolution, item.context, item.source])
-            tags, tag_kinds = redact_many(item.tags)
-            found.update(kinds, tag_kinds)
+            fields, kinds = redact_fields(item.problem, item.resolution, item.context, item.source)
+            tags, tag_kinds = normalise_tags(item.tags)  # redacted before lower-casing
+            meta, meta_kinds = redact_json(item.meta)
+            found.update(kinds, tag_kinds, meta_kinds)
             problem, resolution, context, source = fields
             assert problem is not None and resolution is not None
             created = item.created_at or now
@@ -197,7 +236,7 @@ class Transfer:
                     problem=problem,
                     resolution=resolution,
                     context=context or None,
-                    tags=tuple(dict.fromkeys(t for t in tags if t)),
+                    tags=tags,
                     confidence=item.confidence,
                     source=source or None,
                     created_at=created,
@@ -205,7 +244,7 @@ class Transfer:
                     expires_at=item.expires_at,
                     upvotes=item.upvotes,
                     downvotes=item.downvotes,
-                    meta=item.meta,
+                    meta=meta,
                 )
             )
         texts = [embedding_text(lesson.problem, lesson.resolution) for lesson in lessons]
