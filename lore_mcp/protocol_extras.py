@@ -14,9 +14,12 @@
 - ``resources/subscribe`` and ``resources/unsubscribe``: after a tool call changes memory,
   sessions subscribed to an affected URI (``lore://lessons/<id>``, ``lore://stats``,
   ``lore://schema``) get ``notifications/resources/updated``. Only for changes made through
-  this server process, and only within the caller's org. Any URI may be subscribed, also one
-  that does not exist yet (``import_lessons`` keeps ids), as the SDK's own
-  ``subscriptions/listen`` does.
+  this server process, and only for changes to the project the subscriber's reads of those
+  URIs show: its API key's project, or for a key of every project (and stdio) the server's
+  default project, in the key's org. Lesson ids are unique per project, so the same id in
+  another project, or another org, is another lesson and never notifies. Any URI may be
+  subscribed, also one that does not exist yet (``import_lessons`` keeps ids), as the SDK's
+  own ``subscriptions/listen`` does.
 - ``prompts/get`` errors: an unknown prompt or bad arguments answer invalid params (-32602),
   where the SDK would answer error code 0.
 
@@ -29,6 +32,7 @@ from __future__ import annotations
 import time
 import weakref
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
@@ -52,7 +56,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from lore_mcp.auth import caller_of
+from lore_mcp.auth import Caller, caller_of
 from stores.lessons import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
@@ -74,7 +78,7 @@ NOTIFY_TIMEOUT_S = 1.0  # a subscriber that stops reading must not hold up the c
 
 # Kept in each connection's ``state``, so they end with the session.
 LOG_LEVEL_KEY = "lore_mcp.log_level"
-SUBSCRIPTIONS_KEY = "lore_mcp.subscriptions"  # uri -> org of the subscriber (None without API keys)
+SUBSCRIPTIONS_KEY = "lore_mcp.subscriptions"  # uri -> the subscriber's Reach
 
 # Tools whose ``id`` argument names the one lesson they change.
 LESSON_ID_TOOLS = frozenset({"update_lesson", "upvote_lesson", "downvote_lesson", "delete_lesson"})
@@ -82,9 +86,32 @@ LESSON_ID_TOOLS = frozenset({"update_lesson", "upvote_lesson", "downvote_lesson"
 KEY_TOOLS = frozenset({"create_key", "list_keys", "revoke_key"})
 
 
-def add_protocol_extras(server: LoreServer) -> None:
-    """Register logging/setLevel, completion/complete and resources/(un)subscribe on ``server``."""
-    Extras(server).install()
+@dataclass(frozen=True)
+class Reach:
+    """One org and project: where a change happened, or what a subscription watches.
+
+    ``org`` is None without API keys (stdio and --dev-no-auth serve a single org);
+    ``project`` is None where this process cannot tell (remote mode, where the team
+    server picks the project), which then matches any project of the org.
+    """
+
+    org: str | None
+    project: str | None
+
+    def hears(self, change: Reach) -> bool:
+        """Whether a subscription watching ``self`` is told of ``change``."""
+        if self.org != change.org:
+            return False
+        return self.project is None or change.project is None or self.project == change.project
+
+
+def add_protocol_extras(server: LoreServer, default_project: str | None = None) -> None:
+    """Register logging/setLevel, completion/complete and resources/(un)subscribe on ``server``.
+
+    ``default_project`` is the project a call that names none acts on (and that the
+    resources show to a key of every project); None when the server cannot know it.
+    """
+    Extras(server, default_project).install()
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -93,16 +120,15 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     return getattr(ctx.session, "_connection", None)
 
 
-def _org() -> str | None:
-    """Whose memory the current request touches: the API key's org, or None without keys
-    (stdio and --dev-no-auth serve a single org)."""
-    caller = caller_of(get_access_token())
-    return caller.org if caller is not None else None
+def _caller() -> Caller | None:
+    """The current request's API key, or None without keys (stdio and --dev-no-auth)."""
+    return caller_of(get_access_token())
 
 
 class Extras:
-    def __init__(self, server: LoreServer) -> None:
+    def __init__(self, server: LoreServer, default_project: str | None = None) -> None:
         self.server = server
+        self.default_project = default_project
         # Connections with at least one subscription; dropped when their session ends.
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
 
@@ -219,11 +245,11 @@ class Extras:
         connection = _connection(ctx)
         if connection is None:
             raise MCPError(INVALID_PARAMS, "Subscriptions need a session.")
-        subscriptions: dict[str, str | None] = connection.state.setdefault(SUBSCRIPTIONS_KEY, {})
+        subscriptions: dict[str, Reach] = connection.state.setdefault(SUBSCRIPTIONS_KEY, {})
         uri = str(params.uri)
         if uri not in subscriptions and len(subscriptions) >= MAX_SUBSCRIPTIONS:
             raise MCPError(INVALID_PARAMS, f"A session may hold at most {MAX_SUBSCRIPTIONS} subscriptions.")
-        subscriptions[uri] = _org()
+        subscriptions[uri] = self.reach(None)
         self.subscribers.add(connection)
         return EmptyResult()
 
@@ -261,13 +287,24 @@ class Extras:
             return set()
         return None  # revert_commit and any tool not described above
 
-    async def notify(self, org: str | None, uris: set[str] | None) -> None:
+    def reach(self, requested: str | None) -> Reach:
+        """The org and project a call of the current request acts on when it asks for project
+        ``requested`` (None: the default), as ``LessonService.scope`` resolves it: a
+        project-scoped key only ever reaches its own project. Every lessons resource reads
+        with no project, so ``reach(None)`` is what a subscriber's URIs show."""
+        caller = _caller()
+        if caller is not None and caller.project is not None:
+            return Reach(caller.org, caller.project)
+        return Reach(caller.org if caller is not None else None, requested or self.default_project)
+
+    async def notify(self, change: Reach, uris: set[str] | None) -> None:
+        """Tell each session watching one of ``uris`` (None: any) in ``change``'s project."""
         for connection in list(self.subscribers):
-            subscriptions: dict[str, str | None] = connection.state.get(SUBSCRIPTIONS_KEY, {})
+            subscriptions: dict[str, Reach] = connection.state.get(SUBSCRIPTIONS_KEY, {})
             hits: Iterable[str] = [
                 uri
-                for uri, owner in list(subscriptions.items())
-                if owner == org and (uris is None or uri in uris)
+                for uri, watched in list(subscriptions.items())
+                if watched.hears(change) and (uris is None or uri in uris)
             ]
             for uri in hits:
                 with anyio.move_on_after(NOTIFY_TIMEOUT_S):
@@ -289,5 +326,6 @@ class Extras:
             arguments = params.get("arguments") or {}
             uris = await self.changed_uris(name, arguments if isinstance(arguments, Mapping) else {}, result)
             if uris is None or uris:
-                await self.notify(_org(), uris)
+                requested = arguments.get("project") if isinstance(arguments, Mapping) else None
+                await self.notify(self.reach(requested if isinstance(requested, str) else None), uris)
         return result

@@ -420,7 +420,7 @@ def build_server(
 
     from lore_mcp.protocol_extras import add_protocol_extras  # logging, completion, subscriptions
 
-    add_protocol_extras(server)
+    add_protocol_extras(server, lessons.default_project if lessons is not None else None)
     return server
 
 

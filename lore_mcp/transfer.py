@@ -36,7 +36,15 @@ from lore_mcp.models import LessonOut
 from lore_mcp.redaction import redact_json
 from lore_mcp.structured_service import commit_summary, public_effects
 from stores import structured
-from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope, lesson_image
+from stores.lessons import (
+    MAX_SHORT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    Scope,
+    image_embedding,
+    lesson_image,
+)
 from stores.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
@@ -256,9 +264,16 @@ class Transfer:
         return images, found
 
     def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int]:
-        """Store the images whose ids are new, in one transaction with one commit; (added, skipped)."""
+        """Store the images whose ids are new to this project, in one transaction with one commit;
+        (added, skipped).
+
+        A lesson's key is (org, project, id), so only this project's own lessons make an id
+        "already there": what other projects or orgs hold neither blocks an import nor shows."""
         if not images:
             return 0, 0
+        # Before the transaction: a fresh store gets its vector storage from the first vector.
+        for dim in sorted({len(vec) // 4 for vec in map(image_embedding, images) if vec}):
+            self.store.ensure_dim(dim)
         with self.store.transaction(scope, write=True) as tx:
             existing = tx.existing_lesson_ids([image["id"] for image in images])
             fresh = [image for image in images if image["id"] not in existing]

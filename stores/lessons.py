@@ -5,6 +5,10 @@ and keep them scoped; they never embed or redact text. Callers hand them text th
 is already redacted and the vector computed from it, so a store is deterministic
 and can be tested without the model.
 
+A lesson's key is (org, project, id): an id is unique within its project only, so
+the same id may name another lesson in another project or org, and nothing a scope
+does depends on, or shows, what other scopes hold (an import keeps its ids).
+
 Every method raises ``stores.errors.NotFoundError`` for an id outside the scope,
 ``InvalidInputError`` for a vector of the wrong dimension, and
 ``UnavailableError`` when the database cannot be reached. Writes are atomic: a
@@ -230,6 +234,13 @@ class LessonStore(Protocol):
 
     def count(self, org: str, project: str | None = None) -> int:
         """Live lessons of an org, in one project or all of them."""
+        ...
+
+    def ensure_dim(self, dim: int) -> None:
+        """Make the store ready for vectors of ``dim`` dimensions: the first vector a store
+        gets fixes its dimension, and another is ``InvalidInputError``. Call it before a
+        ``transaction`` that restores lessons (an import), which cannot create the vector
+        storage itself on every backend."""
         ...
 
     def close(self) -> None:

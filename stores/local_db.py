@@ -248,6 +248,60 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        4,
+        "lesson ids unique per org and project",
+        # A lesson's key is (org, project, id): ids unique across the file let one tenant
+        # learn of, or block, another's ids. SQLite cannot drop a column's UNIQUE, so the
+        # table is rebuilt with every pk kept (the FTS and vector rows and the tombstones
+        # are keyed by pk) and the AUTOINCREMENT counter carried over, so no pk is reused.
+        # lesson_tags references lessons: it is set aside and rebuilt around the swap, so
+        # dropping the old table cascades to nothing.
+        """
+        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
+        DROP TABLE lesson_tags;
+        CREATE TABLE lessons_scoped (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            org TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
+        INSERT INTO lessons_scoped (pk, id, org, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
+            SELECT pk, id, org, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
+        DROP TABLE lessons;
+        ALTER TABLE lessons_scoped RENAME TO lessons;
+        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
+        DROP TABLE lesson_tags_keep;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -244,6 +244,10 @@ class LocalLessonStore:
         with self._read_lock:
             return int(self._reader.execute(sql, params).fetchone()[0])
 
+    def ensure_dim(self, dim: int) -> None:
+        with self._write_lock, write_transaction(self._writer) as conn:
+            self._ensure_dim(conn, dim)
+
     def close(self) -> None:
         if self._closed:
             return

@@ -165,10 +165,13 @@ class LocalProjectTx:
         for start in range(0, len(ids), _CHUNK):
             chunk = list(ids[start : start + _CHUNK])
             marks = ", ".join("?" * len(chunk))
-            # Ids are unique across the whole file, so look beyond this org: an id taken by
-            # another org cannot be inserted again either.
+            # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
             found.update(
-                r[0] for r in self.conn.execute(f"SELECT id FROM lessons WHERE id IN ({marks})", chunk)
+                r[0]
+                for r in self.conn.execute(
+                    f"SELECT id FROM lessons WHERE org = ? AND project = ? AND id IN ({marks})",
+                    [*self._key, *chunk],
+                )
             )
         return found
 

@@ -217,6 +217,21 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        "lesson ids unique per org and project",
+        # A lesson's key is (org, project, id): ids unique across the database let one
+        # tenant learn of, or block, another's ids (an insert of a taken id failed even
+        # though row-level security hid the row). The scope index becomes the unique key.
+        """
+        ALTER TABLE lessons DROP CONSTRAINT IF EXISTS lessons_id_key;
+        DROP INDEX IF EXISTS lessons_scope_id;
+        ALTER TABLE lessons ADD CONSTRAINT lessons_scope_id UNIQUE (org_id, project, id);
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

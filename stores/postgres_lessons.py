@@ -296,20 +296,15 @@ class PostgresLessonStore:
         if found is None:
             if vec is None:
                 raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
-            self._ensure_dim(vec.shape[0])  # an import may bring a fresh database its first vector
+            self._check_dim(conn, vec.shape[0])
             found = conn.execute(
                 text(
                     "INSERT INTO lessons (id, org_id, project, problem, resolution, confidence, created_at, "
                     "updated_at, embedding) VALUES (:id, :org, :project, '', '', 0, now(), now(), :v) "
-                    "ON CONFLICT (id) DO NOTHING RETURNING pk"
+                    "RETURNING pk"
                 ),
                 {"id": lesson_id, "org": scope.org, "project": scope.project, "v": vec},
-            ).scalar()
-            if found is None:  # row-level security hid it: another org holds this id
-                raise ConflictError(
-                    f"Lesson id {lesson_id} is already used by another org in this database; "
-                    "it cannot be stored here."
-                )
+            ).scalar_one()
         elif vec is not None:
             conn.execute(text("UPDATE lessons SET embedding = :v WHERE pk = :pk"), {"v": vec, "pk": found})
         conn.execute(
@@ -487,6 +482,24 @@ class PostgresLessonStore:
             value = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
             self._dim = int(value) if value is not None else None
         return self._dim
+
+    def ensure_dim(self, dim: int) -> None:
+        self._ensure_dim(dim)
+
+    def _check_dim(self, conn: Connection, dim: int) -> None:
+        """Inside a write transaction: the vector column must already be there, with ``dim``.
+
+        Creating it here would deadlock: ``ALTER TABLE`` runs in a transaction of its own
+        (as the owner) and waits for this one, which already read ``lessons``. Callers that
+        may bring a fresh database its first vector (an import) call ``ensure_dim`` first.
+        """
+        stored = self._stored_dim(conn)
+        if stored is None:
+            raise InvalidInputError(
+                "This database holds no vectors yet; call ensure_dim before restoring lessons."
+            )
+        if stored != dim:
+            self._ensure_dim(dim)  # raises the usual sentence about another embedding model
 
     def _ensure_dim(self, dim: int) -> int:
         """The vector column is created with the first vector's dimension; others are refused."""

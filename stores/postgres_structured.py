@@ -190,11 +190,10 @@ class PostgresProjectTx:
         self._restore_lesson(lesson_id, image)
 
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
-        # Row-level security shows this org's lessons only; see import_lessons in
-        # lore_mcp.transfer for an id that another org of the same database holds.
+        # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
         rows = self._execute(
-            text("SELECT id FROM lessons WHERE org_id = :org AND id = ANY(:ids)"),
-            {"org": self.scope.org, "ids": list(ids)},
+            text("SELECT id FROM lessons WHERE org_id = :org AND project = :project AND id = ANY(:ids)"),
+            {**self._key, "ids": list(ids)},
         )
         return {r.id for r in rows}
 

@@ -103,7 +103,7 @@ class ProjectTx(Protocol):
         """Put a lesson back as ``image`` describes it (None: delete it)."""
 
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
-        """Which of ``ids`` name a lesson already stored in this org (any project, live or expired)."""
+        """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
         ...
 
     def org_projects(self) -> list[str]:
