@@ -5,10 +5,15 @@ is stored (``stores.keys``), so a leaked database does not leak keys. Over HTTP
 every request is checked by ``ApiKeyVerifier`` (the SDK's ``token_verifier``);
 the tools then read the caller from ``current_caller`` to pick the org and check
 the project. Over stdio there is no caller: the local user is trusted.
+
+A key that does not exist or is revoked is refused (401). A lookup that fails
+because the database cannot be asked raises ``KeyLookupUnavailable`` instead, which
+``lore_mcp.http`` answers with 503 / ``UNAVAILABLE``: an outage is not a bad key.
 """
 
 from __future__ import annotations
 
+import collections
 import contextvars
 import hashlib
 import logging
@@ -23,7 +28,7 @@ from typing import Any
 import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
 
-from lore_mcp.errors import FORBIDDEN, LoreError
+from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
 from stores.errors import StoreError
 from stores.keys import ApiKey, KeyStore
 
@@ -37,12 +42,25 @@ _ALPHABET = string.ascii_letters + string.digits
 DISPLAY_CHARS = len(KEY_PREFIX) + 4
 # last_used_at is written at most this often per key, so auth does not turn every read into a write.
 TOUCH_INTERVAL_S = 60.0
+# A key lookup normally takes milliseconds; one that has not answered in this long is an outage.
+LOOKUP_TIMEOUT_S = 5.0
+# A well-formed key the store did not know (or knew as revoked) is refused without asking again
+# for this long. Keys are 190 random bits, so no key created later can be one already refused;
+# revocation is never undone. The bound keeps memory flat whatever a guesser sends.
+NEGATIVE_TTL_S = 60.0
+NEGATIVE_CACHE_MAX = 10_000
 
 
 class Forbidden(LoreError):
     """The caller's key does not reach what it asked for."""
 
     code = FORBIDDEN
+
+
+class KeyLookupUnavailable(LoreError):
+    """The key store could not be asked, so the key is neither accepted nor refused."""
+
+    code = UNAVAILABLE
 
 
 def new_key() -> str:
@@ -105,26 +123,65 @@ class LoreAccessToken(AccessToken):
 
 
 class ApiKeyVerifier:
-    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is immediate."""
+    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is immediate.
 
-    def __init__(self, keys: KeyStore) -> None:
+    Only a key that is well formed and not refused moments ago costs a lookup (see
+    ``NEGATIVE_TTL_S``). A lookup that fails or does not answer within
+    ``LOOKUP_TIMEOUT_S`` raises ``KeyLookupUnavailable``; it never reads as a bad key.
+    """
+
+    def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
         self.keys = keys
+        self.lookup_timeout_s = lookup_timeout_s
         self._touched: dict[str, float] = {}
+        self._refused: collections.OrderedDict[str, float] = collections.OrderedDict()
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        if not KEY_PATTERN.match(token):
+        if not KEY_PATTERN.fullmatch(token):
             return None
-        try:
-            key = await anyio.to_thread.run_sync(self.keys.key_by_hash, key_digest(token))
-        except StoreError as exc:
-            # The caller gets a 401 either way; the log says why.
-            logger.warning("API key lookup failed: %s", exc)
+        digest = key_digest(token)
+        if self._refused_recently(digest):
             return None
+        key = await self._bounded(self.keys.key_by_hash, digest)
         if key is None or key.revoked_at is not None:
+            self._remember_refused(digest)
             return None
         await self._touch(key)
         caller = Caller.of(key)
         return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
+
+    async def _bounded(self, lookup: Any, *args: Any) -> Any:
+        """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns.
+
+        The thread is abandoned at the deadline rather than waited for: a database that
+        stopped answering must not hold the request (``stores.postgres_hang`` frees the thread).
+        """
+        try:
+            with anyio.fail_after(self.lookup_timeout_s):
+                return await anyio.to_thread.run_sync(lookup, *args, abandon_on_cancel=True)
+        except TimeoutError:
+            logger.warning("API key lookup did not answer within %.0f s", self.lookup_timeout_s)
+            raise KeyLookupUnavailable(
+                f"The key store did not answer within {self.lookup_timeout_s:.0f} s."
+            ) from None
+        except StoreError as exc:
+            logger.warning("API key lookup failed: %s", exc)
+            raise KeyLookupUnavailable(str(exc)) from exc
+
+    def _refused_recently(self, digest: str) -> bool:
+        until = self._refused.get(digest)
+        if until is None:
+            return False
+        if until > time.monotonic():
+            return True
+        del self._refused[digest]
+        return False
+
+    def _remember_refused(self, digest: str) -> None:
+        self._refused[digest] = time.monotonic() + NEGATIVE_TTL_S
+        self._refused.move_to_end(digest)
+        while len(self._refused) > NEGATIVE_CACHE_MAX:
+            self._refused.popitem(last=False)
 
     async def _touch(self, key: ApiKey) -> None:
         now = time.monotonic()
@@ -132,9 +189,9 @@ class ApiKeyVerifier:
             return
         self._touched[key.id] = now
         try:
-            await anyio.to_thread.run_sync(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
-        except StoreError as exc:  # last-used is informative; never refuse a valid key over it
-            logger.warning("could not record key use: %s", exc)
+            await self._bounded(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
+        except KeyLookupUnavailable as exc:  # last-used is informative; never refuse a valid key over it
+            logger.warning("could not record key use: %s", exc.message)
 
 
 def caller_of(token: Any) -> Caller | None:

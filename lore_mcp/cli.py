@@ -29,6 +29,7 @@ _SETTING_FLAGS = [
     ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
     ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
+    ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
@@ -327,6 +328,7 @@ def serve_http(
                 store_name=settings.store,
                 rate_limit_per_minute=settings.rate_limit_per_minute,
                 log_level=log_level,
+                drain_timeout_s=settings.drain_timeout_s,
             )
         )
     except KeyboardInterrupt:

@@ -6,8 +6,10 @@ lists are Lore's own, defined locally, so ``initialize`` and ``tools/list`` answ
 even when the team server is down; each call redacts secrets from its arguments
 *before* anything leaves the machine, then goes over one kept-open MCP
 streamable-HTTP connection. Failures become the usual codes: ``UNAVAILABLE``
-(cannot reach the server, or it took too long), ``UNAUTHORIZED`` (the key was
-refused) and the server's own errors, passed through as they are.
+(cannot reach the server, it took too long, or it cannot reach its own database:
+then it could not check the key either, so this is not ``UNAUTHORIZED``),
+``UNAUTHORIZED`` (the key was refused) and the server's own errors, passed
+through as they are.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class RemoteConnection:
         return await self._use(lambda client: client.read_resource(uri))
 
     async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
+        self._last_status = None  # a status from an earlier call must not explain this one
         client = await self._connected()
         self._last_status = None
         try:
@@ -166,7 +169,22 @@ class RemoteConnection:
             self._client = None
 
     def _explain(self, exc: BaseException) -> LoreError:
-        if self._last_status == 401 or _status_of(exc) == 401:
+        exc = _unwrapped(exc)
+        message = str(exc)
+        statuses = (self._last_status, _status_of(exc))
+        if message.startswith("UNAVAILABLE") and 503 in statuses:
+            # The team server answered, but its database did not: the key was never checked.
+            return RemoteUnavailable(
+                f"The team server at {self.url} is running but its database is unreachable or not "
+                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 503 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 401 in statuses:
             return RemoteUnauthorized(
                 f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
                 "ask an admin for a key (`lore-memory keys create`)."
@@ -176,7 +194,6 @@ class RemoteConnection:
                 f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
                 "nothing was sent. Check LORE_API_URL and that the server is running."
             )
-        message = str(exc)
         if message.startswith("RATE_LIMITED"):
             return _Passthrough(message)
         return RemoteUnavailable(
@@ -192,6 +209,13 @@ class _Passthrough(LoreError):
         code, _, message = text.partition(": ")
         super().__init__(message)
         self.code = code
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The one error inside task-group wrappers (a failure while connecting arrives nested)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def _status_of(exc: BaseException) -> int | None:

@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     )
     pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
     rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")
+    drain_timeout_s: float = Field(
+        30.0,
+        gt=0,
+        le=3600,
+        description="Seconds SIGTERM lets HTTP requests in flight finish; then the server exits regardless.",
+    )
     request_timeout_s: float = Field(
         DEFAULT_REQUEST_TIMEOUT_S,
         gt=0,

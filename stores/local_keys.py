@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from stores.errors import ConflictError, NotFoundError
+import sqlean
+
+from stores.errors import ConflictError, NotFoundError, UnavailableError
 from stores.ids import new_id
 from stores.keys import ApiKey, Org
 from stores.local_db import Connection, write_transaction
@@ -68,10 +70,17 @@ class LocalKeyStore:
             return self._key(conn, org_id, key_id)
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        with self._read_lock:
-            row = self._reader.execute(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", (key_hash,)
-            ).fetchone()
+        # Authentication runs this on every request: a file that cannot be read is an
+        # outage (UNAVAILABLE), never "no such key".
+        try:
+            with self._read_lock:
+                row = self._reader.execute(
+                    f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = ?", (key_hash,)
+                ).fetchone()
+        except sqlean.OperationalError as exc:
+            raise UnavailableError(
+                f"The Lore database could not be read to check an API key: {exc}."
+            ) from exc
         return _to_key(row) if row is not None else None
 
     def list_keys(self, org_id: str) -> list[ApiKey]:

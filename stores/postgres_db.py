@@ -6,20 +6,30 @@ in ``lore.org`` (``set_config('lore.org', org, true)``), so a query that forgot 
 filter still cannot read or change another org's rows. Superusers and roles with
 BYPASSRLS skip policies, so such a login switches every connection to the
 ``lore_rls`` role, which has neither.
+
+No call waits on Postgres for ever. Each connection gets libpq's connect timeout
+and TCP keepalives (``CONNECT_DEFAULTS``) and the server's statement and
+idle-in-transaction timeouts (``SESSION_DEFAULTS``); a server frozen on a live host
+defeats all of those, so ``stores.postgres_hang`` watches for that. Every failure to
+reach the database becomes ``UnavailableError`` with a sentence (``unavailable_on_failure``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from stores.errors import UnavailableError, refuse_newer_schema
+from stores.postgres_hang import HangWatch, connect_watched
 
 logger = logging.getLogger("stores.postgres")
 
@@ -235,8 +245,29 @@ MIGRATIONS.append(
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
+# The client side of every connection, in libpq's names. Each one that LORE_DATABASE_URL's
+# query string gives (``?connect_timeout=10&keepalives_idle=30``) wins over these.
+CONNECT_DEFAULTS: dict[str, str] = {
+    "connect_timeout": "5",  # seconds for a new connection to be answered (libpq's floor is 2)
+    # Notice a server or network that vanished while a call waits on it (TCP only).
+    "keepalives": "1",
+    "keepalives_idle": "5",
+    "keepalives_interval": "2",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "10000",  # ms that sent data may go unacknowledged
+}
+# The server side, set on every new connection unless the URL's ``options`` sets it
+# (``?options=-c%20statement_timeout%3D60s``). Migrations lift the statement limit.
+SESSION_DEFAULTS: dict[str, str] = {
+    "statement_timeout": "30s",
+    "idle_in_transaction_session_timeout": "60s",
+}
+# How long a call waits for a pooled connection when all are busy.
+POOL_TIMEOUT_S = 5.0
+
+
 def engine_for(url: str, pool_size: int) -> Engine:
-    """An engine on psycopg 3 whose connections know pgvector and drop superuser powers."""
+    """An engine on psycopg 3 whose connections know pgvector, drop superuser powers and time out."""
     sa_url = make_url(url)
     if sa_url.drivername in ("postgres", "postgresql"):
         sa_url = sa_url.set(drivername="postgresql+psycopg")
@@ -245,14 +276,33 @@ def engine_for(url: str, pool_size: int) -> Engine:
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,  # a connection that died with the server is replaced, not used
-        pool_timeout=10,
-        connect_args={"connect_timeout": 5},
+        pool_timeout=POOL_TIMEOUT_S,
+        # connect_args win over the URL's parameters, so only what the URL leaves out.
+        connect_args={k: v for k, v in CONNECT_DEFAULTS.items() if k not in sa_url.query},
     )
-    event.listen(engine, "connect", _on_connect)
+    watch = HangWatch()
+    session = session_settings(sa_url)
+
+    def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
+        return connect_watched(watch, tuple(cargs), dict(cparams))
+
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        _on_connect(dbapi_conn, session)
+
+    event.listen(engine, "do_connect", do_connect)
+    event.listen(engine, "connect", on_connect)
     return engine
 
 
-def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+def session_settings(url: URL) -> dict[str, str]:
+    """``SESSION_DEFAULTS`` less those the URL's ``options`` parameter sets itself."""
+    options = url.query.get("options", "")
+    text_options = " ".join(options) if isinstance(options, tuple) else options
+    named = {name.replace("-", "_") for name in re.findall(r"(?:-c\s*|--)([A-Za-z0-9_.-]+)=", text_options)}
+    return {name: value for name, value in SESSION_DEFAULTS.items() if name not in named}
+
+
+def _on_connect(dbapi_conn: Any, session: Mapping[str, str]) -> None:
     from pgvector.psycopg import register_vector
 
     with dbapi_conn.cursor() as cur:
@@ -262,6 +312,9 @@ def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         has_role = cur.fetchone() is not None
         if privileged and has_role:
             cur.execute(f"SET ROLE {RLS_ROLE}")
+        if session:
+            calls = ", ".join("set_config(%s, %s, false)" for _ in session)
+            cur.execute(f"SELECT {calls}", [part for item in session.items() for part in item])
     dbapi_conn.commit()
     try:
         register_vector(dbapi_conn)
@@ -281,12 +334,24 @@ def transaction(engine: Engine, org: str | None) -> Iterator[Connection]:
 
 @contextlib.contextmanager
 def unavailable_on_failure() -> Iterator[None]:
+    """Turn every way of not getting an answer from Postgres into ``UnavailableError``."""
     try:
         yield
+    except PoolTimeoutError as exc:
+        logger.warning("postgres pool exhausted: %s", exc)
+        raise UnavailableError(
+            f"Every Postgres connection of this server stayed busy for {POOL_TIMEOUT_S:.0f} s "
+            "(the database is slow or not answering); the call changed nothing. Try again shortly."
+        ) from exc
     except OperationalError as exc:
         logger.warning("postgres unavailable: %s", exc.orig)
+        if isinstance(exc.orig, psycopg.errors.QueryCanceled):
+            raise UnavailableError(
+                "Postgres stopped a statement that ran past its time limit (statement_timeout); "
+                "the call changed nothing. Narrow the request, or try again when the database is less busy."
+            ) from exc
         raise UnavailableError(
-            "Postgres is unreachable right now; the call changed nothing. Try again shortly."
+            "Postgres is unreachable or not answering right now; the call changed nothing. Try again shortly."
         ) from exc
     except DBAPIError as exc:
         if exc.connection_invalidated:
@@ -300,6 +365,8 @@ def migrate(engine: Engine) -> int:
     """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
     with unavailable_on_failure(), engine.begin() as conn:
         as_owner(conn)
+        # Building an index on a large table may take minutes; only migrations may.
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         _ensure_vector_extension(conn)
         conn.execute(
