@@ -55,7 +55,7 @@ class PrivatePostgres:
     def pgdata(self) -> Path:
         return Path(self.server.pgdata)
 
-    def _pg_ctl(self, *args: str) -> None:
+    def pg_ctl(self, *args: str) -> None:
         from pgserver._commands import pg_ctl
 
         pg_ctl(list(args), pgdata=self.pgdata, user=self.server.system_user, timeout=60)
@@ -82,12 +82,12 @@ class PrivatePostgres:
     @contextlib.contextmanager
     def down(self) -> Iterator[None]:
         """Postgres stopped cleanly, then started again on the same socket."""
-        self._pg_ctl("-w", "-m", "fast", "stop")
+        self.pg_ctl("-w", "-m", "fast", "stop")
         try:
             yield
         finally:
             socket_dir = psycopg.conninfo.conninfo_to_dict(self.url)["host"]
-            self._pg_ctl(
+            self.pg_ctl(
                 "-w", "-o", '-h ""', "-o", f"-k {socket_dir}", "-l", str(self.pgdata / "log"), "start"
             )
 
@@ -99,9 +99,13 @@ def private_pg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PrivatePost
         import pgserver
 
     server = pgserver.get_server(tmp_path_factory.mktemp("outage-pg"), cleanup_mode="stop")
+    private = PrivatePostgres(server, server.get_uri())
     try:
-        yield PrivatePostgres(server, server.get_uri())
+        yield private
     finally:
+        # After a restart pgserver no longer knows the running postmaster, so stop it here.
+        if (private.pgdata / "postmaster.pid").exists():
+            private.pg_ctl("-w", "-m", "fast", "stop")
         server.cleanup()
 
 
