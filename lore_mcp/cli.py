@@ -517,7 +517,8 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
     redacted = f"; redacted {', '.join(sorted(report.redacted))}" if report.redacted else ""
     print(
         f"lore-memory: imported {report.added} lessons, skipped {report.skipped} already present, "
-        f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed{redacted}.",
+        f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed, "
+        f"{report.merged} merged into a stored lesson they added nothing to{redacted}.",
         file=sys.stderr,
     )
     return 1 if report.errors else 0

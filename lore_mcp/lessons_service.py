@@ -30,6 +30,7 @@ from lore_mcp.models import (
     RecalledLesson,
     RecallResult,
     SaveLessonResult,
+    SimilarLesson,
     UpdateLessonResult,
     VoteResult,
 )
@@ -105,7 +106,12 @@ class LessonService:
         )
         [vector] = await self.embedder.aencode_documents([embedding_text(draft.problem, draft.resolution)])
         result = await _run(self.store.save, scope, draft, vector)
-        return SaveLessonResult(id=result.id, merged=result.merged, redacted=list(kinds))
+        return SaveLessonResult(
+            id=result.id,
+            merged=result.merged,
+            redacted=list(kinds),
+            similar=[SimilarLesson(id=i, score=score) for i, score in result.similar],
+        )
 
     def make_draft(
         self,

@@ -76,12 +76,22 @@ class CompactRecalledLesson(CompactLesson):
     score: float
 
 
+class SimilarLesson(BaseModel):
+    id: str
+    score: float = Field(description="Cosine similarity to the saved lesson, 0..1.")
+
+
 class SaveLessonResult(BaseModel):
     id: str = Field(description="The lesson's id (a ULID).")
     merged: bool = Field(
-        description="True when the lesson merged into a near-duplicate instead of being added."
+        description="True when the lesson added nothing to an existing one and merged into it."
     )
     redacted: list[str] = Field(description="Kinds of secrets removed before storing, e.g. `openai_key`.")
+    similar: list[SimilarLesson] = Field(
+        default_factory=list,
+        description="Near neighbours kept as separate lessons (at most 3): update or delete one if it "
+        "says the same thing.",
+    )
 
 
 class RecallResult(BaseModel):

@@ -290,8 +290,10 @@ def build_server(
     ) -> SaveLessonResult:
         """Save a lesson after solving something non-obvious, so you and other agents recall it later.
 
-        Secrets in the text are redacted before storing. A near-duplicate of an existing lesson in the
-        same project is merged into it (merged=true) instead of being added again.
+        Secrets in the text are redacted before storing. A lesson that adds nothing to one already stored
+        in the project (the same text, or no word, number or name it lacks) merges into it (merged=true);
+        anything else is kept as a new lesson, and its near neighbours come back in `similar` so you can
+        update_lesson or delete_lesson one that says the same thing.
         """
         return await lessons.save(
             problem=problem,

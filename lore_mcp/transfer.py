@@ -35,7 +35,7 @@ from lore_mcp.lessons_service import (
 from lore_mcp.models import LessonOut
 from lore_mcp.redaction import redact_json
 from lore_mcp.structured_service import commit_summary, public_effects
-from stores import structured
+from stores import dedup, structured
 from stores.lessons import (
     MAX_SHORT_CHARS,
     MAX_TAG_CHARS,
@@ -44,8 +44,10 @@ from stores.lessons import (
     Scope,
     image_embedding,
     lesson_image,
+    merged_image,
 )
 from stores.lessons import Lesson as StoredLesson
+from stores.vectors import unit_vector
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
 MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
@@ -133,6 +135,9 @@ class LessonIn(BaseModel):
 class ImportResult(BaseModel):
     added: int = Field(description="Lessons stored by this import.")
     skipped: int = Field(description="Lessons whose id was already stored (importing twice adds nothing).")
+    merged: int = Field(
+        default=0, description="Lessons that added nothing to a stored one and merged into it."
+    )
     redacted: list[str] = Field(description="Kinds of secrets removed from imported text.")
 
 
@@ -147,6 +152,7 @@ class FileReport:
 
     added: int = 0
     skipped: int = 0
+    merged: int = 0
     commits: int = 0
     redacted: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)  # "line N: why"
@@ -263,31 +269,59 @@ class Transfer:
         ]
         return images, found
 
-    def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int]:
+    def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int, int]:
         """Store the images whose ids are new to this project, in one transaction with one commit;
-        (added, skipped).
+        (added, skipped, merged).
 
         A lesson's key is (org, project, id), so only this project's own lessons make an id
-        "already there": what other projects or orgs hold neither blocks an import nor shows."""
+        "already there": what other projects or orgs hold neither blocks an import nor shows.
+        A lesson with a new id that adds nothing to a stored one (or to one earlier in the
+        batch) merges into it by the same rule as ``save_lesson`` (``stores.dedup``)."""
         if not images:
-            return 0, 0
+            return 0, 0, 0
         # Before the transaction: a fresh store gets its vector storage from the first vector.
         for dim in sorted({len(vec) // 4 for vec in map(image_embedding, images) if vec}):
             self.store.ensure_dim(dim)
+        existing = self._existing_ids(scope, images)
+        fresh = list({image["id"]: image for image in reversed(images) if image["id"] not in existing}.values())
+        fresh.reverse()
+        vectors = [unit_vector(np.frombuffer(image_embedding(image) or b"", dtype=np.float32)) for image in fresh]
+        near = self.store.neighbours(scope, vectors)
+        before: dict[str, dict[str, Any] | None] = {}
+        after: dict[str, dict[str, Any]] = {}
+        pending: list[tuple[str, np.ndarray, tuple[str, str, str | None]]] = []
+        added = merged = 0
         with self.store.transaction(scope, write=True) as tx:
-            existing = tx.existing_lesson_ids([image["id"] for image in images])
-            fresh = [image for image in images if image["id"] not in existing]
-            seen: set[str] = set()
-            changes = []
-            for image in fresh:
-                if image["id"] in seen:
+            # Looked up again under the write lock: another import may have landed since.
+            taken = tx.existing_lesson_ids([image["id"] for image in fresh])
+            for image, vec, stored in zip(fresh, vectors, near, strict=True):
+                if image["id"] in taken:
                     continue
-                seen.add(image["id"])
-                tx.restore_lesson(image["id"], {**image, "project": scope.project})
-                changes.append((image["id"], None, {**image, "project": scope.project}))
-            if changes:
+                text = (image["problem"], image["resolution"], image.get("context"))
+                candidates = [(n.id, n.similarity, n.text) for n in stored] + [
+                    (i, float(v @ vec), t) for i, v, t in pending if float(v @ vec) >= dedup.CANDIDATE_SIMILARITY
+                ]
+                target = dedup.merge_target(text, candidates)
+                if target is None:
+                    lesson = {**image, "project": scope.project}
+                    before[image["id"]], after[image["id"]] = None, lesson
+                    tx.restore_lesson(image["id"], lesson)
+                    pending.append((image["id"], vec, text))
+                    added += 1
+                    continue
+                current = after.get(target) or lesson_image(self.store.get(scope, target))
+                before.setdefault(target, current)
+                after[target] = merged_image(current, image)
+                tx.restore_lesson(target, after[target])
+                merged += 1
+            if after:
+                changes = [(i, before[i], after[i]) for i in after]
                 structured.record_lessons(tx, "import", scope.actor, changes)
-        return len(changes), len(images) - len(changes)
+        return added, len(images) - added - merged, merged
+
+    def _existing_ids(self, scope: Scope, images: Sequence[dict[str, Any]]) -> set[str]:
+        with self.store.transaction(scope, write=False) as tx:
+            return tx.existing_lesson_ids([image["id"] for image in images])
 
     async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing."""
@@ -295,8 +329,8 @@ class Transfer:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope = self.lessons.scope(project)
         images, found = await anyio.to_thread.run_sync(self.prepare, items)
-        added, skipped = await anyio.to_thread.run_sync(self.write, scope, images)
-        return ImportResult(added=added, skipped=skipped, redacted=sorted(found))
+        added, skipped, merged = await anyio.to_thread.run_sync(self.write, scope, images)
+        return ImportResult(added=added, skipped=skipped, merged=merged, redacted=sorted(found))
 
     def import_file(
         self,
@@ -339,14 +373,16 @@ class Transfer:
                 if strict:
                     prepared.extend(images)
                 else:
-                    added, skipped = self.write(scope, images)
+                    added, skipped, merged = self.write(scope, images)
                     report.added += added
                     report.skipped += skipped
+                    report.merged += merged
                 progress(len(images))
             if strict:
-                added, skipped = self.write(scope, prepared)
+                added, skipped, merged = self.write(scope, prepared)
                 report.added += added
                 report.skipped += skipped
+                report.merged += merged
         return report
 
 

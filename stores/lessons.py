@@ -30,9 +30,9 @@ MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_RECALL_LIMIT = 50
 MAX_LIST_LIMIT = 100
+# How many differing sources a merged lesson remembers in meta.other_sources.
+MAX_OTHER_SOURCES = 20
 
-# Cosine similarity at or above which a new lesson merges into an existing one.
-DEDUP_SIMILARITY = 0.95
 
 
 @dataclass(frozen=True)
@@ -100,10 +100,22 @@ class Lesson:
 
 @dataclass(frozen=True)
 class SaveResult:
-    """The id a draft landed under, and whether it merged into an existing lesson."""
+    """The id a draft landed under, whether it merged into an existing lesson (only when it
+    added nothing, see ``stores.dedup``), and the near neighbours it did not merge with,
+    as (id, cosine similarity), most similar first."""
 
     id: str
     merged: bool
+    similar: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A stored lesson near a new one: what ``stores.dedup.merge_target`` decides on."""
+
+    id: str
+    similarity: float
+    text: tuple[str, str, str | None]  # problem, resolution, context
 
 
 @dataclass(frozen=True)
@@ -167,6 +179,45 @@ def lesson_image(lesson: Lesson, embedding: bytes | None = None) -> dict[str, An
     return image
 
 
+def image_lesson(image: Mapping[str, Any]) -> Lesson:
+    """The lesson a ``lesson_image`` describes (its vector aside)."""
+    expires = image.get("expires_at")
+    return Lesson(
+        id=image["id"],
+        project=image["project"],
+        problem=image["problem"],
+        resolution=image["resolution"],
+        context=image.get("context"),
+        tags=tuple(image.get("tags", ())),
+        confidence=float(image["confidence"]),
+        source=image.get("source"),
+        created_at=datetime.fromisoformat(image["created_at"]),
+        updated_at=datetime.fromisoformat(image["updated_at"]),
+        expires_at=datetime.fromisoformat(expires) if expires else None,
+        upvotes=int(image.get("upvotes", 0)),
+        downvotes=int(image.get("downvotes", 0)),
+        meta=dict(image.get("meta") or {}),
+    )
+
+
+def merged_image(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``current``'s image after ``new`` (an image that adds nothing to it) merges into it:
+    ``merged_fields`` for images, as an import merges."""
+    lesson = image_lesson(new)
+    draft = LessonDraft(
+        problem=lesson.problem,
+        resolution=lesson.resolution,
+        context=lesson.context,
+        tags=lesson.tags,
+        confidence=lesson.confidence,
+        source=lesson.source,
+        expires_at=lesson.expires_at,
+    )
+    fields = merged_fields(image_lesson(current), draft)
+    expires = fields["expires_at"]
+    return {**current, **fields, "expires_at": expires.isoformat() if expires else None}
+
+
 def image_embedding(image: Mapping[str, Any]) -> bytes | None:
     """The float32 vector bytes a lesson image carries, if any."""
     raw = image.get("embedding")
@@ -174,21 +225,26 @@ def image_embedding(image: Mapping[str, Any]) -> bytes | None:
 
 
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
-    """What a lesson's fields become when a near-duplicate draft merges into it.
+    """What a lesson's fields become when a draft that adds nothing to it merges into it.
 
     Nothing is lost: tags are united, the higher confidence and the longer life win,
-    empty context and source are filled in; the text of the existing lesson stays.
+    empty context and source are filled in, and a different source is kept in
+    ``meta.other_sources``; the text of the existing lesson stays (the draft's adds nothing).
     """
     expires = current.expires_at
     if expires is not None:
         expires = None if draft.expires_at is None else max(expires, draft.expires_at)
+    meta = {**current.meta, "merged_count": int(current.meta.get("merged_count", 0)) + 1}
+    if current.source and draft.source and draft.source != current.source:
+        others = [s for s in meta.get("other_sources", []) if isinstance(s, str)]
+        meta["other_sources"] = list(dict.fromkeys([*others, draft.source]))[-MAX_OTHER_SOURCES:]
     return {
         "tags": list(dict.fromkeys([*current.tags, *draft.tags])),
         "confidence": max(current.confidence, draft.confidence),
         "context": current.context or draft.context,
         "source": current.source or draft.source,
         "expires_at": expires,
-        "meta": {**current.meta, "merged_count": int(current.meta.get("merged_count", 0)) + 1},
+        "meta": meta,
     }
 
 
@@ -196,8 +252,8 @@ class LessonStore(Protocol):
     """Persistence and search of lessons, confined to a scope."""
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
-        """Insert the draft, or merge it into a live lesson of the same scope whose
-        vector has cosine similarity >= ``DEDUP_SIMILARITY``."""
+        """Insert the draft, or merge it into a live lesson of the same scope that it adds
+        nothing to (``stores.dedup.merge_target`` over the nearest vectors)."""
         ...
 
     def save_many(
@@ -234,6 +290,11 @@ class LessonStore(Protocol):
 
     def count(self, org: str, project: str | None = None) -> int:
         """Live lessons of an org, in one project or all of them."""
+        ...
+
+    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
+        """For each vector, the live lessons of the scope with cosine similarity >=
+        ``dedup.CANDIDATE_SIMILARITY``, most similar first, at most ``dedup.MAX_SIMILAR``."""
         ...
 
     def ensure_dim(self, dim: int) -> None:

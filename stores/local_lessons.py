@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from stores import ranking, structured
+from stores import dedup, ranking, structured
 from stores.errors import ConflictError, InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.lessons import (
-    DEDUP_SIMILARITY,
     Lesson,
     LessonDraft,
     LessonPage,
     LessonPatch,
+    Neighbour,
     RecallQuery,
     SaveResult,
     Scope,
@@ -81,7 +81,8 @@ class LocalLessonStore:
         vectors = [unit_vector(vec) for _, vec in items]
         now = _now()
         results: list[SaveResult] = []
-        pending: list[tuple[int, str, np.ndarray]] = []  # saved in this transaction: pk, id, vector
+        # Saved earlier in this transaction: pk, vector, text.
+        pending: list[tuple[int, np.ndarray, tuple[str, str, str | None]]] = []
         with self._write_lock, write_transaction(self._writer) as conn:
             dim = self._ensure_dim(conn, vectors[0].shape[0])
             if any(v.shape[0] != dim for v in vectors):
@@ -92,19 +93,28 @@ class LocalLessonStore:
             changes = []
             with self._index_lock:
                 assert self._index is not None
-                nearest = self._index.nearest_many(_scope_key(scope), np.stack(vectors), now=now.timestamp())
+                nearest = self._index.nearest_many(
+                    _scope_key(scope),
+                    np.stack(vectors),
+                    now=now.timestamp(),
+                    k=dedup.MAX_SIMILAR,
+                    min_similarity=dedup.CANDIDATE_SIMILARITY,
+                )
             for (draft, _), vec, stored in zip(items, vectors, nearest, strict=True):
-                target = _duplicate_of(vec, stored, pending)
+                neighbours = self._neighbours(conn, vec, stored, pending)
+                text = (draft.problem, draft.resolution, draft.context)
+                target = dedup.merge_target(text, ((pk, sim, t) for pk, sim, _, t in neighbours))
+                similar = tuple((i, round(sim, 6)) for pk, sim, i, _ in neighbours if pk != target)
                 if target is not None:
                     before = self._image(conn, self._row_by_pk(conn, target))
                     lesson_id = self._merge(conn, target, draft, rev, now)
                     changes.append((lesson_id, before, self._image(conn, self._row_by_pk(conn, target))))
-                    results.append(SaveResult(id=lesson_id, merged=True))
+                    results.append(SaveResult(id=lesson_id, merged=True, similar=similar))
                     continue
                 pk, lesson_id = self._insert(conn, scope, draft, vec, rev, now)
-                pending.append((pk, lesson_id, vec))
+                pending.append((pk, vec, text))
                 changes.append((lesson_id, None, self._image(conn, self._row_by_pk(conn, pk))))
-                results.append(SaveResult(id=lesson_id, merged=False))
+                results.append(SaveResult(id=lesson_id, merged=False, similar=similar))
             kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
             self._record(conn, scope, kind, changes)
         return results
@@ -243,6 +253,26 @@ class LocalLessonStore:
             params.append(project)
         with self._read_lock:
             return int(self._reader.execute(sql, params).fetchone()[0])
+
+    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
+        vecs = [unit_vector(v) for v in vectors]
+        with self._read_lock, read_transaction(self._reader) as conn:
+            if not vecs or self._stored_dim(conn) is None:
+                return [[] for _ in vecs]
+            with self._index_lock:
+                self._sync_index(conn)
+                assert self._index is not None
+                nearest = self._index.nearest_many(
+                    _scope_key(scope),
+                    np.stack(vecs),
+                    now=_now().timestamp(),
+                    k=dedup.MAX_SIMILAR,
+                    min_similarity=dedup.CANDIDATE_SIMILARITY,
+                )
+            return [
+                [Neighbour(i, sim, t) for _, sim, i, t in self._neighbours(conn, vec, stored, [])]
+                for vec, stored in zip(vecs, nearest, strict=True)
+            ]
 
     def ensure_dim(self, dim: int) -> None:
         with self._write_lock, write_transaction(self._writer) as conn:
@@ -445,6 +475,28 @@ class LocalLessonStore:
         conn.execute("INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, vec.tobytes()))
         return pk, lesson_id
 
+    def _neighbours(
+        self,
+        conn: Connection,
+        vec: np.ndarray,
+        stored: list[tuple[int, float]],
+        pending: list[tuple[int, np.ndarray, tuple[str, str, str | None]]],
+    ) -> list[tuple[int, float, str, tuple[str, str, str | None]]]:
+        """The draft's near neighbours, stored or saved earlier in this batch, most similar
+        first: (pk, similarity, id, text) for at most ``dedup.MAX_SIMILAR`` of them."""
+        found: dict[int, tuple[float, tuple[str, str, str | None] | None]] = {
+            pk: (sim, None) for pk, sim in stored
+        }
+        for pk, other, text in pending:
+            sim = float(other @ vec)
+            if sim >= dedup.CANDIDATE_SIMILARITY:
+                found[pk] = (sim, text)
+        out = []
+        for pk, (sim, text) in sorted(found.items(), key=lambda f: (-f[1][0], f[0]))[: dedup.MAX_SIMILAR]:
+            row = self._row_by_pk(conn, pk)
+            out.append((pk, sim, row["id"], text or (row["problem"], row["resolution"], row["context"])))
+        return out
+
     def _merge(self, conn: Connection, pk: int, draft: LessonDraft, rev: int, now: datetime) -> str:
         row = self._row_by_pk(conn, pk)
         values = {**_row_values(row), **merged_fields(_to_lesson(row), draft)}
@@ -588,21 +640,6 @@ class LocalLessonStore:
         return self._keys
 
 
-def _duplicate_of(
-    vec: np.ndarray, stored: tuple[int, float] | None, pending: list[tuple[int, str, np.ndarray]]
-) -> int | None:
-    """The lesson ``vec`` should merge into: the nearest stored one or one saved earlier in
-    this batch, when its cosine similarity reaches DEDUP_SIMILARITY."""
-    best_pk, best_sim = None, DEDUP_SIMILARITY
-    if stored is not None and stored[1] >= best_sim:
-        best_pk, best_sim = stored
-    for pk, _, other in pending:
-        sim = float(other @ vec)
-        if sim >= best_sim:
-            best_pk, best_sim = pk, sim
-    return best_pk
-
-
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
     marks = ",".join("?" * n)
     return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
@@ -650,7 +687,8 @@ def _now() -> datetime:
 
 def _ts(dt: datetime) -> str:
     """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
-    return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
+    return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _parse_ts(text: str) -> datetime:

@@ -18,15 +18,15 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from stores import ranking, structured
+from stores import dedup, ranking, structured
 from stores.errors import ConflictError, InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.lessons import (
-    DEDUP_SIMILARITY,
     Lesson,
     LessonDraft,
     LessonPage,
     LessonPatch,
+    Neighbour,
     RecallQuery,
     SaveResult,
     Scope,
@@ -88,19 +88,23 @@ class PostgresLessonStore:
             raise InvalidInputError(f"All vectors must have {dim} dimensions.")
         now = _now()
         results: list[SaveResult] = []
-        pending: list[tuple[int, np.ndarray]] = []
+        # Saved earlier in this transaction: pk, id, vector, text.
+        pending: list[tuple[int, str, np.ndarray, tuple[str, str, str | None]]] = []
         with self._writing(scope) as conn:
             changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
-                target = self._find_duplicate(conn, scope, vec, pending, now)
+                neighbours = self._neighbours(conn, scope, vec, pending, now)
+                text_ = (draft.problem, draft.resolution, draft.context)
+                target = dedup.merge_target(text_, ((pk, sim, t) for pk, sim, _, t in neighbours))
+                similar = tuple((i, round(sim, 6)) for pk, sim, i, _ in neighbours if pk != target)
                 if target is not None:
                     changes.append(self._merge(conn, target, draft, now))
-                    results.append(SaveResult(id=changes[-1][0], merged=True))
+                    results.append(SaveResult(id=changes[-1][0], merged=True, similar=similar))
                     continue
                 row = self._insert(conn, scope, draft, vec, now)
-                pending.append((row["pk"], vec))
+                pending.append((row["pk"], row["id"], vec, text_))
                 changes.append((row["id"], None, _image(row, vec)))
-                results.append(SaveResult(id=row["id"], merged=False))
+                results.append(SaveResult(id=row["id"], merged=False, similar=similar))
             kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
             self._record(conn, scope, kind, changes)
         return results
@@ -161,6 +165,15 @@ class PostgresLessonStore:
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         with transaction(self._engine, scope.org) as conn:
             return _to_lesson(self._live_row(conn, scope, lesson_id, _now()))
+
+    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
+        with transaction(self._engine, scope.org) as conn:
+            if not vectors or self._stored_dim(conn) is None:
+                return [[] for _ in vectors]
+            return [
+                [Neighbour(i, sim, t) for _, sim, i, t in self._neighbours(conn, scope, unit_vector(v), [], _now())]
+                for v in vectors
+            ]
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
         sql = f"SELECT {_COLUMNS} FROM lessons WHERE {_SCOPED}"
@@ -363,29 +376,33 @@ class PostgresLessonStore:
             )
             return [row[0] for row in rows]
 
-    def _find_duplicate(
+    def _neighbours(
         self,
         conn: Connection,
         scope: Scope,
         vec: np.ndarray,
-        pending: list[tuple[int, np.ndarray]],
+        pending: list[tuple[int, str, np.ndarray, tuple[str, str, str | None]]],
         now: datetime,
-    ) -> int | None:
-        best_pk, best_sim = None, DEDUP_SIMILARITY
-        row = conn.execute(
+    ) -> list[tuple[int, float, str, tuple[str, str, str | None]]]:
+        """The draft's near neighbours, stored or saved earlier in this batch, most similar
+        first: (pk, similarity, id, text) for at most ``dedup.MAX_SIMILAR`` of them."""
+        rows = conn.execute(
             text(
-                f"SELECT pk, 1 - (embedding <=> :q) AS sim FROM lessons WHERE {_SCOPED} "
-                "ORDER BY embedding <=> :q LIMIT 1"
+                f"SELECT pk, id, problem, resolution, context, 1 - (embedding <=> :q) AS sim FROM lessons "
+                f"WHERE {_SCOPED} ORDER BY embedding <=> :q LIMIT :k"
             ),
-            {**_scope_params(scope, now), "q": vec},
-        ).first()
-        if row is not None and row.sim >= best_sim:
-            best_pk, best_sim = row.pk, row.sim
-        for pk, other in pending:
+            {**_scope_params(scope, now), "q": vec, "k": dedup.MAX_SIMILAR},
+        ).all()
+        found = [
+            (r.pk, float(r.sim), r.id, (r.problem, r.resolution, r.context))
+            for r in rows
+            if r.sim >= dedup.CANDIDATE_SIMILARITY
+        ]
+        for pk, lesson_id, other, text_ in pending:
             sim = float(other @ vec)
-            if sim >= best_sim:
-                best_pk, best_sim = pk, sim
-        return best_pk
+            if sim >= dedup.CANDIDATE_SIMILARITY:
+                found.append((pk, sim, lesson_id, text_))
+        return sorted(found, key=lambda f: (-f[1], f[0]))[: dedup.MAX_SIMILAR]
 
     def _insert(
         self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, now: datetime

@@ -134,23 +134,32 @@ class VectorIndex:
         rows = positions[candidates[order]] if positions is not None else candidates[order]
         return [(int(self._keys[r]), float(s)) for r, s in zip(rows, cand_sims[order], strict=True)]
 
-    def nearest_many(self, scope: str, queries: np.ndarray, *, now: float) -> list[tuple[int, float] | None]:
-        """For each row of ``queries`` (unit vectors), the nearest live key of ``scope`` and its
-        similarity. A few matrix products for the whole batch instead of one scan per vector,
-        which is what keeps bulk loads fast on a large store."""
+    def nearest_many(
+        self, scope: str, queries: np.ndarray, *, now: float, k: int = 1, min_similarity: float = -1.0
+    ) -> list[list[tuple[int, float]]]:
+        """For each row of ``queries`` (unit vectors), up to ``k`` nearest live keys of ``scope``
+        with similarity >= ``min_similarity``, best first. A few matrix products for the whole
+        batch instead of one scan per vector, which is what keeps bulk loads fast on a large store."""
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0:
-            return [None] * len(queries)
+            return [[] for _ in range(len(queries))]
         dead = np.flatnonzero(~self._live_mask(code, now, 0.0, None))
         if dead.size == self._n:
-            return [None] * len(queries)
+            return [[] for _ in range(len(queries))]
         matrix = self._vectors[: self._n]
-        out: list[tuple[int, float] | None] = []
+        k = min(k, self._n)
+        out: list[list[tuple[int, float]]] = []
         for start in range(0, len(queries), 64):
             sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, n)
             sims[:, dead] = -np.inf
-            best = sims.argmax(axis=1)
-            out += [(int(self._keys[b]), float(sims[i, b])) for i, b in enumerate(best)]
+            top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < self._n else np.tile(
+                np.arange(self._n), (sims.shape[0], 1)
+            )
+            for i, row in enumerate(top):
+                ranked = sorted(((float(sims[i, j]), int(j)) for j in row), key=lambda p: (-p[0], p[1]))
+                out.append(
+                    [(int(self._keys[j]), sim) for sim, j in ranked if sim >= min_similarity and sim > -np.inf]
+                )
         return out
 
     def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:

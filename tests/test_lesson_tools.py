@@ -100,7 +100,7 @@ async def test_results_are_compact_unless_verbose(client: Client) -> None:
 async def test_saving_the_same_lesson_twice_merges_and_says_so(client: Client) -> None:
     first = await call(client, "save_lesson", **STRIPE)
     again = await call(client, "save_lesson", **{**STRIPE, "tags": ["payments"]})
-    assert again == {"id": first["id"], "merged": True, "redacted": []}
+    assert again == {"id": first["id"], "merged": True, "redacted": [], "similar": []}
     lesson = await call(client, "get_lesson", id=first["id"])
     assert lesson["tags"] == ["stripe", "webhooks", "payments"]
     listed = await call(client, "list_lessons")

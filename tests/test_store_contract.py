@@ -84,7 +84,7 @@ def test_save_many_deduplicates_within_the_batch(store: LessonStore) -> None:
         [
             (draft("one"), vector("one")),
             (draft("two"), vector("two")),
-            (draft("one again"), vector("one", 0.05)),
+            (draft("One!"), vector("one", 0.05)),
         ],
     )
     assert [r.merged for r in results] == [False, False, True]

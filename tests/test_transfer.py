@@ -95,7 +95,7 @@ async def test_import_lessons_redacts_and_refuses_bad_batches_whole(client: Clie
         "resolution": f"use the token {SECRET} in the clone URL",
     }
     result = await call(client, "import_lessons", lessons=[lesson])
-    assert result == {"added": 1, "skipped": 0, "redacted": ["github_token"]}
+    assert result == {"added": 1, "skipped": 0, "merged": 0, "redacted": ["github_token"]}
     stored = await call(client, "get_lesson", id=lesson["id"])
     assert SECRET not in stored["resolution"] and "[REDACTED:github_token]" in stored["resolution"]
 
@@ -158,7 +158,9 @@ async def test_the_cli_round_trips_a_file_and_reports_bad_lines(
     assert "imported 0 lessons, skipped 24" in second.stderr
 
     broken = tmp_path / "broken.jsonl"
-    extra = {**json.loads(lines[0]), "id": "01JABCDEFGHJKMNPQRSTVWXYZ9"}
+    first_lesson = json.loads(lines[0])
+    # Another lesson (it adds a detail), so it is imported beside the first, not merged into it.
+    extra = {**first_lesson, "id": "01JABCDEFGHJKMNPQRSTVWXYZ9", "problem": first_lesson["problem"] + " on ARM"}
     broken.write_text(
         "\n".join([lines[0], "{not json", json.dumps({"type": "lesson", "id": "x"}), json.dumps(extra), "[]"])
         + "\n"
