@@ -283,9 +283,13 @@ class Transfer:
         for dim in sorted({len(vec) // 4 for vec in map(image_embedding, images) if vec}):
             self.store.ensure_dim(dim)
         existing = self._existing_ids(scope, images)
-        fresh = list({image["id"]: image for image in reversed(images) if image["id"] not in existing}.values())
+        fresh = list(
+            {image["id"]: image for image in reversed(images) if image["id"] not in existing}.values()
+        )
         fresh.reverse()
-        vectors = [unit_vector(np.frombuffer(image_embedding(image) or b"", dtype=np.float32)) for image in fresh]
+        vectors = [
+            unit_vector(np.frombuffer(image_embedding(image) or b"", dtype=np.float32)) for image in fresh
+        ]
         near = self.store.neighbours(scope, vectors)
         before: dict[str, dict[str, Any] | None] = {}
         after: dict[str, dict[str, Any]] = {}
@@ -299,7 +303,9 @@ class Transfer:
                     continue
                 text = (image["problem"], image["resolution"], image.get("context"))
                 candidates = [(n.id, n.similarity, n.text) for n in stored] + [
-                    (i, float(v @ vec), t) for i, v, t in pending if float(v @ vec) >= dedup.CANDIDATE_SIMILARITY
+                    (i, float(v @ vec), t)
+                    for i, v, t in pending
+                    if float(v @ vec) >= dedup.CANDIDATE_SIMILARITY
                 ]
                 target = dedup.merge_target(text, candidates)
                 if target is None:

@@ -34,7 +34,6 @@ MAX_LIST_LIMIT = 100
 MAX_OTHER_SOURCES = 20
 
 
-
 @dataclass(frozen=True)
 class Scope:
     """Who owns the rows: every query is confined to one org and one project."""

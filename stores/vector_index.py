@@ -152,13 +152,19 @@ class VectorIndex:
         for start in range(0, len(queries), 64):
             sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, n)
             sims[:, dead] = -np.inf
-            top = np.argpartition(-sims, k - 1, axis=1)[:, :k] if k < self._n else np.tile(
-                np.arange(self._n), (sims.shape[0], 1)
+            top = (
+                np.argpartition(-sims, k - 1, axis=1)[:, :k]
+                if k < self._n
+                else np.tile(np.arange(self._n), (sims.shape[0], 1))
             )
             for i, row in enumerate(top):
                 ranked = sorted(((float(sims[i, j]), int(j)) for j in row), key=lambda p: (-p[0], p[1]))
                 out.append(
-                    [(int(self._keys[j]), sim) for sim, j in ranked if sim >= min_similarity and sim > -np.inf]
+                    [
+                        (int(self._keys[j]), sim)
+                        for sim, j in ranked
+                        if sim >= min_similarity and sim > -np.inf
+                    ]
                 )
         return out
 

@@ -65,7 +65,9 @@ def test_a_compound_and_its_loose_parts_do_not_cover_each_other() -> None:
 
 def test_a_number_inside_a_version_does_not_cover_the_same_number_alone() -> None:
     stored = ("indexer fails after the upgrade to 6.20.8", "batch size is now 8", None)
-    assert not adds_nothing(("indexer fails after the upgrade to 6.20.8", "batch size is now 20", None), stored)
+    assert not adds_nothing(
+        ("indexer fails after the upgrade to 6.20.8", "batch size is now 20", None), stored
+    )
 
 
 def test_function_words_carry_nothing_but_negations_do() -> None:

@@ -23,7 +23,12 @@ PAIRS = [
     ("environment", BASE_PROBLEM.replace("staging", "production"), BASE_RESOLUTION, "production"),
     ("version", BASE_PROBLEM.replace("4.5.1", "5.0.2"), BASE_RESOLUTION, "redis-py 5.0.2"),
     ("number", BASE_PROBLEM, BASE_RESOLUTION.replace("30 seconds", "45 seconds"), "45 seconds"),
-    ("path", BASE_PROBLEM, BASE_RESOLUTION.replace("/etc/billing/", "/srv/ledger/"), "/srv/ledger/redis.yaml"),
+    (
+        "path",
+        BASE_PROBLEM,
+        BASE_RESOLUTION.replace("/etc/billing/", "/srv/ledger/"),
+        "/srv/ledger/redis.yaml",
+    ),
     ("person", BASE_PROBLEM, BASE_RESOLUTION.replace("Priya", "Tomasz"), "Tomasz"),
 ]
 
@@ -47,7 +52,9 @@ async def test_lessons_differing_by_one_entity_stay_two_and_each_is_recalled_by_
 async def test_a_true_duplicate_in_other_case_and_spacing_merges_into_the_existing_lesson(
     client: Client,
 ) -> None:
-    first = await call(client, "save_lesson", problem=BASE_PROBLEM, resolution=BASE_RESOLUTION, tags=["redis"])
+    first = await call(
+        client, "save_lesson", problem=BASE_PROBLEM, resolution=BASE_RESOLUTION, tags=["redis"]
+    )
     again = await call(
         client,
         "save_lesson",
@@ -85,8 +92,14 @@ async def test_an_unrelated_lesson_reports_no_similar_ones(client: Client) -> No
 
 
 async def test_import_merges_only_lessons_that_add_nothing_by_the_same_rule(client: Client) -> None:
-    stored = await call(client, "save_lesson", problem=BASE_PROBLEM, resolution=BASE_RESOLUTION, tags=["redis"])
-    copy = {"id": "01JB0000000000000000000001", "problem": BASE_PROBLEM.upper(), "resolution": BASE_RESOLUTION}
+    stored = await call(
+        client, "save_lesson", problem=BASE_PROBLEM, resolution=BASE_RESOLUTION, tags=["redis"]
+    )
+    copy = {
+        "id": "01JB0000000000000000000001",
+        "problem": BASE_PROBLEM.upper(),
+        "resolution": BASE_RESOLUTION,
+    }
     copy["tags"] = ["imported"]
     sibling = {
         "id": "01JB0000000000000000000002",

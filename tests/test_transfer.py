@@ -160,7 +160,11 @@ async def test_the_cli_round_trips_a_file_and_reports_bad_lines(
     broken = tmp_path / "broken.jsonl"
     first_lesson = json.loads(lines[0])
     # Another lesson (it adds a detail), so it is imported beside the first, not merged into it.
-    extra = {**first_lesson, "id": "01JABCDEFGHJKMNPQRSTVWXYZ9", "problem": first_lesson["problem"] + " on ARM"}
+    extra = {
+        **first_lesson,
+        "id": "01JABCDEFGHJKMNPQRSTVWXYZ9",
+        "problem": first_lesson["problem"] + " on ARM",
+    }
     broken.write_text(
         "\n".join([lines[0], "{not json", json.dumps({"type": "lesson", "id": "x"}), json.dumps(extra), "[]"])
         + "\n"
