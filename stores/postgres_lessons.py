@@ -171,7 +171,10 @@ class PostgresLessonStore:
             if not vectors or self._stored_dim(conn) is None:
                 return [[] for _ in vectors]
             return [
-                [Neighbour(i, sim, t) for _, sim, i, t in self._neighbours(conn, scope, unit_vector(v), [], _now())]
+                [
+                    Neighbour(i, sim, t)
+                    for _, sim, i, t in self._neighbours(conn, scope, unit_vector(v), [], _now())
+                ]
                 for v in vectors
             ]
 
