@@ -198,8 +198,8 @@ class LocalLessonStore:
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
         now = query.now or _now()
-        k = ranking.candidate_count(query.limit)
-        terms = ranking.lexical_terms(query.text)
+        k = ranking.candidate_count(query.limit, self._ranking)
+        terms = ranking.lexical_terms(query.text, params=self._ranking)
         # Words first, then the vector (RecallQuery says why); the reader is not held
         # while the vector is awaited.
         with self._read_lock, read_transaction(self._reader) as conn:
@@ -218,10 +218,14 @@ class LocalLessonStore:
                 sql += f" AND {_tag_filter(len(query.tags))}"
                 params.extend([*query.tags, len(query.tags)])
             rows = _fetch(conn, sql, params)
-            missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
-            if missing and self._index is not None:
-                with self._index_lock:
-                    vector_hits.update(self._index.similarities(missing, vec))
+            nearest = {r["id"] for r in rows if r["pk"] in vector_hits}
+            if self._ranking.centring:
+                vector_hits = self._centred_similarities(conn, scope, vec, [r["pk"] for r in rows], now)
+            else:
+                missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
+                if missing and self._index is not None:
+                    with self._index_lock:
+                        vector_hits.update(self._index.similarities(missing, vec))
         by_id = {row["id"]: row for row in rows}
         candidates = [
             (
@@ -242,7 +246,14 @@ class LocalLessonStore:
         ]
         return [
             ScoredLesson(lesson=_to_lesson(by_id[i]), score=score)
-            for i, score in ranking.best(candidates, terms, query.limit)
+            for i, score in ranking.best(
+                candidates,
+                terms,
+                query.limit,
+                self._ranking,
+                nearest,
+                ranking.names(query.text, self._ranking),
+            )
         ]
 
     def count(self, org: str, project: str | None = None) -> int:
@@ -388,6 +399,26 @@ class LocalLessonStore:
                 allowed=allowed,
             )
 
+    def _centred_similarities(
+        self, conn: Connection, scope: Scope, vec: np.ndarray, pks: list[int], now: datetime
+    ) -> dict[int, float | None]:
+        """The candidates' similarity to the query seen from the scope's anchor
+        (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
+        if self._index is None or not pks:
+            return {}
+        sample = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT pk FROM lessons WHERE org = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
+                (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
+            )
+        ]
+        with self._index_lock:
+            _, sample_vectors = self._index.vectors(sample)
+            found, vectors = self._index.vectors(pks)
+        origin = ranking.anchor(sample_vectors)
+        return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
+
     def _lexical_candidates(
         self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
     ) -> list[int]:
@@ -395,7 +426,7 @@ class LocalLessonStore:
         chosen = self._rare_terms(conn, terms)
         if not chosen:
             return []
-        match = " OR ".join(f'"{t}"' for t in chosen)  # terms are alphanumeric only
+        match = " OR ".join(f'"{t}"' for t in chosen)  # no quotes in terms: each is a phrase
         sql = (
             "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "

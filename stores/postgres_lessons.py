@@ -60,6 +60,18 @@ nearest AS MATERIALIZED (
     UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
 )"""
 
+# The scope's anchor (``ranking.anchor``): the mean of its newest live lessons and one zero
+# vector, and each candidate's similarity seen from it (``ranking.centred_similarities``).
+_ANCHOR = f"""anchor AS MATERIALIZED (
+    SELECT avg(e) AS a FROM (
+        (SELECT embedding AS e FROM lessons WHERE {_SCOPED} ORDER BY id DESC LIMIT :anchor_n)
+        UNION ALL SELECT CAST(:zero AS vector)
+    ) AS sample
+)"""
+_CENTRED_SIMILARITY = (
+    "1 - ((embedding - (SELECT a FROM anchor)) <=> (CAST(:q AS vector) - (SELECT a FROM anchor)))"
+)
+
 
 class PostgresLessonStore:
     """``stores.lessons.LessonStore`` on Postgres with pgvector."""
@@ -200,8 +212,8 @@ class PostgresLessonStore:
         (``RecallQuery``); neither holds a connection while the vector is awaited.
         """
         now = query.now or _now()
-        k = ranking.candidate_count(query.limit)
-        terms = ranking.lexical_terms(query.text)
+        k = ranking.candidate_count(query.limit, self._ranking)
+        terms = ranking.lexical_terms(query.text, params=self._ranking)
         lexical = self._lexical_candidates(scope, query, terms, k, now) if terms else []
         q = unit_vector(query.wait_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
@@ -215,14 +227,18 @@ class PostgresLessonStore:
             if dim is None and not lexical:
                 return []
             filters, params = self._recall_filters(scope, query, now)
-            ctes, sim = "", "NULL"
+            ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:
                 ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)} "
                 candidates = f"SELECT pk FROM vector UNION {candidates}"
-                sim = "1 - (embedding <=> :q)"
+                sim, near = "1 - (embedding <=> :q)", "pk IN (SELECT pk FROM vector)"
+                if self._ranking.centring:
+                    ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)}, {_ANCHOR} "
+                    sim = _CENTRED_SIMILARITY
+                    params.update(anchor_n=ranking.ANCHOR_SAMPLE, zero=np.zeros(dim, dtype=np.float32))
             sql = (
-                f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim FROM lessons "
+                f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
                 f"WHERE pk IN ({candidates}) AND {filters}"
             )
             rows = _fetch(conn, sql, {**params, "q": q, "k": k, "lexical": lexical})
@@ -245,7 +261,14 @@ class PostgresLessonStore:
         ]
         return [
             ScoredLesson(lesson=_to_lesson({**by_id[i], "meta": json.loads(by_id[i]["meta"])}), score=score)
-            for i, score in ranking.best(candidates, terms, query.limit)
+            for i, score in ranking.best(
+                candidates,
+                terms,
+                query.limit,
+                self._ranking,
+                {r["id"] for r in rows if r["near"]},
+                ranking.names(query.text, self._ranking),
+            )
         ]
 
     def count(self, org: str, project: str | None = None) -> int:
@@ -369,7 +392,8 @@ class PostgresLessonStore:
                 ),
                 {
                     "project": scope.project,
-                    # Terms are alphanumeric only (ranking.lexical_terms): the tsquery is well formed.
+                    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
+                    # the tsquery is well formed.
                     "tsq": " | ".join(chosen),
                     "k": k,
                     "now": now,

@@ -1,12 +1,24 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
 A lesson's relevance blends two signals: cosine similarity of its vector to the
-query vector, and lexical coverage, the share of the query's words found in the
-lesson's text. The full-text index (FTS5 on SQLite, tsvector on Postgres) only
-finds lexical candidates; the score itself is computed here, from the text, so it
-is the same on every backend. Coverage rather than a rank is used because the
-best lexical match of a long query often shares one incidental word with it,
-and a rank would give that match full marks.
+query vector, and a lexical score, the rarity-weighted share of the query's terms
+found in the lesson's text. The full-text index (FTS5 on SQLite, tsvector on
+Postgres) only finds lexical candidates; the score itself is computed here, from
+the candidates' text, so it is the same on every backend for the same candidates.
+
+Terms (``lexical_terms``) are the query's words without stopwords, plus the
+things that tell near-identical lessons apart: numbers (single digits too),
+versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf",
+"max_poll_records") as whole terms besides their parts.
+
+Rarity: a term's weight is its BM25 inverse document frequency among the recall's
+candidates (the nearest vectors and the best full-text matches), not the whole
+store. The candidates are what the query is choosing between, so a word every
+candidate shares (the component, the speaker's name) weighs little and the one
+entity that only the right lesson has weighs most; and both backends, given the
+same candidate rows, compute the same weights with no statistics of their own.
+The lexical score is the weight of the terms a lesson has over the weight of the
+terms any candidate has (a term no candidate has cannot tell them apart).
 
 The final score multiplies relevance by three bounded factors, so a strongly
 relevant lesson is never buried by weak signals, while ties and near-ties are
@@ -16,36 +28,89 @@ decided by freshness, confidence and the crowd:
   half-life, never below 0.5);
 - confidence: ``0.5 + 0.5 * confidence``;
 - votes: ``1 + 0.2 * tanh((upvotes - downvotes) / 3)`` (between 0.8 and 1.2).
+
+Every choice here was measured with ``benchmarks/eval_retrieval.py``; the switches
+in ``RankingParams`` exist so that evaluation can turn each one off (``LEGACY`` is
+the ranking before them).
 """
 
 from __future__ import annotations
 
-import bisect
+import functools
 import math
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-VECTOR_WEIGHT = 0.75
-LEXICAL_WEIGHT = 0.25
+import numpy as np
+
 # Words sharing their first STEM letters count as the same word ("rebalance", "rebalancing"):
 # a crude stemmer that behaves identically everywhere.
 STEM = 5
 # At most about this many full-text matches are ranked per recall (see rare_terms).
 POSTINGS_BUDGET = 2000
+# Longer runs of letters, digits and separators are not kept as one term (hashes, blobs).
+MAX_COMPOUND_CHARS = 64
+# A scope's anchor is the mean of (at most) this many of its newest live lessons.
+ANCHOR_SAMPLE = 128
 
 
 @dataclass(frozen=True)
 class RankingParams:
-    """Knobs for the final score; ``half_life_days`` comes from LORE_DECAY_HALF_LIFE_DAYS."""
+    """Knobs for the final score; ``half_life_days`` comes from LORE_DECAY_HALF_LIFE_DAYS.
+
+    The other fields are the ranking's parts, one switch each, so the retrieval
+    evaluation can measure each on and off; the defaults are the ranking Lore ships.
+    """
 
     half_life_days: float = 30.0
+    # Numbers (single digits too), versions, identifiers and paths are query terms.
+    entity_terms: bool = True
+    # At most this many query terms count (long questions name the telling entity late).
+    max_terms: int = 48
+    # Words about lessons themselves ("root cause", "fix") are not terms: every lesson
+    # has a problem and its resolution, so they tell none apart.
+    meta_stopwords: bool = True
+    # A number inside a version or path ("3" in "3.8.1") also counts as that number.
+    compound_digits: bool = False
+    # Words match after a light suffix stripping ("queries" is "query"), not only by prefix.
+    stemming: bool = True
+    # Terms weigh by their rarity among the candidates (else every term weighs the same).
+    rarity: bool = True
+    # Rarity is counted among the nearest vectors only (else among all candidates).
+    nearest_pool: bool = True
+    # Capitalised words inside a sentence are names, and weigh as entities.
+    names: bool = True
+    # Extra weight of entities: terms with a digit, identifiers, paths, names (1.0: none).
+    entity_weight: float = 2.0
+    # Vector similarity is measured from the scope's anchor (``anchor``), not the origin.
+    centring: bool = True
+    vector_weight: float = 0.75
+    lexical_weight: float = 0.25
+    # Each signal contributes at least this many candidates.
+    min_candidates: int = 50
 
 
-def candidate_count(limit: int) -> int:
+# The ranking before issue 13: every word the same, no digits or identifiers, 16 terms.
+LEGACY = RankingParams(
+    centring=False,
+    names=False,
+    entity_weight=1.0,
+    entity_terms=False,
+    max_terms=16,
+    meta_stopwords=False,
+    compound_digits=True,
+    stemming=False,
+    rarity=False,
+)
+DEFAULT = RankingParams()
+
+
+def candidate_count(limit: int, params: RankingParams = DEFAULT) -> int:
     """How many candidates each signal contributes before the final ordering."""
-    return max(50, limit * 5)
+    return max(params.min_candidates, limit * 5)
 
 
 def rare_terms(terms: list[str], postings: dict[str, float], budget: int = POSTINGS_BUDGET) -> list[str]:
@@ -54,8 +119,8 @@ def rare_terms(terms: list[str], postings: dict[str, float], budget: int = POSTI
 
     Common words match a large share of all lessons, and ranking every match costs
     more than the whole rest of recall, so candidates come from the rare terms;
-    every term still counts in the score's coverage. The rarest term is always
-    chosen, whatever its postings. Terms with no postings (zero or None) are left out.
+    every term still counts in the score. The rarest term is always chosen,
+    whatever its postings. Terms with no postings (zero or None) are left out.
     """
     chosen: list[str] = []
     total = 0.0
@@ -67,42 +132,109 @@ def rare_terms(terms: list[str], postings: dict[str, float], budget: int = POSTI
     return chosen
 
 
-def relevance(similarity: float | None, coverage: float) -> float:
-    """Blend cosine similarity (None when the vector is unknown) and lexical coverage (0..1)."""
-    vec = max(0.0, min(1.0, similarity)) if similarity is not None else 0.0
-    return VECTOR_WEIGHT * vec + LEXICAL_WEIGHT * coverage
+def anchor(sample: np.ndarray) -> np.ndarray:
+    """The point a scope's similarities are measured from: the sum of the ``sample``
+    vectors (its newest lessons, one row each) over their number plus one.
+
+    The plus one shrinks the anchor towards the origin in small scopes, so a scope of one
+    lesson is not centred onto that lesson. Postgres computes the same in SQL (the mean
+    of the sample and one zero vector).
+    """
+    rows = np.asarray(sample, dtype=np.float64)
+    return (rows.sum(axis=0) / (rows.shape[0] + 1)).astype(np.float32)
+
+
+def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
+    """Cosine similarity of each row of ``vectors`` to ``query``, both seen from ``origin``
+    (None where either is at the origin itself).
+
+    Lessons of one scope share a direction (the same people's names, dates, templates);
+    short lessons are mostly that direction, so from the origin they look like every
+    query. Seen from the scope's anchor, what a lesson shares with all the others no
+    longer counts, only what it says.
+    """
+    q = np.asarray(query, dtype=np.float32) - origin
+    m = np.asarray(vectors, dtype=np.float32) - origin
+    norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
+    dots = m @ q
+    return [float(d / n) if n > 0 else None for d, n in zip(dots, norms, strict=True)]
+
+
+def relevance(similarity: float | None, lexical: float, params: RankingParams = DEFAULT) -> float:
+    """Blend cosine similarity (None when the vector is unknown) and the lexical score (0..1)."""
+    vec = max(0.0, min(1.0, similarity)) if similarity is not None and similarity == similarity else 0.0
+    return params.vector_weight * vec + params.lexical_weight * lexical
 
 
 def coverage(terms: list[str], text: str) -> float:
-    """Share of the query ``terms`` (from ``lexical_terms``) that occur in ``text``."""
+    """Share of the query ``terms`` that occur in ``text``, every term weighing the same."""
     if not terms:
         return 0.0
-    words = set(_words(text))
-    stems = {w[:STEM] for w in words if len(w) >= STEM}
-    hits = sum(1 for t in terms if t in words or (len(t) >= STEM and t[:STEM] in stems))
-    return hits / len(terms)
+    found = _Matcher(terms, LEGACY).found(text)
+    return sum(1 for t in terms if t in found) / len(terms)
+
+
+def lexical_scores(
+    texts: Sequence[str],
+    terms: list[str],
+    params: RankingParams = DEFAULT,
+    pool: Sequence[bool] | None = None,
+    names: Collection[str] = (),
+) -> list[float]:
+    """Each text's lexical score (0..1) for the query ``terms`` (see the module docstring).
+
+    With ``params.rarity`` a term's weight is ``log(1 + (n - df + 0.5) / (df + 0.5))``
+    where ``df`` of the ``n`` texts of the pool hold it (``pool`` marks them; all texts
+    when None or when it marks none), times ``params.entity_weight`` for entities
+    (terms with a digit, identifiers, paths, and the query's ``names``). A
+    score is the weight of the terms a text has over the weight of the terms the pool
+    has, at most 1: a term no pooled text has counts fully where it is found and adds
+    nothing to the rest, so pooled texts score the same whatever else is a candidate.
+    Without rarity every term weighs the same and a score is the share of terms found.
+    """
+    if not terms or not texts:
+        return [0.0] * len(texts)
+    matcher = _Matcher(terms, params)
+    found = [matcher.found(text) for text in texts]
+    counted = [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
+    counted = counted or found
+    n = len(counted)
+    df = Counter(t for f in counted for t in f)
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(terms):
+        w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
+        weights[term] = w * params.entity_weight if _is_entity(term, names) else w
+    if params.rarity:
+        # The query's entities count even where the pool lacks them: a version or a
+        # path no near lesson has still tells the lesson that has it from the rest.
+        total = sum(w for t, w in weights.items() if df[t] or _is_entity(t, names)) or max(weights.values())
+    else:
+        total = sum(weights.values())
+    return [min(1.0, sum(weights[t] for t in f) / total) for f in found]
 
 
 def best(
-    candidates: Sequence[tuple[str, float | None, float, str]], terms: list[str], limit: int
+    candidates: Sequence[tuple[str, float | None, float, str]],
+    terms: list[str],
+    limit: int,
+    params: RankingParams = DEFAULT,
+    nearest: Collection[str] | None = None,
+    names: Collection[str] = (),
 ) -> list[tuple[str, float]]:
     """The ``limit`` best of ``candidates``, each (id, similarity, weight, text), as
     (id, score) best first; scores are rounded to 6 places and ties go to the smaller id.
 
-    Coverage is the costly part of a score, and most candidates cannot reach the top:
-    candidates are visited by the score they would have with full coverage, and the
-    visit stops once that bound falls below the last place.
+    Terms' rarity is counted among the ``nearest`` candidates (the ids the vector search
+    found; all candidates when None): the full-text candidates differ between backends,
+    whose indexes split and stem words differently, the nearest vectors do not.
     """
-    full = 1.0 if terms else 0.0
-    bounded = sorted(candidates, key=lambda c: -relevance(c[1], full) * c[2])
-    top: list[tuple[float, str]] = []  # (-score, id): best first
-    for lesson_id, similarity, factor, text in bounded:
-        if len(top) >= limit and relevance(similarity, full) * factor < -top[-1][0] - 1e-6:
-            break  # (the margin covers the rounding: no later candidate can tie the last place)
-        score = round(relevance(similarity, coverage(terms, text)) * factor, 6)
-        bisect.insort(top, (-score, lesson_id))
-        del top[limit:]
-    return [(lesson_id, -negated) for negated, lesson_id in top]
+    pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
+    lexical = lexical_scores([c[3] for c in candidates], terms, params, pool, names)
+    scored = sorted(
+        (-round(relevance(sim, lex, params) * factor, 6), lesson_id)
+        for (lesson_id, sim, factor, _), lex in zip(candidates, lexical, strict=True)
+    )
+    return [(lesson_id, -negated) for negated, lesson_id in scored[:limit]]
 
 
 def weight(
@@ -122,10 +254,125 @@ def weight(
     return decay * conf * votes
 
 
-def lexical_terms(text: str, max_terms: int = 16) -> list[str]:
-    """Words of a query worth matching lexically: lower-cased, de-duplicated, no stopwords."""
-    terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in _STOPWORDS)
-    return list(terms)[:max_terms]
+def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
+    """Terms of a query worth matching lexically: lower-cased, de-duplicated, no stopwords.
+
+    With ``params.entity_terms``: also single digits, and each identifier, version or
+    path as one term before its parts. At most ``max_terms`` (default
+    ``params.max_terms``) are kept, in the order they appear. Every term is letters and
+    digits, or those joined by ``. _ / -`` (safe inside FTS5 quotes and in a tsquery).
+    """
+    cap = params.max_terms if max_terms is None else max_terms
+    if not params.entity_terms:
+        terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in _STOPWORDS)
+        return list(terms)[:cap]
+    stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
+    found: dict[str, None] = {}
+    for token in _TOKEN.findall(text.lower()):
+        parts = _WORD.findall(token)
+        if len(parts) > 1 and len(token) <= MAX_COMPOUND_CHARS:
+            found[token] = None
+        for word in _parts(parts, params):
+            if (len(word) > 1 or word.isdigit()) and word not in stopwords:
+                found[word] = None
+    return list(found)[:cap]
+
+
+class _Matcher:
+    """Which of a query's terms a text has.
+
+    Legacy: the same word, or a word with the same first STEM letters. Otherwise: the
+    same identifier (whole), the same number, or an alphabetic word with the same
+    ``_key`` (suffixes stripped, then the first STEM letters; with ``params.stemming``)."""
+
+    def __init__(self, terms: list[str], params: RankingParams) -> None:
+        self.params = params
+        self.legacy = not params.entity_terms
+        self.terms = terms
+        self.keys: dict[str, list[str]] = {}
+        for t in terms:
+            key = self._key(t)
+            if key is not None:
+                self.keys.setdefault(key, []).append(t)
+
+    def _key(self, word: str) -> str | None:
+        if self.legacy:
+            return word[:STEM] if len(word) >= STEM else None
+        if not word.isalpha():
+            return None
+        if self.params.stemming:
+            return _key(word)
+        return word[:STEM] if len(word) >= STEM else None
+
+    def found(self, text: str) -> set[str]:
+        """The terms ``text`` has."""
+        lowered = text.lower()
+        if self.legacy:
+            words = set(_WORD.findall(lowered))
+        else:
+            words = set()
+            for token in _TOKEN.findall(lowered):
+                if _SEPARATOR.search(token):
+                    words.update(_parts(_WORD.findall(token), self.params))
+                    words.add(token)
+                    words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
+                else:
+                    words.add(token)
+        found = words.intersection(self.terms)
+        if self.keys:
+            keys = {self._key(w) for w in words}
+            for key in keys.intersection(self.keys):
+                found.update(self.keys[key])
+        return found
+
+
+def _parts(parts: list[str], params: RankingParams) -> list[str]:
+    """The words of an identifier that count on their own: a number inside a version
+    or a path ("3" in "3.8.1") is not that number, unless ``params.compound_digits``."""
+    if len(parts) < 2 or params.compound_digits:
+        return parts
+    return [p for p in parts if not p.isdigit()]
+
+
+@functools.lru_cache(maxsize=65536)
+def _key(word: str) -> str:
+    """An alphabetic word's matching key: a light suffix stripper ("queries", "query" ->
+    "queri"; "used", "using", "use" -> "us"), then at most STEM letters."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 2:
+            w = w[: -len(suffix)]
+            if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]  # "running" -> "run"
+            break
+    if len(w) >= 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) >= 3 and w.endswith("y"):
+        w = w[:-1] + "i"
+    return w[:STEM]
+
+
+def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
+    """The query's names, lower-cased: capitalised words that do not start a sentence
+    ("Which team did Bruno join?" -> bruno; "QA" too). Empty unless ``params.names``."""
+    if not params.names:
+        return frozenset()
+    found = set()
+    for match in _NAME.finditer(text):
+        word = match.group(2)
+        if match.group(1) is None and word[:1].isupper() and word.lower() not in _STOPWORDS:
+            found.add(word.lower())
+    return frozenset(found)
+
+
+def _is_entity(term: str, names: Collection[str] = ()) -> bool:
+    return any(c.isdigit() for c in term) or bool(_SEPARATOR.search(term)) or term in names
 
 
 def _words(text: str) -> list[str]:
@@ -133,6 +380,11 @@ def _words(text: str) -> list[str]:
 
 
 _WORD = re.compile(r"[^\W_]+")
+# A word, or words joined by . _ / - (an identifier, version or path; a path may start with /).
+_TOKEN = re.compile(r"/?[^\W_]+(?:[._/-][^\W_]+)*")
+_SEPARATOR = re.compile(r"[._/-]")
+# A word, and whether it starts the text or a sentence (group 1 is then not None).
+_NAME = re.compile(r"(^\s*|[.!?]\s+)?([^\W_]+)")
 
 # Common English words that match nearly every lesson and only slow lexical search down.
 _STOPWORDS = frozenset(
@@ -140,4 +392,10 @@ _STOPWORDS = frozenset(
     these they this to was we were what when where which while who why will with you your
     about after again all also any before been being did does doing just more most only other
     out over same some such than too up very get gets got one""".split()
+)
+# Words about a lesson rather than its subject: questions ask for "the root cause" or "the
+# fix" of every kind of problem, and lessons are written as a problem and a resolution.
+_META_STOPWORDS = frozenset(
+    """cause caused causes root fix fixed fixes fixing resolve resolved resolves resolution solve
+    solved solution remind happened change changed problem issue""".split()
 )

@@ -177,6 +177,12 @@ class VectorIndex:
         sims = self._vectors[[pos for _, pos in found]] @ q
         return {key: float(sim) for (key, _), sim in zip(found, sims, strict=True)}
 
+    def vectors(self, keys: Collection[int]) -> tuple[list[int], np.ndarray]:
+        """The indexed keys among ``keys`` and their unit vectors, one row each, in that order."""
+        found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
+        matrix = self._vectors[[pos for _, pos in found]] if found else np.zeros((0, self.dim), np.float32)
+        return [key for key, _ in found], matrix
+
     def _live_mask(
         self, code: int, now: float, min_confidence: float, positions: np.ndarray | None
     ) -> np.ndarray:

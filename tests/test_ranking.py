@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
-from stores import ranking
+import numpy as np
+import pytest
+
+from lore_mcp.embedding import Embedder
+from lore_mcp.lessons_service import embedding_text
+from stores import Scope, open_local_store, open_postgres_store, ranking
+from stores.lessons import LessonDraft, RecallQuery
+from tests.conftest import empty_postgres
 
 WORDS = "kafka rebalance consumer timeout retry webhook signature stripe pool socket".split()
 
 
 def exhaustive(candidates, terms, limit):
-    """Every candidate scored, the way recall ranked before ``ranking.best``."""
+    """Every candidate scored, the way recall ranked before ``ranking.best`` (the legacy
+    ranking: coverage, every term weighing the same)."""
     scored = [
         (round(ranking.relevance(sim, ranking.coverage(terms, text)) * factor, 6), lesson_id)
         for lesson_id, sim, factor, text in candidates
@@ -31,7 +40,9 @@ def test_best_gives_what_scoring_every_candidate_gives() -> None:
             text = " ".join(rng.sample(WORDS, rng.randint(0, 5)))
             candidates.append((f"id{rng.randint(0, 40):02d}-{i}", sim, factor, text))
         limit = rng.randint(1, 8)
-        assert ranking.best(candidates, terms, limit) == exhaustive(candidates, terms, limit), trial
+        assert ranking.best(candidates, terms, limit, ranking.LEGACY) == exhaustive(
+            candidates, terms, limit
+        ), trial
 
 
 def test_rare_terms_fill_the_budget_rarest_first() -> None:
@@ -42,3 +53,221 @@ def test_rare_terms_fill_the_budget_rarest_first() -> None:
     # The rarest term is searched even when it alone is over the budget.
     assert ranking.rare_terms(["common", "absent"], postings, budget=10) == ["common"]
     assert ranking.rare_terms(["absent", "stopword"], postings) == []
+
+
+# -- the ranking of issue 13: terms, rarity, entities, centring ----------------------------
+
+
+def scores(candidates, query, params=ranking.DEFAULT, nearest=None):
+    """(id, score) best first for ``query`` over ``candidates`` (id, similarity, text)."""
+    rows = [(i, sim, 1.0, text) for i, sim, text in candidates]
+    terms = ranking.lexical_terms(query, params=params)
+    names = ranking.names(query, params)
+    return ranking.best(rows, terms, len(rows), params, nearest, names)
+
+
+def test_a_rare_distinguishing_word_outranks_words_every_candidate_shares() -> None:
+    siblings = [(f"s{i}", 0.6, "kafka consumer rebalances in a loop, fixed by Mateus") for i in range(6)]
+    target = ("t", 0.6, "kafka consumer rebalances, Sven fixed it")
+    query = "kafka consumer rebalances loop that Sven fixed"
+    assert scores([*siblings, target], query)[0][0] == "t"
+    # Every word weighing the same (the ranking before), the siblings' extra word won.
+    assert scores([*siblings, target], query, ranking.LEGACY)[0][0] != "t"
+
+
+def test_an_entity_named_in_the_question_decides_between_near_identical_lessons() -> None:
+    family = {
+        "service": (
+            "The Redis client of billing-api times out",
+            "The Redis client of search-service times out",
+        ),
+        "version": ("librdkafka 6.28.8 rebalances in a loop", "librdkafka 6.28.5 rebalances in a loop"),
+        "number": ("commit_interval_ms set to 3 in staging", "commit_interval_ms set to 30 in staging"),
+        "path": ("settings in /etc/app/x.conf", "settings in /srv/app/x.conf"),
+    }
+    questions = {
+        "service": "redis timeouts on billing-api",
+        "version": "consumer keeps rebalancing after 6.28.8",
+        "number": "where commit_interval_ms went to 3",
+        "path": "the one configured through /etc/app/x.conf",
+    }
+    for axis, (right, wrong) in family.items():
+        # The wrong sibling is even a little nearer by vector.
+        ranked = scores([("right", 0.60, right), ("wrong", 0.62, wrong)], questions[axis])
+        assert ranked[0][0] == "right", axis
+
+
+def test_terms_keep_numbers_versions_identifiers_and_paths() -> None:
+    terms = ranking.lexical_terms("After librdkafka 6.28.8 we set it to 3 for billing-api in /etc/x.conf")
+    for term in ("librdkafka", "6.28.8", "3", "billing-api", "billing", "api", "/etc/x.conf", "conf"):
+        assert term in terms, term
+    # The ranking before kept none of them whole and dropped the single digit.
+    legacy = ranking.lexical_terms("librdkafka 6.28.8 set to 3 for billing-api", params=ranking.LEGACY)
+    assert "6.28.8" not in legacy and "3" not in legacy and "billing-api" not in legacy
+
+
+def test_terms_are_safe_inside_fts5_quotes_and_a_tsquery() -> None:
+    text = 'Weird "quoted" (x|y) & !z <-> a:b *c \\d 1.2.3-rc1 --flag /etc/a b_c ü-ß'
+    for term in ranking.lexical_terms(text):
+        assert all(ch.isalnum() or ch in "._/-" for ch in term), term
+        assert term[0].isalnum() or term[0] == "/", term
+
+
+def test_a_number_inside_a_version_or_path_is_not_that_number() -> None:
+    ranked = scores(
+        [("version", 0.5, "upgraded to 3.8.1 and set it to 30"), ("number", 0.5, "set it to 3")],
+        "what did we set it to, 3?",
+    )
+    assert ranked[0][0] == "number"
+    assert ranked[0][1] > ranked[1][1]
+
+
+def test_long_questions_keep_their_late_terms() -> None:
+    question = (
+        "Why does the reverse proxy in front cut long lived websocket connections after sixty seconds "
+        "on the canary cluster with ingress settings from the shared overrides, the one Zainab handled?"
+    )
+    assert len(ranking.lexical_terms(question, params=ranking.LEGACY)) == 16
+    assert "zainab" not in ranking.lexical_terms(question, params=ranking.LEGACY)
+    assert "zainab" in ranking.lexical_terms(question)
+
+
+def test_word_forms_match_each_other() -> None:
+    for query_word, lesson_word in [
+        ("queries", "query"),
+        ("used", "use"),
+        ("running", "runs"),
+        ("fires", "fired"),
+    ]:
+        ranked = scores(
+            [("has", 0.5, f"it {lesson_word} things"), ("lacks", 0.5, "nothing here")], query_word
+        )
+        assert ranked[0][0] == "has", (query_word, lesson_word)
+        assert ranked[0][1] > ranked[1][1]
+
+
+def test_words_about_lessons_are_not_terms() -> None:
+    terms = ranking.lexical_terms("What was the root cause and the fix that resolved the Kafka lag?")
+    assert terms == ["kafka", "lag"]
+
+
+def test_names_are_capitalised_words_inside_a_sentence() -> None:
+    found = ranking.names("Which team did Bruno join? Later Maya said QA. Sven agreed with Ines.")
+    assert found == {"bruno", "maya", "qa", "ines"}  # "Which", "Later", "Sven" start sentences
+    assert ranking.names("What wood did Bruno use?", ranking.LEGACY) == frozenset()
+
+
+def test_scores_of_the_nearest_do_not_depend_on_other_candidates() -> None:
+    """The backends find different full-text candidates (their indexes stem differently);
+    the nearest vectors' scores must not change with them, or the backends would disagree."""
+    rng = random.Random(3)
+    words = [*WORDS, "billing-api", "6.28.8", "42", "/etc/a.conf", "Sven"]
+    for trial in range(200):
+        query = " ".join(rng.sample(words, rng.randint(1, 5)))
+        near = [(f"n{i}", rng.random(), " ".join(rng.sample(words, rng.randint(0, 6)))) for i in range(8)]
+        extra = [(f"x{i}", rng.random(), " ".join(rng.sample(words, rng.randint(0, 6)))) for i in range(5)]
+        ids = {i for i, _, _ in near}
+        alone = dict(scores(near, query, nearest=ids))
+        together = dict(scores([*near, *extra], query, nearest=ids))
+        assert {i: together[i] for i in ids} == alone, trial
+
+
+def test_the_order_of_candidates_changes_no_score() -> None:
+    rng = random.Random(5)
+    for trial in range(100):
+        query = " ".join(rng.sample(WORDS, rng.randint(1, 4)))
+        cands = [(f"c{i}", rng.random(), " ".join(rng.sample(WORDS, rng.randint(0, 5)))) for i in range(12)]
+        shuffled = cands[:]
+        rng.shuffle(shuffled)
+        assert scores(cands, query) == scores(shuffled, query), trial
+
+
+def test_centred_similarity_discounts_what_every_lesson_of_the_scope_shares() -> None:
+    """A dialog's turns all carry the speakers' names; "Bruno: Later!" is mostly that shared
+    direction, so from the origin it looks like any question about Bruno."""
+    rng = np.random.default_rng(11)
+    dim = 64
+    shared = rng.normal(size=dim)
+    topics = rng.normal(size=(20, dim))
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return (v / np.linalg.norm(v)).astype(np.float32)
+
+    scope = np.stack([unit(3 * shared + t) for t in topics])
+    question = unit(3 * shared + topics[0] + 0.5 * rng.normal(size=dim))
+    answer = unit(shared + topics[0])  # says what was asked, with less of the shared part
+    small_talk = unit(3 * shared + 0.3 * rng.normal(size=dim))
+    lessons = np.stack([answer, small_talk])
+    plain = lessons @ question
+    assert plain[1] > plain[0]
+    centred = ranking.centred_similarities(question, lessons, ranking.anchor(scope))
+    assert centred[0] > centred[1]
+
+
+def test_a_scope_of_one_lesson_is_not_centred_onto_that_lesson() -> None:
+    v = np.array([0.6, 0.8, 0.0], dtype=np.float32)
+    origin = ranking.anchor(v[None, :])
+    assert np.allclose(origin, v / 2)
+    assert ranking.centred_similarities(v, v[None, :], origin)[0] == pytest.approx(1.0)
+    # A query at the anchor itself has no direction: no similarity rather than NaN.
+    assert ranking.centred_similarities(origin, v[None, :], origin) == [None]
+    assert ranking.relevance(None, 0.5) == ranking.relevance(float("nan"), 0.5) == 0.25 * 0.5
+
+
+def test_an_empty_sample_anchors_at_the_origin() -> None:
+    assert np.array_equal(ranking.anchor(np.zeros((0, 4), dtype=np.float32)), np.zeros(4, dtype=np.float32))
+
+
+# -- both backends, the real model ----------------------------------------------------------
+
+FAMILY = [
+    (
+        f"The Redis client of {service} times out during failover in {env}",
+        f"{person} set socket_timeout to {number} in /etc/{service}/redis.yaml after redis-py {version}.",
+    )
+    for service, env, person, number, version in [
+        ("billing-api", "staging", "Sven", 3, "4.5.1"),
+        ("search-service", "staging", "Sven", 3, "4.5.1"),
+        ("billing-api", "production", "Sven", 3, "4.5.1"),
+        ("billing-api", "staging", "Amara", 3, "4.5.1"),
+        ("billing-api", "staging", "Sven", 30, "4.5.1"),
+        ("billing-api", "staging", "Sven", 3, "4.6.0"),
+        ("ledger-worker", "canary", "Ines", 12, "5.0.2"),
+        ("geo-locator", "QA", "Mateus", 8, "3.9.9"),
+    ]
+]
+FAMILY_QUESTIONS = {
+    "redis timeouts when the primary switches over on search-service": 1,
+    "which Redis failover hang was in production?": 2,
+    "the redis failover problem Amara sorted out": 3,
+    "redis failover where socket_timeout ended up at 30": 4,
+    "redis connection hangs on failover with redis-py 4.6.0": 5,
+    "what did Mateus change for the Redis client?": 7,
+}
+
+
+def test_both_backends_rank_a_near_duplicate_family_the_same_and_by_its_entities(
+    tmp_path: Path, postgres_url: str, embedder: Embedder
+) -> None:
+    empty_postgres(postgres_url)
+    scope = Scope("local", "families")
+    stores = {"local": open_local_store(tmp_path / "lore.db"), "postgres": open_postgres_store(postgres_url)}
+    try:
+        vectors = embedder.encode_documents([embedding_text(p, r) for p, r in FAMILY])
+        items = [(LessonDraft(p, r, tags=("redis",)), v) for (p, r), v in zip(FAMILY, vectors, strict=True)]
+        for store in stores.values():
+            assert not any(r.merged for r in store.save_many(scope, items))
+        for question, target in FAMILY_QUESTIONS.items():
+            q = RecallQuery(text=question, vector=embedder.encode_query(question), limit=4)
+            ranked = {
+                name: [
+                    (h.lesson.problem + h.lesson.resolution, round(h.score, 4))
+                    for h in store.recall(scope, q)
+                ]
+                for name, store in stores.items()
+            }
+            assert ranked["local"] == ranked["postgres"], question
+            assert ranked["local"][0][0] == "".join(FAMILY[target]), question
+    finally:
+        for store in stores.values():
+            store.close()
