@@ -55,12 +55,15 @@ have no evidence and are scored apart: how often the top hit is a turn of the
 storyline the question wrongly attributes (trap@1/5), and how well the top score
 separates answerable from unanswerable questions (AUC, 0.5 = not at all).
 
-Ranking variants (``--variants baseline,bm25,...``): each runs the same questions on
-the same loaded store, with ``LORE_RANKING_VARIANT=<variant>`` in the environment
-of the recalling process (the spawned server for ``mcp``; this process, before the
-store is opened, for ``store``). The product does not read it yet; a ranking
-experiment reads it to pick its code path. ``--reload-per-variant`` loads the set
-again for each variant, for variants that change what is stored.
+Ranking variants (``--variants final,baseline,final+rarity=0,...``): each runs the
+same questions on the same loaded store. On the ``store`` path a variant names the
+``RankingParams`` the store is opened with (``variant_params``): ``final`` is the
+ranking Lore ships, ``baseline`` the ranking before issue 13 (``stores.ranking.LEGACY``),
+and ``+field=value`` changes one part, so an ablation is one run:
+``--variants baseline,final,final+rarity=0,final+centring=0``. The ``mcp`` path runs
+the spawned server's own ranking, so it takes ``final`` only. Either way the variant
+is also in the environment as ``LORE_RANKING_VARIANT``. ``--reload-per-variant`` loads
+the set again for each variant, for variants that change what is stored.
 
     .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k,conversations --via store
     .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k --via mcp --store postgres
@@ -103,12 +106,36 @@ from run import code_fingerprint, load_average, log, lore_command, percentiles  
 
 from lore_mcp.embedding import Embedder  # noqa: E402
 from lore_mcp.lessons_service import LessonService  # noqa: E402
-from stores import open_local_store, open_postgres_store  # noqa: E402
+from stores import RankingParams, open_local_store, open_postgres_store  # noqa: E402
+from stores import ranking as ranking_module  # noqa: E402
 
 K_MAX = 10
 VARIANT_ENV = "LORE_RANKING_VARIANT"
 CALL_TIMEOUT_S = 300.0
 HIT5_TARGETS = {1_000: 0.99, 10_000: 0.97, 100_000: 0.95}
+
+
+def variant_params(variant: str) -> RankingParams:
+    """The ``RankingParams`` a ``--variants`` name stands for, on the ``store`` path.
+
+    ``final`` is the ranking Lore ships (``RankingParams()``), ``baseline`` the ranking
+    before issue 13 (``stores.ranking.LEGACY``); either may be followed by ``+field=value``
+    changes, e.g. ``final+rarity=0`` (one part off) or ``baseline+entity_terms=1``.
+    Any other name is the shipped ranking (the variant is then only ``LORE_RANKING_VARIANT``).
+    """
+    base, *changes = variant.split("+")
+    params = {"baseline": ranking_module.LEGACY, "final": ranking_module.DEFAULT}.get(
+        base, ranking_module.DEFAULT
+    )
+    fields = {f.name: f for f in dataclasses.fields(RankingParams)}
+    values: dict[str, Any] = {}
+    for change in changes:
+        name, _, text = change.partition("=")
+        if name not in fields or not text:
+            raise SystemExit(f"variant {variant!r}: {change!r} is not field=value of RankingParams")
+        kind = type(getattr(params, name))
+        values[name] = text.lower() in ("1", "true", "yes", "on") if kind is bool else kind(text)
+    return dataclasses.replace(params, **values)
 
 
 # -- the sets -----------------------------------------------------------------------------
@@ -244,8 +271,10 @@ class Target:
     path: Path
     url: str | None = None
 
-    def open(self) -> Any:
-        return open_postgres_store(self.url) if self.url else open_local_store(self.path)
+    def open(self, ranking: RankingParams | None = None) -> Any:
+        if self.url:
+            return open_postgres_store(self.url, ranking_params=ranking)
+        return open_local_store(self.path, ranking_params=ranking)
 
     def server_env(self, variant: str | None) -> dict[str, str]:
         env = {"LORE_DB_PATH": str(self.path), "LORE_PROJECT": "eval"}
@@ -599,8 +628,11 @@ class Answer:
     ms: float
 
 
-async def ask_in_process(target: Target, questions: list[EvalQuestion], embedder: Embedder) -> list[Answer]:
-    store = target.open()  # opened after LORE_RANKING_VARIANT is set, so a variant can read it here
+async def ask_in_process(
+    target: Target, questions: list[EvalQuestion], embedder: Embedder, variant: str
+) -> list[Answer]:
+    # Opened after LORE_RANKING_VARIANT is set, with the variant's RankingParams.
+    store = target.open(variant_params(variant))
     cache = getattr(embedder, "_cache", None)
     if cache is not None:  # each variant embeds its queries itself, as a fresh server would
         cache.clear()
@@ -837,7 +869,7 @@ async def run_set(
             if cfg.via == "mcp":
                 answers = await ask_mcp(target, eval_set.questions, variant, errlog)
             else:
-                answers = await ask_in_process(target, eval_set.questions, embedder)
+                answers = await ask_in_process(target, eval_set.questions, embedder, variant)
         scored = evaluate(eval_set, answers, found)
         o = scored["overall"]
         log(
@@ -959,7 +991,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         "--database-url", default=None, help="Postgres server (default: pgserver in the work dir)"
     )
     parser.add_argument(
-        "--variants", default="baseline", help=f"ranking variants, each run with {VARIANT_ENV}=<variant>"
+        "--variants",
+        default="final",
+        help="ranking variants: final, baseline (before issue 13), either +field=value of RankingParams",
     )
     parser.add_argument(
         "--reload-per-variant", action="store_true", help="load each set again for each variant"
@@ -1007,11 +1041,18 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    for variant in variants:
+        params = variant_params(variant)
+        if args.via == "mcp" and params != ranking_module.DEFAULT:
+            parser.error(
+                f"variant {variant!r} is not the shipped ranking: use --via store to compare rankings"
+            )
     return Config(
         sets=[s.strip() for s in args.sets.split(",") if s.strip()],
         via=args.via,
         store=args.store,
-        variants=[v.strip() for v in args.variants.split(",") if v.strip()],
+        variants=variants,
         questions=args.questions,
         seed=args.seed,
         batch=args.batch,
