@@ -263,10 +263,10 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
     digits, or those joined by ``. _ / -`` (safe inside FTS5 quotes and in a tsquery).
     """
     cap = params.max_terms if max_terms is None else max_terms
-    if not params.entity_terms:
-        terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in _STOPWORDS)
-        return list(terms)[:cap]
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
+    if not params.entity_terms:
+        terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in stopwords)
+        return list(terms)[:cap]
     found: dict[str, None] = {}
     for token in _TOKEN.findall(text.lower()):
         parts = _WORD.findall(token)
@@ -281,9 +281,10 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
 class _Matcher:
     """Which of a query's terms a text has.
 
-    Legacy: the same word, or a word with the same first STEM letters. Otherwise: the
-    same identifier (whole), the same number, or an alphabetic word with the same
-    ``_key`` (suffixes stripped, then the first STEM letters; with ``params.stemming``)."""
+    The same word, or a word with the same key: with ``params.stemming`` an alphabetic
+    word's ``_key`` (suffixes stripped, then the first STEM letters), else its first STEM
+    letters. With ``params.entity_terms`` identifiers match whole, and numbers and
+    identifiers only exactly; without, words only (the ranking before)."""
 
     def __init__(self, terms: list[str], params: RankingParams) -> None:
         self.params = params
@@ -294,36 +295,46 @@ class _Matcher:
             key = self._key(t)
             if key is not None:
                 self.keys.setdefault(key, []).append(t)
+        self.prefixes = {key[:2] for key in self.keys}
 
     def _key(self, word: str) -> str | None:
-        if self.legacy:
-            return word[:STEM] if len(word) >= STEM else None
-        if not word.isalpha():
-            return None
-        if self.params.stemming:
+        if not self.legacy and not word.isalpha():
+            return None  # numbers and identifiers match whole
+        if self.params.stemming and word.isalpha():
             return _key(word)
         return word[:STEM] if len(word) >= STEM else None
 
     def found(self, text: str) -> set[str]:
         """The terms ``text`` has."""
-        lowered = text.lower()
-        if self.legacy:
-            words = set(_WORD.findall(lowered))
-        else:
-            words = set()
-            for token in _TOKEN.findall(lowered):
-                if _SEPARATOR.search(token):
-                    words.update(_parts(_WORD.findall(token), self.params))
-                    words.add(token)
-                    words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
-                else:
-                    words.add(token)
-        found = words.intersection(self.terms)
+        words = _vocabulary(text, self.legacy, self.params.compound_digits)
+        found = set(words.intersection(self.terms))
         if self.keys:
-            keys = {self._key(w) for w in words}
-            for key in keys.intersection(self.keys):
-                found.update(self.keys[key])
+            # A word's key starts with its first two letters: most words need no key.
+            for word in words:
+                if word[:2] in self.prefixes and (key := self._key(word)) in self.keys:
+                    found.update(self.keys[key])
         return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
+    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
+    the same lessons come back as candidates of one query after another."""
+    lowered = text.lower()
+    if legacy:
+        return frozenset(_WORD.findall(lowered))
+    words: set[str] = set()
+    for token in _TOKEN.findall(lowered):
+        if _SEPARATOR.search(token):
+            parts = _WORD.findall(token)
+            words.update(
+                parts if compound_digits or len(parts) < 2 else (p for p in parts if not p.isdigit())
+            )
+            words.add(token)
+            words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
+        else:
+            words.add(token)
+    return frozenset(words)
 
 
 def _parts(parts: list[str], params: RankingParams) -> list[str]:
