@@ -209,7 +209,7 @@ def assert_import_redacted(lesson: dict[str, Any]) -> None:
 async def test_import_lessons_redacts_every_field_tags_and_meta_keys_and_values(client: Client) -> None:
     lesson_id = "01JABCDEFGHJKMNPQRSTVWXYZ0"
     result = await call(client, "import_lessons", lessons=[import_line(lesson_id)])
-    assert result == {"added": 1, "skipped": 0, "redacted": ALL_KINDS}
+    assert result == {"added": 1, "skipped": 0, "merged": 0, "redacted": ALL_KINDS}
     reads = await read_backs(client, lesson_id)
     assert_clean(reads)
     assert_import_redacted(reads[0])
