@@ -311,7 +311,9 @@ class _Matcher:
         if self.keys:
             # A word's key starts with its first two letters: most words need no key.
             for word in words:
-                if word[:2] in self.prefixes and (key := self._key(word)) in self.keys:
+                if word[:2] not in self.prefixes or (not self.legacy and word in _STOPWORDS):
+                    continue  # (a stopword matches no term, not even by its key)
+                if (key := self._key(word)) in self.keys:
                     found.update(self.keys[key])
         return found
 
@@ -348,7 +350,8 @@ def _parts(parts: list[str], params: RankingParams) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _key(word: str) -> str:
     """An alphabetic word's matching key: a light suffix stripper ("queries", "query" ->
-    "queri"; "used", "using", "use" -> "us"), then at most STEM letters."""
+    "queri"; "used", "use" -> "us"; "running", "runs" -> "run"), then at most STEM
+    letters. Short keys can equal a stopword ("Ines" -> "in"): stopwords are not matched."""
     w = word
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"

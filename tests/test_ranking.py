@@ -135,6 +135,7 @@ def test_long_questions_keep_their_late_terms() -> None:
 def test_word_forms_match_each_other() -> None:
     for query_word, lesson_word in [
         ("queries", "query"),
+        ("making", "makes"),
         ("used", "use"),
         ("running", "runs"),
         ("fires", "fired"),
@@ -271,3 +272,12 @@ def test_both_backends_rank_a_near_duplicate_family_the_same_and_by_its_entities
     finally:
         for store in stores.values():
             store.close()
+
+
+def test_a_short_stem_does_not_match_a_stopword() -> None:
+    """ "Ines" stripped to a two-letter stem would be "in", which every lesson says."""
+    ranked = scores(
+        [("other", 0.5, "set it in the config"), ("ines", 0.5, "Ines set it")], "what did Ines set?"
+    )
+    assert ranked[0][0] == "ines"
+    assert dict(ranked)["other"] < dict(ranked)["ines"]

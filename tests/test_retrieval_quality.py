@@ -674,3 +674,139 @@ async def test_tag_and_confidence_filters_restrict_recall(client: Client) -> Non
 
     # A threshold above every lesson gives nothing.
     assert await recall(client, "anything at all", min_confidence=0.99) == []
+
+
+# -- near-duplicates and dialog turns (issue 13) ------------------------------------------------
+
+_CONSUMER = "The Kafka consumer of {service} rebalances in a loop after librdkafka {version}"
+_FIX = "Processing exceeded max.poll.interval.ms; {person} set max_poll_records to {number} in {path}."
+_BASE = {
+    "service": "billing-api",
+    "version": "2.3.1",
+    "person": "Sven",
+    "number": "50",
+    "path": "/etc/app/consumer.properties",
+}
+# Siblings that differ from the base lesson by one entity; the last two are another problem.
+_CHANGES = (
+    {},
+    {"version": "2.3.4"},
+    {"version": "2.4.0"},
+    {"version": "3.2.1"},
+    {"number": "5"},
+    {"number": "500"},
+    {"path": "/srv/conf/consumer.properties"},
+    {"path": "/opt/kafka/consumer.properties"},
+    {"service": "search-service"},
+    {"service": "ledger-worker"},
+    {"person": "Amara"},
+    {"person": "Ines"},
+)
+SIBLINGS: tuple[tuple[str, str], ...] = (
+    *((_CONSUMER.format(**{**_BASE, **c}), _FIX.format(**{**_BASE, **c})) for c in _CHANGES),
+    *(
+        (
+            f"The Kafka consumer of billing-api processes messages twice after restarts since librdkafka {v}",
+            "Offsets were committed before processing finished; Sven set commit_interval_ms to 50 "
+            "in /etc/app/consumer.properties.",
+        )
+        for v in ("2.3.4", "2.4.0")
+    ),
+)
+# Each question paraphrases the problem and names the entity that tells its sibling apart.
+SIBLING_QUESTIONS: dict[str, int] = {
+    "event stream reader keeps giving up its partitions since 2.3.4": 1,
+    "partitions keep being reassigned after moving to librdkafka 3.2.1": 3,
+    "consumer group churn where max_poll_records ended up at 5": 4,
+    "the rebalancing loop where max_poll_records went to 500": 5,
+    "the rebalancing loop configured through /opt/kafka/consumer.properties": 7,
+    "stream reader losing its partitions on ledger-worker": 9,
+    "what did Ines change when the consumer kept rebalancing?": 11,
+}
+
+# A dialog saved turn by turn, as the retrieval evaluation saves one: every turn carries the
+# speaker and the date, and most turns are small talk that says nothing else.
+_SMALL_TALK = (
+    "Later!",
+    "Morning! Got a minute?",
+    "Always, go on.",
+    "Ha, nice.",
+    "Talk soon!",
+    "Bye! Say hi to everyone.",
+    "Did you watch the match last night?",
+    "Only the second half.",
+    "Right, dinner time.",
+    "Same here, busy week.",
+    "Did you find anything good in there?",
+    "Anyway, I should go.",
+)
+_NEWS = (
+    ("Bruno", "The bench is done! I used larch, and it took thirteen hours in the end."),
+    ("Farid", "I finally started violin lessons. My teacher is a retired session player called Lenny."),
+    ("Bruno", "My sister is getting married in Lisbon next spring."),
+    (
+        "Farid",
+        "Big news: we are moving to Maple Heights next month, because the landlord is selling the building.",
+    ),
+    ("Bruno", "Honestly the team, and they let me bring my dog to the office."),
+    ("Farid", "I did something impulsive: I signed up for the Lakeside 10K trail race."),
+    ("Bruno", "We tried Pho Minh last Saturday. I had the crab linguine."),
+)
+
+
+def _dialog() -> tuple[tuple[int, str, str], ...]:
+    """(day, speaker, text): a session a day, four turns of small talk (the two speakers in
+    turn) and one piece of news each, then a last session of small talk only."""
+    sessions = [[*_SMALL_TALK[i % 3 : i % 3 + 4], news] for i, news in enumerate(_NEWS)]
+    sessions.append(list(_SMALL_TALK))
+    turns = []
+    for day, session in enumerate(sessions, start=1):
+        for i, turn in enumerate(session):
+            speaker, text = turn if isinstance(turn, tuple) else (("Bruno", "Farid")[i % 2], turn)
+            turns.append((day, speaker, text))
+    return tuple(turns)
+
+
+DIALOG = _dialog()
+DIALOG_QUESTIONS: dict[str, str] = {
+    "What wood did Bruno use?": _NEWS[0][1],
+    "Who teaches Farid music?": _NEWS[1][1],
+    "Where will Bruno's sister get married?": _NEWS[2][1],
+    "Which neighbourhood is Farid moving to?": _NEWS[3][1],
+    "Why did Bruno accept the job offer?": _NEWS[4][1],
+    "Which race did Farid enter?": _NEWS[5][1],
+    "Which restaurant did Bruno try?": _NEWS[6][1],
+}
+
+
+@pytest.mark.model
+async def test_near_duplicates_are_told_apart_by_the_entity_the_question_names(client: Client) -> None:
+    ids = []
+    for problem, resolution in SIBLINGS:
+        saved = await call(client, "save_lesson", problem=problem, resolution=resolution, tags=["kafka"])
+        assert saved["merged"] is False
+        ids.append(saved["id"])
+    for question, target in SIBLING_QUESTIONS.items():
+        got = [hit["id"] for hit in await recall(client, question, limit=3)]
+        assert ids[target] in got, f"{question!r}: {[ids.index(i) for i in got]}"
+
+
+@pytest.mark.model
+async def test_dialog_questions_find_the_turn_that_answers_not_the_speakers_small_talk(
+    client: Client,
+) -> None:
+    said: dict[str, str] = {}
+    for day, speaker, text in DIALOG:
+        saved = await call(
+            client,
+            "save_lesson",
+            problem=f"{speaker} on {day} March 2024: {text}",
+            resolution=text,
+            context=f"conversation c01, session {day}, Bruno with Farid",
+            tags=["dialog"],
+        )
+        said[saved["id"]] = text
+    assert len(said) == len(DIALOG)
+    for question, answer in DIALOG_QUESTIONS.items():
+        got = [said[hit["id"]] for hit in await recall(client, question, limit=3)]
+        assert answer in got, f"{question!r}: {got}"
