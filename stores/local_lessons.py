@@ -453,13 +453,16 @@ class LocalLessonStore:
     # handful of candidate rows.)
 
     def _rare_terms(self, conn: Connection, terms: list[str]) -> list[str]:
-        counts = {
-            t: conn.execute(
-                "SELECT count(*) FROM lessons_fts WHERE lessons_fts MATCH ?", (f'"{t}"',)
-            ).fetchone()[0]
-            for t in terms
-        }
-        return ranking.rare_terms(terms, counts)
+        """``ranking.rare_terms`` on the terms' full-text matches, counted in one statement
+        and only up to just over the budget (a term past it is common however far past)."""
+        if not terms:
+            return []
+        count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"
+        cap = ranking.POSTINGS_BUDGET + 1
+        row = conn.execute(
+            f"SELECT {', '.join([count] * len(terms))}", [x for t in terms for x in (f'"{t}"', cap)]
+        ).fetchone()
+        return ranking.rare_terms(terms, dict(zip(terms, row, strict=True)))
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
         marks = ",".join("?" * len(tags))

@@ -281,40 +281,30 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
 class _Matcher:
     """Which of a query's terms a text has.
 
-    The same word, or a word with the same key: with ``params.stemming`` an alphabetic
-    word's ``_key`` (suffixes stripped, then the first STEM letters), else its first STEM
-    letters. With ``params.entity_terms`` identifiers match whole, and numbers and
-    identifiers only exactly; without, words only (the ranking before)."""
+    The same word, or a word with the same key (``_word_key``): with ``params.stemming``
+    an alphabetic word's ``_key`` (suffixes stripped, then the first STEM letters), else
+    its first STEM letters. With ``params.entity_terms`` identifiers match whole, and
+    numbers and identifiers only exactly; without, words only (the ranking before)."""
 
     def __init__(self, terms: list[str], params: RankingParams) -> None:
-        self.params = params
         self.legacy = not params.entity_terms
-        self.terms = terms
+        self.stemming = params.stemming
+        self.compound_digits = params.compound_digits
+        self.termset = frozenset(terms)
         self.keys: dict[str, list[str]] = {}
         for t in terms:
-            key = self._key(t)
+            key = _word_key(t, self.legacy, self.stemming)
             if key is not None:
                 self.keys.setdefault(key, []).append(t)
-        self.prefixes = {key[:2] for key in self.keys}
-
-    def _key(self, word: str) -> str | None:
-        if not self.legacy and not word.isalpha():
-            return None  # numbers and identifiers match whole
-        if self.params.stemming and word.isalpha():
-            return _key(word)
-        return word[:STEM] if len(word) >= STEM else None
+        self.keyset = frozenset(self.keys)
 
     def found(self, text: str) -> set[str]:
         """The terms ``text`` has."""
-        words = _vocabulary(text, self.legacy, self.params.compound_digits)
-        found = set(words.intersection(self.terms))
+        words = _vocabulary(text, self.legacy, self.compound_digits)
+        found = set(words & self.termset)
         if self.keys:
-            # A word's key starts with its first two letters: most words need no key.
-            for word in words:
-                if word[:2] not in self.prefixes or (not self.legacy and word in _STOPWORDS):
-                    continue  # (a stopword matches no term, not even by its key)
-                if (key := self._key(word)) in self.keys:
-                    found.update(self.keys[key])
+            for key in _keys(words, self.legacy, self.stemming) & self.keyset:
+                found.update(self.keys[key])
         return found
 
 
@@ -327,7 +317,7 @@ def _vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str
         return frozenset(_WORD.findall(lowered))
     words: set[str] = set()
     for token in _TOKEN.findall(lowered):
-        if _SEPARATOR.search(token):
+        if not token.isalnum():  # letters and digits joined by . _ / -
             parts = _WORD.findall(token)
             words.update(
                 parts if compound_digits or len(parts) < 2 else (p for p in parts if not p.isdigit())
@@ -337,6 +327,26 @@ def _vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str
         else:
             words.add(token)
     return frozenset(words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(words: frozenset[str], legacy: bool, stemming: bool) -> frozenset[str]:
+    """The keys of a text's words (``_vocabulary``). A stopword has none, unless legacy: it
+    matches no term, not even by its key ("Ines" would otherwise be "in")."""
+    return frozenset(
+        key
+        for w in words
+        if (legacy or w not in _STOPWORDS) and (key := _word_key(w, legacy, stemming)) is not None
+    )
+
+
+def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
+    """What a word matches by besides itself (None: only itself)."""
+    if not legacy and not word.isalpha():
+        return None  # numbers and identifiers match whole
+    if stemming and word.isalpha():
+        return _key(word)
+    return word[:STEM] if len(word) >= STEM else None
 
 
 def _parts(parts: list[str], params: RankingParams) -> list[str]:
