@@ -385,16 +385,25 @@ class PostgresLessonStore:
             chosen = ranking.rare_terms(terms, dict(zip(terms, postings, strict=True)))
             if not chosen:
                 return []
+            # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
+            # versions, identifiers, paths) are also searched alone, so lessons that have
+            # them are not crowded out by lessons with many common words.
+            entities = [t for t in chosen if ranking.is_entity(t)]
+            call = (
+                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :k, :now, :min_conf, "
+                "CAST(:tags AS text[])) AS c(pk)"
+            )
+            sql = call.format(tsq=":tsq")
+            if entities and len(entities) < len(chosen):
+                sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
             rows = conn.execute(
-                text(
-                    "SELECT c.pk FROM lore_lexical_candidates(:project, :tsq, :k, :now, :min_conf, "
-                    "CAST(:tags AS text[])) AS c(pk)"
-                ),
+                text(sql),
                 {
                     "project": scope.project,
                     # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
                     # the tsquery is well formed.
                     "tsq": " | ".join(chosen),
+                    "entities": " | ".join(entities),
                     "k": k,
                     "now": now,
                     "min_conf": query.min_confidence,

@@ -203,11 +203,11 @@ def lexical_scores(
     weights: dict[str, float] = {}
     for term in dict.fromkeys(terms):
         w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
-        weights[term] = w * params.entity_weight if _is_entity(term, names) else w
+        weights[term] = w * params.entity_weight if is_entity(term, names) else w
     if params.rarity:
         # The query's entities count even where the pool lacks them: a version or a
         # path no near lesson has still tells the lesson that has it from the rest.
-        total = sum(w for t, w in weights.items() if df[t] or _is_entity(t, names)) or max(weights.values())
+        total = sum(w for t, w in weights.items() if df[t] or is_entity(t, names)) or max(weights.values())
     else:
         total = sum(weights.values())
     return [min(1.0, sum(weights[t] for t in f) / total) for f in found]
@@ -395,7 +395,8 @@ def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
     return frozenset(found)
 
 
-def _is_entity(term: str, names: Collection[str] = ()) -> bool:
+def is_entity(term: str, names: Collection[str] = ()) -> bool:
+    """Whether a term is an entity: it has a digit, is an identifier or path, or is a name."""
     return any(c.isdigit() for c in term) or bool(_SEPARATOR.search(term)) or term in names
 
 
