@@ -1,24 +1,33 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
 A lesson's relevance blends two signals: cosine similarity of its vector to the
-query vector, and a lexical score, the rarity-weighted share of the query's terms
-found in the lesson's text. The full-text index (FTS5 on SQLite, tsvector on
-Postgres) only finds lexical candidates; the score itself is computed here, from
-the candidates' text, so it is the same on every backend for the same candidates.
+query vector, seen from the scope's anchor, and a lexical score, the rarity-weighted
+share of the query's terms found in the lesson's text:
+``relevance = 0.75 * similarity + 0.25 * lexical``. The full-text index (FTS5 on
+SQLite, tsvector on Postgres) only finds lexical candidates; the score itself is
+computed here, from the candidates' text and vectors, so it is the same on every
+backend.
 
-Terms (``lexical_terms``) are the query's words without stopwords, plus the
-things that tell near-identical lessons apart: numbers (single digits too),
-versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf",
-"max_poll_records") as whole terms besides their parts.
+Terms (``lexical_terms``): the query's words without stopwords and without words
+about lessons themselves ("root cause", "fix"); numbers (single digits too),
+versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
+and by their parts, where a number inside a version is not that number. Words match
+through a light suffix stripper ("queries" is "query", "runs" is "running").
 
-Rarity: a term's weight is its BM25 inverse document frequency among the recall's
-candidates (the nearest vectors and the best full-text matches), not the whole
-store. The candidates are what the query is choosing between, so a word every
-candidate shares (the component, the speaker's name) weighs little and the one
-entity that only the right lesson has weighs most; and both backends, given the
-same candidate rows, compute the same weights with no statistics of their own.
-The lexical score is the weight of the terms a lesson has over the weight of the
-terms any candidate has (a term no candidate has cannot tell them apart).
+Rarity: a term weighs its BM25 inverse document frequency among the recall's
+nearest vectors, the lessons the query is choosing between: a word every one of them
+shares (the component, the speaker's name) weighs little, the one entity only the
+right lesson has weighs most. Entities (terms with a digit, identifiers, paths, and
+names: capitalised words inside a sentence) weigh double. The lexical score is the
+weight of the terms a lesson has over the weight of the terms the nearest lessons
+have plus the query's entities. Counting among the nearest vectors only, not the
+full-text matches, keeps both backends' scores equal: their full-text indexes split
+and stem words differently, so they find different full-text candidates.
+
+Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean
+of the scope's newest lessons rather than from the origin. Every lesson of a project
+shares a direction (the speakers' names and dates of a dialog, a team's templates);
+a short lesson is mostly that direction and so looked like every question.
 
 The final score multiplies relevance by three bounded factors, so a strongly
 relevant lesson is never buried by weak signals, while ties and near-ties are
@@ -29,9 +38,9 @@ decided by freshness, confidence and the crowd:
 - confidence: ``0.5 + 0.5 * confidence``;
 - votes: ``1 + 0.2 * tanh((upvotes - downvotes) / 3)`` (between 0.8 and 1.2).
 
-Every choice here was measured with ``benchmarks/eval_retrieval.py``; the switches
-in ``RankingParams`` exist so that evaluation can turn each one off (``LEGACY`` is
-the ranking before them).
+Every part was measured with ``benchmarks/eval_retrieval.py``
+(``benchmarks/eval-ablation.json``); each is a switch in ``RankingParams`` so that
+evaluation can turn it off, and ``LEGACY`` is the ranking before them.
 """
 
 from __future__ import annotations
@@ -46,7 +55,7 @@ from datetime import datetime
 
 import numpy as np
 
-# Words sharing their first STEM letters count as the same word ("rebalance", "rebalancing"):
+# Words whose keys share their first STEM letters match ("rebalance", "rebalancing"):
 # a crude stemmer that behaves identically everywhere.
 STEM = 5
 # At most about this many full-text matches are ranked per recall (see rare_terms).
@@ -186,11 +195,12 @@ def lexical_scores(
     With ``params.rarity`` a term's weight is ``log(1 + (n - df + 0.5) / (df + 0.5))``
     where ``df`` of the ``n`` texts of the pool hold it (``pool`` marks them; all texts
     when None or when it marks none), times ``params.entity_weight`` for entities
-    (terms with a digit, identifiers, paths, and the query's ``names``). A
-    score is the weight of the terms a text has over the weight of the terms the pool
-    has, at most 1: a term no pooled text has counts fully where it is found and adds
-    nothing to the rest, so pooled texts score the same whatever else is a candidate.
-    Without rarity every term weighs the same and a score is the share of terms found.
+    (terms with a digit, identifiers, paths, and the query's ``names``). A score is
+    the weight of the terms a text has over the weight of the terms the pool has and
+    of the query's entities, at most 1. A plain word no pooled text has counts where
+    it is found and weighs nothing elsewhere, so pooled texts score the same whatever
+    else is a candidate. Without rarity every term weighs the same and a score is the
+    share of terms found.
     """
     if not terms or not texts:
         return [0.0] * len(texts)
