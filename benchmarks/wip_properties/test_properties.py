@@ -45,18 +45,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.strategies import SearchStrategy
 from mcp import Client
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.errors import CODES, INTERNAL_ERROR
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import TOOL_GROUPS, LoreServer, build_server
-from stores import open_local_store, open_postgres_store
-from stores.lessons import Scope
-from stores.plans import schema_hash
-from stores.structured import describe_schema
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ERROR_TEXT, vector
-from tests.schema_strategies import (
+from benchmarks.wip_properties.schema_strategies import (
     FLOAT_EDGES,
     INT_EDGES,
     JWT,
@@ -75,6 +64,17 @@ from tests.schema_strategies import (
     ulids,
     weighted,
 )
+from lore_mcp.embedding import Embedder
+from lore_mcp.errors import CODES, INTERNAL_ERROR
+from lore_mcp.keys_service import KeyService, KeyTools
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.server import TOOL_GROUPS, LoreServer, build_server
+from stores import open_local_store, open_postgres_store
+from stores.lessons import Scope
+from stores.plans import schema_hash
+from stores.structured import describe_schema
+from tests.conftest import connected, empty_postgres
+from tests.helpers import ERROR_TEXT, vector
 
 ORG = "local"
 ALL_GROUPS = ("lessons", "structured", "history", "admin")
