@@ -620,7 +620,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"work directory {cfg.workdir}")
     load_before, code_before = load_average(), code_fingerprint()
     started = time.perf_counter()
-    embedder = Embedder(fast_queries=False)
+    embedder = Embedder()
     embedder.start()
     embedder.wait()
     results = []

