@@ -203,7 +203,7 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     """Open the store and serve; the model loads in the background (see LoadModelAfterFirstRequest)."""
     import anyio
 
-    from lore_mcp.embedding import Embedder
+    from lore_mcp.embedding import embedder_for
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.server import build_server
 
@@ -212,7 +212,7 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     store = open_store_or_report(settings)
     if store is None:
         return 1
-    embedder = Embedder(settings.embedding_model)
+    embedder = embedder_for(settings)
     try:
         service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
         from lore_mcp.keys_service import KeyService, KeyTools
@@ -270,7 +270,7 @@ def serve_http(
 
     from lore_mcp import http
     from lore_mcp.auth import ApiKeyVerifier
-    from lore_mcp.embedding import Embedder
+    from lore_mcp.embedding import embedder_for
     from lore_mcp.keys_service import KeyService, KeyTools
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.server import build_server
@@ -291,7 +291,7 @@ def serve_http(
     store = open_store_or_report(settings)
     if store is None:
         return 1
-    embedder = Embedder(settings.embedding_model)
+    embedder = embedder_for(settings)
     embedder.start()  # a server expects traffic; load the model now rather than on the first call
     url_host = f"[{host}]" if ":" in host else host
     try:
@@ -410,12 +410,12 @@ def _print_key_table(keys: Sequence[Any]) -> None:
 
 
 def _transfer(settings: Settings, store: Any) -> Any:
-    from lore_mcp.embedding import Embedder
+    from lore_mcp.embedding import embedder_for
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.transfer import Transfer
 
     service = LessonService(
-        store, Embedder(settings.embedding_model, fast_queries=False), default_project=settings.project
+        store, embedder_for(settings), default_project=settings.project
     )
     return Transfer(service)
 

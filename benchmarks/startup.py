@@ -1,0 +1,193 @@
+"""What a new user waits for: start-up, the first save, memory, the encoder, and uvx.
+
+    .venv/bin/python benchmarks/startup.py                # everything, about 2 minutes
+    .venv/bin/python benchmarks/startup.py --skip-uvx --skip-venv --runs 3
+
+Measured, each printed and written to ``benchmarks/results-startup.json``:
+
+- spawn -> ``initialize`` answered and spawn -> first ``save_lesson`` answered, ``lore-memory
+  mcp`` on a fresh SQLite file (raw JSON-RPC lines, as ``run.py`` does), beside a bare
+  ``MCPServer``'s spawn -> ``initialize`` in the same runs; the server's RSS right after that
+  save (VmRSS) and its high-water mark (VmHWM). Median of ``--runs``.
+- the default encoder in this process: query p50 (distinct texts, so the cache never helps)
+  and bulk lessons/s (``encode_documents`` on 2,000 synthetic lessons, every core).
+- ``uvx --from <wheel> lore-memory mcp`` from an empty uv cache: wheel built from this
+  checkout, everything else resolved from the registry, until the first save is answered.
+- a fresh virtual environment with ``pip install <wheel>``: install seconds and size on disk.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+from run import RawServer, bare_command, log, lore_command, machine_info, percentiles  # noqa: E402
+
+SAVE = {
+    "name": "save_lesson",
+    "arguments": {
+        "problem": "pgbouncer in transaction mode breaks prepared statements",
+        "resolution": "Disable prepared statements in the driver (prepare_threshold=None)",
+    },
+}
+
+
+def rss_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM of a live process, in MB."""
+    out: dict[str, float] = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key = line.split(":")[0]
+        if key in ("VmRSS", "VmHWM"):
+            out[key] = round(int(line.split()[1]) / 1024, 1)
+    return out
+
+
+def first_save(command: list[str], env: dict[str, str], errlog: Any) -> dict[str, Any]:
+    """Spawn a server; seconds to ``initialize`` and to the first ``save_lesson`` answer, and its RSS."""
+    server = RawServer(command, env, errlog, timeout_s=600)
+    try:
+        init_s = server.initialize()
+        response, save_s = server.request("tools/call", SAVE)
+        if response["result"].get("isError"):
+            raise RuntimeError(f"save_lesson failed: {response['result']}")
+        return {"initialize_s": init_s, "first_save_s": save_s, **rss_mb(server.proc.pid)}
+    finally:
+        server.close()
+
+
+def bench_cold(runs: int, workdir: Path, errlog: Any) -> dict[str, Any]:
+    first_save(lore_command(), {"LORE_DB_PATH": str(workdir / "warm.db")}, errlog)  # page cache, .pyc
+    lore, bare = [], []
+    for run in range(runs):
+        lore.append(first_save(lore_command(), {"LORE_DB_PATH": str(workdir / f"cold-{run}.db")}, errlog))
+        server = RawServer(bare_command(), {}, errlog)
+        try:
+            bare.append(server.initialize())
+        finally:
+            server.close()
+        log(f"  run {run + 1}: {lore[-1]}, bare initialize {bare[-1]:.3f}s")
+
+    def median(key: str) -> float:
+        return round(statistics.median(r[key] for r in lore), 3)
+
+    return {
+        "runs": runs,
+        "lore_initialize_s": median("initialize_s"),
+        "lore_first_save_s": median("first_save_s"),
+        "bare_initialize_s": round(statistics.median(bare), 3),
+        "first_save_over_bare_initialize": round(median("first_save_s") / statistics.median(bare), 2),
+        "rss_after_first_save_mb": median("VmRSS"),
+        "peak_rss_after_first_save_mb": median("VmHWM"),
+        "samples": lore,
+    }
+
+
+def bench_encoder() -> dict[str, Any]:
+    from synthetic import Generator
+
+    from lore_mcp.embedding import Embedder
+
+    embedder = Embedder()
+    started = time.perf_counter()
+    embedder.wait()
+    load_s = time.perf_counter() - started
+    queries = [f"why does service {i} time out after the {i % 7}th deploy of the week" for i in range(300)]
+    for q in queries[:10]:
+        embedder.encode_query(q + " warm")
+    samples = []
+    for q in queries:
+        t = time.perf_counter()
+        embedder.encode_query(q)
+        samples.append((time.perf_counter() - t) * 1000)
+    texts = [f"{lesson.problem}\n{lesson.resolution}" for lesson in Generator(7).lessons(2000)]
+    t = time.perf_counter()
+    embedder.encode_documents(texts)
+    bulk_s = time.perf_counter() - t
+    return {
+        "runtime": embedder.runtime,
+        "load_s": round(load_s, 3),
+        "query_ms": percentiles(samples),
+        "bulk_lessons_per_s": round(len(texts) / bulk_s, 1),
+    }
+
+
+def build_wheel(out: Path) -> Path:
+    uv = Path(sys.executable).with_name("uv")
+    subprocess.run([str(uv), "build", "--wheel", "--out-dir", str(out), str(REPO)], check=True, capture_output=True)
+    (wheel,) = out.glob("lore_memory-*.whl")
+    return wheel
+
+
+def bench_uvx(wheel: Path, workdir: Path, errlog: Any) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("UV_", "VIRTUAL_ENV"))}
+    env.update(
+        {
+            "UV_CACHE_DIR": str(workdir / "uv-cache"),
+            "UV_TOOL_DIR": str(workdir / "uv-tools"),
+            "UV_PYTHON": sys.executable,
+            "UV_NO_CONFIG": "1",
+            "LORE_DB_PATH": str(workdir / "uvx.db"),
+        }
+    )
+    uvx = str(Path(sys.executable).with_name("uvx"))
+    command = [uvx, "--from", str(wheel), "lore-memory", "mcp"]
+    cold = first_save(command, env, errlog)
+    warm = first_save(command, {**env, "LORE_DB_PATH": str(workdir / "uvx-2.db")}, errlog)
+    return {"empty_cache": cold, "second_start": warm}
+
+
+def bench_venv(wheel: Path, workdir: Path) -> dict[str, Any]:
+    venv = workdir / "venv"
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
+    install_s = time.perf_counter() - t
+    size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file() and not f.is_symlink())
+    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True).returncode == 0
+    return {"install_s": round(install_s, 1), "size_mb": round(size / 2**20, 1), "has_torch": torch}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--skip-uvx", action="store_true")
+    parser.add_argument("--skip-venv", action="store_true")
+    parser.add_argument("--out", type=Path, default=HERE / "results-startup.json")
+    args = parser.parse_args()
+    report: dict[str, Any] = {"machine": machine_info(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    with tempfile.TemporaryDirectory(prefix="lore-startup-") as tmp, open(Path(tmp) / "servers.log", "w") as errlog:
+        work = Path(tmp)
+        log(f"cold start, {args.runs} runs")
+        report["cold"] = bench_cold(args.runs, work, errlog)
+        log("encoder")
+        report["encoder"] = bench_encoder()
+        if not (args.skip_uvx and args.skip_venv):
+            wheel = build_wheel(work / "dist")
+            report["wheel_mb"] = round(wheel.stat().st_size / 2**20, 1)
+            if not args.skip_uvx:
+                log("uvx from an empty cache")
+                report["uvx"] = bench_uvx(wheel, work, errlog)
+            if not args.skip_venv:
+                log("fresh virtual environment")
+                report["venv"] = bench_venv(wheel, work)
+        shutil.rmtree(work / "uv-cache", ignore_errors=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in report.items() if k != "machine"}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
