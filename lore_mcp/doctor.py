@@ -76,6 +76,8 @@ def check_model(settings: Settings) -> Check:
         embedder.wait(timeout=300)
         vector = embedder.encode_query("does the model load offline?")
     except ModelUnavailable as exc:
+        if embedder.runtime == "endpoint":  # the sentence names the endpoint and what to change
+            return Check("model", False, exc.message)
         return Check(
             "model",
             False,

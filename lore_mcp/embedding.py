@@ -234,12 +234,18 @@ class Embedder:
             raise ModelUnavailable(
                 f"The embedding model {self.model_name} is still loading; try again shortly."
             )
-        if isinstance(self._error, LoreError):
-            raise self._error
-        if self._error is not None:
+        error = self._error
+        if getattr(error, "retry_load", False):  # an outage (an endpoint not up yet): next call loads again
+            with self._start_lock:
+                if self._error is error:
+                    self._started, self._error = False, None
+                    self._loaded.clear()
+        if isinstance(error, LoreError):
+            raise error
+        if error is not None:
             raise ModelUnavailable(
-                f"The embedding model {self.model_name} could not be loaded ({type(self._error).__name__}: "
-                f"{self._error}). Run `lore-memory doctor` or see README, Troubleshooting."
+                f"The embedding model {self.model_name} could not be loaded ({type(error).__name__}: "
+                f"{error}). Run `lore-memory doctor` or see README, Troubleshooting."
             )
 
     def wait_settled(self, timeout: float | None = None) -> bool:

@@ -556,11 +556,6 @@ async def test_an_endpoint_down_at_start_makes_save_lesson_unavailable_with_the_
     assert listed["lessons"] == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Embedder keeps a load failure until restart; it should retry a load that failed with "
-    "retry_load (EndpointUnreachable), e.g. Lore started before Ollama (lore_mcp/embedding.py, the lead's)",
-)
 def test_an_endpoint_that_comes_up_after_lore_is_used_without_a_restart(
     engines: Callable[..., EndpointEngine],
 ) -> None:
