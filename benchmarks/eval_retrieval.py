@@ -10,7 +10,9 @@ Sets (``--sets``, comma-separated):
   engineering lessons in near-duplicate families that differ by exactly one entity
   (service, environment, version, number, path, person), with ~200 paraphrased
   questions that name the entity telling their target apart
-  (``benchmarks/near_duplicates.py``).
+  (``benchmarks/near_duplicates.py``). With ``--restatements N``, N true duplicates
+  of its lessons (other case, spacing or punctuation, or a clause dropped) are saved
+  after them; they should merge, and the harness counts how many did.
 - ``conversations``: our own multi-session dialogs with dates
   (``benchmarks/eval_data/conversations.json``, written by
   ``benchmarks/conversations.py``); every turn is saved as a lesson and each
@@ -50,7 +52,8 @@ for two-turn questions, hit@5 over the questions none of whose evidence was lost
 write (the ranking alone), recall latency p50 (client side: over stdio for ``mcp``,
 around ``LessonService.recall`` for ``store``), and the merge count: ``merged`` saves
 (results that said merged=true) and ``lost`` lessons (saved texts that the store no
-longer holds after normalising case, spacing and punctuation). Unanswerable questions
+longer holds after normalising case, spacing and punctuation; true duplicates are not
+counted as lost, but as merged or not). Unanswerable questions
 have no evidence and are scored apart: how often the top hit is a turn of the
 storyline the question wrongly attributes (trap@1/5), and how well the top score
 separates answerable from unanswerable questions (AUC, 0.5 = not at all).
@@ -153,6 +156,7 @@ class Item:
     tags: tuple[str, ...] = ()
     source: str | None = None
     created_at: datetime | None = None
+    restates: str | None = None  # a true duplicate: the key of the item it says again
 
     def arguments(self) -> dict[str, Any]:
         """Keyword arguments for save_lesson / LessonService.save (no date: those take none)."""
@@ -191,12 +195,18 @@ def parse_size(text: str) -> int:
     return int(float(text.rstrip("k")) * factor)
 
 
-def synthetic_set(name: str, questions: int, seed: int) -> EvalSet:
+def synthetic_set(name: str, questions: int, seed: int, restatements: int = 0) -> EvalSet:
     size = parse_size(name.split("-", 1)[1])
     built = near_duplicates.build(size, questions, seed)
     items = [
         Item(key=x.key, project="eval", problem=x.problem, resolution=x.resolution, tags=x.tags)
         for x in built.lessons
+    ]
+    items += [
+        Item(
+            key=r.key, project="eval", problem=r.problem, resolution=r.resolution, tags=r.tags, restates=r.of
+        )
+        for r in near_duplicates.restatements(built.lessons, restatements, seed)
     ]
     qs = [
         EvalQuestion(
@@ -370,6 +380,18 @@ def embedding_texts(service: LessonService, items: Sequence[Item]) -> list[str]:
     return texts
 
 
+def precompute_items(
+    embedder: BatchedEmbedder, service: LessonService, items: Sequence[Item], cfg: Config
+) -> float:
+    """Vectors for ``items``: the set's own lessons and its true duplicates apart, so the
+    (large) first group's cache file is the same with or without ``--restatements``."""
+    seconds = 0.0
+    for group in ([x for x in items if x.restates is None], [x for x in items if x.restates]):
+        if group:
+            seconds += precompute(embedder, embedding_texts(service, group), cfg.cache_dir, cfg.batch)
+    return seconds
+
+
 def precompute(embedder: BatchedEmbedder, texts: list[str], cache_dir: Path | None, batch: int) -> float:
     """Vectors for ``texts``, from the cache file when it has them; seconds spent."""
     started = time.perf_counter()
@@ -424,9 +446,7 @@ async def load_in_process(target: Target, items: list[Item], embedder: Embedder,
     try:
         batched = BatchedEmbedder(embedder)
         service = LessonService(store, batched, default_project="eval")  # type: ignore[arg-type]
-        log_.embed_seconds = await anyio.to_thread.run_sync(
-            precompute, batched, embedding_texts(service, items), cfg.cache_dir, cfg.batch
-        )
+        log_.embed_seconds = await anyio.to_thread.run_sync(precompute_items, batched, service, items, cfg)
         takes_date = "created_at" in inspect.signature(service.save).parameters
         started = last = time.perf_counter()
         for n, item in enumerate(items, 1):
@@ -490,9 +510,7 @@ async def import_in_process(target: Target, items: list[Item], embedder: Embedde
     try:
         batched = BatchedEmbedder(embedder)
         service = LessonService(store, batched, default_project="eval")  # type: ignore[arg-type]
-        log_.embed_seconds = await anyio.to_thread.run_sync(
-            precompute, batched, embedding_texts(service, items), cfg.cache_dir, cfg.batch
-        )
+        log_.embed_seconds = await anyio.to_thread.run_sync(precompute_items, batched, service, items, cfg)
         transfer = Transfer(service)
         started = time.perf_counter()
         for project, lessons in import_chunks(items, log_):
@@ -565,6 +583,9 @@ class Audit:
     merged: int | None
     lost: list[str]  # item keys whose text the store no longer holds
     owners: dict[str, list[str]]  # lesson id -> item keys it answers for
+    restatements: int = 0  # true duplicates saved
+    restatements_merged: int = 0  # of them, merged (import_lessons: whose own id is not held)
+    restatements_into_original: int | None = None  # of them, landed on the lesson they restate
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -574,13 +595,16 @@ class Audit:
             "merged": self.merged,
             "lost": len(self.lost),
             "lost_examples": self.lost[:10],
+            "restatements": self.restatements,
+            "restatements_merged": self.restatements_merged,
+            "restatements_into_original": self.restatements_into_original,
         }
 
 
 def audit(target: Target, items: list[Item], saves: SaveLog) -> Audit:
     store = target.open()
     try:
-        service = LessonService(store, Embedder(fast_queries=False), default_project="eval")
+        service = LessonService(store, Embedder(), default_project="eval")
         held: dict[str, str] = {}  # lesson id -> normalised text
         for project in sorted({x.project for x in items}):
             scope, cursor = service.scope(project), None
@@ -595,7 +619,8 @@ def audit(target: Target, items: list[Item], saves: SaveLog) -> Audit:
     texts = set(held.values())
     owners: dict[str, list[str]] = {}
     lost = []
-    for item in items:
+    distinct = [x for x in items if x.restates is None]
+    for item in distinct:
         text = normalised(item.problem, item.resolution)
         lesson_id = saves.ids.get(item.key)
         if text not in texts:
@@ -608,13 +633,26 @@ def audit(target: Target, items: list[Item], saves: SaveLog) -> Audit:
                     owners.setdefault(other_id, []).append(item.key)
                     break
     merged_flags = [m for m in saves.merged.values() if m is not None]
+    duplicates = [x for x in items if x.restates]
+    said = all(saves.merged.get(x.key) is not None for x in duplicates)  # import_lessons does not say
     return Audit(
         saved=len(items),
-        distinct_texts=len({normalised(x.problem, x.resolution) for x in items}),
+        distinct_texts=len({normalised(x.problem, x.resolution) for x in distinct}),
         stored=len(held),
         merged=sum(merged_flags) if merged_flags else None,
         lost=lost,
         owners=owners,
+        restatements=len(duplicates),
+        restatements_merged=sum(
+            1 for x in duplicates if (saves.merged.get(x.key) if said else saves.ids.get(x.key) not in held)
+        ),
+        restatements_into_original=sum(
+            1
+            for x in duplicates
+            if x.restates is not None and saves.ids.get(x.key) == saves.ids.get(x.restates)
+        )
+        if said
+        else None,
     )
 
 
@@ -798,6 +836,7 @@ class Config:
     conv_scope: str
     conv_dates: str
     conv_file: Path | None
+    restatements: int
     database_url: str | None
     cache_dir: Path | None
     out: Path
@@ -808,7 +847,7 @@ class Config:
 
 def build_set(cfg: Config, name: str) -> EvalSet:
     if name.startswith("synthetic-"):
-        return synthetic_set(name, cfg.questions, cfg.seed)
+        return synthetic_set(name, cfg.questions, cfg.seed, cfg.restatements)
     if name == "conversations":
         return conversation_set(cfg.conv_scope, cfg.conv_dates, cfg.conv_file)
     raise SystemExit(
@@ -971,6 +1010,13 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| 0 lessons lost | {r['set']} | {r['variant']} | {lost} | {'yes' if lost == 0 else '**no**'} |"
         )
+        m = r["merge"]
+        if m.get("restatements"):
+            lines.append(
+                f"| true duplicates merge (into the lesson they restate) | {r['set']} | {r['variant']} | "
+                f"{fmt(m['restatements_merged'])} of {m['restatements']} "
+                f"({fmt(m['restatements_into_original'])}) | - |"
+            )
         target = HIT5_TARGETS.get(r["size"] or -1)
         if target is not None:
             hit5 = r["overall"]["hit@5"]
@@ -1000,6 +1046,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     )
     parser.add_argument("--questions", type=int, default=200, help="questions per synthetic set")
     parser.add_argument("--seed", type=int, default=20261123, help="seed of the synthetic sets")
+    parser.add_argument(
+        "--restatements",
+        type=int,
+        default=0,
+        help="true duplicates of synthetic lessons saved after them (they should merge; counted)",
+    )
     parser.add_argument("--batch", type=int, default=256, help="texts per batch when precomputing vectors")
     parser.add_argument(
         "--mcp-save-limit",
@@ -1061,6 +1113,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         conv_scope=args.conv_scope,
         conv_dates=args.conv_dates,
         conv_file=args.conv_file,
+        restatements=args.restatements,
         database_url=args.database_url,
         cache_dir=args.cache_dir if str(args.cache_dir) else None,
         out=args.out,

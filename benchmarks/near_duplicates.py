@@ -30,6 +30,7 @@ similarity. Everything is deterministic for a given seed and size.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -874,6 +875,69 @@ def build(size: int, questions: int = 200, seed: int = 20261123) -> FamilySet:
     generator = FamilyGenerator(seed + size)
     lessons = list(generator.lessons(size))
     return FamilySet(lessons=lessons, questions=generator.questions(lessons, questions))
+
+
+# -- true duplicates: the same lesson said again, which should merge -------------------------
+
+RESTATEMENT_KINDS = ("case", "spacing", "punctuation", "shorter")
+# Where a template's last clause starts; cutting there leaves a prefix of the lesson that
+# says strictly less (the fix, the person, the library version), never something else.
+_PROBLEM_CUTS = (" after the upgrade to ", " since ", " (seen after ")
+_RESOLUTION_CUTS = ("; ", ", then: ", " (")
+_SENTENCE_END = re.compile(r"[.,;:!?()](?=\s|$)|(?<=\s)\(")
+
+
+@dataclass(frozen=True)
+class Restatement:
+    """A lesson of the set saved again in other words that add nothing: it should merge."""
+
+    key: str  # "r<n>"
+    of: str  # the key of the lesson it restates
+    kind: str  # one of RESTATEMENT_KINDS
+    problem: str
+    resolution: str
+    tags: tuple[str, ...]
+
+
+def _cut(text: str, separators: tuple[str, ...]) -> str:
+    """``text`` up to the last of ``separators`` it contains, as a sentence."""
+    at = max(text.rfind(s) for s in separators)
+    return text if at <= 0 else text[:at].rstrip(" .;,:") + "."
+
+
+def restate(lesson: FamilyLesson, kind: str, rng: random.Random) -> tuple[str, str]:
+    """``lesson``'s problem and resolution said again the ``kind`` way."""
+    problem, resolution = lesson.problem, lesson.resolution
+    if kind == "case":
+        return (
+            (problem.lower(), resolution.upper())
+            if rng.random() < 0.5
+            else (problem.upper(), resolution.lower())
+        )
+    if kind == "spacing":
+        return "  " + problem.replace(" ", "   ", 3) + "\n", resolution.replace(" ", "\t", 2) + " "
+    if kind == "punctuation":
+        return _SENTENCE_END.sub("", problem) + "!", _SENTENCE_END.sub("", resolution)
+    if kind == "shorter":
+        return _cut(problem, _PROBLEM_CUTS), _cut(resolution, _RESOLUTION_CUTS)
+    raise ValueError(f"unknown restatement kind {kind!r}")
+
+
+def restatements(lessons: list[FamilyLesson], n: int, seed: int = 20261123) -> list[Restatement]:
+    """``n`` true duplicates of lessons drawn from ``lessons``, the kinds in turn.
+
+    Why: the dedup rule must keep merging what really is the same lesson (other case,
+    spacing or punctuation, or a restatement that drops a clause) while it refuses
+    every sibling that differs by one entity; the harness counts both.
+    """
+    rng = random.Random(seed)
+    originals = rng.sample(lessons, min(n, len(lessons)))
+    out = []
+    for i, lesson in enumerate(originals):
+        kind = RESTATEMENT_KINDS[i % len(RESTATEMENT_KINDS)]
+        problem, resolution = restate(lesson, kind, rng)
+        out.append(Restatement(f"r{i}", lesson.key, kind, problem, resolution, lesson.tags))
+    return out
 
 
 if __name__ == "__main__":

@@ -49,6 +49,42 @@ async def test_lessons_differing_by_one_entity_stay_two_and_each_is_recalled_by_
     assert recalled[0]["id"] == second["id"], [x["problem"] for x in recalled]
 
 
+# Siblings whose distinguishing word or number the other lesson holds elsewhere: in its
+# other field, or in the same field with another unit or role. A rule that compares token
+# sets merged these (10 of 10,000 synthetic lessons lost).
+GATEWAY = (
+    "The GraphQL gateway in email-dispatcher leaks internal errors to clients in production",
+    "Sven found that debug mode was left on. Changed max_error_length to 512 in "
+    "/srv/conf/gateway.config.js, then: mask errors outside development.",
+)
+UPLOADS = (
+    "In staging, S3 multipart uploads of billing-api fail for files over 5 GB",
+    "Mei found that a single-part upload was used above the size limit. Changed "
+    "multipart_threshold_mb to 90 in /opt/runtime/storage.ini.",
+)
+WEBHOOKS = (
+    "The Stripe webhook handler of feature-flags drops events during deploys",
+    "The endpoint returned 500 while starting. Rahul set queue_capacity to 1500 in /etc/shared/payments.env.",
+)
+HELD_ELSEWHERE = [
+    ("word in the other field", GATEWAY, (GATEWAY[0].replace("production", "development"), GATEWAY[1])),
+    ("number in the other field", UPLOADS, (UPLOADS[0], UPLOADS[1].replace("to 90", "to 5"))),
+    ("number in another role", WEBHOOKS, (WEBHOOKS[0], WEBHOOKS[1].replace("1500", "500"))),
+]
+
+
+@pytest.mark.parametrize(("why", "stored", "sibling"), HELD_ELSEWHERE, ids=[h[0] for h in HELD_ELSEWHERE])
+async def test_a_sibling_whose_distinguishing_token_the_stored_lesson_holds_elsewhere_stays_two(
+    client: Client, why: str, stored: tuple[str, str], sibling: tuple[str, str]
+) -> None:
+    first = await call(client, "save_lesson", problem=stored[0], resolution=stored[1])
+    second = await call(client, "save_lesson", problem=sibling[0], resolution=sibling[1])
+    assert second["merged"] is False and second["id"] != first["id"], why
+    assert [s["id"] for s in second["similar"]] == [first["id"]], why
+    kept = {(x["problem"], x["resolution"]) for x in (await call(client, "list_lessons"))["lessons"]}
+    assert kept == {stored, sibling}
+
+
 async def test_a_true_duplicate_in_other_case_and_spacing_merges_into_the_existing_lesson(
     client: Client,
 ) -> None:
