@@ -221,7 +221,16 @@ class Transfer:
                     yield commit_line(name, commit)
 
     async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage:
-        """One page of a project's live lessons, newest first (the ``export_lessons`` tool)."""
+        """One page of a project's live lessons, newest first (the ``export_lessons`` tool).
+
+        The cursor is checked as ``list_lessons`` checks it: the store compares it with ids,
+        so a string no server gave would silently restart the listing (or, holding NUL,
+        reach Postgres and fail there).
+        """
+        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
+            raise InvalidArgument(
+                "cursor is not one this server returned; pass next_cursor from a previous page."
+            )
         scope = self.lessons.scope(project)
         listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
         return ExportPage(

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from stores.json_numbers import has_negative_zero, plain_float, without_negative_zero
+
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
 MAX_TEXT_CHARS = 16_000
 MAX_SHORT_CHARS = 500
@@ -58,6 +60,9 @@ class LessonDraft:
     meta: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
 
+    def __post_init__(self) -> None:
+        _plain_numbers(self)
+
 
 @dataclass(frozen=True)
 class LessonPatch:
@@ -75,6 +80,9 @@ class LessonPatch:
     source: str | None = None
     expires_at: datetime | None = None
     clear: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        _plain_numbers(self)
 
 
 @dataclass(frozen=True)
@@ -95,6 +103,23 @@ class Lesson:
     upvotes: int
     downvotes: int
     meta: Mapping[str, Any]
+
+    def __post_init__(self) -> None:
+        _plain_numbers(self)
+
+
+def _plain_numbers(value: LessonDraft | LessonPatch | Lesson) -> None:
+    """``-0.0`` made ``0.0`` in confidence and meta, in what is written and what is read.
+
+    Postgres keeps the sign in ``double precision`` and drops it in ``jsonb``; SQLite drops
+    it in ``REAL`` and keeps it in JSON text. One zero on the way in and out keeps the two
+    backends giving the same answer (see ``stores.json_numbers``).
+    """
+    if value.confidence is not None:
+        object.__setattr__(value, "confidence", plain_float(value.confidence))
+    meta = getattr(value, "meta", None)
+    if meta is not None and has_negative_zero(meta):
+        object.__setattr__(value, "meta", without_negative_zero(meta))
 
 
 @dataclass(frozen=True)

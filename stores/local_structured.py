@@ -38,7 +38,8 @@ class LocalProjectTx:
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
             rows = self.conn.execute(
-                "SELECT name, columns, next_id FROM mem_tables WHERE org = ? AND project = ?", self._key
+                "SELECT name, columns, next_id FROM mem_tables WHERE org = ? AND project = ? ORDER BY name",
+                self._key,
             )
             self._tables = {
                 name: TableDef(columns=tuple(Column(**c) for c in json.loads(cols)), next_id=next_id)
@@ -49,7 +50,8 @@ class LocalProjectTx:
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
             cur = self.conn.execute(
-                "SELECT row_id, data FROM mem_rows WHERE org = ? AND project = ? AND table_name = ?",
+                "SELECT row_id, data FROM mem_rows WHERE org = ? AND project = ? AND table_name = ? "
+                "ORDER BY row_id",
                 (*self._key, table),
             )
             rows = {}

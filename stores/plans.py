@@ -25,6 +25,7 @@ from typing import Any
 
 from stores import deadline
 from stores.errors import InvalidInputError, StoreError
+from stores.json_numbers import plain_float, without_negative_zero
 
 TYPES = ("text", "integer", "real", "boolean", "json", "timestamp")
 FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null")
@@ -156,7 +157,11 @@ def column_def(raw: Any) -> Column:
 
 
 def coerce(value: Any, col_type: str, column: str) -> Any:
-    """A JSON value checked against a column type; timestamps come back as UTC ISO-8601."""
+    """A JSON value checked against a column type; timestamps come back as UTC ISO-8601.
+
+    ``-0.0`` (in a real or anywhere in a json value) becomes ``0.0``: Postgres ``jsonb``
+    cannot keep its sign and SQLite JSON text can, so keeping it would split the backends.
+    """
     if value is None:
         return None
     ok = False
@@ -170,11 +175,12 @@ def coerce(value: Any, col_type: str, column: str) -> Any:
             _check_int_range(value, column)
     elif col_type == "real":
         ok = isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
-        value = float(value) if ok else value
+        value = plain_float(float(value)) if ok else value
     elif col_type == "boolean":
         ok = isinstance(value, bool)
     elif col_type == "json":
         _check_json(value, column)
+        value = without_negative_zero(value)
         ok = True
     elif col_type == "timestamp":
         return timestamp(value, column)
@@ -199,9 +205,9 @@ def convert(value: Any, to_type: str, column: str) -> Any:
                 return _check_int_range(int(value.strip()), column, shown=value)
         if to_type == "real":
             if isinstance(value, int | float) and not isinstance(value, bool) and _finite(value):
-                return float(value)
+                return plain_float(float(value))
             if isinstance(value, str) and math.isfinite(float(value)):
-                return float(value)
+                return plain_float(float(value))
         if to_type == "boolean":
             if isinstance(value, int) and value in (0, 1):
                 return bool(value)

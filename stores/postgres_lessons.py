@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 from stores import dedup, ranking, structured
 from stores.errors import ConflictError, InvalidInputError, NotFoundError
 from stores.ids import new_id
+from stores.json_numbers import jsonb_text
 from stores.lessons import (
     Lesson,
     LessonDraft,
@@ -468,7 +469,7 @@ class PostgresLessonStore:
                 "source": draft.source,
                 "created": created,
                 "expires": draft.expires_at,
-                "meta": json.dumps(dict(draft.meta)),
+                "meta": jsonb_text(dict(draft.meta)),
                 "v": vec,
             },
         )[0]
@@ -497,7 +498,7 @@ class PostgresLessonStore:
                     for k in ("problem", "resolution", "context", "confidence", "source", "expires_at")
                 },
                 "tags": list(values["tags"]),
-                "meta": json.dumps(dict(values["meta"])),
+                "meta": jsonb_text(dict(values["meta"])),
                 "now": now,
                 "pk": pk,
                 "v": vec,

@@ -12,7 +12,6 @@ transaction, which rolls back.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from sqlalchemy import Connection, CursorResult, TextClause, text
 from sqlalchemy.exc import DBAPIError
 
 from stores import deadline
+from stores.json_numbers import jsonb_text
 from stores.lessons import Scope
 from stores.plans import Column
 from stores.structured import Commit, TableDef
@@ -47,7 +47,7 @@ class PostgresProjectTx:
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
             rows = self._execute(
-                text(f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE}"), self._key
+                text(f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE} ORDER BY name"), self._key
             )
             self._tables = {
                 r.name: TableDef(columns=tuple(Column(**c) for c in r.columns), next_id=r.next_id)
@@ -58,7 +58,7 @@ class PostgresProjectTx:
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
             cur = self._execute(
-                text(f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t"),
+                text(f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t ORDER BY row_id"),
                 {**self._key, "t": table},
             )
             rows = {}
@@ -82,14 +82,14 @@ class PostgresProjectTx:
                 "VALUES (:org, :project, :name, CAST(:columns AS jsonb), :next_id) "
                 "ON CONFLICT (org_id, project, name) DO UPDATE SET columns = excluded.columns, next_id = excluded.next_id"
             ),
-            {**params, "columns": json.dumps([c.as_dict() for c in table.columns]), "next_id": table.next_id},
+            {**params, "columns": jsonb_text([c.as_dict() for c in table.columns]), "next_id": table.next_id},
         )
 
     def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
         self._rows.pop(table, None)
         gone = [{**self._key, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
         kept = [
-            {**self._key, "t": table, "id": row_id, "data": json.dumps(v)}
+            {**self._key, "t": table, "id": row_id, "data": jsonb_text(v)}
             for row_id, v in changes.items()
             if v is not None
         ]
@@ -131,7 +131,7 @@ class PostgresProjectTx:
                 "created_at": commit.created_at,
                 "before": commit.schema_hash_before,
                 "after": commit.schema_hash_after,
-                "effects": json.dumps(commit.effects),
+                "effects": jsonb_text(commit.effects),
             },
         )
         if commit.targets:
@@ -183,7 +183,7 @@ class PostgresProjectTx:
                 "INSERT INTO snapshots (org_id, project, seq, state) VALUES (:org, :project, :seq, CAST(:state AS jsonb)) "
                 "ON CONFLICT (org_id, project, seq) DO UPDATE SET state = excluded.state"
             ),
-            {**self._key, "seq": seq, "state": json.dumps(state)},
+            {**self._key, "seq": seq, "state": jsonb_text(state)},
         )
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -372,7 +373,9 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     before = current_hash(tx)
     ws = Workspace(tx)
     lesson_effects = []
-    tables = target.effects.get("tables", {})
+    # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
+    # JSON text in the order written, and the revert's effects list tables in this order.
+    tables = dict(sorted(target.effects.get("tables", {}).items()))
     # Tables come back first (so their rows can), rows next, and tables the commit
     # created go last (so their rows are recorded as deleted).
     for name, change in tables.items():
@@ -774,10 +777,16 @@ def _table_from_json(data: Mapping[str, Any], current: TableDef | None) -> Table
     return TableDef(columns=columns, next_id=next_id)
 
 
+# A history cursor is the sequence number of the last commit shown, as ASCII digits.
+# ``str.isdigit`` would also take "²" (which ``int`` refuses) and "١٢" (read as 12).
+_HISTORY_CURSOR = re.compile(r"[0-9]{1,12}")
+
+
 def parse_cursor(cursor: str | None) -> int | None:
+    """The sequence number a ``history`` cursor holds; anything else is the caller's mistake."""
     if cursor is None:
         return None
-    if not cursor.isdigit() or len(cursor) > 12:
+    if not _HISTORY_CURSOR.fullmatch(cursor):
         raise InvalidInputError(
             "cursor is not one this server returned; pass next_cursor from a previous page."
         )

@@ -639,3 +639,27 @@ async def test_concurrent_lesson_changes_and_applies_form_one_unbroken_chain(cli
     assert sorted(c["kind"] for c in commits[:14]) == ["apply"] * 6 + ["save"] * 4 + ["vote"] * 4
     assert (await call(client, "get_lesson", id=first["id"]))["upvotes"] == 4
     assert await ids_of(client, "t") == [1, 2, 3, 4, 5, 6]
+
+
+# --- the same order on both backends -----------------------------------------------------------
+
+# Made in this order; Postgres jsonb keeps object keys shortest first ("b", "aa", "zz"), SQLite
+# JSON text in the order written: a revert lists the tables it drops or restores by name.
+TABLES_OUT_OF_ORDER = ["zz", "b", "aa"]
+
+
+async def test_reverting_an_apply_that_made_tables_drops_them_in_name_order(client: Client) -> None:
+    made = await apply_ops(client, *(create_table(t, column("x", "text")) for t in TABLES_OUT_OF_ORDER))
+    reverted = await call(client, "revert_commit", commit_id=made["commit_id"])
+    assert reverted["effects"]["schema"] == [
+        {"op": "drop_table", "table": t} for t in sorted(TABLES_OUT_OF_ORDER)
+    ]
+
+
+async def test_reverting_an_apply_that_dropped_tables_restores_them_in_name_order(client: Client) -> None:
+    await apply_ops(client, *(create_table(t, column("x", "text")) for t in TABLES_OUT_OF_ORDER))
+    dropped = await apply_ops(client, *({"op": "drop_table", "table": t} for t in TABLES_OUT_OF_ORDER))
+    reverted = await call(client, "revert_commit", commit_id=dropped["commit_id"])
+    assert reverted["effects"]["schema"] == [
+        {"op": "restore_table", "table": t} for t in sorted(TABLES_OUT_OF_ORDER)
+    ]

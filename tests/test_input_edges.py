@@ -11,6 +11,7 @@ inside the edges are stored, and read back the same on both backends.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -295,3 +296,101 @@ async def test_a_key_name_lore_cannot_store_is_refused(service: LessonService, n
         await fails(client, "revoke_key", id="\x00")
         await fails(client, "revoke_key", id=SURROGATE)
         assert [k["name"] for k in (await call(client, "list_keys"))["keys"]] == ["root"]
+
+
+# --- cursors ------------------------------------------------------------------------------------
+
+# Digits that are not ASCII: ``str.isdigit`` takes them all, ``int`` takes "١٢" as 12 and
+# refuses "²"; a history cursor is ASCII digits only.
+NOT_ASCII_DIGITS = ["\u00b2", "\u0661\u0662", "\U0001d7cf", "1\n", " 1", "+1", "-1", "1_0", "9" * 13]
+
+
+@pytest.mark.parametrize("cursor", NOT_ASCII_DIGITS)
+async def test_a_history_cursor_other_than_ascii_digits_is_refused(client: Client, cursor: str) -> None:
+    await call(client, "save_lesson", **GOOD)
+    message = await fails(client, "history", cursor=cursor)
+    assert "cursor" in message
+
+
+async def test_a_history_cursor_of_ascii_digits_pages_on(client: Client) -> None:
+    await call(client, "save_lesson", **GOOD)
+    await call(client, "save_lesson", problem="Kafka consumer lags", resolution="Add partitions")
+    assert [c["seq"] for c in (await call(client, "history", cursor="2"))["commits"]] == [1]
+
+
+@pytest.mark.parametrize("cursor", ["a\x00", "zzz", LESSON_ID + "\n", "", "\u00b2" * 26])
+async def test_export_lessons_refuses_a_cursor_no_server_gave_as_list_lessons_does(
+    client: Client, cursor: str
+) -> None:
+    await call(client, "save_lesson", **GOOD)
+    listed = await fails(client, "list_lessons", cursor=cursor)
+    exported = await fails(client, "export_lessons", cursor=cursor)
+    assert exported == listed
+
+
+# --- numbers both backends read back alike -------------------------------------------------------
+
+# Floats ``json.dumps`` writes with an exponent (Postgres jsonb gave the large ones back as
+# integers), the smallest subnormal, and one with a negative exponent.
+EXPONENT_FLOATS = [1e16, -1e16, 1.5e300, 1e308, 5e-324, 1e-07, 123456789012345680.0]
+
+
+def positive_zero(value: Any) -> bool:
+    return type(value) is float and value == 0.0 and math.copysign(1.0, value) == 1.0
+
+
+async def test_floats_written_with_an_exponent_stay_floats_in_rows_and_commits(client: Client) -> None:
+    made = await apply_ops(
+        client,
+        create_table("nums", column("r", "real"), column("doc", "json")),
+        insert("nums", *({"r": x, "doc": {"x": x, "in": [x]}} for x in EXPONENT_FLOATS)),
+    )
+    rows = (await call(client, "query_rows", table="nums"))["rows"]
+    commit = await call(client, "get_commit", commit_id=made["commit_id"])
+    written = [e["after"] for e in commit["effects"]["rows"]]
+    for got in (rows, written):
+        assert [r["r"] for r in got] == EXPONENT_FLOATS
+        assert [r["doc"] for r in got] == [{"x": x, "in": [x]} for x in EXPONENT_FLOATS]
+        for row in got:
+            assert type(row["r"]) is float and type(row["doc"]["x"]) is float
+            assert type(row["doc"]["in"][0]) is float
+
+
+async def test_floats_written_with_an_exponent_stay_floats_in_imported_meta(client: Client) -> None:
+    meta = {"big": 1e16, "huge": [1.5e300], "n": 10**16}
+    await call(client, "import_lessons", lessons=[{**IMPORTED, "meta": meta}])
+    [exported] = (await call(client, "export_lessons"))["lessons"]
+    assert exported["meta"] == meta
+    assert type(exported["meta"]["big"]) is float and type(exported["meta"]["huge"][0]) is float
+    assert type(exported["meta"]["n"]) is int
+
+
+async def test_negative_zero_is_stored_as_zero_in_rows_and_commits(client: Client) -> None:
+    made = await apply_ops(
+        client,
+        create_table("nums", column("r", "real"), column("doc", "json"), column("d", "real", default=-0.0)),
+        insert("nums", {"r": -0.0, "doc": -0.0}, {"r": 0, "doc": {"z": [-0.0]}}),
+    )
+    rows = (await call(client, "query_rows", table="nums"))["rows"]
+    commit = await call(client, "get_commit", commit_id=made["commit_id"])
+    for got in (rows, [e["after"] for e in commit["effects"]["rows"]]):
+        assert all(positive_zero(v) for v in (got[0]["r"], got[0]["doc"], got[0]["d"], got[1]["r"]))
+        assert positive_zero(got[1]["doc"]["z"][0])
+    [nums] = (await call(client, "schema"))["tables"]
+    assert positive_zero(next(c for c in nums["columns"] if c["name"] == "d")["default"])
+
+
+async def test_a_negative_zero_confidence_or_meta_number_is_stored_as_zero(client: Client) -> None:
+    saved = await call(client, "save_lesson", **GOOD, confidence=-0.0)
+    assert positive_zero((await call(client, "get_lesson", id=saved["id"]))["confidence"])
+    updated = await call(client, "update_lesson", id=saved["id"], confidence=-0.0)
+    assert positive_zero(updated["confidence"])
+    other = {"problem": "Kafka consumer lags", "resolution": "Add partitions"}
+    await call(
+        client, "import_lessons", lessons=[{**IMPORTED, **other, "confidence": -0.0, "meta": {"z": -0.0}}]
+    )
+    imported = await call(client, "get_lesson", id=LESSON_ID)
+    assert positive_zero(imported["confidence"]) and positive_zero(imported["meta"]["z"])
+    newest = (await call(client, "history"))["commits"][0]
+    [effect] = (await call(client, "get_commit", commit_id=newest["id"]))["effects"]["rows"]
+    assert positive_zero(effect["after"]["confidence"]) and positive_zero(effect["after"]["meta"]["z"])

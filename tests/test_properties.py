@@ -13,7 +13,7 @@ For each call the properties are:
 
 Each example starts from the same seeded state on both backends: lessons in two projects
 (one upvoted), two tables with rows of every column type, a commit history, an org with
-keys. The embedding model is replaced by hash-based unit vectors (``HashEmbedder``):
+keys. The embedding model is replaced by hash-based unit vectors (``HashEngine``):
 retrieval quality is not the point here, and the real model would cost minutes.
 
 Three kinds of call are made: each tool alone with generated arguments; generated sequences
@@ -52,7 +52,18 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.strategies import SearchStrategy
 from mcp import Client
 
-from benchmarks.wip_properties.schema_strategies import (
+from lore_mcp.embedding import Embedder
+from lore_mcp.errors import CODES, INTERNAL_ERROR
+from lore_mcp.keys_service import KeyService, KeyTools
+from lore_mcp.lessons_service import LessonService
+from lore_mcp.server import TOOL_GROUPS, LoreServer, build_server
+from stores import open_local_store, open_postgres_store
+from stores.lessons import Scope
+from stores.plans import schema_hash
+from stores.structured import describe_schema
+from tests.conftest import connected, empty_postgres
+from tests.helpers import ERROR_TEXT, vector
+from tests.schema_strategies import (
     FLOAT_EDGES,
     INT_EDGES,
     JWT,
@@ -71,17 +82,6 @@ from benchmarks.wip_properties.schema_strategies import (
     ulids,
     weighted,
 )
-from lore_mcp.embedding import Embedder
-from lore_mcp.errors import CODES, INTERNAL_ERROR
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import TOOL_GROUPS, LoreServer, build_server
-from stores import open_local_store, open_postgres_store
-from stores.lessons import Scope
-from stores.plans import schema_hash
-from stores.structured import describe_schema
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ERROR_TEXT, vector
 
 ORG = "local"
 ALL_GROUPS = ("lessons", "structured", "history", "admin")
@@ -131,31 +131,29 @@ def fuzz_settings() -> settings:
 # --- an embedder without the model -------------------------------------------------------------
 
 
-class HashEmbedder(Embedder):
+class HashEngine:
     """The default model's shape (384-d unit vectors), from a hash of the text, at once.
 
     Text the real tokenizer cannot take (a lone surrogate) fails here too: ``vector``
     encodes it as strict UTF-8, as the model's tokenizer refuses it with a TypeError.
     """
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._started = True
-        self._loaded.set()
-        self._settled.set()
+    runtime = "hash"
+    dimension = 384
+    fingerprint = "lore-tests/hash-384"
 
-    def start(self) -> None:
+    def load(self) -> None:
         """Nothing to load."""
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Always ready."""
-
-    @property
-    def dimension(self) -> int:
-        return 384
-
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         return np.stack([vector(text) for text in texts])
+
+
+def hash_embedder() -> Embedder:
+    """An ``Embedder`` on ``HashEngine``, loaded."""
+    embedder = Embedder("hash", engine=HashEngine())
+    embedder.wait()
+    return embedder
 
 
 # --- what Lore will find meaningful, beyond what its schemas say --------------------------------
@@ -596,7 +594,7 @@ class Side:
     def rebuild(self) -> None:
         """A fresh, empty store with a server of every tool group on it."""
         self.store = self.open()
-        service = LessonService(self.store, HashEmbedder(), default_project="default")
+        service = LessonService(self.store, hash_embedder(), default_project="default")
         keys = KeyService(self.store.keys)
         keys.init_org(ORG)
         self.server = build_server(service, keys=KeyTools(keys), tools=ALL_GROUPS)

@@ -1,0 +1,97 @@
+"""Numbers in stored JSON read back the same from every backend.
+
+Two things differ between SQLite (JSON kept as text) and Postgres (``jsonb``, whose numbers
+are ``numeric``) unless the stores take care:
+
+- **Negative zero.** ``numeric`` has no ``-0``, SQLite's ``REAL`` storage drops its sign,
+  Postgres ``double precision`` keeps it, and JSON text keeps it. So ``-0.0`` is written
+  as ``0.0`` everywhere (``without_negative_zero``, ``plain_float``): equal to it by every
+  comparison, and the only zero a reader sees whichever backend it asks.
+- **Floats written with an exponent.** ``json.dumps(1e16)`` is ``1e+16``; ``jsonb`` keeps
+  the number and prints it back as ``10000000000000000``, which a JSON reader takes for an
+  integer. ``jsonb_text`` writes such floats out in full with a ``.0`` (``numeric`` keeps
+  the scale it was given), so a float stays a float.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+
+def plain_float(value: float) -> float:
+    """``value`` with ``-0.0`` made ``0.0`` (adding ``0.0`` does exactly that, nothing else)."""
+    return value + 0.0
+
+
+def has_negative_zero(value: Any) -> bool:
+    """Whether a JSON-like value holds ``-0.0`` anywhere."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if item == 0.0 and math.copysign(1.0, item) < 0:
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
+def without_negative_zero(value: Any) -> Any:
+    """A JSON-like value with every ``-0.0`` in it made ``0.0``; ``value`` itself when it has none."""
+    if not has_negative_zero(value):
+        return value
+    return _zeroed(value)
+
+
+def _zeroed(value: Any) -> Any:
+    if isinstance(value, float):
+        return plain_float(value)
+    if isinstance(value, Mapping):
+        return {key: _zeroed(inner) for key, inner in value.items()}
+    if isinstance(value, list | tuple):
+        return [_zeroed(inner) for inner in value]
+    return value
+
+
+def jsonb_text(value: Any) -> str:
+    """JSON text for a ``jsonb`` column that reads back with its floats still floats.
+
+    The usual case (no float with an exponent) is ``json.dumps`` as it is; only text holding
+    ``e+`` (such a float, or a string that happens to contain it) takes the slower walk.
+    """
+    text = json.dumps(value)
+    if "e+" not in text:
+        return text
+    return _encode(value)
+
+
+def _encode(value: Any) -> str:
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, Mapping):
+        items = (f"{json.dumps(_key(key))}: {_encode(inner)}" for key, inner in value.items())
+        return "{" + ", ".join(items) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_encode(inner) for inner in value) + "]"
+    return json.dumps(value)
+
+
+def _key(key: Any) -> str:
+    """An object key as ``json.dumps`` writes it (it turns numbers, booleans and null into text)."""
+    if isinstance(key, str):
+        return key
+    return next(iter(json.loads(json.dumps({key: 0}))))
+
+
+def _float_text(value: float) -> str:
+    """A float as JSON with no exponent, so ``numeric`` gives it back with its fraction digit."""
+    text = json.dumps(value)
+    if "e+" not in text:  # a small exponent (1e-07) comes back from jsonb as 0.0000001: a float
+        return text
+    return format(Decimal(text), "f") + ".0"
