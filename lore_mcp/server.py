@@ -291,7 +291,8 @@ def build_server(
         """Save a lesson after solving something non-obvious, so you and other agents recall it later.
 
         Secrets in the text are redacted before storing. A lesson that adds nothing to one already stored
-        in the project (the same text, or no word, number or name it lacks) merges into it (merged=true);
+        in the project (the same text, or a shorter restatement of each field with its words, numbers and
+        names in the same order) merges into it (merged=true);
         anything else is kept as a new lesson, and its near neighbours come back in `similar` so you can
         update_lesson or delete_lesson one that says the same thing.
         """

@@ -79,7 +79,9 @@ def build(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
     layers = 1 + max(int(k.split(".")[2]) for k in weights if k.startswith("encoder.layer."))
 
     # Embeddings: words + positions 0..S-1 + token type 0 (Lore encodes single texts).
-    words = g.op("Gather", [g.weight("word", weights["embeddings.word_embeddings.weight"]), "input_ids"], "words")
+    # The word table (half the weights) stays float16 in memory: rows are cast after the lookup.
+    word_table = g.const("word.f16", weights["embeddings.word_embeddings.weight"].astype(np.float16))
+    words = g.op("Cast", [g.op("Gather", [word_table, "input_ids"], "words")], "words", to=TensorProto.FLOAT)
     seq_len = g.op(
         "Gather", [g.op("Shape", ["input_ids"], "shape"), g.const("one_index", np.array(1, np.int64))], "seq"
     )
