@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any
@@ -62,13 +63,35 @@ def _zeroed(value: Any) -> Any:
 def jsonb_text(value: Any) -> str:
     """JSON text for a ``jsonb`` column that reads back with its floats still floats.
 
-    The usual case (no float with an exponent) is ``json.dumps`` as it is; only text holding
-    ``e+`` (such a float, or a string that happens to contain it) takes the slower walk.
+    The usual case (no float with an exponent) is ``json.dumps`` as it is: text where no
+    number token could have one has none; otherwise (text inside a string can look like
+    one) the value is looked at, and only a value that holds such a float takes the slower
+    encoding.
     """
     text = json.dumps(value)
-    if "e+" not in text:
+    if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _has_exponent_float(value):
         return text
     return _encode(value)
+
+
+# Where ``json.dumps`` may have written a float with a positive exponent: a number starts the
+# text or follows "[", ":" or ",". Base64 (lesson vectors) never matches: it has none of those.
+_EXPONENT_NUMBER = re.compile(r"(?:^|[\[:,] ?)-?[0-9][0-9.]*e\+")
+
+
+def _has_exponent_float(value: Any) -> bool:
+    """Whether ``json.dumps`` writes a float in ``value`` with a positive exponent."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if "e+" in float.__repr__(item):
+                return True
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
 
 
 def _encode(value: Any) -> str:

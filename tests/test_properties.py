@@ -22,7 +22,7 @@ filters meet data of every column type, past the argument checks); mixed sequenc
 tools. ``KNOWN_HOSTILE`` adds the inputs that broke a property before, every run.
 
 Bounded for CI: ``LORE_FUZZ_EXAMPLES`` examples per tool (default 25) with a fixed seed and
-no shrinking (about two minutes on two cores). ``benchmarks/fuzz.py`` runs the same tests
+no shrinking (about 90 s on two otherwise idle cores). ``benchmarks/fuzz.py`` runs the same tests
 longer, with random seeds, shrinking and a failure database.
 """
 
