@@ -98,7 +98,15 @@ def build_parser() -> argparse.ArgumentParser:
     doctor = sub.add_parser(
         "doctor", help="check the model, SQLite, the database or team server; say what to fix"
     )
-    for command in (mcp, migrate, init, create, listing, revoke, export, importing, doctor):
+    reembed = sub.add_parser(
+        "reembed",
+        help="embed every lesson again with the configured model and switch the store to it "
+        "(resumable; the switch is one commit)",
+    )
+    reembed.add_argument(
+        "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
+    )
+    for command in (mcp, migrate, init, create, listing, revoke, export, importing, doctor, reembed):
         command.add_argument(
             "--log-level",
             default="WARNING",
@@ -158,6 +166,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return export_lessons(args, settings)
     if args.command == "import":
         return import_lessons(args, settings)
+    if args.command == "reembed":
+        return reembed_lessons(args, settings)
     parser.error(f"unknown command {args.command}")
     return 2
 
@@ -419,9 +429,7 @@ def _transfer(settings: Settings, store: Any) -> Any:
     from lore_mcp.lessons_service import LessonService
     from lore_mcp.transfer import Transfer
 
-    service = LessonService(
-        store, embedder_for(settings), default_project=settings.project
-    )
+    service = LessonService(store, embedder_for(settings), default_project=settings.project)
     return Transfer(service)
 
 
@@ -527,3 +535,48 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
         file=sys.stderr,
     )
     return 1 if report.errors else 0
+
+
+def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory reembed`: every lesson of the store embedded with the configured model,
+    a progress bar on stderr, then one commit that switches the store to that model."""
+    from tqdm import tqdm
+
+    from lore_mcp.embedding import embedder_for
+    from lore_mcp.errors import describe
+    from lore_mcp.reembed import BATCH_SIZE, reembed_store
+
+    batch_size = args.batch_size if args.batch_size is not None else BATCH_SIZE
+    if not 1 <= batch_size <= 10_000:
+        print("lore-memory: VALIDATION_ERROR: --batch-size must be between 1 and 10000.", file=sys.stderr)
+        return 2
+    store = open_store_or_report(settings)
+    if store is None:
+        return 1
+    try:
+        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+
+            def started(done: int, total: int) -> None:
+                bar.reset(total=total)
+                bar.update(done)
+
+            report = reembed_store(
+                store, embedder_for(settings), batch_size=batch_size, started=started, progress=bar.update
+            )
+    except Exception as exc:  # describe() logs anything unexpected
+        code, message = describe(exc)
+        print(f"lore-memory: {code}: {message}", file=sys.stderr)
+        return 1
+    finally:
+        store.close()
+    model = f"{report.model.name} ({report.model.dimension} dimensions)"
+    if not report.switched:
+        print(f"lore-memory: the store already records {model}; nothing to re-embed.", file=sys.stderr)
+        return 0
+    kept = f" ({report.kept} kept from an earlier run)" if report.kept else ""
+    print(
+        f"lore-memory: re-embedded {report.reembedded} lessons{kept} with {model} in "
+        f"{report.seconds:.1f} s; the store now records {model}.",
+        file=sys.stderr,
+    )
+    return 0

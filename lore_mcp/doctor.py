@@ -9,8 +9,15 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from lore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from lore_mcp.embedding import Embedder
+
+# The configured model, loaded once for the checks that need it (model, vectors).
+_EMBEDDERS: dict[tuple[object, ...], Embedder] = {}
 
 
 @dataclass
@@ -26,7 +33,7 @@ def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
     if settings.store == "remote":
         checks.append(check_remote)
     else:
-        checks.append(check_database)
+        checks.extend((check_database, check_vectors))
     passed = True
     for check in checks:
         try:
@@ -66,12 +73,21 @@ def check_sqlite_vec(_settings: Settings) -> Check:
     return Check("sqlite", True, f"SQLite {sqlean.sqlite_version} (sqlean.py) loads sqlite-vec {version}")
 
 
-def check_model(settings: Settings) -> Check:
+def configured_embedder(settings: Settings) -> Embedder:
+    """The embedder the settings ask for, made once per model for all the checks."""
     from lore_mcp.embedding import embedder_for
+
+    key = (settings.embedding_model, getattr(settings, "embedding_url", None))
+    if key not in _EMBEDDERS:
+        _EMBEDDERS[key] = embedder_for(settings)
+    return _EMBEDDERS[key]
+
+
+def check_model(settings: Settings) -> Check:
     from lore_mcp.errors import ModelUnavailable
 
     started = time.monotonic()
-    embedder = embedder_for(settings)
+    embedder = configured_embedder(settings)
     try:
         embedder.wait(timeout=300)
         vector = embedder.encode_query("does the model load offline?")
@@ -114,6 +130,47 @@ def check_database(settings: Settings) -> Check:
         "database",
         True,
         f"{where} opens at the current schema{extra}; {lessons} lessons in org {settings.org!r}",
+    )
+
+
+def check_vectors(settings: Settings) -> Check:
+    """The store's vectors against the configured model: another model's are refused by
+    save_lesson and recall_lessons until `lore-memory reembed` (``lore_mcp.model_identity``)."""
+    from lore_mcp.cli import open_store
+    from lore_mcp.model_identity import configure_fix, describe_model, running_model
+
+    if settings.store == "postgres" and not settings.database_url:
+        return Check("vectors", False, "LORE_STORE=postgres needs LORE_DATABASE_URL.")
+    store = open_store(settings)
+    try:
+        recorded, unfinished = store.models.recorded(), store.models.reembed_target()
+    finally:
+        store.close()
+    embedder = configured_embedder(settings)
+    embedder.wait(timeout=300)  # a model that does not load fails here with check_model's reason
+    running = running_model(embedder)
+    later = (
+        f"; an unfinished `lore-memory reembed` to {unfinished.name} is kept: run it again to finish it"
+        if unfinished is not None
+        else ""
+    )
+    if recorded is None:
+        return Check("vectors", True, f"none yet; the first save records {describe_model(running)}{later}")
+    if recorded.makes_same_vectors(running):
+        return Check("vectors", True, f"from {describe_model(running)}, the configured model{later}")
+    if not recorded.recorded and recorded.dimension == running.dimension:
+        return Check(
+            "vectors",
+            True,
+            f"{recorded.dimension} dimensions from a model Lore did not record; the next save records "
+            f"{running.name} as theirs (run `lore-memory reembed` if another model made them){later}",
+        )
+    return Check(
+        "vectors",
+        False,
+        f"the store's vectors come from {describe_model(recorded, running)} but the configured model is "
+        f"{describe_model(running, recorded)}, so saves and recalls will be refused. Run `lore-memory reembed` "
+        f"to re-embed the store with {running.name}, or {configure_fix(recorded)}{later}.",
     )
 
 

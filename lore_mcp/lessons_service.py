@@ -21,6 +21,7 @@ import anyio.to_thread
 from lore_mcp.auth import current_caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument
+from lore_mcp.model_identity import ModelMismatch, mismatch_message, running_model
 from lore_mcp.models import (
     CompactLesson,
     CompactRecalledLesson,
@@ -35,6 +36,7 @@ from lore_mcp.models import (
     VoteResult,
 )
 from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many
+from stores.embedding_model import EmbeddingModel, ModelChangedError
 from stores.lessons import (
     MAX_SHORT_CHARS,
     MAX_TAG_CHARS,
@@ -71,6 +73,35 @@ class LessonService:
         self.embedder = embedder
         self.default_project = check_project(default_project)
         self.org = org
+        self._running: EmbeddingModel | None = None  # the embedder's model, once loaded
+
+    def require_model(self) -> None:
+        """Refuse (``ModelMismatch``) unless the store's vectors come from the embedder's model;
+        a store that recorded no model adopts it (``stores.embedding_model``). Blocking: it
+        waits for the model to load, and asks the store only until the store knows its model.
+        Call it before embedding anything that is stored or compared with stored vectors."""
+        if self._running is None:
+            self._running = running_model(self.embedder)
+        recorded = self.store.models.adopt(self._running)
+        if not recorded.makes_same_vectors(self._running):
+            self.store.models.forget()  # ask again next time: a reembed may have fixed it by then
+            raise ModelMismatch(mismatch_message(recorded, self._running))
+
+    async def _require_model(self) -> None:
+        """``require_model`` without a thread or a query once the store's model is known to match."""
+        known, running = self.store.models.known, self._running
+        if known is None or running is None or not known.makes_same_vectors(running):
+            await _run(self.require_model)
+
+    async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
+        """A store call that writes or compares vectors. If the store was re-embedded with
+        another model meanwhile (another process ran ``lore-memory reembed``), the refusal
+        names the fix rather than merely the change."""
+        try:
+            return await _run(fn, *args)
+        except ModelChangedError:
+            await _run(self.require_model)
+            raise
 
     def scope(self, project: str | None) -> Scope:
         """Org and project of a call: the API key's over HTTP, the server's own over stdio."""
@@ -104,8 +135,9 @@ class LessonService:
             source=source,
             ttl_days=ttl_days,
         )
+        await self._require_model()
         [vector] = await self.embedder.aencode_documents([embedding_text(draft.problem, draft.resolution)])
-        result = await _run(self.store.save, scope, draft, vector)
+        result = await self._with_vectors(self.store.save, scope, draft, vector)
         return SaveLessonResult(
             id=result.id,
             merged=result.merged,
@@ -166,9 +198,14 @@ class LessonService:
         # The query is redacted too: a secret pasted into a query must not reach the model or logs.
         (text,), _ = redact_many([text])
         assert text is not None
-        hits = await self._recall_while_embedding(
-            scope, text, tags=clean_tags, min_confidence=min_confidence, limit=limit
-        )
+        await self._require_model()
+        try:
+            hits = await self._recall_while_embedding(
+                scope, text, tags=clean_tags, min_confidence=min_confidence, limit=limit
+            )
+        except ModelChangedError:
+            await _run(self.require_model)
+            raise
         if verbose:
             return RecallResult(
                 lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
@@ -289,8 +326,9 @@ class LessonService:
         if problem is not None or resolution is not None:
             current = await _run(self.store.get, scope, lesson_id)
             text = embedding_text(problem or current.problem, resolution or current.resolution)
+            await self._require_model()
             [vector] = await self.embedder.aencode_documents([text])
-        lesson = await _run(self.store.update, scope, lesson_id, patch, vector)
+        lesson = await self._with_vectors(self.store.update, scope, lesson_id, patch, vector)
         return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=sorted({*kinds, *tag_kinds}))
 
 

@@ -271,6 +271,8 @@ class Transfer:
                 )
             )
         texts = [embedding_text(lesson.problem, lesson.resolution) for lesson in lessons]
+        if texts:
+            self.lessons.require_model()  # vectors of another model than the store's are refused
         vectors = self.lessons.embedder.encode_documents(texts) if texts else []
         images = [
             lesson_image(lesson, np.asarray(vec, dtype=np.float32).tobytes())

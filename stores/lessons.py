@@ -21,9 +21,13 @@ import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from stores.errors import ConflictError
 from stores.json_numbers import has_negative_zero, plain_float, without_negative_zero
+
+if TYPE_CHECKING:
+    from stores.embedding_model import ModelRecords
 
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
 MAX_TEXT_CHARS = 16_000
@@ -179,9 +183,17 @@ class LessonPage:
     next_cursor: str | None
 
 
-def lesson_image(lesson: Lesson, embedding: bytes | None = None) -> dict[str, Any]:
+def lesson_image(
+    lesson: Lesson, embedding: bytes | None = None, generation: int | None = None
+) -> dict[str, Any]:
     """A lesson as JSON for a commit's effects; with its vector (float32 bytes) when a
-    revert may need to recreate it."""
+    revert may need to recreate it.
+
+    A store passes the model ``generation`` its vector belongs to
+    (``stores.embedding_model``), so a revert after ``lore-memory reembed`` can tell a
+    vector of the model the store used before. ``None`` marks a vector the caller has just
+    computed with the store's current model (an import).
+    """
     image: dict[str, Any] = {
         "id": lesson.id,
         "project": lesson.project,
@@ -199,7 +211,7 @@ def lesson_image(lesson: Lesson, embedding: bytes | None = None) -> dict[str, An
         "meta": dict(lesson.meta),
     }
     if embedding is not None:
-        image["embedding"] = base64.b64encode(embedding).decode("ascii")
+        image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}
     return image
 
 
@@ -245,7 +257,48 @@ def merged_image(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str
 def image_embedding(image: Mapping[str, Any]) -> bytes | None:
     """The float32 vector bytes a lesson image carries, if any."""
     raw = image.get("embedding")
+    if isinstance(raw, Mapping):
+        raw = raw.get("vector")
     return base64.b64decode(raw) if raw else None
+
+
+def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
+    """Whether the vector a lesson image carries belongs to the store's model ``generation``:
+    images written before models had generations hold a plain string (generation 0), and
+    a vector just computed by the caller (no generation) always does."""
+    raw = image.get("embedding")
+    if not raw:
+        return False
+    if isinstance(raw, Mapping):
+        made = raw.get("generation")
+        return made is None or int(made) == generation
+    return generation == 0
+
+
+def restored_embedding(
+    lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
+) -> bytes | None:
+    """The vector a revert writes when it makes a lesson what ``image`` says; None keeps the
+    stored one. ``current_text`` is the stored lesson's (problem, resolution), or None when
+    the lesson is gone; ``generation`` is the store's model generation.
+
+    The same text keeps its vector (it is the same under the same model). Otherwise the
+    image's vector must be of the current model: one kept from before ``lore-memory
+    reembed`` would be compared with vectors of another model, so that revert is refused.
+    """
+    if current_text and (
+        tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
+    ):
+        return None
+    if image_vector_usable(image, generation):
+        return image_embedding(image)
+    if not image.get("embedding"):
+        raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+    raise ConflictError(
+        f"Lesson {lesson_id} cannot be restored: its commit was made before the store was re-embedded "
+        "with another model (`lore-memory reembed`), and the vector it kept belongs to the old model. "
+        "Save the lesson again instead."
+    )
 
 
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
@@ -326,6 +379,12 @@ class LessonStore(Protocol):
         gets fixes its dimension, and another is ``InvalidInputError``. Call it before a
         ``transaction`` that restores lessons (an import), which cannot create the vector
         storage itself on every backend."""
+        ...
+
+    @property
+    def models(self) -> ModelRecords:
+        """The model that made this store's vectors, and re-embedding with another
+        (``stores.embedding_model``)."""
         ...
 
     def close(self) -> None:

@@ -302,6 +302,19 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        5,
+        "re-embedding beside the old vectors",
+        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
+        # one and they are swapped in at once (stores.embedding_model); stamp is the lesson's
+        # updated_at when its vector was computed, so an edit since then is done again.
+        """
+        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from stores import dedup, ranking, structured
-from stores.errors import ConflictError, InvalidInputError, NotFoundError
+from stores.errors import InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.lessons import (
     Lesson,
@@ -33,11 +33,12 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
-    image_embedding,
     lesson_image,
     merged_fields,
+    restored_embedding,
 )
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.local_models import LocalModelRecords
 from stores.local_structured import LocalProjectTx
 from stores.vector_index import IndexedRow, VectorIndex
 from stores.vectors import unit_vector
@@ -66,6 +67,8 @@ class LocalLessonStore:
         self._index_lock = threading.Lock()
         self._index: VectorIndex | None = None
         self._index_rev = 0
+        self._index_generation = 0
+        self._models = LocalModelRecords(self)
         self._closed = False
 
     # -- writes -------------------------------------------------------------------
@@ -84,6 +87,7 @@ class LocalLessonStore:
         # Saved earlier in this transaction: pk, vector, text.
         pending: list[tuple[int, np.ndarray, tuple[str, str, str | None]]] = []
         with self._write_lock, write_transaction(self._writer) as conn:
+            self.models.guard(conn)
             dim = self._ensure_dim(conn, vectors[0].shape[0])
             if any(v.shape[0] != dim for v in vectors):
                 raise InvalidInputError(f"All vectors must have {dim} dimensions.")
@@ -126,6 +130,7 @@ class LocalLessonStore:
         with self._write_lock, write_transaction(self._writer) as conn:
             row = self._live_row(conn, scope, lesson_id, now)
             if vector is not None:
+                self.models.guard(conn)
                 vec = unit_vector(vector)
                 self._ensure_dim(conn, vec.shape[0])
             rev = self._bump_rev(conn)
@@ -206,6 +211,7 @@ class LocalLessonStore:
             lexical_hits = self._lexical_candidates(conn, scope, query, terms, k, now)
         vec = unit_vector(query.wait_vector())
         with self._read_lock, read_transaction(self._reader) as conn:
+            self.models.guard(conn)
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
             vector_hits = dict(self._vector_candidates(conn, scope, query, vec, k, now, allowed))
             candidates = vector_hits.keys() | set(lexical_hits)
@@ -308,6 +314,7 @@ class LocalLessonStore:
 
                 def restore(lesson_id: str, image: Any) -> None:
                     if not rev:
+                        self.models.guard(conn)
                         rev.append(self._bump_rev(conn))
                     self._restore(conn, scope, lesson_id, image, rev[0])
 
@@ -325,7 +332,9 @@ class LocalLessonStore:
 
     def _image(self, conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
         blob = conn.execute("SELECT embedding FROM lesson_vectors WHERE rowid = ?", (row["pk"],)).fetchone()
-        return lesson_image(_to_lesson(row), blob[0] if blob else None)
+        if blob is None:
+            return lesson_image(_to_lesson(row))
+        return lesson_image(_to_lesson(row), blob[0], self.models.generation(conn))
 
     def _remove(self, conn: Connection, pk: int, rev: int) -> None:
         conn.execute("DELETE FROM lessons WHERE pk = ?", (pk,))
@@ -337,17 +346,16 @@ class LocalLessonStore:
     def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any, rev: int) -> None:
         """Make the lesson what ``image`` says (None: gone), for a revert."""
         found = conn.execute(
-            "SELECT pk FROM lessons WHERE id = ? AND org = ? AND project = ?",
+            "SELECT pk, problem, resolution FROM lessons WHERE id = ? AND org = ? AND project = ?",
             (lesson_id, scope.org, scope.project),
         ).fetchone()
         if image is None:
             if found:
                 self._remove(conn, found[0], rev)
             return
-        embedding = image_embedding(image)
+        embedding = restored_embedding(lesson_id, image, found and found[1:], self.models.generation(conn))
         if found is None:
-            if embedding is None:
-                raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            assert embedding is not None
             self._ensure_dim(conn, len(embedding) // 4)  # an import may bring a fresh file its first vector
             pk = conn.execute(
                 "INSERT INTO lessons (id, org, project, problem, resolution, confidence, created_at, "
@@ -615,8 +623,10 @@ class LocalLessonStore:
         if dim is None:
             return
         rev = int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
-        if self._index is None:
-            self._index, self._index_rev = VectorIndex(dim), 0
+        generation = self.models.generation(conn)
+        if self._index is None or generation != self._index_generation:
+            # A re-embed swapped every vector (maybe for another dimension): load them anew.
+            self._index, self._index_rev, self._index_generation = VectorIndex(dim), 0, generation
         if rev <= self._index_rev:
             return
         index = self._index
@@ -661,6 +671,13 @@ class LocalLessonStore:
             for entry, vec in entries:
                 index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._index_rev = rev
+
+    # -- the embedding model -------------------------------------------------------
+
+    @property
+    def models(self) -> LocalModelRecords:
+        """The model that made this file's vectors, and re-embedding (``stores.embedding_model``)."""
+        return self._models
 
     # -- orgs and api keys ---------------------------------------------------------
 

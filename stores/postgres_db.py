@@ -242,6 +242,23 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        6,
+        "re-embedding beside the old vectors",
+        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
+        # one and they are swapped in at once (stores.embedding_model); stamp is the lesson's
+        # updated_at when its vector was computed, so an edit since then is done again. The
+        # column takes any dimension: the new model's may differ from the store's. Only the
+        # tables' owner (the reembed command) uses it: row-level security with no policy
+        # shows the server's role nothing.
+        """
+        CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
+        ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

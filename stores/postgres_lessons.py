@@ -19,7 +19,8 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from stores import dedup, ranking, structured
-from stores.errors import ConflictError, InvalidInputError, NotFoundError
+from stores.embedding_model import GENERATION_KEY
+from stores.errors import InvalidInputError, NotFoundError
 from stores.ids import new_id
 from stores.json_numbers import jsonb_text
 from stores.lessons import (
@@ -32,11 +33,12 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
-    image_embedding,
     lesson_image,
     merged_fields,
+    restored_embedding,
 )
 from stores.postgres_db import as_owner, engine_for, migrate, transaction, unavailable_on_failure
+from stores.postgres_models import GENERATION_INFO, PostgresModelRecords
 from stores.postgres_structured import PostgresProjectTx
 from stores.vectors import unit_vector
 
@@ -74,6 +76,16 @@ _CENTRED_SIMILARITY = (
 )
 
 
+# Appended to the statement that opens a transaction (``_begin``): the model generation, and
+# a mention of ``lessons`` that takes its lock before the statement's snapshot, so a
+# transaction that waited for a re-embed's swap (which holds the table's strongest lock)
+# reads the generation that swap wrote.
+_GENERATION = (
+    f"(SELECT value FROM lore_meta WHERE key = '{GENERATION_KEY}')",
+    "(SELECT count(*) FROM (SELECT 1 FROM lessons LIMIT 0) AS lock_lessons)",
+)
+
+
 class PostgresLessonStore:
     """``stores.lessons.LessonStore`` on Postgres with pgvector."""
 
@@ -84,6 +96,7 @@ class PostgresLessonStore:
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
         self._dim: int | None = None
+        self._models = PostgresModelRecords(self)
 
     # -- writes -------------------------------------------------------------------
 
@@ -104,6 +117,7 @@ class PostgresLessonStore:
         # Saved earlier in this transaction: pk, id, vector, text.
         pending: list[tuple[int, str, np.ndarray, tuple[str, str, str | None]]] = []
         with self._writing(scope) as conn:
+            self.models.guard(conn)
             changes = []
             for (draft, _), vec in zip(items, vectors, strict=True):
                 neighbours = self._neighbours(conn, scope, vec, pending, now)
@@ -116,7 +130,7 @@ class PostgresLessonStore:
                     continue
                 row = self._insert(conn, scope, draft, vec, now)
                 pending.append((row["pk"], row["id"], vec, text_))
-                changes.append((row["id"], None, _image(row, vec)))
+                changes.append((row["id"], None, self._image(conn, row, vec)))
                 results.append(SaveResult(id=row["id"], merged=False, similar=similar))
             kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
             self._record(conn, scope, kind, changes)
@@ -131,6 +145,8 @@ class PostgresLessonStore:
             self._ensure_dim(vec.shape[0])
         now = _now()
         with self._writing(scope) as conn:
+            if vec is not None:
+                self.models.guard(conn)
             row = self._live_row(conn, scope, lesson_id, now, lock=True, embedding=True)
             values = dict(row)
             for name in ("problem", "resolution", "context", "confidence", "source", "expires_at"):
@@ -141,7 +157,10 @@ class PostgresLessonStore:
             for name in patch.clear:
                 values[name] = None
             after = self._write_row(conn, row["pk"], values, now, vec)
-            images = (_image(row, row["embedding"]), _image(after, row["embedding"] if vec is None else vec))
+            images = (
+                self._image(conn, row, row["embedding"]),
+                self._image(conn, after, row["embedding"] if vec is None else vec),
+            )
             self._record(conn, scope, "update", [(lesson_id, *images)])
             return _to_lesson(after)
 
@@ -154,7 +173,9 @@ class PostgresLessonStore:
             )
             if not rows:
                 raise _not_found(scope, lesson_id)
-            self._record(conn, scope, "delete", [(lesson_id, _image(rows[0], rows[0]["embedding"]), None)])
+            self._record(
+                conn, scope, "delete", [(lesson_id, self._image(conn, rows[0], rows[0]["embedding"]), None)]
+            )
             return _to_lesson(rows[0])
 
     def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
@@ -219,6 +240,7 @@ class PostgresLessonStore:
         q = unit_vector(query.wait_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
+            self.models.guard(conn)
             dim = self._stored_dim(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
@@ -291,7 +313,12 @@ class PostgresLessonStore:
         """A ``ProjectTx``: writes to one project take turns on its advisory lock."""
         if write:
             with self._writing(scope) as conn:
-                yield PostgresProjectTx(conn, scope, lambda i, image: self._restore(conn, scope, i, image))
+
+                def restore(lesson_id: str, image: Any) -> None:
+                    self.models.guard(conn)
+                    self._restore(conn, scope, lesson_id, image)
+
+                yield PostgresProjectTx(conn, scope, restore)
         else:
             with transaction(self._engine, scope.org) as conn:
                 yield PostgresProjectTx(conn, scope, structured.read_only_lessons)
@@ -303,18 +330,28 @@ class PostgresLessonStore:
         """``postgres_db.transaction``, with more calls in the statement that sets ``lore.org``.
 
         ``also`` are SQL expressions (settings, locks) that touch no rows, so row-level
-        security is in force before the first row is read, one round trip sooner.
+        security is in force before the first row is read, one round trip sooner. The same
+        statement reads the store's model generation for ``models.guard`` and the commit
+        images (``_GENERATION`` says why it also names ``lessons``).
         """
-        calls = ", ".join(("set_config('lore.org', :org, true)", *also))
+        calls = ", ".join(("set_config('lore.org', :org, true)", *also, *_GENERATION))
         with unavailable_on_failure(), self._engine.begin() as conn:
-            conn.execute(text(f"SELECT {calls}"), {**params, "org": org})
-            yield conn
+            row = conn.execute(text(f"SELECT {calls}"), {**params, "org": org}).one()
+            conn.info[GENERATION_INFO] = int(row[-2] or 0)
+            try:
+                yield conn
+            finally:
+                conn.info.pop(GENERATION_INFO, None)
 
     def _writing(self, scope: Scope) -> contextlib.AbstractContextManager[Connection]:
         # Writes to one project take turns, so near-duplicates saved at once still merge
         # and commits get consecutive sequence numbers.
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         return self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}")
+
+    def _image(self, conn: Connection, row: dict[str, Any], embedding: Any) -> dict[str, Any]:
+        """``_image`` with the model generation this transaction read."""
+        return _image(row, embedding, self.models.generation(conn))
 
     def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
         structured.record_lessons(
@@ -323,19 +360,22 @@ class PostgresLessonStore:
 
     def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any) -> None:
         """Make the lesson what ``image`` says (None: gone), for a revert."""
-        found = conn.execute(
-            text("SELECT pk FROM lessons WHERE id = :id AND org_id = :org AND project = :project"),
+        stored = conn.execute(
+            text(
+                "SELECT pk, problem, resolution FROM lessons WHERE id = :id AND org_id = :org AND project = :project"
+            ),
             {"id": lesson_id, "org": scope.org, "project": scope.project},
-        ).scalar()
+        ).first()
+        found = stored.pk if stored is not None else None
         if image is None:
             if found is not None:
                 conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": found})
             return
-        embedding = image_embedding(image)
+        current_text = (stored.problem, stored.resolution) if stored is not None else None
+        embedding = restored_embedding(lesson_id, image, current_text, self.models.generation(conn))
         vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
         if found is None:
-            if vec is None:
-                raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+            assert vec is not None
             self._check_dim(conn, vec.shape[0])
             found = conn.execute(
                 text(
@@ -480,7 +520,7 @@ class PostgresLessonStore:
         """Merge the draft into lesson ``pk``; returns the commit's (id, before, after)."""
         row = self._row_by_pk(conn, pk, lock=True, embedding=True)
         after = self._write_row(conn, pk, {**row, **merged_fields(_to_lesson(row), draft)}, now)
-        return row["id"], _image(row, row["embedding"]), _image(after, row["embedding"])
+        return row["id"], self._image(conn, row, row["embedding"]), self._image(conn, after, row["embedding"])
 
     def _write_row(
         self, conn: Connection, pk: int, values: dict[str, Any], now: datetime, vec: np.ndarray | None = None
@@ -584,6 +624,13 @@ class PostgresLessonStore:
             )
         return self._dim
 
+    # -- the embedding model -------------------------------------------------------
+
+    @property
+    def models(self) -> PostgresModelRecords:
+        """The model that made this database's vectors, and re-embedding (``stores.embedding_model``)."""
+        return self._models
+
     # -- orgs and api keys ---------------------------------------------------------
 
     @property
@@ -604,13 +651,14 @@ def _not_found(scope: Scope, lesson_id: str) -> NotFoundError:
     return NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
 
 
-def _image(row: dict[str, Any], embedding: Any) -> dict[str, Any]:
-    """A commit's image of a lesson: its row, and its vector as float32 bytes when given."""
+def _image(row: dict[str, Any], embedding: Any, generation: int | None = None) -> dict[str, Any]:
+    """A commit's image of a lesson: its row, and its vector as float32 bytes when given,
+    with the model generation it belongs to (``stores.lessons.lesson_image``)."""
     if embedding is None:
         return lesson_image(_to_lesson(row))
     # pgvector hands back a Vector (or an ndarray, depending on its version).
     array = embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding
-    return lesson_image(_to_lesson(row), np.asarray(array, dtype=np.float32).tobytes())
+    return lesson_image(_to_lesson(row), np.asarray(array, dtype=np.float32).tobytes(), generation)
 
 
 def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
