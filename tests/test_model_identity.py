@@ -17,16 +17,13 @@ import contextlib
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from mcp import Client
-from sqlalchemy.engine import make_url
 
 from lore_mcp.embedding import Embedder, Engine
 from lore_mcp.lessons_service import LessonService, embedding_text
@@ -132,28 +129,6 @@ def leave_the_shared_database_as_found(request: pytest.FixtureRequest) -> Iterat
         and "store" in request.fixturenames
     ):
         empty_postgres(request.getfixturevalue("postgres_url"))
-
-
-@pytest.fixture
-def pristine_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LessonStore]:
-    """A store on a database nobody used, not even for another vector dimension (Postgres:
-    a database of its own, since the suite's shared one keeps its vector column)."""
-    if backend == "local":
-        store = open_local_store(tmp_path / "pristine.db")
-        yield store
-        store.close()
-        return
-    url = request.getfixturevalue("postgres_url")
-    name = f"lore_pristine_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # a name made here, not user text
-    store = open_postgres_store(make_url(url).set(database=name).render_as_string(hide_password=False))
-    try:
-        yield store
-    finally:
-        store.close()
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 # -- the record -----------------------------------------------------------------------------

