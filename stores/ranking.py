@@ -18,11 +18,22 @@ Rarity: a term weighs its BM25 inverse document frequency among the recall's
 nearest vectors, the lessons the query is choosing between: a word every one of them
 shares (the component, the speaker's name) weighs little, the one entity only the
 right lesson has weighs most. Entities (terms with a digit, identifiers, paths, and
-names: capitalised words inside a sentence) weigh double. The lexical score is the
+names: capitalised words inside a sentence) weigh triple. The lexical score is the
 weight of the terms a lesson has over the weight of the terms the nearest lessons
-have plus the query's entities. Counting among the nearest vectors only, not the
-full-text matches, keeps both backends' scores equal: their full-text indexes split
-and stem words differently, so they find different full-text candidates.
+have plus the query's entities, plus the weight of the words only this lesson (of the
+nearest) has: such a word raises the score without saturating it at 1, so a lesson
+that also has the asked-for environment still outranks one that lacks it. Counting
+among the nearest vectors only, not the full-text matches, keeps both backends'
+scores equal: their full-text indexes split and stem words differently, so they find
+different full-text candidates.
+
+Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same
+query terms as a better nearest-vector candidate already kept, whose words overlap that
+one's by half or more (Jaccard), is a sibling that differs only in what the question
+does not ask about (another service, environment, speaker's aside); its score is
+multiplied by 0.8, so one answer said six ways does not fill the list and push out the
+lesson that is actually asked for. Only nearest candidates demote, so a candidate's
+score still depends only on itself and the nearest vectors.
 
 Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean
 of the scope's newest lessons rather than from the origin. Every lesson of a project
@@ -93,13 +104,22 @@ class RankingParams:
     # Capitalised words inside a sentence are names, and weigh as entities.
     names: bool = True
     # Extra weight of entities: terms with a digit, identifiers, paths, names (1.0: none).
-    entity_weight: float = 2.0
+    entity_weight: float = 3.0
     # Vector similarity is measured from the scope's anchor (``anchor``), not the origin.
     centring: bool = True
     vector_weight: float = 0.75
     lexical_weight: float = 0.25
     # Each signal contributes at least this many candidates.
     min_candidates: int = 50
+    # A word no pooled lesson has adds its weight to the total of the lesson that has it
+    # too, so such words raise a score without saturating it at 1.
+    open_total: bool = True
+    # A candidate that says what a better-ranked one says, differing only in words the
+    # query does not ask about (a sibling that names another service or environment), has
+    # its score multiplied by this (1.0: no demotion), so one answer does not fill the list.
+    redundancy_penalty: float = 0.8
+    # Two candidates are that alike when their words overlap at least this much (Jaccard).
+    redundancy_overlap: float = 0.5
 
 
 # The ranking before issue 13: every word the same, no digits or identifiers, 16 terms.
@@ -113,6 +133,8 @@ LEGACY = RankingParams(
     compound_digits=True,
     stemming=False,
     rarity=False,
+    open_total=False,
+    redundancy_penalty=1.0,
 )
 DEFAULT = RankingParams()
 
@@ -197,13 +219,26 @@ def lexical_scores(
     when None or when it marks none), times ``params.entity_weight`` for entities
     (terms with a digit, identifiers, paths, and the query's ``names``). A score is
     the weight of the terms a text has over the weight of the terms the pool has and
-    of the query's entities, at most 1. A plain word no pooled text has counts where
-    it is found and weighs nothing elsewhere, so pooled texts score the same whatever
-    else is a candidate. Without rarity every term weighs the same and a score is the
-    share of terms found.
+    of the query's entities. A plain word no pooled text has counts only where it is
+    found, so pooled texts score the same whatever else is a candidate: with
+    ``params.open_total`` it is added to that text's total as well (its score rises
+    towards 1 but keeps telling which pool terms the text lacks), else the score is
+    capped at 1. Without rarity every term weighs the same and a score is the share of
+    terms found.
     """
+    return _lexical(texts, terms, params, pool, names)[0]
+
+
+def _lexical(
+    texts: Sequence[str],
+    terms: list[str],
+    params: RankingParams,
+    pool: Sequence[bool] | None,
+    names: Collection[str],
+) -> tuple[list[float], list[set[str]]]:
+    """``lexical_scores`` and the query terms each text has."""
     if not terms or not texts:
-        return [0.0] * len(texts)
+        return [0.0] * len(texts), [set() for _ in texts]
     matcher = _Matcher(terms, params)
     found = [matcher.found(text) for text in texts]
     counted = [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
@@ -217,10 +252,16 @@ def lexical_scores(
     if params.rarity:
         # The query's entities count even where the pool lacks them: a version or a
         # path no near lesson has still tells the lesson that has it from the rest.
-        total = sum(w for t, w in weights.items() if df[t] or is_entity(t, names)) or max(weights.values())
+        counted_terms = {t for t in weights if df[t] or is_entity(t, names)}
+        total = sum(weights[t] for t in counted_terms) or max(weights.values())
+        if params.open_total:
+            return [
+                sum(weights[t] for t in f) / (total + sum(weights[t] for t in f if t not in counted_terms))
+                for f in found
+            ], found
     else:
         total = sum(weights.values())
-    return [min(1.0, sum(weights[t] for t in f) / total) for f in found]
+    return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
 
 
 def best(
@@ -239,12 +280,60 @@ def best(
     whose indexes split and stem words differently, the nearest vectors do not.
     """
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
-    lexical = lexical_scores([c[3] for c in candidates], terms, params, pool, names)
-    scored = sorted(
-        (-round(relevance(sim, lex, params) * factor, 6), lesson_id)
-        for (lesson_id, sim, factor, _), lex in zip(candidates, lexical, strict=True)
-    )
+    lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
+    scores = [
+        relevance(sim, lex, params) * factor
+        for (_, sim, factor, _), lex in zip(candidates, lexical, strict=True)
+    ]
+    if params.redundancy_penalty < 1.0:
+        scores = _demote_redundant(candidates, scores, found, pool, limit, params)
+    scored = sorted((-round(score, 6), c[0]) for c, score in zip(candidates, scores, strict=True))
     return [(lesson_id, -negated) for negated, lesson_id in scored[:limit]]
+
+
+def _demote_redundant(
+    candidates: Sequence[tuple[str, float | None, float, str]],
+    scores: list[float],
+    found: list[set[str]],
+    pool: Sequence[bool] | None,
+    limit: int,
+    params: RankingParams,
+) -> list[float]:
+    """Scores with redundant candidates demoted (see the module docstring).
+
+    Going down the ranking, a candidate that has the same query terms as a better one
+    kept above it, and whose words overlap that one's by at least
+    ``params.redundancy_overlap``, is multiplied by ``params.redundancy_penalty``;
+    otherwise it is kept, if it is in the ``pool`` (all are when None). Only pooled
+    candidates are kept because the others differ between backends: a score must not
+    depend on which full-text candidates a backend happened to find.
+
+    The walk stops once ``limit`` candidates are not demoted: every later one scores
+    below them whether demoted or not, so no result and no returned score changes.
+    """
+    order = sorted(range(len(candidates)), key=lambda i: (-round(scores[i], 6), candidates[i][0]))
+    kept: dict[frozenset[str], list[frozenset[str]]] = {}  # query terms -> words of kept candidates
+    out = list(scores)
+    undemoted = 0
+    for i in order:
+        if undemoted == limit:
+            break
+        terms = frozenset(found[i])
+        words = _vocabulary(candidates[i][3], False, False)
+        if any(_overlap(words, other) >= params.redundancy_overlap for other in kept.get(terms, ())):
+            out[i] = scores[i] * params.redundancy_penalty
+            continue
+        undemoted += 1
+        if pool is None or pool[i]:
+            kept.setdefault(terms, []).append(words)
+    return out
+
+
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard overlap of two word sets."""
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 1.0
 
 
 def weight(

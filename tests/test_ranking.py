@@ -281,3 +281,110 @@ def test_a_short_stem_does_not_match_a_stopword() -> None:
     )
     assert ranked[0][0] == "ines"
     assert dict(ranked)["other"] < dict(ranked)["ines"]
+
+
+# -- what issue 13's second round added: open totals, redundancy, entity weight ---------------
+
+ENVS = ["production", "staging", "QA", "canary", "sandbox", "development"]
+SIBLING = "pricing-engine on {env}: TLS certificate renewal serves the old certificate, see /srv/runtime/issuer.yaml"
+ASKED = "report-builder on production: TLS certificate renewal fails silently before expiry, see /srv/runtime/issuer.yaml"
+RENEWAL_QUESTION = (
+    "TLS certificate renewal that lapses unnoticed with the setting in /srv/runtime/issuer.yaml"
+)
+
+
+def renewal_candidates() -> list[tuple[str, float, str]]:
+    """Six siblings that differ only by an environment the question does not name, all a
+    little nearer by vector than the lesson the question is about."""
+    siblings = [(f"s{i}", 0.72 - 0.01 * i, SIBLING.format(env=env)) for i, env in enumerate(ENVS)]
+    return [*siblings, ("asked", 0.6, ASKED)]
+
+
+def test_siblings_that_differ_only_in_what_the_question_does_not_ask_do_not_fill_the_list() -> None:
+    cands = renewal_candidates()
+    ids = {i for i, _, _ in cands}
+    top5 = [i for i, _ in scores(cands, RENEWAL_QUESTION, nearest=ids)[:5]]
+    assert "asked" in top5
+    assert top5[0] == "s0"  # the best sibling itself keeps its place
+    without = ranking.RankingParams(redundancy_penalty=1.0)
+    assert "asked" not in [i for i, _ in scores(cands, RENEWAL_QUESTION, without, nearest=ids)[:5]]
+
+
+def test_the_best_sibling_keeps_its_score_and_the_others_lose_a_fixed_share() -> None:
+    cands = renewal_candidates()
+    ids = {i for i, _, _ in cands}
+    demoted = dict(scores(cands, RENEWAL_QUESTION, nearest=ids))
+    plain = dict(scores(cands, RENEWAL_QUESTION, ranking.RankingParams(redundancy_penalty=1.0), nearest=ids))
+    assert demoted["s0"] == plain["s0"]
+    assert demoted["asked"] == plain["asked"]
+    for i in range(1, len(ENVS)):
+        assert demoted[f"s{i}"] == pytest.approx(plain[f"s{i}"] * 0.8, abs=2e-6)
+
+
+def test_a_sibling_that_has_a_word_the_question_asks_for_is_not_demoted() -> None:
+    cands = renewal_candidates()
+    ids = {i for i, _, _ in cands}
+    question = RENEWAL_QUESTION + " in sandbox"
+    demoted = dict(scores(cands, question, nearest=ids))
+    plain = dict(scores(cands, question, ranking.RankingParams(redundancy_penalty=1.0), nearest=ids))
+    sandbox = f"s{ENVS.index('sandbox')}"
+    assert demoted[sandbox] == plain[sandbox]
+    assert max(demoted, key=demoted.__getitem__) == sandbox
+
+
+def test_a_full_text_only_candidate_never_demotes_a_nearest_one() -> None:
+    """Full-text candidates differ between backends; if one could demote a nearest lesson,
+    the two backends would give that lesson different scores."""
+    cands = renewal_candidates()
+    near = {i for i, _, _ in cands}
+    twin = ("twin", 0.9, SIBLING.format(env="eu-west"))  # a better sibling, found by words only
+    alone = dict(scores(cands, RENEWAL_QUESTION, nearest=near))
+    together = dict(scores([*cands, twin], RENEWAL_QUESTION, nearest=near))
+    assert {i: together[i] for i in near} == alone
+    assert max(together, key=together.__getitem__) == "twin"
+
+
+def test_demoting_stops_at_the_limit_without_changing_what_is_returned() -> None:
+    rng = random.Random(17)
+    for trial in range(100):
+        cands = renewal_candidates()
+        rng.shuffle(cands)
+        ids = {i for i, _, _ in cands if rng.random() < 0.7}
+        rows = [(i, sim, 1.0, text) for i, sim, text in cands]
+        terms = ranking.lexical_terms(RENEWAL_QUESTION)
+        full = ranking.best(rows, terms, len(rows), ranking.DEFAULT, ids)
+        limit = rng.randint(1, len(rows))
+        assert ranking.best(rows, terms, limit, ranking.DEFAULT, ids) == full[:limit], trial
+
+
+def test_a_lesson_with_the_asked_for_word_outranks_one_without_when_both_have_rare_words() -> None:
+    """Both full-text candidates have words no nearest lesson has (the asked-for path);
+    before, both lexical scores were capped at 1 and the nearer vector won although it
+    lacks the environment the question names."""
+    near = [
+        (f"n{i}", 0.7, f"GraphQL gateway query depth in staging, see /srv/app{i}/gateway.config.js")
+        for i in range(6)
+    ]
+    near.append(("n6", 0.7, "GraphQL gateway query depth in development, see /srv/app6/gateway.config.js"))
+    right = ("right", 0.46, "GraphQL gateway N+1 query in development, see /etc/overrides/gateway.config.js")
+    wrong = ("wrong", 0.48, "GraphQL gateway query depth in sandbox, see /etc/overrides/gateway.config.js")
+    question = "GraphQL gateway firing a query per row with /etc/overrides/gateway.config.js in development"
+    ids = {i for i, _, _ in near}
+    ranked = dict(scores([*near, right, wrong], question, nearest=ids))
+    assert ranked["right"] > ranked["wrong"]
+    capped = dict(
+        scores([*near, right, wrong], question, ranking.RankingParams(open_total=False), nearest=ids)
+    )
+    assert capped["right"] < capped["wrong"]
+
+
+def test_a_version_outweighs_two_ordinary_words_that_are_as_rare() -> None:
+    """A question naming a version and two plain words: the lesson with the version is
+    the one asked about (at double weight the two tied)."""
+    pool = [(f"p{i}", 0.5, "consumer lag alert") for i in range(8)]
+    entity = ("entity", 0.5, "consumer lag alert with librdkafka 6.28.8")
+    words = ("words", 0.5, "consumer lag alert in the nightly backfill")
+    cands = [*pool, entity, words]
+    ids = {i for i, _, _ in cands}
+    ranked = dict(scores(cands, "consumer lag with 6.28.8 in the nightly backfill", nearest=ids))
+    assert ranked["entity"] > ranked["words"]
