@@ -8,8 +8,10 @@ exercises the sentence-transformers path.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -100,9 +102,9 @@ def test_the_sentence_transformers_path_is_named_in_the_error_when_its_extra_is_
     assert "BAAI/bge-small-en-v1.5" in message
 
 
-def _params(tmp_path: Path, **env: str) -> StdioServerParameters:
-    """``lore-memory mcp`` in a Python where torch, transformers and sentence-transformers
-    cannot be imported at all."""
+def _torchless_env(tmp_path: Path, **env: str) -> dict[str, str]:
+    """An environment in which Python cannot import torch, transformers or sentence-transformers
+    at all (a ``sitecustomize`` refuses them)."""
     blocker = tmp_path / "blocker"
     blocker.mkdir(exist_ok=True)
     (blocker / "sitecustomize.py").write_text(BLOCK_HEAVY)
@@ -115,7 +117,14 @@ def _params(tmp_path: Path, **env: str) -> StdioServerParameters:
             **env,
         }
     )
-    return StdioServerParameters(command=sys.executable, args=["-m", "lore_mcp", "mcp"], env=clean)
+    return clean
+
+
+def _params(tmp_path: Path, **env: str) -> StdioServerParameters:
+    """``lore-memory mcp`` in a Python that cannot import torch."""
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "lore_mcp", "mcp"], env=_torchless_env(tmp_path, **env)
+    )
 
 
 async def test_a_server_whose_python_cannot_import_torch_saves_and_recalls(tmp_path: Path) -> None:
@@ -146,3 +155,29 @@ async def test_another_model_without_the_extra_is_unavailable_with_the_install_c
         assert err.value.code == "UNAVAILABLE"
         assert "pip install 'lore-memory[sentence-transformers]'" in err.value.message
         assert (await call(client, "list_lessons"))["lessons"] == []
+
+
+def test_import_export_and_doctor_run_in_a_python_that_cannot_import_torch(tmp_path: Path) -> None:
+    env = _torchless_env(tmp_path)
+    lesson = {
+        "type": "lesson",
+        "id": "01JD0000000000000000000000",
+        "problem": "Redis client of billing-api times out during failover in staging",
+        "resolution": "Set the client's reconnect timeout above the failover window",
+    }
+    (tmp_path / "in.jsonl").write_text(json.dumps(lesson) + "\n")
+
+    def lore(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "lore_mcp", *args], env=env, capture_output=True, text=True, timeout=180
+        )
+
+    imported = lore("import", str(tmp_path / "in.jsonl"))
+    assert imported.returncode == 0, imported.stderr
+    exported = lore("export", "--out", str(tmp_path / "out.jsonl"))
+    assert exported.returncode == 0, exported.stderr
+    [line] = (tmp_path / "out.jsonl").read_text().splitlines()
+    assert json.loads(line)["problem"] == lesson["problem"]
+    doctor = lore("doctor")
+    assert "ok    model:" in doctor.stdout and "onnxruntime" in doctor.stdout, doctor.stdout
+    assert "cannot be imported" not in imported.stderr + exported.stderr + doctor.stdout + doctor.stderr
