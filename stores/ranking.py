@@ -20,9 +20,10 @@ shares (the component, the speaker's name) weighs little, the one entity only th
 right lesson has weighs most. Entities (terms with a digit, identifiers, paths, and
 names: capitalised words inside a sentence) weigh triple. The lexical score is the
 weight of the terms a lesson has over the weight of the terms the nearest lessons
-have plus the query's entities, plus the weight of the words only this lesson (of the
-nearest) has: such a word raises the score without saturating it at 1, so a lesson
-that also has the asked-for environment still outranks one that lacks it. Counting
+have plus the query's entities; a word no nearest lesson has counts, where a lesson
+has it, in both that lesson's part and its total, so it raises the score without
+saturating it at 1 and a lesson that also has the asked-for environment still
+outranks one that lacks it. Counting
 among the nearest vectors only, not the full-text matches, keeps both backends'
 scores equal: their full-text indexes split and stem words differently, so they find
 different full-text candidates.
