@@ -1,13 +1,11 @@
 """Fixtures: one suite, parametrised over backends at the ``store`` fixture.
 
 A second backend joins by adding its name to ``BACKENDS`` and a branch in
-``open_store``; every store and tool test then runs against it too.
+``open_store`` (``tests/support/stores.py``); every store and tool test then runs against it too.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import platform
 import warnings
@@ -21,6 +19,11 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import LoreServer, build_server
 from stores import LessonStore, open_local_store, open_postgres_store
+from tests.support.clients import connected
+from tests.support.stores import (
+    empty_postgres as empty_postgres,  # re-exported: tests/test_ranking.py still imports it from here
+)
+from tests.support.stores import open_store
 
 BACKENDS = ["local", "postgres"]
 
@@ -55,36 +58,6 @@ def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield server.get_uri()
     finally:
         server.cleanup()
-
-
-def empty_postgres(url: str) -> None:
-    """Remove every row Lore stored, keeping the schema (faster than a new database per test)."""
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        exists = conn.execute("SELECT to_regclass('lessons') IS NOT NULL").fetchone()[0]
-        if exists:
-            conn.execute(
-                "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
-            )
-            # The embedding model a test recorded (stores.embedding_model): the next test's may differ.
-            conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
-            if conn.execute("SELECT to_regclass('lesson_reembed') IS NOT NULL").fetchone()[0]:
-                conn.execute("TRUNCATE lesson_reembed")
-        # Orgs and keys came with migration 3; a database still at 2 has none to remove.
-        if conn.execute("SELECT to_regclass('api_keys') IS NOT NULL").fetchone()[0]:
-            conn.execute("TRUNCATE api_keys, orgs")
-
-
-def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LessonStore:
-    """A fresh, empty store of the given backend."""
-    if backend == "local":
-        return open_local_store(tmp_path / "lore.db")
-    if backend == "postgres":
-        url = request.getfixturevalue("postgres_url")
-        empty_postgres(url)
-        return open_postgres_store(url)
-    raise ValueError(f"unknown backend {backend}")
 
 
 @pytest.fixture(params=BACKENDS)
@@ -123,34 +96,6 @@ async def client(server: LoreServer) -> AsyncIterator[Client]:
     """An in-memory MCP client connected to ``server``."""
     async with connected(server) as c:
         yield c
-
-
-@contextlib.asynccontextmanager
-async def connected(target: object) -> AsyncIterator[Client]:
-    """Hold a ``Client`` open in a task of its own.
-
-    pytest-asyncio may tear a fixture down in another task than set it up, and
-    the client's cancel scopes must be exited where they were entered.
-    """
-    ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
-    done = asyncio.Event()
-
-    async def hold() -> None:
-        try:
-            async with Client(target) as c:  # type: ignore[arg-type]
-                ready.set_result(c)
-                await done.wait()
-        except BaseException as exc:
-            if not ready.done():
-                ready.set_exception(exc)
-            raise
-
-    task = asyncio.create_task(hold())
-    try:
-        yield await ready
-    finally:
-        done.set()
-        await task
 
 
 @pytest.fixture

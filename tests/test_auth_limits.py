@@ -14,8 +14,7 @@ import pytest
 
 from lore_mcp.embedding import Embedder
 from lore_mcp.http import FAILED_AUTH_PER_MINUTE, client_address
-from tests.team import TeamServer, team_server
-from tests.test_http import raw_post
+from tests.support.team import TeamServer, raw_post, team_server
 
 
 class CountingKeys:

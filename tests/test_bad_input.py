@@ -8,7 +8,7 @@ import pytest
 from mcp import Client
 
 from stores import LessonStore
-from tests.helpers import ToolFailed, call
+from tests.support.helpers import ToolFailed, call
 
 GOOD = {"problem": "Redis evicts keys early", "resolution": "Set maxmemory-policy to allkeys-lru"}
 MISSING_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"

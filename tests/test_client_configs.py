@@ -20,8 +20,8 @@ from mcp import StdioServerParameters
 
 from lore_mcp.embedding import Embedder
 from lore_mcp.server import TOOL_GROUPS
-from tests.conftest import connected
-from tests.team import http_client, team_server
+from tests.support.clients import connected
+from tests.support.team import http_client, team_server
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

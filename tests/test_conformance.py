@@ -15,16 +15,10 @@ suite from the npm registry into npm's cache; later runs use the cache (``--pref
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
-import time
-import urllib.request
-import warnings
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -33,84 +27,22 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, PromptReference, ResourceTemplateReference
 
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import LoreServer, build_server
-from tests.conftest import open_store
-from tests.team import free_port, team_server
+from tests.support.clients import no_deprecation_warnings
+from tests.support.node import node_env, npx
+from tests.support.processes import lore_env, lore_http
+from tests.support.stores import open_store
+from tests.support.team import team_server
 
 CONFORMANCE = "@modelcontextprotocol/conformance@0.1.16"
 BASELINE = Path(__file__).with_name("conformance-baseline.json")
 RESULT_DIR = re.compile(r"^server-(?P<scenario>.+)-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d-\d+Z$")
 FAILED = frozenset({"FAILURE", "ERROR"})
-
-
-def npx(*packages: str) -> list[str]:
-    """``npx`` running a command from ``packages`` on Node 22; fails (never skips) without npx."""
-    found = shutil.which("npx")
-    if found is None:
-        pytest.fail("npx is not on PATH: install Node.js 20 or later (npx fetches Node 22 itself)")
-    command = [found, "--yes", "--prefer-offline", "-p", "node@22"]
-    for package in packages:
-        command += ["-p", package]
-    return [*command, "--"]
-
-
-def node_env() -> dict[str, str]:
-    """Environment for npx: no LORE_* settings of the caller (a stdio server inherits them)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-    return {**env, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
-
-
-def lore_env(db_path: Path) -> dict[str, str]:
-    """Environment for a `lore-memory` process on a fresh SQLite file."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-    env.update(LORE_DB_PATH=str(db_path), HF_HUB_OFFLINE="1")
-    return env
-
-
-def lore_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "lore_mcp", *args]
-
-
-@contextmanager
-def lore_http(env: dict[str, str], log: Path, *extra: str) -> Iterator[str]:
-    """`lore-memory mcp --transport http` on a free loopback port until the block ends; yields
-    the /mcp URL once ``GET /healthz`` answers."""
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            lore_command("mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port), *extra),
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                if proc.poll() is not None:
-                    pytest.fail(f"lore-memory exited while starting:\n{log.read_text()[-3000:]}")
-                try:
-                    with urllib.request.urlopen(f"{base}/healthz", timeout=2) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"lore-memory did not become healthy:\n{log.read_text()[-3000:]}")
-                time.sleep(0.1)
-            yield f"{base}/mcp"
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
 
 
 # The suite
@@ -189,15 +121,6 @@ def local_server(tmp_path: Path, embedder: Embedder, request: pytest.FixtureRequ
     store = open_store("local", tmp_path, request)
     yield build_server(LessonService(store, embedder, default_project="default"))
     store.close()
-
-
-@contextmanager
-def no_deprecation_warnings() -> Iterator[None]:
-    """The SDK flags logging/setLevel and resources/subscribe as gone in the 2026-07-28 revision;
-    they are current on the revisions clients speak today."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", MCPDeprecationWarning)
-        yield
 
 
 class Inbox:

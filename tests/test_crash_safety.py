@@ -22,40 +22,25 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
-from tests.test_stdio import RawServer, server_env
-from tests.test_structured_tools import (
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.plans import (
+    ROWS,
     apply_ops,
+    big_operations,
     column,
     create_table,
     insert,
     make_plan,
     table_of,
 )
+from tests.support.processes import RawServer, server_env
 
-ROWS = 20_000
 # Kill after these fractions of the time a complete apply took.
 KILL_AT = [0.3, 0.6, 0.8, 0.92]
 # Kill a revert of the full apply after this fraction of the apply's time.
 REVERT_KILL_AT = 0.4
 REPLY_TIMEOUT = 120
-
-
-def big_operations() -> list[dict[str, Any]]:
-    return [
-        create_table(
-            "crash",
-            column("n", "integer", nullable=False),
-            column("label", "text"),
-            column("score", "real"),
-            column("flag", "boolean"),
-        ),
-        insert(
-            "crash",
-            *({"n": i, "label": f"row number {i}", "score": i / 7, "flag": i % 2 == 0} for i in range(ROWS)),
-        ),
-    ]
 
 
 class Driven(RawServer):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 from mcp import Client
 
-from tests.helpers import call
+from tests.support.helpers import call
 
 pytestmark = pytest.mark.model
 

@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 from lore_mcp import onnx_encoder
 from lore_mcp.embedding import Embedder, OnnxEngine, missing_extra_message
 from lore_mcp.errors import ModelUnavailable
-from tests.helpers import ToolFailed, call
+from tests.support.helpers import ToolFailed, call
 
 # Short and long, punctuation, code, other scripts, emoji, empty, past the 256-token limit.
 REFERENCE_TEXTS = [

@@ -56,7 +56,7 @@ def test_remote_mode_checks_the_team_server(url: str) -> None:
 
 
 def test_remote_mode_checks_the_key_against_a_running_team_server(store: object, embedder: object) -> None:
-    from tests.team import team_server
+    from tests.support.team import team_server
 
     with team_server(store, embedder) as server:  # type: ignore[arg-type]
         key = server.keys.init_org("local").key

@@ -30,8 +30,8 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from lore_mcp.settings import Settings
 from stores import LessonStore
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
 
 DIM = 96
 MODEL = "bag-of-words-test"

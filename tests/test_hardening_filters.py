@@ -30,18 +30,9 @@ from stores import LessonStore, Scope, deadline, local_db, open_local_store
 from stores.errors import InvalidInputError
 from stores.plans import MAX_LIKE_CHARS, coerce, like
 from stores.structured import TableDef
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
-from tests.test_structured_tools import (
-    apply_ops,
-    column,
-    cond,
-    create_table,
-    insert,
-    make_plan,
-    schema_hash,
-    state,
-)
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.plans import apply_ops, column, cond, create_table, insert, make_plan, schema_hash, state
 
 PATHOLOGICAL = [
     "%a%a%a%a%a%a%a%b",  # 7 wildcards: 24 s before
@@ -312,7 +303,7 @@ def test_a_sqlite_statement_running_past_the_deadline_is_stopped_and_rolled_back
 async def test_a_postgres_statement_running_past_the_deadline_is_stopped_and_rolled_back(
     postgres_url: str, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    from tests.conftest import open_store
+    from tests.support.stores import open_store
 
     store = open_store("postgres", tmp_path, request)
     scope = Scope("local", "deadline")

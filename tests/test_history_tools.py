@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.helpers import ToolFailed, call
-from tests.test_structured_tools import (
+from tests.support.helpers import ToolFailed, call
+from tests.support.plans import (
     NOTES_COLUMNS,
     NOTES_ROWS,
     all_rows,

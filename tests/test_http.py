@@ -15,9 +15,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from lore_mcp.embedding import Embedder
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
-from tests.team import TeamServer, http_client, team_server
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.team import TeamServer, http_client, raw_post, team_server
 
 
 @dataclass
@@ -39,26 +39,6 @@ def team(store: Any, embedder: Embedder) -> Iterator[Team]:
         bob = keys.create_key("acme", name="bob", project=None, root=False)
         other = keys.init_org("globex")
         yield Team(server, root.key, alice.key, bob.key, bob.id, other.key)
-
-
-def initialize_body() -> dict[str, Any]:
-    return {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    }
-
-
-def raw_post(url: str, authorization: str | None) -> httpx2.Response:
-    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    if authorization is not None:
-        headers["Authorization"] = authorization
-    return httpx2.post(url, json=initialize_body(), headers=headers, timeout=30)
 
 
 async def test_healthz_answers_without_a_key(team: Team) -> None:

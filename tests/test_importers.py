@@ -17,8 +17,8 @@ from lore_mcp.importers import convert, lesson_lines
 from lore_mcp.lessons_service import ULID_PATTERN, LessonService
 from lore_mcp.server import build_server
 from stores import open_local_store
-from tests.conftest import connected
-from tests.helpers import call
+from tests.support.clients import connected
+from tests.support.helpers import call
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -25,9 +25,9 @@ from lore_mcp.plan_models import PlanModel
 from lore_mcp.server import DEFAULT_TOOL_GROUPS, build_server
 from lore_mcp.structured_service import StructuredService
 from lore_mcp.transfer import LessonIn, Transfer
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
-from tests.test_structured_tools import apply_ops, column, create_table, insert, make_plan, schema_hash
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
 
 LESSON_ID = "01JABCDEFGHJKMNPQRSTVWXYZ0"
 GOOD = {"problem": "Redis evicts keys early", "resolution": "Set maxmemory-policy to allkeys-lru"}

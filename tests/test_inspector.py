@@ -9,7 +9,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.test_conformance import lore_command, lore_env, lore_http, node_env, npx
+from tests.support.node import node_env, npx
+from tests.support.processes import lore_command, lore_env, lore_http
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 

@@ -17,7 +17,7 @@ from sqlalchemy.engine import make_url
 from stores import ConflictError, NotFoundError, open_local_store, open_postgres_store
 from stores.keys import ApiKey, KeyStore
 from stores.postgres_db import RLS_ROLE
-from tests.conftest import empty_postgres
+from tests.support.stores import empty_postgres
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 

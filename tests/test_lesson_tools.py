@@ -12,8 +12,8 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from stores import LessonStore
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
 
 STRIPE = {
     "problem": "Stripe webhook signature verification fails in production",

@@ -9,9 +9,9 @@ from pathlib import Path
 
 from stores import Scope, open_local_store
 from stores.lessons import LessonDraft
-from tests.conftest import connected
-from tests.helpers import call, vector
-from tests.test_stdio import stdio_params
+from tests.support.clients import connected
+from tests.support.helpers import call, vector
+from tests.support.processes import stdio_params
 
 SERVERS = 3
 LESSONS_PER_SERVER = 8

@@ -34,11 +34,11 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from stores import UnavailableError, open_postgres_store
 from stores import postgres_db as pg
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ToolFailed, call
-from tests.team import free_port, http_client, team_server
-from tests.test_http import raw_post
-from tests.test_team_processes import lore, remote_params, wait_healthy
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.processes import lore, remote_params, wait_healthy
+from tests.support.stores import empty_postgres
+from tests.support.team import free_port, http_client, raw_post, team_server
 
 # The bound: a hung or stopped database is UNAVAILABLE within this many seconds.
 OUTAGE_BOUND_S = 10.0

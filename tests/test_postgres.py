@@ -18,9 +18,10 @@ from lore_mcp.server import build_server
 from stores import Scope, UnavailableError, open_postgres_store, ranking
 from stores.lessons import LessonDraft, RecallQuery
 from stores.postgres_db import RLS_ROLE
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ToolFailed, call, vector
-from tests.test_stdio import stdio_params
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call, vector
+from tests.support.processes import stdio_params
+from tests.support.stores import empty_postgres
 
 ACME = Scope("acme", "web")
 GLOBEX = Scope("globex", "web")

@@ -61,9 +61,9 @@ from stores import open_local_store, open_postgres_store
 from stores.lessons import Scope
 from stores.plans import schema_hash
 from stores.structured import describe_schema
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ERROR_TEXT, vector
-from tests.schema_strategies import (
+from tests.support.clients import connected
+from tests.support.helpers import ERROR_TEXT, vector
+from tests.support.schema_strategies import (
     FLOAT_EDGES,
     INT_EDGES,
     JWT,
@@ -82,6 +82,7 @@ from tests.schema_strategies import (
     ulids,
     weighted,
 )
+from tests.support.stores import empty_postgres
 
 ORG = "local"
 ALL_GROUPS = ("lessons", "structured", "history", "admin")

@@ -22,9 +22,9 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.redaction import fit, redact
 from lore_mcp.server import DEFAULT_TOOL_GROUPS, build_server
 from lore_mcp.transfer import Transfer
-from tests.conftest import connected
-from tests.helpers import call
-from tests.test_structured_tools import apply_ops, column, create_table, insert, make_plan, schema_hash
+from tests.support.clients import connected
+from tests.support.helpers import call
+from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
 
 # Real-looking secrets, one of each kind the issue names. Prefixes are split from
 # bodies so repository secret scanners do not flag this file.

@@ -2,96 +2,16 @@
 
 from __future__ import annotations
 
-import json
-import os
-import queue
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters
+from mcp import Client
 
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
-
-READ_TIMEOUT = 60
-
-
-def server_env(db_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-    env.update({"LORE_DB_PATH": str(db_path), "HF_HUB_OFFLINE": "1", **extra})
-    return env
-
-
-def stdio_params(db_path: Path, **extra: str) -> StdioServerParameters:
-    return StdioServerParameters(
-        command=sys.executable, args=["-m", "lore_mcp", "mcp"], env=server_env(db_path, **extra)
-    )
-
-
-class RawServer:
-    """A server process driven line by line, to send frames no well-behaved client would."""
-
-    def __init__(self, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "lore_mcp", "mcp"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env=env,
-        )
-        self.lines: queue.Queue[bytes] = queue.Queue()
-        self._pump_thread = threading.Thread(target=self._pump, daemon=True)
-        self._pump_thread.start()
-
-    def _pump(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.lines.put(line)
-
-    def send(self, raw: str | bytes) -> None:
-        assert self.proc.stdin is not None
-        data = raw.encode() if isinstance(raw, str) else raw
-        self.proc.stdin.write(data + b"\n")
-        self.proc.stdin.flush()
-
-    def request(self, msg_id: int, method: str, params: dict[str, Any] | None = None) -> None:
-        self.send(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params or {}}))
-
-    def reply(self) -> dict[str, Any]:
-        try:
-            return json.loads(self.lines.get(timeout=READ_TIMEOUT))
-        except queue.Empty:
-            pytest.fail("the server sent no reply")
-
-    def initialize(self) -> dict[str, Any]:
-        self.request(
-            0,
-            "initialize",
-            {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        )
-        result = self.reply()
-        self.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-        return result
-
-    def close(self) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self._pump_thread.join(timeout=10)
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.processes import RawServer, server_env, stdio_params
 
 
 @pytest.fixture

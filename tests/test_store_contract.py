@@ -12,7 +12,7 @@ import pytest
 
 from stores import InvalidInputError, LessonStore, NotFoundError, Scope
 from stores.lessons import LessonDraft, LessonPatch, RecallQuery
-from tests.helpers import blend, vector
+from tests.support.helpers import blend, vector
 
 HERE = Scope(org="local", project="alpha")
 THERE = Scope(org="local", project="beta")

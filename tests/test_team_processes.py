@@ -12,17 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import pytest
-from mcp import StdioServerParameters
 
 from lore_mcp.embedding import Embedder
 from stores import structured
-from tests.conftest import connected, empty_postgres
-from tests.helpers import ToolFailed, call
-from tests.team import free_port, http_client, team_server
-from tests.test_crash_safety import ROWS, big_operations
-from tests.test_structured_tools import make_plan
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
+from tests.support.plans import ROWS, big_operations, make_plan
+from tests.support.processes import lore, remote_params, wait_healthy
+from tests.support.stores import empty_postgres
+from tests.support.team import free_port, http_client, team_server
 
 
 def backend_env(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> dict[str, str]:
@@ -36,12 +35,6 @@ def backend_env(backend: str, tmp_path: Path, request: pytest.FixtureRequest) ->
         empty_postgres(url)
         env.update(LORE_STORE="postgres", LORE_DATABASE_URL=url)
     return env
-
-
-def lore(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "lore_mcp", *args], env=env, capture_output=True, text=True, timeout=120
-    )
 
 
 def test_init_and_keys_from_the_command_line(
@@ -79,19 +72,6 @@ def test_init_and_keys_from_the_command_line(
     assert unknown.returncode == 1 and "NOT_FOUND" in unknown.stderr
     bad = lore(env, "keys", "create", "--name", "x", "--project", "no spaces allowed")
     assert bad.returncode == 1 and "VALIDATION_ERROR" in bad.stderr
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the server exited while starting"
-        try:
-            if httpx2.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx2.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the server did not become healthy")
 
 
 async def test_sigterm_lets_requests_in_flight_finish(
@@ -164,12 +144,6 @@ def _scope() -> Any:
     from stores import Scope
 
     return Scope(org="local", project="default")
-
-
-def remote_params(api_url: str, api_key: str, **extra: str) -> StdioServerParameters:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
-    env.update(LORE_STORE="remote", LORE_API_URL=api_url, LORE_API_KEY=api_key, **extra)
-    return StdioServerParameters(command=sys.executable, args=["-m", "lore_mcp", "mcp"], env=env)
 
 
 SECRET = "sk-proj-" + "Zx9" * 16

@@ -29,10 +29,9 @@ from lore_mcp.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store, structured
 from stores.errors import NotFoundError
 from stores.lessons import LessonDraft, RecallQuery, Scope, lesson_image
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call, vector
-from tests.team import team_server
-from tests.test_conformance import no_deprecation_warnings
+from tests.support.clients import connected, no_deprecation_warnings
+from tests.support.helpers import ToolFailed, call, vector
+from tests.support.team import team_server
 
 TAKEN = "01JTAKENBYANYTHNG000000000"  # one id that several orgs and projects hold in these tests
 LESSON_URI = f"lore://lessons/{TAKEN}"

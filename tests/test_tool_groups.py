@@ -15,8 +15,8 @@ from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import DEFAULT_TOOL_GROUPS, TOOL_GROUPS, build_server
 from lore_mcp.settings import Settings
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
 
 
 async def test_lore_tools_serves_only_the_chosen_groups(service: LessonService) -> None:

@@ -17,8 +17,8 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from lore_mcp.transfer import Transfer
 from stores import open_local_store
-from tests.conftest import connected
-from tests.helpers import ToolFailed, call
+from tests.support.clients import connected
+from tests.support.helpers import ToolFailed, call
 from tests.test_retrieval_quality import CORPUS, QUERIES
 
 SECRET = "ghp_" + "a1B2" * 9

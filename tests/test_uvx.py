@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.helpers import call
+from tests.support.helpers import call
 
 REPO = Path(__file__).resolve().parents[1]
 

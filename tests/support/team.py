@@ -28,7 +28,7 @@ from lore_mcp.http import build_app
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
-from tests.conftest import connected
+from tests.support.clients import connected
 
 
 def free_port() -> int:
@@ -111,3 +111,23 @@ async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
         connected(streamable_http_client(url, http_client=http)) as client,
     ):
         yield client
+
+
+def initialize_body() -> dict[str, Any]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    }
+
+
+def raw_post(url: str, authorization: str | None) -> httpx2.Response:
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    if authorization is not None:
+        headers["Authorization"] = authorization
+    return httpx2.post(url, json=initialize_body(), headers=headers, timeout=30)

@@ -1,0 +1,39 @@
+"""Opening and emptying the stores the suite runs against."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from stores import LessonStore, open_local_store, open_postgres_store
+
+
+def empty_postgres(url: str) -> None:
+    """Remove every row Lore stored, keeping the schema (faster than a new database per test)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('lessons') IS NOT NULL").fetchone()[0]
+        if exists:
+            conn.execute(
+                "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
+            )
+            # The embedding model a test recorded (stores.embedding_model): the next test's may differ.
+            conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
+            if conn.execute("SELECT to_regclass('lesson_reembed') IS NOT NULL").fetchone()[0]:
+                conn.execute("TRUNCATE lesson_reembed")
+        # Orgs and keys came with migration 3; a database still at 2 has none to remove.
+        if conn.execute("SELECT to_regclass('api_keys') IS NOT NULL").fetchone()[0]:
+            conn.execute("TRUNCATE api_keys, orgs")
+
+
+def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LessonStore:
+    """A fresh, empty store of the given backend."""
+    if backend == "local":
+        return open_local_store(tmp_path / "lore.db")
+    if backend == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        empty_postgres(url)
+        return open_postgres_store(url)
+    raise ValueError(f"unknown backend {backend}")
