@@ -215,7 +215,7 @@ def migrate(settings: Settings) -> int:
 
 
 def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
-    """Open the store and serve; the model loads in the background (see LoadModelAfterFirstRequest)."""
+    """Open the store and serve; the model loads on a background thread from the start."""
     import anyio
 
     from lore_mcp.embedding import embedder_for
@@ -228,6 +228,9 @@ def serve(settings: Settings, *, log_level: Any = "WARNING") -> int:
     if store is None:
         return 1
     embedder = embedder_for(settings)
+    # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
+    # than after the first answer makes the first save wait less and initialize no longer.
+    embedder.start()
     try:
         service = LessonService(store, embedder, default_project=settings.project, org=settings.org)
         from lore_mcp.keys_service import KeyService, KeyTools
