@@ -20,12 +20,21 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import LoreServer, build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
+from tests.support.markers import kinds_of
 from tests.support.stores import (
     empty_postgres as empty_postgres,  # re-exported: tests/test_ranking.py still imports it from here
 )
 from tests.support.stores import open_store
 
 BACKENDS = ["local", "postgres"]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test by what it uses (``tests/support/markers.py`` says how), in this one place;
+    the markers are registered in pyproject.toml."""
+    for item in items:
+        for kind in sorted(kinds_of(item)):
+            item.add_marker(kind)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:

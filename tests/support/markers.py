@@ -1,0 +1,126 @@
+"""What a test needs, worked out from what it uses, so lanes never depend on someone
+remembering to add a decorator.
+
+``tests/conftest.py`` calls :func:`kinds_of` for every collected test and adds the markers
+(``postgres``, ``model``, ``process``, ``network``). A test is classified by
+
+- its parameters and fixtures: the ``postgres`` backend or the ``postgres_url`` fixture
+  means ``postgres``; the session ``embedder`` (which ``service``, ``server`` and ``client``
+  depend on) means ``model``;
+- the code it can reach: the names used by the test function and by its fixtures, followed
+  through every function and class defined under ``tests/`` (helpers in ``tests/support``
+  included). Reaching ``subprocess`` or ``StdioServerParameters`` means ``process``;
+  reaching ``npx`` or the uv tools means ``network`` (the npm or Python package registry);
+  without a backend parameter, ``open_postgres_store`` or ``"postgres_url"`` means ``postgres``.
+
+Product code is not followed: a test that only calls Lore in-process stays in the fast lane.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+# Names whose use means a process is started; from the standard library and the MCP SDK.
+PROCESS_NAMES = frozenset(
+    {"subprocess", "Popen", "StdioServerParameters", "multiprocessing", "create_subprocess_exec"}
+)
+# Functions in tests/ that fetch from a registry: npx (Node and npm packages), uv/uvx (PyPI).
+NETWORK_NAMES = frozenset({"npx", "_uv_tool"})
+POSTGRES_NAMES = frozenset({"postgres_url", "open_postgres_store"})
+MODEL_FIXTURES = frozenset({"embedder"})
+
+
+def kinds_of(item: pytest.Item) -> set[str]:
+    """The kinds (marker names) of one collected test."""
+    kinds: set[str] = set()
+    fixtures = set(getattr(item, "fixturenames", ()))
+    params = _params(item)
+    if "postgres" in params.values() or "postgres_url" in fixtures:
+        kinds.add("postgres")
+    if fixtures & MODEL_FIXTURES:
+        kinds.add("model")
+    names, strings = _reached(item)
+    if names & PROCESS_NAMES:
+        kinds.add("process")
+    if names & NETWORK_NAMES:
+        kinds |= {"network", "process"}
+    if "backend" not in params and (names | strings) & POSTGRES_NAMES:
+        # No backend parameter decides it, and the test's own code opens Postgres.
+        kinds.add("postgres")
+    return kinds
+
+
+def _params(item: pytest.Item) -> dict[str, Any]:
+    callspec = getattr(item, "callspec", None)
+    return dict(callspec.params) if callspec is not None else {}
+
+
+def _reached(item: pytest.Item) -> tuple[set[str], set[str]]:
+    """The names and the identifier-like strings (``getfixturevalue("postgres_url")``) used by
+    the test and its fixtures, through tests/ code."""
+    roots: list[Any] = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in getattr(info, "name2fixturedefs", {}).values():
+        roots += [d.func for d in defs]
+    return _walk(tuple(r for r in roots if r is not None))
+
+
+_cache: dict[int, tuple[frozenset[str], frozenset[str]]] = {}
+
+
+def _walk(roots: tuple[Any, ...]) -> tuple[set[str], set[str]]:
+    """Names and identifier-like strings used by ``roots`` and what they call; only names
+    (never strings) are followed to further functions and classes."""
+    found: set[str] = set()
+    found_strings: set[str] = set()
+    seen: set[int] = set()
+    stack = list(roots)
+    while stack:
+        obj = inspect.unwrap(stack.pop())
+        if id(obj) in seen or not _defined_in_tests(obj):
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, type):
+            stack += [m for base in obj.__mro__ if _defined_in_tests(base) for m in vars(base).values()]
+            continue
+        code = getattr(obj, "__code__", None)
+        if code is None:
+            continue
+        names, strings = _code_names(code)
+        found |= names
+        found_strings |= strings
+        scope = getattr(obj, "__globals__", {})
+        stack += [scope[n] for n in names if n in scope]
+    return found, found_strings
+
+
+def _defined_in_tests(obj: Any) -> bool:
+    if isinstance(obj, (staticmethod, classmethod)):
+        obj = obj.__func__
+    if not isinstance(obj, (types.FunctionType, type)):
+        return False
+    module = obj.__module__ or ""
+    # This module names what it looks for; its own code is not a test's.
+    return module.startswith("tests") and module != __name__
+
+
+def _code_names(code: types.CodeType) -> tuple[frozenset[str], frozenset[str]]:
+    key = id(code)
+    if key not in _cache:
+        codes = list(_nested(code))
+        names = frozenset(n for c in codes for n in c.co_names)
+        strings = frozenset(k for c in codes for k in c.co_consts if isinstance(k, str) and k.isidentifier())
+        _cache[key] = (names, strings)
+    return _cache[key]
+
+
+def _nested(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _nested(const)

@@ -1,0 +1,101 @@
+"""Tests are marked by what they use (tests/support/markers.py), so the lanes select the right ones.
+
+The sample "tests" below are never run: they are classified through a stand-in for a pytest
+item, and reached only through ``SAMPLES`` (a dict, which the classifier does not follow),
+so the tests here stay in the fast lane themselves.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.support.markers import kinds_of
+from tests.support.node import npx
+from tests.support.processes import stdio_params
+
+LANE_MARKERS = ("postgres", "model", "process", "network")
+
+
+def _runs_python() -> None:
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+
+def _calls_a_helper_that_runs_python() -> None:
+    _runs_python()
+
+
+def _starts_a_stdio_server(tmp_path: Any) -> None:
+    stdio_params(tmp_path / "lore.db")
+
+
+def _runs_npx() -> None:
+    npx("some-package")
+
+
+def _only_computes() -> int:
+    return sum(range(10))
+
+
+def _mentions_a_process_in_a_string() -> str:
+    return "subprocess"
+
+
+SAMPLES = {
+    "runs_python": _runs_python,
+    "helper": _calls_a_helper_that_runs_python,
+    "stdio": _starts_a_stdio_server,
+    "npx": _runs_npx,
+    "computes": _only_computes,
+    "string": _mentions_a_process_in_a_string,
+}
+
+
+def item(sample: str, *, fixtures: tuple[str, ...] = (), params: dict[str, Any] | None = None) -> Any:
+    """A stand-in for a collected test: its function, its fixtures, its parameters."""
+    callspec = SimpleNamespace(params=params) if params is not None else None
+    return SimpleNamespace(function=SAMPLES[sample], fixturenames=list(fixtures), callspec=callspec)
+
+
+def lane_markers(request: pytest.FixtureRequest) -> set[str]:
+    return {m for m in LANE_MARKERS if request.node.get_closest_marker(m) is not None}
+
+
+def test_a_test_that_runs_a_process_through_helpers_is_marked_process() -> None:
+    assert kinds_of(item("runs_python")) == {"process"}
+    assert kinds_of(item("helper")) == {"process"}
+    assert kinds_of(item("stdio")) == {"process"}
+
+
+def test_a_test_that_runs_npx_needs_the_network_and_a_process() -> None:
+    assert kinds_of(item("npx")) == {"network", "process"}
+
+
+def test_a_test_that_only_computes_gets_no_lane_marker() -> None:
+    assert kinds_of(item("computes")) == set()
+    assert kinds_of(item("string")) == set(), "a word in a string is not a call"
+
+
+def test_the_backend_parameter_decides_postgres() -> None:
+    assert kinds_of(item("computes", params={"backend": "postgres"})) == {"postgres"}
+    assert kinds_of(item("computes", params={"backend": "local"})) == set()
+    assert kinds_of(item("computes", fixtures=("postgres_url",))) == {"postgres"}
+
+
+def test_the_embedder_fixture_means_the_model() -> None:
+    assert kinds_of(item("computes", fixtures=("embedder", "store"))) == {"model"}
+
+
+def test_the_collection_hook_marks_real_tests(backend: str, request: pytest.FixtureRequest) -> None:
+    expected = {"postgres"} if backend == "postgres" else set()
+    assert lane_markers(request) == expected
+
+
+def test_the_collection_hook_marks_tests_that_use_the_model(
+    embedder: Any, request: pytest.FixtureRequest
+) -> None:
+    assert lane_markers(request) == {"model"}
