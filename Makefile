@@ -1,0 +1,22 @@
+# Everyday commands. Each is one line of the shell you could type yourself; see README "Development".
+# The venv comes from .ci/run (or: python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 && .venv/bin/pip install -e '.[test]').
+
+PY ?= .venv/bin/python
+RUFF ?= .venv/bin/ruff
+# Tests that need no Postgres, start no process and reach no registry (markers: tests/support/markers.py).
+FAST = not postgres and not process and not network
+BENCH_ARGS ?= --quick
+
+.PHONY: test-fast test lint bench
+
+test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 2 minutes)
+	$(PY) -m pytest -m "$(FAST)"
+
+test:  ## the whole suite, both backends, real processes, conformance and uvx (what CI runs after lint)
+	$(PY) -m pytest
+
+lint:  ## ruff: lint and formatting, as CI checks them
+	$(RUFF) check . && $(RUFF) format --check .
+
+bench:  ## a smoke run of the benchmarks; BENCH_ARGS= for the full 1k/10k/100k run (30-60 minutes)
+	$(PY) benchmarks/run.py $(BENCH_ARGS)
