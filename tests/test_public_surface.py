@@ -10,7 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from mcp import Client
 
 from lore_mcp.cli import build_parser
@@ -87,15 +86,6 @@ def test_a_backend_that_cannot_start_exits_with_a_clear_message() -> None:
         assert out.returncode != 0, args
         assert message in out.stderr, (args, out.stderr)
         assert "Traceback" not in out.stderr
-
-
-def test_the_code_is_ruff_clean() -> None:
-    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent))
-    if ruff is None:
-        pytest.fail("ruff is part of the test dependencies; install '.[test]'")
-    for args in (["check", "."], ["format", "--check", "."]):
-        out = subprocess.run([ruff, *args], cwd=ROOT, capture_output=True, text=True)
-        assert out.returncode == 0, out.stdout + out.stderr
 
 
 async def test_the_structured_memory_example_in_the_readme_runs_as_written(client: Client) -> None:
