@@ -6,14 +6,16 @@ RUFF ?= .venv/bin/ruff
 # Tests that need no Postgres, start no process and reach no registry (markers: tests/support/markers.py).
 FAST = not postgres and not process and not network
 BENCH_ARGS ?= --quick
+# Two workers, whole modules each; PARALLEL= runs in one process.
+PARALLEL ?= -n 2 --dist loadscope
 
 .PHONY: test-fast test lint bench
 
-test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 2 minutes)
-	$(PY) -m pytest -m "$(FAST)"
+test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 1.5 minutes)
+	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
 
 test:  ## the whole suite, both backends, real processes, conformance and uvx (what CI runs after lint)
-	$(PY) -m pytest
+	$(PY) -m pytest $(PARALLEL)
 
 lint:  ## ruff: lint and formatting, as CI checks them
 	$(RUFF) check . && $(RUFF) format --check .

@@ -20,21 +20,24 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import LoreServer, build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
-from tests.support.markers import kinds_of
+from tests.support.markers import kinds_of, timeout_for
+from tests.support.stores import database_per_worker, open_store
 from tests.support.stores import (
     empty_postgres as empty_postgres,  # re-exported: tests/test_ranking.py still imports it from here
 )
-from tests.support.stores import open_store
 
 BACKENDS = ["local", "postgres"]
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test by what it uses (``tests/support/markers.py`` says how), in this one place;
-    the markers are registered in pyproject.toml."""
+    """Mark every test by what it uses, with a timeout to match (``tests/support/markers.py``
+    says how), in this one place; the markers are registered in pyproject.toml."""
     for item in items:
-        for kind in sorted(kinds_of(item)):
+        kinds = kinds_of(item)
+        for kind in sorted(kinds):
             item.add_marker(kind)
+        if item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(timeout_for(kinds)))
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -51,10 +54,14 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 @pytest.fixture(scope="session")
 def postgres_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A real PostgreSQL 16 + pgvector: ``LORE_TEST_DATABASE_URL`` (a database the tests
-    may empty), or one started by ``pgserver`` in a temporary directory."""
+    may empty), or one started by ``pgserver`` in a temporary directory.
+
+    Under pytest-xdist each worker is a process of its own: it starts its own ``pgserver``
+    (its temporary directory is per worker), or gets a database of its own beside
+    ``LORE_TEST_DATABASE_URL``'s, since tests empty the tables they share."""
     url = os.environ.get("LORE_TEST_DATABASE_URL")
     if url:
-        yield url
+        yield database_per_worker(url, os.environ.get("PYTEST_XDIST_WORKER"))
         return
     with warnings.catch_warnings():
         # pgserver looks up a runtime dir at import; on a CI box without XDG_RUNTIME_DIR

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.markers import kinds_of
+from tests.support.markers import kinds_of, timeout_for
 from tests.support.node import npx
 from tests.support.processes import stdio_params
 
@@ -99,3 +99,10 @@ def test_the_collection_hook_marks_tests_that_use_the_model(
     embedder: Any, request: pytest.FixtureRequest
 ) -> None:
     assert lane_markers(request) == {"model"}
+
+
+def test_each_test_gets_the_timeout_of_its_slowest_kind(request: pytest.FixtureRequest) -> None:
+    assert timeout_for(set()) < timeout_for({"model"}) < timeout_for({"process"}) < timeout_for({"network"})
+    assert timeout_for({"model", "process"}) == timeout_for({"process"})
+    marker = request.node.get_closest_marker("timeout")
+    assert marker is not None and marker.args == (timeout_for(set()),)

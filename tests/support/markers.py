@@ -2,7 +2,8 @@
 remembering to add a decorator.
 
 ``tests/conftest.py`` calls :func:`kinds_of` for every collected test and adds the markers
-(``postgres``, ``model``, ``process``, ``network``). A test is classified by
+(``postgres``, ``model``, ``process``, ``network``) and a timeout sized to the slowest of its
+kinds (:func:`timeout_for`). A test is classified by
 
 - its parameters and fixtures: the ``postgres`` backend or the ``postgres_url`` fixture
   means ``postgres``; the session ``embedder`` (which ``service``, ``server`` and ``client``
@@ -33,6 +34,17 @@ PROCESS_NAMES = frozenset(
 NETWORK_NAMES = frozenset({"npx", "_uv_tool"})
 POSTGRES_NAMES = frozenset({"postgres_url", "open_postgres_store"})
 MODEL_FIXTURES = frozenset({"embedder"})
+
+# Seconds a test of each kind may take, setup included (the first test of a session loads the
+# model or starts pgserver); a test takes the largest of its kinds'. The slowest of each kind
+# took about a tenth of this on two shared cores; the network ones download Node 22 or a
+# wheel's dependencies on a cold cache.
+TIMEOUT_S = {"": 60, "model": 120, "postgres": 180, "process": 300, "network": 600}
+
+
+def timeout_for(kinds: set[str]) -> int:
+    """The per-test timeout for a test of these kinds."""
+    return max(TIMEOUT_S[k] for k in {"", *kinds})
 
 
 def kinds_of(item: pytest.Item) -> set[str]:

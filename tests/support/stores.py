@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -37,3 +38,21 @@ def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
         empty_postgres(url)
         return open_postgres_store(url)
     raise ValueError(f"unknown backend {backend}")
+
+
+def database_per_worker(url: str, worker: str | None) -> str:
+    """``url`` itself when the tests run in one process; under pytest-xdist, a database of
+    the worker's own (``<name>_gw0``…) on the same server, created on first use."""
+    if worker is None:
+        return url
+    import psycopg
+    from sqlalchemy.engine import make_url
+
+    if not re.fullmatch(r"gw\d+", worker):
+        raise ValueError(f"unexpected pytest-xdist worker id {worker!r}")
+    base = make_url(url)
+    name = f"{base.database}_{worker}"
+    with psycopg.connect(url, autocommit=True) as conn:
+        if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+            conn.execute(f'CREATE DATABASE "{name}"')  # the configured name and a checked worker id
+    return base.set(database=name).render_as_string(hide_password=False)
