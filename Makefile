@@ -14,7 +14,7 @@ PARALLEL ?= -n 2 --dist loadscope
 test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 1.5 minutes)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
 
-test:  ## the whole suite, both backends, real processes, conformance and uvx (what CI runs after lint)
+test:  ## the whole suite, both backends, real processes, conformance and uvx (CI runs it in one process)
 	$(PY) -m pytest $(PARALLEL)
 
 lint:  ## ruff: lint and formatting, as CI checks them
