@@ -22,9 +22,6 @@ from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.markers import kinds_of, timeout_for
 from tests.support.stores import database_per_worker, open_store
-from tests.support.stores import (
-    empty_postgres as empty_postgres,  # re-exported: tests/test_ranking.py still imports it from here
-)
 
 BACKENDS = ["local", "postgres"]
 

@@ -8,8 +8,8 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import embedding_text
 from stores import Scope, open_local_store, open_postgres_store
 from stores.lessons import LessonDraft, RecallQuery
+from tests.support.corpus import CORPUS, QUERIES
 from tests.support.stores import empty_postgres
-from tests.test_retrieval_quality import CORPUS, QUERIES
 
 SCOPE = Scope("local", "agree")
 

@@ -34,9 +34,9 @@ from stores import LessonStore, open_local_store, open_postgres_store
 from stores.embedding_model import EmbeddingModel, unrecorded
 from stores.lessons import LessonDraft, Scope
 from tests.support.clients import connected
+from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import ToolFailed, call
 from tests.support.stores import empty_postgres
-from tests.test_retrieval_quality import CORPUS, QUERIES
 
 DEFAULT = "all-MiniLM-L6-v2"
 OTHER = "lore-tests/shuffled-minilm"

@@ -12,7 +12,7 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import embedding_text
 from stores import Scope, open_local_store, open_postgres_store, ranking
 from stores.lessons import LessonDraft, RecallQuery
-from tests.conftest import empty_postgres
+from tests.support.stores import empty_postgres
 
 WORDS = "kafka rebalance consumer timeout retry webhook signature stripe pool socket".split()
 

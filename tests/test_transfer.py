@@ -18,8 +18,8 @@ from lore_mcp.server import build_server
 from lore_mcp.transfer import Transfer
 from stores import open_local_store
 from tests.support.clients import connected
+from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import ToolFailed, call
-from tests.test_retrieval_quality import CORPUS, QUERIES
 
 SECRET = "ghp_" + "a1B2" * 9
 
