@@ -282,6 +282,7 @@ class InFlight:
             await self.app(scope, receive, send)
             return
         self.counter.active += 1
+        self.counter.started += 1
         try:
             await self.app(scope, receive, send)
         finally:
@@ -289,8 +290,18 @@ class InFlight:
 
 
 class RequestCounter:
+    """MCP requests (POST and DELETE) running now and started since the process began.
+
+    Shutdown drains on ``active``; ``/healthz`` reports both, so an operator (or a test)
+    can see what a SIGTERM would wait for.
+    """
+
     def __init__(self) -> None:
         self.active = 0
+        self.started = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"in_flight": self.active, "started": self.started}
 
 
 def build_app(
@@ -304,6 +315,7 @@ def build_app(
     failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
 ) -> Any:
     """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count."""
+    requests = counter or RequestCounter()
 
     @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
     async def healthz(_request: Request) -> JSONResponse:
@@ -312,11 +324,10 @@ def build_app(
                 await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
         except (StoreError, TimeoutError) as exc:
             detail = str(exc) or f"The database did not answer within {HEALTH_TIMEOUT_S:.0f} s."
-            return JSONResponse(
-                {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail},
-                status_code=503,
-            )
-        return JSONResponse({"status": "ok", "store": store_name, "version": __version__})
+            body = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
+            return JSONResponse({**body, "requests": requests.as_json()}, status_code=503)
+        body = {"status": "ok", "store": store_name, "version": __version__}
+        return JSONResponse({**body, "requests": requests.as_json()})
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     # First, so it runs outside the SDK's authentication and sees what it raises and answers.
@@ -325,7 +336,7 @@ def build_app(
     )
     # Appended, so these run inside the SDK's authentication middleware and see the caller.
     app.user_middleware.append(Middleware(RateLimit, limiter=SlidingWindowLimiter(rate_limit_per_minute)))
-    app.user_middleware.append(Middleware(InFlight, counter=counter or RequestCounter()))
+    app.user_middleware.append(Middleware(InFlight, counter=requests))
     return app
 
 

@@ -47,6 +47,13 @@ async def test_healthz_answers_without_a_key(team: Team) -> None:
     assert response.json()["status"] == "ok"
 
 
+async def test_healthz_counts_mcp_requests_and_not_itself(team: Team) -> None:
+    before = httpx2.get(f"{team.server.base}/healthz", timeout=10).json()["requests"]
+    assert raw_post(team.server.url, f"Bearer {team.root}").status_code == 200
+    after = httpx2.get(f"{team.server.base}/healthz", timeout=10).json()["requests"]
+    assert after == {"in_flight": 0, "started": before["started"] + 1}
+
+
 async def test_a_valid_key_gets_an_mcp_session(team: Team) -> None:
     assert raw_post(team.server.url, f"Bearer {team.root}").status_code == 200
 

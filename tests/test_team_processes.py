@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 
 from lore_mcp.embedding import Embedder
@@ -35,6 +36,12 @@ def backend_env(backend: str, tmp_path: Path, request: pytest.FixtureRequest) ->
         empty_postgres(url)
         env.update(LORE_STORE="postgres", LORE_DATABASE_URL=url)
     return env
+
+
+async def requests_at(base: str) -> dict[str, int]:
+    """The team server's MCP request counts, from ``GET /healthz``."""
+    async with httpx2.AsyncClient(timeout=10) as http:
+        return (await http.get(f"{base}/healthz")).json()["requests"]
 
 
 def test_init_and_keys_from_the_command_line(
@@ -109,12 +116,19 @@ async def test_sigterm_lets_requests_in_flight_finish(
                 )
                 saved.append(result["id"])
 
+            started_before = (await requests_at(base))["started"]
             async with anyio.create_task_group() as tg:
                 tg.start_soon(big_apply)
                 for i in range(8):
                     tg.start_soon(save, i)
-                # Long enough for every request to reach the server, far shorter than the apply.
-                await anyio.sleep(0.5)
+                # Signal only once all nine requests have reached the server and the apply is
+                # still running: a request sent after SIGTERM would find the listener closed.
+                while True:
+                    counts = await requests_at(base)
+                    if counts["started"] - started_before >= 9:
+                        break
+                    await anyio.sleep(0.02)
+                assert counts["in_flight"] >= 1 and not applied, "the apply ended before SIGTERM"
                 proc.send_signal(signal.SIGTERM)
         # Every request in flight was answered, and the server then exited cleanly.
         assert len(saved) == 8
@@ -123,6 +137,7 @@ async def test_sigterm_lets_requests_in_flight_finish(
     finally:
         if proc.poll() is None:
             proc.kill()
+            proc.wait()
     from lore_mcp.cli import open_store
     from lore_mcp.settings import Settings
 
