@@ -430,11 +430,16 @@ class LocalLessonStore:
     def _lexical_candidates(
         self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
     ) -> list[int]:
-        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 first."""
-        chosen = self._rare_terms(conn, terms)
+        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
+        ``ranking.candidate_terms`` first."""
+        names = ranking.names(query.text, self._ranking)
+        chosen = self._rare_terms(conn, terms, ranking.query_entities(terms, names, self._ranking))
         if not chosen:
             return []
-        match = " OR ".join(f'"{t}"' for t in chosen)  # no quotes in terms: each is a phrase
+        ordering = ranking.candidate_terms(chosen, terms, names, self._ranking)
+        match = _any_of(chosen)
+        if len(ordering) > len(chosen):
+            match = f"({match}) AND ({_any_of(ordering)})"
         sql = (
             "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
@@ -460,17 +465,18 @@ class LocalLessonStore:
     # queries through the scope index, which scanned the whole project instead of the
     # handful of candidate rows.)
 
-    def _rare_terms(self, conn: Connection, terms: list[str]) -> list[str]:
+    def _rare_terms(self, conn: Connection, terms: list[str], entities: set[str]) -> list[str]:
         """``ranking.rare_terms`` on the terms' full-text matches, counted in one statement
         and only up to just over the budget (a term past it is common however far past)."""
         if not terms:
             return []
         count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"
-        cap = ranking.POSTINGS_BUDGET + 1
+        cap = self._ranking.postings_budget + 1
         row = conn.execute(
             f"SELECT {', '.join([count] * len(terms))}", [x for t in terms for x in (f'"{t}"', cap)]
         ).fetchone()
-        return ranking.rare_terms(terms, dict(zip(terms, row, strict=True)))
+        found = dict(zip(terms, row, strict=True))
+        return ranking.rare_terms(terms, found, self._ranking.postings_budget, entities)
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
         marks = ",".join("?" * len(tags))
@@ -689,6 +695,11 @@ class LocalLessonStore:
         if getattr(self, "_keys", None) is None:
             self._keys = LocalKeyStore(self)
         return self._keys
+
+
+def _any_of(terms: list[str]) -> str:
+    """An FTS5 query for lessons with any of ``terms`` (no quotes in terms: each is a phrase)."""
+    return " OR ".join(f'"{t}"' for t in terms)
 
 
 def _tag_filter(n: int, pk_column: str = "pk") -> str:

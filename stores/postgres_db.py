@@ -259,6 +259,36 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        7,
+        "full-text candidates ordered by the query's entities",
+        # As migration 4's lore_lexical_candidates, but the lessons the rare terms find
+        # ($2) are ordered by another query ($3: those terms and the question's entities,
+        # ranking.candidate_terms), so among a thousand lessons naming one person the one
+        # that also has the question's number comes first. The older function stays for a
+        # server of the previous version still running during an upgrade.
+        """
+        CREATE FUNCTION lore_lexical_candidates(
+            p_project text, p_query text, p_order text, p_limit integer, p_now timestamptz,
+            p_min_confidence double precision, p_tags text[]
+        ) RETURNS SETOF bigint
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            RETURN QUERY EXECUTE
+                'SELECT pk FROM public.lessons
+                  WHERE tsv @@ to_tsquery(''english'', $2)
+                    AND org_id = current_setting(''lore.org'', true) AND project = $1
+                    AND (expires_at IS NULL OR expires_at > $5) AND confidence >= $6
+                    AND (cardinality($7) = 0 OR tags @> $7)
+                  ORDER BY ts_rank(tsv, to_tsquery(''english'', $3)) DESC LIMIT $4'
+                USING p_project, p_query, p_order, p_limit, p_now, p_min_confidence, p_tags;
+        END
+        $$;
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -423,19 +423,23 @@ class PostgresLessonStore:
                 text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
                 {"org": scope.org, "terms": terms},
             ).one()[1]
-            chosen = ranking.rare_terms(terms, dict(zip(terms, postings, strict=True)))
+            names = ranking.names(query.text, self._ranking)
+            found = dict(zip(terms, postings, strict=True))
+            entities = ranking.query_entities(terms, names, self._ranking)
+            chosen = ranking.rare_terms(terms, found, self._ranking.postings_budget, entities)
             if not chosen:
                 return []
             # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
             # versions, identifiers, paths) are also searched alone, so lessons that have
-            # them are not crowded out by lessons with many common words.
-            entities = [t for t in chosen if ranking.is_entity(t)]
+            # them are not crowded out by lessons with many common words. Both searches
+            # order their lessons by ranking.candidate_terms (migration 7).
+            alone = [t for t in chosen if ranking.is_entity(t)]
             call = (
-                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :k, :now, :min_conf, "
+                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
                 "CAST(:tags AS text[])) AS c(pk)"
             )
             sql = call.format(tsq=":tsq")
-            if entities and len(entities) < len(chosen):
+            if alone and len(alone) < len(chosen):
                 sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
             rows = conn.execute(
                 text(sql),
@@ -444,7 +448,8 @@ class PostgresLessonStore:
                     # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
                     # the tsquery is well formed.
                     "tsq": " | ".join(chosen),
-                    "entities": " | ".join(entities),
+                    "entities": " | ".join(alone),
+                    "order": " | ".join(ranking.candidate_terms(chosen, terms, names, self._ranking)),
                     "k": k,
                     "now": now,
                     "min_conf": query.min_confidence,

@@ -112,6 +112,17 @@ class RankingParams:
     lexical_weight: float = 0.25
     # Each signal contributes at least this many candidates.
     min_candidates: int = 50
+    # Full-text candidates (the lessons with a rare term, ``rare_terms``) are ordered by
+    # the query's entities they have too (``candidate_terms``), not by the rare terms
+    # alone: among a thousand lessons naming one person, the one that also has the
+    # question's number comes first.
+    lexical_entities: bool = True
+    # Entities that fit the budget find full-text candidates before rarer words do
+    # (``rare_terms`` says why).
+    entities_first: bool = True
+    # Matching lessons (counted or estimated) the full-text candidates' terms may have in
+    # all (``rare_terms``).
+    postings_budget: int = POSTINGS_BUDGET
     # A word no pooled lesson has adds its weight to the total of the lesson that has it
     # too, so such words raise a score without saturating it at 1.
     open_total: bool = True
@@ -136,6 +147,8 @@ LEGACY = RankingParams(
     rarity=False,
     open_total=False,
     redundancy_penalty=1.0,
+    lexical_entities=False,
+    entities_first=False,
 )
 DEFAULT = RankingParams()
 
@@ -145,18 +158,48 @@ def candidate_count(limit: int, params: RankingParams = DEFAULT) -> int:
     return max(params.min_candidates, limit * 5)
 
 
-def rare_terms(terms: list[str], postings: dict[str, float], budget: int = POSTINGS_BUDGET) -> list[str]:
+def query_entities(terms: list[str], names: Collection[str], params: RankingParams) -> set[str]:
+    """The terms ``rare_terms`` takes first (none unless ``entities_first``)."""
+    return {t for t in terms if is_entity(t, names)} if params.entities_first else set()
+
+
+def candidate_terms(
+    chosen: list[str], terms: list[str], names: Collection[str], params: RankingParams
+) -> list[str]:
+    """The terms that order the full-text candidates: the ``chosen`` rare terms, and with
+    ``lexical_entities`` every entity of the query (``is_entity``) besides.
+
+    Only the chosen terms decide which lessons are candidates (they bound the work);
+    the entities decide which of them come first. Common words are left out of the
+    ordering: the full-text index would read all their postings to weigh them.
+    """
+    if not params.lexical_entities:
+        return chosen
+    return chosen + [t for t in terms if t not in chosen and is_entity(t, names)]
+
+
+def rare_terms(
+    terms: list[str],
+    postings: dict[str, float],
+    budget: int = POSTINGS_BUDGET,
+    entities: Collection[str] = (),
+) -> list[str]:
     """The query terms that find lexical candidates: the rarest first, while their
     postings (matching lessons, counted or estimated) fit ``budget``.
 
     Common words match a large share of all lessons, and ranking every match costs
     more than the whole rest of recall, so candidates come from the rare terms;
-    every term still counts in the score. The rarest term is always chosen,
+    every term still counts in the score. The first term is always chosen,
     whatever its postings. Terms with no postings (zero or None) are left out.
+    ``entities`` that fit the budget come before words however rare the words: a
+    question paraphrases a lesson's words but repeats its numbers, identifiers and
+    names, so a rare word of the question is often one the lesson does not have.
     """
+    present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
+    first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []
     total = 0.0
-    for term in sorted((t for t in terms if postings.get(t)), key=postings.__getitem__):
+    for term in first + [t for t in present if t not in first]:
         if chosen and total + postings[term] > budget:
             break
         chosen.append(term)

@@ -55,6 +55,32 @@ def test_rare_terms_fill_the_budget_rarest_first() -> None:
     assert ranking.rare_terms(["absent", "stopword"], postings) == []
 
 
+def test_entities_that_fit_the_budget_come_before_rarer_words() -> None:
+    terms = ["rotation", "chain_depth", "15", "leilani"]
+    postings = {"rotation": 1600.0, "chain_depth": 1700.0, "15": 11000.0, "leilani": 3500.0}
+    entities = ranking.query_entities(terms, {"leilani"}, ranking.DEFAULT)
+    assert entities == {"chain_depth", "15", "leilani"}
+    # The rarest word would fill the budget alone; the entity that fits is searched instead.
+    assert ranking.rare_terms(terms, postings, 2000, entities) == ["chain_depth"]
+    assert ranking.rare_terms(terms, postings, 2000) == ["rotation"]
+    # An entity over the budget (a common number) waits its turn as words do.
+    assert ranking.rare_terms(terms, postings, 10_000, entities) == ["chain_depth", "leilani", "rotation"]
+    assert ranking.rare_terms(terms, postings, 20_000, entities) == [
+        "chain_depth",
+        "leilani",
+        "15",
+        "rotation",
+    ]
+    assert ranking.query_entities(terms, {"leilani"}, ranking.LEGACY) == set()
+
+
+def test_candidates_are_ordered_by_the_chosen_terms_and_every_entity() -> None:
+    terms = ["certificate", "rotation", "chain_depth", "15", "leilani"]
+    ordering = ranking.candidate_terms(["rotation"], terms, {"leilani"}, ranking.DEFAULT)
+    assert ordering == ["rotation", "chain_depth", "15", "leilani"]
+    assert ranking.candidate_terms(["rotation"], terms, {"leilani"}, ranking.LEGACY) == ["rotation"]
+
+
 # -- the ranking of issue 13: terms, rarity, entities, centring ----------------------------
 
 
