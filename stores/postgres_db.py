@@ -275,14 +275,17 @@ MIGRATIONS.append(
         ) RETURNS SETOF bigint
             LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
         BEGIN
+            -- The queries are parsed once here: inside the statement, to_tsquery (not
+            -- immutable) would be parsed again for every row ts_rank scores.
             RETURN QUERY EXECUTE
                 'SELECT pk FROM public.lessons
-                  WHERE tsv @@ to_tsquery(''english'', $2)
+                  WHERE tsv @@ $2
                     AND org_id = current_setting(''lore.org'', true) AND project = $1
                     AND (expires_at IS NULL OR expires_at > $5) AND confidence >= $6
                     AND (cardinality($7) = 0 OR tags @> $7)
-                  ORDER BY ts_rank(tsv, to_tsquery(''english'', $3)) DESC LIMIT $4'
-                USING p_project, p_query, p_order, p_limit, p_now, p_min_confidence, p_tags;
+                  ORDER BY ts_rank(tsv, $3) DESC LIMIT $4'
+                USING p_project, to_tsquery('english', p_query), to_tsquery('english', p_order),
+                      p_limit, p_now, p_min_confidence, p_tags;
         END
         $$;
         """,
