@@ -2,13 +2,15 @@
 
 Shares the lesson store's two connections and their locks, so key writes queue
 behind lesson writes in the same ``BEGIN IMMEDIATE`` discipline and never
-contend with the process's own lesson traffic.
+contend with the process's own lesson traffic. ``LocalLessonStore.keys`` hands
+them over explicitly, so this module needs nothing of the lesson store's.
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlean
 
@@ -16,22 +18,24 @@ from stores.errors import ConflictError, NotFoundError, UnavailableError
 from stores.ids import new_id
 from stores.keys import ApiKey, Org
 from stores.local_db import Connection, write_transaction
-from stores.local_lessons import _now, _parse_ts, _ts
-
-if TYPE_CHECKING:
-    from stores.local_lessons import LocalLessonStore
+from stores.local_db import format_ts as _ts
+from stores.local_db import parse_ts as _parse_ts
+from stores.local_db import utc_now as _now
 
 _KEY_COLUMNS = "id, org, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
 
 
 class LocalKeyStore:
-    """``stores.keys.KeyStore`` on the SQLite file of a ``LocalLessonStore``."""
+    """``stores.keys.KeyStore`` on the SQLite file of a ``LocalLessonStore``, through its
+    writer and reader connections and the locks that guard them."""
 
-    def __init__(self, store: LocalLessonStore) -> None:
-        self._writer = store._writer
-        self._reader = store._reader
-        self._write_lock = store._write_lock
-        self._read_lock = store._read_lock
+    def __init__(
+        self, writer: Connection, reader: Connection, write_lock: threading.Lock, read_lock: threading.Lock
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._write_lock = write_lock
+        self._read_lock = read_lock
 
     def create_org(self, org_id: str, name: str) -> Org:
         now = _now()
