@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lore_mcp.app import open_store
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -110,7 +111,6 @@ def check_model(settings: Settings) -> Check:
 
 
 def check_database(settings: Settings) -> Check:
-    from lore_mcp.cli import open_store
     from stores import StoreError
 
     where = str(settings.db_path) if settings.store == "local" else "Postgres at LORE_DATABASE_URL"
@@ -136,7 +136,6 @@ def check_database(settings: Settings) -> Check:
 def check_vectors(settings: Settings) -> Check:
     """The store's vectors against the configured model: another model's are refused by
     save_lesson and recall_lessons until `lore-memory reembed` (``lore_mcp.model_identity``)."""
-    from lore_mcp.cli import open_store
     from lore_mcp.model_identity import configure_fix, describe_model, running_model
 
     if settings.store == "postgres" and not settings.database_url:

@@ -40,7 +40,7 @@ import numpy as np
 
 from lore_mcp.errors import ModelUnavailable
 from lore_mcp.redaction import redact
-from lore_mcp.settings import DEFAULT_MODEL
+from lore_mcp.settings import DEFAULT_MODEL, embeddings_url
 
 if TYPE_CHECKING:
     from lore_mcp.settings import Settings
@@ -64,22 +64,6 @@ class EndpointUnreachable(ModelUnavailable):
     (``retry_load``) instead of keeping the failure until Lore restarts."""
 
     retry_load = True
-
-
-def embeddings_url(url: str) -> str:
-    """The URL to POST to: a base URL ending in /v1 (or any other base) gets ``/embeddings``
-    appended, a URL already ending in ``/embeddings`` is used as it is, and a bare host
-    gets ``/v1/embeddings``, the path every OpenAI-compatible server uses."""
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(
-            "LORE_EMBEDDING_URL must be an http(s) URL of an OpenAI-compatible embeddings endpoint, "
-            "such as http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1."
-        )
-    path = parts.path.rstrip("/")
-    if not path.endswith("/embeddings"):
-        path = (path or "/v1") + "/embeddings"
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def public_url(url: str) -> str:

@@ -13,13 +13,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import embedding_text
 from lore_mcp.model_identity import running_model
-from stores.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel
+from stores.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelRecords
 from stores.errors import UnavailableError
+from stores.lessons import LessonStore
 
 # Lessons encoded and kept per transaction: a bulk encode (every core) and a small loss when killed.
 BATCH_SIZE = 256
@@ -41,7 +41,7 @@ class ReembedReport:
 
 
 def reembed_store(
-    store: Any,
+    store: LessonStore,
     embedder: Embedder,
     *,
     batch_size: int = BATCH_SIZE,
@@ -78,7 +78,11 @@ def reembed_store(
 
 
 def _encode_pending(
-    records: Any, embedder: Embedder, target: EmbeddingModel, batch_size: int, progress: Callable[[int], None]
+    records: ModelRecords,
+    embedder: Embedder,
+    target: EmbeddingModel,
+    batch_size: int,
+    progress: Callable[[int], None],
 ) -> int:
     """Encode and keep, a batch at a time, every lesson still without its new vector."""
     encoded, after = 0, 0

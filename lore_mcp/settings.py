@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 from pydantic import Field, SecretStr, field_validator
@@ -16,6 +17,23 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.server.TOOL_GROUPS (named here so settings import nothing heavy).
 TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
+
+
+def embeddings_url(url: str) -> str:
+    """The URL ``lore_mcp.embedding_endpoint`` POSTs to (here, so the setting is checked without
+    importing the client): a base URL ending in /v1 (or any other base) gets ``/embeddings``
+    appended, a URL already ending in ``/embeddings`` is used as it is, and a bare host
+    gets ``/v1/embeddings``, the path every OpenAI-compatible server uses."""
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError(
+            "LORE_EMBEDDING_URL must be an http(s) URL of an OpenAI-compatible embeddings endpoint, "
+            "such as http://localhost:11434/v1 (Ollama) or https://api.openai.com/v1."
+        )
+    path = parts.path.rstrip("/")
+    if not path.endswith("/embeddings"):
+        path = (path or "/v1") + "/embeddings"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def default_db_path() -> Path:
@@ -113,8 +131,6 @@ class Settings(BaseSettings):
     def _embeddings_endpoint(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        from lore_mcp.embedding_endpoint import embeddings_url
-
         embeddings_url(value)  # raises ValueError naming the expected form
         return value.strip()
 

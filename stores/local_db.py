@@ -1,4 +1,5 @@
-"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions.
+"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions,
+and the timestamp text every local table stores.
 
 Python's own ``sqlite3`` often cannot load extensions (macOS's system Python,
 pyenv builds), so Lore uses ``sqlean.py``: the same DB-API, wheels for Linux,
@@ -20,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,20 @@ LOCKED_MESSAGE = (
 )
 
 Connection = sqlean.Connection
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_ts(dt: datetime) -> str:
+    """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
+    # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
+    return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
 
 
 def connect(path: Path | str) -> Connection:

@@ -2,47 +2,48 @@
 
 Shares the lesson store's two connections and their locks, so key writes queue
 behind lesson writes in the same ``BEGIN IMMEDIATE`` discipline and never
-contend with the process's own lesson traffic.
+contend with the process's own lesson traffic. ``LocalLessonStore.keys`` hands
+them over explicitly, so this module needs nothing of the lesson store's.
 """
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import sqlean
 
 from stores.errors import ConflictError, NotFoundError, UnavailableError
 from stores.ids import new_id
 from stores.keys import ApiKey, Org
-from stores.local_db import Connection, write_transaction
-from stores.local_lessons import _now, _parse_ts, _ts
-
-if TYPE_CHECKING:
-    from stores.local_lessons import LocalLessonStore
+from stores.local_db import Connection, format_ts, parse_ts, utc_now, write_transaction
 
 _KEY_COLUMNS = "id, org, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
 
 
 class LocalKeyStore:
-    """``stores.keys.KeyStore`` on the SQLite file of a ``LocalLessonStore``."""
+    """``stores.keys.KeyStore`` on the SQLite file of a ``LocalLessonStore``, through its
+    writer and reader connections and the locks that guard them."""
 
-    def __init__(self, store: LocalLessonStore) -> None:
-        self._writer = store._writer
-        self._reader = store._reader
-        self._write_lock = store._write_lock
-        self._read_lock = store._read_lock
+    def __init__(
+        self, writer: Connection, reader: Connection, write_lock: threading.Lock, read_lock: threading.Lock
+    ) -> None:
+        self._writer = writer
+        self._reader = reader
+        self._write_lock = write_lock
+        self._read_lock = read_lock
 
     def create_org(self, org_id: str, name: str) -> Org:
-        now = _now()
+        now = utc_now()
         with self._write_lock, write_transaction(self._writer) as conn:
             cur = conn.execute(
                 "INSERT INTO orgs (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING",
-                (org_id, name, _ts(now)),
+                (org_id, name, format_ts(now)),
             )
             if cur.rowcount == 0:
                 raise ConflictError(f"An org with id {org_id!r} already exists.")
-        return Org(id=org_id, name=name, created_at=_parse_ts(_ts(now)))
+        return Org(id=org_id, name=name, created_at=parse_ts(format_ts(now)))
 
     def get_org(self, org_id: str) -> Org | None:
         with self._read_lock:
@@ -51,7 +52,7 @@ class LocalKeyStore:
             ).fetchone()
         if row is None:
             return None
-        return Org(id=row[0], name=row[1], created_at=_parse_ts(row[2]))
+        return Org(id=row[0], name=row[1], created_at=parse_ts(row[2]))
 
     def add_key(
         self, org_id: str, *, name: str, key_hash: str, prefix: str, project: str | None, root: bool
@@ -63,7 +64,7 @@ class LocalKeyStore:
             cur = conn.execute(
                 "INSERT INTO api_keys (id, org, name, key_hash, key_prefix, project, is_root, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key_hash) DO NOTHING",
-                (key_id, org_id, name, key_hash, prefix, project, int(root), _ts(_now())),
+                (key_id, org_id, name, key_hash, prefix, project, int(root), format_ts(utc_now())),
             )
             if cur.rowcount == 0:
                 raise ConflictError("A key with this digest is already stored; generate a new key.")
@@ -94,12 +95,12 @@ class LocalKeyStore:
         with self._write_lock, write_transaction(self._writer) as conn:
             conn.execute(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, ?) WHERE org = ? AND id = ?",
-                (_ts(_now()), org_id, key_id),
+                (format_ts(utc_now()), org_id, key_id),
             )
             return self._key(conn, org_id, key_id)
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
-        stamp = _ts(when)
+        stamp = format_ts(when)
         with self._write_lock, write_transaction(self._writer) as conn:
             conn.execute(
                 "UPDATE api_keys SET last_used_at = ? WHERE org = ? AND id = ? "
@@ -124,7 +125,7 @@ def _to_key(row: Any) -> ApiKey:
         prefix=row[3],
         project=row[4],
         root=bool(row[5]),
-        created_at=_parse_ts(row[6]),
-        last_used_at=_parse_ts(row[7]) if row[7] else None,
-        revoked_at=_parse_ts(row[8]) if row[8] else None,
+        created_at=parse_ts(row[6]),
+        last_used_at=parse_ts(row[7]) if row[7] else None,
+        revoked_at=parse_ts(row[8]) if row[8] else None,
     )

@@ -14,7 +14,7 @@ import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,9 @@ from stores.lessons import (
     restored_embedding,
 )
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.local_db import format_ts as _ts
+from stores.local_db import parse_ts as _parse_ts
+from stores.local_db import utc_now as _now
 from stores.local_models import LocalModelRecords
 from stores.local_structured import LocalProjectTx
 from stores.vector_index import IndexedRow, VectorIndex
@@ -693,7 +696,7 @@ class LocalLessonStore:
         from stores.local_keys import LocalKeyStore
 
         if getattr(self, "_keys", None) is None:
-            self._keys = LocalKeyStore(self)
+            self._keys = LocalKeyStore(self._writer, self._reader, self._write_lock, self._read_lock)
         return self._keys
 
 
@@ -741,17 +744,3 @@ def _to_lesson(row: dict[str, Any]) -> Lesson:
 
 def _scope_key(scope: Scope) -> str:
     return f"{scope.org}\x1f{scope.project}"
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _ts(dt: datetime) -> str:
-    """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
-    # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
-    return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _parse_ts(text: str) -> datetime:
-    return datetime.fromisoformat(text)

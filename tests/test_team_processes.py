@@ -138,7 +138,7 @@ async def test_sigterm_lets_requests_in_flight_finish(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    from lore_mcp.cli import open_store
+    from lore_mcp.app import open_store
     from lore_mcp.settings import Settings
 
     store = open_store(Settings(**_settings_from_env(env)))
