@@ -57,6 +57,8 @@ from mcp_types import (
 )
 
 from lore_mcp.auth import Caller, caller_of
+from lore_mcp.tools.registry import ADMIN_TOOLS, LESSON_ID_TOOLS, SPECS
+from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
 from stores.lessons import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
@@ -64,10 +66,6 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
 
     from lore_mcp.server import LoreServer
-
-LESSON_TEMPLATE = "lore://lessons/{id}"
-STATS_URI = "lore://stats"
-SCHEMA_URI = "lore://schema"
 
 # Severity ascending (RFC 5424), as the SDK's literal declares them.
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)
@@ -79,11 +77,6 @@ NOTIFY_TIMEOUT_S = 1.0  # a subscriber that stops reading must not hold up the c
 # Kept in each connection's ``state``, so they end with the session.
 LOG_LEVEL_KEY = "lore_mcp.log_level"
 SUBSCRIPTIONS_KEY = "lore_mcp.subscriptions"  # uri -> the subscriber's Reach
-
-# Tools whose ``id`` argument names the one lesson they change.
-LESSON_ID_TOOLS = frozenset({"update_lesson", "upvote_lesson", "downvote_lesson", "delete_lesson"})
-# Changes nothing a resource shows (keys are not resources).
-KEY_TOOLS = frozenset({"create_key", "list_keys", "revoke_key"})
 
 
 @dataclass(frozen=True)
@@ -267,9 +260,9 @@ class Extras:
         """URIs whose content a successful call of tool ``name`` may have changed; None: any."""
         structured = result.get("structuredContent") or {}
         if name == "save_lesson" and isinstance(structured.get("id"), str):
-            return {f"lore://lessons/{structured['id']}", STATS_URI}
+            return {lesson_uri(structured["id"]), STATS_URI}
         if name in LESSON_ID_TOOLS and isinstance(arguments.get("id"), str):
-            return {f"lore://lessons/{arguments['id']}", STATS_URI}
+            return {lesson_uri(arguments["id"]), STATS_URI}
         if name == "import_lessons":
             lessons = arguments.get("lessons")
             ids = (
@@ -277,13 +270,13 @@ class Extras:
                 if isinstance(lessons, list)
                 else []
             )
-            return {f"lore://lessons/{i}" for i in ids if isinstance(i, str)} | {STATS_URI}
+            return {lesson_uri(i) for i in ids if isinstance(i, str)} | {STATS_URI}
         if name == "apply":
             return {SCHEMA_URI, STATS_URI}
-        if name in KEY_TOOLS:
-            return set()
-        tool = next((t for t in await self.server.list_tools() if t.name == name), None)
-        if tool is not None and tool.annotations is not None and tool.annotations.read_only_hint:
+        if name in ADMIN_TOOLS:
+            return set()  # keys are not resources
+        spec = SPECS.get(name)
+        if spec is not None and spec.annotations.read_only_hint:
             return set()
         return None  # revert_commit and any tool not described above
 

@@ -18,7 +18,7 @@ import base64
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -27,12 +27,26 @@ from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent
 
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
+from lore_mcp.models import (
+    DeleteResult,
+    LessonOut,
+    ListResult,
+    RecallResult,
+    SaveLessonResult,
+    UpdateLessonResult,
+    VoteResult,
+)
+from lore_mcp.plan_models import PlanModel
 from lore_mcp.redaction import redact
-from lore_mcp.server import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, LoreServer
+from lore_mcp.server import LoreServer, add_forwarded_tools, new_server
+from lore_mcp.tools import Backends
+from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS
+from lore_mcp.transfer import ExportPage, ImportResult, LessonIn
 
 logger = logging.getLogger("lore_mcp.remote")
 T = TypeVar("T")
@@ -230,8 +244,14 @@ class RemoteLoreServer(LoreServer):
 
     default_project: str | None = None
 
+    def forwarded_backends(self) -> Backends:
+        """The tools are Lore's own, bound to backends that never run (see ``ForwardedWhole``)."""
+        forwarded = ForwardedWhole()
+        return Backends(lessons=forwarded, transfer=forwarded, tables=forwarded, commits=forwarded)
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        tool = self._tool_manager.get_tool(name)
+        # The SDK's own listing: every registered tool with its input schema.
+        tool = next((t for t in await MCPServer.list_tools(self) if t.name == name), None)
         if tool is None and name not in ADMIN_TOOLS:
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
@@ -241,7 +261,7 @@ class RemoteLoreServer(LoreServer):
         if (
             self.default_project is not None
             and tool is not None
-            and "project" in tool.parameters.get("properties", {})
+            and "project" in tool.input_schema.get("properties", {})
             and clean.get("project") is None
         ):
             clean["project"] = self.default_project
@@ -264,6 +284,70 @@ class RemoteLoreServer(LoreServer):
             else ReadResourceContents(content=base64.b64decode(c.blob), mime_type=c.mime_type)
             for c in result.contents
         ]
+
+
+class ForwardedWhole:
+    """The backends remote mode binds Lore's tools to, so that it lists the very tools (names,
+    schemas, descriptions, annotations) a local server lists.
+
+    ``RemoteLoreServer`` forwards each ``tools/call`` and ``resources/read`` whole, so that the
+    team server's answer, errors included, reaches the client as the team server gave it; the
+    SDK never runs the local tool functions, and so never reaches these methods.
+    """
+
+    @staticmethod
+    def _forwarded(what: str) -> NoReturn:
+        raise RuntimeError(f"Remote mode forwards {what} to the team server; nothing runs locally.")
+
+    async def save(self, **fields: Any) -> SaveLessonResult:
+        self._forwarded("save_lesson")
+
+    async def recall(self, **fields: Any) -> RecallResult:
+        self._forwarded("recall_lessons")
+
+    async def vote(self, lesson_id: str, *, up: bool, project: str | None) -> VoteResult:
+        self._forwarded("upvote_lesson" if up else "downvote_lesson")
+
+    async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
+        self._forwarded("get_lesson")
+
+    async def update(self, lesson_id: str, **fields: Any) -> UpdateLessonResult:
+        self._forwarded("update_lesson")
+
+    async def delete(self, lesson_id: str, project: str | None) -> DeleteResult:
+        self._forwarded("delete_lesson")
+
+    async def list(self, **fields: Any) -> ListResult:
+        self._forwarded("list_lessons")
+
+    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage:
+        self._forwarded("export_lessons")
+
+    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
+        self._forwarded("import_lessons")
+
+    async def schema(self, project: str | None = None) -> dict[str, Any]:
+        self._forwarded("schema")
+
+    async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+        self._forwarded("plan")
+
+    async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+        self._forwarded("apply")
+
+    async def query_rows(self, table: str, **fields: Any) -> dict[str, Any]:
+        self._forwarded("query_rows")
+
+    async def history(
+        self, target: str | None, limit: int, cursor: str | None, project: str | None = None
+    ) -> dict[str, Any]:
+        self._forwarded("history")
+
+    async def get_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+        self._forwarded("get_commit")
+
+    async def revert_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+        self._forwarded("revert_commit")
 
 
 def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResult:
@@ -292,11 +376,9 @@ async def serve_remote(
     ``default_project`` (LORE_PROJECT, when set) fills in calls that name no project;
     otherwise the team server decides (a project-scoped key means its own project).
     """
-    from lore_mcp.server import build_server
-
     url = mcp_url(api_url)
-    server = build_server(None, tools=tools, log_level=log_level, server_class=RemoteLoreServer)
-    assert isinstance(server, RemoteLoreServer)
+    server = new_server(RemoteLoreServer, log_level=log_level)
+    add_forwarded_tools(server, set(tools))
     server.default_project = default_project
     async with RemoteConnection(url, api_key) as remote:
         server.remote = remote

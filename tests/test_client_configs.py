@@ -19,7 +19,7 @@ import pytest
 from mcp import StdioServerParameters
 
 from lore_mcp.embedding import Embedder
-from lore_mcp.server import TOOL_GROUPS
+from lore_mcp.tools.registry import TOOL_GROUPS
 from tests.support.clients import connected
 from tests.support.team import http_client, team_server
 

@@ -22,8 +22,9 @@ from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.plan_models import PlanModel
-from lore_mcp.server import DEFAULT_TOOL_GROUPS, build_server
+from lore_mcp.server import build_server
 from lore_mcp.structured_service import StructuredService
+from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
 from lore_mcp.transfer import LessonIn, Transfer
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call

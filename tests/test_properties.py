@@ -56,7 +56,8 @@ from lore_mcp.embedding import Embedder
 from lore_mcp.errors import CODES, INTERNAL_ERROR
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import TOOL_GROUPS, LoreServer, build_server
+from lore_mcp.server import LoreServer, build_server
+from lore_mcp.tools.registry import TOOL_GROUPS
 from stores import open_local_store, open_postgres_store
 from stores.lessons import Scope
 from stores.plans import schema_hash

@@ -14,8 +14,8 @@ from mcp import Client
 
 from lore_mcp.cli import build_parser
 from lore_mcp.errors import CODES
-from lore_mcp.server import ADMIN_TOOLS
 from lore_mcp.settings import Settings
+from lore_mcp.tools.registry import ADMIN_TOOLS
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()

@@ -20,7 +20,8 @@ from lore_mcp.importers import convert
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.redaction import fit, redact
-from lore_mcp.server import DEFAULT_TOOL_GROUPS, build_server
+from lore_mcp.server import build_server
+from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
 from lore_mcp.transfer import Transfer
 from tests.support.clients import connected
 from tests.support.helpers import call

@@ -13,8 +13,9 @@ from pydantic import ValidationError
 
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import DEFAULT_TOOL_GROUPS, TOOL_GROUPS, build_server
+from lore_mcp.server import build_server
 from lore_mcp.settings import Settings
+from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS, TOOL_GROUPS
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 

@@ -1,0 +1,85 @@
+"""Every tool Lore can list: its name, its group and its annotations, in listing order.
+
+The one source that the server, remote mode, the protocol extras and the tests read.
+``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every
+turn, and a group is served by registering only its tools (``add_tools``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp_types import ToolAnnotations
+
+READ_ONLY = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+ADDITIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+EDITING = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+DESTRUCTIVE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
+)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as clients see it, less its schemas (those come from its function's signature)."""
+
+    name: str
+    group: str
+    annotations: ToolAnnotations
+
+
+# In the order tools/list answers them.
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("save_lesson", "lessons", ADDITIVE),
+    ToolSpec("recall_lessons", "lessons", READ_ONLY),
+    ToolSpec("upvote_lesson", "lessons", ADDITIVE),
+    ToolSpec("downvote_lesson", "lessons", ADDITIVE),
+    ToolSpec("get_lesson", "lessons", READ_ONLY),
+    ToolSpec("update_lesson", "lessons", EDITING),
+    ToolSpec("delete_lesson", "lessons", DESTRUCTIVE),
+    ToolSpec("list_lessons", "lessons", READ_ONLY),
+    ToolSpec("export_lessons", "lessons", READ_ONLY),
+    ToolSpec("import_lessons", "lessons", ADDITIVE),
+    ToolSpec("schema", "structured", READ_ONLY),
+    ToolSpec("plan", "structured", READ_ONLY),
+    ToolSpec("apply", "structured", DESTRUCTIVE),
+    ToolSpec("query_rows", "structured", READ_ONLY),
+    ToolSpec("history", "history", READ_ONLY),
+    ToolSpec("get_commit", "history", READ_ONLY),
+    ToolSpec("revert_commit", "history", DESTRUCTIVE),
+    ToolSpec("create_key", "admin", ADDITIVE),
+    ToolSpec("list_keys", "admin", READ_ONLY),
+    ToolSpec("revoke_key", "admin", EDITING),
+)
+SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
+
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {}
+for _spec in TOOLS:
+    TOOL_GROUPS[_spec.group] = (*TOOL_GROUPS.get(_spec.group, ()), _spec.name)
+del _spec
+DEFAULT_TOOL_GROUPS = ("lessons", "structured", "history")
+
+# The key tools: listed only to root API keys (see LoreServer.list_tools); they change
+# nothing a resource shows.
+ADMIN_TOOLS = frozenset(TOOL_GROUPS["admin"])
+# Tools whose ``id`` argument names the one lesson they change.
+LESSON_ID_TOOLS = frozenset({"update_lesson", "upvote_lesson", "downvote_lesson", "delete_lesson"})
+
+
+def add_tools(server: MCPServer, groups: Collection[str], *functions: Callable[..., Any]) -> None:
+    """Register each function whose tool (named by the function) is in one of ``groups``,
+    with the registry's annotations; the SDK takes the schemas from the signature and the
+    description from the docstring."""
+    for function in functions:
+        spec = SPECS[function.__name__]
+        if spec.group in groups:
+            server.add_tool(function, annotations=spec.annotations)

@@ -1,0 +1,53 @@
+"""export_lessons / import_lessons: moving lessons between Lore servers through MCP."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Annotated, Protocol
+
+from mcp.server.mcpserver import MCPServer
+from pydantic import Field
+
+from lore_mcp.tools.arguments import Cursor, Project
+from lore_mcp.tools.registry import add_tools
+from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
+from stores.lessons import MAX_LIST_LIMIT
+
+
+class TransferBackend(Protocol):
+    """What the transfer tools need answered (``lore_mcp.transfer.Transfer`` has the same methods)."""
+
+    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage: ...
+
+    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult: ...
+
+
+def register(server: MCPServer, transfer: TransferBackend, groups: Collection[str]) -> None:
+    """Add the transfer tools of ``groups`` to ``server``, answered by ``transfer``."""
+    tools = TransferTools(transfer)
+    add_tools(server, groups, tools.export_lessons, tools.import_lessons)
+
+
+class TransferTools:
+    """The transfer tools bound to their backend."""
+
+    def __init__(self, transfer: TransferBackend) -> None:
+        self.transfer = transfer
+
+    async def export_lessons(
+        self,
+        project: Project = None,
+        cursor: Cursor = None,
+        limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 100,
+    ) -> ExportPage:
+        """Export a project's lessons in full, a page at a time, for import_lessons elsewhere."""
+        return await self.transfer.export_page(project, cursor, limit)
+
+    async def import_lessons(
+        self,
+        lessons: Annotated[list[LessonIn], Field(min_length=1, max_length=MAX_IMPORT_BATCH)],
+        project: Project = None,
+    ) -> ImportResult:
+        """Import lessons (as export_lessons returns them) into a project, keeping their ids: an id
+        already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
+        return await self.transfer.import_batch(lessons, project)
