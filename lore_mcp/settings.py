@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
-# The groups of lore_mcp.server.TOOL_GROUPS (named here so settings import nothing heavy).
+# The groups of lore_mcp.tools.registry.TOOL_GROUPS (named here so settings import nothing heavy).
 TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
 
 
