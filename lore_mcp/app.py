@@ -144,6 +144,7 @@ class App:
         if issuer_url is None:
             return self.server(with_keys=True, log_level=log_level)
         from mcp.server.auth.settings import AuthSettings
+        from pydantic import AnyHttpUrl
 
         from lore_mcp.auth import ApiKeyVerifier
 
@@ -152,7 +153,7 @@ class App:
             log_level=log_level,
             token_verifier=ApiKeyVerifier(self.store.keys),
             # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
-            auth=AuthSettings(issuer_url=issuer_url, resource_server_url=None),
+            auth=AuthSettings(issuer_url=AnyHttpUrl(issuer_url), resource_server_url=None),
         )
 
     def health(self) -> Org | None:

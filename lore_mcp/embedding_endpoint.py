@@ -261,7 +261,8 @@ class EndpointEngine:
         widths = {row.shape[0] for row in rows if row is not None}
         if len(widths) != 1:
             raise ModelUnavailable(self._malformed("its vectors have different lengths"))
-        matrix = np.vstack(rows)
+        # len(data) == count and each index came once, so every row is filled.
+        matrix = np.vstack([row for row in rows if row is not None])
         norms = np.linalg.norm(matrix, axis=1)
         if not np.all(np.isfinite(matrix)) or not np.all(norms > 0):
             raise ModelUnavailable(self._malformed("a vector is zero or not a finite number"))

@@ -242,7 +242,7 @@ def _mcp_memory_service(text: str) -> Conversion:
                 "tags": _tags([t for t in tags if t.strip().lower() != "untagged"] + [memory_type or ""]),
                 "source": out.source,
                 "created_at": created.isoformat() if created else None,
-                "updated_at": (updated or created).isoformat() if (updated or created) else None,
+                "updated_at": changed.isoformat() if (changed := updated or created) else None,
                 "meta": {"imported_from": out.source, "content_hash": content_hash.lower()},
             },
         )

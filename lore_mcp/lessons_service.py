@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import anyio
 import anyio.to_thread
@@ -165,12 +165,14 @@ class LessonService:
         check_confidence(confidence)
         clean_tags, tag_kinds = normalise_tags(tags)
         expires_at = expiry(ttl_days)
-        (problem, resolution, context, source), kinds = redact_fields(problem, resolution, context, source)
+        (clean_problem, clean_resolution, context, source), kinds = redact_fields(
+            problem, resolution, context, source
+        )
         clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
-        assert problem is not None and resolution is not None
+        assert clean_problem is not None and clean_resolution is not None
         draft = LessonDraft(
-            problem=problem,
-            resolution=resolution,
+            problem=clean_problem,
+            resolution=clean_resolution,
             context=context or None,
             tags=clean_tags,
             confidence=float(confidence),
@@ -191,13 +193,13 @@ class LessonService:
         verbose: bool = False,
     ) -> RecallResult:
         scope = self.scope(project)
-        text = check_text("query", query, MAX_TEXT_CHARS, required=True)
-        assert text is not None
+        checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
         # The query is redacted too: a secret pasted into a query must not reach the model or logs.
-        (text,), _ = redact_many([text])
-        assert text is not None
+        (redacted,), _ = redact_many([checked])
+        assert redacted is not None
+        text: str = redacted
         await self._require_model()
         try:
             hits = await self._recall_while_embedding(
@@ -378,6 +380,10 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+@overload
+def check_text(name: str, value: str | None, max_chars: int, *, required: Literal[True]) -> str: ...
+@overload
+def check_text(name: str, value: str | None, max_chars: int, *, required: bool = False) -> str | None: ...
 def check_text(name: str, value: str | None, max_chars: int, *, required: bool = False) -> str | None:
     """Reject empty required text, over-long text and text that Lore cannot store."""
     if value is None:

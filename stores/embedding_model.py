@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from stores.errors import UnavailableError
 
 # The fingerprint of the vectors of a store that holds some but never recorded their model,
@@ -150,7 +152,9 @@ class ModelRecords(Protocol):
         their new vector (a run passes its last key, so it never scans what it did)."""
         ...
 
-    def reembed_put(self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float]]]) -> None:
+    def reembed_put(
+        self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
+    ) -> None:
         """Keep these new vectors (one transaction); ``ConflictError`` if another run took over."""
         ...
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sqlean
 import sqlite_vec
@@ -40,7 +40,11 @@ LOCKED_MESSAGE = (
     "The Lore database stayed locked by another process for too long; the call changed nothing. Try again."
 )
 
-Connection = sqlean.Connection
+if TYPE_CHECKING:
+    # sqlean's connection is the standard library's, built with extension loading.
+    from sqlite3 import Connection
+else:
+    Connection = sqlean.Connection
 
 
 def utc_now() -> datetime:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from stores.embedding_model import (
     GENERATION_KEY,
     MODEL_KEY,
@@ -125,7 +127,9 @@ class LocalModelRecords:
             ).fetchall()
         return [ReembedRow(pk=pk, problem=p, resolution=r, stamp=stamp) for pk, p, r, stamp in rows]
 
-    def reembed_put(self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float]]]) -> None:
+    def reembed_put(
+        self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
+    ) -> None:
         values = [(row.pk, row.stamp, _blob(vector, target.dimension)) for row, vector in rows]
         store = self._store
         with store._write_lock, write_transaction(store._writer) as conn:
@@ -183,7 +187,7 @@ def _check_target(conn: Connection, target: EmbeddingModel) -> None:
         )
 
 
-def _blob(vector: Sequence[float], dimension: int) -> bytes:
+def _blob(vector: Sequence[float] | np.ndarray, dimension: int) -> bytes:
     vec = unit_vector(vector)
     if vec.shape[0] != dimension:
         raise InvalidInputError(

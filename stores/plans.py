@@ -260,7 +260,7 @@ def filters(raw: Any, columns: Mapping[str, Column]) -> list[Filter]:
         if not isinstance(item, Mapping):
             raise InvalidInputError("each filter must be an object with column, op and value.")
         name = item.get("column")
-        if name not in columns:
+        if not isinstance(name, str) or name not in columns:
             raise InvalidInputError(f"filter column {_show(name)} is not a column of this table.")
         op = item.get("op")
         if op not in FILTER_OPS:

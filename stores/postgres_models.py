@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import psycopg
 from sqlalchemy import Connection, text
 from sqlalchemy.exc import ProgrammingError
@@ -141,7 +142,9 @@ class PostgresModelRecords:
             ).all()
         return [ReembedRow(pk=pk, problem=p, resolution=r, stamp=stamp) for pk, p, r, stamp in rows]
 
-    def reembed_put(self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float]]]) -> None:
+    def reembed_put(
+        self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
+    ) -> None:
         values = [
             {"pk": row.pk, "stamp": row.stamp, "v": _vector(vector, target.dimension)} for row, vector in rows
         ]
@@ -238,7 +241,7 @@ def _check_target(conn: Connection, target: EmbeddingModel) -> None:
         )
 
 
-def _vector(vector: Sequence[float], dimension: int) -> Any:
+def _vector(vector: Sequence[float] | np.ndarray, dimension: int) -> Any:
     vec = unit_vector(vector)
     if vec.shape[0] != dimension:
         raise InvalidInputError(

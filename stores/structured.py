@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -186,10 +187,10 @@ class Workspace:
             if before != after:
                 rows.append({"table": table, "id": row_id, "before": before, "after": after})
         tables = {}
-        for name, before in self.tables_before.items():
-            old, new = _columns_json(before), _columns_json(self.defs.get(name))
-            if (old and old["columns"]) != (new and new["columns"]):
-                tables[name] = {"before": old, "after": new}
+        for name, table_before in self.tables_before.items():
+            old, after_def = _columns_json(table_before), _columns_json(self.defs.get(name))
+            if (old and old["columns"]) != (after_def and after_def["columns"]):
+                tables[name] = {"before": old, "after": after_def}
         return {"rows": rows, "schema": self.schema, "tables": tables}
 
 
@@ -459,7 +460,7 @@ def select_rows(
         if matches(row, conditions):
             rows.append(row)
     for column, descending in reversed(keys):
-        rows.sort(key=lambda r, c=column: sort_key(r.get(c)), reverse=descending)
+        rows.sort(key=functools.partial(_sort_key_of, column=column), reverse=descending)
     if after is not None:
         rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
     page = rows[:limit]
@@ -791,3 +792,8 @@ def parse_cursor(cursor: str | None) -> int | None:
             "cursor is not one this server returned; pass next_cursor from a previous page."
         )
     return int(cursor)
+
+
+def _sort_key_of(row: dict[str, Any], *, column: str) -> tuple[Any, ...]:
+    """A row's sort key on one column (``plans.sort_key`` orders mixed types)."""
+    return sort_key(row.get(column))

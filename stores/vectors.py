@@ -9,7 +9,7 @@ import numpy as np
 from stores.errors import InvalidInputError
 
 
-def unit_vector(vector: Sequence[float]) -> np.ndarray:
+def unit_vector(vector: Sequence[float] | np.ndarray) -> np.ndarray:
     """The vector as float32 scaled to length 1, so cosine similarity is a dot product.
 
     Raises InvalidInputError for NaN or infinite components, which would poison every
