@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
-from anyio.lowlevel import RunVar
 
 from lore_mcp.errors import LoreError, ModelUnavailable
 from lore_mcp.settings import DEFAULT_MODEL
@@ -44,9 +43,6 @@ QUERY_CACHE_SIZE = 1024
 BATCH_SIZE = 64
 # Batches at least this large are bulk work (imports, reembed, benchmarks) and may use every core.
 BULK_TEXTS = 16
-# Worker threads for encodes (each waits its turn at the engine, so most of them sleep).
-THREADS = 40
-_LIMITER: RunVar[anyio.CapacityLimiter] = RunVar("lore_encode_limiter")
 EXTRA = "sentence-transformers"
 
 
@@ -293,11 +289,11 @@ class Embedder:
 
     async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """``encode_documents`` on a worker thread, so the event loop keeps serving."""
-        return await anyio.to_thread.run_sync(self.encode_documents, texts, limiter=_thread_limiter())
+        return await anyio.to_thread.run_sync(self.encode_documents, texts)
 
     async def aencode_query(self, text: str) -> np.ndarray:
         """``encode_query`` on a worker thread."""
-        return await anyio.to_thread.run_sync(self.encode_query, text, limiter=_thread_limiter())
+        return await anyio.to_thread.run_sync(self.encode_query, text)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
         self.wait()
@@ -349,21 +345,6 @@ class Embedder:
             self._error = exc
         finally:
             self._loaded.set()
-
-
-def _thread_limiter() -> anyio.CapacityLimiter:
-    """Worker threads for encodes, apart from anyio's default pool (one per event loop).
-
-    A recall's store thread waits for its query vector (``stores.lessons.RecallQuery``):
-    were the encodes queued behind such waiting threads in one pool, enough concurrent
-    recalls would wait on each other for ever.
-    """
-    try:
-        return _LIMITER.get()
-    except LookupError:
-        limiter = anyio.CapacityLimiter(THREADS)
-        _LIMITER.set(limiter)
-        return limiter
 
 
 def inference_threads() -> int:

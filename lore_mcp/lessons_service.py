@@ -11,7 +11,6 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TypeVar, overload
 
@@ -219,41 +218,27 @@ class LessonService:
         )
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
-        """The store's recall, started while the query is still being embedded.
+        """The store's full-text search and the query's embedding at once, then one ranking.
 
-        Stores search words before they ask for the vector (``RecallQuery``), so the
-        full-text half of a recall costs no time of its own: on Postgres it runs in
-        the database while the model runs here.
+        Neither waits for the other: the words need no vector, so on Postgres they are
+        searched in the database while the model runs here.
         """
-        vector: Future[Any] = Future()
+        asked = RecallQuery(text=text, **query)
+        found: dict[str, Any] = {}
+
+        async def match_words() -> None:
+            found["words"] = await _run(self.store.match_words, scope, asked)
 
         async def embed() -> None:
-            try:
-                vector.set_result(await self.embedder.aencode_query(text))
-            except Exception as exc:  # the store raises it where it waits for the vector
-                vector.set_exception(exc)
-            finally:
-                if not vector.done():  # cancelled: the store thread must not wait for ever
-                    vector.set_exception(anyio.get_cancelled_exc_class()())
+            found["vector"] = await self.embedder.aencode_query(text)
 
-        outcome: list[Any] = []
-
-        async def search() -> None:
-            try:
-                outcome.append(
-                    await _run(
-                        self.store.recall, scope, RecallQuery(text=text, vector=vector.result, **query)
-                    )
-                )
-            except Exception as exc:  # re-raised below, outside the task group's ExceptionGroup
-                outcome.append(exc)
-
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(embed)
-            tg.start_soon(search)
-        if isinstance(outcome[0], Exception):
-            raise outcome[0]
-        return outcome[0]
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(match_words)
+                tg.start_soon(embed)
+        except BaseExceptionGroup as group:  # one failure is the answer, not a group of them
+            raise group.exceptions[0] from None
+        return await _run(self.store.rank, scope, asked.with_vector(found["vector"]), found["words"])
 
     async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
         return LessonOut.of(await _run(self.store.get, self.scope(project), check_id(lesson_id)))

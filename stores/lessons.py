@@ -18,12 +18,12 @@ method that raises has changed nothing.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from stores.errors import ConflictError
+from stores.errors import ConflictError, InvalidInputError
 from stores.json_numbers import has_negative_zero, plain_float, without_negative_zero
 
 if TYPE_CHECKING:
@@ -150,21 +150,35 @@ class Neighbour:
 class RecallQuery:
     """A recall request: the query text (for lexical match) and its vector.
 
-    ``vector`` may also be a function that returns the vector (blocking until it
-    exists). Stores call it once, after their text-only work (the full-text
-    candidates), so a caller can embed the query while the store searches words.
+    ``LessonStore.match_words`` needs no vector, so a caller can embed the query
+    while the store searches words, then call ``LessonStore.rank`` with both.
     """
 
     text: str
-    vector: Sequence[float] | Callable[[], Sequence[float]]
+    vector: Sequence[float] | None = None
     tags: tuple[str, ...] = ()
     min_confidence: float = 0.0
     limit: int = 5
     now: datetime | None = None
 
-    def wait_vector(self) -> Sequence[float]:
-        """The query vector, waiting for it when ``vector`` is a function."""
-        return self.vector() if callable(self.vector) else self.vector
+    def with_vector(self, vector: Sequence[float]) -> RecallQuery:
+        return replace(self, vector=vector)
+
+    def needs_vector(self) -> Sequence[float]:
+        """The vector ``rank`` compares with; a query without one is a caller's bug."""
+        if self.vector is None:
+            raise InvalidInputError("Recall needs the query's vector.")
+        return self.vector
+
+
+@dataclass(frozen=True)
+class WordMatches:
+    """The full-text half of a recall (``LessonStore.match_words``): the query's terms and
+    the lessons they found (the backend's row keys, best first), as of ``now``."""
+
+    terms: tuple[str, ...]
+    keys: tuple[int, ...]
+    now: datetime
 
 
 @dataclass(frozen=True)
@@ -362,7 +376,16 @@ class LessonStore(Protocol):
         ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
-        """Live lessons best first by the hybrid score in ``stores.ranking``."""
+        """Live lessons best first by the hybrid score in ``stores.ranking``:
+        ``rank(scope, query, match_words(scope, query))``."""
+        ...
+
+    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
+        """Recall's full-text candidates; needs no vector, so it can run while the query embeds."""
+        ...
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+        """Recall's nearest vectors joined with ``words``, every candidate scored, best first."""
         ...
 
     def count(self, org: str, project: str | None = None) -> int:

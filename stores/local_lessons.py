@@ -33,6 +33,7 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    WordMatches,
     lesson_image,
     merged_fields,
     restored_embedding,
@@ -205,14 +206,20 @@ class LocalLessonStore:
         return LessonPage(lessons=lessons, next_cursor=next_cursor)
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        return self.rank(scope, query, self.match_words(scope, query))
+
+    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
         now = query.now or _now()
         k = ranking.candidate_count(query.limit, self._ranking)
         terms = ranking.lexical_terms(query.text, params=self._ranking)
-        # Words first, then the vector (RecallQuery says why); the reader is not held
-        # while the vector is awaited.
         with self._read_lock, read_transaction(self._reader) as conn:
-            lexical_hits = self._lexical_candidates(conn, scope, query, terms, k, now)
-        vec = unit_vector(query.wait_vector())
+            keys = self._lexical_candidates(conn, scope, query, terms, k, now)
+        return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+        now, terms, lexical_hits = words.now, list(words.terms), words.keys
+        k = ranking.candidate_count(query.limit, self._ranking)
+        vec = unit_vector(query.needs_vector())
         with self._read_lock, read_transaction(self._reader) as conn:
             self.models.guard(conn)
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None

@@ -33,6 +33,7 @@ from stores.lessons import (
     SaveResult,
     Scope,
     ScoredLesson,
+    WordMatches,
     lesson_image,
     merged_fields,
     restored_embedding,
@@ -227,17 +228,23 @@ class PostgresLessonStore:
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
     def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
-        """Two transactions: the full-text candidates, then (once the vector is there)
-        the nearest vectors and every candidate's row in one statement.
+        return self.rank(scope, query, self.match_words(scope, query))
 
-        The first needs no vector, so it runs while the caller embeds the query
-        (``RecallQuery``); neither holds a connection while the vector is awaited.
-        """
+    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
+        """Recall's first transaction: the full-text candidates (it needs no vector, so it
+        runs while the caller embeds the query)."""
         now = query.now or _now()
         k = ranking.candidate_count(query.limit, self._ranking)
         terms = ranking.lexical_terms(query.text, params=self._ranking)
-        lexical = self._lexical_candidates(scope, query, terms, k, now) if terms else []
-        q = unit_vector(query.wait_vector())
+        keys = self._lexical_candidates(scope, query, terms, k, now) if terms else []
+        return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+        """Recall's second transaction: the nearest vectors and every candidate's row in
+        one statement."""
+        now, terms, lexical = words.now, list(words.terms), list(words.keys)
+        k = ranking.candidate_count(query.limit, self._ranking)
+        q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
             self.models.guard(conn)
