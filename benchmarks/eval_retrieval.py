@@ -286,6 +286,21 @@ class Target:
             return open_postgres_store(self.url, ranking_params=ranking)
         return open_local_store(self.path, ranking_params=ranking)
 
+    def settle(self) -> None:
+        """After a load, the planner statistics autovacuum would gather within a minute.
+
+        Postgres chooses full-text candidates by the terms' estimated postings
+        (``lore_term_postings``); right after a bulk load the estimates are those of the
+        empty table: without this, recall would be measured as it answers in the first
+        minute after a load rather than from then on. Nothing to do for SQLite, which
+        counts postings exactly.
+        """
+        if self.url:
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute("ANALYZE lessons")
+
     def server_env(self, variant: str | None) -> dict[str, str]:
         env = {"LORE_DB_PATH": str(self.path), "LORE_PROJECT": "eval"}
         if self.url:
@@ -881,6 +896,7 @@ async def load(
         saves = await import_in_process(target, eval_set.items, embedder, cfg)
     else:
         saves = await load_in_process(target, eval_set.items, embedder, cfg)
+    await anyio.to_thread.run_sync(target.settle)
     found = await anyio.to_thread.run_sync(audit, target, eval_set.items, saves)
     log(
         f"  {saves.seconds:.1f}s ({len(eval_set.items) / max(saves.seconds, 1e-9):.0f}/s); stored {found.stored}, "
