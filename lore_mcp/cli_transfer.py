@@ -15,7 +15,7 @@ from lore_mcp.settings import Settings
 
 def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
     """`lore-memory export`: JSON Lines to --out or stdout; counts to stderr."""
-    from lore_mcp.lessons_service import check_project
+    from lore_mcp.lesson_input import check_project
     from stores import StoreError
 
     try:
@@ -49,7 +49,7 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[
     """(project, lines, errors of a foreign format) of `import FILE`, or the exit status after
     printing why the file or --project was refused."""
     from lore_mcp.errors import describe
-    from lore_mcp.lessons_service import check_project
+    from lore_mcp.lesson_input import check_project
 
     try:
         project = check_project(args.import_project) if args.import_project else None

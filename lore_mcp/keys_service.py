@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lessons_service import PROJECT_PATTERN, check_project, text_problem
+from lore_mcp.lesson_input import PROJECT_PATTERN, check_project, text_problem
 from lore_mcp.redaction import fit, redact
 from stores.errors import ConflictError
 from stores.keys import ApiKey, KeyStore

@@ -14,7 +14,8 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lessons_service import ULID_PATTERN, LessonService, check_json
+from lore_mcp.lesson_input import ULID_PATTERN, check_json
+from lore_mcp.lessons_service import LessonService
 from lore_mcp.plan_models import PlanModel
 from lore_mcp.redaction import fit, redact_json
 from stores import structured

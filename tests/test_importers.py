@@ -14,7 +14,8 @@ import pytest
 
 from lore_mcp.embedding import Embedder
 from lore_mcp.importers import convert, lesson_lines
-from lore_mcp.lessons_service import ULID_PATTERN, LessonService
+from lore_mcp.lesson_input import ULID_PATTERN
+from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
