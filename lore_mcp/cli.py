@@ -46,6 +46,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lore-memory", description="Memory for AI agents over MCP.")
     parser.add_argument("--version", action="version", version=f"lore-memory {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
+    serving = _serving_commands(sub)
+    keys = _key_commands(sub)
+    moving = _transfer_commands(sub)
+    upkeep = _upkeep_commands(sub)
+    # These take --project for what they act on, not for the setting of that name.
+    own_project = {keys[0], *moving}
+    for command in (*serving, *keys, *moving, *upkeep):
+        _add_common_flags(command, settings_project=command not in own_project)
+    return parser
+
+
+def _serving_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """mcp, migrate, init."""
     mcp = sub.add_parser("mcp", help="serve MCP (stdio by default, or streamable HTTP)")
     mcp.add_argument(
         "--transport", choices=["stdio", "http"], default="stdio", help="MCP transport (default stdio)"
@@ -62,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help="create the org and its root API key (team server)")
     init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
     init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
+    return [mcp, migrate, init]
+
+
+def _key_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> list[argparse.ArgumentParser]:
+    """keys create, keys list, keys revoke (create first)."""
     keys = sub.add_parser("keys", help="create, list and revoke API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="create a key; it is printed once, never again")
@@ -74,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
     revoke = keys_sub.add_parser("revoke", help="revoke a key; it stops working on its next request")
     revoke.add_argument("key_id", metavar="ID", help="the key's id (see keys list)")
     revoke.add_argument("--json", action="store_true", help="print JSON")
+    return [create, listing, revoke]
+
+
+def _transfer_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """export, import."""
     export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
     export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
     export.add_argument("--out", default=None, help="file to write (default: stdout)")
@@ -96,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="what wrote FILE: lore-memory export (default), @modelcontextprotocol/server-memory's "
         "JSONL knowledge graph, or mcp-memory-service's JSON export",
     )
+    return [export, importing]
+
+
+def _upkeep_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """doctor, reembed."""
     doctor = sub.add_parser(
         "doctor", help="check the model, SQLite, the database or team server; say what to fix"
     )
@@ -107,21 +141,22 @@ def build_parser() -> argparse.ArgumentParser:
     reembed.add_argument(
         "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
     )
-    for command in (mcp, migrate, init, create, listing, revoke, export, importing, doctor, reembed):
-        command.add_argument(
-            "--log-level",
-            default="WARNING",
-            choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
-            type=str.upper,
-            help="stderr log level (default WARNING)",
-        )
-        for flag, field, help_text in _SETTING_FLAGS:
-            if command in (create, export, importing) and field == "project":
-                continue  # their own --project means something else
-            command.add_argument(
-                flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
-            )
-    return parser
+    return [doctor, reembed]
+
+
+def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: bool) -> None:
+    """--log-level and the settings' flags (``_SETTING_FLAGS``), on every command."""
+    command.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        type=str.upper,
+        help="stderr log level (default WARNING)",
+    )
+    for flag, field, help_text in _SETTING_FLAGS:
+        if field == "project" and not settings_project:
+            continue  # their own --project means something else
+        command.add_argument(flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
