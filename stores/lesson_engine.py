@@ -28,6 +28,7 @@ import numpy as np
 from stores import dedup, structured
 from stores.errors import InvalidInputError, NotFoundError
 from stores.ids import new_id
+from stores.keys import KeyStore
 from stores.lessons import (
     Lesson,
     LessonDraft,
@@ -49,6 +50,18 @@ Text = tuple[str, str, str | None]  # problem, resolution, context: what dedup c
 Change = tuple[str, dict[str, Any] | None, dict[str, Any] | None]  # a commit's (id, before, after)
 # A revert's hook for lessons (``stores.structured.ProjectTx.restore_lesson``).
 Restorer = Callable[[str, Any], None]
+# Lesson fields a row holds as the lesson does.
+_AS_STORED = (
+    "id",
+    "project",
+    "problem",
+    "resolution",
+    "context",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+)
 PATCHED = ("problem", "resolution", "context", "confidence", "source", "expires_at")
 
 
@@ -145,6 +158,18 @@ class LessonWrites:
 
     def ensure_dim(self, dim: int) -> None:
         raise NotImplementedError
+
+    def _key_store(self) -> KeyStore:
+        """The backend's orgs and keys, made once (``keys``)."""
+        raise NotImplementedError
+
+    @property
+    def keys(self) -> KeyStore:
+        """Orgs and API keys in the same file or database as the lessons (``stores.keys``),
+        the same object on every access."""
+        if getattr(self, "_keys", None) is None:
+            self._keys = self._key_store()
+        return self._keys
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
         return self.save_many(scope, [(draft, vector)])[0]
@@ -308,21 +333,37 @@ def lesson_of(row: Mapping[str, Any]) -> Lesson:
     mapping, or JSON text (recall leaves it so until a lesson is chosen)."""
     meta = row["meta"]
     return Lesson(
-        id=row["id"],
-        project=row["project"],
-        problem=row["problem"],
-        resolution=row["resolution"],
-        context=row["context"],
+        **{name: row[name] for name in _AS_STORED},
         tags=tuple(row["tags"]),
         confidence=float(row["confidence"]),
-        source=row["source"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        expires_at=row["expires_at"],
         upvotes=int(row["upvotes"]),
         downvotes=int(row["downvotes"]),
         meta=json.loads(meta) if isinstance(meta, str) else dict(meta),
     )
+
+
+class ModelChecks:
+    """``LessonTx.guard`` (once a transaction) and ``generation``, for a backend whose model
+    records check them on a connection."""
+
+    def __init__(self, models: _ConnectionModels, conn: Any) -> None:
+        self._models = models
+        self._models_conn = conn
+        self._guarded = False
+
+    def guard(self) -> None:
+        if not self._guarded:
+            self._models.guard(self._models_conn)
+            self._guarded = True
+
+    def generation(self) -> int:
+        return self._models.generation(self._models_conn)
+
+
+class _ConnectionModels(Protocol):
+    def guard(self, conn: Any) -> int: ...
+
+    def generation(self, conn: Any) -> int: ...
 
 
 class _Batch:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from stores import dedup
-from stores.lesson_engine import Near, Restorer, Row, lesson_of
+from stores.lesson_engine import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.lessons import Lesson, Scope
 from stores.local_db import Connection
 from stores.local_structured import LocalProjectTx
@@ -33,17 +33,17 @@ LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _CHUNK = 500  # keys bound in one statement
 
 
-class LocalLessonTx:
+class LocalLessonTx(ModelChecks):
     """One project's lessons inside a transaction the caller holds on ``conn`` (the
     writer's, under the store's write lock, or the reader's)."""
 
     def __init__(self, store: LocalLessonStore, conn: Connection, scope: Scope) -> None:
+        super().__init__(store.models, conn)
         self.store = store
         self.conn = conn
         self.scope = scope
         self.now = now()
         self._rev: int | None = None
-        self._guarded = False
 
     @property
     def rev(self) -> int:
@@ -51,14 +51,6 @@ class LocalLessonTx:
         if self._rev is None:
             self._rev = self.store._bump_rev(self.conn)
         return self._rev
-
-    def guard(self) -> None:
-        if not self._guarded:
-            self.store.models.guard(self.conn)
-            self._guarded = True
-
-    def generation(self) -> int:
-        return self.store.models.generation(self.conn)
 
     def ensure_dim(self, dim: int) -> None:
         self.store._ensure_dim(self.conn, dim)

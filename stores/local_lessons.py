@@ -21,6 +21,7 @@ import numpy as np
 
 from stores import ranking
 from stores.errors import InvalidInputError
+from stores.keys import KeyStore
 from stores.lesson_engine import LessonWrites, check_dims, live_row
 from stores.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
@@ -360,14 +361,11 @@ class LocalLessonStore(LessonWrites):
 
     # -- orgs and api keys ---------------------------------------------------------
 
-    @property
-    def keys(self):  # -> stores.local_keys.LocalKeyStore (a stores.keys.KeyStore)
+    def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
         from stores.local_keys import LocalKeyStore
 
-        if getattr(self, "_keys", None) is None:
-            self._keys = LocalKeyStore(self)
-        return self._keys
+        return LocalKeyStore(self)
 
 
 def _any_of(terms: list[str]) -> str:

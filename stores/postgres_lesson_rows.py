@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 
 from stores import dedup
 from stores.json_numbers import jsonb_text
-from stores.lesson_engine import Near, Restorer, Row, lesson_of
+from stores.lesson_engine import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.lessons import Lesson, Scope
 from stores.postgres_structured import PostgresProjectTx
 
@@ -36,26 +36,32 @@ _FIELDS = (
     "expires_at = :expires_at, upvotes = :upvotes, downvotes = :downvotes, meta = CAST(:meta AS jsonb)"
 )
 
+# The parameters of _FIELDS that are the lesson's own values.
+_PLAIN = (
+    "problem",
+    "resolution",
+    "context",
+    "confidence",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "upvotes",
+    "downvotes",
+)
 
-class PostgresLessonTx:
+
+class PostgresLessonTx(ModelChecks):
     """One project's lessons inside a transaction the caller holds on ``conn``; ``lock``
     (a write transaction) locks every row it reads."""
 
     def __init__(self, store: PostgresLessonStore, conn: Connection, scope: Scope, *, lock: bool) -> None:
+        super().__init__(store.models, conn)
         self.store = store
         self.conn = conn
         self.scope = scope
         self.now = now()
         self._lock = " FOR UPDATE" if lock else ""
-        self._guarded = False
-
-    def guard(self) -> None:
-        if not self._guarded:
-            self.store.models.guard(self.conn)
-            self._guarded = True
-
-    def generation(self) -> int:
-        return self.store.models.generation(self.conn)
 
     def ensure_dim(self, dim: int) -> None:
         self.store._check_dim(self.conn, dim)
@@ -131,20 +137,8 @@ class PostgresLessonTx:
 
 def _fields(lesson: Lesson) -> dict[str, Any]:
     """The lesson's columns but its id, as parameters of ``_FIELDS``."""
-    return {
-        "problem": lesson.problem,
-        "resolution": lesson.resolution,
-        "context": lesson.context,
-        "tags": list(lesson.tags),
-        "confidence": lesson.confidence,
-        "source": lesson.source,
-        "created_at": lesson.created_at,
-        "updated_at": lesson.updated_at,
-        "expires_at": lesson.expires_at,
-        "upvotes": lesson.upvotes,
-        "downvotes": lesson.downvotes,
-        "meta": jsonb_text(dict(lesson.meta)),
-    }
+    plain = {name: getattr(lesson, name) for name in _PLAIN}
+    return {**plain, "tags": list(lesson.tags), "meta": jsonb_text(dict(lesson.meta))}
 
 
 def _bytes(embedding: Any) -> bytes | None:

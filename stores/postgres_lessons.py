@@ -20,6 +20,7 @@ from sqlalchemy import Connection, text
 from stores import ranking
 from stores.embedding_model import GENERATION_KEY
 from stores.errors import InvalidInputError
+from stores.keys import KeyStore
 from stores.lesson_engine import LessonWrites, check_dims, lesson_of, live_row
 from stores.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson
 from stores.postgres_db import as_owner, engine_for, migrate, transaction, unavailable_on_failure
@@ -317,11 +318,8 @@ class PostgresLessonStore(LessonWrites):
 
     # -- orgs and api keys ---------------------------------------------------------
 
-    @property
-    def keys(self):  # -> stores.postgres_keys.PostgresKeyStore (a stores.keys.KeyStore)
+    def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
         from stores.postgres_keys import PostgresKeyStore
 
-        if getattr(self, "_keys", None) is None:
-            self._keys = PostgresKeyStore(self._engine)
-        return self._keys
+        return PostgresKeyStore(self._engine)
