@@ -18,6 +18,7 @@ from typing import Any
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import embedding_text
 from lore_mcp.model_identity import running_model
+from stores import Store
 from stores.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel
 from stores.errors import UnavailableError
 
@@ -41,7 +42,7 @@ class ReembedReport:
 
 
 def reembed_store(
-    store: Any,
+    store: Store,
     embedder: Embedder,
     *,
     batch_size: int = BATCH_SIZE,
