@@ -12,14 +12,12 @@ opens the store without making an embedder or importing the lesson tools, and
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any
 
 from lore_mcp.settings import Settings
-from stores.keys import KeyStore, Org
-from stores.lessons import LessonStore, Scope
-from stores.structured import ProjectTx
+from stores import Store
+from stores.keys import Org
 
 if TYPE_CHECKING:
     from lore_mcp.embedding import Embedder
@@ -28,17 +26,6 @@ if TYPE_CHECKING:
     from lore_mcp.server import LogLevel, LoreServer
     from lore_mcp.structured_service import StructuredService
     from lore_mcp.transfer import Transfer
-
-
-class Store(LessonStore, Protocol):
-    """What an entry point opens: lessons and their model record (``LessonStore``), the
-    project transactions of structured memory and history (``ProjectTx``), and orgs and
-    keys (``KeyStore``). Both backends' stores are one."""
-
-    def transaction(self, scope: Scope, *, write: bool) -> AbstractContextManager[ProjectTx]: ...
-
-    @property
-    def keys(self) -> KeyStore: ...
 
 
 def open_store(settings: Settings) -> Store:
@@ -53,9 +40,9 @@ def open_store(settings: Settings) -> Store:
         store = open_postgres_store(
             settings.database_url, pool_size=settings.pool_size, ranking_params=ranking
         )
-        return cast(Store, store)
+        return store
     if settings.store == "local":
-        return cast(Store, open_local_store(settings.db_path, ranking_params=ranking))
+        return open_local_store(settings.db_path, ranking_params=ranking)
     raise SystemExit(
         "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
         "run this command where the team server's database is (LORE_STORE=local or postgres)."

@@ -45,13 +45,13 @@ from lore_mcp.models import (
     VoteResult,
 )
 from lore_mcp.redaction import redact_json, redact_many
+from stores import Store
 from stores.embedding_model import EmbeddingModel, ModelChangedError
 from stores.lessons import (
     MAX_SHORT_CHARS,
     MAX_TEXT_CHARS,
     LessonDraft,
     LessonPatch,
-    LessonStore,
     RecallQuery,
     Scope,
     ScoredLesson,
@@ -70,7 +70,7 @@ def embedding_text(problem: str, resolution: str) -> str:
 class LessonService:
     """The lessons tools' logic, independent of the transport."""
 
-    def __init__(self, store: LessonStore, embedder: Embedder, *, default_project: str, org: str = LOCAL_ORG):
+    def __init__(self, store: Store, embedder: Embedder, *, default_project: str, org: str = LOCAL_ORG):
         self.store = store
         self.embedder = embedder
         self.default_project = check_project(default_project)

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from lore_mcp.embedding import Embedder
 from lore_mcp.lessons_service import embedding_text
 from lore_mcp.model_identity import running_model
+from stores import Store
 from stores.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelRecords
 from stores.errors import UnavailableError
-from stores.lessons import LessonStore
 
 # Lessons encoded and kept per transaction: a bulk encode (every core) and a small loss when killed.
 BATCH_SIZE = 256
@@ -41,7 +41,7 @@ class ReembedReport:
 
 
 def reembed_store(
-    store: LessonStore,
+    store: Store,
     embedder: Embedder,
     *,
     batch_size: int = BATCH_SIZE,

@@ -18,7 +18,7 @@ from lore_mcp.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.plan_models import PlanModel
 from lore_mcp.redaction import fit, redact_json
-from stores import structured
+from stores import Store, structured
 from stores.errors import NotFoundError
 from stores.plans import IDENTIFIER, MAX_MESSAGE_CHARS
 from stores.structured import Commit, ProjectTx
@@ -34,7 +34,7 @@ class StructuredService:
         self.lessons = lessons
 
     @property
-    def store(self) -> Any:
+    def store(self) -> Store:
         return self.lessons.store
 
     async def _run(self, project: str | None, write: bool, fn: Callable[[ProjectTx], T]) -> T:

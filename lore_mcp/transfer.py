@@ -35,19 +35,16 @@ from lore_mcp.lessons_service import (
 from lore_mcp.models import LessonOut
 from lore_mcp.redaction import redact_json
 from lore_mcp.structured_service import commit_summary, public_effects
-from stores import dedup, structured
+from stores import Store, structured
 from stores.lessons import (
     MAX_SHORT_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
     MAX_TEXT_CHARS,
     Scope,
-    image_embedding,
     lesson_image,
-    merged_image,
 )
 from stores.lessons import Lesson as StoredLesson
-from stores.vectors import unit_vector
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
 MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
@@ -177,7 +174,7 @@ class Transfer:
 
     def __init__(self, lessons: LessonService) -> None:
         self.lessons = lessons
-        self.store: Any = lessons.store
+        self.store: Store = lessons.store
 
     # -- export --------------------------------------------------------------------
 
@@ -288,57 +285,7 @@ class Transfer:
         "already there": what other projects or orgs hold neither blocks an import nor shows.
         A lesson with a new id that adds nothing to a stored one (or to one earlier in the
         batch) merges into it by the same rule as ``save_lesson`` (``stores.dedup``)."""
-        if not images:
-            return 0, 0, 0
-        # Before the transaction: a fresh store gets its vector storage from the first vector.
-        for dim in sorted({len(vec) // 4 for vec in map(image_embedding, images) if vec}):
-            self.store.ensure_dim(dim)
-        existing = self._existing_ids(scope, images)
-        fresh = list(
-            {image["id"]: image for image in reversed(images) if image["id"] not in existing}.values()
-        )
-        fresh.reverse()
-        vectors = [
-            unit_vector(np.frombuffer(image_embedding(image) or b"", dtype=np.float32)) for image in fresh
-        ]
-        near = self.store.neighbours(scope, vectors)
-        before: dict[str, dict[str, Any] | None] = {}
-        after: dict[str, dict[str, Any]] = {}
-        pending: list[tuple[str, np.ndarray, tuple[str, str, str | None]]] = []
-        added = merged = 0
-        with self.store.transaction(scope, write=True) as tx:
-            # Looked up again under the write lock: another import may have landed since.
-            taken = tx.existing_lesson_ids([image["id"] for image in fresh])
-            for image, vec, stored in zip(fresh, vectors, near, strict=True):
-                if image["id"] in taken:
-                    continue
-                text = (image["problem"], image["resolution"], image.get("context"))
-                candidates = [(n.id, n.similarity, n.text) for n in stored] + [
-                    (i, float(v @ vec), t)
-                    for i, v, t in pending
-                    if float(v @ vec) >= dedup.CANDIDATE_SIMILARITY
-                ]
-                target = dedup.merge_target(text, candidates)
-                if target is None:
-                    lesson = {**image, "project": scope.project}
-                    before[image["id"]], after[image["id"]] = None, lesson
-                    tx.restore_lesson(image["id"], lesson)
-                    pending.append((image["id"], vec, text))
-                    added += 1
-                    continue
-                current = after.get(target) or lesson_image(self.store.get(scope, target))
-                before.setdefault(target, current)
-                after[target] = merged_image(current, image)
-                tx.restore_lesson(target, after[target])
-                merged += 1
-            if after:
-                changes = [(i, before[i], after[i]) for i in after]
-                structured.record_lessons(tx, "import", scope.actor, changes)
-        return added, len(images) - added - merged, merged
-
-    def _existing_ids(self, scope: Scope, images: Sequence[dict[str, Any]]) -> set[str]:
-        with self.store.transaction(scope, write=False) as tx:
-            return tx.existing_lesson_ids([image["id"] for image in images])
+        return self.store.import_lessons(scope, images)
 
     async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing."""

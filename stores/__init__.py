@@ -1,7 +1,8 @@
 """Lore's backends: persistence, search, scoping. Nothing in here knows MCP.
 
-Backends are imported lazily by ``open_lesson_store`` so that running on SQLite
-never pays for the Postgres imports and vice versa.
+Both open a ``Store`` (``stores.store``). Backends are imported lazily by
+``open_local_store`` and ``open_postgres_store``, so that running on SQLite never pays
+for the Postgres imports and vice versa.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from pathlib import Path
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.lessons import LessonStore, Scope
 from stores.ranking import RankingParams
+from stores.store import Store
 
 __all__ = [
     "ConflictError",
@@ -19,6 +21,7 @@ __all__ = [
     "NotFoundError",
     "RankingParams",
     "Scope",
+    "Store",
     "StoreError",
     "UnavailableError",
     "open_local_store",
@@ -26,7 +29,7 @@ __all__ = [
 ]
 
 
-def open_local_store(path: Path | str, *, ranking_params: RankingParams | None = None) -> LessonStore:
+def open_local_store(path: Path | str, *, ranking_params: RankingParams | None = None) -> Store:
     """Open (creating and migrating as needed) the SQLite store at ``path``."""
     from stores.local_lessons import LocalLessonStore
 
@@ -35,7 +38,7 @@ def open_local_store(path: Path | str, *, ranking_params: RankingParams | None =
 
 def open_postgres_store(
     url: str, *, pool_size: int = 5, ranking_params: RankingParams | None = None
-) -> LessonStore:
+) -> Store:
     """Connect to Postgres (migrating it as needed) at ``url``."""
     try:
         from stores.postgres_lessons import PostgresLessonStore

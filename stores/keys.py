@@ -8,9 +8,8 @@ Both lesson stores expose their ``KeyStore`` as the property ``keys`` (the same
 object on every access), on the same file or database as the lessons:
 ``LocalLessonStore.keys`` is a ``stores.local_keys.LocalKeyStore`` sharing the
 store's connections and locks, ``PostgresLessonStore.keys`` a
-``stores.postgres_keys.PostgresKeyStore`` on its engine. ``LessonStore`` itself
-does not name ``keys``: a store opened through ``stores.open_*_store`` has it all
-the same.
+``stores.postgres_keys.PostgresKeyStore`` on its engine. ``stores.Store``, what
+``stores.open_*_store`` returns, names it.
 """
 
 from __future__ import annotations

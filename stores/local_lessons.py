@@ -10,7 +10,6 @@ delete leaves a tombstone, so other processes' writes show up on the next recall
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import threading
 from collections.abc import Iterator, Sequence
@@ -20,45 +19,35 @@ from typing import Any
 
 import numpy as np
 
-from stores import dedup, ranking, structured
-from stores.errors import InvalidInputError, NotFoundError
-from stores.ids import new_id
-from stores.lessons import (
-    Lesson,
-    LessonDraft,
-    LessonPage,
-    LessonPatch,
-    Neighbour,
-    RecallQuery,
-    SaveResult,
-    Scope,
-    ScoredLesson,
-    WordMatches,
-    lesson_image,
-    merged_fields,
-    restored_embedding,
-)
+from stores import ranking
+from stores.errors import InvalidInputError
+from stores.keys import KeyStore
+from stores.lesson_engine import LessonWrites, check_dims, live_row
+from stores.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.local_db import Connection, connect, migrate, read_transaction, write_transaction
-from stores.local_db import format_ts as _ts
-from stores.local_db import parse_ts as _parse_ts
-from stores.local_db import utc_now as _now
+from stores.local_lesson_rows import COLUMNS as _COLUMNS
+from stores.local_lesson_rows import LIVE as _LIVE
+from stores.local_lesson_rows import LocalLessonTx
+from stores.local_lesson_rows import decoded as _decoded
+from stores.local_lesson_rows import fetch as _fetch
+from stores.local_lesson_rows import now as _now
+from stores.local_lesson_rows import parse_ts as _parse_ts
+from stores.local_lesson_rows import scope_key as _scope_key
+from stores.local_lesson_rows import to_lesson as _to_lesson
+from stores.local_lesson_rows import ts as _ts
 from stores.local_models import LocalModelRecords
-from stores.local_structured import LocalProjectTx
+from stores.recall_scoring import scored_lessons
 from stores.vector_index import IndexedRow, VectorIndex
 from stores.vectors import unit_vector
 
-_COLUMNS = (
-    "pk, id, project, problem, resolution, context, tags, confidence, source, "
-    "created_at, updated_at, expires_at, upvotes, downvotes, meta"
-)
-_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 # Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
 # one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore:
-    """``stores.lessons.LessonStore`` on one SQLite file."""
+class LocalLessonStore(LessonWrites):
+    """``stores.Store`` on one SQLite file: the writes are ``stores.lesson_engine``'s, over
+    ``LocalLessonTx``."""
 
     def __init__(self, path: Path | str, *, ranking_params: ranking.RankingParams | None = None) -> None:
         self.path = Path(path)
@@ -75,118 +64,11 @@ class LocalLessonStore:
         self._models = LocalModelRecords(self)
         self._closed = False
 
-    # -- writes -------------------------------------------------------------------
-
-    def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
-        return self.save_many(scope, [(draft, vector)])[0]
-
-    def save_many(
-        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
-    ) -> list[SaveResult]:
-        if not items:
-            return []
-        vectors = [unit_vector(vec) for _, vec in items]
-        now = _now()
-        results: list[SaveResult] = []
-        # Saved earlier in this transaction: pk, vector, text.
-        pending: list[tuple[int, np.ndarray, tuple[str, str, str | None]]] = []
-        with self._write_lock, write_transaction(self._writer) as conn:
-            self.models.guard(conn)
-            dim = self._ensure_dim(conn, vectors[0].shape[0])
-            if any(v.shape[0] != dim for v in vectors):
-                raise InvalidInputError(f"All vectors must have {dim} dimensions.")
-            with self._index_lock:
-                self._sync_index(conn)
-            rev = self._bump_rev(conn)
-            changes = []
-            with self._index_lock:
-                assert self._index is not None
-                nearest = self._index.nearest_many(
-                    _scope_key(scope),
-                    np.stack(vectors),
-                    now=now.timestamp(),
-                    k=dedup.MAX_SIMILAR,
-                    min_similarity=dedup.CANDIDATE_SIMILARITY,
-                )
-            for (draft, _), vec, stored in zip(items, vectors, nearest, strict=True):
-                neighbours = self._neighbours(conn, vec, stored, pending)
-                text = (draft.problem, draft.resolution, draft.context)
-                target = dedup.merge_target(text, ((pk, sim, t) for pk, sim, _, t in neighbours))
-                similar = tuple((i, round(sim, 6)) for pk, sim, i, _ in neighbours if pk != target)
-                if target is not None:
-                    before = self._image(conn, self._row_by_pk(conn, target))
-                    lesson_id = self._merge(conn, target, draft, rev, now)
-                    changes.append((lesson_id, before, self._image(conn, self._row_by_pk(conn, target))))
-                    results.append(SaveResult(id=lesson_id, merged=True, similar=similar))
-                    continue
-                pk, lesson_id = self._insert(conn, scope, draft, vec, rev, now)
-                pending.append((pk, vec, text))
-                changes.append((lesson_id, None, self._image(conn, self._row_by_pk(conn, pk))))
-                results.append(SaveResult(id=lesson_id, merged=False, similar=similar))
-            kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
-            self._record(conn, scope, kind, changes)
-        return results
-
-    def update(
-        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
-    ) -> Lesson:
-        now = _now()
-        with self._write_lock, write_transaction(self._writer) as conn:
-            row = self._live_row(conn, scope, lesson_id, now)
-            if vector is not None:
-                self.models.guard(conn)
-                vec = unit_vector(vector)
-                self._ensure_dim(conn, vec.shape[0])
-            rev = self._bump_rev(conn)
-            values = _row_values(row)
-            for name in ("problem", "resolution", "context", "confidence", "source"):
-                if getattr(patch, name) is not None:
-                    values[name] = getattr(patch, name)
-            if patch.tags is not None:
-                values["tags"] = list(patch.tags)
-            if patch.expires_at is not None:
-                values["expires_at"] = _ts(patch.expires_at)
-            for name in patch.clear:
-                values[name] = None
-            before = self._image(conn, row)
-            self._write_row(conn, row["pk"], values, rev, now)
-            if vector is not None:
-                conn.execute(
-                    "UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (vec.tobytes(), row["pk"])
-                )
-            after = self._row_by_pk(conn, row["pk"])
-            self._record(conn, scope, "update", [(lesson_id, before, self._image(conn, after))])
-            return _to_lesson(after)
-
-    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
-        now = _now()
-        with self._write_lock, write_transaction(self._writer) as conn:
-            row = self._live_row(conn, scope, lesson_id, now)
-            before = self._image(conn, row)
-            self._remove(conn, row["pk"], self._bump_rev(conn))
-            self._record(conn, scope, "delete", [(lesson_id, before, None)])
-            return _to_lesson(row)
-
-    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
-        now = _now()
-        column = "upvotes" if up else "downvotes"
-        with self._write_lock, write_transaction(self._writer) as conn:
-            row = self._live_row(conn, scope, lesson_id, now)
-            rev = self._bump_rev(conn)
-            # The column name is one of two literals above, never user text.
-            conn.execute(
-                f"UPDATE lessons SET {column} = {column} + 1, rev = ? WHERE pk = ?", (rev, row["pk"])
-            )
-            after = self._row_by_pk(conn, row["pk"])
-            before_image = lesson_image(_to_lesson(row))
-            self._record(conn, scope, "vote", [(lesson_id, before_image, lesson_image(_to_lesson(after)))])
-            return _to_lesson(after)
-
     # -- reads --------------------------------------------------------------------
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         with self._read_lock:
-            return _to_lesson(self._live_row(self._reader, scope, lesson_id, _now()))
+            return live_row(LocalLessonTx(self, self._reader, scope), lesson_id, embedding=False).lesson
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
         sql = f"SELECT {_COLUMNS} FROM lessons WHERE org = ? AND project = ? AND {_LIVE}"
@@ -242,35 +124,10 @@ class LocalLessonStore:
                 if missing and self._index is not None:
                     with self._index_lock:
                         vector_hits.update(self._index.similarities(missing, vec))
-        by_id = {row["id"]: row for row in rows}
-        candidates = [
-            (
-                row["id"],
-                vector_hits.get(row["pk"]),
-                ranking.weight(
-                    updated_at=_parse_ts(row["updated_at"]),
-                    now=now,
-                    confidence=row["confidence"],
-                    upvotes=row["upvotes"],
-                    downvotes=row["downvotes"],
-                    params=self._ranking,
-                ),
-                " ".join((row["problem"], row["resolution"], row["context"] or "", row["tags"])),
-            )
-            for row in rows
-            if row["confidence"] >= query.min_confidence
+        found = [
+            {**_decoded(row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest} for row in rows
         ]
-        return [
-            ScoredLesson(lesson=_to_lesson(by_id[i]), score=score)
-            for i, score in ranking.best(
-                candidates,
-                terms,
-                query.limit,
-                self._ranking,
-                nearest,
-                ranking.names(query.text, self._ranking),
-            )
-        ]
+        return scored_lessons(found, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
         sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
@@ -281,29 +138,24 @@ class LocalLessonStore:
         with self._read_lock:
             return int(self._reader.execute(sql, params).fetchone()[0])
 
-    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
-        vecs = [unit_vector(v) for v in vectors]
-        with self._read_lock, read_transaction(self._reader) as conn:
-            if not vecs or self._stored_dim(conn) is None:
-                return [[] for _ in vecs]
-            with self._index_lock:
-                self._sync_index(conn)
-                assert self._index is not None
-                nearest = self._index.nearest_many(
-                    _scope_key(scope),
-                    np.stack(vecs),
-                    now=_now().timestamp(),
-                    k=dedup.MAX_SIMILAR,
-                    min_similarity=dedup.CANDIDATE_SIMILARITY,
-                )
-            return [
-                [Neighbour(i, sim, t) for _, sim, i, t in self._neighbours(conn, vec, stored, [])]
-                for vec, stored in zip(vecs, nearest, strict=True)
-            ]
-
     def ensure_dim(self, dim: int) -> None:
         with self._write_lock, write_transaction(self._writer) as conn:
             self._ensure_dim(conn, dim)
+
+    # -- the transactions of stores.lesson_engine -----------------------------------
+
+    @contextlib.contextmanager
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[LocalLessonTx]:
+        """The write lock and ``BEGIN IMMEDIATE``; the vector table made for the first vector."""
+        with self._write_lock, write_transaction(self._writer) as conn:
+            if vectors:
+                check_dims(vectors, self._ensure_dim(conn, vectors[0].shape[0]))
+            yield LocalLessonTx(self, conn, scope)
+
+    @contextlib.contextmanager
+    def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
+        with self._read_lock, read_transaction(self._reader) as conn:
+            yield LocalLessonTx(self, conn, scope)
 
     def close(self) -> None:
         if self._closed:
@@ -312,80 +164,6 @@ class LocalLessonStore:
         with self._write_lock, self._read_lock:
             self._writer.close()
             self._reader.close()
-
-    # -- structured memory and history ---------------------------------------------
-
-    @contextlib.contextmanager
-    def transaction(self, scope: Scope, *, write: bool) -> Iterator[LocalProjectTx]:
-        """A ``ProjectTx`` on this file: the write lock and ``BEGIN IMMEDIATE``, or a read snapshot."""
-        if write:
-            with self._write_lock, write_transaction(self._writer) as conn:
-                rev: list[int] = []
-
-                def restore(lesson_id: str, image: Any) -> None:
-                    if not rev:
-                        self.models.guard(conn)
-                        rev.append(self._bump_rev(conn))
-                    self._restore(conn, scope, lesson_id, image, rev[0])
-
-                yield LocalProjectTx(conn, scope, restore)
-        else:
-            with self._read_lock, read_transaction(self._reader) as conn:
-                yield LocalProjectTx(conn, scope, structured.read_only_lessons)
-
-    # -- internals ----------------------------------------------------------------
-
-    def _record(self, conn: Connection, scope: Scope, kind: str, changes: list[Any]) -> None:
-        structured.record_lessons(
-            LocalProjectTx(conn, scope, structured.read_only_lessons), kind, scope.actor, changes
-        )
-
-    def _image(self, conn: Connection, row: dict[str, Any]) -> dict[str, Any]:
-        blob = conn.execute("SELECT embedding FROM lesson_vectors WHERE rowid = ?", (row["pk"],)).fetchone()
-        if blob is None:
-            return lesson_image(_to_lesson(row))
-        return lesson_image(_to_lesson(row), blob[0], self.models.generation(conn))
-
-    def _remove(self, conn: Connection, pk: int, rev: int) -> None:
-        conn.execute("DELETE FROM lessons WHERE pk = ?", (pk,))
-        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
-        if self._has_vectors(conn):
-            conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (pk,))
-        conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (pk, rev))
-
-    def _restore(self, conn: Connection, scope: Scope, lesson_id: str, image: Any, rev: int) -> None:
-        """Make the lesson what ``image`` says (None: gone), for a revert."""
-        found = conn.execute(
-            "SELECT pk, problem, resolution FROM lessons WHERE id = ? AND org = ? AND project = ?",
-            (lesson_id, scope.org, scope.project),
-        ).fetchone()
-        if image is None:
-            if found:
-                self._remove(conn, found[0], rev)
-            return
-        embedding = restored_embedding(lesson_id, image, found and found[1:], self.models.generation(conn))
-        if found is None:
-            assert embedding is not None
-            self._ensure_dim(conn, len(embedding) // 4)  # an import may bring a fresh file its first vector
-            pk = conn.execute(
-                "INSERT INTO lessons (id, org, project, problem, resolution, confidence, created_at, "
-                "updated_at, rev) VALUES (?, ?, ?, '', '', 0, '', '', ?) RETURNING pk",
-                (lesson_id, scope.org, scope.project, rev),
-            ).fetchone()[0]
-            conn.execute("INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, embedding))
-        else:
-            pk = found[0]
-            if embedding is not None:
-                conn.execute("UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (embedding, pk))
-        conn.execute(
-            "UPDATE lessons SET created_at = ?, upvotes = ?, downvotes = ? WHERE pk = ?",
-            (_ts(datetime.fromisoformat(image["created_at"])), image["upvotes"], image["downvotes"], pk),
-        )
-        values = {
-            **image,
-            "expires_at": _ts(datetime.fromisoformat(image["expires_at"])) if image["expires_at"] else None,
-        }
-        self._write_row(conn, pk, values, rev, datetime.fromisoformat(image["updated_at"]))
 
     def _vector_candidates(
         self,
@@ -498,111 +276,6 @@ class LocalLessonStore:
         )
         return {row[0] for row in rows}
 
-    def _insert(
-        self, conn: Connection, scope: Scope, draft: LessonDraft, vec: np.ndarray, rev: int, now: datetime
-    ) -> tuple[int, str]:
-        created = draft.created_at or now
-        lesson_id = new_id(draft.created_at)
-        pk = conn.execute(
-            "INSERT INTO lessons (id, org, project, problem, resolution, context, tags, confidence, source, "
-            "created_at, updated_at, expires_at, meta, rev) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING pk",
-            (
-                lesson_id,
-                scope.org,
-                scope.project,
-                draft.problem,
-                draft.resolution,
-                draft.context,
-                json.dumps(list(draft.tags)),
-                draft.confidence,
-                draft.source,
-                _ts(created),
-                _ts(created),
-                _ts(draft.expires_at) if draft.expires_at else None,
-                json.dumps(dict(draft.meta)),
-                rev,
-            ),
-        ).fetchone()[0]
-        conn.executemany(
-            "INSERT INTO lesson_tags (tag, lesson_pk) VALUES (?, ?)", [(t, pk) for t in draft.tags]
-        )
-        conn.execute(
-            "INSERT INTO lessons_fts (rowid, problem, resolution, context, tags) VALUES (?,?,?,?,?)",
-            (pk, draft.problem, draft.resolution, draft.context or "", " ".join(draft.tags)),
-        )
-        conn.execute("INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, vec.tobytes()))
-        return pk, lesson_id
-
-    def _neighbours(
-        self,
-        conn: Connection,
-        vec: np.ndarray,
-        stored: list[tuple[int, float]],
-        pending: list[tuple[int, np.ndarray, tuple[str, str, str | None]]],
-    ) -> list[tuple[int, float, str, tuple[str, str, str | None]]]:
-        """The draft's near neighbours, stored or saved earlier in this batch, most similar
-        first: (pk, similarity, id, text) for at most ``dedup.MAX_SIMILAR`` of them."""
-        found: dict[int, tuple[float, tuple[str, str, str | None] | None]] = {
-            pk: (sim, None) for pk, sim in stored
-        }
-        for pk, other, text in pending:
-            sim = float(other @ vec)
-            if sim >= dedup.CANDIDATE_SIMILARITY:
-                found[pk] = (sim, text)
-        out = []
-        for pk, (sim, text) in sorted(found.items(), key=lambda f: (-f[1][0], f[0]))[: dedup.MAX_SIMILAR]:
-            row = self._row_by_pk(conn, pk)
-            out.append((pk, sim, row["id"], text or (row["problem"], row["resolution"], row["context"])))
-        return out
-
-    def _merge(self, conn: Connection, pk: int, draft: LessonDraft, rev: int, now: datetime) -> str:
-        row = self._row_by_pk(conn, pk)
-        values = {**_row_values(row), **merged_fields(_to_lesson(row), draft)}
-        values["expires_at"] = _ts(values["expires_at"]) if values["expires_at"] else None
-        self._write_row(conn, pk, values, rev, now)
-        return row["id"]
-
-    def _write_row(self, conn: Connection, pk: int, values: dict[str, Any], rev: int, now: datetime) -> None:
-        conn.execute(
-            "UPDATE lessons SET problem = ?, resolution = ?, context = ?, tags = ?, confidence = ?, "
-            "source = ?, expires_at = ?, meta = ?, updated_at = ?, rev = ? WHERE pk = ?",
-            (
-                values["problem"],
-                values["resolution"],
-                values["context"],
-                json.dumps(values["tags"]),
-                values["confidence"],
-                values["source"],
-                values["expires_at"],
-                json.dumps(values["meta"]),
-                _ts(now),
-                rev,
-                pk,
-            ),
-        )
-        conn.execute("DELETE FROM lesson_tags WHERE lesson_pk = ?", (pk,))
-        conn.executemany(
-            "INSERT INTO lesson_tags (tag, lesson_pk) VALUES (?, ?)", [(t, pk) for t in values["tags"]]
-        )
-        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (pk,))
-        conn.execute(
-            "INSERT INTO lessons_fts (rowid, problem, resolution, context, tags) VALUES (?,?,?,?,?)",
-            (pk, values["problem"], values["resolution"], values["context"] or "", " ".join(values["tags"])),
-        )
-
-    def _live_row(self, conn: Connection, scope: Scope, lesson_id: str, now: datetime) -> dict[str, Any]:
-        rows = _fetch(
-            conn,
-            f"SELECT {_COLUMNS} FROM lessons WHERE id = ? AND org = ? AND project = ? AND {_LIVE}",
-            [lesson_id, scope.org, scope.project, _ts(now)],
-        )
-        if not rows:
-            raise NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
-        return rows[0]
-
-    def _row_by_pk(self, conn: Connection, pk: int) -> dict[str, Any]:
-        return _fetch(conn, f"SELECT {_COLUMNS} FROM lessons WHERE pk = ?", [pk])[0]
-
     def _bump_rev(self, conn: Connection) -> int:
         row = conn.execute(
             "UPDATE lore_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING value"
@@ -612,9 +285,6 @@ class LocalLessonStore:
     def _stored_dim(self, conn: Connection) -> int | None:
         row = conn.execute("SELECT value FROM lore_meta WHERE key = 'dim'").fetchone()
         return int(row[0]) if row else None
-
-    def _has_vectors(self, conn: Connection) -> bool:
-        return self._stored_dim(conn) is not None
 
     def _ensure_dim(self, conn: Connection, dim: int) -> int:
         """The vector table is created with the first vector's dimension; others are refused."""
@@ -697,14 +367,11 @@ class LocalLessonStore:
 
     # -- orgs and api keys ---------------------------------------------------------
 
-    @property
-    def keys(self):  # -> stores.local_keys.LocalKeyStore (a stores.keys.KeyStore)
+    def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
         from stores.local_keys import LocalKeyStore
 
-        if getattr(self, "_keys", None) is None:
-            self._keys = LocalKeyStore(self._writer, self._reader, self._write_lock, self._read_lock)
-        return self._keys
+        return LocalKeyStore(self._writer, self._reader, self._write_lock, self._read_lock)
 
 
 def _any_of(terms: list[str]) -> str:
@@ -715,39 +382,3 @@ def _any_of(terms: list[str]) -> str:
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
     marks = ",".join("?" * n)
     return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
-
-
-def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> list[dict[str, Any]]:
-    cur = conn.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def _row_values(row: dict[str, Any]) -> dict[str, Any]:
-    values = dict(row)
-    values["tags"] = json.loads(row["tags"])
-    values["meta"] = json.loads(row["meta"])
-    return values
-
-
-def _to_lesson(row: dict[str, Any]) -> Lesson:
-    return Lesson(
-        id=row["id"],
-        project=row["project"],
-        problem=row["problem"],
-        resolution=row["resolution"],
-        context=row["context"],
-        tags=tuple(json.loads(row["tags"])),
-        confidence=float(row["confidence"]),
-        source=row["source"],
-        created_at=_parse_ts(row["created_at"]),
-        updated_at=_parse_ts(row["updated_at"]),
-        expires_at=_parse_ts(row["expires_at"]) if row["expires_at"] else None,
-        upvotes=int(row["upvotes"]),
-        downvotes=int(row["downvotes"]),
-        meta=json.loads(row["meta"]),
-    )
-
-
-def _scope_key(scope: Scope) -> str:
-    return f"{scope.org}\x1f{scope.project}"

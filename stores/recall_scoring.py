@@ -1,0 +1,52 @@
+"""The end of every backend's recall: fetched candidate rows in, ranked lessons out.
+
+Backends differ in how they gather candidates (``stores.ranking`` and each backend's
+``recall``); once they have the rows, scoring them is one rule, so it is written once
+here and a query ranks the same lessons first on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from stores import ranking
+from stores.lesson_engine import lesson_of
+from stores.lessons import RecallQuery, ScoredLesson
+
+
+def scored_lessons(
+    rows: Sequence[Mapping[str, Any]],
+    query: RecallQuery,
+    terms: list[str],
+    now: datetime,
+    params: ranking.RankingParams,
+) -> list[ScoredLesson]:
+    """The query's best lessons among ``rows`` (``ranking.best``), best first.
+
+    Each row holds a lesson's columns as ``lesson_engine.lesson_of`` reads them, with
+    ``sim``, its similarity to the query vector (None when unknown), and ``near``,
+    whether the vector search found it. Only the chosen rows become lessons.
+    """
+    kept = [row for row in rows if row["confidence"] >= query.min_confidence]
+    by_id = {row["id"]: row for row in kept}
+    candidates = [
+        (
+            row["id"],
+            row["sim"],
+            ranking.weight(
+                updated_at=row["updated_at"],
+                now=now,
+                confidence=row["confidence"],
+                upvotes=row["upvotes"],
+                downvotes=row["downvotes"],
+                params=params,
+            ),
+            " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"]))),
+        )
+        for row in kept
+    ]
+    nearest = {row["id"] for row in kept if row["near"]}
+    best = ranking.best(candidates, terms, query.limit, params, nearest, ranking.names(query.text, params))
+    return [ScoredLesson(lesson=lesson_of(by_id[i]), score=score) for i, score in best]
