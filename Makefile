@@ -9,7 +9,7 @@ BENCH_ARGS ?= --quick
 # Two workers, whole modules each; PARALLEL= runs in one process.
 PARALLEL ?= -n 2 --dist loadscope
 
-.PHONY: test-fast test lint bench
+.PHONY: test-fast test lint typecheck bench
 
 test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 1.5 minutes)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
@@ -19,6 +19,9 @@ test:  ## the whole suite, both backends, real processes, conformance and uvx (C
 
 lint:  ## ruff: lint and formatting, as CI checks them
 	$(RUFF) check . && $(RUFF) format --check .
+
+typecheck:  ## mypy on lore_mcp and stores (settings in pyproject.toml), as CI checks them
+	$(PY) -m mypy
 
 bench:  ## a smoke run of the benchmarks; BENCH_ARGS= for the full 1k/10k/100k run (30-60 minutes)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from typing import TypeVar
 
 # Cosine similarity from which a stored lesson is a merge candidate / reported as similar.
 CANDIDATE_SIMILARITY = 0.9
@@ -141,10 +142,14 @@ def adds_nothing(
     return not content_sequence(new[2]) or any(restates(new[2], field) for field in stored)
 
 
+# What the caller names a candidate by (an id, or a backend row key).
+Key = TypeVar("Key")
+
+
 def merge_target(
     new: tuple[str, str, str | None],
-    candidates: Iterable[tuple[str, float, tuple[str, str, str | None]]],
-) -> str | None:
+    candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]],
+) -> Key | None:
     """The first candidate (key, similarity, stored text), most similar first, that the
     new lesson adds nothing to; None when every candidate would lose something."""
     for key, _similarity, stored in sorted(candidates, key=lambda c: -c[1]):

@@ -18,6 +18,7 @@ method that raises has changed nothing.
 from __future__ import annotations
 
 import base64
+import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -375,7 +376,7 @@ class LessonStore(Protocol):
         """Live lessons newest first, carrying all of ``tags``."""
         ...
 
-    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
         """Live lessons best first by the hybrid score in ``stores.ranking``:
         ``rank(scope, query, match_words(scope, query))``."""
         ...
@@ -384,7 +385,7 @@ class LessonStore(Protocol):
         """Recall's full-text candidates; needs no vector, so it can run while the query embeds."""
         ...
 
-    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's nearest vectors joined with ``words``, every candidate scored, best first."""
         ...
 
@@ -392,7 +393,9 @@ class LessonStore(Protocol):
         """Live lessons of an org, in one project or all of them."""
         ...
 
-    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
+    def neighbours(
+        self, scope: Scope, vectors: Sequence[Sequence[float]]
+    ) -> builtins.list[builtins.list[Neighbour]]:
         """For each vector, the live lessons of the scope with cosine similarity >=
         ``dedup.CANDIDATE_SIMILARITY``, most similar first, at most ``dedup.MAX_SIMILAR``."""
         ...

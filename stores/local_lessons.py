@@ -9,10 +9,11 @@ delete leaves a tombstone, so other processes' writes show up on the next recall
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import math
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ class LocalLessonStore(LessonWrites):
         next_cursor = lessons[-1].id if len(rows) > limit else None
         return LessonPage(lessons=lessons, next_cursor=next_cursor)
 
-    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
         return self.rank(scope, query, self.match_words(scope, query))
 
     def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
@@ -98,14 +99,16 @@ class LocalLessonStore(LessonWrites):
             keys = self._lexical_candidates(conn, scope, query, terms, k, now)
         return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
 
-    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         now, terms, lexical_hits = words.now, list(words.terms), words.keys
         k = ranking.candidate_count(query.limit, self._ranking)
         vec = unit_vector(query.needs_vector())
         with self._read_lock, read_transaction(self._reader) as conn:
             self.models.guard(conn)
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
-            vector_hits = dict(self._vector_candidates(conn, scope, query, vec, k, now, allowed))
+            vector_hits: dict[int, float | None] = dict(
+                self._vector_candidates(conn, scope, query, vec, k, now, allowed)
+            )
             candidates = vector_hits.keys() | set(lexical_hits)
             if not candidates:
                 return []
@@ -174,7 +177,7 @@ class LocalLessonStore(LessonWrites):
         k: int,
         now: datetime,
         allowed: set[int] | None,
-    ) -> list[tuple[int, float]]:
+    ) -> builtins.list[tuple[int, float]]:
         dim = self._stored_dim(conn)
         if dim is None:
             return []
@@ -196,7 +199,7 @@ class LocalLessonStore(LessonWrites):
             )
 
     def _centred_similarities(
-        self, conn: Connection, scope: Scope, vec: np.ndarray, pks: list[int], now: datetime
+        self, conn: Connection, scope: Scope, vec: np.ndarray, pks: builtins.list[int], now: datetime
     ) -> dict[int, float | None]:
         """The candidates' similarity to the query seen from the scope's anchor
         (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
@@ -216,8 +219,14 @@ class LocalLessonStore(LessonWrites):
         return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
 
     def _lexical_candidates(
-        self, conn: Connection, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
-    ) -> list[int]:
+        self,
+        conn: Connection,
+        scope: Scope,
+        query: RecallQuery,
+        terms: builtins.list[str],
+        k: int,
+        now: datetime,
+    ) -> builtins.list[int]:
         """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
         ``ranking.candidate_terms`` first."""
         names = ranking.names(query.text, self._ranking)
@@ -253,7 +262,9 @@ class LocalLessonStore(LessonWrites):
     # queries through the scope index, which scanned the whole project instead of the
     # handful of candidate rows.)
 
-    def _rare_terms(self, conn: Connection, terms: list[str], entities: set[str]) -> list[str]:
+    def _rare_terms(
+        self, conn: Connection, terms: builtins.list[str], entities: set[str]
+    ) -> builtins.list[str]:
         """``ranking.rare_terms`` on the terms' full-text matches, counted in one statement
         and only up to just over the budget (a term past it is common however far past)."""
         if not terms:
@@ -318,25 +329,26 @@ class LocalLessonStore(LessonWrites):
         index = self._index
         if self._index_rev == 0:
             vectors = dict(conn.execute("SELECT rowid, embedding FROM lesson_vectors"))
-            rows = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
+            rows: Iterable[Any] = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
         else:
             for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._index_rev,)):
                 index.remove(pk)
-            rows = conn.execute(
+            changed = conn.execute(
                 "SELECT pk, org, project, expires_at, confidence FROM lessons WHERE rev > ?",
                 (self._index_rev,),
             ).fetchall()
-            marks = ",".join("?" * len(rows))
+            marks = ",".join("?" * len(changed))
             vectors = (
                 dict(
                     conn.execute(
                         f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})",
-                        [r[0] for r in rows],
+                        [r[0] for r in changed],
                     )
                 )
-                if rows
+                if changed
                 else {}
             )
+            rows = changed
         entries = [
             (
                 IndexedRow(

@@ -9,6 +9,7 @@ transaction sets ``lore.org`` for the row-level security policies (see
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 from collections.abc import Iterator, Sequence
 from datetime import datetime
@@ -104,7 +105,7 @@ class PostgresLessonStore(LessonWrites):
         lessons = tuple(lesson_of(r) for r in rows[:limit])
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
-    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
         return self.rank(scope, query, self.match_words(scope, query))
 
     def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
@@ -116,7 +117,7 @@ class PostgresLessonStore(LessonWrites):
         keys = self._lexical_candidates(scope, query, terms, k, now) if terms else []
         return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
 
-    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
         one statement."""
         now, terms, lexical = words.now, list(words.terms), list(words.keys)
@@ -214,8 +215,8 @@ class PostgresLessonStore(LessonWrites):
         return filters, params
 
     def _lexical_candidates(
-        self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
-    ) -> list[int]:
+        self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
+    ) -> builtins.list[int]:
         """Keys of the best full-text matches of the query's rare terms (``ranking.rare_terms``).
 
         One round trip sets the org and estimates each term's postings
