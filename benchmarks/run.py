@@ -805,6 +805,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with open(cfg.workdir / "servers.log", "a") as errlog:
         cold = bench_cold_start(cfg, errlog)
         sizes = bench_sizes(cfg, errlog)
+    # Read while the run's own pgserver still has its data directory (removed just below).
+    pg_settings = postgres_settings(DATABASE_URL) if DATABASE_URL else None
     if not cfg.keep:  # on failure the directory stays, with the servers' stderr in it
         shutil.rmtree(cfg.workdir, ignore_errors=True)
     config = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}
@@ -812,7 +814,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - started, 1),
         "machine": machine_info(),
-        "postgres": postgres_settings(DATABASE_URL) if DATABASE_URL else None,
+        "postgres": pg_settings,
         "load_average_before": load_before,
         "load_average_after": load_average(),
         "code_fingerprint": {"before": code_before, "after": code_fingerprint()},
