@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.to_thread
 
-from lore_mcp.auth import current_caller
+from lore_mcp.auth import Caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.lesson_input import PROJECT_PATTERN as PROJECT_PATTERN
@@ -105,10 +105,10 @@ class LessonService:
             await _run(self.require_model)
             raise
 
-    def scope(self, project: str | None) -> Scope:
-        """Org and project of a call: the API key's over HTTP, the server's own over stdio."""
+    def scope(self, project: str | None, caller: Caller | None = None) -> Scope:
+        """Org and project of a call: the caller's (its API key's, over HTTP), passed by the tool
+        that was called; with no caller (stdio, the CLI, tests), the server's own org."""
         requested = check_project(project) if project is not None else None
-        caller = current_caller.get()
         if caller is None:
             return Scope(org=self.org, project=requested or self.default_project)
         return Scope(
@@ -126,8 +126,9 @@ class LessonService:
         source: str | None = None,
         project: str | None = None,
         ttl_days: float | None = None,
+        caller: Caller | None = None,
     ) -> SaveLessonResult:
-        scope = self.scope(project)
+        scope = self.scope(project, caller)
         draft, kinds = self.make_draft(
             problem=problem,
             resolution=resolution,
@@ -193,8 +194,9 @@ class LessonService:
         limit: int = 5,
         min_confidence: float = 0.0,
         verbose: bool = False,
+        caller: Caller | None = None,
     ) -> RecallResult:
-        scope = self.scope(project)
+        scope = self.scope(project, caller)
         checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
@@ -243,15 +245,21 @@ class LessonService:
             raise group.exceptions[0] from None
         return await _run(self.store.rank, scope, asked.with_vector(found["vector"]), found["words"])
 
-    async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
-        return LessonOut.of(await _run(self.store.get, self.scope(project), check_id(lesson_id)))
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut:
+        return LessonOut.of(await _run(self.store.get, self.scope(project, caller), check_id(lesson_id)))
 
-    async def vote(self, lesson_id: str, *, up: bool, project: str | None = None) -> VoteResult:
-        lesson = await _run(self.store.vote, self.scope(project), check_id(lesson_id), up)
+    async def vote(
+        self, lesson_id: str, *, up: bool, project: str | None = None, caller: Caller | None = None
+    ) -> VoteResult:
+        lesson = await _run(self.store.vote, self.scope(project, caller), check_id(lesson_id), up)
         return VoteResult(id=lesson.id, upvotes=lesson.upvotes, downvotes=lesson.downvotes)
 
-    async def delete(self, lesson_id: str, project: str | None = None) -> DeleteResult:
-        lesson = await _run(self.store.delete, self.scope(project), check_id(lesson_id))
+    async def delete(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> DeleteResult:
+        lesson = await _run(self.store.delete, self.scope(project, caller), check_id(lesson_id))
         return DeleteResult(id=lesson.id, deleted=True)
 
     async def list(
@@ -262,8 +270,9 @@ class LessonService:
         limit: int = 20,
         cursor: str | None = None,
         verbose: bool = False,
+        caller: Caller | None = None,
     ) -> ListResult:
-        scope = self.scope(project)
+        scope = self.scope(project, caller)
         if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
             raise InvalidArgument(
                 "cursor is not one this server returned; pass next_cursor from a previous page."
@@ -284,8 +293,9 @@ class LessonService:
         confidence: float | None = None,
         source: str | None = None,
         ttl_days: float | None = None,
+        caller: Caller | None = None,
     ) -> UpdateLessonResult:
-        scope = self.scope(project)
+        scope = self.scope(project, caller)
         lesson_id = check_id(lesson_id)
         if problem is not None:
             check_text("problem", problem, MAX_TEXT_CHARS, required=True)

@@ -31,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent
 
+from lore_mcp.auth import Caller
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.models import (
     DeleteResult,
@@ -305,48 +306,72 @@ class ForwardedWhole:
     async def recall(self, **fields: Any) -> RecallResult:
         self._forwarded("recall_lessons")
 
-    async def vote(self, lesson_id: str, *, up: bool, project: str | None) -> VoteResult:
+    async def vote(
+        self, lesson_id: str, *, up: bool, project: str | None, caller: Caller | None = None
+    ) -> VoteResult:
         self._forwarded("upvote_lesson" if up else "downvote_lesson")
 
-    async def get(self, lesson_id: str, project: str | None = None) -> LessonOut:
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut:
         self._forwarded("get_lesson")
 
     async def update(self, lesson_id: str, **fields: Any) -> UpdateLessonResult:
         self._forwarded("update_lesson")
 
-    async def delete(self, lesson_id: str, project: str | None) -> DeleteResult:
+    async def delete(
+        self, lesson_id: str, project: str | None, *, caller: Caller | None = None
+    ) -> DeleteResult:
         self._forwarded("delete_lesson")
 
     async def list(self, **fields: Any) -> ListResult:
         self._forwarded("list_lessons")
 
-    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage:
+    async def export_page(
+        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+    ) -> ExportPage:
         self._forwarded("export_lessons")
 
-    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
+    async def import_batch(
+        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
+    ) -> ImportResult:
         self._forwarded("import_lessons")
 
-    async def schema(self, project: str | None = None) -> dict[str, Any]:
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
         self._forwarded("schema")
 
-    async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+    async def plan(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         self._forwarded("plan")
 
-    async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+    async def apply(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         self._forwarded("apply")
 
     async def query_rows(self, table: str, **fields: Any) -> dict[str, Any]:
         self._forwarded("query_rows")
 
     async def history(
-        self, target: str | None, limit: int, cursor: str | None, project: str | None = None
+        self,
+        target: str | None,
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         self._forwarded("history")
 
-    async def get_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+    async def get_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         self._forwarded("get_commit")
 
-    async def revert_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+    async def revert_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         self._forwarded("revert_commit")
 
 

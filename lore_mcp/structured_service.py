@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import anyio.to_thread
 
+from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.lessons_service import LessonService
@@ -37,8 +38,10 @@ class StructuredService:
     def store(self) -> Store:
         return self.lessons.store
 
-    async def _run(self, project: str | None, write: bool, fn: Callable[[ProjectTx], T]) -> T:
-        scope = self.lessons.scope(project)
+    async def _run(
+        self, project: str | None, caller: Caller | None, write: bool, fn: Callable[[ProjectTx], T]
+    ) -> T:
+        scope = self.lessons.scope(project, caller)
 
         def work() -> T:
             with self.store.transaction(scope, write=write) as tx:
@@ -46,20 +49,24 @@ class StructuredService:
 
         return await anyio.to_thread.run_sync(work)
 
-    async def schema(self, project: str | None = None) -> dict[str, Any]:
-        return await self._run(project, False, structured.describe_schema)
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
+        return await self._run(project, caller, False, structured.describe_schema)
 
-    async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
+    async def plan(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         """The dry run sees the plan as apply would store it: redacted."""
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
-        result = await self._run(project, False, lambda tx: structured.dry_run(tx, raw))
+        result = await self._run(project, caller, False, lambda tx: structured.dry_run(tx, raw))
         return {**result, "redacted": kinds}
 
-    async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]:
-        actor = self.lessons.scope(project).actor
+    async def apply(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        actor = self.lessons.scope(project, caller).actor
         # Off the event loop, and before the write transaction: no lock is held meanwhile.
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
-        result = await self._run(project, True, lambda tx: structured.apply(tx, raw, actor))
+        result = await self._run(project, caller, True, lambda tx: structured.apply(tx, raw, actor))
         return {**result, "redacted": kinds}
 
     async def query_rows(
@@ -71,9 +78,10 @@ class StructuredService:
         limit: int,
         cursor: str | None,
         project: str | None = None,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         check_json("where", where)
-        rows = await self._run(project, False, lambda tx: structured.read_table(tx, table))
+        rows = await self._run(project, caller, False, lambda tx: structured.read_table(tx, table))
         # Filtering needs no database, so it runs after the read transaction: a slow
         # filter then holds no connection or lock that other calls wait for.
         return await anyio.to_thread.run_sync(
@@ -81,7 +89,13 @@ class StructuredService:
         )
 
     async def history(
-        self, target: str | None, limit: int, cursor: str | None, project: str | None = None
+        self,
+        target: str | None,
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
     ) -> dict[str, Any]:
         key = history_target(target)
         before = structured.parse_cursor(cursor)
@@ -95,9 +109,11 @@ class StructuredService:
                 "next_cursor": str(page[-1].seq) if more else None,
             }
 
-        return await self._run(project, False, read)
+        return await self._run(project, caller, False, read)
 
-    async def get_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+    async def get_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         check_commit_id(commit_id)
 
         def read(tx: ProjectTx) -> dict[str, Any]:
@@ -106,16 +122,18 @@ class StructuredService:
                 raise NotFoundError(f"No commit {commit_id} in this project.")
             return {**commit_summary(commit), "effects": public_effects(commit.effects)}
 
-        return await self._run(project, False, read)
+        return await self._run(project, caller, False, read)
 
-    async def revert_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]:
+    async def revert_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         check_commit_id(commit_id)
-        actor = self.lessons.scope(project).actor
-        return await self._run(project, True, lambda tx: structured.revert(tx, commit_id, actor))
+        actor = self.lessons.scope(project, caller).actor
+        return await self._run(project, caller, True, lambda tx: structured.revert(tx, commit_id, actor))
 
-    async def stats(self, project: str | None = None) -> dict[str, Any]:
+    async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
         """Counts for the ``lore://stats`` resource, within what the caller may see."""
-        scope = self.lessons.scope(project)
+        scope = self.lessons.scope(project, caller)
 
         def work() -> dict[str, Any]:
             with self.store.transaction(scope, write=False) as tx:

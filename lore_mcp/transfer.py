@@ -21,6 +21,7 @@ import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.lessons_service import (
     PROJECT_PATTERN,
@@ -217,7 +218,9 @@ class Transfer:
                 for commit in self.commits_of(scope):
                     yield commit_line(name, commit)
 
-    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage:
+    async def export_page(
+        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+    ) -> ExportPage:
         """One page of a project's live lessons, newest first (the ``export_lessons`` tool).
 
         The cursor is checked as ``list_lessons`` checks it: the store compares it with ids,
@@ -228,7 +231,7 @@ class Transfer:
             raise InvalidArgument(
                 "cursor is not one this server returned; pass next_cursor from a previous page."
             )
-        scope = self.lessons.scope(project)
+        scope = self.lessons.scope(project, caller)
         listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
         return ExportPage(
             lessons=[LessonOut.of(lesson) for lesson in listed.lessons], next_cursor=listed.next_cursor
@@ -287,11 +290,13 @@ class Transfer:
         batch) merges into it by the same rule as ``save_lesson`` (``stores.dedup``)."""
         return self.store.import_lessons(scope, images)
 
-    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult:
+    async def import_batch(
+        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
+    ) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
-        scope = self.lessons.scope(project)
+        scope = self.lessons.scope(project, caller)
         images, found = await anyio.to_thread.run_sync(self.prepare, items)
         added, skipped, merged = await anyio.to_thread.run_sync(self.write, scope, images)
         return ImportResult(added=added, skipped=skipped, merged=merged, redacted=sorted(found))

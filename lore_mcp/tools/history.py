@@ -8,6 +8,7 @@ from typing import Annotated, Any, Protocol
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from lore_mcp.auth import Caller, current_caller
 from lore_mcp.tools.arguments import Project
 from lore_mcp.tools.registry import add_tools
 
@@ -16,12 +17,22 @@ class HistoryBackend(Protocol):
     """What the history tools need answered (``StructuredService`` has the same methods)."""
 
     async def history(
-        self, target: str | None, limit: int, cursor: str | None, project: str | None = None
+        self,
+        target: str | None,
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
     ) -> dict[str, Any]: ...
 
-    async def get_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]: ...
+    async def get_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]: ...
 
-    async def revert_commit(self, commit_id: str, project: str | None = None) -> dict[str, Any]: ...
+    async def revert_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]: ...
 
 
 def register(server: MCPServer, commits: HistoryBackend, groups: Collection[str]) -> None:
@@ -46,17 +57,17 @@ class HistoryTools:
         project: Project = None,
     ) -> dict[str, Any]:
         """List this project's commits newest first: every lesson change, apply and revert."""
-        return await self.commits.history(target, limit, cursor, project)
+        return await self.commits.history(target, limit, cursor, project, caller=current_caller.get())
 
     async def get_commit(
         self, commit_id: Annotated[str, Field(max_length=64)], project: Project = None
     ) -> dict[str, Any]:
         """One commit in full: its rows before and after, and its schema changes."""
-        return await self.commits.get_commit(commit_id, project)
+        return await self.commits.get_commit(commit_id, project, caller=current_caller.get())
 
     async def revert_commit(
         self, commit_id: Annotated[str, Field(max_length=64)], project: Project = None
     ) -> dict[str, Any]:
         """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
         changed the same rows or tables; revert those first."""
-        return await self.commits.revert_commit(commit_id, project)
+        return await self.commits.revert_commit(commit_id, project, caller=current_caller.get())

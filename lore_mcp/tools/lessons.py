@@ -13,6 +13,7 @@ from typing import Annotated, Protocol
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from lore_mcp.auth import Caller, current_caller
 from lore_mcp.models import (
     DeleteResult,
     LessonOut,
@@ -41,6 +42,7 @@ class LessonsBackend(Protocol):
         source: str | None,
         project: str | None,
         ttl_days: float | None,
+        caller: Caller | None = None,
     ) -> SaveLessonResult: ...
 
     async def recall(
@@ -52,11 +54,16 @@ class LessonsBackend(Protocol):
         limit: int,
         min_confidence: float,
         verbose: bool,
+        caller: Caller | None = None,
     ) -> RecallResult: ...
 
-    async def vote(self, lesson_id: str, *, up: bool, project: str | None) -> VoteResult: ...
+    async def vote(
+        self, lesson_id: str, *, up: bool, project: str | None, caller: Caller | None = None
+    ) -> VoteResult: ...
 
-    async def get(self, lesson_id: str, project: str | None = None) -> LessonOut: ...
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut: ...
 
     async def update(
         self,
@@ -70,12 +77,22 @@ class LessonsBackend(Protocol):
         confidence: float | None,
         source: str | None,
         ttl_days: float | None,
+        caller: Caller | None = None,
     ) -> UpdateLessonResult: ...
 
-    async def delete(self, lesson_id: str, project: str | None) -> DeleteResult: ...
+    async def delete(
+        self, lesson_id: str, project: str | None, *, caller: Caller | None = None
+    ) -> DeleteResult: ...
 
     async def list(
-        self, *, project: str | None, tags: Sequence[str], limit: int, cursor: str | None, verbose: bool
+        self,
+        *,
+        project: str | None,
+        tags: Sequence[str],
+        limit: int,
+        cursor: str | None,
+        verbose: bool,
+        caller: Caller | None = None,
     ) -> ListResult: ...
 
 
@@ -137,6 +154,7 @@ class LessonTools:
             source=source,
             project=project,
             ttl_days=ttl_days,
+            caller=current_caller.get(),
         )
 
     async def recall_lessons(
@@ -160,19 +178,20 @@ class LessonTools:
             limit=limit,
             min_confidence=min_confidence,
             verbose=verbose,
+            caller=current_caller.get(),
         )
 
     async def upvote_lesson(self, id: LessonId, project: Project = None) -> VoteResult:
         """Upvote a lesson that helped, so it ranks higher for everyone."""
-        return await self.lessons.vote(id, up=True, project=project)
+        return await self.lessons.vote(id, up=True, project=project, caller=current_caller.get())
 
     async def downvote_lesson(self, id: LessonId, project: Project = None) -> VoteResult:
         """Downvote a lesson that was wrong or stale, so it sinks."""
-        return await self.lessons.vote(id, up=False, project=project)
+        return await self.lessons.vote(id, up=False, project=project, caller=current_caller.get())
 
     async def get_lesson(self, id: LessonId, project: Project = None) -> LessonOut:
         """Read one lesson in full by id."""
-        return await self.lessons.get(id, project)
+        return await self.lessons.get(id, project, caller=current_caller.get())
 
     async def update_lesson(
         self,
@@ -199,11 +218,12 @@ class LessonTools:
             confidence=confidence,
             source=source,
             ttl_days=ttl_days,
+            caller=current_caller.get(),
         )
 
     async def delete_lesson(self, id: LessonId, project: Project = None) -> DeleteResult:
         """Delete a lesson that is wrong beyond repair."""
-        return await self.lessons.delete(id, project)
+        return await self.lessons.delete(id, project, caller=current_caller.get())
 
     async def list_lessons(
         self,
@@ -215,5 +235,10 @@ class LessonTools:
     ) -> ListResult:
         """List lessons newest first, a page at a time."""
         return await self.lessons.list(
-            project=project, tags=tags, limit=limit, cursor=cursor, verbose=verbose
+            project=project,
+            tags=tags,
+            limit=limit,
+            cursor=cursor,
+            verbose=verbose,
+            caller=current_caller.get(),
         )

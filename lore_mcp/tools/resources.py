@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
+from lore_mcp.auth import Caller, current_caller
 from lore_mcp.errors import InvalidArgument, describe
 from lore_mcp.models import LessonOut
 from stores.errors import StoreError
@@ -24,13 +25,15 @@ def lesson_uri(lesson_id: str) -> str:
 
 
 class LessonReader(Protocol):
-    async def get(self, lesson_id: str, project: str | None = None) -> LessonOut: ...
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut: ...
 
 
 class MemoryDescriber(Protocol):
-    async def schema(self, project: str | None = None) -> dict[str, Any]: ...
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]: ...
 
-    async def stats(self, project: str | None = None) -> dict[str, Any]: ...
+    async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]: ...
 
 
 def add_lesson_resource(server: MCPServer, lessons: LessonReader) -> None:
@@ -41,7 +44,7 @@ def add_lesson_resource(server: MCPServer, lessons: LessonReader) -> None:
     )
     async def lesson_resource(id: str) -> str:
         try:
-            lesson = await lessons.get(id)
+            lesson = await lessons.get(id, caller=current_caller.get())
         except (InvalidArgument, StoreError) as exc:
             raise ResourceNotFoundError(describe(exc)[1]) from None
         return lesson.model_dump_json()
@@ -57,7 +60,7 @@ def add_memory_resources(server: MCPServer, tables: MemoryDescriber) -> None:
         mime_type="application/json",
     )
     async def schema_resource() -> str:
-        return json.dumps(await tables.schema(None))
+        return json.dumps(await tables.schema(None, caller=current_caller.get()))
 
     @server.resource(
         STATS_URI,
@@ -66,4 +69,4 @@ def add_memory_resources(server: MCPServer, tables: MemoryDescriber) -> None:
         mime_type="application/json",
     )
     async def stats_resource() -> str:
-        return json.dumps(await tables.stats(None))
+        return json.dumps(await tables.stats(None, caller=current_caller.get()))

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Protocol
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from lore_mcp.auth import Caller, current_caller
 from lore_mcp.plan_models import PlanModel, RowFilter
 from lore_mcp.tools.arguments import OrderBy, Project
 from lore_mcp.tools.registry import add_tools
@@ -16,11 +17,15 @@ from lore_mcp.tools.registry import add_tools
 class TablesBackend(Protocol):
     """What the structured tools need answered (``StructuredService`` has the same methods)."""
 
-    async def schema(self, project: str | None = None) -> dict[str, Any]: ...
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]: ...
 
-    async def plan(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]: ...
+    async def plan(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]: ...
 
-    async def apply(self, plan: PlanModel, project: str | None = None) -> dict[str, Any]: ...
+    async def apply(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]: ...
 
     async def query_rows(
         self,
@@ -31,6 +36,7 @@ class TablesBackend(Protocol):
         limit: int,
         cursor: str | None,
         project: str | None = None,
+        caller: Caller | None = None,
     ) -> dict[str, Any]: ...
 
 
@@ -49,17 +55,17 @@ class StructuredTools:
     async def schema(self, project: Project = None) -> dict[str, Any]:
         """Read this project's tables (columns, row counts) and its schema_hash. Call it before
         writing a plan: a plan carries the schema_hash it was made against."""
-        return await self.tables.schema(project)
+        return await self.tables.schema(project, caller=current_caller.get())
 
     async def plan(self, plan: PlanModel, project: Project = None) -> dict[str, Any]:
         """Dry-run a plan: returns ok, a risk level (low / medium / high), the predicted row and schema
         effects, and errors naming the failing operation. Changes nothing."""
-        return await self.tables.plan(plan, project)
+        return await self.tables.plan(plan, project, caller=current_caller.get())
 
     async def apply(self, plan: PlanModel, project: Project = None) -> dict[str, Any]:
         """Apply a plan to this project's tables, all operations or none, and record it as a commit.
         A plan made against an older schema is refused with STALE_PLAN: read schema and plan again."""
-        return await self.tables.apply(plan, project)
+        return await self.tables.apply(plan, project, caller=current_caller.get())
 
     async def query_rows(
         self,
@@ -78,4 +84,5 @@ class StructuredTools:
             limit=limit,
             cursor=cursor,
             project=project,
+            caller=current_caller.get(),
         )

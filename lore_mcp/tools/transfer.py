@@ -8,6 +8,7 @@ from typing import Annotated, Protocol
 from mcp.server.mcpserver import MCPServer
 from pydantic import Field
 
+from lore_mcp.auth import Caller, current_caller
 from lore_mcp.tools.arguments import Cursor, Project
 from lore_mcp.tools.registry import add_tools
 from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
@@ -17,9 +18,13 @@ from stores.lessons import MAX_LIST_LIMIT
 class TransferBackend(Protocol):
     """What the transfer tools need answered (``lore_mcp.transfer.Transfer`` has the same methods)."""
 
-    async def export_page(self, project: str | None, cursor: str | None, limit: int) -> ExportPage: ...
+    async def export_page(
+        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+    ) -> ExportPage: ...
 
-    async def import_batch(self, items: Sequence[LessonIn], project: str | None) -> ImportResult: ...
+    async def import_batch(
+        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
+    ) -> ImportResult: ...
 
 
 def register(server: MCPServer, transfer: TransferBackend, groups: Collection[str]) -> None:
@@ -41,7 +46,7 @@ class TransferTools:
         limit: Annotated[int, Field(ge=1, le=MAX_LIST_LIMIT)] = 100,
     ) -> ExportPage:
         """Export a project's lessons in full, a page at a time, for import_lessons elsewhere."""
-        return await self.transfer.export_page(project, cursor, limit)
+        return await self.transfer.export_page(project, cursor, limit, caller=current_caller.get())
 
     async def import_lessons(
         self,
@@ -50,4 +55,4 @@ class TransferTools:
     ) -> ImportResult:
         """Import lessons (as export_lessons returns them) into a project, keeping their ids: an id
         already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
-        return await self.transfer.import_batch(lessons, project)
+        return await self.transfer.import_batch(lessons, project, caller=current_caller.get())
