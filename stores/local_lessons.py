@@ -37,7 +37,7 @@ from stores.local_lesson_rows import scope_key as _scope_key
 from stores.local_lesson_rows import to_lesson as _to_lesson
 from stores.local_lesson_rows import ts as _ts
 from stores.local_models import LocalModelRecords
-from stores.recall_scoring import scored_lessons
+from stores.recall_scoring import TwoStepRecall, scored_lessons
 from stores.vector_index import IndexedRow, VectorIndex
 from stores.vectors import unit_vector
 
@@ -46,7 +46,7 @@ from stores.vectors import unit_vector
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonWrites):
+class LocalLessonStore(LessonWrites, TwoStepRecall):
     """``stores.Store`` on one SQLite file: the writes are ``stores.lesson_engine``'s, over
     ``LocalLessonTx``."""
 
@@ -88,16 +88,11 @@ class LocalLessonStore(LessonWrites):
         next_cursor = lessons[-1].id if len(rows) > limit else None
         return LessonPage(lessons=lessons, next_cursor=next_cursor)
 
-    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        return self.rank(scope, query, self.match_words(scope, query))
-
-    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
-        now = query.now or _now()
-        k = ranking.candidate_count(query.limit, self._ranking)
-        terms = ranking.lexical_terms(query.text, params=self._ranking)
+    def _word_keys(
+        self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
+    ) -> builtins.list[int]:
         with self._read_lock, read_transaction(self._reader) as conn:
-            keys = self._lexical_candidates(conn, scope, query, terms, k, now)
-        return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
+            return self._lexical_candidates(conn, scope, query, terms, k, now)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         now, terms, lexical_hits = words.now, list(words.terms), words.keys
@@ -229,11 +224,11 @@ class LocalLessonStore(LessonWrites):
     ) -> builtins.list[int]:
         """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
         ``ranking.candidate_terms`` first."""
-        names = ranking.names(query.text, self._ranking)
-        chosen = self._rare_terms(conn, terms, ranking.query_entities(terms, names, self._ranking))
+        chosen, ordering = ranking.full_text_terms(
+            query.text, terms, self._postings(conn, terms), self._ranking
+        )
         if not chosen:
             return []
-        ordering = ranking.candidate_terms(chosen, terms, names, self._ranking)
         match = _any_of(chosen)
         if len(ordering) > len(chosen):
             match = f"({match}) AND ({_any_of(ordering)})"
@@ -262,20 +257,17 @@ class LocalLessonStore(LessonWrites):
     # queries through the scope index, which scanned the whole project instead of the
     # handful of candidate rows.)
 
-    def _rare_terms(
-        self, conn: Connection, terms: builtins.list[str], entities: set[str]
-    ) -> builtins.list[str]:
-        """``ranking.rare_terms`` on the terms' full-text matches, counted in one statement
-        and only up to just over the budget (a term past it is common however far past)."""
+    def _postings(self, conn: Connection, terms: builtins.list[str]) -> dict[str, float]:
+        """Each term's full-text matches, counted in one statement and only up to just over
+        the budget (``ranking.rare_terms``: a term past it is common however far past)."""
         if not terms:
-            return []
+            return {}
         count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"
         cap = self._ranking.postings_budget + 1
         row = conn.execute(
             f"SELECT {', '.join([count] * len(terms))}", [x for t in terms for x in (f'"{t}"', cap)]
         ).fetchone()
-        found = dict(zip(terms, row, strict=True))
-        return ranking.rare_terms(terms, found, self._ranking.postings_budget, entities)
+        return dict(zip(terms, row, strict=True))
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
         marks = ",".join("?" * len(tags))

@@ -32,7 +32,7 @@ from stores.postgres_lesson_rows import fetch as _fetch
 from stores.postgres_lesson_rows import now as _now
 from stores.postgres_lesson_rows import scope_params as _scope_params
 from stores.postgres_models import GENERATION_INFO, PostgresModelRecords
-from stores.recall_scoring import scored_lessons
+from stores.recall_scoring import TwoStepRecall, scored_lessons
 from stores.vectors import unit_vector
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
@@ -74,7 +74,7 @@ _GENERATION = (
 )
 
 
-class PostgresLessonStore(LessonWrites):
+class PostgresLessonStore(LessonWrites, TwoStepRecall):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.lesson_engine``'s,
     over ``PostgresLessonTx``."""
 
@@ -104,18 +104,6 @@ class PostgresLessonStore(LessonWrites):
             rows = _fetch(conn, sql + " ORDER BY id DESC LIMIT :n", params)
         lessons = tuple(lesson_of(r) for r in rows[:limit])
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
-
-    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        return self.rank(scope, query, self.match_words(scope, query))
-
-    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
-        """Recall's first transaction: the full-text candidates (it needs no vector, so it
-        runs while the caller embeds the query)."""
-        now = query.now or _now()
-        k = ranking.candidate_count(query.limit, self._ranking)
-        terms = ranking.lexical_terms(query.text, params=self._ranking)
-        keys = self._lexical_candidates(scope, query, terms, k, now) if terms else []
-        return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -214,7 +202,7 @@ class PostgresLessonStore(LessonWrites):
             params["tags"] = list(query.tags)
         return filters, params
 
-    def _lexical_candidates(
+    def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
     ) -> builtins.list[int]:
         """Keys of the best full-text matches of the query's rare terms (``ranking.rare_terms``).
@@ -228,10 +216,8 @@ class PostgresLessonStore(LessonWrites):
                 text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
                 {"org": scope.org, "terms": terms},
             ).one()[1]
-            names = ranking.names(query.text, self._ranking)
             found = dict(zip(terms, postings, strict=True))
-            entities = ranking.query_entities(terms, names, self._ranking)
-            chosen = ranking.rare_terms(terms, found, self._ranking.postings_budget, entities)
+            chosen, ordering = ranking.full_text_terms(query.text, terms, found, self._ranking)
             if not chosen:
                 return []
             # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
@@ -254,7 +240,7 @@ class PostgresLessonStore(LessonWrites):
                     # the tsquery is well formed.
                     "tsq": " | ".join(chosen),
                     "entities": " | ".join(alone),
-                    "order": " | ".join(ranking.candidate_terms(chosen, terms, names, self._ranking)),
+                    "order": " | ".join(ordering),
                     "k": k,
                     "now": now,
                     "min_conf": query.min_confidence,

@@ -80,6 +80,7 @@ __all__ = [
     "candidate_terms",
     "centred_similarities",
     "coverage",
+    "full_text_terms",
     "is_entity",
     "lexical_scores",
     "lexical_terms",
@@ -114,6 +115,17 @@ def candidate_terms(
     if not params.lexical_entities:
         return chosen
     return chosen + [t for t in terms if t not in chosen and is_entity(t, names)]
+
+
+def full_text_terms(
+    text: str, terms: list[str], postings: dict[str, float], params: RankingParams
+) -> tuple[list[str], list[str]]:
+    """What a backend's full-text search needs: the terms that find candidates
+    (``rare_terms``, entities first) and the terms that order them (``candidate_terms``).
+    ``postings`` are the terms' matching lessons, counted or estimated by the backend."""
+    said = names(text, params)
+    chosen = rare_terms(terms, postings, params.postings_budget, query_entities(terms, said, params))
+    return chosen, candidate_terms(chosen, terms, said, params)
 
 
 def rare_terms(

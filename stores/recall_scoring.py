@@ -8,12 +8,39 @@ here and a query ranks the same lessons first on both.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from stores import ranking
 from stores.lesson_engine import lesson_of
-from stores.lessons import RecallQuery, ScoredLesson
+from stores.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+
+
+class TwoStepRecall:
+    """``recall`` as ``rank(match_words)``, and the half of ``match_words`` every backend
+    shares; a backend supplies ``_word_keys`` (its full-text SQL) and ``rank``."""
+
+    _ranking: ranking.RankingParams
+
+    def recall(self, scope: Scope, query: RecallQuery) -> list[ScoredLesson]:
+        return self.rank(scope, query, self.match_words(scope, query))
+
+    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
+        """Recall's full-text candidates; needs no vector, so it runs while the query embeds."""
+        now = query.now or datetime.now(UTC)
+        k = ranking.candidate_count(query.limit, self._ranking)
+        terms = ranking.lexical_terms(query.text, params=self._ranking)
+        keys = self._word_keys(scope, query, terms, k, now) if terms else []
+        return WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
+
+    def _word_keys(
+        self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
+    ) -> list[int]:
+        """Row keys of the best full-text matches of ``terms``, at most ``k``."""
+        raise NotImplementedError
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> list[ScoredLesson]:
+        raise NotImplementedError
 
 
 def scored_lessons(
