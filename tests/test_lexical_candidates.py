@@ -2,9 +2,10 @@
 
 A question's rarest word is often one the lesson never used ("rotation" for "renewal"), so
 candidates are found by the question's entities first and ordered by them
-(``stores.ranking.rare_terms``, ``candidate_terms``). The lessons here all get the same
-vector, except the target's, which is a little further from the query: only the full-text
-side can bring the target in.
+(``stores.ranking.rare_terms``, ``candidate_terms``). The rotation lessons share the
+query's vector, so they are the nearest and always the same pool (an approximate index
+returns any of a set of equal vectors); the others are a little further away and the
+target further still: only the full-text side can bring the target in.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def filled(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
         empty_postgres(request.getfixturevalue("postgres_url"))
     store = open_with(backend, tmp_path, request, PARAMS)
     try:
-        same = vector("same")
+        same, elsewhere = vector("same"), vector("elsewhere")
         for text in lessons():
-            vec = blend(same, vector("elsewhere"), 0.1) if text == TARGET else same
+            away = 0.1 if text == TARGET else 0.0 if "rotation" in text else 0.05
+            vec = blend(same, elsewhere, away)
             store.save(HERE, LessonDraft(problem=text, resolution="see the runbook"), vec)
     finally:
         store.close()
