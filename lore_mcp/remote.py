@@ -44,7 +44,7 @@ from lore_mcp.models import (
 )
 from lore_mcp.plan_models import PlanModel
 from lore_mcp.redaction import redact
-from lore_mcp.server import LoreServer, add_forwarded_tools, new_server
+from lore_mcp.server import LoreServer, forwarded_server
 from lore_mcp.tools import Backends
 from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS
 from lore_mcp.transfer import ExportPage, ImportResult, LessonIn
@@ -245,7 +245,8 @@ class RemoteLoreServer(LoreServer):
 
     default_project: str | None = None
 
-    def forwarded_backends(self) -> Backends:
+    @classmethod
+    def forwarded_backends(cls) -> Backends:
         """The tools are Lore's own, bound to backends that never run (see ``ForwardedWhole``)."""
         forwarded = ForwardedWhole()
         return Backends(lessons=forwarded, transfer=forwarded, tables=forwarded, commits=forwarded)
@@ -402,8 +403,7 @@ async def serve_remote(
     otherwise the team server decides (a project-scoped key means its own project).
     """
     url = mcp_url(api_url)
-    server = new_server(RemoteLoreServer, log_level=log_level)
-    add_forwarded_tools(server, set(tools))
+    server = forwarded_server(RemoteLoreServer, set(tools), log_level=log_level)
     server.default_project = default_project
     async with RemoteConnection(url, api_key) as remote:
         server.remote = remote

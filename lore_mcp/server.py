@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from lore_mcp import __version__
@@ -27,7 +28,7 @@ from lore_mcp.protocol_extras import add_protocol_extras
 from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S
 from lore_mcp.stdio import stdio_transport
 from lore_mcp.structured_service import StructuredService
-from lore_mcp.tools import Backends, register_tools
+from lore_mcp.tools import Backends, lore_tools
 from lore_mcp.tools import keys as key_tools
 from lore_mcp.tools.prompts import add_prompts
 from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, TOOL_GROUPS
@@ -114,12 +115,11 @@ class LoreServer(MCPServer):
         finally:
             current_caller.reset(reset)
 
-    def forwarded_backends(self) -> Backends:
+    @classmethod
+    def forwarded_backends(cls) -> Backends:
         """What the tools of a server built without a ``LessonService`` are bound to: only a
         server that forwards tool calls elsewhere (remote mode) can be built so."""
-        raise TypeError(
-            f"{type(self).__name__} answers tool calls itself, so build_server needs a LessonService."
-        )
+        raise TypeError(f"{cls.__name__} answers tool calls itself, so build_server needs a LessonService.")
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio with Lore's transport, which answers malformed frames."""
@@ -200,15 +200,17 @@ def new_server(
     *,
     log_level: LogLevel = "WARNING",
     middleware: list[Any] | None = None,
+    tools: list[Tool] | None = None,
     **settings: Any,
 ) -> S:
-    """An empty Lore server of ``server_class``: its name, version and instructions, no tools yet."""
+    """A Lore server of ``server_class``: its name, version, instructions and ``tools``."""
     return server_class(
         name="lore",
         version=__version__,
         instructions=INSTRUCTIONS,
         log_level=log_level,
         middleware=middleware or [],
+        tools=tools or [],
         **settings,
     )
 
@@ -232,41 +234,53 @@ def build_server(
     act on the server's own org. ``lessons`` is None only for a server class that forwards
     calls (remote mode): its tools are bound to its ``forwarded_backends``.
     """
-    middleware = [LoadModelAfterFirstRequest(lessons.embedder)] if lessons is not None else []
-    server = new_server(server_class, log_level=log_level, middleware=middleware, **settings)
-    server.request_timeout_s = request_timeout_s
     authenticated = "token_verifier" in settings
     groups = {*tools, "admin"} if authenticated else set(tools)
     if lessons is None:
-        add_forwarded_tools(server, groups, keys)
-        return server
-    if not authenticated:
-        # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
-        server.local_caller = Caller(key_id="local", org=lessons.org, name="local", project=None, root=True)
-    add_local_tools(server, lessons, groups, keys)
+        server = forwarded_server(server_class, groups, keys, log_level=log_level, **settings)
+    else:
+        server = local_server(server_class, lessons, groups, keys, log_level=log_level, **settings)
+        if not authenticated:
+            # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
+            server.local_caller = Caller(
+                key_id="local", org=lessons.org, name="local", project=None, root=True
+            )
+    server.request_timeout_s = request_timeout_s
     return server
 
 
-def add_local_tools(
-    server: LoreServer, lessons: LessonService, groups: Collection[str], keys: KeyTools | None = None
-) -> None:
-    """The tools of ``groups``, the prompts and the resources, answered by ``lessons``."""
+def local_server(
+    server_class: type[S],
+    lessons: LessonService,
+    groups: Collection[str],
+    keys: KeyTools | None = None,
+    **settings: Any,
+) -> S:
+    """A server with the tools of ``groups``, the prompts and the resources, answered by
+    ``lessons``; ``settings`` go to ``new_server``."""
     tables = StructuredService(lessons)
-    register_tools(server, Backends(lessons, Transfer(lessons), tables, tables), groups)
+    listed = lore_tools(Backends(lessons, Transfer(lessons), tables, tables), groups)
     if keys is not None:
-        key_tools.register(server, keys, groups, lambda: server.local_caller)
+        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
+    middleware = [LoadModelAfterFirstRequest(lessons.embedder)]
+    server = new_server(server_class, middleware=middleware, tools=listed, **settings)
     add_prompts(server)
     add_memory_resources(server, tables)
     add_lesson_resource(server, lessons)
     add_protocol_extras(server, lessons.default_project)
+    return server
 
 
-def add_forwarded_tools(server: LoreServer, groups: Collection[str], keys: KeyTools | None = None) -> None:
-    """The tools of ``groups`` and the lesson resource of a server that forwards calls
-    (remote mode), bound to its ``forwarded_backends`` for their names and schemas."""
-    backends = server.forwarded_backends()
-    register_tools(server, backends, groups)
+def forwarded_server(
+    server_class: type[S], groups: Collection[str], keys: KeyTools | None = None, **settings: Any
+) -> S:
+    """A server that forwards calls (remote mode), with the tools of ``groups`` and the lesson
+    resource, bound to its class's ``forwarded_backends`` for their names and schemas."""
+    backends = server_class.forwarded_backends()
+    listed = lore_tools(backends, groups)
     if keys is not None:
-        key_tools.register(server, keys, groups, lambda: server.local_caller)
+        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
+    server = new_server(server_class, tools=listed, **settings)
     add_lesson_resource(server, backends.lessons)
     add_protocol_extras(server, None)
+    return server

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
 from lore_mcp.settings import Settings
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS, TOOL_GROUPS
+from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 
@@ -30,6 +32,25 @@ async def test_lore_tools_serves_only_the_chosen_groups(service: LessonService) 
     async with connected(build_server(service, tools=("structured", "history"))) as client:
         names = {t.name for t in (await client.list_tools()).tools}
         assert names == set(TOOL_GROUPS["structured"]) | set(TOOL_GROUPS["history"])
+
+
+async def test_servers_made_in_one_process_each_answer_from_their_own_store(
+    service: LessonService, tmp_path: Path
+) -> None:
+    """Tools are made once per method (tools.registry._tool); each server's copy stays bound
+    to its own service."""
+    other_store = open_local_store(tmp_path / "other.db")
+    try:
+        other = LessonService(other_store, service.embedder, default_project="default")
+        async with connected(build_server(service)) as first, connected(build_server(other)) as second:
+            saved = await call(first, "save_lesson", problem="Only in the first store", resolution="r")
+            assert [x["id"] for x in (await call(first, "list_lessons"))["lessons"]] == [saved["id"]]
+            assert (await call(second, "list_lessons"))["lessons"] == []
+            with pytest.raises(ToolFailed) as err:
+                await call(second, "get_lesson", id=saved["id"])
+            assert err.value.code == "NOT_FOUND"
+    finally:
+        other_store.close()
 
 
 async def test_the_default_groups_leave_out_the_key_tools(client: Client) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 
 from lore_mcp.tools import history, lessons, structured, transfer
 from lore_mcp.tools.history import HistoryBackend
@@ -30,9 +30,11 @@ class Backends:
     commits: HistoryBackend
 
 
-def register_tools(server: MCPServer, backends: Backends, groups: Collection[str]) -> None:
-    """Add the tools of ``groups`` (but ``admin``), in the registry's order, bound to ``backends``."""
-    lessons.register(server, backends.lessons, groups)
-    transfer.register(server, backends.transfer, groups)
-    structured.register(server, backends.tables, groups)
-    history.register(server, backends.commits, groups)
+def lore_tools(backends: Backends, groups: Collection[str]) -> list[Tool]:
+    """The tools of ``groups`` (but ``admin``), in the registry's order, bound to ``backends``."""
+    return [
+        *lessons.tools_for(backends.lessons, groups),
+        *transfer.tools_for(backends.transfer, groups),
+        *structured.tools_for(backends.tables, groups),
+        *history.tools_for(backends.commits, groups),
+    ]

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Annotated, Any, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
 from lore_mcp.tools.arguments import Project
-from lore_mcp.tools.registry import add_tools
+from lore_mcp.tools.registry import tools_of
 
 
 class HistoryBackend(Protocol):
@@ -35,10 +35,10 @@ class HistoryBackend(Protocol):
     ) -> dict[str, Any]: ...
 
 
-def register(server: MCPServer, commits: HistoryBackend, groups: Collection[str]) -> None:
-    """Add the history tools of ``groups`` to ``server``, answered by ``commits``."""
+def tools_for(commits: HistoryBackend, groups: Collection[str]) -> list[Tool]:
+    """The history tools of ``groups``, answered by ``commits``."""
     tools = HistoryTools(commits)
-    add_tools(server, groups, tools.history, tools.get_commit, tools.revert_commit)
+    return tools_of(groups, tools.history, tools.get_commit, tools.revert_commit)
 
 
 class HistoryTools:

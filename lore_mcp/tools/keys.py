@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Annotated, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, Forbidden, current_caller
 from lore_mcp.keys_service import CreatedKey, KeyList, KeyOut
-from lore_mcp.tools.registry import add_tools
+from lore_mcp.tools.registry import tools_of
 
 
 class KeysBackend(Protocol):
@@ -23,19 +23,18 @@ class KeysBackend(Protocol):
     async def revoke_key(self, caller: Caller, key_id: str) -> KeyOut: ...
 
 
-def register(
-    server: MCPServer,
+def tools_for(
     keys: KeysBackend,
     groups: Collection[str],
     local_caller: Callable[[], Caller | None],
-) -> None:
-    """Add the key tools (group ``admin``) to ``server``, answered by ``keys``.
+) -> list[Tool]:
+    """The key tools (group ``admin``) if ``groups`` has it, answered by ``keys``.
 
     ``local_caller`` is the trusted caller of a server without API keys (stdio), or None;
     it is asked at each call, since the server may be given one after its tools.
     """
     tools = KeyAdminTools(keys, local_caller)
-    add_tools(server, groups, tools.create_key, tools.list_keys, tools.revoke_key)
+    return tools_of(groups, tools.create_key, tools.list_keys, tools.revoke_key)
 
 
 class KeyAdminTools:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
@@ -24,7 +24,7 @@ from lore_mcp.models import (
     VoteResult,
 )
 from lore_mcp.tools.arguments import Confidence, Cursor, LessonId, Project, Short, Tags, Text
-from lore_mcp.tools.registry import add_tools
+from lore_mcp.tools.registry import tools_of
 from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
 
 
@@ -96,11 +96,10 @@ class LessonsBackend(Protocol):
     ) -> ListResult: ...
 
 
-def register(server: MCPServer, lessons: LessonsBackend, groups: Collection[str]) -> None:
-    """Add the lesson tools of ``groups`` to ``server``, answered by ``lessons``."""
+def tools_for(lessons: LessonsBackend, groups: Collection[str]) -> list[Tool]:
+    """The lesson tools of ``groups``, answered by ``lessons``."""
     tools = LessonTools(lessons)
-    add_tools(
-        server,
+    return tools_of(
         groups,
         tools.save_lesson,
         tools.recall_lessons,

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Annotated, Any, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
 from lore_mcp.plan_models import PlanModel, RowFilter
 from lore_mcp.tools.arguments import OrderBy, Project
-from lore_mcp.tools.registry import add_tools
+from lore_mcp.tools.registry import tools_of
 
 
 class TablesBackend(Protocol):
@@ -40,10 +40,10 @@ class TablesBackend(Protocol):
     ) -> dict[str, Any]: ...
 
 
-def register(server: MCPServer, tables: TablesBackend, groups: Collection[str]) -> None:
-    """Add the structured tools of ``groups`` to ``server``, answered by ``tables``."""
+def tools_for(tables: TablesBackend, groups: Collection[str]) -> list[Tool]:
+    """The structured tools of ``groups``, answered by ``tables``."""
     tools = StructuredTools(tables)
-    add_tools(server, groups, tools.schema, tools.plan, tools.apply, tools.query_rows)
+    return tools_of(groups, tools.schema, tools.plan, tools.apply, tools.query_rows)
 
 
 class StructuredTools:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Annotated, Protocol
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
 from lore_mcp.tools.arguments import Cursor, Project
-from lore_mcp.tools.registry import add_tools
+from lore_mcp.tools.registry import tools_of
 from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
 from stores.lessons import MAX_LIST_LIMIT
 
@@ -27,10 +27,10 @@ class TransferBackend(Protocol):
     ) -> ImportResult: ...
 
 
-def register(server: MCPServer, transfer: TransferBackend, groups: Collection[str]) -> None:
-    """Add the transfer tools of ``groups`` to ``server``, answered by ``transfer``."""
+def tools_for(transfer: TransferBackend, groups: Collection[str]) -> list[Tool]:
+    """The transfer tools of ``groups``, answered by ``transfer``."""
     tools = TransferTools(transfer)
-    add_tools(server, groups, tools.export_lessons, tools.import_lessons)
+    return tools_of(groups, tools.export_lessons, tools.import_lessons)
 
 
 class TransferTools:
