@@ -551,10 +551,21 @@ TOOL_HINTS: dict[str, dict[str, SearchStrategy[Any]]] = {
 
 def arguments_for(tool: str, schema: dict[str, Any]) -> SearchStrategy[dict[str, Any]]:
     """Arguments for one tool: two in three within its schema (reaching the stores, with hostile
-    content that fits), one in three stepping outside it."""
-    hints = {**HINTS, **TOOL_HINTS.get(tool, {})}
-    strict = SchemaStrategies(schema, loose=False, hints=hints).arguments()
-    return weighted((2, strict), (1, SchemaStrategies(schema, loose=True, hints=hints).arguments()))
+    content that fits), one in three stepping outside it.
+
+    Made once per tool and schema: Hypothesis validates a strategy the first time it draws
+    from it, and a tree this size costs tens of milliseconds to validate in every example.
+    """
+    key = (tool, json.dumps(schema, sort_keys=True))
+    if key not in _ARGUMENTS:
+        hints = {**HINTS, **TOOL_HINTS.get(tool, {})}
+        strict = SchemaStrategies(schema, loose=False, hints=hints).arguments()
+        loose = SchemaStrategies(schema, loose=True, hints=hints).arguments()
+        _ARGUMENTS[key] = weighted((2, strict), (1, loose))
+    return _ARGUMENTS[key]
+
+
+_ARGUMENTS: dict[tuple[str, str], SearchStrategy[dict[str, Any]]] = {}
 
 
 # --- one backend: a server on a seeded store, and a fingerprint of everything it holds ----------
