@@ -240,3 +240,18 @@ async def test_tools_answer_unavailable_during_an_outage_and_recover(
 def test_an_unreachable_postgres_is_a_clear_error() -> None:
     with pytest.raises(UnavailableError, match="unreachable"):
         open_postgres_store("postgresql://lore:lore@127.0.0.1:9/lore")
+
+
+def test_saved_lessons_go_straight_into_the_full_text_indexes(postgres_url: str, pg_store) -> None:
+    """No pending list for recall to read through on every search (migration 8): after 10,000
+    saves it held 316 pages and recall at 10k took 31 ms instead of 20."""
+    for i in range(60):
+        draft = LessonDraft(
+            f"pod {i} of kubernetes node {i * 7} evicted", f"drain node {i}", tags=(f"k8s-{i}",)
+        )
+        pg_store.save(ACME, draft, vector(f"pod {i}"))
+    with psycopg.connect(postgres_url, autocommit=True) as owner:
+        pending = owner.execute(
+            "SELECT gin_clean_pending_list('lessons_tsv'::regclass), gin_clean_pending_list('lessons_tags'::regclass)"
+        ).fetchone()
+    assert pending == (0, 0)
