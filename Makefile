@@ -11,7 +11,7 @@ PARALLEL ?= -n 2 --dist loadscope
 
 .PHONY: test-fast test lint typecheck bench
 
-test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 1.5 minutes)
+test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 40 s on two workers)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
 
 test:  ## the whole suite, both backends, real processes, conformance and uvx (CI runs it in one process)
