@@ -14,7 +14,7 @@ PARALLEL ?= -n 2 --dist loadscope
 test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 40 s on two workers)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
 
-test:  ## the whole suite, both backends, real processes, conformance and uvx (CI runs it in one process)
+test:  ## the whole suite, both backends, real processes, conformance and uvx (CI runs it so, on two workers)
 	$(PY) -m pytest $(PARALLEL)
 
 lint:  ## ruff: lint and formatting, as CI checks them

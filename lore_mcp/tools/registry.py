@@ -79,11 +79,8 @@ def tools_of(groups: Collection[str], *functions: Callable[..., Any]) -> list[To
     """A tool for each function whose tool (named by the function) is in one of ``groups``,
     with the registry's annotations; the SDK takes the schemas from the signature and the
     description from the docstring."""
-    return [
-        _tool(function, SPECS[function.__name__])
-        for function in functions
-        if SPECS[function.__name__].group in groups
-    ]
+    named = ((function, SPECS[function.__name__]) for function in functions)
+    return [_tool(function, spec) for function, spec in named if spec.group in groups]
 
 
 # Each tool method's SDK tool, made once per process (see _tool).
