@@ -10,8 +10,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     LORE_DB_PATH=/data/lore.db
 
 WORKDIR /app
-# CPU-only torch first, so sentence-transformers does not pull gigabytes of CUDA builds.
-RUN pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# The distribution is lore-memory-mcp (the built-in model runs on ONNX Runtime: no torch); its
+# `lore-memory` command is the entry point.
 COPY pyproject.toml README.md ./
 COPY lore_mcp ./lore_mcp
 COPY stores ./stores

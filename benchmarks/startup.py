@@ -11,8 +11,9 @@ Measured, each printed and written to ``benchmarks/results-startup.json``:
   save (VmRSS) and its high-water mark (VmHWM). Median of ``--runs``.
 - the default encoder in this process: query p50 (distinct texts, so the cache never helps)
   and bulk lessons/s (``encode_documents`` on 2,000 synthetic lessons, every core).
-- ``uvx --from <wheel> lore-memory mcp`` from an empty uv cache: wheel built from this
-  checkout, everything else resolved from the registry, until the first save is answered.
+- ``uvx --find-links <dist> lore-memory-mcp mcp`` from an empty uv cache: the command the
+  configs use, with the wheel built from this checkout offered beside the registry, everything
+  else resolved from the registry, until the first save is answered.
 - a fresh virtual environment with ``pip install <wheel>``: install seconds and size on disk.
 """
 
@@ -130,7 +131,7 @@ def build_wheel(out: Path) -> Path:
     subprocess.run(
         [str(uv), "build", "--wheel", "--out-dir", str(out), str(REPO)], check=True, capture_output=True
     )
-    (wheel,) = out.glob("lore_memory-*.whl")
+    (wheel,) = out.glob("lore_memory_mcp-*.whl")
     return wheel
 
 
@@ -147,7 +148,7 @@ def bench_uvx(wheel: Path, workdir: Path, errlog: Any) -> dict[str, Any]:
         }
     )
     uvx = str(Path(sys.executable).with_name("uvx"))
-    command = [uvx, "--from", str(wheel), "lore-memory", "mcp"]
+    command = [uvx, "--find-links", str(wheel.parent), "lore-memory-mcp", "mcp"]
     cold = first_save(command, env, errlog)
     warm = first_save(command, {**env, "LORE_DB_PATH": str(workdir / "uvx-2.db")}, errlog)
     for run in (cold, warm):  # the pid is uvx's, not the server's: its memory says nothing

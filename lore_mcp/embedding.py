@@ -158,8 +158,8 @@ def missing_extra_message(model_name: str) -> str:
     """What to do when a model other than the default is named without the extra."""
     return (
         f"LORE_EMBEDDING_MODEL={model_name} runs on sentence-transformers, which is not installed. "
-        f"Install the extra: pip install 'lore-memory[{EXTRA}]' (with uvx: "
-        f"uvx --from 'lore-memory[{EXTRA}]' lore-memory mcp), or unset LORE_EMBEDDING_MODEL to use "
+        f"Install the extra: pip install 'lore-memory-mcp[{EXTRA}]' (with uvx: "
+        f"uvx --from 'lore-memory-mcp[{EXTRA}]' lore-memory-mcp mcp), or unset LORE_EMBEDDING_MODEL to use "
         f"the built-in {DEFAULT_MODEL}."
     )
 

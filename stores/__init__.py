@@ -45,6 +45,6 @@ def open_postgres_store(
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise UnavailableError(
             f"The Postgres backend needs extra packages ({exc.name} is missing): "
-            "pip install 'lore-memory[postgres]'."
+            "pip install 'lore-memory-mcp[postgres]'."
         ) from exc
     return PostgresLessonStore(url, pool_size=pool_size, ranking_params=ranking_params)

@@ -1,7 +1,7 @@
 """Every client configuration in the docs works as written, and the OpenClaw skill is accurate.
 
 Each JSON snippet of the README and the example file is parsed, and the server each entry
-names is started and spoken to: `uvx lore-memory …` runs this checkout's `lore-memory`
+names is started and spoken to: `uvx lore-memory-mcp …` runs this checkout's `lore-memory`
 with the same arguments and environment; a `url` entry is connected to a real team server
 with the headers it gives (its placeholder key replaced by a real one).
 """
@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,114 @@ def config_entries() -> list[tuple[str, dict[str, Any]]]:
 ENTRIES = config_entries()
 
 
+# The distribution on the package index and its console scripts. `lore-memory` on PyPI is an
+# unrelated project: uvx would install and run its code for a command of that name.
+OURS = "lore-memory-mcp"
+COMMANDS = {"lore-memory", "lore-memory-mcp"}
+# uvx options that take a value (the rest are flags).
+VALUED = {
+    "--from",
+    "--with",
+    "--with-editable",
+    "--with-requirements",
+    "--python",
+    "-p",
+    "--index",
+    "--default-index",
+    "--index-url",
+    "-i",
+    "--extra-index-url",
+    "--find-links",
+    "-f",
+    "--constraints",
+    "-c",
+    "--overrides",
+    "--env-file",
+    "--cache-dir",
+    "--directory",
+    "--project",
+}
+
+
+def uvx_distribution(args: list[str]) -> tuple[str, str]:
+    """(distribution, command) that ``uvx ARGS`` runs: ``--from``'s requirement, else the command's
+    own name (uvx installs the package named like the command), without extras or version."""
+    source, i = None, 0
+    while i < len(args) and args[i].startswith("-"):
+        option, _, inline = args[i].partition("=")
+        if option in VALUED and not inline:
+            i += 1
+            inline = args[i] if i < len(args) else ""
+        if option == "--from":
+            source = inline
+        i += 1
+    command = args[i] if i < len(args) else ""
+    requirement = source or command
+    if requirement.startswith(("/", ".", "<")) or requirement.endswith(".whl"):
+        return OURS, command.split("@")[0]  # a local wheel or checkout (`<wheel>` in prose)
+    name = re.split(r"[\[@=<>~! ]", requirement, maxsplit=1)[0]
+    return re.sub(r"[-_.]+", "-", name).lower(), command.split("@")[0]
+
+
+def shown_as_code(path: str, text: str) -> str:
+    """The parts of a file a user would copy as a command: code spans and blocks of Markdown,
+    ``literals`` and, in the packages, the quoted strings Lore prints; recipe lines of the
+    Makefile; all of a Dockerfile or compose file. Prose may say "uvx" in passing."""
+    if path.endswith(".md"):
+        return "\n".join(re.findall(r"```.*?```|`[^`\n]+`", text, re.DOTALL))
+    if path.endswith(".py"):
+        spans = re.findall(r"``[^`\n]+``", text)
+        if path.startswith(("lore_mcp/", "stores/")):
+            spans += re.findall(r"\"[^\"\n]*\"", text)
+        return "\n".join(spans)
+    if path.endswith("Makefile"):
+        return "\n".join(line for line in text.splitlines() if line.startswith("\t"))
+    return text
+
+
+def uvx_snippets() -> list[tuple[str, list[str]]]:
+    """Every uvx invocation a user could copy from this repository: the configs' entries, and
+    ``uvx …`` shown as code in every tracked file but the tests' own (``shown_as_code``)."""
+    found = [(name, list(e["args"])) for name, e in ENTRIES if e.get("command") == "uvx"]
+    tracked = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True)
+    for path in tracked.stdout.splitlines():
+        if path.startswith("tests/") or not path.endswith(
+            (".md", ".json", ".yml", ".yaml", ".toml", ".py", "Dockerfile", "Makefile")
+        ):
+            continue
+        text = (ROOT / path).read_text(errors="replace")
+        if path.endswith(".json"):  # configs; benchmarks' records have no mcpServers
+            for config in [json.loads(text)] if '"mcpServers"' in text else []:
+                found += [(path, e["args"]) for e in config["mcpServers"].values() if e.get("command") == "uvx"]
+            continue
+        for match in re.finditer(r"\buvx((?:[ \t]+[^\s`\"),;|&]+)+)", shown_as_code(path, text)):
+            found.append((f"{path}: {match.group(0)}", shlex.split(match.group(1).replace("'", ""))))
+    return found
+
+
+def test_every_uvx_in_the_repo_runs_lore_not_a_namesake() -> None:
+    snippets = uvx_snippets()
+    assert len(snippets) >= 5  # the README's three clients, the example's two entries, and more
+    wrong = [
+        f"{where} runs {dist!r} ({command!r})"
+        for where, args in snippets
+        for dist, command in [uvx_distribution(args)]
+        if dist != OURS or command not in COMMANDS
+    ]
+    assert not wrong, "uvx invocations that would run another distribution than Lore:\n" + "\n".join(wrong)
+
+
+def test_the_uvx_check_tells_lore_from_its_namesakes() -> None:
+    assert uvx_distribution(["lore-memory-mcp", "mcp"]) == (OURS, "lore-memory-mcp")
+    assert uvx_distribution(["--from", "lore-memory-mcp[postgres]", "lore-memory", "mcp"]) == (
+        OURS,
+        "lore-memory",
+    )
+    assert uvx_distribution(["--from", "/tmp/dist/x.whl", "lore-memory", "mcp"])[0] == OURS
+    assert uvx_distribution(["lore-memory", "mcp"])[0] == "lore-memory"  # the unrelated project
+    assert uvx_distribution(["--python", "3.12", "lore-mcp", "mcp"])[0] == "lore-mcp"
+
+
 def test_the_docs_have_every_kind_of_configuration() -> None:
     kinds = {("url" if "url" in e else e.get("env", {}).get("LORE_STORE", "local")) for _, e in ENTRIES}
     assert kinds == {"local", "remote", "url"}
@@ -53,7 +163,7 @@ def test_the_docs_have_every_kind_of_configuration() -> None:
 def stdio_command(entry: dict[str, Any], tmp_path: Path) -> StdioServerParameters:
     command, args = entry["command"], list(entry["args"])
     if command == "uvx":
-        assert args[0] == "lore-memory"
+        assert uvx_distribution(args) == (OURS, args[0])
         args = args[1:]
     else:
         assert command.endswith("/lore-memory")

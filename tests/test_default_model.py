@@ -98,7 +98,7 @@ def test_a_damaged_model_file_is_refused_as_unavailable(
 
 def test_the_sentence_transformers_path_is_named_in_the_error_when_its_extra_is_missing() -> None:
     message = missing_extra_message("BAAI/bge-small-en-v1.5")
-    assert "lore-memory[sentence-transformers]" in message
+    assert "lore-memory-mcp[sentence-transformers]" in message
     assert "BAAI/bge-small-en-v1.5" in message
 
 
@@ -153,7 +153,7 @@ async def test_another_model_without_the_extra_is_unavailable_with_the_install_c
         with pytest.raises(ToolFailed) as err:
             await call(client, "save_lesson", problem="a problem", resolution="a fix")
         assert err.value.code == "UNAVAILABLE"
-        assert "pip install 'lore-memory[sentence-transformers]'" in err.value.message
+        assert "pip install 'lore-memory-mcp[sentence-transformers]'" in err.value.message
         assert (await call(client, "list_lessons"))["lessons"] == []
 
 
