@@ -123,7 +123,9 @@ def uvx_snippets() -> list[tuple[str, list[str]]]:
         text = (ROOT / path).read_text(errors="replace")
         if path.endswith(".json"):  # configs; benchmarks' records have no mcpServers
             for config in [json.loads(text)] if '"mcpServers"' in text else []:
-                found += [(path, e["args"]) for e in config["mcpServers"].values() if e.get("command") == "uvx"]
+                found += [
+                    (path, e["args"]) for e in config["mcpServers"].values() if e.get("command") == "uvx"
+                ]
             continue
         for match in re.finditer(r"\buvx((?:[ \t]+[^\s`\"),;|&]+)+)", shown_as_code(path, text)):
             found.append((f"{path}: {match.group(0)}", shlex.split(match.group(1).replace("'", ""))))
