@@ -183,7 +183,7 @@ def machine_info() -> dict[str, Any]:
         "numpy": np.__version__,
         "sqlite": sqlean.sqlite_version,
         "mcp": version("mcp"),
-        "lore_memory": version("lore-memory"),
+        "lore_memory": version("lore-memory-mcp"),
     }
 
 
