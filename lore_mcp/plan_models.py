@@ -8,11 +8,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 ColumnType = Literal["text", "integer", "real", "boolean", "json", "timestamp"]
 FilterOp = Literal["=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null"]
 Name = Annotated[str, Field(max_length=500)]
+# Any JSON value, published as every JSON type spelled out: a schema with no keyword at
+# all accepts the same values, but portable-schema checks (the MCP Inspector's) flag it
+# as one that constrains nothing. Validation is unchanged: ``Any`` takes whatever came.
+JsonValue = Annotated[
+    Any,
+    WithJsonSchema(
+        {"anyOf": [{"type": t} for t in ("string", "number", "boolean", "object", "array", "null")]}
+    ),
+]
 
 
 class _Strict(BaseModel):
@@ -23,13 +32,15 @@ class ColumnSpec(_Strict):
     name: Name
     type: ColumnType
     nullable: bool = True
-    default: Any = None
+    default: JsonValue = None
 
 
 class RowFilter(_Strict):
     column: Name
     op: FilterOp
-    value: Any = Field(None, description="A list for `in`, true/false for `is_null`, a pattern for `like`.")
+    value: JsonValue = Field(
+        None, description="A list for `in`, true/false for `is_null`, a pattern for `like`."
+    )
 
 
 class CreateTable(_Strict):

@@ -146,34 +146,21 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
     return describe(cause or exc)
 
 
-# Keywords that only constrain values of their own type, so a null passes them anyway.
-_TYPE_ONLY_KEYWORDS = frozenset(
-    "type format items minItems maxItems uniqueItems minLength maxLength pattern "
-    "minimum maximum exclusiveMinimum exclusiveMaximum".split()
-)
-
-
 def lean_schema(schema: Any) -> Any:
-    """A JSON schema without pydantic's generated ``title`` keywords, and with
-    ``anyOf: [{type: T}, {type: null}]`` written as ``type: [T, null]``.
+    """A JSON schema without pydantic's generated ``title`` keywords.
 
     Every listed tool costs an agent context on every turn, and titles repeat what the
     property names already say (about a fifth of the listing). A property *named*
-    "title" is a schema object, not a string, so it stays. The shorter nullable form
-    means the same and is quicker for clients to check results against.
+    "title" is a schema object, not a string, so it stays. Nullable fields keep
+    pydantic's ``anyOf: [{type: T}, {type: null}]``: the shorter ``type: [T, null]``
+    means the same, but clients that map tool schemas onto a single-``type`` dialect
+    (Gemini's OpenAPI subset) refuse or weaken it, and the MCP Inspector flags it.
     """
     if isinstance(schema, list):
         return [lean_schema(v) for v in schema]
     if not isinstance(schema, dict):
         return schema
-    lean = {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
-    options = lean.get("anyOf")
-    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
-        other = options[1 - options.index({"type": "null"})]
-        if isinstance(other.get("type"), str) and set(other) <= _TYPE_ONLY_KEYWORDS:
-            del lean["anyOf"]
-            lean.update(other, type=[other["type"], "null"])
-    return lean
+    return {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
 
 
 class LoadModelAfterFirstRequest:

@@ -146,24 +146,25 @@ def test_lean_schemas_drop_titles_but_keep_a_property_named_title() -> None:
     }
 
 
-def test_lean_schemas_write_nullable_types_as_type_lists() -> None:
+def test_lean_schemas_keep_nullable_fields_as_any_of_branches() -> None:
+    """``type: [T, null]`` would be shorter, but single-``type`` clients refuse it (see
+    tests/test_inspector.py for the Inspector's portability check over the real listing)."""
     from lore_mcp.server import lean_schema
 
     schema = {
         "properties": {
-            "when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}], "default": None},
-            "tags": {"anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}]},
+            "when": {
+                "anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}],
+                "default": None,
+                "title": "When",
+            },
             "row": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]},
-            "kind": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
         }
     }
     assert lean_schema(schema) == {
         "properties": {
-            "when": {"type": ["string", "null"], "format": "date-time", "default": None},
-            "tags": {"type": ["array", "null"], "items": {"type": "string"}},
-            # A reference, or an enum (which would refuse the null), keeps its anyOf.
+            "when": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}], "default": None},
             "row": {"anyOf": [{"$ref": "#/$defs/Row"}, {"type": "null"}]},
-            "kind": {"anyOf": [{"enum": ["a", "b"], "type": "string"}, {"type": "null"}]},
         }
     }
 
