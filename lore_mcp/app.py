@@ -20,6 +20,7 @@ from stores import Store
 from stores.keys import Org
 
 if TYPE_CHECKING:
+    from lore_mcp.admission import HeavyGate
     from lore_mcp.embedding import Embedder
     from lore_mcp.keys_service import KeyService, KeyTools
     from lore_mcp.lessons_service import LessonService
@@ -110,9 +111,12 @@ class App:
 
         return StructuredService(self.lessons)
 
-    def server(self, *, with_keys: bool, log_level: LogLevel = "WARNING", **auth: Any) -> LoreServer:
+    def server(
+        self, *, with_keys: bool, log_level: LogLevel = "WARNING", shared: bool = False, **auth: Any
+    ) -> LoreServer:
         """The MCP server of the settings' tool groups; ``with_keys`` adds the admin tools'
-        service, ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
+        service, ``shared`` (a team server) caps heavy calls fairly between orgs and keys,
+        ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
         from lore_mcp.server import build_server
 
         lessons = self.lessons
@@ -122,14 +126,24 @@ class App:
             tools=self.settings.tool_groups,
             log_level=log_level,
             request_timeout_s=self.settings.request_timeout_s,
+            heavy_gate=self.heavy_gate() if shared else None,
             **auth,
         )
+
+    def heavy_gate(self) -> HeavyGate:
+        """Slots for heavy calls: on Postgres two pooled connections fewer than the pool, so key
+        checks and cheap calls always find one; on SQLite two (one writes, one reads)."""
+        from lore_mcp.admission import HeavyGate
+
+        if self.settings.store == "postgres":
+            return HeavyGate(max(1, self.settings.pool_size - 2))
+        return HeavyGate(2)
 
     def team_server(self, *, issuer_url: str | None, log_level: LogLevel = "WARNING") -> LoreServer:
         """The server for streamable HTTP: API keys checked on every request, their issuer
         ``issuer_url``; None serves without authentication (``--dev-no-auth``)."""
         if issuer_url is None:
-            return self.server(with_keys=True, log_level=log_level)
+            return self.server(with_keys=True, log_level=log_level, shared=True)
         from mcp.server.auth.settings import AuthSettings
         from pydantic import AnyHttpUrl
 
@@ -138,6 +152,7 @@ class App:
         return self.server(
             with_keys=True,
             log_level=log_level,
+            shared=True,
             token_verifier=ApiKeyVerifier(self.store.keys),
             # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
             auth=AuthSettings(issuer_url=AnyHttpUrl(issuer_url), resource_server_url=None),

@@ -23,6 +23,8 @@ CONFLICT = "CONFLICT"
 FORBIDDEN = "FORBIDDEN"
 UNAUTHORIZED = "UNAUTHORIZED"
 RATE_LIMITED = "RATE_LIMITED"
+# Refused for load: the caller's share of heavy work is taken (``lore_mcp.admission``).
+BUSY = "BUSY"
 UNAVAILABLE = "UNAVAILABLE"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
@@ -34,6 +36,7 @@ CODES = (
     FORBIDDEN,
     UNAUTHORIZED,
     RATE_LIMITED,
+    BUSY,
     UNAVAILABLE,
     INTERNAL_ERROR,
 )

@@ -8,6 +8,7 @@ becomes ``CODE: sentence`` (see ``lore_mcp.errors``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Collection, Sequence
 from typing import Any, Literal, TypeVar
@@ -19,6 +20,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from lore_mcp import __version__
+from lore_mcp.admission import HEAVY_TOOLS, Busy, HeavyGate
 from lore_mcp.auth import Caller, caller_of, current_caller
 from lore_mcp.embedding import Embedder
 from lore_mcp.errors import UNAVAILABLE, LoreError, describe, wire_text
@@ -74,6 +76,8 @@ class LoreServer(MCPServer):
     local_caller: Caller | None = None
     # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
+    heavy_gate: HeavyGate | None = None
 
     async def list_tools(self) -> list[Any]:
         tools = [
@@ -97,16 +101,27 @@ class LoreServer(MCPServer):
         which stops itself and rolls back once it passes: cancelling this coroutine
         would not stop a thread, and could answer before the work had finished.
         """
-        reset = current_caller.set(caller_of(get_access_token()))
+        caller = caller_of(get_access_token())
+        reset = current_caller.set(caller)
         try:
             with deadline.limit(self.request_timeout_s):
                 try:
-                    return await super().call_tool(name, arguments, context)
+                    async with self._admitted(name, caller or self.local_caller):
+                        return await super().call_tool(name, arguments, context)
+                except Busy as exc:
+                    raise ToolError(wire_text(exc.code, exc.message)) from None
                 except ToolError as exc:
                     code, message = _tool_failure(name, exc, late=deadline.expired())
                     raise ToolError(wire_text(code, message)) from exc.__cause__
         finally:
             current_caller.reset(reset)
+
+    def _admitted(self, name: str, caller: Caller | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """A slot of ``heavy_gate`` for a heavy tool (raises ``Busy``); nothing for the rest."""
+        if self.heavy_gate is None or name not in HEAVY_TOOLS:
+            return contextlib.nullcontext()
+        org, key = (caller.org, caller.key_id) if caller is not None else ("", "")
+        return self.heavy_gate.slot(org, key)
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         reset = current_caller.set(caller_of(get_access_token()))
@@ -138,7 +153,7 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
     anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
     if late and (isinstance(cause, UnavailableError) or not anticipated):
         logger.warning("tool %s stopped at its deadline", name)
-        return UNAVAILABLE, deadline.MESSAGE
+        return UNAVAILABLE, deadline_message(name)
     if anticipated:
         return describe(cause)  # type: ignore[arg-type]
     if cause is None and not isinstance(exc, UnexpectedToolError):
@@ -161,6 +176,22 @@ def lean_schema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     return {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+
+
+# What a call stopped at its deadline can do about it: only plans and filters can be made smaller.
+_DEADLINE_ADVICE = {
+    "query_rows": "Narrow the filter, or try again when the server is less busy.",
+    "plan": "Split the plan into smaller ones, or try again when the server is less busy.",
+    "apply": "Split the plan into smaller ones, or try again when the server is less busy.",
+    "import_lessons": "Import fewer lessons at a time, or try again when the server is less busy.",
+}
+
+
+def deadline_message(tool: str) -> str:
+    """The sentence for ``tool`` stopped at its deadline, with advice that fits that tool: a
+    save that waited behind other work has no filter to narrow."""
+    advice = _DEADLINE_ADVICE.get(tool, "The server was busy; try again shortly.")
+    return "The request took longer than this server allows and was stopped; it changed nothing. " + advice
 
 
 class LoadModelAfterFirstRequest:
@@ -210,11 +241,12 @@ def build_server(
     log_level: LogLevel = "WARNING",
     server_class: type[LoreServer] = LoreServer,
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
+    heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
     """Create the server with the tools of the ``tools`` groups, the prompts and the resources;
     ``settings`` go to ``MCPServer`` (auth, token_verifier). ``request_timeout_s`` bounds
-    every tool call (see ``LoreServer.call_tool``).
+    every tool call (see ``LoreServer.call_tool``); ``heavy_gate`` admits the heavy ones.
 
     The key tools (group ``admin``) need ``keys``: with API keys they are there for root keys
     whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and they then
@@ -233,6 +265,7 @@ def build_server(
                 key_id="local", org=lessons.org, name="local", project=None, root=True
             )
     server.request_timeout_s = request_timeout_s
+    server.heavy_gate = heavy_gate
     return server
 
 

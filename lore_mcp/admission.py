@@ -1,0 +1,152 @@
+"""Admission for expensive tool calls, so that one org's heavy work cannot stall another's.
+
+Why: a team server shares one database among orgs. On Postgres, twelve concurrent heavy
+``apply`` calls of one org held every pooled connection, so another org's key check waited
+for a connection and was told the database was unreachable; on SQLite, heavy work queued on
+the one writer ahead of everyone's saves. So the calls that can take long (``HEAVY_TOOLS``)
+take a slot before they run: at most ``total`` in this process, ``per_org`` for one org and
+``per_key`` for one key. ``total`` stays below the Postgres pool, so key checks and cheap
+calls (saves, votes, recalls, reads), which take no slot, always find a connection.
+
+A call that finds no free slot waits its turn, first come first served among the calls
+that may run; a call waits at most ``max_wait_s`` (and never past its request deadline),
+and an org may have at most ``queue_per_org`` calls waiting. Past either bound the call is
+refused with ``BUSY``: a sentence that says the server is busy with heavy work, that
+nothing was changed, and when to try again. Nothing here touches the database, so being
+refused for load can never be mistaken for the database being down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from collections import Counter, deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from lore_mcp.errors import BUSY, LoreError
+from stores import deadline
+
+# Tools whose work grows with their input (plans, imports, reverts, table scans, exports).
+HEAVY_TOOLS = frozenset({"apply", "plan", "import_lessons", "revert_commit", "query_rows", "export_lessons"})
+
+
+class Busy(LoreError):
+    """Refused for load: the caller's share of heavy work is taken; try again later."""
+
+    code = BUSY
+
+    def __init__(self, retry_after_s: int, *, why: str) -> None:
+        super().__init__(
+            f"The server is busy with other heavy work ({why}); this call was not started and "
+            f"changed nothing. Try again in {retry_after_s} s."
+        )
+        self.retry_after_s = retry_after_s
+
+
+@dataclass
+class _Waiter:
+    org: str
+    key: str
+    ready: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+@dataclass
+class Load:
+    """What the gate holds right now, for ``/healthz`` and ``doctor``."""
+
+    running: int
+    waiting: int
+    total: int
+
+    @property
+    def saturated(self) -> bool:
+        return self.running >= self.total and self.waiting > 0
+
+
+class HeavyGate:
+    """Slots for heavy calls, capped in all, per org and per key (see the module docstring)."""
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        per_org: int | None = None,
+        per_key: int | None = None,
+        queue_per_org: int = 8,
+        max_wait_s: float = 10.0,
+    ) -> None:
+        if total < 1:
+            raise ValueError("a gate needs at least one slot")
+        self.total = total
+        # One org may fill the gate only when it is the sole slot; otherwise it leaves one free.
+        self.per_org = per_org if per_org is not None else max(1, total - 1)
+        self.per_key = per_key if per_key is not None else self.per_org
+        self.queue_per_org = queue_per_org
+        self.max_wait_s = max_wait_s
+        self._running: Counter[str] = Counter()
+        self._waiting: deque[_Waiter] = deque()
+
+    def load(self) -> Load:
+        return Load(running=self._running["*"], waiting=len(self._waiting), total=self.total)
+
+    def _may_run(self, org: str, key: str) -> bool:
+        return (
+            self._running["*"] < self.total
+            and self._running[f"org:{org}"] < self.per_org
+            and self._running[f"key:{key}"] < self.per_key
+        )
+
+    def _take(self, org: str, key: str) -> None:
+        self._running.update(("*", f"org:{org}", f"key:{key}"))
+
+    def _give_back(self, org: str, key: str) -> None:
+        self._running.subtract(("*", f"org:{org}", f"key:{key}"))
+        self._wake()
+
+    def _wake(self) -> None:
+        """Start the earliest waiters that may run now, in order of arrival."""
+        for waiter in list(self._waiting):
+            if not waiter.ready.done() and self._may_run(waiter.org, waiter.key):
+                self._take(waiter.org, waiter.key)
+                waiter.ready.set_result(None)
+                self._waiting.remove(waiter)
+
+    def _retry_after(self) -> int:
+        """A hint in whole seconds: the longest a waiter here may wait, at least one."""
+        return max(1, math.ceil(self.max_wait_s / 2))
+
+    @contextlib.asynccontextmanager
+    async def slot(self, org: str, key: str) -> AsyncIterator[None]:
+        """Hold a slot for the block; raises ``Busy`` when none comes in time."""
+        blocked = any(w.org == org or w.key == key for w in self._waiting)
+        if blocked or not self._may_run(org, key):
+            await self._wait(org, key)
+        else:
+            self._take(org, key)
+        try:
+            yield
+        finally:
+            self._give_back(org, key)
+
+    async def _wait(self, org: str, key: str) -> None:
+        if sum(w.org == org for w in self._waiting) >= self.queue_per_org:
+            raise Busy(self._retry_after(), why="this org already has the most heavy calls waiting")
+        waiter = _Waiter(org, key)
+        self._waiting.append(waiter)
+        left = deadline.remaining()
+        wait = self.max_wait_s if left is None else max(0.0, min(self.max_wait_s, left - 1.0))
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter.ready), timeout=wait)
+        except TimeoutError:
+            if waiter.ready.done():  # granted just as the wait ran out: keep it
+                return
+            self._waiting.remove(waiter)
+            raise Busy(self._retry_after(), why="every slot for heavy calls stayed taken") from None
+        except BaseException:
+            if waiter.ready.done():
+                self._give_back(org, key)  # cancelled after the grant: hand the slot on
+            else:
+                self._waiting.remove(waiter)
+            raise
