@@ -14,11 +14,14 @@ from typing import Any
 
 import sqlean
 
+from stores import deadline
 from stores.errors import ConflictError, NotFoundError, UnavailableError
 from stores.ids import new_id
 from stores.keys import ApiKey, Org
 from stores.local_db import Connection, format_ts, parse_ts, utc_now, write_transaction
 
+# The longest recording a key's use waits for another process's write lock.
+TOUCH_WAIT_S = 0.2
 _KEY_COLUMNS = "id, org, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
 
 
@@ -100,13 +103,23 @@ class LocalKeyStore:
             return self._key(conn, org_id, key_id)
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
+        """Record a key's use, or skip it while the writer is taken: last-used is informative,
+        and a key check must never queue behind another call's long write (a skipped touch is
+        made by the key's next request)."""
+        if not self._write_lock.acquire(blocking=False):
+            return
         stamp = format_ts(when)
-        with self._write_lock, write_transaction(self._writer) as conn:
-            conn.execute(
-                "UPDATE api_keys SET last_used_at = ? WHERE org = ? AND id = ? "
-                "AND (last_used_at IS NULL OR last_used_at < ?)",
-                (stamp, org_id, key_id, stamp),
-            )
+        try:
+            with deadline.limit(TOUCH_WAIT_S), write_transaction(self._writer) as conn:
+                conn.execute(
+                    "UPDATE api_keys SET last_used_at = ? WHERE org = ? AND id = ? "
+                    "AND (last_used_at IS NULL OR last_used_at < ?)",
+                    (stamp, org_id, key_id, stamp),
+                )
+        except deadline.DeadlineExceeded:
+            pass  # another process holds the file's write lock
+        finally:
+            self._write_lock.release()
 
     def _key(self, conn: Connection, org_id: str, key_id: str) -> ApiKey:
         row = conn.execute(

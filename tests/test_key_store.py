@@ -301,3 +301,48 @@ def test_a_postgres_at_schema_2_gains_orgs_and_keys_for_the_rls_role(postgres_ur
     finally:
         with psycopg.connect(postgres_url, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_recording_a_key_use_never_waits_behind_a_long_write(tmp_path: Path) -> None:
+    """A key check records last use on the writer; while another call holds the writer (or
+    another process the file's lock), the touch is skipped at once instead of queued."""
+    import subprocess
+    import sys
+    import time
+
+    from stores import open_local_store
+
+    store = open_local_store(tmp_path / "lore.db")
+    keys = store.keys
+    keys.create_org("acme", "Acme")
+    key = add(keys, "acme", "lore_sk_a")
+    with store._write_lock:  # a heavy apply of this process is writing
+        started = time.perf_counter()
+        keys.touch_key("acme", key.id, T0)
+        assert time.perf_counter() - started < 0.1
+    assert keys.key_by_hash(digest("lore_sk_a")).last_used_at is None
+    # Another process (the CLI) is writing: fcntl locks never conflict within one process.
+    holder = (
+        "import sqlite3, sys, time\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    outside = subprocess.Popen(
+        [sys.executable, "-c", holder, str(tmp_path / "lore.db")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert outside.stdout is not None and outside.stdout.readline() == "locked\n"
+        started = time.perf_counter()
+        keys.touch_key("acme", key.id, T0)
+        assert time.perf_counter() - started < 1.0
+    finally:
+        outside.communicate("done\n", timeout=30)
+    assert keys.key_by_hash(digest("lore_sk_a")).last_used_at is None
+    keys.touch_key("acme", key.id, T0)  # and the next request's touch is recorded
+    assert keys.key_by_hash(digest("lore_sk_a")).last_used_at == T0
+    store.close()
