@@ -35,6 +35,8 @@ What is done, per backend (``--store local|postgres|both``):
 
     .venv/bin/python benchmarks/load.py                          # 32 clients, 60 s, SQLite then Postgres
     .venv/bin/python benchmarks/load.py --duration 10 --clients 8 --store local   # smoke
+    .venv/bin/python benchmarks/load.py --scenario tenants --duration 30   # one org's heavy applies
+                                                                         # beside another org's saves
 """
 
 from __future__ import annotations
@@ -60,6 +62,8 @@ from typing import Any
 import anyio
 import httpx2
 import psutil
+from load_tenants import bench_tenants
+from load_tenants import render as render_tenants
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from run import (
@@ -102,6 +106,11 @@ class Config:
     out: Path
     workdir: Path
     keep: bool
+    # "mixed": many clients of one key, recalls and saves; "tenants": see load_tenants.py.
+    scenario: str = "mixed"
+    heavy_clients: int = 12
+    light_clients: int = 4
+    rows: int = 5000
 
 
 # -- set-up: database, root key, preload -------------------------------------------------
@@ -572,6 +581,19 @@ def render_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def bench_tenants_on(backend: str, cfg: Config, database_url: str | None) -> dict[str, Any]:
+    """The tenants scenario (``load_tenants.py``) on a fresh database of ``backend``."""
+    env = server_env(backend, cfg.workdir / f"tenants-{backend}.db", database_url, cfg)
+    args = {
+        "rows": cfg.rows,
+        "duration": cfg.duration,
+        "heavy_clients": cfg.heavy_clients,
+        "light_clients": cfg.light_clients,
+        "seed": cfg.seed,
+    }
+    return bench_tenants(backend, env, cfg.workdir, args)
+
+
 def parse_args(argv: list[str] | None = None) -> Config:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--clients", type=int, default=32, help="concurrent MCP clients (default 32)")
@@ -592,6 +614,16 @@ def parse_args(argv: list[str] | None = None) -> Config:
         "--workdir", type=Path, default=None, help="databases and server logs (default: temp)"
     )
     parser.add_argument("--keep", action="store_true", help="keep the work directory")
+    parser.add_argument(
+        "--scenario",
+        choices=["mixed", "tenants"],
+        default="mixed",
+        help="mixed: --clients recalling and saving; tenants: one org's heavy applies beside another "
+        "org's saves (benchmarks/load_tenants.py)",
+    )
+    parser.add_argument("--heavy-clients", type=int, default=12, help="tenants: the heavy org's clients")
+    parser.add_argument("--light-clients", type=int, default=4, help="tenants: the quiet org's clients")
+    parser.add_argument("--rows", type=int, default=5000, help="tenants: rows each heavy apply rewrites")
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-load-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -610,6 +642,10 @@ def parse_args(argv: list[str] | None = None) -> Config:
         out=args.out,
         workdir=workdir,
         keep=args.keep or args.workdir is not None,
+        scenario=args.scenario,
+        heavy_clients=args.heavy_clients,
+        light_clients=args.light_clients,
+        rows=args.rows,
     )
 
 
@@ -628,11 +664,15 @@ def main(argv: list[str] | None = None) -> int:
         database_url, pg = start_postgres(cfg) if backend == "postgres" else (None, None)
         try:
             pid = pg.get_pid() if pg is not None else None
-            results.append(bench_backend(backend, cfg, embedder, database_url, pid))
+            if cfg.scenario == "tenants":
+                results.append(bench_tenants_on(backend, cfg, database_url))
+            else:
+                results.append(bench_backend(backend, cfg, embedder, database_url, pid))
         finally:
             if pg is not None:
                 pg.cleanup()
-        log(f"{backend}: {results[-1]['requests_per_s']} req/s, {results[-1]['error_count']} errors")
+        if cfg.scenario == "mixed":
+            log(f"{backend}: {results[-1]['requests_per_s']} req/s, {results[-1]['error_count']} errors")
     config = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}
     if config["database_url"]:
         config["database_url"] = "(given)"
@@ -648,7 +688,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     cfg.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(render_markdown(report))
+    print(render_tenants(results) if cfg.scenario == "tenants" else render_markdown(report))
     log(f"wrote {cfg.out}")
     if not cfg.keep:
         import shutil
