@@ -57,7 +57,9 @@ class StructuredService:
     ) -> dict[str, Any]:
         """The dry run sees the plan as apply would store it: redacted."""
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
-        result = await self._run(project, caller, False, lambda tx: structured.dry_run(tx, raw))
+        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
+        # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
+        result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
         return {**result, "redacted": kinds}
 
     async def apply(
@@ -66,7 +68,14 @@ class StructuredService:
         actor = self.lessons.scope(project, caller).actor
         # Off the event loop, and before the write transaction: no lock is held meanwhile.
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
-        result = await self._run(project, caller, True, lambda tx: structured.apply(tx, raw, actor))
+        # Run on a snapshot with no lock or connection held, then write in a short transaction
+        # (again in full there if the project changed meanwhile): a large plan of one org never
+        # holds the writer, or a pooled connection, that other orgs' saves and key checks need.
+        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
+        ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw)
+        result = await self._run(
+            project, caller, True, lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor)
+        )
         return {**result, "redacted": kinds}
 
     async def query_rows(

@@ -45,7 +45,15 @@ from stores.plans import (
     schema_hash,
     sort_key,
 )
-from stores.workspace import TableDef, Workspace, columns_json, ordering, run_operation, table_from_json
+from stores.workspace import (
+    TableDef,
+    TableSource,
+    Workspace,
+    columns_json,
+    ordering,
+    run_operation,
+    table_from_json,
+)
 
 LESSONS_TABLE = "lessons"
 SNAPSHOT_EVERY = 100
@@ -108,7 +116,7 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-def current_hash(tx: ProjectTx) -> str:
+def current_hash(tx: TableSource) -> str:
     return schema_hash({name: list(t.columns) for name, t in tx.tables().items()})
 
 
@@ -127,14 +135,14 @@ def describe_schema(tx: ProjectTx) -> dict[str, Any]:
     }
 
 
-def execute(tx: ProjectTx, plan: Plan) -> Workspace:
+def execute(tx: TableSource, plan: Plan) -> Workspace:
     ws = Workspace(tx)
     for index, op in enumerate(plan.operations):
         run_operation(ws, index, op)
     return ws
 
 
-def dry_run(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> dict[str, Any]:
+def dry_run(tx: TableSource, raw_plan: Mapping[str, Any]) -> dict[str, Any]:
     """What ``apply`` would do, without writing anything."""
     errors: list[dict[str, Any]] = []
     summary: dict[str, Any] = {"rows": {"inserted": 0, "updated": 0, "deleted": 0}, "schema": []}
@@ -180,13 +188,65 @@ class StalePlanError(ConflictError):
         self.current_hash = current
 
 
+@dataclass(frozen=True)
+class Snapshot:
+    """The tables a plan names, read once from a transaction, with the project's last commit.
+
+    A plan runs on a snapshot outside any transaction, so its work (seconds for a large
+    plan) holds no connection and no lock that other calls need; ``apply_snapshot`` then
+    writes the result in a short write transaction, or runs the plan again there if the
+    project changed meanwhile (every change to a project is a commit).
+    """
+
+    defs: dict[str, TableDef]
+    table_rows: dict[str, dict[int, dict[str, Any]]]
+    last: tuple[str, int] | None
+
+    def tables(self) -> dict[str, TableDef]:
+        return self.defs
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]:
+        return self.table_rows.get(table, {})
+
+
+def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
+    """The tables ``raw_plan``'s operations name (all of them, if it is not a plan)."""
+    tables = tx.tables()
+    ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
+    if isinstance(ops, list):  # a table name of the wrong type is refused when the plan runs
+        named = [op.get("table") for op in ops if isinstance(op, Mapping)]
+        rows = {name: tx.rows(name) for name in tables if name in named}
+    else:
+        rows = {name: tx.rows(name) for name in tables}
+    return Snapshot(dict(tables), rows, tx.last_commit())
+
+
 def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, Any]:
     """Validate, check the hash, run, write and record; raises before writing anything."""
+    plan, before, ws = run_plan(tx, raw_plan)
+    return write_applied(tx, plan, before, ws, actor)
+
+
+def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, str, Workspace]:
+    """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
     plan = parse_plan(raw_plan)
-    before = current_hash(tx)
+    before = schema_hash({name: list(t.columns) for name, t in source.tables().items()})
     if plan.base_schema_hash != before:
         raise StalePlanError(before)
-    ws = execute(tx, plan)
+    return plan, before, execute(source, plan)
+
+
+def apply_snapshot(
+    tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
+) -> dict[str, Any]:
+    """Write what the plan did to ``snap``, or run it again in ``tx`` if the project has a
+    commit ``snap`` did not see."""
+    if tx.last_commit() != snap.last:
+        return apply(tx, raw_plan, actor)
+    return write_applied(tx, *ran, actor)
+
+
+def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:
     effects = ws.effects()
     commit = write(tx, ws, effects, kind="apply", message=plan.message, actor=actor, hash_before=before)
     return {

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from stores import deadline
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
@@ -28,8 +28,13 @@ from stores.plans import (
     matches,
 )
 
-if TYPE_CHECKING:
-    from stores.structured import ProjectTx
+
+class TableSource(Protocol):
+    """Where a workspace reads a project's tables: a transaction, or a snapshot read from one."""
+
+    def tables(self) -> dict[str, TableDef]: ...
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]: ...
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class TableDef:
 class Workspace:
     """A project's tables as a plan changes them, recording every effect."""
 
-    def __init__(self, tx: ProjectTx) -> None:
+    def __init__(self, tx: TableSource) -> None:
         self.tx = tx
         self.defs: dict[str, TableDef] = dict(tx.tables())
         self.tables_before: dict[str, TableDef | None] = {}
