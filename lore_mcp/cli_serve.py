@@ -114,6 +114,7 @@ def serve_http(
                 rate_limit_per_minute=settings.rate_limit_per_minute,
                 log_level=log_level,
                 drain_timeout_s=settings.drain_timeout_s,
+                trusted_proxies=settings.trusted_proxy_networks,
             )
         )
     except KeyboardInterrupt:

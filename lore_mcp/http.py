@@ -2,268 +2,77 @@
 
 The app is the SDK's own streamable-HTTP app (bearer auth through our
 ``ApiKeyVerifier``), with these additions: a per-key sliding-window rate limit that
-answers 429 with ``Retry-After``; an unauthenticated ``GET /healthz`` that also
-checks the database; and, outside the SDK's authentication, ``AuthGuard``, which
-answers 503 / ``UNAVAILABLE`` when the key store cannot be asked (an outage is not
-a bad key) and limits failed authentication per client address before any lookup.
-Shutdown on SIGTERM stops accepting connections, lets every MCP request in flight
-finish for up to the drain time, then exits whatever is still running.
+answers 429 with ``Retry-After``; ``GET /healthz``, which checks the database and the
+``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
+that end when their key is revoked (``lore_mcp.http_streams``); and, outside the SDK's
+authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
+cannot be asked (an outage is not a bad key) and limits failed authentication per client
+address before any lookup. The client address is the TCP peer's, or, from a trusted
+reverse proxy (``LORE_TRUSTED_PROXIES``), the right-most address in ``X-Forwarded-For``
+that is not itself a trusted proxy. Errors the guards answer carry the JSON-RPC id of
+the request they refuse. Shutdown on SIGTERM stops accepting connections, lets every MCP
+request in flight finish for up to the drain time, then exits whatever is still running.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import hashlib
 import ipaddress
-import json
 import logging
 import math
 import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio.to_thread
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.transport_security import TransportSecurityMiddleware
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp import __version__
-from lore_mcp.auth import KeyLookupUnavailable, caller_of
+from lore_mcp.auth import caller_of
+from lore_mcp.http_guards import (
+    FAILED_AUTH_PER_MINUTE,
+    HEALTH_PATH,
+    MCP_PATH,
+    AuthGuard,
+    RateLimit,
+    SlidingWindowLimiter,
+    has_authorization,
+)
+from lore_mcp.http_streams import StandingStreams
 from lore_mcp.server import LoreServer
 from stores.errors import StoreError
 
 logger = logging.getLogger("lore_mcp.http")
 
-MCP_PATH = "/mcp"
-WINDOW_S = 60.0
 # How long SIGTERM waits for MCP requests in flight before closing everything anyway.
 DRAIN_TIMEOUT_S = 30.0
 # After the drain time, this long for the rest of shutdown before the process exits regardless.
 EXIT_GRACE_S = 2.0
 # The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
 EXIT_AFTER_DEADLINE = 1
-# Failed authentications (401) one client address may make per minute; beyond, 429 before any lookup.
-FAILED_AUTH_PER_MINUTE = 30
 # How long /healthz waits for the database.
 HEALTH_TIMEOUT_S = 5.0
-# Addresses and keys tracked at once; beyond, the stalest are forgotten.
-MAX_TRACKED = 10_000
-# JSON-RPC's range for server-defined errors.
-RATE_LIMITED_JSONRPC_CODE = -32029
-UNAVAILABLE_JSONRPC_CODE = -32030
 
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the server reachable from this machine only."""
-    import ipaddress
-
     if host == "localhost":
         return True
     try:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
-
-
-class SlidingWindowLimiter:
-    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log).
-
-    In memory, per process: each replica of a server counts on its own.
-    """
-
-    def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
-        self.limit = limit
-        self.window = window
-        self.clock = clock
-        self._hits: dict[str, collections.deque[float]] = {}
-
-    def hit(self, key: str) -> float | None:
-        """Record a hit; returns None when allowed, else the seconds until one would be."""
-        wait = self.wait(key)
-        if wait is None:
-            self.record(key)
-        return wait
-
-    def wait(self, key: str) -> float | None:
-        """Without recording anything: None when a hit would be allowed, else the seconds until it would."""
-        hits = self._hits.get(key)
-        if not hits:
-            return None
-        now = self.clock()
-        while hits and hits[0] <= now - self.window:
-            hits.popleft()
-        if len(hits) >= self.limit:
-            return hits[0] + self.window - now
-        return None
-
-    def record(self, key: str) -> None:
-        """Count a hit whatever the limit (for events that have already happened)."""
-        if key not in self._hits and len(self._hits) >= MAX_TRACKED:
-            self._forget_stale()
-        self._hits.setdefault(key, collections.deque()).append(self.clock())
-
-    def _forget_stale(self) -> None:
-        """Drop keys with no hit in the window; if that is not enough, the oldest half."""
-        cutoff = self.clock() - self.window
-        for key in [k for k, hits in self._hits.items() if not hits or hits[-1] <= cutoff]:
-            del self._hits[key]
-        if len(self._hits) >= MAX_TRACKED:
-            for key in list(self._hits)[: len(self._hits) // 2]:
-                del self._hits[key]
-
-
-async def send_jsonrpc_error(
-    send: Send, *, status: int, code: int, message: str, retry_after: int, data: dict[str, Any] | None = None
-) -> None:
-    """An HTTP error whose body is a JSON-RPC error, so MCP clients show the reason, not a bare status."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(retry_after).encode()),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
-class RateLimit:
-    """ASGI middleware (inside auth) limiting requests per API key; 429 with Retry-After beyond it."""
-
-    def __init__(self, app: ASGIApp, limiter: SlidingWindowLimiter) -> None:
-        self.app = app
-        self.limiter = limiter
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user") if scope["type"] == "http" else None
-        if isinstance(user, AuthenticatedUser):
-            caller = caller_of(user.access_token)
-            wait = self.limiter.hit(caller.key_id) if caller is not None else None
-            if wait is not None:
-                retry_after = max(1, math.ceil(wait))
-                await send_jsonrpc_error(
-                    send,
-                    status=429,
-                    code=RATE_LIMITED_JSONRPC_CODE,
-                    message=f"RATE_LIMITED: more than {self.limiter.limit} requests in a minute "
-                    f"with this API key; retry after {retry_after} s.",
-                    retry_after=retry_after,
-                    data={"retry_after": retry_after},
-                )
-                return
-        await self.app(scope, receive, send)
-
-
-def client_address(scope: Scope) -> str:
-    """Whom to count failed authentication against: the client's IP (an IPv6 client's /64)."""
-    client = scope.get("client")
-    host = client[0] if client else "unknown"
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
-
-
-def bearer_digest(scope: Scope) -> str | None:
-    """SHA-256 of the request's bearer token, if it has one."""
-    for name, value in scope.get("headers", ()):
-        if name == b"authorization" and value[:7].lower() == b"bearer ":
-            return hashlib.sha256(value[7:]).hexdigest()
-    return None
-
-
-class AuthGuard:
-    """ASGI middleware outside the SDK's authentication.
-
-    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
-      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
-      be fine.
-    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
-      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
-      from that address get 429 with ``Retry-After`` before any lookup, unless they
-      carry a key this server accepted before (so one misconfigured client behind a
-      shared address does not lock out its neighbours; that key is still checked).
-      The 401 itself is unchanged: every kind of failure gets the same answer.
-    """
-
-    def __init__(self, app: ASGIApp, failures: SlidingWindowLimiter) -> None:
-        self.app = app
-        self.failures = failures
-        self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        address = client_address(scope)
-        if scope.get("path", "").startswith(MCP_PATH):
-            wait = self.failures.wait(address)
-            if wait is not None and bearer_digest(scope) not in self._accepted:
-                retry_after = max(1, math.ceil(wait))
-                await send_jsonrpc_error(
-                    send,
-                    status=429,
-                    code=RATE_LIMITED_JSONRPC_CODE,
-                    message=f"RATE_LIMITED: more than {self.failures.limit} failed authentications in a "
-                    f"minute from this address; retry after {retry_after} s with a valid API key.",
-                    retry_after=retry_after,
-                    data={"retry_after": retry_after},
-                )
-                return
-        started = False
-
-        async def watch(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                self._note(scope, address, message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watch)
-        except KeyLookupUnavailable:
-            if started:
-                raise
-            await send_jsonrpc_error(
-                send,
-                status=503,
-                code=UNAVAILABLE_JSONRPC_CODE,
-                message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
-                "could not check the API key; nothing was done. Try again shortly.",
-                retry_after=5,
-            )
-
-    def _note(self, scope: Scope, address: str, status: int) -> None:
-        if status == 401:
-            self.failures.record(address)
-            return
-        if isinstance(scope.get("user"), AuthenticatedUser):
-            digest = bearer_digest(scope)
-            if digest is not None:
-                self._accepted[digest] = None
-                self._accepted.move_to_end(digest)
-                while len(self._accepted) > MAX_TRACKED:
-                    self._accepted.popitem(last=False)
 
 
 class InFlight:
@@ -313,31 +122,100 @@ def build_app(
     rate_limit_per_minute: int,
     counter: RequestCounter | None = None,
     failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
+    trusted_proxies: Sequence[str] = (),
 ) -> Any:
-    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count."""
+    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
+
+    Serve it with ``server_config``, which leaves forwarded headers to this app: only a
+    request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
+    address taken from ``X-Forwarded-For``.
+    """
     requests = counter or RequestCounter()
 
-    @server.custom_route("/healthz", methods=["GET"], include_in_schema=False)
-    async def healthz(_request: Request) -> JSONResponse:
+    @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
+    async def healthz(request: Request) -> Response:
+        # The same Host and Origin checks as /mcp (DNS-rebinding protection on loopback).
+        refused = await TransportSecurityMiddleware(
+            server.session_manager.security_settings
+        ).validate_request(request)
+        if refused is not None:
+            return refused
+        user = request.scope.get("user")
+        if has_authorization(request.scope) and not isinstance(user, AuthenticatedUser):
+            return refused_credential()
+        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else server.local_caller
+        details = caller is not None and caller.root
         try:
             with anyio.fail_after(HEALTH_TIMEOUT_S):
                 await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
         except (StoreError, TimeoutError) as exc:
             detail = str(exc) or f"The database did not answer within {HEALTH_TIMEOUT_S:.0f} s."
             body = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
-            return JSONResponse({**body, "requests": requests.as_json()}, status_code=503)
+            return JSONResponse(health_body(body, requests) if details else {"status": "unavailable"}, 503)
         body = {"status": "ok", "store": store_name, "version": __version__}
-        return JSONResponse({**body, "requests": requests.as_json()})
+        return JSONResponse(health_body(body, requests) if details else {"status": "ok"})
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     # First, so it runs outside the SDK's authentication and sees what it raises and answers.
     app.user_middleware.insert(
         0, Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute))
     )
+    if trusted_proxies:
+        # Outermost: every guard counts against the client the trusted proxy names.
+        app.user_middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(trusted_proxies)))
     # Appended, so these run inside the SDK's authentication middleware and see the caller.
     app.user_middleware.append(Middleware(RateLimit, limiter=SlidingWindowLimiter(rate_limit_per_minute)))
     app.user_middleware.append(Middleware(InFlight, counter=requests))
+    streams = StandingStreams(MCP_PATH, token_verifier_of(app))
+    app.user_middleware.append(Middleware(streams.middleware))
+    server.middleware.append(streams.after_revoke)
     return app
+
+
+def health_body(body: dict[str, Any], requests: RequestCounter) -> dict[str, Any]:
+    return {**body, "requests": requests.as_json()}
+
+
+def refused_credential() -> JSONResponse:
+    """The answer /mcp gives a credential it refuses (the SDK's 401), for /healthz."""
+    return JSONResponse(
+        {"error": "invalid_token", "error_description": "Authentication required"},
+        status_code=401,
+        headers={
+            "WWW-Authenticate": 'Bearer error="invalid_token", error_description="Authentication required"'
+        },
+    )
+
+
+def token_verifier_of(app: Any) -> Any:
+    """The verifier the SDK's authentication middleware checks bearer tokens with (None without auth)."""
+    for middleware in app.user_middleware:
+        backend = middleware.kwargs.get("backend")
+        if isinstance(backend, BearerAuthBackend):
+            return backend.token_verifier
+    return None
+
+
+def server_config(
+    app: Any, *, host: str, port: int, log_level: str, drain_timeout_s: float
+) -> uvicorn.Config:
+    """uvicorn's configuration for the team server.
+
+    uvicorn's own proxy-header handling is off: by default it believes ``X-Forwarded-For``
+    from any loopback peer (and ``FORWARDED_ALLOW_IPS``), which would let every client of a
+    server bound to 127.0.0.1 behind a proxy choose the address its failed logins count
+    against. ``build_app`` applies the same middleware with ``LORE_TRUSTED_PROXIES`` instead.
+    """
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        # Beyond the drain time, so DrainingServer, not uvicorn, decides when draining ends.
+        timeout_graceful_shutdown=math.ceil(drain_timeout_s) + 1,
+        lifespan="on",
+        proxy_headers=False,
+    )
 
 
 class DrainingServer(uvicorn.Server):
@@ -410,6 +288,7 @@ async def serve_http(
     rate_limit_per_minute: int,
     log_level: str = "WARNING",
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
+    trusted_proxies: Sequence[str] = (),
 ) -> None:
     """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
     counter = RequestCounter()
@@ -420,14 +299,7 @@ async def serve_http(
         store_name=store_name,
         rate_limit_per_minute=rate_limit_per_minute,
         counter=counter,
+        trusted_proxies=trusted_proxies,
     )
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level=log_level.lower(),
-        # Beyond the drain time, so DrainingServer, not uvicorn, decides when draining ends.
-        timeout_graceful_shutdown=math.ceil(drain_timeout_s) + 1,
-        lifespan="on",
-    )
+    config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()

@@ -5,6 +5,7 @@ Read once at the entry point and passed down, so library code stays testable.
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -34,6 +35,29 @@ def embeddings_url(url: str) -> str:
     if not path.endswith("/embeddings"):
         path = (path or "/v1") + "/embeddings"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def proxy_networks(value: str) -> tuple[str, ...]:
+    """``LORE_TRUSTED_PROXIES`` as normalised addresses and networks (``10.0.0.0/8``).
+
+    Checked here because uvicorn, which applies the list, silently keeps an entry it cannot
+    parse as a literal that never matches; ``*`` (trust everyone) is refused, since any client
+    that reaches the server directly could then pick the address its failures count against.
+    """
+    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    networks = []
+    for entry in entries:
+        try:
+            parsed = (
+                ipaddress.ip_network(entry, strict=False) if "/" in entry else ipaddress.ip_address(entry)
+            )
+            networks.append(str(parsed))
+        except ValueError:
+            raise ValueError(
+                f"LORE_TRUSTED_PROXIES must list IP addresses or networks, comma-separated "
+                f"(such as 127.0.0.1 or 10.0.0.0/8); {entry!r} is neither"
+            ) from None
+    return tuple(dict.fromkeys(networks))
 
 
 def default_db_path() -> Path:
@@ -102,6 +126,11 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds SIGTERM lets HTTP requests in flight finish; then the server exits regardless.",
     )
+    trusted_proxies: str = Field(
+        "",
+        description="Reverse proxies whose X-Forwarded-For the team server believes, comma-separated IP "
+        "addresses or networks (`127.0.0.1`, `10.0.0.0/8`); empty: the header is ignored.",
+    )
     request_timeout_s: float = Field(
         DEFAULT_REQUEST_TIMEOUT_S,
         gt=0,
@@ -134,6 +163,15 @@ class Settings(BaseSettings):
         embeddings_url(value)  # raises ValueError naming the expected form
         return value.strip()
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxy_addresses(cls, value: str) -> str:
+        return ",".join(proxy_networks(value))
+
     @property
     def tool_groups(self) -> tuple[str, ...]:
         return tuple(self.tools.split(","))
+
+    @property
+    def trusted_proxy_networks(self) -> tuple[str, ...]:
+        return proxy_networks(self.trusted_proxies)

@@ -13,7 +13,7 @@ import httpx2
 import pytest
 
 from lore_mcp.embedding import Embedder
-from lore_mcp.http import FAILED_AUTH_PER_MINUTE, client_address
+from lore_mcp.http_guards import FAILED_AUTH_PER_MINUTE, client_address
 from tests.support.team import TeamServer, raw_post, team_server
 
 

@@ -38,9 +38,9 @@ def backend_env(backend: str, tmp_path: Path, request: pytest.FixtureRequest) ->
     return env
 
 
-async def requests_at(base: str) -> dict[str, int]:
-    """The team server's MCP request counts, from ``GET /healthz``."""
-    async with httpx2.AsyncClient(timeout=10) as http:
+async def requests_at(base: str, root_key: str) -> dict[str, int]:
+    """The team server's MCP request counts, from ``GET /healthz`` (shown to a root key)."""
+    async with httpx2.AsyncClient(timeout=10, headers={"Authorization": f"Bearer {root_key}"}) as http:
         return (await http.get(f"{base}/healthz")).json()["requests"]
 
 
@@ -116,7 +116,7 @@ async def test_sigterm_lets_requests_in_flight_finish(
                 )
                 saved.append(result["id"])
 
-            started_before = (await requests_at(base))["started"]
+            started_before = (await requests_at(base, key))["started"]
             async with anyio.create_task_group() as tg:
                 tg.start_soon(big_apply)
                 for i in range(8):
@@ -124,7 +124,7 @@ async def test_sigterm_lets_requests_in_flight_finish(
                 # Signal only once all nine requests have reached the server and the apply is
                 # still running: a request sent after SIGTERM would find the listener closed.
                 while True:
-                    counts = await requests_at(base)
+                    counts = await requests_at(base, key)
                     if counts["started"] - started_before >= 9:
                         break
                     await anyio.sleep(0.02)

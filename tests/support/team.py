@@ -24,7 +24,7 @@ from mcp.server.auth.settings import AuthSettings
 
 from lore_mcp.auth import ApiKeyVerifier
 from lore_mcp.embedding import Embedder
-from lore_mcp.http import build_app
+from lore_mcp.http import build_app, server_config
 from lore_mcp.keys_service import KeyService, KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.server import build_server
@@ -68,8 +68,10 @@ def team_server(
     *,
     rate_limit_per_minute: int = 10_000,
     record: list[bytes] | None = None,
+    trusted_proxies: tuple[str, ...] = (),
 ) -> Iterator[TeamServer]:
-    """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies)."""
+    """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
+    ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``)."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
@@ -84,10 +86,14 @@ def team_server(
         health=lambda: store.keys.get_org("local"),
         store_name="test",
         rate_limit_per_minute=rate_limit_per_minute,
+        trusted_proxies=trusted_proxies,
     )
     if record is not None:
         app = RecordBodies(app, record)
-    uv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    # The team server's own uvicorn configuration, so forwarded headers are handled as it does.
+    uv = uvicorn.Server(
+        server_config(app, host="127.0.0.1", port=port, log_level="warning", drain_timeout_s=5)
+    )
     thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
