@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from lore_mcp.errors import BUSY, LoreError
 from stores import deadline
 
+QUEUE_FULL = "this org already has the most heavy calls waiting"
 # Tools whose work grows with their input (plans, imports, reverts, table scans, exports).
 HEAVY_TOOLS = frozenset({"apply", "plan", "import_lessons", "revert_commit", "query_rows", "export_lessons"})
 
@@ -91,6 +92,14 @@ class HeavyGate:
     def load(self) -> Load:
         return Load(running=self._running["*"], waiting=len(self._waiting), total=self.total)
 
+    def queue_full(self, org: str) -> bool:
+        """Whether a heavy call of ``org`` would be refused at once (its queue is full)."""
+        return sum(w.org == org for w in self._waiting) >= self.queue_per_org
+
+    def retry_after_s(self) -> int:
+        """A hint in whole seconds: half the longest a waiter here may wait, at least one."""
+        return max(1, math.ceil(self.max_wait_s / 2))
+
     def _may_run(self, org: str, key: str) -> bool:
         return (
             self._running["*"] < self.total
@@ -113,10 +122,6 @@ class HeavyGate:
                 waiter.ready.set_result(None)
                 self._waiting.remove(waiter)
 
-    def _retry_after(self) -> int:
-        """A hint in whole seconds: the longest a waiter here may wait, at least one."""
-        return max(1, math.ceil(self.max_wait_s / 2))
-
     @contextlib.asynccontextmanager
     async def slot(self, org: str, key: str) -> AsyncIterator[None]:
         """Hold a slot for the block; raises ``Busy`` when none comes in time."""
@@ -131,8 +136,8 @@ class HeavyGate:
             self._give_back(org, key)
 
     async def _wait(self, org: str, key: str) -> None:
-        if sum(w.org == org for w in self._waiting) >= self.queue_per_org:
-            raise Busy(self._retry_after(), why="this org already has the most heavy calls waiting")
+        if self.queue_full(org):
+            raise Busy(self.retry_after_s(), why=QUEUE_FULL)
         waiter = _Waiter(org, key)
         self._waiting.append(waiter)
         left = deadline.remaining()
@@ -143,7 +148,7 @@ class HeavyGate:
             if waiter.ready.done():  # granted just as the wait ran out: keep it
                 return
             self._waiting.remove(waiter)
-            raise Busy(self._retry_after(), why="every slot for heavy calls stayed taken") from None
+            raise Busy(self.retry_after_s(), why="every slot for heavy calls stayed taken") from None
         except BaseException:
             if waiter.ready.done():
                 self._give_back(org, key)  # cancelled after the grant: hand the slot on

@@ -159,8 +159,12 @@ class App:
         )
 
     def health(self) -> Org | None:
-        """What ``/healthz`` reads: the served org, which fails when the store is down."""
-        return self.store.keys.get_org(self.settings.org)
+        """What ``/healthz`` checks: the served org can be read (which fails when the store is
+        down) and a write can begin (which fails when the writer is stuck or the database
+        cannot be written); both raise ``StoreError`` with the reason."""
+        org = self.store.keys.get_org(self.settings.org)
+        self.store.probe_write()
+        return org
 
     def close(self) -> None:
         self.store.close()

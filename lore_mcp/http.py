@@ -45,6 +45,7 @@ from lore_mcp.http_guards import (
     HEALTH_PATH,
     MCP_PATH,
     AuthGuard,
+    BusyGuard,
     RateLimit,
     SlidingWindowLimiter,
     has_authorization,
@@ -150,10 +151,15 @@ def build_app(
                 await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
         except (StoreError, TimeoutError) as exc:
             detail = str(exc) or f"The database did not answer within {HEALTH_TIMEOUT_S:.0f} s."
-            body = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
-            return JSONResponse(health_body(body, requests) if details else {"status": "unavailable"}, 503)
-        body = {"status": "ok", "store": store_name, "version": __version__}
-        return JSONResponse(health_body(body, requests) if details else {"status": "ok"})
+            down = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
+            return JSONResponse(health_body(down, requests) if details else {"status": "unavailable"}, 503)
+        # Heavy calls waiting for a slot mean a busy server, not a broken one: still 200.
+        load = server.heavy_gate.load() if server.heavy_gate is not None else None
+        status = "busy" if load is not None and load.saturated else "ok"
+        body: dict[str, Any] = {"status": status, "store": store_name, "version": __version__}
+        if load is not None:
+            body["heavy_calls"] = {"running": load.running, "waiting": load.waiting, "slots": load.total}
+        return JSONResponse(health_body(body, requests) if details else {"status": status})
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     # First, so it runs outside the SDK's authentication and sees what it raises and answers.
@@ -165,6 +171,8 @@ def build_app(
         app.user_middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(trusted_proxies)))
     # Appended, so these run inside the SDK's authentication middleware and see the caller.
     app.user_middleware.append(Middleware(RateLimit, limiter=SlidingWindowLimiter(rate_limit_per_minute)))
+    if server.heavy_gate is not None:
+        app.user_middleware.append(Middleware(BusyGuard, gate=server.heavy_gate))
     app.user_middleware.append(Middleware(InFlight, counter=requests))
     streams = StandingStreams(MCP_PATH, token_verifier_of(app))
     app.user_middleware.append(Middleware(streams.middleware))

@@ -1,6 +1,7 @@
 """The team server's guards around the SDK's app: per-key rate limits and failed-login limits.
 
-``RateLimit`` (inside the SDK's authentication) limits MCP requests per API key;
+``RateLimit`` (inside the SDK's authentication) limits MCP requests per API key and
+``BusyGuard`` refuses a heavy tool call whose org's queue is full (``lore_mcp.admission``);
 ``AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the key store cannot be
 asked and limits failed authentication per client address before any lookup. Their
 errors are JSON-RPC errors carrying the id of the request they refuse, so an MCP client
@@ -20,8 +21,9 @@ from typing import Any
 
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from lore_mcp.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
 from lore_mcp.auth import KeyLookupUnavailable, caller_of
 
 MCP_PATH = "/mcp"
@@ -34,6 +36,7 @@ MAX_TRACKED = 10_000
 # JSON-RPC's range for server-defined errors.
 RATE_LIMITED_JSONRPC_CODE = -32029
 UNAVAILABLE_JSONRPC_CODE = -32030
+BUSY_JSONRPC_CODE = -32031
 
 
 class SlidingWindowLimiter:
@@ -279,3 +282,69 @@ class AuthGuard:
                 self._accepted.move_to_end(digest)
                 while len(self._accepted) > MAX_TRACKED:
                     self._accepted.popitem(last=False)
+
+
+class BusyGuard:
+    """ASGI middleware (inside auth): a heavy tool call that ``gate`` would refuse at once, its
+    org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` in a
+    JSON-RPC error carrying the call's id, before it reaches MCP (whose answer to a tool call
+    goes out as a stream that can no longer carry such a header). The body is read only while
+    the caller's org is at that bound; otherwise the request passes untouched."""
+
+    def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user") if scope["type"] == "http" else None
+        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
+        if caller is None or scope.get("method") != "POST" or not self.gate.queue_full(caller.org):
+            await self.app(scope, receive, send)
+            return
+        body, receive = await buffered(receive)
+        try:
+            message = json.loads(body) if len(body) <= DEFAULT_MAX_REQUEST_BODY_SIZE else None
+        except ValueError:
+            message = None
+        params = message.get("params") if isinstance(message, dict) else None
+        if (
+            isinstance(message, dict)
+            and message.get("method") == "tools/call"
+            and isinstance(params, dict)
+            and params.get("name") in HEAVY_TOOLS
+        ):
+            busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
+            found = message.get("id")
+            await send_jsonrpc_error(
+                send,
+                status=429,
+                code=BUSY_JSONRPC_CODE,
+                message=f"{busy.code}: {busy.message}",
+                retry_after=busy.retry_after_s,
+                data={"retry_after": busy.retry_after_s},
+                id=found if isinstance(found, str | int) and not isinstance(found, bool) else None,
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+async def buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's whole body, and a ``receive`` that hands it on to the app as sent."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+    return bytes(body), replay

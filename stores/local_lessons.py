@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from stores import ranking
-from stores.errors import InvalidInputError
+from stores import deadline, ranking
+from stores.errors import InvalidInputError, UnavailableError
 from stores.keys import KeyStore
 from stores.lesson_engine import LessonWrites, check_dims, live_row
 from stores.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
@@ -40,6 +40,14 @@ from stores.local_models import LocalModelRecords
 from stores.recall_scoring import TwoStepRecall, scored_lessons
 from stores.vector_index import IndexedRow, VectorIndex
 from stores.vectors import unit_vector
+
+# How long a write probe (``probe_write``) waits for the writer and the file's lock.
+PROBE_WAIT_S = 4.0
+
+
+class _ProbeDone(Exception):
+    """Raised inside the probe's transaction so that it rolls back."""
+
 
 # Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
 # one busy project cannot crowd out another.
@@ -154,6 +162,22 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
         with self._read_lock, read_transaction(self._reader) as conn:
             yield LocalLessonTx(self, conn, scope)
+
+    def probe_write(self) -> None:
+        """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
+        that is rolled back."""
+        if not self._write_lock.acquire(timeout=PROBE_WAIT_S):
+            raise UnavailableError(
+                f"The Lore database's writer in this server has been taken for over {PROBE_WAIT_S:.0f} s."
+            )
+        try:
+            with deadline.limit(PROBE_WAIT_S), write_transaction(self._writer) as conn:
+                conn.execute("UPDATE lore_meta SET value = value WHERE key = 'rev'")
+                raise _ProbeDone
+        except _ProbeDone:
+            pass
+        finally:
+            self._write_lock.release()
 
     def close(self) -> None:
         if self._closed:

@@ -74,6 +74,10 @@ _GENERATION = (
 )
 
 
+class _ProbeDone(Exception):
+    """Raised inside the probe's transaction so that it rolls back."""
+
+
 class PostgresLessonStore(LessonWrites, TwoStepRecall):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.lesson_engine``'s,
     over ``PostgresLessonTx``."""
@@ -148,6 +152,15 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
             params["project"] = project
         with transaction(self._engine, org) as conn:
             return int(conn.execute(text(sql), params).scalar_one())
+
+    def probe_write(self) -> None:
+        """``stores.Store.probe_write``: an update in a transaction that is rolled back."""
+        try:
+            with transaction(self._engine, None) as conn:
+                conn.execute(text("UPDATE lore_meta SET value = value WHERE key = 'dim'"))
+                raise _ProbeDone
+        except _ProbeDone:
+            pass
 
     def close(self) -> None:
         self._engine.dispose()

@@ -35,3 +35,9 @@ class Store(LessonStore, Protocol):
         are new to the project, in one transaction with one ``import`` commit, merging one that
         adds nothing to a stored lesson (``stores.dedup``); (added, skipped, merged)."""
         ...
+
+    def probe_write(self) -> None:
+        """Begin a real write and roll it back, raising ``UnavailableError`` when it cannot: what
+        ``/healthz`` and ``doctor`` check, so a writer that is stuck or a database that cannot
+        be written shows up there, not only as failing saves."""
+        ...

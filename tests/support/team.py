@@ -22,6 +22,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.settings import AuthSettings
 
+from lore_mcp.admission import HeavyGate
 from lore_mcp.auth import ApiKeyVerifier
 from lore_mcp.embedding import Embedder
 from lore_mcp.http import build_app, server_config
@@ -69,9 +70,12 @@ def team_server(
     rate_limit_per_minute: int = 10_000,
     record: list[bytes] | None = None,
     trusted_proxies: tuple[str, ...] = (),
+    heavy_gate: HeavyGate | None = None,
+    request_timeout_s: float | None = 30.0,
 ) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
-    ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``)."""
+    ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``; ``heavy_gate`` admits heavy calls, as
+    ``App.heavy_gate`` does for the real team server)."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
@@ -79,11 +83,13 @@ def team_server(
         keys=KeyTools(KeyService(store.keys)),
         token_verifier=ApiKeyVerifier(store.keys),
         auth=AuthSettings(issuer_url=f"http://127.0.0.1:{port}", resource_server_url=None),
+        heavy_gate=heavy_gate,
+        request_timeout_s=request_timeout_s,
     )
     app = build_app(
         server,
         host="127.0.0.1",
-        health=lambda: store.keys.get_org("local"),
+        health=lambda: (store.keys.get_org("local"), store.probe_write()),
         store_name="test",
         rate_limit_per_minute=rate_limit_per_minute,
         trusted_proxies=trusted_proxies,
