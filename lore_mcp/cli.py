@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 
 from lore_mcp import __version__
-from lore_mcp.settings import Settings
+from lore_mcp.settings import Settings, expand_path
 
 # Flags of `lore-memory mcp`, one per setting: (flag, settings field, help).
 _SETTING_FLAGS = [
@@ -41,6 +43,14 @@ _SETTING_FLAGS = [
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
 ]
+
+
+def path_argument(text: str) -> Path:
+    """A path on the command line, expanded as every path setting is (``settings.expand_path``)."""
+    try:
+        return expand_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -104,10 +114,12 @@ def _transfer_commands(
     """export, import."""
     export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
     export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
-    export.add_argument("--out", default=None, help="file to write (default: stdout)")
+    export.add_argument("--out", type=path_argument, default=None, help="file to write (default: stdout)")
     export.add_argument("--with-history", action="store_true", help="also write every commit")
     importing = sub.add_parser("import", help="import an export file; importing twice adds nothing")
-    importing.add_argument("file", metavar="FILE", help="a JSON Lines file written by `lore-memory export`")
+    importing.add_argument(
+        "file", metavar="FILE", type=path_argument, help="a JSON Lines file written by `lore-memory export`"
+    )
     importing.add_argument(
         "--project", dest="import_project", default=None, help="put every lesson in this project"
     )
@@ -146,7 +158,13 @@ def _upkeep_commands(
 
 
 def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: bool) -> None:
-    """--log-level and the settings' flags (``_SETTING_FLAGS``), on every command."""
+    """--log-level, --debug and the settings' flags (``_SETTING_FLAGS``), on every command."""
+    command.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an unexpected error (on the terminal and in logs); "
+        "without it each failure is one line",
+    )
     command.add_argument(
         "--log-level",
         default="WARNING",
@@ -170,16 +188,69 @@ def settings_from(args: argparse.Namespace) -> Settings:
     return Settings(**overrides)
 
 
+def configuration_problem(exc: Exception) -> str:
+    """A settings error as one line naming each variable and flag, without echoing values
+    (an API key may be among them) or pydantic's links."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    flags = {field: flag for flag, field, _ in _SETTING_FLAGS}
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"LORE_{field.upper()} ({flags[field]})" if field in flags else field or "settings"
+        parts.append(f"{name}: {err['msg'].removeprefix('Value error, ').rstrip('.')}")
+    return "; ".join(parts)
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log lines without tracebacks: the exception's type and text instead, and a pointer to
+    ``--debug``, which keeps them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord(
+                {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
+            )
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc} (--debug shows the traceback)"
+            record.args = None
+        return super().format(record)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Any failure ends as one ``lore-memory: CODE: sentence`` line on stderr,
+    with the traceback only under ``--debug``."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        stream=sys.stderr, level=args.log_level.upper(), format="%(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler(sys.stderr)
+    form = "%(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(form) if args.debug else _OneLineFormatter(form))
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
+    try:
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"lore-memory: INTERNAL_ERROR: {args.command} stopped on an unexpected error "
+            f"({type(exc).__name__}: {exc}); run it again with --debug to see where.",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
-    except Exception as exc:  # pydantic's message names the setting and what is wrong
-        print(f"lore-memory: invalid configuration: {exc}", file=sys.stderr)
+    except Exception as exc:  # pydantic's errors, one line naming each setting
+        print(
+            f"lore-memory: VALIDATION_ERROR: invalid configuration: {configuration_problem(exc)}.",
+            file=sys.stderr,
+        )
         return 2
     # Each command's module is imported only when it runs: `--help` and `keys list` stay quick.
     if args.command == "mcp":

@@ -32,7 +32,8 @@ def administer_keys(args: argparse.Namespace, settings: Settings) -> int:
     from lore_mcp.errors import LoreError
     from stores import StoreError
 
-    app = open_or_report(settings)
+    listing = args.command == "keys" and args.keys_command == "list"
+    app = open_or_report(settings, read_only="allow" if listing else "refuse")
     if app is None:
         return 1
     service = app.keys

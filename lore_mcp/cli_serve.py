@@ -25,7 +25,7 @@ def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
 
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
-    app = open_or_report(settings)
+    app = open_or_report(settings, read_only="warn")
     if app is None:
         return 1
     # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
@@ -90,7 +90,7 @@ def serve_http(
             file=sys.stderr,
         )
         return 2
-    app = open_or_report(settings)
+    app = open_or_report(settings, read_only="warn")
     if app is None:
         return 1
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call

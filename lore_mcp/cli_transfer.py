@@ -22,20 +22,23 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
         project = check_project(args.export_project) if args.export_project else None
         app = open_app(settings)
     except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
-        return 1
+        return report_failure(exc)
     except Exception as exc:
         print(f"lore-memory: VALIDATION_ERROR: {exc}", file=sys.stderr)
         return 2
     counts = {"lesson": 0, "commit": 0}
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    except OSError as exc:
+        app.close()
+        print(f"lore-memory: VALIDATION_ERROR: cannot write {args.out}: {exc.strerror}.", file=sys.stderr)
+        return 2
     try:
         for line in app.transfer.export_lines(settings.org, project, with_history=args.with_history):
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
             counts[line["type"]] += 1
     except StoreError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
-        return 1
+        return report_failure(exc)
     finally:
         if out is not sys.stdout:
             out.close()

@@ -111,6 +111,7 @@ def check_model(settings: Settings) -> Check:
 
 
 def check_database(settings: Settings) -> Check:
+    from lore_mcp.cli_common import read_only_problem
     from stores import StoreError
 
     where = str(settings.db_path) if settings.store == "local" else "Postgres at LORE_DATABASE_URL"
@@ -118,14 +119,18 @@ def check_database(settings: Settings) -> Check:
         return Check("database", False, "LORE_STORE=postgres needs LORE_DATABASE_URL.")
     try:
         store = open_store(settings)
-    except StoreError as exc:
-        return Check("database", False, f"{where}: {exc}")
+    except StoreError as exc:  # the local store's sentences name the file themselves
+        return Check("database", False, str(exc) if settings.store == "local" else f"{where}: {exc}")
     try:
         lessons = store.count(settings.org)
         # Opening migrates, which creates the vector extension or fails naming what to install.
-        extra = ", pgvector enabled" if settings.store == "postgres" else ""
+        extra = ", pgvector enabled" if settings.store == "postgres" else ", writable (with its directory)"
     finally:
         store.close()
+    # SQLite opens a file it may not write without a word; only the first save would fail.
+    problem = read_only_problem(settings)
+    if problem is not None:
+        return Check("database", False, problem.sentence("so every save would answer UNAVAILABLE"))
     return Check(
         "database",
         True,
@@ -176,7 +181,7 @@ def check_vectors(settings: Settings) -> Check:
 def check_remote(settings: Settings) -> Check:
     import httpx2
 
-    from lore_mcp.remote import mcp_url
+    from lore_mcp.remote import api_url_fix, mcp_url, no_endpoint
 
     if not settings.api_url or not settings.api_key:
         return Check("team server", False, "LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.")
@@ -187,6 +192,13 @@ def check_remote(settings: Settings) -> Check:
     except httpx2.HTTPError as exc:
         return Check(
             "team server", False, f"cannot reach {health} ({type(exc).__name__}); check LORE_API_URL."
+        )
+    if response.status_code == 404:
+        return Check(
+            "team server",
+            False,
+            f"there is no Lore team server at {settings.api_url} ({health} answered 404 Not Found); "
+            f"{api_url_fix(url)}.",
         )
     if response.status_code != 200:
         return Check("team server", False, f"{health} answered {response.status_code}: {response.text[:200]}")
@@ -210,6 +222,8 @@ def check_remote(settings: Settings) -> Check:
     )
     if probe.status_code == 401:
         return Check("team server", False, "the server refused LORE_API_KEY (unknown, revoked or malformed).")
+    if probe.status_code == 404:
+        return Check("team server", False, no_endpoint(url, f"although {health} is up"))
     if probe.status_code >= 400:
         return Check("team server", False, f"{url} answered {probe.status_code}.")
     return Check("team server", True, f"{url} is up and accepts the key")

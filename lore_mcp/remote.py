@@ -76,6 +76,23 @@ def mcp_url(api_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def no_endpoint(url: str, consequence: str) -> str:
+    """The sentence for a URL where a server answers 404: a wrong path, not a server down."""
+    return (
+        f"There is no Lore endpoint at {url}: the server there answered 404 Not Found, {consequence}; "
+        f"{api_url_fix(url)}."
+    )
+
+
+def api_url_fix(url: str) -> str:
+    """What to set LORE_API_URL to, with this server's own /mcp as the example."""
+    parts = urlsplit(url)
+    return (
+        "set LORE_API_URL to the team server's base URL or its /mcp endpoint, such as "
+        f"{parts.scheme}://{parts.netloc}/mcp"
+    )
+
+
 def redact_arguments(value: Any, found: set[str]) -> Any:
     """Every string in the arguments, however deep, with secrets replaced."""
     if isinstance(value, str):
@@ -104,6 +121,9 @@ class RemoteConnection:
         self._closed: anyio.Event | None = None
         self._task_group: TaskGroup | None = None
         self._last_status: int | None = None
+        # A 404 to a request outside any session: nothing at this URL speaks MCP (within a
+        # session, 404 only means the server forgot the session).
+        self._no_endpoint = False
 
     async def __aenter__(self) -> RemoteConnection:
         self._task_group = anyio.create_task_group()
@@ -123,8 +143,10 @@ class RemoteConnection:
 
     async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
         self._last_status = None  # a status from an earlier call must not explain this one
+        self._no_endpoint = False
         client = await self._connected()
         self._last_status = None
+        self._no_endpoint = False
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 return await request(client)
@@ -176,6 +198,8 @@ class RemoteConnection:
     async def _seen(self, response: httpx2.Response) -> None:
         if response.status_code >= 400:
             self._last_status = response.status_code
+            if response.status_code == 404 and "mcp-session-id" not in response.request.headers:
+                self._no_endpoint = True
 
     async def _drop(self) -> None:
         async with self._lock:
@@ -211,8 +235,22 @@ class RemoteConnection:
             )
         if message.startswith("RATE_LIMITED"):
             return _Passthrough(message)
+        if self._no_endpoint:
+            return RemoteUnavailable(no_endpoint(self.url, "so nothing was sent"))
+        if 404 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} no longer knows this connection's session (it restarted, "
+                "or another replica answered), so nothing was changed; try again."
+            )
+        status = next((s for s in statuses if s is not None and s >= 400), None)
+        if status is not None:
+            return RemoteUnavailable(
+                f"The server at {self.url} answered HTTP {status} instead of Lore's MCP endpoint, so nothing "
+                "was changed; check LORE_API_URL (the team server's base URL or its /mcp endpoint) and "
+                "that the server is healthy."
+            )
         return RemoteUnavailable(
-            f"Cannot reach the team server at {self.url}; nothing was changed. Check LORE_API_URL "
+            f"Cannot reach the team server at {self.url}, so nothing was changed: check LORE_API_URL "
             "and that the server is running, then try again."
         )
 

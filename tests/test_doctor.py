@@ -65,3 +65,77 @@ def test_remote_mode_checks_the_key_against_a_running_team_server(store: object,
         assert "ok    team server:" in good.stdout and "accepts the key" in good.stdout
         bad = doctor(LORE_STORE="remote", LORE_API_URL=server.base, LORE_API_KEY="lore_sk_" + "y" * 32)
         assert bad.returncode == 1 and "refused LORE_API_KEY" in bad.stdout
+
+
+def bound_doctor(**env: str) -> subprocess.CompletedProcess[str]:
+    """``doctor`` as a user whom read-only files stop, even when the tests run as root."""
+    from tests.support.privileges import bound_by_permissions
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    return subprocess.run(
+        bound_by_permissions([sys.executable, "-m", "lore_mcp", "doctor"]),
+        env={**base, "HF_HUB_OFFLINE": "1", **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_a_read_only_database_file_fails_the_database_check_with_the_fix(tmp_path: Path) -> None:
+    from tests.support.privileges import make_read_only, make_writable
+
+    db = tmp_path / "lore.db"
+    assert doctor(LORE_DB_PATH=str(db)).returncode == 0
+    make_read_only(db)
+    try:
+        out = bound_doctor(LORE_DB_PATH=str(db))
+    finally:
+        make_writable(db)
+    assert out.returncode == 1, out.stdout
+    assert (
+        f"FAIL  database: The Lore database file {db} is read-only for this user, so every save would "
+        f"answer UNAVAILABLE: run `chmod u+w {db}` or set LORE_DB_PATH to a writable file." in out.stdout
+    )
+    assert "All checks passed" not in out.stdout and "Traceback" not in out.stdout + out.stderr
+
+
+def test_a_read_only_directory_fails_the_database_check_naming_the_wal_files(tmp_path: Path) -> None:
+    from tests.support.privileges import make_read_only, make_writable
+
+    folder = tmp_path / "data"
+    folder.mkdir()
+    db = folder / "lore.db"
+    assert doctor(LORE_DB_PATH=str(db)).returncode == 0
+    make_read_only(folder)
+    try:
+        out = bound_doctor(LORE_DB_PATH=str(db))
+    finally:
+        make_writable(folder)
+    assert out.returncode == 1, out.stdout
+    assert (
+        f"FAIL  database: The directory {folder}, where SQLite keeps the Lore database's lore.db-wal"
+        in out.stdout
+    )
+    assert f"run `chmod u+w {folder}` or set LORE_DB_PATH to a file in a writable directory." in out.stdout
+    assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_remote_mode_at_a_wrong_path_says_there_is_no_lore_team_server_there(
+    tmp_path: Path, embedder: object
+) -> None:
+    from stores import open_local_store
+    from tests.support.team import team_server
+
+    store = open_local_store(tmp_path / "team.db")
+    try:
+        with team_server(store, embedder) as server:  # type: ignore[arg-type]
+            key = server.keys.init_org("local").key
+            out = doctor(LORE_STORE="remote", LORE_API_URL=f"{server.base}/lore", LORE_API_KEY=key)
+    finally:
+        store.close()
+    assert out.returncode == 1
+    assert (
+        f"FAIL  team server: there is no Lore team server at {server.base}/lore ({server.base}/lore/healthz "
+        f"answered 404 Not Found); set LORE_API_URL to the team server's base URL or its /mcp endpoint, "
+        f"such as {server.base}/mcp." in out.stdout
+    )
