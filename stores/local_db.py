@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+import weakref
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -66,12 +67,40 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
+class TrackedConnection(sqlean.Connection):
+    """A connection that remembers its cursors, so a transaction can finish every statement
+    left unfinished before it (``finish_statements``).
+
+    Why: a SELECT stopped half-way (its cursor kept alive by a traceback until the garbage
+    collector runs) holds the connection's read snapshot. Once another process has written
+    the file, every ``BEGIN IMMEDIATE`` on that connection answers "locked" at once, however
+    long it retries: this wedged the SQLite team server's writer until restart.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursors: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        cursor = super().cursor(*args, **kwargs)  # ``execute`` makes its cursor here too
+        self.cursors.add(cursor)
+        return cursor
+
+
+def finish_statements(conn: Connection) -> None:
+    """Close every cursor of ``conn`` (a ``TrackedConnection``): no statement pins a snapshot."""
+    for cursor in list(getattr(conn, "cursors", ())):
+        cursor.close()
+
+
 def connect(path: Path | str) -> Connection:
     """Open a connection with sqlite-vec loaded and Lore's pragmas set."""
     try:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlean.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30)
+        conn = sqlean.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=30, factory=TrackedConnection
+        )
     except (sqlean.Error, OSError) as exc:
         raise _cannot_open(path, exc) from exc
     try:
@@ -140,12 +169,14 @@ def write_transaction(
     that meant.
     """
     deadline.check()
+    finish_statements(conn)  # nothing left from before pins an old snapshot
     with _writes_refused_as_unavailable(conn, refused):
         _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
             yield conn
             _retry_locked(conn, lambda: conn.execute("COMMIT"))
         except BaseException as exc:
+            finish_statements(conn)
             # An interrupted write may already have rolled the transaction back itself.
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
@@ -155,8 +186,10 @@ def write_transaction(
 
 @contextlib.contextmanager
 def read_transaction(conn: Connection) -> Iterator[Connection]:
-    """A deferred transaction so several reads see one snapshot."""
+    """A deferred transaction so several reads see one snapshot (not one a statement left
+    unfinished before it pinned)."""
     deadline.check()
+    finish_statements(conn)
     conn.execute("BEGIN")
     try:
         yield conn
