@@ -121,14 +121,22 @@ def check_database(settings: Settings) -> Check:
         store = open_store(settings)
     except StoreError as exc:  # the local store's sentences name the file themselves
         return Check("database", False, str(exc) if settings.store == "local" else f"{where}: {exc}")
+    # SQLite opens a file it may not write without a word; only the first save would fail.
+    problem = read_only_problem(settings)
     try:
         lessons = store.count(settings.org)
         # Opening migrates, which creates the vector extension or fails naming what to install.
         extra = ", pgvector enabled" if settings.store == "postgres" else ", writable (with its directory)"
+        if problem is None:
+            # A real write, rolled back: a writer that is stuck or a database that refuses writes
+            # shows here, with the time it took (as on /healthz).
+            started = time.perf_counter()
+            store.probe_write()
+            extra += f"; a write began and rolled back in {(time.perf_counter() - started) * 1000:.0f} ms"
+    except StoreError as exc:
+        return Check("database", False, f"{where}: a write could not begin: {exc}")
     finally:
         store.close()
-    # SQLite opens a file it may not write without a word; only the first save would fail.
-    problem = read_only_problem(settings)
     if problem is not None:
         return Check("database", False, problem.sentence("so every save would answer UNAVAILABLE"))
     return Check(

@@ -176,6 +176,10 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
                 raise _ProbeDone
         except _ProbeDone:
             pass
+        except deadline.DeadlineExceeded:
+            raise UnavailableError(
+                f"The Lore database's write lock has been held by another process for over {PROBE_WAIT_S:.0f} s."
+            ) from None
         finally:
             self._write_lock.release()
 

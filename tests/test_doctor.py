@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -138,4 +139,32 @@ def test_remote_mode_at_a_wrong_path_says_there_is_no_lore_team_server_there(
         f"FAIL  team server: there is no Lore team server at {server.base}/lore ({server.base}/lore/healthz "
         f"answered 404 Not Found); set LORE_API_URL to the team server's base URL or its /mcp endpoint, "
         f"such as {server.base}/mcp." in out.stdout
+    )
+
+
+def test_the_database_check_makes_a_real_write_and_fails_while_the_writer_is_held(tmp_path: Path) -> None:
+    """Issue 21: a stuck writer showed nowhere; doctor now begins a write and rolls it back."""
+    db = tmp_path / "lore.db"
+    out = doctor(LORE_DB_PATH=str(db))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert re.search(r"ok +database: .*a write began and rolled back in \d+ ms", out.stdout), out.stdout
+    holder = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "c.execute('BEGIN IMMEDIATE')\n"
+        "print('locked', flush=True)\n"
+        "sys.stdin.readline()\n"
+    )
+    held = subprocess.Popen(
+        [sys.executable, "-c", holder, str(db)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert held.stdout is not None and held.stdout.readline() == "locked\n"
+        stuck = doctor(LORE_DB_PATH=str(db))
+    finally:
+        held.communicate("done\n", timeout=30)
+    assert stuck.returncode == 1, stuck.stdout
+    # Opening (which migrates) or the probe waits for the lock, then fails naming it.
+    assert re.search(
+        r"FAIL +database: .*(stayed locked by another process|write lock has been held)", stuck.stdout
     )
