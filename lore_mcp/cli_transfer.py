@@ -56,7 +56,8 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[
 
     try:
         project = check_project(args.import_project) if args.import_project else None
-        with open(args.file, encoding="utf-8") as f:
+        # utf-8-sig: a byte order mark (as some editors write) is not part of the first line.
+        with open(args.file, encoding="utf-8-sig") as f:
             text = f.read()
     except OSError as exc:
         print(f"lore-memory: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
@@ -79,6 +80,8 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
     """`lore-memory import FILE`: checks every line, re-embeds in batches with a progress bar."""
     from tqdm import tqdm
 
+    from lore_mcp.transfer import FILE_BATCH
+
     read = _read_import(args)
     if isinstance(read, int):
         return read
@@ -86,6 +89,13 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
     app = open_or_report(settings)
     if app is None:
         return 1
+    if not args.strict:
+        print(
+            f"lore-memory: importing in batches of {FILE_BATCH} lessons, each its own transaction and "
+            "`import` commit; if this stops part-way, run the same command again: lessons already "
+            "imported are skipped.",
+            file=sys.stderr,
+        )
     try:
         transfer = app.transfer
         with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:

@@ -193,3 +193,22 @@ def _count(db: Path, project: str = "default") -> int:
         return s.count("local", project)
     finally:
         s.close()
+
+
+async def test_the_cli_reads_a_file_with_a_byte_order_mark_and_says_it_resumes(
+    store: Any, embedder: Embedder, tmp_path: Path
+) -> None:
+    """Issue 21: a BOM at the start of the file lost its first line; and the CLI import commits
+    a batch at a time, which it now says, with how to resume."""
+    service = LessonService(store, embedder, default_project="default")
+    async with connected(build_server(service)) as client:
+        await load_corpus(client, n=3)
+    lines = [json.dumps(line) for line in Transfer(service).export_lines("local", None, with_history=False)]
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
+    env = cli_env(tmp_path / "target.db")
+    done = lore(env, "import", str(marked))
+    assert done.returncode == 0, done.stderr
+    assert "imported 3 lessons, skipped 0 already present, 0 malformed lines skipped" in done.stderr
+    assert "run the same command again: lessons already imported are skipped" in done.stderr
+    assert "each its own transaction and `import` commit" in done.stderr
