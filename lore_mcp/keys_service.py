@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.lesson_input import PROJECT_PATTERN, check_project, text_problem
+from lore_mcp.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
 from lore_mcp.redaction import fit, redact
 from stores.errors import ConflictError
 from stores.keys import ApiKey, KeyStore
@@ -69,6 +69,7 @@ def check_org(org: str) -> str:
         raise InvalidArgument(
             "org must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
         )
+    check_not_secret("org", org)
     return org
 
 

@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_many
+from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_many, secret_kinds
 from stores.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 # Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
@@ -37,11 +37,28 @@ def redact_fields(
 
 def check_project(project: str) -> str:
     if not isinstance(project, str) or not PROJECT_PATTERN.fullmatch(project):
+        shown = fit(redact(str(project)[:500]).text, 80)  # a bad name can still hold a secret
         raise InvalidArgument(
-            f"project {str(project)[:80]!r} is not a valid name: use 1-64 letters, digits, '.', '_' or '-', "
+            f"project {shown!r} is not a valid name: use 1-64 letters, digits, '.', '_' or '-', "
             "starting with a letter or digit."
         )
+    check_not_secret("project", project)
     return project
+
+
+def check_not_secret(what: str, name: str) -> None:
+    """Refuse a project or org name that holds a secret (an API key pasted as a project).
+
+    Names are stored, listed and shown as they are, and a redacted name would silently
+    be another project, so such a name is refused rather than redacted. The refusal
+    names the kind of secret, never the name.
+    """
+    kinds = secret_kinds(name)
+    if kinds:
+        raise InvalidArgument(
+            f"the {what} name looks like a secret ({', '.join(kinds)}); Lore does not store secrets "
+            f"as names, so choose a {what} name that is not a credential."
+        )
 
 
 def check_id(lesson_id: str) -> str:

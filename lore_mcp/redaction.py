@@ -1,222 +1,130 @@
 """Remove secrets from text before Lore stores or embeds it.
 
-Agents paste logs, configs and shell sessions into memories. Anything saved is
-kept forever, shared with a team and sent to an embedding model, so credentials
-must be stripped first, on every save. Each secret becomes ``[REDACTED:kind]``,
-where ``kind`` is one of these stable strings:
+Agents paste logs, configs and shell sessions into memories. Anything saved is kept
+forever, shared with a team and sent to an embedding model, so credentials must be
+stripped first, on every save. Each secret becomes ``[REDACTED:kind]``, where ``kind`` is
+one of these stable strings (``lore_mcp.secret_rules`` holds the patterns):
 
 - ``lore_api_key``: Lore's own keys, ``lore_sk_`` + 20 or more key characters.
 - ``anthropic_key``: ``sk-ant-...`` (checked before ``openai_key``).
-- ``openai_key``: ``sk-...``, ``sk-proj-...`` and other ``sk-`` keys; the body
-  must be 20+ characters and contain a digit, so prose like "sk-learn" survives.
-- ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 characters,
-  and fine-grained ``github_pat_...`` tokens.
-- ``slack_token``: ``xoxb-``, ``xoxp-``, ``xoxa-``, ``xoxr-``, ``xoxs-``,
-  ``xoxe-`` and ``xapp-`` tokens.
-- ``aws_access_key``: ``AKIA``/``ASIA`` + 16 uppercase letters or digits, or
-  the same lower-cased (with a digit), since upper-casing recovers it.
-- ``aws_secret_key``: a 40-character secret after an ``aws_secret_access_key``
-  or ``SecretAccessKey`` label (the value has no recognisable shape alone).
-- ``jwt``: three base64url segments, the first starting ``eyJ`` (or ``eyj``,
-  lower-cased).
-- ``private_key``: a PEM ``-----BEGIN ... PRIVATE KEY-----`` block through its
-  END line (RSA, EC, OPENSSH, ENCRYPTED, PGP ...); a block with no END line is
-  redacted through its header and base64 lines.
-- ``url_password``: the password in ``scheme://user:password@host``; the
-  scheme, user and host are kept.
-- ``bearer_token``: the value after ``Authorization: Bearer``, or after a bare
-  ``Bearer`` when it looks like a token (16+ characters with a digit). The
-  word "Bearer" is kept.
-- ``credit_card``: 13-19 digits, bare or in 4-4-4-4 / 4-6-5 groups joined by
-  one space or dash, starting 2-6 (the card networks' ranges) and passing the
-  Luhn check.
+- ``openai_key``: ``sk-...``, ``sk-proj-...`` and other ``sk-`` keys; the body must be
+  20+ characters and contain a digit, so prose like "sk-learn" survives.
+- ``stripe_key``: ``sk_live_``, ``rk_live_``, ``sk_test_``, ``rk_test_`` keys.
+- ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 characters, and
+  fine-grained ``github_pat_...`` tokens.
+- ``gitlab_token``: ``glpat-``, ``gldt-``, ``glrt-``, ``glcbt-`` ... and ``GR1348941`` tokens.
+- ``google_api_key``: ``AIza`` + 35 characters.
+- ``huggingface_token``: ``hf_`` + 30 or more letters and digits.
+- ``slack_token``: ``xoxb-``, ``xoxp-``, ``xoxa-``, ``xoxo-``, ``xoxr-``, ``xoxs-``,
+  ``xoxe-`` and ``xapp-`` tokens; ``slack_webhook``: the path of a
+  ``hooks.slack.com/services/...`` URL.
+- ``aws_access_key``: ``AKIA``/``ASIA``/``ABIA``/``ACCA``/``A3T.`` + 16 uppercase letters
+  or digits, or ``akia``/``asia`` lower-cased (with a digit), since upper-casing recovers it.
+- ``aws_secret_key``: a 40-character secret after an ``aws_secret_access_key``,
+  ``SecretAccessKey`` or ``aws_..._key`` label (the value has no shape alone).
+- ``azure_storage_key``: the value of ``AccountKey=`` in a connection string.
+- ``sendgrid_key`` (``SG.``), ``square_token`` (``sq0csp-``, ``sq0atp-``), ``pypi_token``
+  (``pypi-AgE...``), ``npm_token`` (``npm_...`` and an ``.npmrc`` ``_authToken=``),
+  ``mailchimp_key`` (32 characters + ``-us`` + data centre), ``artifactory_token``
+  (``AKCp...``), ``discord_token`` (bot tokens), ``telegram_token`` (``123456789:...``),
+  ``twilio_key`` (``AC``/``SK`` + 32).
+- ``jwt``: three base64url segments, the first starting ``eyJ`` (or ``eyj``, lower-cased).
+- ``private_key``: a PEM ``-----BEGIN ... PRIVATE KEY-----`` block through its END line
+  (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP, SSH2 ...), a PuTTY key file; a block with no END
+  line is redacted through its header and base64 lines.
+- ``url_password``: the password in ``scheme://user:password@host``; the scheme, user and
+  host are kept.
+- ``bearer_token``: the value after ``Authorization: Bearer``, or after a bare ``Bearer``
+  when it looks like a token (16+ characters with a digit). The word "Bearer" is kept.
+  ``basic_auth``: the value after ``Authorization: Basic``.
+- ``credit_card``: 13-19 digits, bare or in 4-4-4-4 / 4-6-5 groups joined by one space or
+  dash, starting 2-6 (the card networks' ranges) and passing the Luhn check.
+- ``secret_assignment``: the value given to a secret-named key (``PASSWORD=...``,
+  ``db_password: "..."``, ``"api_key": "..."``, ``--token ...``); see ``secret_rules``.
 
-Every pattern is compiled once, anchored on a literal or bounded run, and has no
-nested ambiguous repetition, so a 1 MB text is scanned in linear time.
+Matching sees the text normalised: Unicode compatibility forms folded (NFKC, so a
+a fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (zero-width spaces and
+joiners, word joiner, BOM, soft hyphen) removed, so neither hides a secret. What is
+stored keeps the caller's own characters: each match is mapped back to the span of the
+original text it came from, and only that span becomes a marker.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
-__all__ = ["MARKER", "Redacted", "fit", "lower_outside_markers", "redact", "redact_json", "redact_many"]
+from lore_mcp.secret_rules import FILLER, RULES, Rule
+
+__all__ = [
+    "MARKER",
+    "Redacted",
+    "fit",
+    "lower_outside_markers",
+    "redact",
+    "redact_json",
+    "redact_many",
+    "secret_kinds",
+]
 
 # What a redacted secret becomes; other code uses it to keep markers whole.
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+# Invisible characters that can split a secret without showing: soft hyphen, zero-width
+# space, non-joiner and joiner, word joiner, BOM (zero-width no-break space).
+INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+# Where the characters live whose compatibility form (NFKC) holds ASCII: fullwidth forms,
+# mathematical letters, circled and parenthesised letters, ligatures, superscripts, odd
+# spaces... Only these can dress up an ASCII secret, and folding only them keeps the table
+# small (tests/test_redaction_shapes.py checks every code point of this Python's Unicode).
+_FOLDING_RANGES = (
+    (0xA0, 0xBE), (0x132, 0x17F), (0x1C4, 0x1F3), (0x2B0, 0x2E3), (0x37A, 0x385),
+    (0x1D2C, 0x1DBB), (0x1E9A, 0x1E9A), (0x1FBD, 0x20A8), (0x2100, 0x2189), (0x2460, 0x24EA),
+    (0x2A74, 0x2A76), (0x2C7C, 0x2C7D), (0x3000, 0x3000), (0x309B, 0x309C), (0x3200, 0x325F),
+    (0x32B1, 0x32CF), (0x3358, 0x33FF), (0xA7F2, 0xA7F4), (0xFB00, 0xFB29), (0xFC5E, 0xFC63),
+    (0xFDFA, 0xFE7E), (0xFF01, 0xFF5E), (0xFFE3, 0xFFE3), (0x107A5, 0x107A5),
+    (0x1D400, 0x1D6A3), (0x1D7CE, 0x1D7FF), (0x1F100, 0x1F190), (0x1FBF0, 0x1FBF9),
+)  # fmt: skip
+# What each such character reads as while matching ("" for the invisible ones).
+FOLD: dict[str, str] = {char: "" for char in INVISIBLE} | {
+    chr(cp): folded
+    for first, last in _FOLDING_RANGES
+    for cp in range(first, last + 1)
+    if (folded := unicodedata.normalize("NFKC", chr(cp))) != chr(cp)
+}
+
+
+def _class(ranges: list[tuple[int, int]]) -> str:
+    return "[" + "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]"
+
+
+def _runs(code_points: list[int]) -> list[tuple[int, int]]:
+    runs: list[tuple[int, int]] = []
+    for cp in code_points:
+        if runs and cp == runs[-1][1] + 1:
+            runs[-1] = (runs[-1][0], cp)
+        else:
+            runs.append((cp, cp))
+    return runs
+
+
+# A class of the BMP characters in FOLD exactly (the regex engine tests it with one table
+# look-up) or one of the few astral blocks (a handful of ranges; the replacement leaves a
+# character of them that does not fold as it is). One class of every range would be tested
+# range by range: ten times slower on a long CJK or emoji text.
+_FOLDABLE = re.compile(
+    _class(_runs(sorted(ord(c) for c in FOLD if ord(c) < 0x10000)))
+    + "|"
+    + _class([r for r in _FOLDING_RANGES if r[0] >= 0x10000])
+)
 
 
 @dataclass(frozen=True)
 class Redacted:
     text: str  # the text with each secret replaced by "[REDACTED:kind]"
     kinds: tuple[str, ...]  # sorted, de-duplicated kinds found (empty if none)
-
-
-# Luhn doubles every second digit from the right and adds the digits of the
-# product: 0->0, 1->2, ... 5->1 (10), 9->9 (18). Translating those digits and
-# summing the bytes keeps the check in C; a digit-rich 1 MB text can hold
-# tens of thousands of card-shaped runs, so a Python-level loop shows up.
-_DOUBLED = str.maketrans("0123456789", "0246813579")
-
-
-def _luhn(digits: str) -> bool:
-    checked = digits[-1::-2] + digits[-2::-2].translate(_DOUBLED)
-    return (sum(checked.encode("ascii")) - ord("0") * len(checked)) % 10 == 0
-
-
-def _card_span(m: re.Match[str]) -> tuple[int, int] | None:
-    """The part of a card-shaped match that passes Luhn, or None to keep it all."""
-    groups = m.group(0).replace("-", " ").split(" ")
-    if _luhn("".join(groups)):
-        return m.span()
-    # "4111 1111 1111 1111 123" is a card then a CVV: try the first four groups.
-    if len(groups) == 5 and _luhn("".join(groups[:4])):
-        return m.start(), m.end() - len(groups[4]) - 1
-    return None
-
-
-# A key character: base64url, which covers most vendors' key alphabets. The same
-# class is used in look-behinds: a key character just before a prefix glues it
-# to a longer identifier ("task-force" contains "sk-force", which is not a key).
-_KEY = r"[A-Za-z0-9_-]"
-
-
-class _Rule(NamedTuple):
-    kind: str
-    pattern: re.Pattern[str]
-    # Lowercase substrings, one of which any match must contain. Checking them with
-    # `in` first skips most regex scans: a plain-prose save costs almost nothing.
-    hints: tuple[str, ...] = ()
-    # Returns the span to redact, or None to leave the match alone.
-    validator: Callable[[re.Match[str]], tuple[int, int] | None] | None = None
-
-
-# A pattern with a "secret" group redacts only that group, keeping context such
-# as "Bearer " or "postgres://bob:". Order matters: more specific kinds come
-# first, and no later pattern matches an earlier "[REDACTED:kind]" marker.
-_RULES: tuple[_Rule, ...] = (
-    _Rule(
-        # First, because the base64 inside a key can look like other tokens. The
-        # body may not contain "-----", so an unterminated BEGIN scans only to the
-        # next dashes rather than to the end of the text (no quadratic blow-up).
-        "private_key",
-        re.compile(
-            r"-----BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:[^-]*(?:-(?!----)[^-]*)*-----END (?P=label)PRIVATE KEY(?: BLOCK)?-----"
-            # Truncated paste with no END line: take header and base64 lines.
-            # Each line must be consumed whole, or the match would stop early.
-            r"|(?:\r?\n(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]*(?![^\r\n])))*)"
-        ),
-        ("private key",),
-    ),
-    # Literal first, then a look-behind: a pattern that starts with its literal
-    # lets the regex engine skip ahead quickly instead of testing every position.
-    _Rule("lore_api_key", re.compile(rf"lore_sk_(?<!{_KEY}lore_sk_){_KEY}{{20,}}"), ("lore_sk_",)),
-    _Rule("anthropic_key", re.compile(rf"sk-ant-(?<!{_KEY}sk-ant-){_KEY}{{20,}}"), ("sk-ant-",)),
-    # The digit requirement keeps hyphenated prose ("sk-learn-compatible-api")
-    # while real keys (random or hex bodies) essentially always have one.
-    _Rule("openai_key", re.compile(rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}"), ("sk-",)),
-    _Rule(
-        "github_token",
-        re.compile(rf"(?<!{_KEY})(?:gh[pousr]_[A-Za-z0-9]{{36,}}|github_pat_[A-Za-z0-9_]{{20,}})"),
-        ("gh",),
-    ),
-    # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
-    _Rule(
-        "slack_token",
-        re.compile(rf"(?<!{_KEY})(?:xox[abeprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}"),
-        ("xox", "xapp-"),
-    ),
-    _Rule(
-        # Upper case as AWS issues them, or all lower case with a digit: a key that
-        # went through lower-casing somewhere is recovered by upper-casing it again.
-        "aws_access_key",
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA)[A-Z0-9]{16}|(?:akia|asia)(?=[a-z]{0,15}[0-9])[a-z0-9]{16})"
-            r"(?![A-Za-z0-9])"
-        ),
-        ("akia", "asia"),
-    ),
-    _Rule(
-        "aws_secret_key",
-        re.compile(
-            r"(?i:(?:aws_?)?secret_?access_?key)[\"']?[ \t]*[:=][ \t]*[\"']?"
-            r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
-        ),
-        ("secret",),
-    ),
-    # "eyj" too: a lower-cased token still gives most of its payload away.
-    _Rule("jwt", re.compile(rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*"), ("eyj",)),
-    _Rule(
-        # The scheme is bounded so a long run of letters cannot go quadratic.
-        # A password already redacted by a more specific kind is left as is.
-        "url_password",
-        re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:"
-            r"(?!\[REDACTED:)(?P<secret>[^\s/?#@]+(?:@[^\s/?#@]+)*)(?=@)"
-        ),
-        ("://",),
-    ),
-    _Rule(
-        # After an Authorization header any value is a credential.
-        "bearer_token",
-        re.compile(
-            r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:bearer)[ \t]+"
-            r"(?P<secret>[A-Za-z0-9._~+/-]+=*)"
-        ),
-        ("authorization",),
-    ),
-    _Rule(
-        # A bare "Bearer" is often English ("the bearer of bad news"), so the
-        # value must look like a token: 16+ token characters with a digit.
-        "bearer_token",
-        re.compile(
-            r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]+"
-            r"(?P<secret>(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*)"
-        ),
-        ("bearer",),
-    ),
-    _Rule(
-        # Card networks use leading digits 2-6, which skips millisecond and
-        # nanosecond timestamps (leading 1). "+", "-" or "." touching the digits
-        # means a phone number, UUID, ID or decimal, not a card.
-        "credit_card",
-        re.compile(
-            r"[2-6](?<![\w.+-][2-6])(?:[0-9]{12,18}"
-            r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}(?:(?P=sep)[0-9]{1,3})?"
-            r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5})"
-            r"(?!\w|[.-][0-9])"
-        ),
-        validator=_card_span,
-    ),
-)
-
-
-def _apply(rule: _Rule, text: str, found: set[str]) -> str:
-    marker = f"[REDACTED:{rule.kind}]"
-    partial = "secret" in rule.pattern.groupindex
-
-    def replace(m: re.Match[str]) -> str:
-        span = rule.validator(m) if rule.validator else m.span("secret" if partial else 0)
-        if span is None:
-            return m.group(0)
-        found.add(rule.kind)
-        whole = m.group(0)
-        return whole[: span[0] - m.start()] + marker + whole[span[1] - m.start() :]
-
-    return rule.pattern.sub(replace, text)
-
-
-# Any rule's hint, or the start of a card number: text with neither holds no secret.
-# One search in C instead of a Python loop over the rules keeps redacting many
-# short strings (every value of a 50,000-row plan) cheap.
-# (Every card shape starts with a digit 2-6 and at least seven more digits, in one
-# run or after a space or dash following the first four.)
-_ANY_HINT = re.compile(
-    "|".join(re.escape(h) for rule in _RULES for h in rule.hints) + r"|[2-6][0-9]{3}[ -]?[0-9]{4}"
-)
 
 
 def redact(text: str) -> Redacted:
@@ -226,17 +134,117 @@ def redact(text: str) -> Redacted:
     return Redacted(text=text, kinds=tuple(sorted(found)))
 
 
+def secret_kinds(text: str) -> tuple[str, ...]:
+    """The kinds of secret ``text`` holds (empty if none): for names, which are refused
+    rather than redacted, since a redacted name would silently be another name."""
+    return redact(text).kinds
+
+
 def _scrub(text: str, found: set[str]) -> str:
     """``text`` with its secrets replaced; adds the kinds replaced to ``found``."""
-    # Hints are looked up once, in the original text: the markers added along the
-    # way hold no hint of a later rule, so they cannot create new matches.
-    lowered = text.lower()
-    if not _ANY_HINT.search(lowered):
+    view, folded = _normalised(text)
+    spans = _find(view, found)
+    if not spans:
         return text
-    for rule in _RULES:
+    if folded:
+        spans = _map_back(text, spans)
+    pieces, last = [], 0
+    for start, end, kind in spans:
+        pieces += [text[last:start], f"[REDACTED:{kind}]"]
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
+
+
+def _normalised(text: str) -> tuple[str, bool]:
+    """The text matching sees (compatibility forms folded, invisible characters removed),
+    and whether it differs from ``text``."""
+    present = set() if text.isascii() else set(_FOLDABLE.findall(text))
+    if not present:
+        return text, False
+    # One C-speed replace per distinct character: a CJK text has a thousand fullwidth commas
+    # but few distinct foldable characters. (A folded form never holds a character that
+    # folds again: NFKC output is stable.)
+    for char in present:
+        text = text.replace(char, FOLD.get(char, char))
+    return text, True
+
+
+def _map_back(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Spans of the normalised text as spans of ``text``: a span covers every original
+    character that any of its normalised characters came from."""
+    origin: list[int] = []
+    last = 0
+    for m in _FOLDABLE.finditer(text):
+        origin += range(last, m.start())
+        origin += [m.start()] * len(FOLD.get(m.group(), m.group()))
+        last = m.end()
+    origin += range(last, len(text))
+    return [(origin[start], origin[end - 1] + 1, kind) for start, end, kind in spans]
+
+
+def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
+    """The secrets in ``view`` as sorted, disjoint (start, end, kind) spans.
+
+    Rules run in order; each match is blanked with ``FILLER`` (same length, so positions
+    hold) before the next rule looks, so no rule matches inside an earlier secret. Hints
+    are looked up once, in the text as given.
+    """
+    lowered = view.lower()
+    # Markers already in the text (redacted text redacted again) are blanked first, so
+    # that no rule reads one as part of a secret: redacting twice changes nothing more.
+    masked = MARKER.sub(lambda m: FILLER * len(m.group()), view) if "[REDACTED:" in view else view
+    spans: list[tuple[int, int, str]] = []
+    for rule in RULES:
         if not rule.hints or any(hint in lowered for hint in rule.hints):
-            text = _apply(rule, text, found)
-    return text
+            masked = _apply(rule, masked, spans)
+    if not spans:
+        return []
+    found.update(kind for _, _, kind in spans)
+    return _disjoint(spans)
+
+
+def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
+    """``masked`` with what ``rule`` finds blanked; adds the spans found to ``spans``."""
+    partial = "secret" in rule.pattern.groupindex
+    found = []
+    for m in rule.pattern.finditer(_lower(masked) if rule.lowered else masked):
+        # A "secret" group that took no part (another branch matched) means the whole match.
+        span = rule.validator(m) if rule.validator else m.span("secret" if partial and m["secret"] else 0)
+        if span is not None and span[0] < span[1]:
+            found.append(span)
+    if not found:
+        return masked
+    pieces, last = [], 0
+    for start, end in found:
+        pieces += [masked[last:start], FILLER * (end - start)]
+        last = end
+        spans.append((start, end, rule.kind))
+    pieces.append(masked[last:])
+    return "".join(pieces)
+
+
+def _lower(text: str) -> str:
+    """``text`` lower-cased character for character, so positions hold (the few characters
+    whose lower case is longer, such as U+0130, are left as they are)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+
+
+def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    """Overlapping spans (a later rule's match can take in an earlier secret, as a URL
+    password holding a key does) merged into one, named after the longer."""
+    merged: list[tuple[int, int, str]] = []
+    for start, end, kind in sorted(spans):
+        if merged and start < merged[-1][1]:
+            last_start, last_end, last_kind = merged[-1]
+            longer = kind if end - start > last_end - last_start else last_kind
+            merged[-1] = (last_start, max(end, last_end), longer)
+        else:
+            merged.append((start, end, kind))
+    return merged
 
 
 def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[str, ...]]:

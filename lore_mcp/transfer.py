@@ -34,7 +34,7 @@ from lore_mcp.lessons_service import (
     text_problem,
 )
 from lore_mcp.models import LessonOut
-from lore_mcp.redaction import redact_json
+from lore_mcp.redaction import redact_json, secret_kinds
 from lore_mcp.structured_service import commit_summary, public_effects
 from stores import Store, structured
 from stores.lessons import (
@@ -87,6 +87,8 @@ class LessonIn(BaseModel):
     def _project(cls, value: str | None) -> str | None:
         if value is not None and not PROJECT_PATTERN.fullmatch(value):
             raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
+        if value is not None and secret_kinds(value):
+            raise ValueError("looks like a secret; Lore does not store secrets as project names")
         return value
 
     @field_validator("problem", "resolution", "context", "source")

@@ -9,7 +9,10 @@ For each call the properties are:
 - an error leaves the store exactly as it was (a fingerprint of every lesson, vote, table,
   row, commit and key, and raw row counts, is the same before and after);
 - SQLite and Postgres agree: the same call on the same state gives the same outcome (ok or
-  the same code), and the same result once ids, times and scores are set aside.
+  the same code), and the same result once ids, times and scores are set aside;
+- no secret survives: every text field is sometimes given a generated secret of one of the
+  kinds Lore redacts (``tests.support.secrets``: amid prose, split by an invisible character
+  or in fullwidth letters), and that secret is then in neither the store nor the answer.
 
 Each example starts from the same seeded state on both backends: lessons in two projects
 (one upvoted), two tables with rows of every column type, a commit history, an org with
@@ -83,6 +86,7 @@ from tests.support.schema_strategies import (
     ulids,
     weighted,
 )
+from tests.support.secrets import disguised, embedded, seen
 from tests.support.stores import empty_postgres
 
 ORG = "local"
@@ -204,8 +208,43 @@ def seldom(good: SearchStrategy[Any], other: SearchStrategy[Any]) -> SearchStrat
     return weighted((7, good), (1, other))
 
 
+# Each planted secret's needle (what must not be stored), by the text that carries it, so
+# the property check can tell from a call's arguments which needles it planted.
+PLANTED: dict[str, str] = {}
+
+
+def _plant(kind_needle_text: tuple[str, str, str]) -> str:
+    _, needle, text = kind_needle_text
+    PLANTED[text] = needle
+    return text
+
+
+def secret_texts() -> SearchStrategy[str]:
+    """Prose holding a secret of some kind Lore redacts, plain or disguised (issue 21)."""
+    plain = embedded()
+    hidden = plain.flatmap(lambda e: disguised(e[2]).map(lambda text: (e[0], e[1], text)))
+    return st.one_of(plain, hidden).map(_plant)
+
+
+def planted_in(value: Any) -> set[str]:
+    """The needles of the secrets planted anywhere in ``value`` (keys included)."""
+    if isinstance(value, str):
+        return {PLANTED[value]} if value in PLANTED else set()
+    if isinstance(value, dict):
+        return set().union(*(planted_in(k) | planted_in(v) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return set().union(*(planted_in(v) for v in value))
+    return set()
+
+
+# Project names that are secrets: refused, so never stored (issue 21).
+SECRET_PROJECTS = ["sk-" + "proj-abc123def456ghi789jkl012", "ghp_" + "Zx9Kq2Lm4Nv6Bc8Dw1Ef3Gh5Jk7Mn0Pq2Rs4Tv"]
+PLANTED.update((name, name) for name in SECRET_PROJECTS)
+
+
 def project_names() -> SearchStrategy[str]:
     near = [
+        *SECRET_PROJECTS,
         "alpha\n",
         "default\n",
         "Alpha",
@@ -234,11 +273,13 @@ def column_names() -> SearchStrategy[str]:
 def values_of(column_type: str) -> SearchStrategy[Any]:
     """Values for a column of this type: mostly of the type (at its edges), sometimes not."""
     typed: dict[str, SearchStrategy[Any]] = {
-        "text": st.one_of(hostile_text(), long_text(2000)),
+        "text": st.one_of(hostile_text(), long_text(2000), secret_texts()),
         "integer": st.one_of(st.sampled_from(INT_EDGES), st.integers()),
         "real": st.one_of(st.sampled_from(FLOAT_EDGES), st.floats(), st.sampled_from(NON_FINITE)),
         "boolean": st.booleans(),
-        "json": json_values(),
+        "json": st.one_of(
+            json_values(), secret_texts(), st.dictionaries(secret_texts(), secret_texts(), max_size=2)
+        ),
         "timestamp": timestamps(),
     }
     return seldom(typed[column_type], st.one_of(st.none(), json_values(big=False)))
@@ -409,13 +450,13 @@ def structured_scenario(draw: st.DrawFn) -> list[tuple[str, dict[str, Any]]]:
 def texts() -> SearchStrategy[str]:
     """Lesson text: a seeded lesson's own (to reach the merge path), hostile or long."""
     seeded = st.sampled_from([lesson[k] for lesson in SEED_LESSONS for k in ("problem", "resolution")])
-    return st.one_of(seeded, hostile_text(), long_text(16_000))
+    return st.one_of(seeded, hostile_text(), long_text(16_000), secret_texts())
 
 
 def tag_lists() -> SearchStrategy[list[str]]:
     tags = mostly(
         st.sampled_from(["redis", "REDIS", " redis ", "stripe", "AKIA2KGAFRFW0H9NYWT1", JWT[:60], "x" * 64]),
-        st.one_of(st.just("x" * 65), hostile_text(64)),
+        st.one_of(st.just("x" * 65), hostile_text(64), secret_texts()),
     )
     return some(tags, 3)
 
@@ -477,12 +518,12 @@ HINTS: dict[str, SearchStrategy[Any]] = {
     "expires_at": timestamps(),
     "upvotes": counts(),
     "downvotes": counts(),
-    "meta": json_objects(),
+    "meta": st.one_of(json_objects(), st.dictionaries(secret_texts(), secret_texts(), max_size=2)),
     "problem": texts(),
     "resolution": texts(),
     "query": texts(),
-    "context": st.one_of(hostile_text(), long_text(16_000)),
-    "message": st.one_of(hostile_text(), long_text(2000)),
+    "context": st.one_of(hostile_text(), long_text(16_000), secret_texts()),
+    "message": st.one_of(hostile_text(), long_text(2000), secret_texts()),
 }
 
 
@@ -505,10 +546,10 @@ def lessons_in() -> SearchStrategy[dict[str, Any]]:
     return objects(
         {"id": weighted((3, ulids()), (1, lesson_ids())), "problem": texts(), "resolution": texts()},
         {
-            "context": hostile_text(),
+            "context": st.one_of(hostile_text(), secret_texts()),
             "tags": tag_lists(),
             "confidence": st.sampled_from([0.0, 0.5, 1.0, 5e-324, 0.9999999999999999]),
-            "source": hostile_text(),
+            "source": st.one_of(hostile_text(), secret_texts()),
             "project": project_names(),
             "upvotes": counts(),
             "downvotes": counts(),
@@ -527,7 +568,11 @@ LESSON_CURSORS = weighted(
 # Where a property name means something else in one tool.
 TOOL_HINTS: dict[str, dict[str, SearchStrategy[Any]]] = {
     "revoke_key": {"id": mostly(st.builds(Ref, st.just("key"), st.integers(0, 2)), lesson_ids())},
-    "create_key": {"name": mostly(st.sampled_from(["ci bot", "laptop", "ü agent"]), hostile_text(101))},
+    "create_key": {
+        "name": mostly(
+            st.sampled_from(["ci bot", "laptop", "ü agent"]), st.one_of(hostile_text(101), secret_texts())
+        )
+    },
     # A cursor that is not one the server handed out is refused, so mostly leave it out.
     "query_rows": {"cursor": weighted((3, st.none()), (1, base64_cursor()))},
     "history": {
@@ -808,6 +853,20 @@ def problems_with(tool: str, side: str, outcome: Outcome) -> list[Complaint]:
     return found
 
 
+def leaks(tool: str, side: str, needles: set[str], state: Any, outcome: Outcome) -> list[Complaint]:
+    """A planted secret found in the store or the answer, as given or once folded (NFKC,
+    invisible characters removed: what a reader would make of a disguised one)."""
+    if not needles:
+        return []
+    text = json.dumps([state, outcome.result, outcome.text], default=str, ensure_ascii=False).lower()
+    folded = seen(text).lower()
+    return [
+        Complaint(f"{tool} {side} secret kept", f"{side}: a planted secret was kept: {needle!r}")
+        for needle in sorted(needles)
+        if needle.lower() in text or seen(needle).lower() in folded
+    ]
+
+
 def shown(value: Any, limit: int = 600) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 20] + f"... ({len(text)} chars)"
@@ -870,6 +929,7 @@ class Pair:
                             )
                         )
                         continue
+                    complaints += leaks(tool, side.name, planted_in(raw), side.current, outcome)
                     if outcome.kind != "ok" and side.current != before:
                         complaints.append(
                             Complaint(
@@ -1149,6 +1209,58 @@ KNOWN_HOSTILE: dict[str, list[tuple[str, dict[str, Any]]]] = {
             ),
         ),
     ],
+}
+
+
+# Issue 21's shapes, planted by hand: each text's needle must not be stored or answered.
+_KEY = "sk-" + "aB3dE5fG7hJ9kL1mN2pQ" + "T3BlbkFJ" + "r4StU6vW8xY0zA2bC4dE"
+_ISSUE_21 = {
+    "google": ("AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "SyD-9tSrke72PouQMnMX"),
+    "stripe": ("stripe sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "assignment": ("PASSWORD=Hunter2xyz in .env", "Hunter2xyz"),
+    "zero width": (f"key {_KEY[:9]}\u200b{_KEY[9:]}", _KEY[9:]),
+    "fullwidth": ("".join(chr(ord(c) + 0xFEE0) for c in _KEY), _KEY),
+}
+PLANTED.update(_ISSUE_21.values())
+_T = {name: text for name, (text, _) in _ISSUE_21.items()}
+KNOWN_HOSTILE |= {
+    "issue 21 secrets in every lesson field": [
+        (
+            "save_lesson",
+            {
+                "problem": _T["google"],
+                "resolution": _T["zero width"],
+                "context": _T["assignment"],
+                "source": _T["stripe"],
+                "tags": [_T["fullwidth"][:64], _T["google"]],
+            },
+        ),
+        ("update_lesson", {"id": Ref("lesson"), "context": _T["fullwidth"], "tags": [_T["assignment"]]}),
+    ],
+    "issue 21 secrets in a plan": [
+        (
+            "apply",
+            _plan(
+                {
+                    "op": "insert",
+                    "table": "kv",
+                    "rows": [{"k": _T["stripe"], "v": {_T["google"]: [_T["zero width"]]}}],
+                },
+                message=_T["assignment"],
+            ),
+        ),
+        ("query_rows", {"table": "kv"}),
+    ],
+    "issue 21 secrets in an import": [
+        ("import_lessons", _import(context=_T["fullwidth"], meta={_T["google"]: _T["stripe"]}))
+    ],
+    "a secret as a project name": [
+        (
+            "save_lesson",
+            {"problem": "p", "resolution": "r", "project": SECRET_PROJECTS[0]},
+        )
+    ],
+    "a secret as a key name": [("create_key", {"name": _T["assignment"]})],
 }
 
 

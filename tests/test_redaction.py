@@ -5,40 +5,21 @@ from __future__ import annotations
 import pytest
 
 from lore_mcp.redaction import Redacted, redact, redact_many
-
-# Fake values in real formats. Prefixes are split from bodies so repository
-# secret scanners do not flag this file.
-OPENAI_PROJECT_KEY = (
-    "sk-" + "proj-" + "Xy7Qw3Ertz9LmN2bVc5KpA8sDf4GhJ1kZx6Cv_Bn0MqWeRtYuIoPaSdFgHjKlZx"
-    "T3BlbkFJ" + "q2Wm9Zx8Cv7Bn6Lk5Jh4Gf3Ds2Aa1Qw-E4rT5yU6iO7pL8kJ9hG0fD1sA2zX3cV4bN5mM"
+from tests.support.secrets import (
+    ANTHROPIC_KEY,
+    AWS_ACCESS_KEY,
+    AWS_SECRET_KEY,
+    GITHUB_CLASSIC_TOKEN,
+    GITHUB_FINE_GRAINED_TOKEN,
+    JWT,
+    LORE_KEY,
+    OPAQUE_BEARER,
+    OPENAI_CLASSIC_KEY,
+    OPENAI_PROJECT_KEY,
+    RSA_BODY,
+    RSA_PRIVATE_KEY,
+    SLACK_BOT_TOKEN,
 )
-OPENAI_CLASSIC_KEY = "sk-" + "aB3dE5fG7hJ9kL1mN2pQ" + "T3BlbkFJ" + "r4StU6vW8xY0zA2bC4dE"
-ANTHROPIC_KEY = (
-    "sk-" + "ant-api03-" + "Rk9wZ3Jp_dHlVbm5pY2Fk-ZWZha2VrZXlmb3J0ZXN0aW5nb25seWRvbm90dXNlaXRhbnl3aGVyZQ"
-    "Xq8Zp2Lm4Nv6Bc1" + "AA"
-)
-AWS_ACCESS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
-AWS_SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
-GITHUB_CLASSIC_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-GITHUB_FINE_GRAINED_TOKEN = (
-    "github_pat_"
-    + "11AAAAAAA0xYzAbCdEfGhIj_"
-    + "Kl9Mn8Op7Qr6St5Uv4Wx3Yz2Ab1Cd0Ef9Gh8Ij7Kl6Mn5Op4Qr3St2Uv1Wx0Yz9Ab8"
-)
-SLACK_BOT_TOKEN = "xoxb-" + "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
-JWT = (
-    "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
-    ".eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ"
-    ".SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
-)
-OPAQUE_BEARER = "ya29.a0AfH6SMBx3Jq7Lm9Np2Qr5St8Uv1Wx4Yz"
-LORE_KEY = "lore_sk_" + "4f9Qx2Lm8Nz7Rt3Vb6Wc1Yd5Ke0Hj9Ga"
-RSA_BODY = (
-    "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
-    "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
-    "LxoS2tFczGkPLPgizskuemMghRniWaoLcyehkd3qqGElvW/VDL5AaWTg0nLVkjRo\n"
-)
-RSA_PRIVATE_KEY = "-----BEGIN RSA PRIVATE KEY-----\n" + RSA_BODY + "-----END RSA PRIVATE KEY-----"
 
 
 def _assert_redacted(text: str, secret: str, kind: str) -> Redacted:

@@ -367,3 +367,54 @@ async def test_a_key_name_that_redaction_makes_too_long_stays_within_the_limit(
     created = keys.create_key("local", name=name, project=None, root=False)
     assert len(created.name) <= 100 and ":Pw9@" not in created.name
     assert created.redacted == ["url_password"]
+
+
+# --- the common shapes (issue 21): through the tools ------------------------------------------
+
+OPENAI_KEY = "sk-" + "aB3dE5fG7hJ9kL1mN2pQ" + "T3BlbkFJ" + "r4StU6vW8xY0zA2bC4dE"
+# kind -> (as pasted, what must not survive): the shapes issue 21 found missed.
+COMMON = {
+    "google_api_key": ("AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "SyD-9tSrke72PouQMnMX"),
+    "stripe_key": ("sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "secret_assignment": ("PASSWORD=Hunter2xyz", "hunter2xyz"),
+    "openai_key": (OPENAI_KEY[:10] + "\u200b" + OPENAI_KEY[10:], OPENAI_KEY[10:]),
+    "gitlab_token": ("glpat-" + "x1Y2z3A4b5C6d7E8f9G0", "x1y2z3a4b5c6d7e8f9g0"),
+}
+WIDE_KEY = "".join(chr(ord(c) + 0xFEE0) for c in OPENAI_KEY)  # the key in fullwidth letters
+
+
+def assert_gone(value: Any, *needles: str) -> None:
+    """None of ``needles`` anywhere in ``value``, in any case."""
+    text = json.dumps(value, ensure_ascii=False, default=str).lower()
+    for needle in needles:
+        assert needle.lower() not in text, f"{needle!r} survived in {text[:500]}"
+
+
+async def test_the_common_shapes_are_redacted_in_every_field_and_every_read_back(client: Client) -> None:
+    for kind, (secret, needle) in COMMON.items():
+        saved = await call(client, "save_lesson", **secret_fields(kind, secret))
+        assert saved["redacted"] == [kind]
+        reads = await read_backs(client, saved["id"])
+        assert_gone(reads, needle, secret)
+        assert_fields_redacted(reads[0], kind)
+    saved = await call(client, "save_lesson", problem=f"wide {WIDE_KEY} key", resolution="rotate")
+    got = await call(client, "get_lesson", id=saved["id"])
+    assert got["problem"] == "wide [REDACTED:openai_key] key" and saved["redacted"] == ["openai_key"]
+
+
+async def test_a_recall_query_holding_a_secret_is_redacted_before_it_is_embedded(
+    client: Client, service: LessonService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    embedded: list[str] = []
+    encode = service.embedder.encode_query
+
+    def spy(text: str) -> Any:
+        embedded.append(text)
+        return encode(text)
+
+    monkeypatch.setattr(service.embedder, "encode_query", spy)
+    query = f"deploy failed {COMMON['stripe_key'][0]} with PASSWORD=Hunter2xyz and {WIDE_KEY}"
+    await call(client, "recall_lessons", query=query)
+    assert embedded == [
+        "deploy failed [REDACTED:stripe_key] with PASSWORD=[REDACTED:secret_assignment] and [REDACTED:openai_key]"
+    ]
