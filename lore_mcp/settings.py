@@ -16,6 +16,8 @@ import platformdirs
 from pydantic import BeforeValidator, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from lore_mcp.redaction import secret_kinds
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.tools.registry.TOOL_GROUPS (named here so settings import nothing heavy).
@@ -114,7 +116,11 @@ class Settings(BaseSettings):
         default_factory=default_db_path, description="SQLite file of the local store."
     )
     database_url: str | None = Field(None, description="Postgres URL for `LORE_STORE=postgres`.")
-    project: str = Field("default", description="Project used when a tool call names none.")
+    project: str = Field(
+        "default",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
+        description="Project used when a tool call names none.",
+    )
     org: str = Field(
         "local",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
@@ -181,6 +187,18 @@ class Settings(BaseSettings):
         "lessons,structured,history",
         description="Tool groups to serve, comma-separated: lessons, structured, history, admin.",
     )
+
+    @field_validator("org", "project")
+    @classmethod
+    def _not_a_secret(cls, value: str) -> str:
+        """A name holding a secret (a key pasted as LORE_ORG) is refused at start: names are
+        stored and shown as they are. The message names the kind, never the value."""
+        kinds = secret_kinds(value)
+        if kinds:
+            raise ValueError(
+                f"looks like a secret ({', '.join(kinds)}); choose a name that is not a credential"
+            )
+        return value
 
     @field_validator("tools")
     @classmethod
