@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -21,9 +22,10 @@ from pydantic import ValidationError
 
 from lore_mcp import __version__
 from lore_mcp.admission import HEAVY_TOOLS, Busy, HeavyGate
+from lore_mcp.argument_checks import check_arguments
 from lore_mcp.auth import Caller, caller_of, current_caller
 from lore_mcp.embedding import Embedder
-from lore_mcp.errors import UNAVAILABLE, LoreError, describe, wire_text
+from lore_mcp.errors import UNAVAILABLE, InvalidArgument, LoreError, describe, wire_text
 from lore_mcp.keys_service import KeyTools
 from lore_mcp.lessons_service import LessonService
 from lore_mcp.protocol_extras import add_protocol_extras
@@ -78,6 +80,8 @@ class LoreServer(MCPServer):
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
     # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
     heavy_gate: HeavyGate | None = None
+    # Each tool's input schema as listed (set by ``new_server``), which its arguments are checked against.
+    tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
 
     async def list_tools(self) -> list[Any]:
         tools = [
@@ -97,6 +101,8 @@ class LoreServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Run a tool under the request deadline; every failure becomes ``CODE: sentence``.
 
+        Arguments the tool does not have, and numbers that are not finite, are refused
+        first (``check_arguments``): the SDK would drop the one and misname the other.
         The deadline travels to the store work on worker threads (``stores.deadline``),
         which stops itself and rolls back once it passes: cancelling this coroutine
         would not stop a thread, and could answer before the work had finished.
@@ -104,6 +110,12 @@ class LoreServer(MCPServer):
         caller = caller_of(get_access_token())
         reset = current_caller.set(caller)
         try:
+            schema = self.tool_schemas.get(name)
+            if schema is not None:
+                try:
+                    check_arguments(name, schema, arguments)
+                except InvalidArgument as exc:
+                    raise ToolError(wire_text(exc.code, exc.message)) from None
             with deadline.limit(self.request_timeout_s):
                 try:
                     async with self._admitted(name, caller or self.local_caller):
@@ -222,7 +234,7 @@ def new_server(
     **settings: Any,
 ) -> S:
     """A Lore server of ``server_class``: its name, version, instructions and ``tools``."""
-    return server_class(
+    server = server_class(
         name="lore",
         version=__version__,
         instructions=INSTRUCTIONS,
@@ -231,6 +243,8 @@ def new_server(
         tools=tools or [],
         **settings,
     )
+    server.tool_schemas = MappingProxyType({tool.name: tool.parameters for tool in tools or []})
+    return server
 
 
 def build_server(

@@ -5,8 +5,10 @@ and the server drops it without a reply, so the client waits until its own
 timeout. Here every bad line that could be a request gets a JSON-RPC error
 reply: -32700 for text that is not JSON (or that the SDK's parser refuses:
 nesting past its recursion limit, lone surrogate escapes), -32600 for JSON that
-is not a JSON-RPC message. The reply carries the request's id when it can be
-recovered, else ``null`` as JSON-RPC 2.0 prescribes.
+is not a JSON-RPC message, and -32600 for a line over ``MAX_LINE_BYTES`` (the same
+limit the SDK puts on an HTTP request body), which is never read whole into memory.
+The reply carries the request's id when it can be recovered, else ``null`` as
+JSON-RPC 2.0 prescribes.
 
 While serving, fd 1 points at stderr so a stray ``print`` in a library cannot
 corrupt the protocol stream; frames go out on a private duplicate of the
@@ -28,6 +30,7 @@ import anyio
 import anyio.to_thread
 import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
@@ -35,6 +38,12 @@ logger = logging.getLogger("lore_mcp.stdio")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+# The longest line read as a message: what HTTP allows a request body (4 MiB), so a call
+# that works over one transport works over the other, and a runaway line costs no more.
+MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+# How much of an over-long line is kept (to find its id) and how much is skipped per read.
+_HEAD_BYTES = 4096
+_SKIP_BYTES = 1 << 20
 # An id that appears before any nested object or array opens belongs to the top level.
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 
@@ -56,7 +65,10 @@ async def stdio_transport(
     async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
         async with read_send, errors:
             while True:
-                line = await anyio.to_thread.run_sync(stdin.readline, abandon_on_cancel=True)
+                line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
+                if too_long:
+                    await errors.send(SessionMessage(too_long_reply(line)))
+                    continue
                 if not line:
                     return
                 if not line.strip():
@@ -88,6 +100,35 @@ async def stdio_transport(
     finally:
         if restore is not None:
             restore()
+
+
+def read_line(stdin: BinaryIO) -> tuple[bytes, bool]:
+    """The next line, and whether it was over ``MAX_LINE_BYTES``: then only its start is
+    returned, and the rest is read past in pieces, never held whole."""
+    line = stdin.readline(MAX_LINE_BYTES + 1)
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+        return line, False
+    head = line[:_HEAD_BYTES]
+    del line
+    while True:
+        rest = stdin.readline(_SKIP_BYTES)
+        if not rest or rest.endswith(b"\n"):
+            return head, True
+
+
+def too_long_reply(head: bytes) -> types.JSONRPCError:
+    """The JSON-RPC error for a line over ``MAX_LINE_BYTES``, with the id from its start."""
+    logger.warning("refused a line over %d bytes", MAX_LINE_BYTES)
+    message = (
+        f"Request too large: a message on stdio may be at most {MAX_LINE_BYTES} bytes "
+        f"({MAX_LINE_BYTES // (1 << 20)} MiB), the limit on an HTTP request body too; "
+        "send less in one call, for example import lessons in smaller batches."
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=_recover_id(head, None),
+        error=types.ErrorData(code=INVALID_REQUEST, message=message),
+    )
 
 
 def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:

@@ -17,7 +17,7 @@ from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.lessons_service import LessonService
-from lore_mcp.plan_models import PlanModel
+from lore_mcp.plan_models import PlanModel, filter_values, plan_values
 from lore_mcp.redaction import fit, redact_json
 from stores import Store, structured
 from stores.errors import NotFoundError
@@ -89,7 +89,10 @@ class StructuredService:
         project: str | None = None,
         caller: Caller | None = None,
     ) -> dict[str, Any]:
-        check_json("where", where)
+        values: list[tuple[str, Any]] = []
+        check_json("where", filter_values("where", where, values))
+        for at, value in values:  # a value's nesting counts from the value, not the filter list
+            check_json(at, value)
         rows = await self._run(project, caller, False, lambda tx: structured.read_table(tx, table))
         # Filtering needs no database, so it runs after the read transaction: a slow
         # filter then holds no connection or lock that other calls wait for.
@@ -188,7 +191,11 @@ def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
     stored, and names are identifiers that cannot hold a secret's shape. The whole
     plan is first checked for text Lore cannot store and for runaway nesting.
     """
-    raw = check_json("plan", plan.as_plan())
+    raw = plan.as_plan()
+    frame, values = plan_values(raw)  # a value's nesting counts from the value, not the plan
+    check_json("plan", frame)
+    for where, value in values:
+        check_json(where, value)
     found: set[str] = set()
 
     def clean(value: Any) -> Any:

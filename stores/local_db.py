@@ -17,7 +17,8 @@ SQLite's progress handler; inside a transaction that rolls the transaction back.
 
 A write SQLite refuses because a file is read-only, and a database that does not
 open for that reason, answer ``UnavailableError`` naming the file or directory in
-the way and the fix (``stores.local_files``), never a bare SQLite error.
+the way and the fix (``stores.local_files``), never a bare SQLite error; so does a
+write or read that finds the disk full (SQLITE_FULL).
 """
 
 from __future__ import annotations
@@ -148,14 +149,33 @@ def _writes_refused_as_unavailable(
     try:
         yield
     except sqlean.OperationalError as exc:
+        _raise_if_full(conn, exc, consequence)
         if not _is_read_only(exc):
             raise
-        path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+        path = _main_path(conn)
         problem = unwritable(path) or Unwritable(
             f"SQLite cannot write the Lore database {path or '(in memory)'} ({exc})",
             "check its permissions and the disk it is on, or set LORE_DB_PATH to a writable file",
         )
         raise UnavailableError(problem.sentence(consequence)) from exc
+
+
+def _main_path(conn: Connection) -> str:
+    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+
+
+def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> None:
+    """Raise ``UnavailableError`` naming the full disk and the fix for SQLITE_FULL ("database or
+    disk is full"): SQLite has rolled the statement back, so nothing stored was lost."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlean.OperationalError) or code is None or code & 0xFF != 13:
+        return
+    problem = Unwritable(
+        f"The disk holding the Lore database {_main_path(conn) or '(in memory)'} is full (SQLite: {exc})",
+        "free space on that disk, or set LORE_DB_PATH to a file on a disk with room, "
+        "then try again; nothing stored was lost",
+    )
+    raise UnavailableError(problem.sentence(consequence)) from exc
 
 
 @contextlib.contextmanager
@@ -195,6 +215,7 @@ def read_transaction(conn: Connection) -> Iterator[Connection]:
         yield conn
     except BaseException as exc:
         _raise_late(exc)
+        _raise_if_full(conn, exc, "so the call could not finish")  # a sort's temporary file
         raise
     finally:
         if conn.in_transaction:

@@ -11,7 +11,8 @@ No call waits on Postgres for ever. Each connection gets libpq's connect timeout
 and TCP keepalives (``CONNECT_DEFAULTS``) and the server's statement and
 idle-in-transaction timeouts (``SESSION_DEFAULTS``); a server frozen on a live host
 defeats all of those, so ``stores.postgres_hang`` watches for that. Every failure to
-reach the database becomes ``UnavailableError`` with a sentence (``unavailable_on_failure``).
+reach the database, or a database out of disk, memory or connections, becomes
+``UnavailableError`` with a sentence naming it (``unavailable_on_failure``).
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from stores.errors import UnavailableError, refuse_newer_schema
+from stores.postgres_failures import operational_sentence
 from stores.postgres_hang import HangWatch, connect_watched
 
 logger = logging.getLogger("stores.postgres")
@@ -412,14 +413,8 @@ def unavailable_on_failure() -> Iterator[None]:
         ) from exc
     except OperationalError as exc:
         logger.warning("postgres unavailable: %s", exc.orig)
-        if isinstance(exc.orig, psycopg.errors.QueryCanceled):
-            raise UnavailableError(
-                "Postgres stopped a statement that ran past its time limit (statement_timeout); "
-                "the call changed nothing. Narrow the request, or try again when the database is less busy."
-            ) from exc
-        raise UnavailableError(
-            "Postgres is unreachable or not answering right now; the call changed nothing. Try again shortly."
-        ) from exc
+        # Unreachable, a statement timeout, or out of disk, memory or connections: named.
+        raise UnavailableError(operational_sentence(exc.orig)) from exc
     except DBAPIError as exc:
         if exc.connection_invalidated:
             raise UnavailableError(

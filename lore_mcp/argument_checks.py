@@ -1,0 +1,168 @@
+"""Checks on a tool call's arguments that the SDK's own validation does not make, or words badly.
+
+The SDK validates arguments with a pydantic model of the tool's signature. That model
+ignores names it does not know, so a misspelt ``tag=`` for ``tags=`` was dropped and the
+save succeeded without its tags; and it compares NaN or Infinity (which JSON parsers on
+both transports accept) with a field's bounds, answering "should be less than or equal
+to 1" for a value that is not a number at all. ``check_arguments`` runs before that
+validation, against the tool's published input schema, so both come back as
+``VALIDATION_ERROR`` with a sentence that says what was wrong.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.redaction import redact
+
+# How many unknown names one refusal lists, and how much of each: the names are the
+# caller's text, so a sentence about them stays a sentence.
+MAX_NAMES_SHOWN = 5
+MAX_NAME_CHARS = 40
+
+
+def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+    """Refuse argument names ``schema`` does not have and numbers that are not finite.
+
+    ``schema`` is the tool's input schema as clients list it (properties by their
+    published names). Raises ``InvalidArgument``; returns nothing when all is well.
+    """
+    accepted = list(schema.get("properties", {}))
+    unknown = [name for name in arguments if name not in accepted]
+    if unknown:
+        raise InvalidArgument(unknown_sentence(tool, unknown, accepted))
+    found = _non_finite(arguments)
+    if found is not None:
+        path, value = found
+        bounds = _bounds(_schema_at(schema, path))
+        raise InvalidArgument(f"{_path_text(path)} must be a finite number{bounds}, not {_json_name(value)}.")
+
+
+def unknown_sentence(tool: str, unknown: list[str], accepted: list[str]) -> str:
+    """The refusal of ``unknown`` argument names, with the nearest accepted name for each."""
+    shown = [_name_text(name) for name in unknown[:MAX_NAMES_SHOWN]]
+    more = len(unknown) - len(shown)
+    listed = ", ".join(shown) + (f" and {more} more" if more else "")
+    noun = "argument" if len(unknown) == 1 else "arguments"
+    sentence = f"{tool} has no {noun} {listed}"
+    guesses = [
+        (name, close[0])
+        for name in unknown[:MAX_NAMES_SHOWN]
+        if (close := difflib.get_close_matches(name, accepted, n=1, cutoff=0.6))
+    ]
+    if len(unknown) == 1 and guesses:
+        sentence += f"; did you mean {guesses[0][1]!r}?"
+    elif guesses:
+        sentence += "; did you mean " + ", ".join(f"{g!r} for {_name_text(n)}" for n, g in guesses) + "?"
+    else:
+        sentence += "."
+    if accepted:
+        return f"{sentence} It takes {', '.join(accepted)}."
+    return f"{sentence} It takes no arguments."
+
+
+def _name_text(name: str) -> str:
+    """A caller's argument name as a refusal shows it: redacted and shortened."""
+    text = redact(name).text
+    return repr(text if len(text) <= MAX_NAME_CHARS else text[:MAX_NAME_CHARS] + "…")
+
+
+def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] | None:
+    """The path to the first NaN or infinite number in ``arguments``, and the number.
+
+    Iterative, so a deeply nested value costs no stack; every value is looked at, since
+    JSON itself has no such numbers and no argument may hold one anywhere.
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((key,), value) for key, value in arguments.items()]
+    stack.reverse()
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return path, item
+        elif isinstance(item, Mapping):
+            stack.extend(reversed([((*path, key), inner) for key, inner in item.items()]))
+        elif isinstance(item, list | tuple):
+            stack.extend(reversed([((*path, i), inner) for i, inner in enumerate(item)]))
+    return None
+
+
+def _json_name(value: float) -> str:
+    """How JSON parsers spell the value: the client sent it so."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    """``lessons[0].confidence``: argument names and schema names as they are, other keys
+    (a row's columns) redacted, shortened and quoted."""
+    text = str(path[0])
+    for step in path[1:]:
+        if isinstance(step, int):
+            text += f"[{step}]"
+        elif step.isidentifier() and len(step) <= MAX_NAME_CHARS:
+            text += f".{step}"
+        else:
+            text += f"[{_name_text(str(step))}]"
+    return text
+
+
+def _schema_at(schema: Mapping[str, Any], path: tuple[Any, ...]) -> Mapping[str, Any]:
+    """The part of ``schema`` that describes the value at ``path``; empty where none does."""
+    here: Mapping[str, Any] = schema
+    for step in path:
+        for option in _options(schema, here):
+            if isinstance(step, int) and isinstance(option.get("items"), Mapping):
+                here = option["items"]
+                break
+            if isinstance(step, str) and step in option.get("properties", {}):
+                here = option["properties"][step]
+                break
+        else:
+            return {}
+    return here
+
+
+def _options(root: Mapping[str, Any], schema: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """``schema`` and its ``anyOf``/``oneOf`` alternatives, each with its ``$ref`` followed."""
+    options = [schema, *schema.get("anyOf", ()), *schema.get("oneOf", ())]
+    return [_resolved(root, option) for option in options if isinstance(option, Mapping)]
+
+
+def _resolved(root: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        found = root.get("$defs", {}).get(ref.removeprefix("#/$defs/"))
+        if isinstance(found, Mapping):
+            return found
+    return schema
+
+
+def _bounds(schema: Mapping[str, Any]) -> str:
+    """`` between 0 and 1`` (or ``greater than 0 and at most 36500``) from the number's schema."""
+    for option in [schema, *schema.get("anyOf", ())]:
+        if not isinstance(option, Mapping) or option.get("type") not in ("number", "integer"):
+            continue
+        low, high = option.get("minimum"), option.get("maximum")
+        if low is not None and high is not None:
+            return f" between {_num(low)} and {_num(high)}"
+        parts = []
+        if low is not None:
+            parts.append(f"at least {_num(low)}")
+        if option.get("exclusiveMinimum") is not None:
+            parts.append(f"greater than {_num(option['exclusiveMinimum'])}")
+        if high is not None:
+            parts.append(f"at most {_num(high)}")
+        if option.get("exclusiveMaximum") is not None:
+            parts.append(f"less than {_num(option['exclusiveMaximum'])}")
+        return (" " + " and ".join(parts)) if parts else ""
+    return ""
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
