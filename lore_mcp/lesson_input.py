@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
@@ -111,6 +112,11 @@ def check_confidence(value: float, *, name: str = "confidence") -> None:
         raise InvalidArgument(f"{name} must be between 0 and 1, not {value}.")
 
 
+# Unicode categories (first letter) that show nothing on their own: separators (Z), format
+# and control characters (C) and marks (M), which only change the character before them.
+INVISIBLE_CATEGORIES = frozenset("ZCM")
+
+
 def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
     """Tags as a filter: normalised exactly as stored tags are (see ``normalise_tags``)."""
     return normalise_tags(tags)[0]
@@ -132,7 +138,11 @@ def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...
     kinds: set[str] = set()
     for tag in tags:
         text = check_text("tag", tag, MAX_TAG_CHARS, required=True)
-        assert text is not None
+        if not any(unicodedata.category(ch)[0] not in INVISIBLE_CATEGORIES for ch in text):
+            raise InvalidArgument(
+                "A tag must have a visible character; this one has only spaces, invisible "
+                "or combining characters."
+            )
         redacted = redact(text.strip())
         kinds.update(redacted.kinds)
         normal = fit(lower_outside_markers(redacted.text), MAX_TAG_CHARS)

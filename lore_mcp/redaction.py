@@ -313,4 +313,7 @@ def fit(text: str, limit: int) -> str:
     for m in MARKER.finditer(text, 0, limit + 30):
         if m.start() < limit < m.end():
             cut = m.start()
+    # Nor a character from its combining marks: lower-casing can make two of one ("İ" is "i̇").
+    while 0 < cut < len(text) and unicodedata.combining(text[cut]):
+        cut -= 1
     return text[:cut].rstrip()

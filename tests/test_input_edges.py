@@ -395,3 +395,28 @@ async def test_a_negative_zero_confidence_or_meta_number_is_stored_as_zero(clien
     newest = (await call(client, "history"))["commits"][0]
     [effect] = (await call(client, "get_commit", commit_id=newest["id"]))["effects"]["rows"]
     assert positive_zero(effect["after"]["confidence"]) and positive_zero(effect["after"]["meta"]["z"])
+
+
+async def test_a_tag_with_nothing_visible_is_refused_and_changes_nothing(client: Client) -> None:
+    """Issue 21: a tag of only invisible characters was accepted as a tag nobody can see."""
+    for tag in ("\u200b", "\u200b\u200d\ufeff", "\u0301", " \u2060 "):
+        message = await fails(client, "save_lesson", problem="p", resolution="r", tags=[tag])
+        assert message == (
+            "A tag must have a visible character; this one has only spaces, invisible or combining characters."
+        )
+    assert (await call(client, "list_lessons"))["lessons"] == []
+    saved = await call(client, "save_lesson", problem="p", resolution="r", tags=["caf\u00e9", "\u200bx"])
+    assert (await call(client, "get_lesson", id=saved["id"]))["tags"] == ["café", "\u200bx"]
+
+
+async def test_lower_casing_a_long_tag_never_splits_a_character_from_its_mark(client: Client) -> None:
+    """Issue 21: "İ" lower-cases to "i" and a combining dot, so 64 of them became 128 characters
+    and the cut at 64 could leave a dot without its letter or a letter without its dot."""
+    saved = await call(
+        client, "save_lesson", problem="p", resolution="r", tags=["\u0130" * 64, "a" + "\u0130" * 63]
+    )
+    tags = (await call(client, "get_lesson", id=saved["id"]))["tags"]
+    assert len(tags) == 2
+    for tag in tags:
+        assert len(tag) <= 64
+        assert tag.count("i") == tag.count("\u0307"), tag  # every letter keeps its dot
