@@ -31,6 +31,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent
 
+from lore_mcp.argument_checks import check_arguments
 from lore_mcp.auth import Caller
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.models import (
@@ -296,6 +297,13 @@ class RemoteLoreServer(LoreServer):
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
+        if tool is not None:
+            # Checked here too: an older team server would drop an unknown argument, and the
+            # client would send NaN on as null (no expiry, say) without a word.
+            try:
+                check_arguments(name, tool.input_schema, arguments)
+            except LoreError as exc:
+                raise ToolError(wire_text(exc.code, exc.message)) from None
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
         if (
