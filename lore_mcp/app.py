@@ -132,12 +132,15 @@ class App:
 
     def heavy_gate(self) -> HeavyGate:
         """Slots for heavy calls: on Postgres two pooled connections fewer than the pool, so key
-        checks and cheap calls always find one; on SQLite two (one writes, one reads)."""
+        checks and cheap calls always find one; on SQLite two (one writes, one reads). One org
+        holds at most half the machine's cores' worth: heavy calls are CPU work in this
+        process, and an org that took every core would slow every other org's calls."""
+        import os
+
         from lore_mcp.admission import HeavyGate
 
-        if self.settings.store == "postgres":
-            return HeavyGate(max(1, self.settings.pool_size - 2))
-        return HeavyGate(2)
+        total = max(1, self.settings.pool_size - 2) if self.settings.store == "postgres" else 2
+        return HeavyGate(total, per_org=max(1, min(total - 1, (os.cpu_count() or 2) // 2)))
 
     def team_server(self, *, issuer_url: str | None, log_level: LogLevel = "WARNING") -> LoreServer:
         """The server for streamable HTTP: API keys checked on every request, their issuer
