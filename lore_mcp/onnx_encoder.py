@@ -102,6 +102,6 @@ def _verified(path: Path, expected: str) -> Path:
         digest = hashlib.file_digest(file, "sha256").hexdigest()
     if digest != expected:
         raise ChecksumMismatch(
-            f"{path} does not match the checksum Lore was released with; reinstall lore-memory"
+            f"{path} does not match the checksum Lore was released with; reinstall lore-memory-mcp"
         )
     return path

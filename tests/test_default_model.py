@@ -92,7 +92,7 @@ def test_a_damaged_model_file_is_refused_as_unavailable(
     (tmp_path / "model.onnx").write_bytes(bytes(damaged))
     monkeypatch.setattr(onnx_encoder, "MODEL_DIR", tmp_path)
     broken = Embedder(engine=OnnxEngine())
-    with pytest.raises(ModelUnavailable, match="reinstall lore-memory"):
+    with pytest.raises(ModelUnavailable, match="reinstall lore-memory-mcp"):
         broken.wait(timeout=60)
 
 
