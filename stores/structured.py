@@ -210,7 +210,13 @@ class Snapshot:
 
 
 def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
-    """The tables ``raw_plan``'s operations name (all of them, if it is not a plan)."""
+    """The tables ``raw_plan``'s operations name (all of them, if it is not a plan).
+
+    The last commit is read first: on Postgres each statement of a read transaction sees
+    what is committed by then, so a commit landing between these reads must make the
+    snapshot look stale (and the apply run again), never current with older tables.
+    """
+    last = tx.last_commit()
     tables = tx.tables()
     ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
     if isinstance(ops, list):  # a table name of the wrong type is refused when the plan runs
@@ -218,7 +224,7 @@ def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
         rows = {name: tx.rows(name) for name in tables if name in named}
     else:
         rows = {name: tx.rows(name) for name in tables}
-    return Snapshot(dict(tables), rows, tx.last_commit())
+    return Snapshot(dict(tables), rows, last)
 
 
 def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, Any]:
