@@ -47,7 +47,6 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -62,6 +61,7 @@ from typing import Any
 import anyio
 import httpx2
 import psutil
+from http_server import free_port, wait_healthy
 from load_tenants import bench_tenants
 from load_tenants import render as render_tenants
 from mcp import Client, MCPError
@@ -189,26 +189,6 @@ def start_postgres(cfg: Config) -> tuple[str, Any]:
 
 
 # -- the server process ------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_healthy(base: str, proc: subprocess.Popen[bytes], timeout: float = 120) -> float:
-    started = time.perf_counter()
-    while time.perf_counter() - started < timeout:
-        if proc.poll() is not None:
-            raise RuntimeError(f"the server exited with status {proc.returncode} while starting")
-        try:
-            if httpx2.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return time.perf_counter() - started
-        except httpx2.TransportError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError("the server did not become healthy")
 
 
 def cpu_seconds(process: psutil.Process) -> float:

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import httpx2
+from http_server import free_port, wait_healthy
 from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from run import log, lore_command, percentiles
@@ -177,8 +178,6 @@ async def run_phase(
 
 def bench_tenants(backend: str, env: dict[str, str], workdir: Path, args: dict[str, Any]) -> dict[str, Any]:
     """Both phases on one backend's server; ``env`` is the server's environment."""
-    from load import free_port, wait_healthy
-
     keys = (org_key(env, "heavy-org"), org_key(env, "quiet-org"))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
