@@ -102,11 +102,22 @@ async def request_id(scope: Scope, receive: Receive) -> str | int | None:
             return None
         if not message.get("more_body"):
             break
+    return jsonrpc_id(parsed_json(bytes(body)))
+
+
+def parsed_json(body: bytes) -> Any:
+    """A request body as JSON; None when it is not JSON or is over the SDK's size limit."""
+    if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        return None
     try:
-        parsed = json.loads(body)
+        return json.loads(body)
     except ValueError:
         return None
-    found = parsed.get("id") if isinstance(parsed, dict) else None
+
+
+def jsonrpc_id(message: Any) -> str | int | None:
+    """The id of a single JSON-RPC request (None for a notification, a batch or anything else)."""
+    found = message.get("id") if isinstance(message, dict) else None
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
@@ -302,10 +313,7 @@ class BusyGuard:
             await self.app(scope, receive, send)
             return
         body, receive = await buffered(receive)
-        try:
-            message = json.loads(body) if len(body) <= DEFAULT_MAX_REQUEST_BODY_SIZE else None
-        except ValueError:
-            message = None
+        message = parsed_json(body)
         params = message.get("params") if isinstance(message, dict) else None
         if (
             isinstance(message, dict)
@@ -314,7 +322,6 @@ class BusyGuard:
             and params.get("name") in HEAVY_TOOLS
         ):
             busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
-            found = message.get("id")
             await send_jsonrpc_error(
                 send,
                 status=429,
@@ -322,7 +329,7 @@ class BusyGuard:
                 message=f"{busy.code}: {busy.message}",
                 retry_after=busy.retry_after_s,
                 data={"retry_after": busy.retry_after_s},
-                id=found if isinstance(found, str | int) and not isinstance(found, bool) else None,
+                id=jsonrpc_id(message),
             )
             return
         await self.app(scope, receive, send)
