@@ -114,10 +114,15 @@ async def until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the heavy calls never reached the expected state")
 
 
-async def slow_table(client: Client) -> None:
+async def slow_table(client: Client, rows: int = SLOW_ROWS) -> None:
     await apply_ops(
-        client, create_table("notes", column("v", "text")), insert("notes", *[{"v": SLOW_VALUE}] * SLOW_ROWS)
+        client, create_table("notes", column("v", "text")), insert("notes", *[{"v": SLOW_VALUE}] * rows)
     )
+
+
+# The gate tests hold a slot with a real apply while the next call arrives: long enough that
+# it is still running then on a quiet machine (a few seconds), not only on a busy one.
+GATED_ROWS = 120
 
 
 async def slow_apply(client: Client) -> dict[str, Any]:
@@ -134,8 +139,8 @@ async def test_one_orgs_heavy_calls_past_its_share_are_busy_while_another_orgs_r
     with team_server(store, embedder, heavy_gate=gate) as server:
         acme, globex = server.keys.init_org("acme").key, server.keys.init_org("globex").key
         async with http_client(server.url, acme) as a1, http_client(server.url, globex) as g:
-            await slow_table(a1)
-            await slow_table(g)
+            await slow_table(a1, GATED_ROWS)
+            await slow_table(g, GATED_ROWS)
             async with http_client(server.url, acme) as a2, http_client(server.url, acme) as a3:
                 running = asyncio.create_task(slow_apply(a1))
                 await until(lambda: gate.load().running == 1)
@@ -150,9 +155,9 @@ async def test_one_orgs_heavy_calls_past_its_share_are_busy_while_another_orgs_r
             text = refused.value.error.message
             assert text.startswith("BUSY: The server is busy with other heavy work")
             assert "changed nothing" in text and re.search(r"Try again in \d+ s\.$", text)
-            assert other["effects"]["rows"]["updated"] == SLOW_ROWS
+            assert other["effects"]["rows"]["updated"] == GATED_ROWS
             # The waiting apply ran after the first had rewritten every row: none matched any more.
-            assert [o["effects"]["rows"]["updated"] for o in outcomes] == [SLOW_ROWS, 0]
+            assert [o["effects"]["rows"]["updated"] for o in outcomes] == [GATED_ROWS, 0]
             saved = await call(g, "save_lesson", problem="after the heavy work", resolution="still saves")
             assert saved["id"]
 
@@ -164,14 +169,11 @@ async def test_a_refused_heavy_call_gets_429_with_retry_after_and_its_id(
     with team_server(store, embedder, heavy_gate=gate) as server:
         key = server.keys.init_org("acme").key
         async with http_client(server.url, key) as a1, http_client(server.url, key) as a2:
-            await slow_table(a1)
+            await slow_table(a1, GATED_ROWS)
             running = asyncio.create_task(slow_apply(a1))
             await until(lambda: gate.load().running == 1)
             waiting = asyncio.create_task(slow_apply(a2))
             await until(lambda: gate.load().waiting == 1)
-            health = httpx2.get(
-                f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10
-            )
             raw = httpx2.post(
                 server.url,
                 headers={
@@ -187,6 +189,9 @@ async def test_a_refused_heavy_call_gets_429_with_retry_after_and_its_id(
                     "params": {"name": "apply", "arguments": {}},
                 },
                 timeout=30,
+            )
+            health = httpx2.get(
+                f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10
             )
             await asyncio.gather(running, waiting)
     assert health.status_code == 200  # busy is not down
