@@ -245,11 +245,22 @@ def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, st
 def apply_snapshot(
     tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
 ) -> dict[str, Any]:
-    """Write what the plan did to ``snap``, or run it again in ``tx`` if the project has a
-    commit ``snap`` did not see."""
-    if tx.last_commit() != snap.last:
+    """Write what the plan did to ``snap``, or run it again in ``tx`` if a commit ``snap`` did
+    not see changed the schema or a table the plan read.
+
+    Commits that touched only lessons or other tables leave the plan's result as it was; running
+    it again here would hold the writer for the whole plan, which is what the snapshot avoids.
+    """
+    if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
         return apply(tx, raw_plan, actor)
     return write_applied(tx, *ran, actor)
+
+
+def _snapshot_stale(tx: ProjectTx, snap: Snapshot, hash_before: str) -> bool:
+    if current_hash(tx) != hash_before:
+        return True
+    read = [f"table:{name}" for name in snap.table_rows]
+    return bool(read) and bool(tx.later_commits_touching(snap.last[1] if snap.last else 0, read))
 
 
 def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:
