@@ -1,7 +1,7 @@
 """Which distinct lessons of a synthetic set the dedup rule would merge, without vectors.
 
 Why: a save merges only into a near neighbour (cosine >= 0.9) that it adds nothing
-to (``stores.dedup``), so the pairs of *distinct* lessons for which
+to (``stores.engine.dedup``), so the pairs of *distinct* lessons for which
 ``adds_nothing`` holds bound the lessons any save order can lose, whatever the
 vectors. Counting them needs no embedding, so it runs at 100k in seconds, where
 the full harness (``eval_retrieval.py``) first embeds every lesson.
@@ -28,7 +28,7 @@ for path in (HERE, HERE.parent):
 
 import near_duplicates  # noqa: E402
 
-from stores.dedup import adds_nothing, content_tokens  # noqa: E402
+from stores.engine.dedup import adds_nothing, content_tokens  # noqa: E402
 
 
 def merging_pairs(lessons: list[near_duplicates.FamilyLesson]) -> list[tuple[str, str]]:

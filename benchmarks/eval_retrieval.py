@@ -61,7 +61,7 @@ separates answerable from unanswerable questions (AUC, 0.5 = not at all).
 Ranking variants (``--variants final,baseline,final+rarity=0,...``): each runs the
 same questions on the same loaded store. On the ``store`` path a variant names the
 ``RankingParams`` the store is opened with (``variant_params``): ``final`` is the
-ranking Lore ships, ``baseline`` the ranking before issue 13 (``stores.ranking.LEGACY``),
+ranking Lore ships, ``baseline`` the ranking before issue 13 (``stores.engine.ranking.LEGACY``),
 and ``+field=value`` changes one part, so an ablation is one run:
 ``--variants baseline,final,final+rarity=0,final+centring=0``. The ``mcp`` path runs
 the spawned server's own ranking, so it takes ``final`` only. Either way the variant
@@ -107,10 +107,10 @@ from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
 from run import code_fingerprint, load_average, log, lore_command, percentiles  # noqa: E402
 
-from lore_mcp.embedding import Embedder  # noqa: E402
-from lore_mcp.lessons_service import LessonService  # noqa: E402
+from lore_mcp.embedding.embedder import Embedder  # noqa: E402
+from lore_mcp.services.lessons import LessonService  # noqa: E402
 from stores import RankingParams, open_local_store, open_postgres_store  # noqa: E402
-from stores import ranking as ranking_module  # noqa: E402
+from stores.engine import ranking as ranking_module  # noqa: E402
 
 K_MAX = 10
 VARIANT_ENV = "LORE_RANKING_VARIANT"
@@ -122,7 +122,7 @@ def variant_params(variant: str) -> RankingParams:
     """The ``RankingParams`` a ``--variants`` name stands for, on the ``store`` path.
 
     ``final`` is the ranking Lore ships (``RankingParams()``), ``baseline`` the ranking
-    before issue 13 (``stores.ranking.LEGACY``); either may be followed by ``+field=value``
+    before issue 13 (``stores.engine.ranking.LEGACY``); either may be followed by ``+field=value``
     changes, e.g. ``final+rarity=0`` (one part off) or ``baseline+entity_terms=1``.
     Any other name is the shipped ranking (the variant is then only ``LORE_RANKING_VARIANT``).
     """
@@ -386,7 +386,7 @@ class BatchedEmbedder:
 
 def embedding_texts(service: LessonService, items: Sequence[Item]) -> list[str]:
     """What the service will embed for each item (validated and redacted text)."""
-    from lore_mcp.lessons_service import embedding_text
+    from lore_mcp.services.lessons import embedding_text
 
     texts = []
     for item in items:
@@ -518,7 +518,7 @@ def import_chunks(items: list[Item], log_: SaveLog) -> list[tuple[str, list[dict
 
 async def import_in_process(target: Target, items: list[Item], embedder: Embedder, cfg: Config) -> SaveLog:
     """The import_lessons path in process (Transfer.import_batch), vectors precomputed."""
-    from lore_mcp.transfer import LessonIn, Transfer
+    from lore_mcp.services.transfer import LessonIn, Transfer
 
     store = target.open()
     log_ = SaveLog(path="Transfer.import_batch, as import_lessons (in process)")

@@ -80,13 +80,13 @@ from run import (
 )
 from synthetic import Generator, Lesson
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService, embedding_text
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService, embedding_text
 from stores import open_local_store, open_postgres_store
 
 HERE = Path(__file__).resolve().parent
 PROJECT = "default"
-RATE_LIMITED_CODE = -32029  # lore_mcp.http.RATE_LIMITED_JSONRPC_CODE
+RATE_LIMITED_CODE = -32029  # lore_mcp.transport.http.RATE_LIMITED_JSONRPC_CODE
 CALL_TIMEOUT_S = 120.0
 
 

@@ -66,8 +66,8 @@ from mcp.client.stdio import stdio_client
 from synthetic import Generator, Lesson
 
 import lore_mcp
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService, embedding_text
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService, embedding_text
 from stores import open_local_store, open_postgres_store
 
 HERE = Path(__file__).resolve().parent
@@ -477,7 +477,7 @@ async def bench_recall(
             first_ms = (time.perf_counter() - t0) * 1000
             first_since_spawn_s = time.perf_counter() - spawned
             # The server moves queries to ONNX Runtime about 2 s after the model loads
-            # (lore_mcp/embedding.py); time the steady state.
+            # (lore_mcp/embedding/embedder.py); time the steady state.
             await anyio.sleep(4)
             for query in warmup_queries[1:]:
                 await call(client, "recall_lessons", {"query": query})
@@ -509,7 +509,7 @@ def transfer_corpus(sqlite_path: Path, db_path: Path) -> None:
     """Copy a kept SQLite corpus (texts and vectors) into the store under test, without embedding."""
     import sqlean
 
-    from stores.lessons import LessonDraft
+    from stores.engine.lessons import LessonDraft
 
     source = sqlean.connect(str(sqlite_path))
     source.enable_load_extension(True)

@@ -100,7 +100,7 @@ def bench_cold(runs: int, workdir: Path, errlog: Any) -> dict[str, Any]:
 def bench_encoder() -> dict[str, Any]:
     from synthetic import Generator
 
-    from lore_mcp.embedding import Embedder
+    from lore_mcp.embedding.embedder import Embedder
 
     embedder = Embedder()
     started = time.perf_counter()

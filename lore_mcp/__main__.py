@@ -1,5 +1,5 @@
 """``python -m lore_mcp`` is the same as the ``lore-memory`` command."""
 
-from lore_mcp.cli import main
+from lore_mcp.cli.main import main
 
 raise SystemExit(main())

@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from lore_mcp.settings import Settings
 from stores import Store
-from stores.keys import Org
+from stores.engine.keys import Org
 
 if TYPE_CHECKING:
-    from lore_mcp.admission import HeavyGate
-    from lore_mcp.embedding import Embedder
-    from lore_mcp.keys_service import KeyService, KeyTools
-    from lore_mcp.lessons_service import LessonService
-    from lore_mcp.server import LogLevel, LoreServer
-    from lore_mcp.structured_service import StructuredService
-    from lore_mcp.transfer import Transfer
+    from lore_mcp.embedding.embedder import Embedder
+    from lore_mcp.services.keys import KeyService, KeyTools
+    from lore_mcp.services.lessons import LessonService
+    from lore_mcp.services.structured import StructuredService
+    from lore_mcp.services.transfer import Transfer
+    from lore_mcp.transport.admission import HeavyGate
+    from lore_mcp.transport.server import LogLevel, LoreServer
 
 
 def open_store(settings: Settings) -> Store:
@@ -71,14 +71,14 @@ class App:
         """The configured model, not yet loading: ``start()`` it where traffic is expected."""
         if self._embedder is not None:
             return self._embedder
-        from lore_mcp.embedding import embedder_for
+        from lore_mcp.embedding.embedder import embedder_for
 
         return embedder_for(self.settings)
 
     @cached_property
     def lessons(self) -> LessonService:
         """The lesson tools' logic, on the settings' org and default project."""
-        from lore_mcp.lessons_service import LessonService
+        from lore_mcp.services.lessons import LessonService
 
         settings = self.settings
         return LessonService(self.store, self.embedder, default_project=settings.project, org=settings.org)
@@ -86,28 +86,28 @@ class App:
     @cached_property
     def keys(self) -> KeyService:
         """Orgs and API keys, for ``init``, ``keys`` and the admin tools."""
-        from lore_mcp.keys_service import KeyService
+        from lore_mcp.services.keys import KeyService
 
         return KeyService(self.store.keys)
 
     @cached_property
     def key_tools(self) -> KeyTools:
         """The root-only admin tools over ``keys``."""
-        from lore_mcp.keys_service import KeyTools
+        from lore_mcp.services.keys import KeyTools
 
         return KeyTools(self.keys)
 
     @cached_property
     def transfer(self) -> Transfer:
         """Export and import of lesson files, over ``lessons``."""
-        from lore_mcp.transfer import Transfer
+        from lore_mcp.services.transfer import Transfer
 
         return Transfer(self.lessons)
 
     @cached_property
     def structured(self) -> StructuredService:
         """Schema, plan, apply and history, over ``lessons``."""
-        from lore_mcp.structured_service import StructuredService
+        from lore_mcp.services.structured import StructuredService
 
         return StructuredService(self.lessons)
 
@@ -117,7 +117,7 @@ class App:
         """The MCP server of the settings' tool groups; ``with_keys`` adds the admin tools'
         service, ``shared`` (a team server) caps heavy calls fairly between orgs and keys,
         ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
-        from lore_mcp.server import build_server
+        from lore_mcp.transport.server import build_server
 
         lessons = self.lessons
         return build_server(
@@ -137,7 +137,7 @@ class App:
         process, and an org that took every core would slow every other org's calls."""
         import os
 
-        from lore_mcp.admission import HeavyGate
+        from lore_mcp.transport.admission import HeavyGate
 
         total = max(1, self.settings.pool_size - 2) if self.settings.store == "postgres" else 2
         return HeavyGate(total, per_org=max(1, min(total - 1, (os.cpu_count() or 2) // 2)))

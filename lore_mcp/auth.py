@@ -1,14 +1,14 @@
 """API keys and who is calling: key format, the bearer-token verifier, the caller.
 
 A key is ``lore_sk_`` followed by 32 random letters and digits. Only its SHA-256
-is stored (``stores.keys``), so a leaked database does not leak keys. Over HTTP
+is stored (``stores.engine.keys``), so a leaked database does not leak keys. Over HTTP
 every request is checked by ``ApiKeyVerifier`` (the SDK's ``token_verifier``);
 the tools then read the caller from ``current_caller`` to pick the org and check
 the project. Over stdio there is no caller: the local user is trusted.
 
 A key that does not exist or is revoked is refused (401). A lookup that fails
 because the database cannot be asked raises ``KeyLookupUnavailable`` instead, which
-``lore_mcp.http`` answers with 503 / ``UNAVAILABLE``: an outage is not a bad key.
+``lore_mcp.transport.http`` answers with 503 / ``UNAVAILABLE``: an outage is not a bad key.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ import anyio.to_thread
 from mcp.server.auth.provider import AccessToken
 
 from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
+from stores.engine.keys import ApiKey, KeyStore
 from stores.errors import StoreError
-from stores.keys import ApiKey, KeyStore
 
 logger = logging.getLogger("lore_mcp.auth")
 
@@ -154,7 +154,7 @@ class ApiKeyVerifier:
         """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns.
 
         The thread is abandoned at the deadline rather than waited for: a database that
-        stopped answering must not hold the request (``stores.postgres_hang`` frees the thread).
+        stopped answering must not hold the request (``stores.postgres.hang`` frees the thread).
         """
         try:
             with anyio.fail_after(self.lookup_timeout_s):

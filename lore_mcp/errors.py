@@ -23,7 +23,7 @@ CONFLICT = "CONFLICT"
 FORBIDDEN = "FORBIDDEN"
 UNAUTHORIZED = "UNAUTHORIZED"
 RATE_LIMITED = "RATE_LIMITED"
-# Refused for load: the caller's share of heavy work is taken (``lore_mcp.admission``).
+# Refused for load: the caller's share of heavy work is taken (``lore_mcp.transport.admission``).
 BUSY = "BUSY"
 UNAVAILABLE = "UNAVAILABLE"
 INTERNAL_ERROR = "INTERNAL_ERROR"
@@ -77,8 +77,8 @@ def describe(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, LoreError):
         return exc.code, exc.message
     if isinstance(exc, StoreError):
-        from stores.plans import PlanError
-        from stores.structured import StalePlanError
+        from stores.engine.plans import PlanError
+        from stores.engine.structured import StalePlanError
 
         if isinstance(exc, PlanError):
             return describe(exc.error)[0], str(exc)

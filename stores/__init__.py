@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stores.engine.lessons import LessonStore, Scope
+from stores.engine.ranking import RankingParams
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
-from stores.lessons import LessonStore, Scope
-from stores.ranking import RankingParams
 from stores.store import Store
 
 __all__ = [
@@ -31,7 +31,7 @@ __all__ = [
 
 def open_local_store(path: Path | str, *, ranking_params: RankingParams | None = None) -> Store:
     """Open (creating and migrating as needed) the SQLite store at ``path``."""
-    from stores.local_lessons import LocalLessonStore
+    from stores.sqlite.lessons import LocalLessonStore
 
     return LocalLessonStore(path, ranking_params=ranking_params)
 
@@ -41,7 +41,7 @@ def open_postgres_store(
 ) -> Store:
     """Connect to Postgres (migrating it as needed) at ``url``."""
     try:
-        from stores.postgres_lessons import PostgresLessonStore
+        from stores.postgres.lessons import PostgresLessonStore
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise UnavailableError(
             f"The Postgres backend needs extra packages ({exc.name} is missing): "

@@ -1,8 +1,8 @@
 """The store a backend opens: what ``stores.open_local_store`` and ``open_postgres_store`` return.
 
-``Store`` is ``stores.lessons.LessonStore`` with what lives beside the lessons in the same
+``Store`` is ``stores.engine.lessons.LessonStore`` with what lives beside the lessons in the same
 file or database: the project transaction that structured memory and history run in
-(``stores.structured``), orgs and API keys (``stores.keys``), and imports, which land in
+(``stores.engine.structured``), orgs and API keys (``stores.engine.keys``), and imports, which land in
 one transaction with one commit. Consumers type the store as ``Store``.
 """
 
@@ -12,16 +12,16 @@ from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
-from stores.keys import KeyStore
-from stores.lessons import LessonStore, Scope
-from stores.structured import ProjectTx
+from stores.engine.keys import KeyStore
+from stores.engine.lessons import LessonStore, Scope
+from stores.engine.structured import ProjectTx
 
 
 class Store(LessonStore, Protocol):
     """Lessons, tables, history, keys and imports of one file or database."""
 
     def transaction(self, scope: Scope, *, write: bool) -> AbstractContextManager[ProjectTx]:
-        """One transaction on one project, for ``stores.structured``: a write one takes the
+        """One transaction on one project, for ``stores.engine.structured``: a write one takes the
         project's write lock (and restores lessons for a revert), a read one sees a snapshot."""
         ...
 
@@ -31,9 +31,9 @@ class Store(LessonStore, Protocol):
         ...
 
     def import_lessons(self, scope: Scope, images: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
-        """Store lesson images (``stores.lessons.lesson_image``, each with its vector) whose ids
+        """Store lesson images (``stores.engine.lessons.lesson_image``, each with its vector) whose ids
         are new to the project, in one transaction with one ``import`` commit, merging one that
-        adds nothing to a stored lesson (``stores.dedup``); (added, skipped, merged)."""
+        adds nothing to a stored lesson (``stores.engine.dedup``); (added, skipped, merged)."""
         ...
 
     def probe_write(self) -> None:

@@ -1,5 +1,5 @@
 """The gate for heavy calls: one org's heavy work takes only its share, waits are bounded and
-refusals say BUSY with when to retry (``lore_mcp.admission``)."""
+refusals say BUSY with when to retry (``lore_mcp.transport.admission``)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from lore_mcp.admission import Busy, HeavyGate
+from lore_mcp.transport.admission import Busy, HeavyGate
 from stores import deadline
 
 

@@ -178,7 +178,7 @@ def describe(loop: list[str], graph: dict[str, dict[str, int]]) -> str:
 
 def test_the_modules_are_found_in_the_file_tree() -> None:
     modules = module_files()
-    assert {"lore_mcp", "lore_mcp.cli", "stores", "stores.local_lessons"} <= set(modules)
+    assert {"lore_mcp", "lore_mcp.cli.main", "stores", "stores.sqlite.lessons"} <= set(modules)
     assert all(path.suffix == ".py" for path in modules.values())
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import httpx2
 import pytest
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.http_guards import FAILED_AUTH_PER_MINUTE, client_address
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE, client_address
 from tests.support.team import TeamServer, raw_post, team_server
 
 

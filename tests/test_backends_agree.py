@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import embedding_text
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import embedding_text
 from stores import Scope, open_local_store, open_postgres_store
-from stores.lessons import LessonDraft, RecallQuery
+from stores.engine.lessons import LessonDraft, RecallQuery
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.stores import empty_postgres
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from mcp import StdioServerParameters
 
-from lore_mcp.embedding import Embedder
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.tools.registry import TOOL_GROUPS
 from tests.support.clients import connected
 from tests.support.team import http_client, team_server

@@ -1,5 +1,5 @@
 """The official MCP conformance suite against a real `lore-memory mcp --transport http` process,
-and the protocol features it reaches (``lore_mcp.protocol_extras``) checked on Lore's own data.
+and the protocol features it reaches (``lore_mcp.transport.protocol_extras``) checked on Lore's own data.
 
 The suite (``@modelcontextprotocol/conformance``, run with ``npx`` on Node 22) is a client
 that plays one scenario per protocol feature. Scenarios that call its fixtures (``test_*``
@@ -30,9 +30,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, PromptReference, ResourceTemplateReference
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import LoreServer, build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import LoreServer, build_server
 from tests.support.clients import no_deprecation_warnings
 from tests.support.node import node_env, npx
 from tests.support.processes import lore_env, lore_http

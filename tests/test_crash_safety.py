@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
@@ -217,7 +217,7 @@ async def check_consistent(
 
 
 def sqlite_integrity(path: Path) -> str:
-    from stores.local_db import connect
+    from stores.sqlite.db import connect
 
     conn = connect(path)
     try:

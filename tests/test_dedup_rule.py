@@ -1,4 +1,4 @@
-"""The merge rule itself: a new lesson merges only when it adds nothing (stores.dedup)."""
+"""The merge rule itself: a new lesson merges only when it adds nothing (stores.engine.dedup)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.dedup import adds_nothing, content_tokens, merge_target, normalised
+from stores.engine.dedup import adds_nothing, content_tokens, merge_target, normalised
 
 BASE = (
     "Redis client of billing-api times out during failover in staging",

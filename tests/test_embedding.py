@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from lore_mcp.embedding import Embedder
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import ModelUnavailable
 
 

@@ -20,15 +20,15 @@ from mcp import Client
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
-from lore_mcp.stdio import MAX_LINE_BYTES
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
 from lore_mcp.tools.registry import TOOL_GROUPS
+from lore_mcp.transport.server import build_server
+from lore_mcp.transport.stdio import MAX_LINE_BYTES
 from stores import LessonStore
 from stores.errors import UnavailableError
-from stores.postgres_db import as_owner, engine_for, transaction
+from stores.postgres.db import as_owner, engine_for, transaction
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import apply_ops, column, create_table, insert, schema_hash

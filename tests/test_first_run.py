@@ -26,11 +26,12 @@ import pytest
 import sqlean
 from mcp import StdioServerParameters
 
-from lore_mcp.embedding import Embedder
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import CODES
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
-from stores import local_db, open_local_store
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
+from stores import open_local_store
+from stores.sqlite import db as local_db
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import column, create_table, make_plan, schema_hash
@@ -439,7 +440,7 @@ async def key_store_unreachable(request: pytest.FixtureRequest) -> str:
 async def heavy_slots_taken(request: pytest.FixtureRequest) -> str:
     """A heavy call (query_rows) while the one slot for heavy calls is taken and the caller's
     org already has the most calls waiting for it."""
-    from lore_mcp.admission import HeavyGate
+    from lore_mcp.transport.admission import HeavyGate
 
     gate = HeavyGate(1)
     release, taken = asyncio.Event(), asyncio.Event()

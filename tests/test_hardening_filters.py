@@ -23,13 +23,14 @@ from hypothesis import strategies as st
 from mcp import Client
 from sqlalchemy import text
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import LoreServer, build_server
-from stores import LessonStore, Scope, deadline, local_db, open_local_store
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import LoreServer, build_server
+from stores import LessonStore, Scope, deadline, open_local_store
+from stores.engine.plans import MAX_LIKE_CHARS, coerce, like
+from stores.engine.structured import TableDef
 from stores.errors import InvalidInputError
-from stores.plans import MAX_LIKE_CHARS, coerce, like
-from stores.structured import TableDef
+from stores.sqlite import db as local_db
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import apply_ops, column, cond, create_table, insert, make_plan, schema_hash, state

@@ -569,9 +569,9 @@ async def test_revert_commit_refuses_unknown_and_malformed_ids(client: Client) -
 
 def snapshot_seqs(backend: str, tmp_path: Path, request: pytest.FixtureRequest, project: str) -> list[int]:
     """Sequence numbers of the stored snapshots of a project, read straight from the database
-    (the ``snapshots`` table of ``stores/local_db.py`` and ``stores/postgres_db.py``)."""
+    (the ``snapshots`` table of ``stores/sqlite/db.py`` and ``stores/postgres/db.py``)."""
     if backend == "local":
-        from stores.local_db import connect
+        from stores.sqlite.db import connect
 
         conn = connect(tmp_path / "lore.db")  # where conftest's open_store puts the local store
         try:

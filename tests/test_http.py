@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from lore_mcp.embedding import Embedder
+from lore_mcp.embedding.embedder import Embedder
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.team import TeamServer, http_client, raw_post, team_server

@@ -19,10 +19,10 @@ import anyio
 import httpx2
 import pytest
 
-from lore_mcp.cli import main as lore_main
-from lore_mcp.embedding import Embedder
-from lore_mcp.http_guards import FAILED_AUTH_PER_MINUTE
+from lore_mcp.cli.main import main as lore_main
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.settings import Settings
+from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE
 from tests.support.helpers import call
 from tests.support.processes import lore_env, lore_http
 from tests.support.stores import open_store

@@ -19,13 +19,13 @@ from mcp import Client
 from pydantic import ValidationError
 
 from lore_mcp.errors import InvalidArgument, validation_message
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.plan_models import PlanModel
-from lore_mcp.server import build_server
-from lore_mcp.structured_service import StructuredService
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.plan_models import PlanModel
+from lore_mcp.services.structured import StructuredService
+from lore_mcp.services.transfer import LessonIn, Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-from lore_mcp.transfer import LessonIn, Transfer
+from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash

@@ -1,7 +1,7 @@
 """JSON written for Postgres ``jsonb`` reads back as it was written, numbers' types included.
 
 ``jsonb`` stores numbers as ``numeric`` and prints a float written as ``1e+16`` back as
-``10000000000000000``, an integer to any JSON reader; ``stores.json_numbers.jsonb_text``
+``10000000000000000``, an integer to any JSON reader; ``stores.engine.json_numbers.jsonb_text``
 writes such floats out in full. These round-trip values through a real Postgres and
 compare them with their types, as the tools' results are compared between backends.
 """
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.json_numbers import jsonb_text, without_negative_zero
+from stores.engine.json_numbers import jsonb_text, without_negative_zero
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The keys contract (``stores.keys``) on both backends: orgs, API keys, and their org boundary."""
+"""The keys contract (``stores.engine.keys``) on both backends: orgs, API keys, and their org boundary."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from stores import ConflictError, NotFoundError, open_local_store, open_postgres_store
-from stores.keys import ApiKey, KeyStore
-from stores.postgres_db import RLS_ROLE
+from stores.engine.keys import ApiKey, KeyStore
+from stores.postgres.db import RLS_ROLE
 from tests.support.stores import empty_postgres
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
@@ -182,7 +182,7 @@ def test_orgs_and_keys_outlive_the_process(
 
 
 def test_a_local_file_at_schema_2_gains_orgs_and_keys(tmp_path: Path, monkeypatch) -> None:
-    from stores import local_db
+    from stores.sqlite import db as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:
@@ -265,7 +265,7 @@ def test_an_org_cannot_see_another_orgs_keys_under_row_level_security(postgres_u
 
 
 def test_a_postgres_at_schema_2_gains_orgs_and_keys_for_the_rls_role(postgres_url: str, monkeypatch) -> None:
-    from stores import postgres_db
+    from stores.postgres import db as postgres_db
 
     name = f"lore_upgrade_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:

@@ -2,7 +2,7 @@
 
 A question's rarest word is often one the lesson never used ("rotation" for "renewal"), so
 candidates are found by the question's entities first and ordered by them
-(``stores.ranking.rare_terms``, ``candidate_terms``). The rotation lessons share the
+(``stores.engine.ranking.rare_terms``, ``candidate_terms``). The rotation lessons share the
 query's vector, so they are the nearest and always the same pool (an approximate index
 returns any of a set of equal vectors); the others are a little further away and the
 target further still: only the full-text side can bring the target in.
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from stores import LessonStore, Scope, open_local_store, open_postgres_store
-from stores.lessons import LessonDraft, RecallQuery
-from stores.ranking import RankingParams
+from stores.engine.lessons import LessonDraft, RecallQuery
+from stores.engine.ranking import RankingParams
 from tests.support.helpers import blend, vector
 from tests.support.stores import empty_postgres
 

@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 
 from stores import Scope, open_local_store
-from stores.lessons import LessonDraft
+from stores.engine.lessons import LessonDraft
 from tests.support.clients import connected
 from tests.support.helpers import call, vector
 from tests.support.processes import stdio_params

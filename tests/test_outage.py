@@ -29,11 +29,11 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
 from stores import UnavailableError, open_postgres_store
-from stores import postgres_db as pg
+from stores.postgres import db as pg
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.processes import lore, remote_params, wait_healthy

@@ -12,12 +12,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
-from stores import Scope, UnavailableError, open_postgres_store, ranking
-from stores.lessons import LessonDraft, RecallQuery
-from stores.postgres_db import RLS_ROLE
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
+from stores import Scope, UnavailableError, open_postgres_store
+from stores.engine import ranking
+from stores.engine.lessons import LessonDraft, RecallQuery
+from stores.postgres.db import RLS_ROLE
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call, vector
 from tests.support.processes import stdio_params

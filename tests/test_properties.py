@@ -55,16 +55,16 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.strategies import SearchStrategy
 from mcp import Client
 
-from lore_mcp.embedding import Embedder
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import CODES, INTERNAL_ERROR
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import LoreServer, build_server
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
 from lore_mcp.tools.registry import TOOL_GROUPS
+from lore_mcp.transport.server import LoreServer, build_server
 from stores import open_local_store, open_postgres_store
-from stores.lessons import Scope
-from stores.plans import schema_hash
-from stores.structured import describe_schema
+from stores.engine.lessons import Scope
+from stores.engine.plans import schema_hash
+from stores.engine.structured import describe_schema
 from tests.support.clients import connected
 from tests.support.helpers import ERROR_TEXT, vector
 from tests.support.schema_strategies import (

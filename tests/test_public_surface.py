@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mcp import Client
 
-from lore_mcp.cli import build_parser
+from lore_mcp.cli.main import build_parser
 from lore_mcp.errors import CODES
 from lore_mcp.settings import Settings
 from lore_mcp.tools.registry import ADMIN_TOOLS

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import embedding_text
-from stores import Scope, open_local_store, open_postgres_store, ranking
-from stores.lessons import LessonDraft, RecallQuery
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import embedding_text
+from stores import Scope, open_local_store, open_postgres_store
+from stores.engine import ranking
+from stores.engine.lessons import LessonDraft, RecallQuery
 from tests.support.stores import empty_postgres
 
 WORDS = "kafka rebalance consumer timeout retry webhook signature stripe pool socket".split()

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from stores.ranking import lexical_terms
+from stores.engine.ranking import lexical_terms
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import call
 

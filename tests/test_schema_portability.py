@@ -1,7 +1,7 @@
 """The published schemas of the any-JSON plan fields still accept every JSON value.
 
 ``ColumnSpec.default`` and ``RowFilter.value`` are published as every JSON type spelled out
-(``lore_mcp.plan_models.JsonValue``) rather than as a schema with no keyword, which
+(``lore_mcp.services.plan_models.JsonValue``) rather than as a schema with no keyword, which
 portability checks flag (tests/test_inspector.py runs the MCP Inspector's check over the
 whole listing). Clients that check arguments against the input schema before sending must
 still let through everything the server's own validation (pydantic) accepts.
@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.plan_models import PlanModel
-from lore_mcp.server import build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.plan_models import PlanModel
+from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 

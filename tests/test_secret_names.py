@@ -17,11 +17,11 @@ import pytest
 from mcp import Client
 
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.transfer import Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-from lore_mcp.transfer import Transfer
+from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.processes import lore

@@ -110,7 +110,7 @@ def test_initialize_and_tools_list_do_not_wait_for_the_model(tmp_path: Path) -> 
 
 def test_serving_does_not_import_the_model_libraries_up_front() -> None:
     code = (
-        "import sys, lore_mcp.cli, lore_mcp.server, lore_mcp.stdio, stores.local_lessons; "
+        "import sys, lore_mcp.cli.main, lore_mcp.transport.server, lore_mcp.transport.stdio, stores.sqlite.lessons; "
         "heavy = [m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules]; "
         "print(heavy)"
     )

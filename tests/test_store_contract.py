@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from stores import InvalidInputError, LessonStore, NotFoundError, Scope
-from stores.lessons import LessonDraft, LessonPatch, RecallQuery
+from stores.engine.lessons import LessonDraft, LessonPatch, RecallQuery
 from tests.support.helpers import blend, vector
 
 HERE = Scope(org="local", project="alpha")

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
 from stores import open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
@@ -1452,7 +1452,7 @@ async def test_the_readme_worked_example_runs_as_written(client: Client) -> None
 
 
 def canonical_hash(tables: dict[str, list[tuple[str, str, bool, Any]]]) -> str:
-    """The canonical form ``stores.plans.schema_hash`` documents, computed independently: a JSON
+    """The canonical form ``stores.engine.plans.schema_hash`` documents, computed independently: a JSON
     list of tables sorted by name, each ``{"name", "columns": [[name, type, nullable, default]]}``
     without the implicit id, keys sorted, compact separators, UTF-8."""
     canonical = [{"name": name, "columns": [list(c) for c in tables[name]]} for name in sorted(tables)]

@@ -15,8 +15,8 @@ import anyio
 import httpx2
 import pytest
 
-from lore_mcp.embedding import Embedder
-from stores import structured
+from lore_mcp.embedding.embedder import Embedder
+from stores.engine import structured
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import ROWS, big_operations, make_plan

@@ -23,12 +23,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ResourceTemplateReference
 from sqlalchemy.engine import make_url
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
-from stores import LessonStore, open_local_store, open_postgres_store, structured
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.server import build_server
+from stores import LessonStore, open_local_store, open_postgres_store
+from stores.engine import structured
+from stores.engine.lessons import LessonDraft, RecallQuery, Scope, lesson_image
 from stores.errors import NotFoundError
-from stores.lessons import LessonDraft, RecallQuery, Scope, lesson_image
 from tests.support.clients import connected, no_deprecation_warnings
 from tests.support.helpers import ToolFailed, call, vector
 from tests.support.team import team_server
@@ -197,7 +198,7 @@ def check_upgraded(store: Any, ids: dict[str, str]) -> None:
 def test_a_local_file_with_database_wide_ids_keeps_everything_when_upgraded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores import local_db
+    from stores.sqlite import db as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:
@@ -238,7 +239,7 @@ def scratch_database(postgres_url: str) -> Iterator[str]:
 def test_a_postgres_with_database_wide_ids_keeps_everything_when_upgraded(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores import postgres_db
+    from stores.postgres import db as postgres_db
 
     with scratch_database(postgres_url) as url:
         with monkeypatch.context() as old:

@@ -23,10 +23,12 @@ import httpx2
 import pytest
 from mcp import Client, MCPError
 
-from lore_mcp.admission import HeavyGate
-from lore_mcp.embedding import Embedder
-from lore_mcp.server import LoreServer
-from stores import deadline, local_db, structured
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.transport.admission import HeavyGate
+from lore_mcp.transport.server import LoreServer
+from stores import deadline
+from stores.engine import structured
+from stores.sqlite import db as local_db
 from tests.support.clients import connected
 from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, cond, create_table, insert, make_plan, schema_hash
@@ -227,9 +229,9 @@ async def test_healthz_fails_when_writes_cannot_begin(
 ) -> None:
     if backend != "local":
         pytest.skip("the stuck writer is SQLite's one writer connection")
-    import stores.local_lessons
+    import stores.sqlite.lessons
 
-    monkeypatch.setattr(stores.local_lessons, "PROBE_WAIT_S", 0.3)
+    monkeypatch.setattr(stores.sqlite.lessons, "PROBE_WAIT_S", 0.3)
     with team_server(store, embedder) as server:
         key = server.keys.init_org("local").key
         healthy = httpx2.get(f"{server.base}/healthz", timeout=10)

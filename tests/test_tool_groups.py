@@ -12,11 +12,11 @@ import pytest
 from mcp import Client
 from pydantic import ValidationError
 
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
 from lore_mcp.settings import Settings
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS, TOOL_GROUPS
+from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
@@ -133,7 +133,7 @@ async def test_schema_and_stats_resources_describe_the_memory(client: Client) ->
 
 
 def test_lean_schemas_drop_titles_but_keep_a_property_named_title() -> None:
-    from lore_mcp.server import lean_schema
+    from lore_mcp.transport.server import lean_schema
 
     schema = {
         "title": "Args",
@@ -149,7 +149,7 @@ def test_lean_schemas_drop_titles_but_keep_a_property_named_title() -> None:
 def test_lean_schemas_keep_nullable_fields_as_any_of_branches() -> None:
     """``type: [T, null]`` would be shorter, but single-``type`` clients refuse it (see
     tests/test_inspector.py for the Inspector's portability check over the real listing)."""
-    from lore_mcp.server import lean_schema
+    from lore_mcp.transport.server import lean_schema
 
     schema = {
         "properties": {

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from lore_mcp.embedding import Embedder
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
-from lore_mcp.transfer import Transfer
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.transfer import Transfer
+from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.corpus import CORPUS, QUERIES

@@ -55,7 +55,10 @@ def test_the_wheel_carries_the_model_and_declares_no_torch(wheel: Path) -> None:
     # The name on the package index is ours (`lore-memory` there is an unrelated project), and uvx
     # finds the command named like the distribution: `uvx lore-memory-mcp mcp` needs no --from.
     assert "\nName: lore-memory-mcp\n" in metadata
-    assert "lore-memory = lore_mcp.cli:main" in scripts and "lore-memory-mcp = lore_mcp.cli:main" in scripts
+    assert (
+        "lore-memory = lore_mcp.cli.main:main" in scripts
+        and "lore-memory-mcp = lore_mcp.cli.main:main" in scripts
+    )
     assert {"lore_mcp/model/model.onnx", "lore_mcp/model/tokenizer.json", "lore_mcp/model/NOTICE"} <= names
     required = [
         line for line in metadata.splitlines() if line.startswith("Requires-Dist:") and "extra ==" not in line

@@ -9,7 +9,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, Forbidden, current_caller
-from lore_mcp.keys_service import CreatedKey, KeyList, KeyOut
+from lore_mcp.services.keys import CreatedKey, KeyList, KeyOut
 from lore_mcp.tools.registry import tools_of
 
 

@@ -14,7 +14,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
-from lore_mcp.models import (
+from lore_mcp.services.models import (
     DeleteResult,
     LessonOut,
     ListResult,
@@ -25,7 +25,7 @@ from lore_mcp.models import (
 )
 from lore_mcp.tools.arguments import Confidence, Cursor, LessonId, Project, Short, Tags, Text
 from lore_mcp.tools.registry import tools_of
-from stores.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
+from stores.engine.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
 
 
 class LessonsBackend(Protocol):

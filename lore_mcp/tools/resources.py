@@ -1,5 +1,5 @@
 """Lore's resources and their URIs, named here once for the server, remote mode and the
-subscriptions of ``lore_mcp.protocol_extras``."""
+subscriptions of ``lore_mcp.transport.protocol_extras``."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.auth import Caller, current_caller
 from lore_mcp.errors import InvalidArgument, describe
-from lore_mcp.models import LessonOut
+from lore_mcp.services.models import LessonOut
 from stores.errors import StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"

@@ -9,7 +9,7 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
-from lore_mcp.plan_models import PlanModel, RowFilter
+from lore_mcp.services.plan_models import PlanModel, RowFilter
 from lore_mcp.tools.arguments import OrderBy, Project
 from lore_mcp.tools.registry import tools_of
 

@@ -9,14 +9,14 @@ from mcp.server.mcpserver.tools import Tool
 from pydantic import Field
 
 from lore_mcp.auth import Caller, current_caller
+from lore_mcp.services.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
 from lore_mcp.tools.arguments import Cursor, Project
 from lore_mcp.tools.registry import tools_of
-from lore_mcp.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
-from stores.lessons import MAX_LIST_LIMIT
+from stores.engine.lessons import MAX_LIST_LIMIT
 
 
 class TransferBackend(Protocol):
-    """What the transfer tools need answered (``lore_mcp.transfer.Transfer`` has the same methods)."""
+    """What the transfer tools need answered (``lore_mcp.services.transfer.Transfer`` has the same methods)."""
 
     async def export_page(
         self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None

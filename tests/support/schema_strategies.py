@@ -3,7 +3,7 @@
 The property tests (``tests/test_properties.py``) call every tool with arguments made
 from the input schema the server lists, so a tool or a field added later is exercised
 without anyone writing a strategy for it. Only the subset of JSON Schema that pydantic
-emits for Lore's tools (after ``lore_mcp.server.lean_schema``) is understood: ``type``
+emits for Lore's tools (after ``lore_mcp.transport.server.lean_schema``) is understood: ``type``
 (one or a list), ``properties``/``required``/``additionalProperties``, ``items``,
 ``minItems``/``maxItems``, ``minLength``/``maxLength``, ``minimum``/``maximum`` and their
 exclusive forms, ``enum``, ``const``, ``anyOf``/``oneOf``, ``$ref`` into ``$defs`` and

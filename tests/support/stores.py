@@ -20,7 +20,7 @@ def empty_postgres(url: str) -> None:
             conn.execute(
                 "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
             )
-            # The embedding model a test recorded (stores.embedding_model): the next test's may differ.
+            # The embedding model a test recorded (stores.engine.embedding_model): the next test's may differ.
             conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
             if conn.execute("SELECT to_regclass('lesson_reembed') IS NOT NULL").fetchone()[0]:
                 conn.execute("TRUNCATE lesson_reembed")

@@ -1,6 +1,6 @@
 """A real team server for tests: Lore's HTTP app under uvicorn on 127.0.0.1, in a thread.
 
-The app is the one ``lore-memory mcp --transport http`` serves (``lore_mcp.http``),
+The app is the one ``lore-memory mcp --transport http`` serves (``lore_mcp.transport.http``),
 on a real socket, so clients speak real streamable HTTP to it; running it in
 this process lets the tests share the already loaded embedding model.
 """
@@ -22,13 +22,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.settings import AuthSettings
 
-from lore_mcp.admission import HeavyGate
 from lore_mcp.auth import ApiKeyVerifier
-from lore_mcp.embedding import Embedder
-from lore_mcp.http import build_app, server_config
-from lore_mcp.keys_service import KeyService, KeyTools
-from lore_mcp.lessons_service import LessonService
-from lore_mcp.server import build_server
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.transport.admission import HeavyGate
+from lore_mcp.transport.http import build_app, server_config
+from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 
 

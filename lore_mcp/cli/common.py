@@ -1,0 +1,66 @@
+"""What the ``lore-memory`` commands share: opening the app, and saying why a command failed.
+
+Every failure a command reports is one line on stderr, ``lore-memory: CODE: sentence``;
+the exit status says how it ended (0 done, 1 failed, 2 refused its arguments). Tracebacks
+stay off the terminal unless ``--debug`` asks for them (``lore_mcp.cli.main``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Literal
+
+from lore_mcp.app import App, open_app
+from lore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from stores.sqlite.files import Unwritable
+
+# What a command does with a local database this user cannot write: refuse to run (it
+# writes), warn and go on (a server: reads still work, each save answers UNAVAILABLE), or
+# say nothing (it only reads).
+ReadOnly = Literal["refuse", "warn", "allow"]
+
+
+def open_or_report(settings: Settings, *, read_only: ReadOnly = "refuse") -> App | None:
+    """``open_app``, or None after printing why the store did not open or cannot be written
+    (the command then exits 1)."""
+    from stores import StoreError
+
+    try:
+        app = open_app(settings)
+    except StoreError as exc:
+        report_failure(exc)
+        return None
+    problem = read_only_problem(settings) if read_only != "allow" else None
+    if problem is not None:
+        if read_only == "refuse":
+            print(
+                f"lore-memory: UNAVAILABLE: {problem.sentence('so this command cannot run')}", file=sys.stderr
+            )
+            app.close()
+            return None
+        print(
+            "lore-memory: WARNING: UNAVAILABLE: "
+            + problem.sentence("so recall works but every save will answer UNAVAILABLE"),
+            file=sys.stderr,
+        )
+    return app
+
+
+def read_only_problem(settings: Settings) -> Unwritable | None:
+    """What keeps this user from writing the local database (None on Postgres, or when nothing does)."""
+    if settings.store != "local":
+        return None
+    from stores.sqlite.files import unwritable
+
+    return unwritable(settings.db_path)
+
+
+def report_failure(exc: BaseException) -> int:
+    """Print ``exc`` as its code and sentence (``describe`` logs anything unexpected); returns 1."""
+    from lore_mcp.errors import describe
+
+    code, message = describe(exc)
+    print(f"lore-memory: {code}: {message}", file=sys.stderr)
+    return 1

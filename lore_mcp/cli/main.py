@@ -1,0 +1,282 @@
+"""The ``lore-memory`` command: its arguments, and which command module runs them.
+
+Every setting is an environment variable (``LORE_*``) and the same-named flag of
+``lore-memory mcp``; flags win. The CLI is for running and administering Lore,
+never a second API: everything an agent does goes through MCP tools. The commands
+live in ``cli_serve`` (mcp), ``cli_admin`` (migrate, init, keys), ``cli_transfer``
+(export, import, reembed) and ``doctor``; each opens its store and services through
+``lore_mcp.app``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import traceback
+from collections.abc import Sequence
+from pathlib import Path
+
+from lore_mcp import __version__
+from lore_mcp.settings import Settings, expand_path
+
+# Flags of `lore-memory mcp`, one per setting: (flag, settings field, help).
+_SETTING_FLAGS = [
+    ("--store", "store", "backend: local (default), postgres or remote"),
+    ("--db-path", "db_path", "SQLite file of the local store"),
+    ("--database-url", "database_url", "Postgres URL"),
+    ("--project", "project", "project used when a tool call names none"),
+    ("--org", "org", "org served over stdio and administered by init/keys/export/import"),
+    ("--api-url", "api_url", "team server URL (remote mode)"),
+    ("--api-key", "api_key", "API key (remote mode)"),
+    ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
+    ("--embedding-url", "embedding_url", "OpenAI-compatible embeddings URL, e.g. http://localhost:11434/v1"),
+    ("--embedding-api-key", "embedding_api_key", "API key for --embedding-url, sent as Bearer"),
+    ("--embedding-dimension", "embedding_dimension", "vector length --embedding-url must return"),
+    ("--embedding-timeout-s", "embedding_timeout_s", "seconds per --embedding-url request, retries included"),
+    ("--embedding-batch-size", "embedding_batch_size", "texts per request to --embedding-url"),
+    ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
+    ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
+    ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
+    ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
+    ("--pool-size", "pool_size", "Postgres connections per server process"),
+    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
+    ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
+]
+
+
+def path_argument(text: str) -> Path:
+    """A path on the command line, expanded as every path setting is (``settings.expand_path``)."""
+    try:
+        return expand_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lore-memory", description="Memory for AI agents over MCP.")
+    parser.add_argument("--version", action="version", version=f"lore-memory {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serving = _serving_commands(sub)
+    keys = _key_commands(sub)
+    moving = _transfer_commands(sub)
+    upkeep = _upkeep_commands(sub)
+    # These take --project for what they act on, not for the setting of that name.
+    own_project = {keys[0], *moving}
+    for command in (*serving, *keys, *moving, *upkeep):
+        _add_common_flags(command, settings_project=command not in own_project)
+    return parser
+
+
+def _serving_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """mcp, migrate, init."""
+    mcp = sub.add_parser("mcp", help="serve MCP (stdio by default, or streamable HTTP)")
+    mcp.add_argument(
+        "--transport", choices=["stdio", "http"], default="stdio", help="MCP transport (default stdio)"
+    )
+    mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
+    mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
+    mcp.add_argument(
+        "--dev-no-auth",
+        action="store_true",
+        help="HTTP, development only: serve without API keys, as the org LORE_ORG; refused unless "
+        "--host is a loopback address (for MCP conformance suites and inspectors that cannot send headers)",
+    )
+    migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    init = sub.add_parser("init", help="create the org and its root API key (team server)")
+    init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
+    init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
+    return [mcp, migrate, init]
+
+
+def _key_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> list[argparse.ArgumentParser]:
+    """keys create, keys list, keys revoke (create first)."""
+    keys = sub.add_parser("keys", help="create, list and revoke API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key; it is printed once, never again")
+    create.add_argument("--name", required=True, help="who or what holds the key")
+    create.add_argument("--project", dest="key_project", default=None, help="limit the key to this project")
+    create.add_argument("--root", action="store_true", help="a root key: every project, and key management")
+    create.add_argument("--json", action="store_true", help="print one JSON object with id and key")
+    listing = keys_sub.add_parser("list", help="list the org's keys (never their secrets)")
+    listing.add_argument("--json", action="store_true", help="print JSON")
+    revoke = keys_sub.add_parser("revoke", help="revoke a key; it stops working on its next request")
+    revoke.add_argument("key_id", metavar="ID", help="the key's id (see keys list)")
+    revoke.add_argument("--json", action="store_true", help="print JSON")
+    return [create, listing, revoke]
+
+
+def _transfer_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """export, import."""
+    export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
+    export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
+    export.add_argument("--out", type=path_argument, default=None, help="file to write (default: stdout)")
+    export.add_argument("--with-history", action="store_true", help="also write every commit")
+    importing = sub.add_parser("import", help="import an export file; importing twice adds nothing")
+    importing.add_argument(
+        "file", metavar="FILE", type=path_argument, help="a JSON Lines file written by `lore-memory export`"
+    )
+    importing.add_argument(
+        "--project", dest="import_project", default=None, help="put every lesson in this project"
+    )
+    importing.add_argument(
+        "--strict",
+        action="store_true",
+        help="any malformed line aborts the import before anything is written",
+    )
+    importing.add_argument(
+        "--from",
+        dest="import_from",
+        default="lore",
+        choices=["lore", "server-memory", "mcp-memory-service"],
+        help="what wrote FILE: lore-memory export (default), @modelcontextprotocol/server-memory's "
+        "JSONL knowledge graph, or mcp-memory-service's JSON export",
+    )
+    return [export, importing]
+
+
+def _upkeep_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+) -> list[argparse.ArgumentParser]:
+    """doctor, reembed."""
+    doctor = sub.add_parser(
+        "doctor", help="check the model, SQLite, the database or team server; say what to fix"
+    )
+    reembed = sub.add_parser(
+        "reembed",
+        help="embed every lesson again with the configured model and switch the store to it "
+        "(resumable; the switch is one commit)",
+    )
+    reembed.add_argument(
+        "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
+    )
+    return [doctor, reembed]
+
+
+def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: bool) -> None:
+    """--log-level, --debug and the settings' flags (``_SETTING_FLAGS``), on every command."""
+    command.add_argument(
+        "--debug",
+        action="store_true",
+        help="print the traceback of an unexpected error (on the terminal and in logs); "
+        "without it each failure is one line",
+    )
+    command.add_argument(
+        "--log-level",
+        default="WARNING",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"],
+        type=str.upper,
+        help="stderr log level (default WARNING)",
+    )
+    for flag, field, help_text in _SETTING_FLAGS:
+        if field == "project" and not settings_project:
+            continue  # their own --project means something else
+        command.add_argument(flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})")
+
+
+def settings_from(args: argparse.Namespace) -> Settings:
+    """Environment first, then any flags given on the command line."""
+    overrides = {
+        field: getattr(args, field)
+        for _, field, _ in _SETTING_FLAGS
+        if getattr(args, field, None) is not None
+    }
+    return Settings(**overrides)
+
+
+def configuration_problem(exc: Exception) -> str:
+    """A settings error as one line naming each variable and flag, without echoing values
+    (an API key may be among them) or pydantic's links."""
+    from pydantic import ValidationError
+
+    if not isinstance(exc, ValidationError):
+        return str(exc)
+    flags = {field: flag for flag, field, _ in _SETTING_FLAGS}
+    parts = []
+    for err in exc.errors(include_url=False, include_input=False):
+        field = str(err["loc"][0]) if err["loc"] else ""
+        name = f"LORE_{field.upper()} ({flags[field]})" if field in flags else field or "settings"
+        parts.append(f"{name}: {err['msg'].removeprefix('Value error, ').rstrip('.')}")
+    return "; ".join(parts)
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log lines without tracebacks: the exception's type and text instead, and a pointer to
+    ``--debug``, which keeps them."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            record = logging.makeLogRecord(
+                {**record.__dict__, "exc_info": None, "exc_text": None, "stack_info": None}
+            )
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {exc} (--debug shows the traceback)"
+            record.args = None
+        return super().format(record)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command. Any failure ends as one ``lore-memory: CODE: sentence`` line on stderr,
+    with the traceback only under ``--debug``."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler = logging.StreamHandler(sys.stderr)
+    form = "%(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(logging.Formatter(form) if args.debug else _OneLineFormatter(form))
+    logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
+    try:
+        return _run(parser, args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(
+            f"lore-memory: INTERNAL_ERROR: {args.command} stopped on an unexpected error "
+            f"({type(exc).__name__}: {exc}); run it again with --debug to see where.",
+            file=sys.stderr,
+        )
+        return 1
+
+
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    try:
+        settings = settings_from(args)
+    except Exception as exc:  # pydantic's errors, one line naming each setting
+        print(
+            f"lore-memory: VALIDATION_ERROR: invalid configuration: {configuration_problem(exc)}.",
+            file=sys.stderr,
+        )
+        return 2
+    # Each command's module is imported only when it runs: `--help` and `keys list` stay quick.
+    if args.command == "mcp":
+        from lore_mcp.cli.serve import serve, serve_http
+
+        if args.transport == "http":
+            return serve_http(
+                settings,
+                host=args.host,
+                port=args.port,
+                log_level=args.log_level.upper(),
+                no_auth=args.dev_no_auth,
+            )
+        return serve(settings, log_level=args.log_level.upper())
+    if args.command in ("migrate", "init", "keys"):
+        from lore_mcp.cli.admin import administer_keys, migrate
+
+        return migrate(settings) if args.command == "migrate" else administer_keys(args, settings)
+    if args.command == "doctor":
+        from lore_mcp.cli.doctor import run_checks
+
+        return 0 if run_checks(settings) else 1
+    if args.command in ("export", "import", "reembed"):
+        from lore_mcp.cli.transfer import export_lessons, import_lessons, reembed_lessons
+
+        command = {"export": export_lessons, "import": import_lessons, "reembed": reembed_lessons}
+        return command[args.command](args, settings)
+    parser.error(f"unknown command {args.command}")
+    return 2

@@ -1,0 +1,124 @@
+"""``lore-memory mcp``: serve MCP over stdio (the default), over streamable HTTP as a team
+server, or over stdio forwarding every call to a team server (``LORE_STORE=remote``)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import TYPE_CHECKING
+
+# Imported with this module, so before the store opens and the model starts loading: the
+# start-up order whose timings the benchmarks measured (the tools' modules take longer to
+# import than the default model takes to load, and a model load still running when stdin
+# closes makes the process abort as it exits, so the order shows in `mcp`'s exit status).
+import lore_mcp.transport.server  # noqa: F401
+from lore_mcp.cli.common import open_or_report
+from lore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from lore_mcp.transport.server import LogLevel
+
+
+def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
+    """Open the store and serve; the model loads on a background thread from the start."""
+    import anyio
+
+    if settings.store == "remote":
+        return serve_remote(settings, log_level=log_level)
+    app = open_or_report(settings, read_only="warn")
+    if app is None:
+        return 1
+    # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
+    # than after the first answer makes the first save wait less and initialize no longer.
+    app.embedder.start()
+    try:
+        server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
+        anyio.run(server.run_stdio_async)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.close()
+    return 0
+
+
+def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
+    """stdio, forwarding every call to the team server at LORE_API_URL (see ``lore_mcp.transport.remote``)."""
+    import anyio
+
+    from lore_mcp.transport import remote
+
+    if not settings.api_url or not settings.api_key:
+        print("lore-memory: LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", file=sys.stderr)
+        return 2
+    try:
+        remote.mcp_url(settings.api_url)
+    except ValueError as exc:
+        print(f"lore-memory: {exc}", file=sys.stderr)
+        return 2
+    project = settings.project if "project" in settings.model_fields_set else None
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(
+            lambda: remote.serve_remote(
+                settings.api_url or "",
+                settings.api_key or "",
+                default_project=project,
+                tools=settings.tool_groups,
+                log_level=log_level,
+            )
+        )
+    return 0
+
+
+def serve_http(
+    settings: Settings, *, host: str, port: int, log_level: LogLevel = "WARNING", no_auth: bool = False
+) -> int:
+    """The team server: streamable HTTP with API keys (see ``lore_mcp.transport.http``)."""
+    import anyio
+
+    from lore_mcp.transport import http
+
+    if settings.store == "remote":
+        print(
+            "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
+            file=sys.stderr,
+        )
+        return 2
+    if no_auth and not http.is_loopback(host):
+        print(
+            f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
+            f"(127.0.0.1, ::1, localhost), not {host!r}.",
+            file=sys.stderr,
+        )
+        return 2
+    app = open_or_report(settings, read_only="warn")
+    if app is None:
+        return 1
+    app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
+    url_host = f"[{host}]" if ":" in host else host
+    try:
+        issuer = None if no_auth else f"http://{url_host}:{port}"
+        server = app.team_server(issuer_url=issuer, log_level=log_level)
+        if no_auth:
+            print(
+                f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
+                file=sys.stderr,
+            )
+        print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
+        anyio.run(
+            lambda: http.serve_http(
+                server,
+                host=host,
+                port=port,
+                health=app.health,
+                store_name=settings.store,
+                rate_limit_per_minute=settings.rate_limit_per_minute,
+                log_level=log_level,
+                drain_timeout_s=settings.drain_timeout_s,
+                trusted_proxies=settings.trusted_proxy_networks,
+            )
+        )
+    except KeyboardInterrupt:
+        pass
+    finally:
+        app.close()
+    return 0

@@ -1,0 +1,175 @@
+"""``lore-memory export``, ``import`` and ``reembed``: a store's lessons moved in and out as
+JSON Lines, or embedded again with the configured model. Files and counts are the CLI's;
+checking, redacting and embedding are the services' (``lore_mcp.services.transfer``, ``lore_mcp.services.reembed``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from lore_mcp.app import open_app
+from lore_mcp.cli.common import open_or_report, report_failure
+from lore_mcp.settings import Settings
+
+
+def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory export`: JSON Lines to --out or stdout; counts to stderr."""
+    from lore_mcp.services.lesson_input import check_project
+    from stores import StoreError
+
+    try:
+        project = check_project(args.export_project) if args.export_project else None
+        app = open_app(settings)
+    except StoreError as exc:
+        return report_failure(exc)
+    except Exception as exc:
+        print(f"lore-memory: VALIDATION_ERROR: {exc}", file=sys.stderr)
+        return 2
+    counts = {"lesson": 0, "commit": 0}
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
+    except OSError as exc:
+        app.close()
+        print(f"lore-memory: VALIDATION_ERROR: cannot write {args.out}: {exc.strerror}.", file=sys.stderr)
+        return 2
+    try:
+        for line in app.transfer.export_lines(settings.org, project, with_history=args.with_history):
+            out.write(json.dumps(line, ensure_ascii=False) + "\n")
+            counts[line["type"]] += 1
+    except StoreError as exc:
+        return report_failure(exc)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+        app.close()
+    history = f" and {counts['commit']} commits" if args.with_history else ""
+    print(f"lore-memory: exported {counts['lesson']} lessons{history}.", file=sys.stderr)
+    return 0
+
+
+def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[str]] | int:
+    """(project, lines, errors of a foreign format) of `import FILE`, or the exit status after
+    printing why the file or --project was refused."""
+    from lore_mcp.errors import describe
+    from lore_mcp.services.lesson_input import check_project
+
+    try:
+        project = check_project(args.import_project) if args.import_project else None
+        # utf-8-sig: a byte order mark (as some editors write) is not part of the first line.
+        with open(args.file, encoding="utf-8-sig") as f:
+            text = f.read()
+    except OSError as exc:
+        print(f"lore-memory: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"lore-memory: VALIDATION_ERROR: {describe(exc)[1]}", file=sys.stderr)
+        return 2
+    lines, foreign = text.splitlines(), []
+    if args.import_from != "lore":  # another server's export, as Lore lesson lines
+        from lore_mcp.cli.importers import convert
+
+        converted = convert(args.import_from, text)
+        lines, foreign = converted.lines, converted.errors
+        if args.strict and foreign:
+            lines = []  # nothing is written; the report below says why
+    return project, lines, foreign
+
+
+def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory import FILE`: checks every line, re-embeds in batches with a progress bar."""
+    from tqdm import tqdm
+
+    from lore_mcp.services.transfer import FILE_BATCH
+
+    read = _read_import(args)
+    if isinstance(read, int):
+        return read
+    project, lines, foreign = read
+    app = open_or_report(settings)
+    if app is None:
+        return 1
+    if not args.strict:
+        print(
+            f"lore-memory: importing in batches of {FILE_BATCH} lessons, each its own transaction and "
+            "`import` commit; if this stops part-way, run the same command again: lessons already "
+            "imported are skipped.",
+            file=sys.stderr,
+        )
+    try:
+        transfer = app.transfer
+        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+
+            def started(total: int) -> None:
+                bar.reset(total=total)
+
+            report = transfer.import_file(
+                lines,
+                org=settings.org,
+                project=project,
+                strict=args.strict,
+                started=started,
+                progress=bar.update,
+            )
+    except Exception as exc:  # describe() logs anything unexpected
+        return report_failure(exc)
+    finally:
+        app.close()
+    report.errors[:0] = foreign
+    for error in report.errors:
+        print(f"lore-memory: {error}", file=sys.stderr)
+    if args.strict and report.errors:
+        print(
+            f"lore-memory: {len(report.errors)} malformed lines; nothing was imported (--strict).",
+            file=sys.stderr,
+        )
+        return 1
+    redacted = f"; redacted {', '.join(sorted(report.redacted))}" if report.redacted else ""
+    print(
+        f"lore-memory: imported {report.added} lessons, skipped {report.skipped} already present, "
+        f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed, "
+        f"{report.merged} merged into a stored lesson they added nothing to{redacted}.",
+        file=sys.stderr,
+    )
+    return 1 if report.errors else 0
+
+
+def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
+    """`lore-memory reembed`: every lesson of the store embedded with the configured model,
+    a progress bar on stderr, then one commit that switches the store to that model."""
+    from tqdm import tqdm
+
+    from lore_mcp.services.reembed import BATCH_SIZE, reembed_store
+
+    batch_size = args.batch_size if args.batch_size is not None else BATCH_SIZE
+    if not 1 <= batch_size <= 10_000:
+        print("lore-memory: VALIDATION_ERROR: --batch-size must be between 1 and 10000.", file=sys.stderr)
+        return 2
+    app = open_or_report(settings)
+    if app is None:
+        return 1
+    try:
+        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+
+            def started(done: int, total: int) -> None:
+                bar.reset(total=total)
+                bar.update(done)
+
+            report = reembed_store(
+                app.store, app.embedder, batch_size=batch_size, started=started, progress=bar.update
+            )
+    except Exception as exc:  # describe() logs anything unexpected
+        return report_failure(exc)
+    finally:
+        app.close()
+    model = f"{report.model.name} ({report.model.dimension} dimensions)"
+    if not report.switched:
+        print(f"lore-memory: the store already records {model}; nothing to re-embed.", file=sys.stderr)
+        return 0
+    kept = f" ({report.kept} kept from an earlier run)" if report.kept else ""
+    print(
+        f"lore-memory: re-embedded {report.reembedded} lessons{kept} with {model} in "
+        f"{report.seconds:.1f} s; the store now records {model}.",
+        file=sys.stderr,
+    )
+    return 0

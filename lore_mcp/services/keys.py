@@ -1,0 +1,151 @@
+"""Orgs and API keys as the CLI (``init``, ``keys``) and the root-only tools see them.
+
+One set of rules for both: names and projects are checked here, keys are minted
+here (``lore_mcp.auth``), and the store only ever receives a key's digest.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import anyio.to_thread
+from pydantic import BaseModel, Field
+
+from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.redaction import fit, redact
+from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
+from stores.engine.keys import ApiKey, KeyStore
+from stores.errors import ConflictError
+
+ORG_PATTERN = PROJECT_PATTERN  # org ids follow the same rule as project names
+DEFAULT_ORG = "local"
+MAX_KEY_NAME_CHARS = 100
+
+
+class KeyOut(BaseModel):
+    """A key as listed: never its secret."""
+
+    id: str
+    name: str
+    prefix: str
+    org: str
+    project: str | None
+    root: bool
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, key: ApiKey) -> KeyOut:
+        return cls(
+            id=key.id,
+            name=key.name,
+            prefix=key.prefix,
+            org=key.org,
+            project=key.project,
+            root=key.root,
+            created_at=key.created_at,
+            last_used_at=key.last_used_at,
+            revoked_at=key.revoked_at,
+        )
+
+
+class CreatedKey(KeyOut):
+    """A key just created: the only time its secret is shown."""
+
+    key: str
+    redacted: list[str] = Field(
+        default_factory=list, description="Kinds of secrets removed from the name before storing it."
+    )
+
+
+class KeyList(BaseModel):
+    keys: list[KeyOut]
+
+
+def check_org(org: str) -> str:
+    if not isinstance(org, str) or not ORG_PATTERN.fullmatch(org):
+        raise InvalidArgument(
+            "org must be 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit."
+        )
+    check_not_secret("org", org)
+    return org
+
+
+def check_key_name(name: str, what: str = "A key name") -> str:
+    """A name of printable characters (which excludes U+0000 and lone surrogates)."""
+    name = name.strip() if isinstance(name, str) else ""
+    if not name or len(name) > MAX_KEY_NAME_CHARS or not name.isprintable():
+        raise InvalidArgument(f"{what} must be 1-{MAX_KEY_NAME_CHARS} printable characters.")
+    return name
+
+
+def redact_name(name: str) -> tuple[str, list[str]]:
+    """A checked name with secrets redacted (see ``check_key_name``), and their kinds."""
+    result = redact(name)
+    return fit(result.text, MAX_KEY_NAME_CHARS), list(result.kinds)
+
+
+class KeyService:
+    """Creating orgs and keys, listing and revoking keys (blocking; see ``KeyTools`` for async)."""
+
+    def __init__(self, keys: KeyStore) -> None:
+        self.keys = keys
+
+    def init_org(self, org: str = DEFAULT_ORG, *, name: str | None = None) -> CreatedKey:
+        """Create the org and its first root key; refused when the org exists."""
+        org = check_org(org)
+        if self.keys.get_org(org) is not None:
+            raise ConflictError(
+                f"Org {org!r} is already initialised; create more keys with "
+                "`lore-memory keys create --name NAME [--root]`."
+            )
+        self.keys.create_org(org, redact_name(check_key_name(name, "An org name"))[0] if name else org)
+        return self.create_key(org, name="root", project=None, root=True)
+
+    def create_key(self, org: str, *, name: str, project: str | None, root: bool) -> CreatedKey:
+        org = check_org(org)
+        # Names are listed to every root key and name the actor of each commit in
+        # history, so a secret pasted into one is redacted like any stored text.
+        name, kinds = redact_name(check_key_name(name))
+        if project is not None:
+            project = check_project(project)
+            if root:
+                raise InvalidArgument("A root key reaches every project; give it no project.")
+        if self.keys.get_org(org) is None:
+            raise InvalidArgument(f"There is no org {org!r}; run `lore-memory init` first.")
+        raw = new_key()
+        stored = self.keys.add_key(
+            org, name=name, key_hash=key_digest(raw), prefix=display_prefix(raw), project=project, root=root
+        )
+        return CreatedKey(**KeyOut.of(stored).model_dump(), key=raw, redacted=kinds)
+
+    def list_keys(self, org: str) -> list[KeyOut]:
+        return [KeyOut.of(k) for k in self.keys.list_keys(check_org(org))]
+
+    def revoke_key(self, org: str, key_id: str) -> KeyOut:
+        if not isinstance(key_id, str) or not key_id or len(key_id) > 64 or text_problem(key_id):
+            raise InvalidArgument("key id must be the id shown by list_keys.")
+        return KeyOut.of(self.keys.revoke_key(check_org(org), key_id))
+
+
+class KeyTools:
+    """The root-only MCP tools: the caller's org, and only for root keys."""
+
+    def __init__(self, service: KeyService) -> None:
+        self.service = service
+
+    async def create_key(self, caller: Caller, name: str, project: str | None, root: bool) -> CreatedKey:
+        caller.require_root("create keys")
+        return await anyio.to_thread.run_sync(
+            lambda: self.service.create_key(caller.org, name=name, project=project, root=root)
+        )
+
+    async def list_keys(self, caller: Caller) -> KeyList:
+        caller.require_root("list keys")
+        return KeyList(keys=await anyio.to_thread.run_sync(self.service.list_keys, caller.org))
+
+    async def revoke_key(self, caller: Caller, key_id: str) -> KeyOut:
+        caller.require_root("revoke keys")
+        return await anyio.to_thread.run_sync(self.service.revoke_key, caller.org, key_id)

@@ -1,0 +1,241 @@
+"""Checking what a caller sends before anything is stored: names, ids, text, tags, JSON, expiry.
+
+Apart from ``lessons_service`` because the key, structured-memory and transfer services
+check the same things the same way. Every refusal is an ``InvalidArgument`` that says
+what to send instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, overload
+
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_many, secret_kinds
+from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
+
+# Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
+# final newline, so with "^...$" "alpha\n" would pass as a project of its own.
+PROJECT_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+ULID_PATTERN = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
+MAX_TTL_DAYS = 36_500
+
+
+def redact_fields(
+    problem: str | None, resolution: str | None, context: str | None, source: str | None
+) -> tuple[list[str | None], tuple[str, ...]]:
+    """A lesson's text fields redacted, each kept within its limit (see ``redaction.fit``),
+    so whatever is stored can be exported and imported again."""
+    fields, kinds = redact_many([problem, resolution, context, source])
+    limits = (MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_SHORT_CHARS)
+    return [None if f is None else fit(f, n) for f, n in zip(fields, limits, strict=True)], kinds
+
+
+def check_project(project: str) -> str:
+    if not isinstance(project, str) or not PROJECT_PATTERN.fullmatch(project):
+        shown = fit(redact(str(project)[:500]).text, 80)  # a bad name can still hold a secret
+        raise InvalidArgument(
+            f"project {shown!r} is not a valid name: use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit."
+        )
+    check_not_secret("project", project)
+    return project
+
+
+def check_not_secret(what: str, name: str) -> None:
+    """Refuse a project or org name that holds a secret (an API key pasted as a project).
+
+    Names are stored, listed and shown as they are, and a redacted name would silently
+    be another project, so such a name is refused rather than redacted. The refusal
+    names the kind of secret, never the name.
+    """
+    kinds = secret_kinds(name)
+    if kinds:
+        raise InvalidArgument(
+            f"the {what} name looks like a secret ({', '.join(kinds)}); Lore does not store secrets "
+            f"as names, so choose a {what} name that is not a credential."
+        )
+
+
+def check_id(lesson_id: str) -> str:
+    if not isinstance(lesson_id, str) or not ULID_PATTERN.fullmatch(lesson_id):
+        raise InvalidArgument(
+            f"id {str(lesson_id)[:80]!r} is not a lesson id: ids are 26-character ULIDs as returned by save_lesson."
+        )
+    return lesson_id
+
+
+def text_problem(value: str) -> str | None:
+    """Why Lore cannot store this text, or None.
+
+    U+0000 is refused because Postgres cannot store it while SQLite can (the
+    backends would disagree); a lone surrogate is not valid Unicode at all.
+    """
+    if "\x00" in value:
+        return "contains U+0000 (a NUL character), which Lore cannot store; remove it"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains invalid Unicode (a lone surrogate); send valid UTF-8 text"
+    return None
+
+
+@overload
+def check_text(name: str, value: str | None, max_chars: int, *, required: Literal[True]) -> str: ...
+@overload
+def check_text(name: str, value: str | None, max_chars: int, *, required: bool = False) -> str | None: ...
+def check_text(name: str, value: str | None, max_chars: int, *, required: bool = False) -> str | None:
+    """Reject empty required text, over-long text and text that Lore cannot store."""
+    if value is None:
+        if required:
+            raise InvalidArgument(f"{name} is required.")
+        return None
+    if not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be text.")
+    if required and not value.strip():
+        raise InvalidArgument(f"{name} must not be empty or only whitespace.")
+    if len(value) > max_chars:
+        raise InvalidArgument(f"{name} is {len(value)} characters; the limit is {max_chars}. Shorten it.")
+    why = text_problem(value)
+    if why is not None:
+        raise InvalidArgument(f"{name} {why}.")
+    return value
+
+
+def check_confidence(value: float, *, name: str = "confidence") -> None:
+    if not 0.0 <= value <= 1.0:
+        raise InvalidArgument(f"{name} must be between 0 and 1, not {value}.")
+
+
+# Unicode categories (first letter) that show nothing on their own: separators (Z), format
+# and control characters (C) and marks (M), which only change the character before them.
+INVISIBLE_CATEGORIES = frozenset("ZCM")
+
+
+def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
+    """Tags as a filter: normalised exactly as stored tags are (see ``normalise_tags``)."""
+    return normalise_tags(tags)[0]
+
+
+def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Tags trimmed, redacted, lower-cased and de-duplicated; and the kinds of secrets removed.
+
+    Redaction comes before lower-casing, whose output no longer looks like the secret
+    ("AKIA..." becomes "akia..."); the ``[REDACTED:kind]`` markers keep their case.
+    A marker can be longer than its secret: a tag that outgrows the limit is cut
+    (see ``redaction.fit``). Empty or over-long tags are refused.
+    """
+    if isinstance(tags, str):
+        raise InvalidArgument("tags must be a list of strings, not one string.")
+    if len(tags) > MAX_TAGS:
+        raise InvalidArgument(f"At most {MAX_TAGS} tags are allowed; got {len(tags)}.")
+    clean: dict[str, None] = {}
+    kinds: set[str] = set()
+    for tag in tags:
+        text = check_text("tag", tag, MAX_TAG_CHARS, required=True)
+        if not any(unicodedata.category(ch)[0] not in INVISIBLE_CATEGORIES for ch in text):
+            raise InvalidArgument(
+                "A tag must have a visible character; this one has only spaces, invisible "
+                "or combining characters."
+            )
+        redacted = redact(text.strip())
+        kinds.update(redacted.kinds)
+        normal = fit(lower_outside_markers(redacted.text), MAX_TAG_CHARS)
+        if normal:
+            clean.setdefault(normal, None)
+    return tuple(clean), tuple(sorted(kinds))
+
+
+# Bounds on a lesson's ``meta`` (only import sets it): JSON of at most 16 KB, at
+# most 8 levels deep, at most 256 keys or items in any one object or list.
+MAX_META_BYTES = 16_384
+MAX_META_DEPTH = 8
+MAX_META_ITEMS = 256
+# How deep JSON may nest in row values and plans: deep enough for real data,
+# shallow enough that walking it never exhausts the interpreter's stack.
+MAX_JSON_DEPTH = 64
+MAX_JSON_INTEGER = 2**63
+
+
+def check_json(
+    name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, max_items: int | None = None
+) -> Any:
+    """Refuse JSON that Lore cannot store the same way on both backends.
+
+    Every string (object keys too) must be storable text (``text_problem``), numbers
+    finite and integers within 64 bits, and nesting at most ``max_depth`` levels.
+    The walk is iterative, so hostile nesting costs no stack.
+    """
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            why = text_problem(item)
+            if why is not None:
+                raise InvalidArgument(f"{_json_path(name, path)} {why}.")
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not -MAX_JSON_INTEGER <= item < MAX_JSON_INTEGER:
+                raise InvalidArgument(
+                    f"{_json_path(name, path)} is an integer beyond 64 bits; send a string."
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidArgument(f"{_json_path(name, path)} is not a finite number.")
+        elif isinstance(item, dict | list | tuple):
+            if len(path) >= max_depth:
+                raise InvalidArgument(f"{name} nests deeper than {max_depth} levels; flatten it.")
+            if max_items is not None and len(item) > max_items:
+                raise InvalidArgument(
+                    f"{_json_path(name, path)} holds {len(item)} entries; the limit is {max_items}."
+                )
+            if isinstance(item, dict):
+                for key, child in item.items():
+                    why = text_problem(key) if isinstance(key, str) else "is not a string"
+                    if why is not None:
+                        raise InvalidArgument(f"{_json_path(name, path)} has a key that {why}.")
+                    stack.append(((*path, key), child))
+            else:
+                stack.extend(((*path, i), child) for i, child in enumerate(item))
+        else:
+            raise InvalidArgument(f"{_json_path(name, path)} is not a JSON value.")
+    return value
+
+
+def _json_path(name: str, path: tuple[Any, ...]) -> str:
+    """Where in a JSON value: ``meta["a"][0]``; keys are redacted and shortened, never echoed whole."""
+    parts = [name]
+    for step in path:
+        if isinstance(step, int):
+            parts.append(f"[{step}]")
+        else:
+            key = redact(str(step).encode("utf-8", "replace").decode("utf-8").replace("\x00", "")).text
+            parts.append(f"[{key[:40]!r}]")
+    return "".join(parts)
+
+
+def check_meta(meta: Any) -> dict[str, Any]:
+    """A lesson's ``meta``: a JSON object within the bounds above."""
+    if not isinstance(meta, dict):
+        raise InvalidArgument("meta must be a JSON object.")
+    check_json("meta", meta, max_depth=MAX_META_DEPTH, max_items=MAX_META_ITEMS)
+    size = len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > MAX_META_BYTES:
+        raise InvalidArgument(
+            f"meta is {size} bytes of JSON; the limit is {MAX_META_BYTES}. Keep less in it."
+        )
+    return meta
+
+
+def expiry(ttl_days: float | None) -> datetime | None:
+    if ttl_days is None:
+        return None
+    if not 0 < ttl_days <= MAX_TTL_DAYS:
+        raise InvalidArgument(f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS}, not {ttl_days}.")
+    return datetime.now(UTC) + timedelta(days=ttl_days)

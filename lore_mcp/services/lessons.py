@@ -1,0 +1,336 @@
+"""Lesson operations as the MCP tools see them: validate, redact, embed, store.
+
+The order matters: arguments are checked first (bad input changes nothing),
+then every text field is redacted, and only the redacted text is embedded and
+handed to the store. Store calls are blocking, so they run on worker threads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+
+from lore_mcp.auth import Caller
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running_model
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.redaction import redact_json, redact_many
+from lore_mcp.services.lesson_input import PROJECT_PATTERN as PROJECT_PATTERN
+from lore_mcp.services.lesson_input import ULID_PATTERN as ULID_PATTERN
+from lore_mcp.services.lesson_input import (
+    check_confidence,
+    check_id,
+    check_meta,
+    check_project,
+    check_tags,
+    check_text,
+    expiry,
+    normalise_tags,
+    redact_fields,
+)
+from lore_mcp.services.lesson_input import text_problem as text_problem
+from lore_mcp.services.models import (
+    CompactLesson,
+    CompactRecalledLesson,
+    DeleteResult,
+    LessonOut,
+    ListResult,
+    RecalledLesson,
+    RecallResult,
+    SaveLessonResult,
+    SimilarLesson,
+    UpdateLessonResult,
+    VoteResult,
+)
+from stores import Store
+from stores.engine.embedding_model import EmbeddingModel, ModelChangedError
+from stores.engine.lessons import (
+    MAX_SHORT_CHARS,
+    MAX_TEXT_CHARS,
+    LessonDraft,
+    LessonPatch,
+    RecallQuery,
+    Scope,
+    ScoredLesson,
+)
+
+T = TypeVar("T")
+
+LOCAL_ORG = "local"
+
+
+def embedding_text(problem: str, resolution: str) -> str:
+    """What a lesson's vector is computed from."""
+    return f"{problem}\n{resolution}"
+
+
+class LessonService:
+    """The lessons tools' logic, independent of the transport."""
+
+    def __init__(self, store: Store, embedder: Embedder, *, default_project: str, org: str = LOCAL_ORG):
+        self.store = store
+        self.embedder = embedder
+        self.default_project = check_project(default_project)
+        self.org = org
+        self._running: EmbeddingModel | None = None  # the embedder's model, once loaded
+
+    def require_model(self) -> None:
+        """Refuse (``ModelMismatch``) unless the store's vectors come from the embedder's model;
+        a store that recorded no model adopts it (``stores.engine.embedding_model``). Blocking: it
+        waits for the model to load, and asks the store only until the store knows its model.
+        Call it before embedding anything that is stored or compared with stored vectors."""
+        if self._running is None:
+            self._running = running_model(self.embedder)
+        recorded = self.store.models.adopt(self._running)
+        if not recorded.makes_same_vectors(self._running):
+            self.store.models.forget()  # ask again next time: a reembed may have fixed it by then
+            raise ModelMismatch(mismatch_message(recorded, self._running))
+
+    async def _require_model(self) -> None:
+        """``require_model`` without a thread or a query once the store's model is known to match."""
+        known, running = self.store.models.known, self._running
+        if known is None or running is None or not known.makes_same_vectors(running):
+            await _run(self.require_model)
+
+    async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
+        """A store call that writes or compares vectors. If the store was re-embedded with
+        another model meanwhile (another process ran ``lore-memory reembed``), the refusal
+        names the fix rather than merely the change."""
+        try:
+            return await _run(fn, *args)
+        except ModelChangedError:
+            await _run(self.require_model)
+            raise
+
+    def scope(self, project: str | None, caller: Caller | None = None) -> Scope:
+        """Org and project of a call: the caller's (its API key's, over HTTP), passed by the tool
+        that was called; with no caller (stdio, the CLI, tests), the server's own org."""
+        requested = check_project(project) if project is not None else None
+        if caller is None:
+            return Scope(org=self.org, project=requested or self.default_project)
+        return Scope(
+            org=caller.org, project=caller.project_for(requested, self.default_project), actor=caller.actor
+        )
+
+    async def save(
+        self,
+        *,
+        problem: str,
+        resolution: str,
+        context: str | None = None,
+        tags: Sequence[str] = (),
+        confidence: float = 0.5,
+        source: str | None = None,
+        project: str | None = None,
+        ttl_days: float | None = None,
+        caller: Caller | None = None,
+    ) -> SaveLessonResult:
+        scope = self.scope(project, caller)
+        draft, kinds = self.make_draft(
+            problem=problem,
+            resolution=resolution,
+            context=context,
+            tags=tags,
+            confidence=confidence,
+            source=source,
+            ttl_days=ttl_days,
+        )
+        await self._require_model()
+        [vector] = await self.embedder.aencode_documents([embedding_text(draft.problem, draft.resolution)])
+        result = await self._with_vectors(self.store.save, scope, draft, vector)
+        return SaveLessonResult(
+            id=result.id,
+            merged=result.merged,
+            redacted=list(kinds),
+            similar=[SimilarLesson(id=i, score=score) for i, score in result.similar],
+        )
+
+    def make_draft(
+        self,
+        *,
+        problem: str,
+        resolution: str,
+        context: str | None = None,
+        tags: Sequence[str] = (),
+        confidence: float = 0.5,
+        source: str | None = None,
+        ttl_days: float | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> tuple[LessonDraft, tuple[str, ...]]:
+        """Validate and redact one lesson; shared by the tool and bulk loading."""
+        problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
+        resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
+        context = check_text("context", context, MAX_TEXT_CHARS)
+        source = check_text("source", source, MAX_SHORT_CHARS)
+        check_confidence(confidence)
+        clean_tags, tag_kinds = normalise_tags(tags)
+        expires_at = expiry(ttl_days)
+        (clean_problem, clean_resolution, context, source), kinds = redact_fields(
+            problem, resolution, context, source
+        )
+        clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
+        assert clean_problem is not None and clean_resolution is not None
+        draft = LessonDraft(
+            problem=clean_problem,
+            resolution=clean_resolution,
+            context=context or None,
+            tags=clean_tags,
+            confidence=float(confidence),
+            source=source or None,
+            expires_at=expires_at,
+            meta=clean_meta,
+        )
+        return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))
+
+    async def recall(
+        self,
+        *,
+        query: str,
+        tags: Sequence[str] = (),
+        project: str | None = None,
+        limit: int = 5,
+        min_confidence: float = 0.0,
+        verbose: bool = False,
+        caller: Caller | None = None,
+    ) -> RecallResult:
+        scope = self.scope(project, caller)
+        checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
+        check_confidence(min_confidence, name="min_confidence")
+        clean_tags = check_tags(tags)
+        # The query is redacted too: a secret pasted into a query must not reach the model or logs.
+        (redacted,), _ = redact_many([checked])
+        assert redacted is not None
+        text: str = redacted
+        await self._require_model()
+        try:
+            hits = await self._recall_while_embedding(
+                scope, text, tags=clean_tags, min_confidence=min_confidence, limit=limit
+            )
+        except ModelChangedError:
+            await _run(self.require_model)
+            raise
+        if verbose:
+            return RecallResult(
+                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
+            )
+        return RecallResult(
+            lessons=[
+                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
+            ]
+        )
+
+    async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
+        """The store's full-text search and the query's embedding at once, then one ranking.
+
+        Neither waits for the other: the words need no vector, so on Postgres they are
+        searched in the database while the model runs here.
+        """
+        asked = RecallQuery(text=text, **query)
+        found: dict[str, Any] = {}
+
+        async def match_words() -> None:
+            found["words"] = await _run(self.store.match_words, scope, asked)
+
+        async def embed() -> None:
+            found["vector"] = await self.embedder.aencode_query(text)
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(match_words)
+                tg.start_soon(embed)
+        except BaseExceptionGroup as group:  # one failure is the answer, not a group of them
+            raise group.exceptions[0] from None
+        return await _run(self.store.rank, scope, asked.with_vector(found["vector"]), found["words"])
+
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut:
+        return LessonOut.of(await _run(self.store.get, self.scope(project, caller), check_id(lesson_id)))
+
+    async def vote(
+        self, lesson_id: str, *, up: bool, project: str | None = None, caller: Caller | None = None
+    ) -> VoteResult:
+        lesson = await _run(self.store.vote, self.scope(project, caller), check_id(lesson_id), up)
+        return VoteResult(id=lesson.id, upvotes=lesson.upvotes, downvotes=lesson.downvotes)
+
+    async def delete(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> DeleteResult:
+        lesson = await _run(self.store.delete, self.scope(project, caller), check_id(lesson_id))
+        return DeleteResult(id=lesson.id, deleted=True)
+
+    async def list(
+        self,
+        *,
+        project: str | None = None,
+        tags: Sequence[str] = (),
+        limit: int = 20,
+        cursor: str | None = None,
+        verbose: bool = False,
+        caller: Caller | None = None,
+    ) -> ListResult:
+        scope = self.scope(project, caller)
+        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
+            raise InvalidArgument(
+                "cursor is not one this server returned; pass next_cursor from a previous page."
+            )
+        page = await _run(self.store.list, scope, check_tags(tags), limit, cursor)
+        shape = LessonOut if verbose else CompactLesson
+        return ListResult(lessons=[shape.of(x) for x in page.lessons], next_cursor=page.next_cursor)
+
+    async def update(
+        self,
+        lesson_id: str,
+        *,
+        project: str | None = None,
+        problem: str | None = None,
+        resolution: str | None = None,
+        context: str | None = None,
+        tags: Sequence[str] | None = None,
+        confidence: float | None = None,
+        source: str | None = None,
+        ttl_days: float | None = None,
+        caller: Caller | None = None,
+    ) -> UpdateLessonResult:
+        scope = self.scope(project, caller)
+        lesson_id = check_id(lesson_id)
+        if problem is not None:
+            check_text("problem", problem, MAX_TEXT_CHARS, required=True)
+        if resolution is not None:
+            check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
+        check_text("context", context, MAX_TEXT_CHARS)
+        check_text("source", source, MAX_SHORT_CHARS)
+        if confidence is not None:
+            check_confidence(confidence)
+        clean_tags, tag_kinds = normalise_tags(tags) if tags is not None else (None, ())
+        expires_at = expiry(ttl_days)
+        if all(v is None for v in (problem, resolution, context, tags, confidence, source, ttl_days)):
+            raise InvalidArgument("Nothing to update: pass at least one field to change.")
+        (problem, resolution, context, source), kinds = redact_fields(problem, resolution, context, source)
+        # An empty string clears an optional field.
+        clear = frozenset(name for name, value in (("context", context), ("source", source)) if value == "")
+        patch = LessonPatch(
+            problem=problem,
+            resolution=resolution,
+            context=context or None,
+            tags=clean_tags,
+            confidence=confidence,
+            source=source or None,
+            expires_at=expires_at,
+            clear=clear,
+        )
+        vector = None
+        if problem is not None or resolution is not None:
+            current = await _run(self.store.get, scope, lesson_id)
+            text = embedding_text(problem or current.problem, resolution or current.resolution)
+            await self._require_model()
+            [vector] = await self.embedder.aencode_documents([text])
+        lesson = await self._with_vectors(self.store.update, scope, lesson_id, patch, vector)
+        return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=sorted({*kinds, *tag_kinds}))
+
+
+async def _run(fn: Callable[..., T], *args: Any) -> T:
+    return await anyio.to_thread.run_sync(fn, *args)

@@ -1,0 +1,197 @@
+"""The plan format as pydantic models, so the tools' input schema shows it to a model.
+
+These check the shape; names, types and values are checked by ``stores.engine.plans`` as
+each operation runs, so errors can name the operation that failed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from lore_mcp.redaction import redact
+
+ColumnType = Literal["text", "integer", "real", "boolean", "json", "timestamp"]
+FilterOp = Literal["=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null"]
+Name = Annotated[str, Field(max_length=500)]
+# Any JSON value, published as every JSON type spelled out: a schema with no keyword at
+# all accepts the same values, but portable-schema checks (the MCP Inspector's) flag it
+# as one that constrains nothing. Validation is unchanged: ``Any`` takes whatever came.
+JsonValue = Annotated[
+    Any,
+    WithJsonSchema(
+        {"anyOf": [{"type": t} for t in ("string", "number", "boolean", "object", "array", "null")]}
+    ),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class ColumnSpec(_Strict):
+    name: Name
+    type: ColumnType
+    nullable: bool = True
+    default: JsonValue = None
+
+
+class RowFilter(_Strict):
+    column: Name
+    op: FilterOp
+    value: JsonValue = Field(
+        None, description="A list for `in`, true/false for `is_null`, a pattern for `like`."
+    )
+
+
+class CreateTable(_Strict):
+    op: Literal["create_table"]
+    table: Name
+    columns: list[ColumnSpec] = Field(description="Every table also gets an integer primary key `id`.")
+
+
+class DropTable(_Strict):
+    op: Literal["drop_table"]
+    table: Name
+
+
+class AddColumn(_Strict):
+    op: Literal["add_column"]
+    table: Name
+    column: ColumnSpec
+
+
+class DropColumn(_Strict):
+    op: Literal["drop_column"]
+    table: Name
+    column: Name
+
+
+class RenameColumn(_Strict):
+    op: Literal["rename_column"]
+    table: Name
+    from_: Name = Field(alias="from")
+    to: Name
+
+
+class AlterColumnType(_Strict):
+    op: Literal["alter_column_type"]
+    table: Name
+    column: Name
+    type: ColumnType
+
+
+class Insert(_Strict):
+    op: Literal["insert"]
+    table: Name
+    rows: list[dict[str, Any]] = Field(description="Column values; `id` is assigned by Lore.")
+
+
+class Update(_Strict):
+    op: Literal["update"]
+    table: Name
+    where: list[RowFilter] = Field(default_factory=list, description="ANDed; empty means every row.")
+    set: dict[str, Any]
+
+
+class Delete(_Strict):
+    op: Literal["delete"]
+    table: Name
+    where: list[RowFilter] = Field(default_factory=list, description="ANDed; empty means every row.")
+
+
+Operation = Annotated[
+    CreateTable
+    | DropTable
+    | AddColumn
+    | DropColumn
+    | RenameColumn
+    | AlterColumnType
+    | Insert
+    | Update
+    | Delete,
+    Field(discriminator="op"),
+]
+
+
+class PlanModel(_Strict):
+    """A change to a project's tables, made against the schema_hash that `schema` returned."""
+
+    baseSchemaHash: str = Field(description="schema_hash from the `schema` tool when the plan was made.")
+    message: str = Field("", max_length=2000, description="Why: shown in history.")
+    operations: list[Operation] = Field(
+        min_length=1, max_length=100, description="Run in order, all or nothing."
+    )
+
+    def as_plan(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_unset=True)
+
+
+def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
+    """``plan`` (as ``PlanModel.as_plan`` gives it) split into its frame and the JSON values
+    in it that are the caller's own: row values, new values, filter values, column defaults.
+
+    The frame is a copy with each such value replaced by None; each value comes with
+    where it sits (``plan.operations[1].rows[0].payload``). Limits on a value's nesting
+    are then counted from the value itself, not from the plan around it, which would
+    otherwise take five levels of the allowance from a row value and fewer from a default.
+    """
+    values: list[tuple[str, Any]] = []
+
+    def cells(where: str, row: Any) -> Any:
+        if not isinstance(row, dict):
+            return row
+        for key, value in row.items():
+            values.append((f"{where}{_step(key)}", value))
+        return dict.fromkeys(row)
+
+    def column(where: str, spec: Any) -> Any:
+        if isinstance(spec, dict) and "default" in spec:
+            values.append((f"{where}.default", spec["default"]))
+            return {**spec, "default": None}
+        return spec
+
+    frame = dict(plan)
+    operations = []
+    for i, op in enumerate(plan.get("operations", [])):
+        at = f"plan.operations[{i}]"
+        if isinstance(op, dict):
+            op = dict(op)
+            if isinstance(op.get("rows"), list):
+                op["rows"] = [cells(f"{at}.rows[{j}]", row) for j, row in enumerate(op["rows"])]
+            if "set" in op:
+                op["set"] = cells(f"{at}.set", op["set"])
+            if "where" in op:
+                op["where"] = filter_values(f"{at}.where", op["where"], values)
+            if isinstance(op.get("columns"), list):
+                op["columns"] = [column(f"{at}.columns[{k}]", c) for k, c in enumerate(op["columns"])]
+            if isinstance(op.get("column"), dict):
+                op["column"] = column(f"{at}.column", op["column"])
+        operations.append(op)
+    if "operations" in plan:
+        frame["operations"] = operations
+    return frame, values
+
+
+def _step(key: Any) -> str:
+    """A row's column as a step of a path: ``.name`` for an identifier, else quoted, redacted
+    and shortened (it is the caller's text, checked only later)."""
+    text = str(key)
+    if text.isidentifier() and len(text) <= 63:
+        return f".{text}"
+    return f"[{redact(text).text[:40]!r}]"
+
+
+def filter_values(where: str, conditions: Any, values: list[tuple[str, Any]]) -> Any:
+    """Row filters with each ``value`` replaced by None, the values appended to ``values``
+    with where they sit (``where[0].value``); see ``plan_values``."""
+    if not isinstance(conditions, list):
+        return conditions
+    framed = []
+    for k, condition in enumerate(conditions):
+        if isinstance(condition, dict) and "value" in condition:
+            values.append((f"{where}[{k}].value", condition["value"]))
+            condition = {**condition, "value": None}
+        framed.append(condition)
+    return framed

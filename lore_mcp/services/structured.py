@@ -1,0 +1,255 @@
+"""Structured memory and history as the MCP tools see them.
+
+Each call opens one transaction on the project through the store's
+``transaction(scope, write=...)`` and runs the backend-neutral logic of
+``stores.engine.structured`` inside it: reads see one snapshot, and a write (apply,
+revert) either lands whole with its commit or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from lore_mcp.auth import Caller
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.redaction import fit, redact_json
+from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.plan_models import PlanModel, filter_values, plan_values
+from stores import Store
+from stores.engine import structured
+from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
+from stores.engine.structured import Commit, ProjectTx
+from stores.errors import NotFoundError
+
+T = TypeVar("T")
+MAX_HISTORY_LIMIT = 100
+
+
+class StructuredService:
+    """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
+
+    def __init__(self, lessons: LessonService) -> None:
+        self.lessons = lessons
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store
+
+    async def _run(
+        self, project: str | None, caller: Caller | None, write: bool, fn: Callable[[ProjectTx], T]
+    ) -> T:
+        scope = self.lessons.scope(project, caller)
+
+        def work() -> T:
+            with self.store.transaction(scope, write=write) as tx:
+                return fn(tx)
+
+        return await anyio.to_thread.run_sync(work)
+
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
+        return await self._run(project, caller, False, structured.describe_schema)
+
+    async def plan(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """The dry run sees the plan as apply would store it: redacted."""
+        raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
+        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
+        # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
+        result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
+        return {**result, "redacted": kinds}
+
+    async def apply(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        actor = self.lessons.scope(project, caller).actor
+        # Off the event loop, and before the write transaction: no lock is held meanwhile.
+        raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
+        # Run on a snapshot with no lock or connection held, then write in a short transaction
+        # (again in full there if the project changed meanwhile): a large plan of one org never
+        # holds the writer, or a pooled connection, that other orgs' saves and key checks need.
+        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
+        ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw)
+        result = await self._run(
+            project, caller, True, lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor)
+        )
+        return {**result, "redacted": kinds}
+
+    async def query_rows(
+        self,
+        table: str,
+        *,
+        where: list[dict[str, Any]],
+        order_by: list[dict[str, Any]],
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        caller: Caller | None = None,
+    ) -> dict[str, Any]:
+        values: list[tuple[str, Any]] = []
+        check_json("where", filter_values("where", where, values))
+        for at, value in values:  # a value's nesting counts from the value, not the filter list
+            check_json(at, value)
+        rows = await self._run(project, caller, False, lambda tx: structured.read_table(tx, table))
+        # Filtering needs no database, so it runs after the read transaction: a slow
+        # filter then holds no connection or lock that other calls wait for.
+        return await anyio.to_thread.run_sync(
+            lambda: structured.select_rows(rows, where, order_by, limit, cursor)
+        )
+
+    async def history(
+        self,
+        target: str | None,
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> dict[str, Any]:
+        key = history_target(target)
+        before = structured.parse_cursor(cursor)
+
+        def read(tx: ProjectTx) -> dict[str, Any]:
+            commits = tx.commits(key, limit + 1, before)
+            page = commits[:limit]
+            more = len(commits) > limit
+            return {
+                "commits": [commit_summary(c) for c in page],
+                "next_cursor": str(page[-1].seq) if more else None,
+            }
+
+        return await self._run(project, caller, False, read)
+
+    async def get_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        check_commit_id(commit_id)
+
+        def read(tx: ProjectTx) -> dict[str, Any]:
+            commit = tx.get_commit(commit_id)
+            if commit is None:
+                raise NotFoundError(f"No commit {commit_id} in this project.")
+            return {**commit_summary(commit), "effects": public_effects(commit.effects)}
+
+        return await self._run(project, caller, False, read)
+
+    async def revert_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        check_commit_id(commit_id)
+        actor = self.lessons.scope(project, caller).actor
+        return await self._run(project, caller, True, lambda tx: structured.revert(tx, commit_id, actor))
+
+    async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
+        """Counts for the ``lore://stats`` resource, within what the caller may see."""
+        scope = self.lessons.scope(project, caller)
+
+        def work() -> dict[str, Any]:
+            with self.store.transaction(scope, write=False) as tx:
+                commits = tx.commits(None, 1, None)
+                tables = structured.describe_schema(tx)["tables"]
+            return {
+                "org": scope.org,
+                "project": scope.project,
+                "lessons": self.store.count(scope.org, scope.project),
+                "tables": len(tables),
+                "rows": sum(t["row_count"] for t in tables),
+                "commits": commits[0].seq if commits else 0,
+                "embedding_model": self.lessons.embedder.model_name,
+            }
+
+        return await anyio.to_thread.run_sync(work)
+
+
+def history_target(target: str | None) -> str | None:
+    """A lesson id or a table name, as the commit target it stands for."""
+    if target is None:
+        return None
+    if ULID_PATTERN.fullmatch(target):
+        return f"lesson:{target}"
+    if IDENTIFIER.fullmatch(target):
+        return f"table:{target}"
+    raise InvalidArgument("target must be a lesson id or a table name (or omitted for the whole project).")
+
+
+def check_commit_id(commit_id: str) -> None:
+    if not ULID_PATTERN.fullmatch(commit_id):
+        raise InvalidArgument(
+            f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history."
+        )
+
+
+def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
+    """The plan as Lore may store it, and the kinds of secrets taken out.
+
+    Everything a plan can store is redacted: the message (the commit's message),
+    row values of insert and update (strings nested in json values and their keys
+    too) and column defaults. Filters and names are left alone: filters are never
+    stored, and names are identifiers that cannot hold a secret's shape. The whole
+    plan is first checked for text Lore cannot store and for runaway nesting.
+    """
+    raw = plan.as_plan()
+    frame, values = plan_values(raw)  # a value's nesting counts from the value, not the plan
+    check_json("plan", frame)
+    for where, value in values:
+        check_json(where, value)
+    found: set[str] = set()
+
+    def clean(value: Any) -> Any:
+        redacted, kinds = redact_json(value)
+        found.update(kinds)
+        return redacted
+
+    if isinstance(raw.get("message"), str):
+        # A marker can be longer than its secret: keep a message that fit within the limit.
+        raw["message"] = fit(clean(raw["message"]), MAX_MESSAGE_CHARS)
+    for op in raw.get("operations", []):
+        kind = op.get("op")
+        if kind == "insert" and isinstance(op.get("rows"), list):
+            op["rows"] = [
+                {column: clean(value) for column, value in row.items()} if isinstance(row, dict) else row
+                for row in op["rows"]
+            ]
+        elif kind == "update" and isinstance(op.get("set"), dict):
+            op["set"] = {column: clean(value) for column, value in op["set"].items()}
+        elif kind == "create_table" and isinstance(op.get("columns"), list):
+            op["columns"] = [_clean_default(c, clean) for c in op["columns"]]
+        elif kind == "add_column" and isinstance(op.get("column"), dict):
+            op["column"] = _clean_default(op["column"], clean)
+    return raw, sorted(found)
+
+
+def _clean_default(spec: dict[str, Any], clean: Callable[[Any], Any]) -> dict[str, Any]:
+    if isinstance(spec, dict) and spec.get("default") is not None:
+        return {**spec, "default": clean(spec["default"])}
+    return spec
+
+
+def commit_summary(commit: Commit) -> dict[str, Any]:
+    return {
+        "id": commit.id,
+        "seq": commit.seq,
+        "parent": commit.parent,
+        "kind": commit.kind,
+        "message": commit.message,
+        "actor": commit.actor,
+        "created_at": commit.created_at.isoformat(),
+        "schema_hash_before": commit.schema_hash_before,
+        "schema_hash_after": commit.schema_hash_after,
+    }
+
+
+def public_effects(effects: Any) -> dict[str, Any]:
+    """Effects as clients see them: lesson vectors are internal and left out."""
+    rows = []
+    for row in effects.get("rows", []):
+        row = dict(row)
+        for side in ("before", "after"):
+            if isinstance(row.get(side), dict) and "embedding" in row[side]:
+                row[side] = {k: v for k, v in row[side].items() if k != "embedding"}
+        rows.append(row)
+    return {"rows": rows, "schema": effects.get("schema", []), "tables": effects.get("tables", {})}

@@ -1,0 +1,357 @@
+"""The team server's guards around the SDK's app: per-key rate limits and failed-login limits.
+
+``RateLimit`` (inside the SDK's authentication) limits MCP requests per API key and
+``BusyGuard`` refuses a heavy tool call whose org's queue is full (``lore_mcp.transport.admission``);
+``AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the key store cannot be
+asked and limits failed authentication per client address before any lookup. Their
+errors are JSON-RPC errors carrying the id of the request they refuse, so an MCP client
+shows the reason on the call that was refused. ``lore_mcp.transport.http`` assembles them.
+"""
+
+from __future__ import annotations
+
+import collections
+import hashlib
+import ipaddress
+import json
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lore_mcp.auth import KeyLookupUnavailable, caller_of
+from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
+
+MCP_PATH = "/mcp"
+HEALTH_PATH = "/healthz"
+WINDOW_S = 60.0
+# Failed authentications (401) one client address may make per minute; beyond, 429 before any lookup.
+FAILED_AUTH_PER_MINUTE = 30
+# Addresses and keys tracked at once; beyond, the stalest are forgotten.
+MAX_TRACKED = 10_000
+# JSON-RPC's range for server-defined errors.
+RATE_LIMITED_JSONRPC_CODE = -32029
+UNAVAILABLE_JSONRPC_CODE = -32030
+BUSY_JSONRPC_CODE = -32031
+
+
+class SlidingWindowLimiter:
+    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log).
+
+    In memory, per process: each replica of a server counts on its own.
+    """
+
+    def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
+        self.limit = limit
+        self.window = window
+        self.clock = clock
+        self._hits: dict[str, collections.deque[float]] = {}
+
+    def hit(self, key: str) -> float | None:
+        """Record a hit; returns None when allowed, else the seconds until one would be."""
+        wait = self.wait(key)
+        if wait is None:
+            self.record(key)
+        return wait
+
+    def wait(self, key: str) -> float | None:
+        """Without recording anything: None when a hit would be allowed, else the seconds until it would."""
+        hits = self._hits.get(key)
+        if not hits:
+            return None
+        now = self.clock()
+        while hits and hits[0] <= now - self.window:
+            hits.popleft()
+        if len(hits) >= self.limit:
+            return hits[0] + self.window - now
+        return None
+
+    def record(self, key: str) -> None:
+        """Count a hit whatever the limit (for events that have already happened)."""
+        if key not in self._hits and len(self._hits) >= MAX_TRACKED:
+            self._forget_stale()
+        self._hits.setdefault(key, collections.deque()).append(self.clock())
+
+    def _forget_stale(self) -> None:
+        """Drop keys with no hit in the window; if that is not enough, the oldest half."""
+        cutoff = self.clock() - self.window
+        for key in [k for k, hits in self._hits.items() if not hits or hits[-1] <= cutoff]:
+            del self._hits[key]
+        if len(self._hits) >= MAX_TRACKED:
+            for key in list(self._hits)[: len(self._hits) // 2]:
+                del self._hits[key]
+
+
+async def request_id(scope: Scope, receive: Receive) -> str | int | None:
+    """The JSON-RPC id of a request about to be refused, read from its body, so the client
+    matches the error to the call it made; None for a GET or DELETE, a notification, a batch,
+    or a body that is not JSON or is over the SDK's size limit (which it would refuse)."""
+    if scope.get("method") != "POST":
+        return None
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        body += message.get("body", b"")
+        if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+            return None
+        if not message.get("more_body"):
+            break
+    return jsonrpc_id(parsed_json(bytes(body)))
+
+
+def parsed_json(body: bytes) -> Any:
+    """A request body as JSON; None when it is not JSON or is over the SDK's size limit."""
+    if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        return None
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
+
+
+def jsonrpc_id(message: Any) -> str | int | None:
+    """The id of a single JSON-RPC request (None for a notification, a batch or anything else)."""
+    found = message.get("id") if isinstance(message, dict) else None
+    return found if isinstance(found, str | int) and not isinstance(found, bool) else None
+
+
+async def send_jsonrpc_error(
+    send: Send,
+    *,
+    status: int,
+    code: int,
+    message: str,
+    retry_after: int,
+    data: dict[str, Any] | None = None,
+    id: str | int | None = None,
+) -> None:
+    """An HTTP error whose body is a JSON-RPC error, so MCP clients show the reason, not a bare status."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    body = json.dumps({"jsonrpc": "2.0", "id": id, "error": error}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(retry_after).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class RateLimit:
+    """ASGI middleware (inside auth) limiting MCP requests per API key; 429 with Retry-After beyond it.
+
+    ``/healthz`` is not counted: a monitor polling it with a root key must not use up the
+    key's budget for tool calls."""
+
+    def __init__(self, app: ASGIApp, limiter: SlidingWindowLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user") if scope["type"] == "http" else None
+        if isinstance(user, AuthenticatedUser) and scope.get("path", "").startswith(MCP_PATH):
+            caller = caller_of(user.access_token)
+            wait = self.limiter.hit(caller.key_id) if caller is not None else None
+            if wait is not None:
+                retry_after = max(1, math.ceil(wait))
+                await send_jsonrpc_error(
+                    send,
+                    status=429,
+                    code=RATE_LIMITED_JSONRPC_CODE,
+                    message=f"RATE_LIMITED: more than {self.limiter.limit} requests in a minute "
+                    f"with this API key; retry after {retry_after} s.",
+                    retry_after=retry_after,
+                    data={"retry_after": retry_after},
+                    id=await request_id(scope, receive),
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+def client_address(scope: Scope) -> str:
+    """Whom to count failed authentication against: the client's IP (an IPv6 client's /64).
+
+    ``scope["client"]`` is the TCP peer, which the outermost middleware replaces with the
+    forwarded client only for a request from a trusted proxy (see ``build_app``)."""
+    client = scope.get("client")
+    host = client[0] if client else "unknown"
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
+
+
+def has_authorization(scope: Scope) -> bool:
+    return any(name == b"authorization" for name, _ in scope.get("headers", ()))
+
+
+def bearer_digest(scope: Scope) -> str | None:
+    """SHA-256 of the request's bearer token, if it has one."""
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization" and value[:7].lower() == b"bearer ":
+            return hashlib.sha256(value[7:]).hexdigest()
+    return None
+
+
+class AuthGuard:
+    """ASGI middleware outside the SDK's authentication.
+
+    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
+      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
+      be fine.
+    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
+      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
+      from that address get 429 with ``Retry-After`` before any lookup, unless they
+      carry a key this server accepted before (so one misconfigured client behind a
+      shared address does not lock out its neighbours; that key is still checked).
+      The 401 itself is unchanged: every kind of failure gets the same answer. A
+      ``/healthz`` that carries a key is limited the same way, since it checks the key.
+    """
+
+    def __init__(self, app: ASGIApp, failures: SlidingWindowLimiter) -> None:
+        self.app = app
+        self.failures = failures
+        self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = client_address(scope)
+        path = scope.get("path", "")
+        if path.startswith(MCP_PATH) or (path == HEALTH_PATH and has_authorization(scope)):
+            wait = self.failures.wait(address)
+            if wait is not None and bearer_digest(scope) not in self._accepted:
+                retry_after = max(1, math.ceil(wait))
+                await send_jsonrpc_error(
+                    send,
+                    status=429,
+                    code=RATE_LIMITED_JSONRPC_CODE,
+                    message=f"RATE_LIMITED: more than {self.failures.limit} failed authentications in a "
+                    f"minute from this address; retry after {retry_after} s with a valid API key.",
+                    retry_after=retry_after,
+                    data={"retry_after": retry_after},
+                    id=await request_id(scope, receive),
+                )
+                return
+        started = read = False
+
+        async def watch(message: Any) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                self._note(scope, address, message["status"])
+            await send(message)
+
+        async def reading() -> Any:
+            nonlocal read
+            read = True
+            return await receive()
+
+        try:
+            await self.app(scope, reading, watch)
+        except KeyLookupUnavailable:
+            if started:
+                raise
+            await send_jsonrpc_error(
+                send,
+                status=503,
+                code=UNAVAILABLE_JSONRPC_CODE,
+                message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+                "could not check the API key; nothing was done. Try again shortly.",
+                retry_after=5,
+                # The key is checked before the body is read, so the body is normally still there.
+                id=None if read else await request_id(scope, receive),
+            )
+
+    def _note(self, scope: Scope, address: str, status: int) -> None:
+        if status == 401:
+            self.failures.record(address)
+            return
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            digest = bearer_digest(scope)
+            if digest is not None:
+                self._accepted[digest] = None
+                self._accepted.move_to_end(digest)
+                while len(self._accepted) > MAX_TRACKED:
+                    self._accepted.popitem(last=False)
+
+
+class BusyGuard:
+    """ASGI middleware (inside auth): a heavy tool call that ``gate`` would refuse at once, its
+    org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` in a
+    JSON-RPC error carrying the call's id, before it reaches MCP (whose answer to a tool call
+    goes out as a stream that can no longer carry such a header). The body is read only while
+    the caller's org is at that bound; otherwise the request passes untouched."""
+
+    def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
+        self.app = app
+        self.gate = gate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user = scope.get("user") if scope["type"] == "http" else None
+        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
+        if caller is None or scope.get("method") != "POST" or not self.gate.queue_full(caller.org):
+            await self.app(scope, receive, send)
+            return
+        body, receive = await buffered(receive)
+        message = parsed_json(body)
+        params = message.get("params") if isinstance(message, dict) else None
+        if (
+            isinstance(message, dict)
+            and message.get("method") == "tools/call"
+            and isinstance(params, dict)
+            and params.get("name") in HEAVY_TOOLS
+        ):
+            busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
+            await send_jsonrpc_error(
+                send,
+                status=429,
+                code=BUSY_JSONRPC_CODE,
+                message=f"{busy.code}: {busy.message}",
+                retry_after=busy.retry_after_s,
+                data={"retry_after": busy.retry_after_s},
+                id=jsonrpc_id(message),
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+async def buffered(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's whole body, and a ``receive`` that hands it on to the app as sent."""
+    body = bytearray()
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+    return bytes(body), replay

@@ -1,0 +1,313 @@
+"""The team server: MCP streamable HTTP at ``/mcp`` with API keys, rate limits and ``/healthz``.
+
+The app is the SDK's own streamable-HTTP app (bearer auth through our
+``ApiKeyVerifier``), with these additions: a per-key sliding-window rate limit that
+answers 429 with ``Retry-After``; ``GET /healthz``, which checks the database and the
+``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
+that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's
+authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
+cannot be asked (an outage is not a bad key) and limits failed authentication per client
+address before any lookup. The client address is the TCP peer's, or, from a trusted
+reverse proxy (``LORE_TRUSTED_PROXIES``), the right-most address in ``X-Forwarded-For``
+that is not itself a trusted proxy. Errors the guards answer carry the JSON-RPC id of
+the request they refuse. Shutdown on SIGTERM stops accepting connections, lets every MCP
+request in flight finish for up to the drain time, then exits whatever is still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import anyio.to_thread
+import uvicorn
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.transport_security import TransportSecurityMiddleware
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+from lore_mcp import __version__
+from lore_mcp.auth import caller_of
+from lore_mcp.transport.guards import (
+    FAILED_AUTH_PER_MINUTE,
+    HEALTH_PATH,
+    MCP_PATH,
+    AuthGuard,
+    BusyGuard,
+    RateLimit,
+    SlidingWindowLimiter,
+    has_authorization,
+)
+from lore_mcp.transport.server import LoreServer
+from lore_mcp.transport.streams import StandingStreams
+from stores.errors import StoreError
+
+logger = logging.getLogger("lore_mcp.transport.http")
+
+# How long SIGTERM waits for MCP requests in flight before closing everything anyway.
+DRAIN_TIMEOUT_S = 30.0
+# After the drain time, this long for the rest of shutdown before the process exits regardless.
+EXIT_GRACE_S = 2.0
+# The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
+EXIT_AFTER_DEADLINE = 1
+# How long /healthz waits for the database.
+HEALTH_TIMEOUT_S = 5.0
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding ``host`` keeps the server reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class InFlight:
+    """ASGI middleware counting MCP requests being answered, so shutdown can wait for them.
+
+    A GET on ``/mcp`` is a client's standing notification stream, not a request: it
+    would never end by itself, so it is not counted.
+    """
+
+    def __init__(self, app: ASGIApp, counter: RequestCounter) -> None:
+        self.app = app
+        self.counter = counter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") == "GET":
+            await self.app(scope, receive, send)
+            return
+        self.counter.active += 1
+        self.counter.started += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.counter.active -= 1
+
+
+class RequestCounter:
+    """MCP requests (POST and DELETE) running now and started since the process began.
+
+    Shutdown drains on ``active``; ``/healthz`` reports both, so an operator (or a test)
+    can see what a SIGTERM would wait for.
+    """
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.started = 0
+
+    def as_json(self) -> dict[str, int]:
+        return {"in_flight": self.active, "started": self.started}
+
+
+def build_app(
+    server: LoreServer,
+    *,
+    host: str,
+    health: Callable[[], Any],
+    store_name: str,
+    rate_limit_per_minute: int,
+    counter: RequestCounter | None = None,
+    failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
+    trusted_proxies: Sequence[str] = (),
+) -> Any:
+    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
+
+    Serve it with ``server_config``, which leaves forwarded headers to this app: only a
+    request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
+    address taken from ``X-Forwarded-For``.
+    """
+    requests = counter or RequestCounter()
+
+    @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
+    async def healthz(request: Request) -> Response:
+        # The same Host and Origin checks as /mcp (DNS-rebinding protection on loopback).
+        refused = await TransportSecurityMiddleware(
+            server.session_manager.security_settings
+        ).validate_request(request)
+        if refused is not None:
+            return refused
+        user = request.scope.get("user")
+        if has_authorization(request.scope) and not isinstance(user, AuthenticatedUser):
+            return refused_credential()
+        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else server.local_caller
+        details = caller is not None and caller.root
+        try:
+            with anyio.fail_after(HEALTH_TIMEOUT_S):
+                await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
+        except (StoreError, TimeoutError) as exc:
+            detail = str(exc) or f"The database did not answer within {HEALTH_TIMEOUT_S:.0f} s."
+            down = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
+            return JSONResponse(health_body(down, requests) if details else {"status": "unavailable"}, 503)
+        # Heavy calls waiting for a slot mean a busy server, not a broken one: still 200.
+        load = server.heavy_gate.load() if server.heavy_gate is not None else None
+        status = "busy" if load is not None and load.saturated else "ok"
+        body: dict[str, Any] = {"status": status, "store": store_name, "version": __version__}
+        if load is not None:
+            body["heavy_calls"] = {"running": load.running, "waiting": load.waiting, "slots": load.total}
+        return JSONResponse(health_body(body, requests) if details else {"status": status})
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    # First, so it runs outside the SDK's authentication and sees what it raises and answers.
+    app.user_middleware.insert(
+        0, Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute))
+    )
+    if trusted_proxies:
+        # Outermost: every guard counts against the client the trusted proxy names.
+        app.user_middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(trusted_proxies)))
+    # Appended, so these run inside the SDK's authentication middleware and see the caller.
+    app.user_middleware.append(Middleware(RateLimit, limiter=SlidingWindowLimiter(rate_limit_per_minute)))
+    if server.heavy_gate is not None:
+        app.user_middleware.append(Middleware(BusyGuard, gate=server.heavy_gate))
+    app.user_middleware.append(Middleware(InFlight, counter=requests))
+    streams = StandingStreams(MCP_PATH, token_verifier_of(app))
+    app.user_middleware.append(Middleware(streams.middleware))
+    server.middleware.append(streams.after_revoke)
+    return app
+
+
+def health_body(body: dict[str, Any], requests: RequestCounter) -> dict[str, Any]:
+    return {**body, "requests": requests.as_json()}
+
+
+def refused_credential() -> JSONResponse:
+    """The answer /mcp gives a credential it refuses (the SDK's 401), for /healthz."""
+    return JSONResponse(
+        {"error": "invalid_token", "error_description": "Authentication required"},
+        status_code=401,
+        headers={
+            "WWW-Authenticate": 'Bearer error="invalid_token", error_description="Authentication required"'
+        },
+    )
+
+
+def token_verifier_of(app: Any) -> Any:
+    """The verifier the SDK's authentication middleware checks bearer tokens with (None without auth)."""
+    for middleware in app.user_middleware:
+        backend = middleware.kwargs.get("backend")
+        if isinstance(backend, BearerAuthBackend):
+            return backend.token_verifier
+    return None
+
+
+def server_config(
+    app: Any, *, host: str, port: int, log_level: str, drain_timeout_s: float
+) -> uvicorn.Config:
+    """uvicorn's configuration for the team server.
+
+    uvicorn's own proxy-header handling is off: by default it believes ``X-Forwarded-For``
+    from any loopback peer (and ``FORWARDED_ALLOW_IPS``), which would let every client of a
+    server bound to 127.0.0.1 behind a proxy choose the address its failed logins count
+    against. ``build_app`` applies the same middleware with ``LORE_TRUSTED_PROXIES`` instead.
+    """
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level.lower(),
+        # Beyond the drain time, so DrainingServer, not uvicorn, decides when draining ends.
+        timeout_graceful_shutdown=math.ceil(drain_timeout_s) + 1,
+        lifespan="on",
+        proxy_headers=False,
+    )
+
+
+class DrainingServer(uvicorn.Server):
+    """uvicorn, but shutdown waits for MCP requests in flight rather than for every connection.
+
+    A client's GET notification stream stays open for as long as its session lives, so
+    waiting for all connections to close would always run into the timeout.
+
+    Shutdown is bounded whatever a request is doing. A request blocked in a worker
+    thread (on a database that stopped answering, say) cannot be cancelled, and the
+    interpreter would wait for that thread at exit; so once the drain time is over with
+    requests still running, the process exits at once (status ``EXIT_AFTER_DEADLINE``),
+    and a timer started with the shutdown exits it ``EXIT_GRACE_S`` later if anything
+    else (closing sessions, the store, leftover threads) still holds it.
+    ``hard_exit=False`` leaves the process alone (for a server run inside another program).
+    """
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        counter: RequestCounter,
+        *,
+        drain_timeout_s: float = DRAIN_TIMEOUT_S,
+        hard_exit: bool = True,
+    ) -> None:
+        super().__init__(config)
+        self.counter = counter
+        self.drain_timeout_s = drain_timeout_s
+        self.hard_exit = hard_exit
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        if self.hard_exit:
+            timer = threading.Timer(
+                self.drain_timeout_s + EXIT_GRACE_S, _exit_now, args=("shutdown did not finish in time",)
+            )
+            timer.daemon = True
+            timer.start()
+        await super().shutdown(sockets)
+        # uvicorn re-raises the signal it caught once it has shut down, so the process would
+        # die "killed by SIGTERM"; after a clean drain, exit normally (status 0) instead.
+        self._captured_signals.clear()
+
+    async def _wait_tasks_to_complete(self) -> None:
+        deadline = time.monotonic() + self.drain_timeout_s
+        while self.counter.active and time.monotonic() < deadline and not self.force_exit:
+            await asyncio.sleep(0.05)
+        if self.counter.active:
+            message = f"{self.counter.active} MCP requests still running after {self.drain_timeout_s:g} s"
+            if self.hard_exit:
+                _exit_now(message)
+            logger.error("shutting down with %s", message)
+
+
+def _exit_now(why: str) -> None:
+    """Leave at once, without waiting for threads that may never finish."""
+    logger.error("exiting without waiting: %s", why)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_AFTER_DEADLINE)
+
+
+async def serve_http(
+    server: LoreServer,
+    *,
+    host: str,
+    port: int,
+    health: Callable[[], Any],
+    store_name: str,
+    rate_limit_per_minute: int,
+    log_level: str = "WARNING",
+    drain_timeout_s: float = DRAIN_TIMEOUT_S,
+    trusted_proxies: Sequence[str] = (),
+) -> None:
+    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
+    counter = RequestCounter()
+    app = build_app(
+        server,
+        host=host,
+        health=health,
+        store_name=store_name,
+        rate_limit_per_minute=rate_limit_per_minute,
+        counter=counter,
+        trusted_proxies=trusted_proxies,
+    )
+    config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
+    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()

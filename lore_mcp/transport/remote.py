@@ -1,0 +1,456 @@
+"""Remote mode: a local stdio server that forwards every tool call to a team server.
+
+Desktop clients that only speak stdio reach a team's Lore this way
+(``LORE_STORE=remote`` with ``LORE_API_URL`` and ``LORE_API_KEY``). The tools it
+lists are Lore's own, defined locally, so ``initialize`` and ``tools/list`` answer
+even when the team server is down; each call redacts secrets from its arguments
+*before* anything leaves the machine, then goes over one kept-open MCP
+streamable-HTTP connection. Failures become the usual codes: ``UNAVAILABLE``
+(cannot reach the server, it took too long, or it cannot reach its own database:
+then it could not check the key either, so this is not ``UNAUTHORIZED``),
+``UNAUTHORIZED`` (the key was refused) and the server's own errors, passed
+through as they are.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NoReturn, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import anyio
+import httpx2
+from anyio.abc import TaskGroup
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.server.lowlevel.helper_types import ReadResourceContents
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp_types import CallToolResult, TextContent
+
+from lore_mcp.auth import Caller
+from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
+from lore_mcp.redaction import redact
+from lore_mcp.services.models import (
+    DeleteResult,
+    LessonOut,
+    ListResult,
+    RecallResult,
+    SaveLessonResult,
+    UpdateLessonResult,
+    VoteResult,
+)
+from lore_mcp.services.plan_models import PlanModel
+from lore_mcp.services.transfer import ExportPage, ImportResult, LessonIn
+from lore_mcp.tools import Backends
+from lore_mcp.tools.argument_checks import check_arguments
+from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS
+from lore_mcp.transport.server import LoreServer, forwarded_server
+
+logger = logging.getLogger("lore_mcp.transport.remote")
+T = TypeVar("T")
+
+CONNECT_TIMEOUT_S = 10.0
+# A call may wait on the team server's model load or a large apply; beyond this it is UNAVAILABLE.
+CALL_TIMEOUT_S = 120.0
+
+
+class RemoteUnavailable(LoreError):
+    code = UNAVAILABLE
+
+
+class RemoteUnauthorized(LoreError):
+    code = UNAUTHORIZED
+
+
+def mcp_url(api_url: str) -> str:
+    """``LORE_API_URL`` may be the server's base URL or its ``/mcp`` endpoint."""
+    parts = urlsplit(api_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"LORE_API_URL must be an http(s) URL, got {api_url!r}.")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/mcp"):
+        path += "/mcp"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def no_endpoint(url: str, consequence: str) -> str:
+    """The sentence for a URL where a server answers 404: a wrong path, not a server down."""
+    return (
+        f"There is no Lore endpoint at {url}: the server there answered 404 Not Found, {consequence}; "
+        f"{api_url_fix(url)}."
+    )
+
+
+def api_url_fix(url: str) -> str:
+    """What to set LORE_API_URL to, with this server's own /mcp as the example."""
+    parts = urlsplit(url)
+    return (
+        "set LORE_API_URL to the team server's base URL or its /mcp endpoint, such as "
+        f"{parts.scheme}://{parts.netloc}/mcp"
+    )
+
+
+def redact_arguments(value: Any, found: set[str]) -> Any:
+    """Every string in the arguments, however deep, with secrets replaced."""
+    if isinstance(value, str):
+        result = redact(value)
+        found.update(result.kinds)
+        return result.text
+    if isinstance(value, list):
+        return [redact_arguments(v, found) for v in value]
+    if isinstance(value, dict):
+        return {k: redact_arguments(v, found) for k, v in value.items()}
+    return value
+
+
+class RemoteConnection:
+    """One MCP session to the team server, opened on first use and reopened after a failure.
+
+    The SDK client must be entered and left in one task, so a background task owns
+    it; calls from any task use its session.
+    """
+
+    def __init__(self, url: str, api_key: str) -> None:
+        self.url = url
+        self.api_key = api_key
+        self._client: Client | None = None
+        self._lock = anyio.Lock()
+        self._closed: anyio.Event | None = None
+        self._task_group: TaskGroup | None = None
+        self._last_status: int | None = None
+        # A 404 to a request outside any session: nothing at this URL speaks MCP (within a
+        # session, 404 only means the server forgot the session).
+        self._no_endpoint = False
+
+    async def __aenter__(self) -> RemoteConnection:
+        self._task_group = anyio.create_task_group()
+        await self._task_group.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task_group is not None
+        self._task_group.cancel_scope.cancel()
+        await self._task_group.__aexit__(None, None, None)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        return await self._use(lambda client: client.call_tool(name, arguments))
+
+    async def read_resource(self, uri: str) -> Any:
+        return await self._use(lambda client: client.read_resource(uri))
+
+    async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
+        self._last_status = None  # a status from an earlier call must not explain this one
+        self._no_endpoint = False
+        client = await self._connected()
+        self._last_status = None
+        self._no_endpoint = False
+        try:
+            with anyio.fail_after(CALL_TIMEOUT_S):
+                return await request(client)
+        except TimeoutError:
+            await self._drop()
+            raise RemoteUnavailable(
+                f"The team server at {self.url} did not answer within {CALL_TIMEOUT_S:.0f} s; "
+                "the call may or may not have been applied there. Check history before retrying a write."
+            ) from None
+        except Exception as exc:
+            await self._drop()
+            raise self._explain(exc) from exc
+
+    async def _connected(self) -> Client:
+        async with self._lock:
+            if self._client is not None:
+                return self._client
+            assert self._task_group is not None
+            ready = anyio.Event()
+            failure: list[BaseException] = []
+            self._closed = anyio.Event()
+            self._task_group.start_soon(self._hold, ready, failure, self._closed)
+            with anyio.move_on_after(CONNECT_TIMEOUT_S):
+                await ready.wait()
+            if failure or self._client is None:
+                self._closed.set()
+                exc = failure[0] if failure else TimeoutError()
+                raise self._explain(exc)
+            return self._client
+
+    async def _hold(self, ready: anyio.Event, failure: list[BaseException], closed: anyio.Event) -> None:
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {self.api_key}"},
+            timeout=httpx2.Timeout(CALL_TIMEOUT_S, connect=CONNECT_TIMEOUT_S),
+            event_hooks={"response": [self._seen]},
+        )
+        try:
+            async with http, Client(streamable_http_client(self.url, http_client=http)) as client:
+                self._client = client
+                ready.set()
+                await closed.wait()
+        except Exception as exc:  # the connection failed to open, or broke while held
+            logger.info("team server connection ended: %r", exc)
+            failure.append(exc)
+        finally:
+            self._client = None
+            ready.set()
+
+    async def _seen(self, response: httpx2.Response) -> None:
+        if response.status_code >= 400:
+            self._last_status = response.status_code
+            if response.status_code == 404 and "mcp-session-id" not in response.request.headers:
+                self._no_endpoint = True
+
+    async def _drop(self) -> None:
+        async with self._lock:
+            if self._closed is not None:
+                self._closed.set()
+            self._client = None
+
+    def _explain(self, exc: BaseException) -> LoreError:
+        exc = _unwrapped(exc)
+        message = str(exc)
+        statuses = (self._last_status, _status_of(exc))
+        if message.startswith("UNAVAILABLE") and 503 in statuses:
+            # The team server answered, but its database did not: the key was never checked.
+            return RemoteUnavailable(
+                f"The team server at {self.url} is running but its database is unreachable or not "
+                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 503 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 401 in statuses:
+            return RemoteUnauthorized(
+                f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
+                "ask an admin for a key (`lore-memory keys create`)."
+            )
+        if isinstance(exc, TimeoutError):
+            return RemoteUnavailable(
+                f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
+                "nothing was sent. Check LORE_API_URL and that the server is running."
+            )
+        if message.startswith("RATE_LIMITED"):
+            return _Passthrough(message)
+        if self._no_endpoint:
+            return RemoteUnavailable(no_endpoint(self.url, "so nothing was sent"))
+        if 404 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} no longer knows this connection's session (it restarted, "
+                "or another replica answered), so nothing was changed; try again."
+            )
+        status = next((s for s in statuses if s is not None and s >= 400), None)
+        if status is not None:
+            return RemoteUnavailable(
+                f"The server at {self.url} answered HTTP {status} instead of Lore's MCP endpoint, so nothing "
+                "was changed; check LORE_API_URL (the team server's base URL or its /mcp endpoint) and "
+                "that the server is healthy."
+            )
+        return RemoteUnavailable(
+            f"Cannot reach the team server at {self.url}, so nothing was changed: check LORE_API_URL "
+            "and that the server is running, then try again."
+        )
+
+
+class _Passthrough(LoreError):
+    """An error the team server worded itself (``CODE: sentence``), passed on unchanged."""
+
+    def __init__(self, text: str) -> None:
+        code, _, message = text.partition(": ")
+        super().__init__(message)
+        self.code = code
+
+
+def _unwrapped(exc: BaseException) -> BaseException:
+    """The one error inside task-group wrappers (a failure while connecting arrives nested)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _status_of(exc: BaseException) -> int | None:
+    response = getattr(exc, "response", None)
+    return getattr(response, "status_code", None)
+
+
+class RemoteLoreServer(LoreServer):
+    """Lore's tools, answered by the team server (see the module docstring)."""
+
+    remote: RemoteConnection
+
+    default_project: str | None = None
+
+    @classmethod
+    def forwarded_backends(cls) -> Backends:
+        """The tools are Lore's own, bound to backends that never run (see ``ForwardedWhole``)."""
+        forwarded = ForwardedWhole()
+        return Backends(lessons=forwarded, transfer=forwarded, tables=forwarded, commits=forwarded)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        # The SDK's own listing: every registered tool with its input schema.
+        tool = next((t for t in await MCPServer.list_tools(self) if t.name == name), None)
+        if tool is None and name not in ADMIN_TOOLS:
+            raise ToolError(
+                wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
+            )
+        if tool is not None:
+            # Checked here too: an older team server would drop an unknown argument, and the
+            # client would send NaN on as null (no expiry, say) without a word.
+            try:
+                check_arguments(name, tool.input_schema, arguments)
+            except LoreError as exc:
+                raise ToolError(wire_text(exc.code, exc.message)) from None
+        found: set[str] = set()
+        clean = redact_arguments(arguments, found)
+        if (
+            self.default_project is not None
+            and tool is not None
+            and "project" in tool.input_schema.get("properties", {})
+            and clean.get("project") is None
+        ):
+            clean["project"] = self.default_project
+        try:
+            result = await self.remote.call_tool(name, clean)
+        except LoreError as exc:
+            raise ToolError(wire_text(exc.code, exc.message)) from None
+        if found and not result.is_error:
+            result = _report_redactions(result, found)
+        return result
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        try:
+            result = await self.remote.read_resource(str(uri))
+        except LoreError as exc:
+            raise ResourceError(wire_text(exc.code, exc.message)) from None
+        return [
+            ReadResourceContents(content=c.text, mime_type=c.mime_type)
+            if hasattr(c, "text")
+            else ReadResourceContents(content=base64.b64decode(c.blob), mime_type=c.mime_type)
+            for c in result.contents
+        ]
+
+
+class ForwardedWhole:
+    """The backends remote mode binds Lore's tools to, so that it lists the very tools (names,
+    schemas, descriptions, annotations) a local server lists.
+
+    ``RemoteLoreServer`` forwards each ``tools/call`` and ``resources/read`` whole, so that the
+    team server's answer, errors included, reaches the client as the team server gave it; the
+    SDK never runs the local tool functions, and so never reaches these methods.
+    """
+
+    @staticmethod
+    def _forwarded(what: str) -> NoReturn:
+        raise RuntimeError(f"Remote mode forwards {what} to the team server; nothing runs locally.")
+
+    async def save(self, **fields: Any) -> SaveLessonResult:
+        self._forwarded("save_lesson")
+
+    async def recall(self, **fields: Any) -> RecallResult:
+        self._forwarded("recall_lessons")
+
+    async def vote(
+        self, lesson_id: str, *, up: bool, project: str | None, caller: Caller | None = None
+    ) -> VoteResult:
+        self._forwarded("upvote_lesson" if up else "downvote_lesson")
+
+    async def get(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonOut:
+        self._forwarded("get_lesson")
+
+    async def update(self, lesson_id: str, **fields: Any) -> UpdateLessonResult:
+        self._forwarded("update_lesson")
+
+    async def delete(
+        self, lesson_id: str, project: str | None, *, caller: Caller | None = None
+    ) -> DeleteResult:
+        self._forwarded("delete_lesson")
+
+    async def list(self, **fields: Any) -> ListResult:
+        self._forwarded("list_lessons")
+
+    async def export_page(
+        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+    ) -> ExportPage:
+        self._forwarded("export_lessons")
+
+    async def import_batch(
+        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
+    ) -> ImportResult:
+        self._forwarded("import_lessons")
+
+    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
+        self._forwarded("schema")
+
+    async def plan(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        self._forwarded("plan")
+
+    async def apply(
+        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        self._forwarded("apply")
+
+    async def query_rows(self, table: str, **fields: Any) -> dict[str, Any]:
+        self._forwarded("query_rows")
+
+    async def history(
+        self,
+        target: str | None,
+        limit: int,
+        cursor: str | None,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
+    ) -> dict[str, Any]:
+        self._forwarded("history")
+
+    async def get_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        self._forwarded("get_commit")
+
+    async def revert_commit(
+        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        self._forwarded("revert_commit")
+
+
+def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResult:
+    """Add what was redacted here to the result's ``redacted`` list, as the server would have."""
+    data = result.structured_content
+    if not isinstance(data, dict) or not isinstance(data.get("redacted"), list):
+        return result
+    data = dict(data, redacted=sorted(set(data["redacted"]) | found))
+    return CallToolResult(
+        content=[TextContent(type="text", text=json.dumps(data, indent=2))],
+        structured_content=data,
+        is_error=False,
+    )
+
+
+async def serve_remote(
+    api_url: str,
+    api_key: str,
+    *,
+    default_project: str | None,
+    log_level: Any,
+    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
+) -> None:
+    """Serve Lore's tools over stdio, forwarding each call to the team server.
+
+    ``default_project`` (LORE_PROJECT, when set) fills in calls that name no project;
+    otherwise the team server decides (a project-scoped key means its own project).
+    """
+    url = mcp_url(api_url)
+    server = forwarded_server(RemoteLoreServer, set(tools), log_level=log_level)
+    server.default_project = default_project
+    async with RemoteConnection(url, api_key) as remote:
+        server.remote = remote
+        await server.run_stdio_async()

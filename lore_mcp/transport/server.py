@@ -1,0 +1,320 @@
+"""The MCP server: Lore's tools and resources on the ``mcp`` SDK's ``MCPServer``.
+
+The tools themselves are in ``lore_mcp.tools`` (a module per group, named with their
+groups and annotations in ``lore_mcp.tools.registry``); this module builds a server
+from them. ``LoreServer.call_tool`` is the single choke point where every failure
+becomes ``CODE: sentence`` (see ``lore_mcp.errors``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Collection, Mapping, Sequence
+from types import MappingProxyType
+from typing import Any, Literal, TypeVar
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
+from pydantic import ValidationError
+
+from lore_mcp import __version__
+from lore_mcp.auth import Caller, caller_of, current_caller
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.errors import UNAVAILABLE, InvalidArgument, LoreError, describe, wire_text
+from lore_mcp.services.keys import KeyTools
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.structured import StructuredService
+from lore_mcp.services.transfer import Transfer
+from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S
+from lore_mcp.tools import Backends, lore_tools
+from lore_mcp.tools import keys as key_tools
+from lore_mcp.tools.argument_checks import check_arguments
+from lore_mcp.tools.prompts import add_prompts
+from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, TOOL_GROUPS
+from lore_mcp.tools.resources import add_lesson_resource, add_memory_resources
+from lore_mcp.transport.admission import HEAVY_TOOLS, Busy, HeavyGate
+from lore_mcp.transport.protocol_extras import add_protocol_extras
+from lore_mcp.transport.stdio import stdio_transport
+from stores import deadline
+from stores.errors import StoreError, UnavailableError
+
+__all__ = [
+    "ADMIN_TOOLS",
+    "DEFAULT_TOOL_GROUPS",
+    "TOOL_GROUPS",
+    "LoreServer",
+    "build_server",
+    "lean_schema",
+]
+
+logger = logging.getLogger("lore_mcp")
+
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+INSTRUCTIONS = (
+    "Lore is your long-term memory of lessons: a problem and how it was resolved. "
+    "Call recall_lessons before starting work that may have been done before; "
+    "call save_lesson after solving something non-obvious; upvote_lesson when a recalled lesson helped, "
+    "downvote_lesson when it was wrong or stale. For structured memory, read schema, dry-run a plan, "
+    "then apply it; every change is a commit you can list (history) and undo (revert_commit). "
+    "Errors start with a stable code such as VALIDATION_ERROR."
+)
+
+S = TypeVar("S", bound="LoreServer")
+
+
+class LoreServer(MCPServer):
+    """``MCPServer`` whose tool errors all carry a stable code and never internal detail.
+
+    Over authenticated HTTP each call runs with ``current_caller`` set from the
+    request's API key, which is what scopes it to an org and project; the key tools
+    are listed only to root keys.
+    """
+
+    # The trusted caller of a server without API keys (stdio): a root of its own org.
+    local_caller: Caller | None = None
+    # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
+    # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
+    heavy_gate: HeavyGate | None = None
+    # Each tool's input schema as listed (set by ``new_server``), which its arguments are checked against.
+    tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+
+    async def list_tools(self) -> list[Any]:
+        tools = [
+            t.model_copy(
+                update={
+                    "input_schema": lean_schema(t.input_schema),
+                    "output_schema": lean_schema(t.output_schema),
+                }
+            )
+            for t in await super().list_tools()
+        ]
+        caller = caller_of(get_access_token()) or self.local_caller
+        if caller is not None and caller.root:
+            return tools
+        return [t for t in tools if t.name not in ADMIN_TOOLS]
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Run a tool under the request deadline; every failure becomes ``CODE: sentence``.
+
+        Arguments the tool does not have, and numbers that are not finite, are refused
+        first (``check_arguments``): the SDK would drop the one and misname the other.
+        The deadline travels to the store work on worker threads (``stores.deadline``),
+        which stops itself and rolls back once it passes: cancelling this coroutine
+        would not stop a thread, and could answer before the work had finished.
+        """
+        caller = caller_of(get_access_token())
+        reset = current_caller.set(caller)
+        try:
+            schema = self.tool_schemas.get(name)
+            if schema is not None:
+                try:
+                    check_arguments(name, schema, arguments)
+                except InvalidArgument as exc:
+                    raise ToolError(wire_text(exc.code, exc.message)) from None
+            with deadline.limit(self.request_timeout_s):
+                try:
+                    async with self._admitted(name, caller or self.local_caller):
+                        return await super().call_tool(name, arguments, context)
+                except Busy as exc:
+                    raise ToolError(wire_text(exc.code, exc.message)) from None
+                except ToolError as exc:
+                    code, message = _tool_failure(name, exc, late=deadline.expired())
+                    raise ToolError(wire_text(code, message)) from exc.__cause__
+        finally:
+            current_caller.reset(reset)
+
+    def _admitted(self, name: str, caller: Caller | None) -> contextlib.AbstractAsyncContextManager[None]:
+        """A slot of ``heavy_gate`` for a heavy tool (raises ``Busy``); nothing for the rest."""
+        if self.heavy_gate is None or name not in HEAVY_TOOLS:
+            return contextlib.nullcontext()
+        org, key = (caller.org, caller.key_id) if caller is not None else ("", "")
+        return self.heavy_gate.slot(org, key)
+
+    async def read_resource(self, uri: Any, context: Any = None) -> Any:
+        reset = current_caller.set(caller_of(get_access_token()))
+        try:
+            return await super().read_resource(uri, context)
+        finally:
+            current_caller.reset(reset)
+
+    @classmethod
+    def forwarded_backends(cls) -> Backends:
+        """What the tools of a server built without a ``LessonService`` are bound to: only a
+        server that forwards tool calls elsewhere (remote mode) can be built so."""
+        raise TypeError(f"{cls.__name__} answers tool calls itself, so build_server needs a LessonService.")
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio with Lore's transport, which answers malformed frames."""
+        lowlevel = self._lowlevel_server
+        async with stdio_transport() as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
+
+
+def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
+    """The code and sentence for a failed tool call.
+
+    Past the deadline, a failure the stores could not name (a statement SQLite or
+    Postgres stopped) or an outage is reported as the deadline it really was.
+    """
+    cause = exc.__cause__
+    anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
+    if late and (isinstance(cause, UnavailableError) or not anticipated):
+        logger.warning("tool %s stopped at its deadline", name)
+        return UNAVAILABLE, deadline_message(name)
+    if anticipated:
+        return describe(cause)  # type: ignore[arg-type]
+    if cause is None and not isinstance(exc, UnexpectedToolError):
+        return "NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them."
+    return describe(cause or exc)
+
+
+def lean_schema(schema: Any) -> Any:
+    """A JSON schema without pydantic's generated ``title`` keywords.
+
+    Every listed tool costs an agent context on every turn, and titles repeat what the
+    property names already say (about a fifth of the listing). A property *named*
+    "title" is a schema object, not a string, so it stays. Nullable fields keep
+    pydantic's ``anyOf: [{type: T}, {type: null}]``: the shorter ``type: [T, null]``
+    means the same, but clients that map tool schemas onto a single-``type`` dialect
+    (Gemini's OpenAPI subset) refuse or weaken it, and the MCP Inspector flags it.
+    """
+    if isinstance(schema, list):
+        return [lean_schema(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    return {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
+
+
+# What a call stopped at its deadline can do about it: only plans and filters can be made smaller.
+_DEADLINE_ADVICE = {
+    "query_rows": "Narrow the filter, or try again when the server is less busy.",
+    "plan": "Split the plan into smaller ones, or try again when the server is less busy.",
+    "apply": "Split the plan into smaller ones, or try again when the server is less busy.",
+    "import_lessons": "Import fewer lessons at a time, or try again when the server is less busy.",
+}
+
+
+def deadline_message(tool: str) -> str:
+    """The sentence for ``tool`` stopped at its deadline, with advice that fits that tool: a
+    save that waited behind other work has no filter to narrow."""
+    advice = _DEADLINE_ADVICE.get(tool, "The server was busy; try again shortly.")
+    return "The request took longer than this server allows and was stopped; it changed nothing. " + advice
+
+
+class LoadModelAfterFirstRequest:
+    """Middleware that starts loading the embedding model once the first request is answered.
+
+    Loading on a thread while the handshake is served would compete with it for the
+    interpreter, so the load starts right after the first response instead; a tool
+    that needs vectors before then starts (and waits for) the load itself.
+    """
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if not self.embedder.started:
+                self.embedder.start()
+
+
+def new_server(
+    server_class: type[S],
+    *,
+    log_level: LogLevel = "WARNING",
+    middleware: list[Any] | None = None,
+    tools: list[Tool] | None = None,
+    **settings: Any,
+) -> S:
+    """A Lore server of ``server_class``: its name, version, instructions and ``tools``."""
+    server = server_class(
+        name="lore",
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        log_level=log_level,
+        middleware=middleware or [],
+        tools=tools or [],
+        **settings,
+    )
+    server.tool_schemas = MappingProxyType({tool.name: tool.parameters for tool in tools or []})
+    return server
+
+
+def build_server(
+    lessons: LessonService | None,
+    *,
+    keys: KeyTools | None = None,
+    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
+    log_level: LogLevel = "WARNING",
+    server_class: type[LoreServer] = LoreServer,
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
+    heavy_gate: HeavyGate | None = None,
+    **settings: Any,
+) -> LoreServer:
+    """Create the server with the tools of the ``tools`` groups, the prompts and the resources;
+    ``settings`` go to ``MCPServer`` (auth, token_verifier). ``request_timeout_s`` bounds
+    every tool call (see ``LoreServer.call_tool``); ``heavy_gate`` admits the heavy ones.
+
+    The key tools (group ``admin``) need ``keys``: with API keys they are there for root keys
+    whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and they then
+    act on the server's own org. ``lessons`` is None only for a server class that forwards
+    calls (remote mode): its tools are bound to its ``forwarded_backends``.
+    """
+    authenticated = "token_verifier" in settings
+    groups = {*tools, "admin"} if authenticated else set(tools)
+    if lessons is None:
+        server = forwarded_server(server_class, groups, keys, log_level=log_level, **settings)
+    else:
+        server = local_server(server_class, lessons, groups, keys, log_level=log_level, **settings)
+        if not authenticated:
+            # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
+            server.local_caller = Caller(
+                key_id="local", org=lessons.org, name="local", project=None, root=True
+            )
+    server.request_timeout_s = request_timeout_s
+    server.heavy_gate = heavy_gate
+    return server
+
+
+def local_server(
+    server_class: type[S],
+    lessons: LessonService,
+    groups: Collection[str],
+    keys: KeyTools | None = None,
+    **settings: Any,
+) -> S:
+    """A server with the tools of ``groups``, the prompts and the resources, answered by
+    ``lessons``; ``settings`` go to ``new_server``."""
+    tables = StructuredService(lessons)
+    listed = lore_tools(Backends(lessons, Transfer(lessons), tables, tables), groups)
+    if keys is not None:
+        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
+    middleware = [LoadModelAfterFirstRequest(lessons.embedder)]
+    server = new_server(server_class, middleware=middleware, tools=listed, **settings)
+    add_prompts(server)
+    add_memory_resources(server, tables)
+    add_lesson_resource(server, lessons)
+    add_protocol_extras(server, lessons.default_project)
+    return server
+
+
+def forwarded_server(
+    server_class: type[S], groups: Collection[str], keys: KeyTools | None = None, **settings: Any
+) -> S:
+    """A server that forwards calls (remote mode), with the tools of ``groups`` and the lesson
+    resource, bound to its class's ``forwarded_backends`` for their names and schemas."""
+    backends = server_class.forwarded_backends()
+    listed = lore_tools(backends, groups)
+    if keys is not None:
+        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
+    server = new_server(server_class, tools=listed, **settings)
+    add_lesson_resource(server, backends.lessons)
+    add_protocol_extras(server, None)
+    return server

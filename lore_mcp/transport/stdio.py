@@ -1,0 +1,189 @@
+"""MCP over stdio that answers malformed frames instead of dropping them.
+
+The SDK's stdio transport forwards a line that fails to parse as an exception,
+and the server drops it without a reply, so the client waits until its own
+timeout. Here every bad line that could be a request gets a JSON-RPC error
+reply: -32700 for text that is not JSON (or that the SDK's parser refuses:
+nesting past its recursion limit, lone surrogate escapes), -32600 for JSON that
+is not a JSON-RPC message, and -32600 for a line over ``MAX_LINE_BYTES`` (the same
+limit the SDK puts on an HTTP request body), which is never read whole into memory.
+The reply carries the request's id when it can be recovered, else ``null`` as
+JSON-RPC 2.0 prescribes.
+
+While serving, fd 1 points at stderr so a stray ``print`` in a library cannot
+corrupt the protocol stream; frames go out on a private duplicate of the
+original stdout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from typing import Any, BinaryIO
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
+
+logger = logging.getLogger("lore_mcp.transport.stdio")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+# The longest line read as a message: what HTTP allows a request body (4 MiB), so a call
+# that works over one transport works over the other, and a runaway line costs no more.
+MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
+# How much of an over-long line is kept (to find its id) and how much is skipped per read.
+_HEAD_BYTES = 4096
+_SKIP_BYTES = 1 << 20
+# An id that appears before any nested object or array opens belongs to the top level.
+_LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+
+
+@contextlib.asynccontextmanager
+async def stdio_transport(
+    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> AsyncIterator[tuple[MemoryObjectReceiveStream[Any], MemoryObjectSendStream[SessionMessage]]]:
+    """Yield (read, write) streams for ``Server.run`` over the process's stdin and stdout."""
+    restore = None
+    if stdout is None:
+        stdout, restore = _claim_stdout()
+    if stdin is None:
+        stdin = sys.stdin.buffer
+    read_send, read_recv = anyio.create_memory_object_stream[Any](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+    out = anyio.wrap_file(stdout)
+
+    async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
+        async with read_send, errors:
+            while True:
+                line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
+                if too_long:
+                    await errors.send(SessionMessage(too_long_reply(line)))
+                    continue
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                try:
+                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                except ValidationError as exc:
+                    reply = error_reply(line, exc)
+                    if reply is not None:
+                        await errors.send(SessionMessage(reply))
+                    continue
+                await read_send.send(SessionMessage(message))
+
+    async def writer() -> None:
+        async with write_recv:
+            async for item in write_recv:
+                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                await out.write(data.encode("utf-8", errors="replace") + b"\n")
+                await out.flush()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(reader, write_send.clone())
+            tg.start_soon(writer)
+            try:
+                yield read_recv, write_send
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        if restore is not None:
+            restore()
+
+
+def read_line(stdin: BinaryIO) -> tuple[bytes, bool]:
+    """The next line, and whether it was over ``MAX_LINE_BYTES``: then only its start is
+    returned, and the rest is read past in pieces, never held whole."""
+    line = stdin.readline(MAX_LINE_BYTES + 1)
+    if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
+        return line, False
+    head = line[:_HEAD_BYTES]
+    del line
+    while True:
+        rest = stdin.readline(_SKIP_BYTES)
+        if not rest or rest.endswith(b"\n"):
+            return head, True
+
+
+def too_long_reply(head: bytes) -> types.JSONRPCError:
+    """The JSON-RPC error for a line over ``MAX_LINE_BYTES``, with the id from its start."""
+    logger.warning("refused a line over %d bytes", MAX_LINE_BYTES)
+    message = (
+        f"Request too large: a message on stdio may be at most {MAX_LINE_BYTES} bytes "
+        f"({MAX_LINE_BYTES // (1 << 20)} MiB), the limit on an HTTP request body too; "
+        "send less in one call, for example import lessons in smaller batches."
+    )
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=_recover_id(head, None),
+        error=types.ErrorData(code=INVALID_REQUEST, message=message),
+    )
+
+
+def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
+    """The JSON-RPC error for a line the SDK refused, or None when it was not a request."""
+    invalid_json = any(e["type"] == "json_invalid" for e in exc.errors())
+    parsed = _lenient_parse(line)
+    if isinstance(parsed, dict) and "method" not in parsed and ("result" in parsed or "error" in parsed):
+        logger.warning("dropped a malformed response from the client")
+        return None
+    request_id = _recover_id(line, parsed)
+    if invalid_json:
+        code, message = PARSE_ERROR, "Parse error: the line is not JSON this server can read"
+        detail = exc.errors()[0]["msg"]
+        message = f"{message} ({detail})."
+    else:
+        code, message = INVALID_REQUEST, "Invalid Request: the JSON is not a JSON-RPC 2.0 message."
+    logger.info("answered a malformed frame with %s", code)
+    return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
+
+
+def _lenient_parse(line: bytes) -> Any:
+    # Python's parser accepts what the SDK's refuses (deeper nesting, lone surrogates),
+    # which is enough to find the id the client is waiting on.
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _recover_id(line: bytes, parsed: Any) -> int | str | None:
+    candidate: Any = None
+    if isinstance(parsed, dict):
+        candidate = parsed.get("id")
+    else:
+        match = _LEADING_ID.match(line[:4096].decode("utf-8", errors="replace"))
+        if match:
+            with contextlib.suppress(ValueError):
+                candidate = json.loads(match.group(1))
+    if isinstance(candidate, bool) or not isinstance(candidate, int | str):
+        return None
+    return candidate
+
+
+def _claim_stdout() -> tuple[BinaryIO, Any]:
+    """Move the wire to a private fd and point fd 1 at stderr; returns (wire, restore)."""
+    sys.stdout.flush()
+    try:
+        private = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:
+        return sys.stdout.buffer, None
+    wire = os.fdopen(private, "wb", buffering=0, closefd=False)
+
+    def restore() -> None:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 1)
+
+    return wire, restore

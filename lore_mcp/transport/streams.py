@@ -1,0 +1,139 @@
+"""Standing streams of the team server, and how revocation ends them.
+
+A ``GET /mcp`` is a session's standing stream: the server sends change notices on it
+(``notifications/resources/updated``) for as long as the session lives, long after the
+request that opened it was authenticated. Without more, a key revoked while its stream is
+open would go on hearing of every change its subscriptions watch. ``StandingStreams``
+closes that gap twice over:
+
+- Before any message passes on a standing stream (a notice, or the keep-alive ping that
+  sse-starlette sends every 15 s), the stream's credential is verified again with the
+  verifier that authenticated it. One that no longer verifies (a key revoked by any
+  process: a ``revoke_key`` call, ``lore-memory keys revoke``, another replica), or that
+  cannot be checked because the database is down, ends the stream and the message is not
+  sent. So nothing reaches a revoked key, and an idle stream ends at its next ping.
+- A ``revoke_key`` call answered by this process ends the revoked key's streams at once.
+
+The stream ends as a complete HTTP response; a client that reopens it is asked for its
+key again (401 once revoked).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from lore_mcp.auth import caller_of
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken, TokenVerifier
+    from mcp.server.context import ServerRequestContext
+
+logger = logging.getLogger("lore_mcp.transport.http")
+
+
+def credential_of(token: AccessToken) -> str:
+    """What revocation names: the Lore key behind the token (the key id of a key, and of a
+    token bound to a key), else the token's client."""
+    caller = caller_of(token)
+    return caller.key_id if caller is not None else token.client_id
+
+
+class StandingStreams:
+    """The open standing streams, by credential; see the module docstring.
+
+    Built once per app: ``middleware`` wraps the ASGI app (inside the SDK's
+    authentication, so it sees the caller), ``after_revoke`` is MCP server middleware.
+    """
+
+    def __init__(self, path: str, verifier: TokenVerifier | None) -> None:
+        self.path = path
+        self.verifier = verifier
+        self._open: dict[str, set[anyio.CancelScope]] = {}
+
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            user = scope.get("user")
+            standing = (
+                scope["type"] == "http"
+                and scope.get("method") == "GET"
+                and scope.get("path", "").startswith(self.path)
+                and isinstance(user, AuthenticatedUser)
+                and self.verifier is not None
+            )
+            if not standing:
+                await app(scope, receive, send)
+                return
+            assert isinstance(user, AuthenticatedUser)
+            await self._serve(app, user.access_token, scope, receive, send)
+
+        return guarded
+
+    async def _serve(
+        self, app: ASGIApp, token: AccessToken, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        credential = credential_of(token)
+        started = finished = False
+
+        async def checked(message: Message) -> None:
+            nonlocal started, finished
+            if (
+                message["type"] == "http.response.body"
+                and message.get("body")
+                and not await self.valid(token)
+            ):
+                logger.info("ending a standing stream: its credential no longer verifies")
+                stream.cancel()  # the message is dropped; the stream ends at the next checkpoint
+                return
+            await send(message)
+            started = started or message["type"] == "http.response.start"
+            finished = finished or (message["type"] == "http.response.body" and not message.get("more_body"))
+
+        with anyio.CancelScope() as stream:
+            self._open.setdefault(credential, set()).add(stream)
+            try:
+                await app(scope, receive, checked)
+            finally:
+                streams = self._open.get(credential, set())
+                streams.discard(stream)
+                if not streams:
+                    self._open.pop(credential, None)
+        if stream.cancelled_caught and started and not finished:
+            with contextlib.suppress(OSError):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def valid(self, token: AccessToken) -> bool:
+        """Whether ``token`` still verifies; a check that fails (the database is down) is a no."""
+        assert self.verifier is not None
+        try:
+            current = await self.verifier.verify_token(token.token)
+        except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
+            logger.warning("could not verify a standing stream's credential: %s", exc)
+            return False
+        if current is None or credential_of(current) != credential_of(token):
+            return False
+        return current.expires_at is None or current.expires_at >= int(time.time())
+
+    def close(self, credential: str) -> int:
+        """End every standing stream of ``credential`` now; how many there were."""
+        streams = list(self._open.get(credential, ()))
+        for stream in streams:
+            stream.cancel()
+        return len(streams)
+
+    async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """MCP server middleware: once ``revoke_key`` has revoked a key, end its streams."""
+        result = await call_next(ctx)
+        params = ctx.params or {}
+        if ctx.method == "tools/call" and params.get("name") == "revoke_key" and isinstance(result, Mapping):
+            revoked = (result.get("structuredContent") or {}).get("id")
+            if not result.get("isError") and isinstance(revoked, str):
+                self.close(revoked)
+        return result

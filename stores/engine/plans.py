@@ -1,0 +1,495 @@
+"""Structured-memory plans: parsing, identifiers, types, filters, risk and the schema hash.
+
+Pure Python with no database, shared by every backend, so a plan means the same
+thing everywhere. Agents never send SQL: identifiers are checked against a strict
+pattern and a reserved list, values are checked against column types, and row
+filters are (column, operator, value) triples evaluated here, on both backends,
+so the backends cannot disagree on what a filter matches.
+
+Every filter's cost is bounded: ``like`` runs in time linear in the value for a
+pattern of bounded length (no backtracking regular expression), a ``where`` holds
+a bounded number of filters and ``in`` a bounded list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+from stores import deadline
+from stores.engine.json_numbers import plain_float, without_negative_zero
+from stores.errors import InvalidInputError, StoreError
+
+TYPES = ("text", "integer", "real", "boolean", "json", "timestamp")
+FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null")
+OPERATIONS = (
+    "create_table",
+    "drop_table",
+    "add_column",
+    "drop_column",
+    "rename_column",
+    "alter_column_type",
+    "insert",
+    "update",
+    "delete",
+)
+# \A and \Z, not ^ and $: ``$`` also matches before a final newline, so "notes\n" would pass.
+IDENTIFIER = re.compile(r"\A[a-z][a-z0-9_]{0,62}\Z")
+# Names a plan may never use: Lore's own tables and the databases' catalogs.
+RESERVED_NAMES = frozenset(
+    {"id", "lessons", "commits", "snapshots", "schema_migrations", "information_schema"}
+)
+RESERVED_PREFIXES = ("sqlite_", "pg_", "lore_", "mem_")
+MAX_OPERATIONS = 100
+MAX_ROWS_PER_PLAN = 50_000
+MAX_COLUMNS = 100
+MAX_MESSAGE_CHARS = 2_000
+MAX_FILTERS = 50
+MAX_IN_VALUES = 1_000
+# A like pattern's length bounds the work per value: at most this many steps per character.
+MAX_LIKE_CHARS = 200
+# Integers are 64-bit, as in SQL databases.
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+MAX_JSON_DEPTH = 100
+
+
+class PlanError(StoreError):
+    """An operation of a plan cannot run; ``index`` is its position in the plan."""
+
+    def __init__(self, index: int | None, error: StoreError) -> None:
+        where = f"operation {index}: " if index is not None else ""
+        super().__init__(f"{where}{error}")
+        self.index = index
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str
+    nullable: bool = True
+    default: Any = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type, "nullable": self.nullable, "default": self.default}
+
+
+ID_COLUMN = Column("id", "integer", nullable=False)
+
+
+@dataclass(frozen=True)
+class Filter:
+    column: str
+    op: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Plan:
+    base_schema_hash: str
+    message: str
+    operations: tuple[dict[str, Any], ...]
+
+
+def parse_plan(raw: Mapping[str, Any]) -> Plan:
+    """The plan's envelope; operations are checked one by one as they run."""
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("A plan must be a JSON object with baseSchemaHash, message and operations.")
+    base = raw.get("baseSchemaHash")
+    if not isinstance(base, str) or not re.fullmatch(r"[0-9a-f]{64}", base):
+        raise InvalidInputError("baseSchemaHash must be the 64-hex schema_hash returned by schema.")
+    message = raw.get("message", "")
+    if not isinstance(message, str) or len(message) > MAX_MESSAGE_CHARS:
+        raise InvalidInputError(f"message must be text of at most {MAX_MESSAGE_CHARS} characters.")
+    _check_text(message, "message")
+    operations = raw.get("operations")
+    if not isinstance(operations, list) or not operations:
+        raise InvalidInputError("operations must be a non-empty list of operations.")
+    if len(operations) > MAX_OPERATIONS:
+        raise InvalidInputError(f"A plan may hold at most {MAX_OPERATIONS} operations; split it.")
+    rows = 0
+    for index, op in enumerate(operations):
+        if not isinstance(op, Mapping) or op.get("op") not in OPERATIONS:
+            raise PlanError(index, InvalidInputError(f"op must be one of {', '.join(OPERATIONS)}."))
+        if op["op"] == "insert" and isinstance(op.get("rows"), list):
+            rows += len(op["rows"])
+    if rows > MAX_ROWS_PER_PLAN:
+        raise InvalidInputError(f"A plan may insert at most {MAX_ROWS_PER_PLAN} rows; split it.")
+    return Plan(base_schema_hash=base, message=message, operations=tuple(dict(op) for op in operations))
+
+
+def identifier(value: Any, what: str) -> str:
+    """A table or column name, checked; never interpolated into SQL anyway."""
+    if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
+        shown = value[:60] + "…" if isinstance(value, str) and len(value) > 60 else value
+        raise InvalidInputError(
+            f"{what} {shown!r} is not a valid name: use lower-case letters, digits and '_', "
+            "starting with a letter, at most 63 characters."
+        )
+    if value in RESERVED_NAMES or value.startswith(RESERVED_PREFIXES):
+        raise InvalidInputError(f"{what} {value!r} is reserved; choose another name.")
+    return value
+
+
+def column_def(raw: Any) -> Column:
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError("A column must be an object with name and type.")
+    name = identifier(raw.get("name"), "column")
+    col_type = raw.get("type")
+    if col_type not in TYPES:
+        raise InvalidInputError(f"column {name!r} has type {col_type!r}; use one of {', '.join(TYPES)}.")
+    nullable = raw.get("nullable", True)
+    if not isinstance(nullable, bool):
+        raise InvalidInputError(f"column {name!r}: nullable must be true or false.")
+    default = raw.get("default")
+    if default is not None:
+        default = coerce(default, col_type, name)
+    elif not nullable and "default" in raw:
+        raise InvalidInputError(f"column {name!r} is not nullable, so its default cannot be null.")
+    return Column(name=name, type=col_type, nullable=nullable, default=default)
+
+
+def coerce(value: Any, col_type: str, column: str) -> Any:
+    """A JSON value checked against a column type; timestamps come back as UTC ISO-8601.
+
+    ``-0.0`` (in a real or anywhere in a json value) becomes ``0.0``: Postgres ``jsonb``
+    cannot keep its sign and SQLite JSON text can, so keeping it would split the backends.
+    """
+    if value is None:
+        return None
+    ok = False
+    if col_type == "text":
+        ok = isinstance(value, str)
+        if ok:
+            _check_text(value, f"column {column!r}")
+    elif col_type == "integer":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        if ok:
+            _check_int_range(value, column)
+    elif col_type == "real":
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
+        value = plain_float(float(value)) if ok else value
+    elif col_type == "boolean":
+        ok = isinstance(value, bool)
+    elif col_type == "json":
+        _check_json(value, column)
+        value = without_negative_zero(value)
+        ok = True
+    elif col_type == "timestamp":
+        return timestamp(value, column)
+    if not ok:
+        raise InvalidInputError(f"column {column!r} is {col_type}; {_show(value)} is not.")
+    return value
+
+
+def convert(value: Any, to_type: str, column: str) -> Any:
+    """A stored value converted for alter_column_type, or InvalidInputError naming it."""
+    if value is None:
+        return None
+    try:
+        if to_type == "text":
+            return value if isinstance(value, str) else json.dumps(value)
+        if to_type == "integer":
+            if isinstance(value, bool):
+                return int(value)
+            if isinstance(value, float) and value.is_integer():
+                return _check_int_range(int(value), column, shown=value)
+            if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+                return _check_int_range(int(value.strip()), column, shown=value)
+        if to_type == "real":
+            if isinstance(value, int | float) and not isinstance(value, bool) and _finite(value):
+                return plain_float(float(value))
+            if isinstance(value, str) and math.isfinite(float(value)):
+                return plain_float(float(value))
+        if to_type == "boolean":
+            if isinstance(value, int) and value in (0, 1):
+                return bool(value)
+            if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+                return value.strip().lower() == "true"
+        if to_type == "json":
+            return value
+        if to_type == "timestamp" and isinstance(value, str):
+            return timestamp(value, column)
+        return coerce(value, to_type, column)
+    except IntegerRangeError:
+        raise
+    except (ValueError, OverflowError, InvalidInputError):
+        pass
+    raise InvalidInputError(f"column {column!r}: {_show(value)} cannot become {to_type}.")
+
+
+def timestamp(value: Any, column: str) -> str:
+    """An ISO-8601 time as UTC text that sorts as it reads (``0001-01-01T00:00:00.000000Z``)."""
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            parsed = None
+        if parsed is not None:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=UTC)
+            try:
+                utc = parsed.astimezone(UTC)
+            except OverflowError:
+                raise InvalidInputError(
+                    f"column {column!r}: {_show(value)} is outside the years 0001 to 9999 once "
+                    "converted to UTC; use a time within that range."
+                ) from None
+            # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
+            return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    raise InvalidInputError(f"column {column!r} is a timestamp; {_show(value)} is not ISO-8601.")
+
+
+def filters(raw: Any, columns: Mapping[str, Column]) -> list[Filter]:
+    """Row filters checked against the table's columns (``id`` included)."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidInputError("where must be a list of {column, op, value} filters.")
+    if len(raw) > MAX_FILTERS:
+        raise InvalidInputError(f"where may hold at most {MAX_FILTERS} filters.")
+    out = []
+    for item in raw:
+        if not isinstance(item, Mapping):
+            raise InvalidInputError("each filter must be an object with column, op and value.")
+        name = item.get("column")
+        if not isinstance(name, str) or name not in columns:
+            raise InvalidInputError(f"filter column {_show(name)} is not a column of this table.")
+        op = item.get("op")
+        if op not in FILTER_OPS:
+            raise InvalidInputError(f"filter op {_show(op)} is not one of {' '.join(FILTER_OPS)}.")
+        col = columns[name]
+        value = item.get("value")
+        if op == "is_null":
+            if not isinstance(value, bool):
+                raise InvalidInputError("is_null takes true or false as its value.")
+        elif op == "in":
+            if not isinstance(value, list) or len(value) > MAX_IN_VALUES:
+                raise InvalidInputError(f"in takes a list of at most {MAX_IN_VALUES} values.")
+            value = [coerce(v, col.type, name) for v in value]
+        elif op == "like":
+            if not isinstance(value, str):
+                raise InvalidInputError("like takes a text pattern with % and _.")
+            if len(value) > MAX_LIKE_CHARS:
+                raise InvalidInputError(
+                    f"like patterns may be at most {MAX_LIKE_CHARS} characters long; "
+                    "shorten the pattern or use = or in."
+                )
+        else:
+            if value is None:
+                raise InvalidInputError(f"{op} null matches nothing; use is_null.")
+            value = coerce(value, col.type, name)
+        out.append(Filter(column=name, op=op, value=value))
+    return out
+
+
+def matches(row: Mapping[str, Any], conditions: list[Filter]) -> bool:
+    """SQL-like semantics: a comparison with null is false; ``like`` ignores case."""
+    for f in conditions:
+        value = row.get(f.column)
+        if f.op == "is_null":
+            if (value is None) != f.value:
+                return False
+            continue
+        if value is None:
+            return False
+        if f.op == "in":
+            ok = value in f.value
+        elif f.op == "like":
+            deadline.check()  # the one filter whose cost grows with the value's length
+            ok = like(str(value), f.value)
+        else:
+            try:
+                ok = _COMPARE[f.op](value, f.value)
+            except TypeError:  # json values of different kinds do not order
+                ok = False
+        if not ok:
+            return False
+    return True
+
+
+def sort_key(value: Any) -> tuple[Any, ...]:
+    """A total order on column values, the same on every backend.
+
+    Typed columns hold one kind of value and order naturally. A ``json`` column may
+    mix kinds, so values order by kind first: false and true, then numbers, then
+    text, then arrays and objects (by their canonical JSON); nulls come last.
+    """
+    if value is None:
+        return (1,)
+    if isinstance(value, bool):
+        return (0, 0, value)
+    if isinstance(value, int | float):
+        return (0, 1, value)
+    if isinstance(value, str):
+        return (0, 2, value)
+    return (0, 3, json.dumps(value, sort_keys=True))
+
+
+def risk(operations: tuple[dict[str, Any], ...]) -> str:
+    level = "low"
+    for op in operations:
+        kind = op.get("op")
+        if kind in ("drop_table", "drop_column", "delete") or (kind == "update" and not op.get("where")):
+            return "high"
+        if kind in ("update", "rename_column", "alter_column_type"):
+            level = "medium"
+    return level
+
+
+def schema_hash(tables: Mapping[str, list[Column]]) -> str:
+    """SHA-256 of a canonical JSON form: tables by name, columns in order, compact separators."""
+    canonical = [
+        {"name": name, "columns": [[c.name, c.type, c.nullable, c.default] for c in tables[name]]}
+        for name in sorted(tables)
+    ]
+    text = json.dumps(canonical, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def like(value: str, pattern: str) -> bool:
+    """SQL ``LIKE`` ignoring case: ``%`` is any run of characters, ``_`` exactly one.
+
+    No escape character: every other character stands for itself. Runs in
+    O(len(value) * len(pattern)) at worst, whatever the pattern.
+    """
+    return _LikeMatcher.of(pattern).matches(value)
+
+
+class _LikeMatcher:
+    """A like pattern cut at its ``%`` into pieces of fixed length.
+
+    Each piece (literal characters and ``_``) matches exactly as many characters as
+    it has, so the pattern matches when the first piece starts the value, the last
+    ends it, and the pieces between occur in order without overlapping. Taking each
+    middle piece at its leftmost place leaves the most room for the rest, so one
+    left-to-right pass decides: no backtracking across ``%``, unlike a regular
+    expression with ``.*`` (exponential on ``%a%a%a...%b``).
+    """
+
+    def __init__(self, pattern: str) -> None:
+        pieces = pattern.split("%")
+        self.exact = len(pieces) == 1
+        compiled = [_piece(p) for p in pieces]
+        self.first, self.last = compiled[0], compiled[-1]
+        self.first_len, self.last_len = len(pieces[0]), len(pieces[-1])
+        self.middle = [(c, len(p)) for c, p in zip(compiled[1:-1], pieces[1:-1], strict=True) if p]
+
+    @staticmethod
+    @lru_cache(maxsize=256)
+    def of(pattern: str) -> _LikeMatcher:
+        return _LikeMatcher(pattern)
+
+    def matches(self, value: str) -> bool:
+        if self.exact:
+            return self.first.fullmatch(value) is not None
+        end = len(value) - self.last_len
+        if end < self.first_len:
+            return False
+        if self.first.match(value) is None or self.last.match(value, end) is None:
+            return False
+        pos = self.first_len
+        for piece, size in self.middle:
+            found = piece.search(value, pos, end)
+            if found is None:
+                return False
+            pos = found.start() + size
+        return True
+
+
+def _piece(text: str) -> re.Pattern[str]:
+    """A fixed-length piece of a like pattern as a regular expression without repetition."""
+    parts = ("." if ch == "_" else re.escape(ch) for ch in text)
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+class IntegerRangeError(InvalidInputError):
+    """An integer beyond 64 bits."""
+
+
+def _check_int_range(value: int, column: str, shown: Any = None) -> int:
+    if not INT_MIN <= value <= INT_MAX:
+        raise IntegerRangeError(
+            f"column {column!r}: {_show(value if shown is None else shown)} is outside the integer range "
+            f"({INT_MIN} to {INT_MAX})."
+        )
+    return value
+
+
+def _finite(value: int | float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def _check_text(value: str, what: str) -> None:
+    """Text every backend can store: no NUL (Postgres refuses it) and no lone surrogates."""
+    if "\x00" in value:
+        raise InvalidInputError(f"{what}: text cannot contain the NUL character (U+0000).")
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInputError(
+                f"{what}: text holds an unpaired surrogate code point, which is not valid Unicode."
+            ) from None
+
+
+def _check_json(value: Any, column: str) -> None:
+    """A JSON value both backends store alike: finite numbers, text as ``_check_text`` says,
+    at most ``MAX_JSON_DEPTH`` levels of arrays and objects."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list) and depth >= MAX_JSON_DEPTH:
+            raise InvalidInputError(
+                f"column {column!r}: JSON values may nest at most {MAX_JSON_DEPTH} arrays or objects deep."
+            )
+        if isinstance(item, str):
+            _check_text(item, f"column {column!r}")
+        elif isinstance(item, dict):
+            for key, inner in item.items():
+                if not isinstance(key, str):
+                    raise InvalidInputError(f"column {column!r}: JSON object keys must be text.")
+                _check_text(key, f"column {column!r}")
+                stack.append((inner, depth + 1))
+        elif isinstance(item, list):
+            stack.extend((inner, depth + 1) for inner in item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise InvalidInputError(f"column {column!r}: JSON numbers must be finite, not {item}.")
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 1000:
+            raise InvalidInputError(f"column {column!r}: a JSON number here has more than 300 digits.")
+        elif item is not None and not isinstance(item, bool | int | float):
+            raise InvalidInputError(f"column {column!r}: {_show(item)} is not a JSON value.")
+
+
+_INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,30}")
+
+
+def _show(value: Any) -> str:
+    """A value as an error message quotes it: short, and never failing on odd input."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"an integer of {int(value.bit_length() * math.log10(2)) + 1} digits"
+    try:
+        text = json.dumps(value, default=str) if not isinstance(value, str) else repr(value)
+    except (ValueError, RecursionError):
+        text = f"a {type(value).__name__} value"
+    return text if len(text) <= 60 else text[:57] + "…"
+
+
+_COMPARE = {
+    "=": lambda a, b: a == b,
+    "!=": lambda a, b: a != b,
+    "<": lambda a, b: a < b,
+    "<=": lambda a, b: a <= b,
+    ">": lambda a, b: a > b,
+    ">=": lambda a, b: a >= b,
+}

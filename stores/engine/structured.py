@@ -1,0 +1,572 @@
+"""Structured memory and history, written once over a small per-backend transaction.
+
+A project's tables are a catalog (name, columns, next id) and rows stored as JSON
+objects; plans run against an in-memory working copy of the project, which
+yields the effects (every row's before and after, every table's definition
+before and after), and only then are the changes written, together with the
+commit, in the backend's one write transaction. Each backend supplies a
+``ProjectTx``: a handful of reads and writes on one project inside one
+transaction (``stores.sqlite.structured``, ``stores.postgres.structured``).
+
+Every change to a project is a commit: seq, parent, kind, message, actor, time,
+schema hash before and after, and the effects. A commit records its targets
+(``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history can be
+filtered and a revert can find later commits that touched the same things.
+
+Every loop over rows checks the request's deadline (``stores.deadline``), so a
+request that runs too long stops inside its transaction, which then rolls back.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from stores import deadline
+from stores.engine.plans import (
+    ID_COLUMN,
+    Column,
+    Plan,
+    PlanError,
+    filters,
+    identifier,
+    matches,
+    parse_plan,
+    risk,
+    schema_hash,
+    sort_key,
+)
+from stores.engine.workspace import (
+    TableDef,
+    TableSource,
+    Workspace,
+    columns_json,
+    ordering,
+    run_operation,
+    table_from_json,
+)
+from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
+from stores.ids import new_id
+
+LESSONS_TABLE = "lessons"
+SNAPSHOT_EVERY = 100
+MAX_QUERY_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    seq: int
+    parent: str | None
+    kind: str
+    message: str
+    actor: str
+    created_at: datetime
+    schema_hash_before: str
+    schema_hash_after: str
+    effects: Mapping[str, Any] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
+
+
+class ProjectTx(Protocol):
+    """What the engine needs from a backend, inside one transaction on one project."""
+
+    def tables(self) -> dict[str, TableDef]: ...
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]: ...
+
+    def put_table(self, name: str, table: TableDef | None) -> None:
+        """Create, change or (None) drop a table with its rows."""
+
+    def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
+        """Insert, replace or (None) delete rows."""
+
+    def last_commit(self) -> tuple[str, int] | None: ...
+
+    def add_commit(self, commit: Commit) -> None: ...
+
+    def get_commit(self, commit_id: str) -> Commit | None: ...
+
+    def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]: ...
+
+    def commits(self, target: str | None, limit: int, before_seq: int | None) -> list[Commit]: ...
+
+    def put_snapshot(self, seq: int, state: dict[str, Any]) -> None: ...
+
+    def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
+        """Put a lesson back as ``image`` describes it (None: delete it)."""
+
+    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
+        ...
+
+    def org_projects(self) -> list[str]:
+        """Every project of this org that has lessons or commits, sorted."""
+        ...
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def current_hash(tx: TableSource) -> str:
+    return schema_hash({name: list(t.columns) for name, t in tx.tables().items()})
+
+
+def describe_schema(tx: ProjectTx) -> dict[str, Any]:
+    tables = tx.tables()
+    return {
+        "tables": [
+            {
+                "name": name,
+                "columns": [c.as_dict() for c in (ID_COLUMN, *tables[name].columns)],
+                "row_count": len(tx.rows(name)),
+            }
+            for name in sorted(tables)
+        ],
+        "schema_hash": schema_hash({name: list(t.columns) for name, t in tables.items()}),
+    }
+
+
+def execute(tx: TableSource, plan: Plan) -> Workspace:
+    ws = Workspace(tx)
+    for index, op in enumerate(plan.operations):
+        run_operation(ws, index, op)
+    return ws
+
+
+def dry_run(tx: TableSource, raw_plan: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``apply`` would do, without writing anything."""
+    errors: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {"rows": {"inserted": 0, "updated": 0, "deleted": 0}, "schema": []}
+    level = "low"
+    try:
+        plan = parse_plan(raw_plan)
+        level = risk(plan.operations)
+        current = current_hash(tx)
+        if plan.base_schema_hash != current:
+            errors.append(
+                {
+                    "index": None,
+                    "code": "STALE_PLAN",
+                    "message": f"The schema changed since this plan was made; its schema_hash is now {current}. "
+                    "Read schema again and rebuild the plan.",
+                }
+            )
+        ws = Workspace(tx)
+        for index, op in enumerate(plan.operations):
+            try:
+                run_operation(ws, index, op)
+            except PlanError as exc:
+                errors.append({"index": index, "code": error_code(exc.error), "message": str(exc)})
+                break
+        summary = summarize(ws.effects())
+    except UnavailableError:
+        raise  # a dry run that could not finish has no verdict to report
+    except PlanError as exc:
+        errors.append({"index": exc.index, "code": error_code(exc.error), "message": str(exc)})
+    except StoreError as exc:
+        errors.append({"index": None, "code": error_code(exc), "message": str(exc)})
+    return {"ok": not errors, "risk": level, "effects": summary, "errors": errors}
+
+
+class StalePlanError(ConflictError):
+    """The plan was made against another schema; carries the current hash."""
+
+    def __init__(self, current: str) -> None:
+        super().__init__(
+            f"The schema changed since this plan was made; its schema_hash is now {current}. "
+            "Read schema again and rebuild the plan."
+        )
+        self.current_hash = current
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The tables a plan names, read once from a transaction, with the project's last commit.
+
+    A plan runs on a snapshot outside any transaction, so its work (seconds for a large
+    plan) holds no connection and no lock that other calls need; ``apply_snapshot`` then
+    writes the result in a short write transaction, or runs the plan again there if the
+    project changed meanwhile (every change to a project is a commit).
+    """
+
+    defs: dict[str, TableDef]
+    table_rows: dict[str, dict[int, dict[str, Any]]]
+    last: tuple[str, int] | None
+
+    def tables(self) -> dict[str, TableDef]:
+        return self.defs
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]:
+        return self.table_rows.get(table, {})
+
+
+def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
+    """The tables ``raw_plan``'s operations name (all of them, if it is not a plan).
+
+    The last commit is read first: on Postgres each statement of a read transaction sees
+    what is committed by then, so a commit landing between these reads must make the
+    snapshot look stale (and the apply run again), never current with older tables.
+    """
+    last = tx.last_commit()
+    tables = tx.tables()
+    ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
+    if isinstance(ops, list):  # a table name of the wrong type is refused when the plan runs
+        named = [op.get("table") for op in ops if isinstance(op, Mapping)]
+        rows = {name: tx.rows(name) for name in tables if name in named}
+    else:
+        rows = {name: tx.rows(name) for name in tables}
+    return Snapshot(dict(tables), rows, last)
+
+
+def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, Any]:
+    """Validate, check the hash, run, write and record; raises before writing anything."""
+    plan, before, ws = run_plan(tx, raw_plan)
+    return write_applied(tx, plan, before, ws, actor)
+
+
+def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, str, Workspace]:
+    """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
+    plan = parse_plan(raw_plan)
+    before = schema_hash({name: list(t.columns) for name, t in source.tables().items()})
+    if plan.base_schema_hash != before:
+        raise StalePlanError(before)
+    return plan, before, execute(source, plan)
+
+
+def apply_snapshot(
+    tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
+) -> dict[str, Any]:
+    """Write what the plan did to ``snap``, or run it again in ``tx`` if a commit ``snap`` did
+    not see changed the schema or a table the plan read.
+
+    Commits that touched only lessons or other tables leave the plan's result as it was; running
+    it again here would hold the writer for the whole plan, which is what the snapshot avoids.
+    """
+    if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
+        return apply(tx, raw_plan, actor)
+    return write_applied(tx, *ran, actor)
+
+
+def _snapshot_stale(tx: ProjectTx, snap: Snapshot, hash_before: str) -> bool:
+    if current_hash(tx) != hash_before:
+        return True
+    read = [f"table:{name}" for name in snap.table_rows]
+    return bool(read) and bool(tx.later_commits_touching(snap.last[1] if snap.last else 0, read))
+
+
+def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:
+    effects = ws.effects()
+    commit = write(tx, ws, effects, kind="apply", message=plan.message, actor=actor, hash_before=before)
+    return {
+        "commit_id": commit.id,
+        "seq": commit.seq,
+        "schema_hash": commit.schema_hash_after,
+        "effects": summarize(effects),
+    }
+
+
+def write(
+    tx: ProjectTx,
+    ws: Workspace,
+    effects: dict[str, Any],
+    *,
+    kind: str,
+    message: str,
+    actor: str,
+    hash_before: str,
+) -> Commit:
+    """Persist the workspace's changes and the commit describing them."""
+    for name in {*ws.tables_before, *ws.renumbered}:
+        tx.put_table(name, ws.defs.get(name))
+    changes: dict[str, dict[int, dict[str, Any] | None]] = {}
+    for row in effects["rows"]:
+        deadline.check()
+        changes.setdefault(row["table"], {})[row["id"]] = row["after"]
+    for table, table_changes in changes.items():
+        if table in ws.defs:
+            tx.put_rows(table, table_changes)
+    after = schema_hash({name: list(t.columns) for name, t in ws.defs.items()})
+    return record(
+        tx,
+        kind=kind,
+        message=message,
+        actor=actor,
+        effects=effects,
+        hash_before=hash_before,
+        hash_after=after,
+    )
+
+
+def record(
+    tx: ProjectTx,
+    *,
+    kind: str,
+    message: str,
+    actor: str,
+    effects: dict[str, Any],
+    hash_before: str,
+    hash_after: str | None = None,
+) -> Commit:
+    """Add a commit after the project's last one; every 100th also snapshots the tables."""
+    last = tx.last_commit()
+    commit = Commit(
+        id=new_id(),
+        seq=(last[1] if last else 0) + 1,
+        parent=last[0] if last else None,
+        kind=kind,
+        message=message,
+        actor=actor,
+        created_at=now(),
+        schema_hash_before=hash_before,
+        schema_hash_after=hash_after or hash_before,
+        effects=effects,
+        targets=targets_of(effects),
+    )
+    tx.add_commit(commit)
+    if commit.seq % SNAPSHOT_EVERY == 0:
+        tables = tx.tables()
+        tx.put_snapshot(
+            commit.seq,
+            {
+                name: {"columns": columns_json(t), "next_id": t.next_id, "rows": tx.rows(name)}
+                for name, t in tables.items()
+            },
+        )
+    return commit
+
+
+def record_lessons(tx: ProjectTx, kind: str, actor: str, changes: list[Any]) -> Commit:
+    """The commit for lesson changes: (lesson id, before image, after image) each."""
+    effects = {
+        "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
+        "schema": [],
+        "tables": {},
+    }
+    return record(tx, kind=kind, message=kind, actor=actor, effects=effects, hash_before=current_hash(tx))
+
+
+def read_only_lessons(lesson_id: str, image: Any) -> None:
+    """The lesson restorer of a transaction that must not restore lessons."""
+    raise AssertionError("lessons are restored only inside a write transaction")
+
+
+def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
+    """A new commit undoing ``commit_id``; CONFLICT when later commits touched the same things."""
+    target = tx.get_commit(commit_id)
+    if target is None:
+        raise NotFoundError(f"No commit {commit_id} in this project.")
+    later = tx.later_commits_touching(target.seq, conflict_targets(targets_of(target.effects)))
+    if later:
+        raise ConflictError(
+            f"Commit {commit_id} cannot be reverted: later commits changed the same rows or tables "
+            f"({', '.join(later[:20])}{f' and {len(later) - 20} more' if len(later) > 20 else ''}). "
+            "Revert those first, newest first."
+        )
+    before = current_hash(tx)
+    ws = Workspace(tx)
+    lesson_effects = []
+    # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
+    # JSON text in the order written, and the revert's effects list tables in this order.
+    tables = dict(sorted(target.effects.get("tables", {}).items()))
+    # Tables come back first (so their rows can), rows next, and tables the commit
+    # created go last (so their rows are recorded as deleted).
+    for name, change in tables.items():
+        if change["before"] is not None:
+            ws.set_def(name, table_from_json(change["before"], ws.defs.get(name)))
+            ws.schema.append({"op": "restore_table", "table": name})
+    for row in reversed(target.effects.get("rows", [])):
+        deadline.check()
+        if row["table"] == LESSONS_TABLE:
+            tx.restore_lesson(row["id"], row["before"])
+            lesson_effects.append(
+                {"table": LESSONS_TABLE, "id": row["id"], "before": row["after"], "after": row["before"]}
+            )
+        elif row["table"] in ws.defs:
+            ws.set_row(row["table"], row["id"], copy.deepcopy(row["before"]))
+    for name, change in tables.items():
+        if change["before"] is None and name in ws.defs:
+            for row_id in list(ws.rows(name)):
+                ws.set_row(name, row_id, None)
+            ws.set_def(name, None)
+            ws.schema.append({"op": "drop_table", "table": name})
+    effects = ws.effects()
+    effects["rows"] = lesson_effects + effects["rows"]
+    commit = write(
+        tx, ws, effects, kind="revert", message=f"Revert {commit_id}", actor=actor, hash_before=before
+    )
+    return {
+        "commit_id": commit.id,
+        "seq": commit.seq,
+        "reverted": commit_id,
+        "schema_hash": commit.schema_hash_after,
+        "effects": summarize(effects),
+    }
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """One table's columns and rows as read inside a transaction, to be queried after it."""
+
+    name: str
+    columns: tuple[Column, ...]
+    rows: Mapping[int, Mapping[str, Any]]
+
+
+def read_table(tx: ProjectTx, table: Any) -> TableRows:
+    """The table ``query_rows`` reads: the only part of a query that needs the database."""
+    name = identifier(table, "table")
+    tables = tx.tables()
+    if name not in tables:
+        raise NotFoundError(f"table {name!r} does not exist in this project.")
+    return TableRows(name=name, columns=tables[name].columns, rows=tx.rows(name))
+
+
+def query_rows(
+    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    """Rows of one table, filtered and ordered (``read_table`` then ``select_rows``)."""
+    return select_rows(read_table(tx, table), where, order_by, limit, cursor)
+
+
+def select_rows(
+    table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
+) -> dict[str, Any]:
+    """Rows of a table already read, filtered and ordered.
+
+    Pure Python, so it may run after the read transaction has ended: a slow filter
+    then holds no connection or lock that other calls are waiting for.
+    The cursor holds the sort values of the last row returned (and its id), not an
+    offset, so rows deleted or added between pages make no later row go missing.
+    """
+    columns = {c.name: c for c in (ID_COLUMN, *table.columns)}
+    conditions = filters(where, columns)
+    keys = ordering(order_by, columns)
+    if not 1 <= limit <= MAX_QUERY_LIMIT:
+        raise InvalidInputError(f"limit must be between 1 and {MAX_QUERY_LIMIT}.")
+    after = _decode_cursor(cursor, len(keys)) if cursor is not None else None
+    rows = []
+    for row_id, values in table.rows.items():
+        deadline.check()
+        row = {"id": row_id, **values}
+        if matches(row, conditions):
+            rows.append(row)
+    for column, descending in reversed(keys):
+        rows.sort(key=functools.partial(_sort_key_of, column=column), reverse=descending)
+    if after is not None:
+        rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
+    page = rows[:limit]
+    for row in page:
+        for col in table.columns:
+            row.setdefault(col.name, None)
+    more = len(rows) > limit
+    next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if more else None
+    return {"rows": page, "next_cursor": next_cursor}
+
+
+def _after(values: list[Any], cursor: list[Any], keys: list[tuple[str, bool]]) -> bool:
+    """Whether a row with these sort values comes after the cursor's row."""
+    for mine, theirs, (_, descending) in zip(values, cursor, keys, strict=True):
+        a, b = sort_key(mine), sort_key(theirs)
+        if a == b:
+            continue
+        try:
+            return (a > b) != descending
+        except TypeError:
+            raise InvalidInputError(
+                "cursor does not fit this table any more; start again without it."
+            ) from None
+    return False
+
+
+def _encode_cursor(values: list[Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode()
+
+
+def _decode_cursor(cursor: str, size: int) -> list[Any]:
+    try:
+        values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, UnicodeError, RecursionError):
+        values = None
+    if not isinstance(values, list) or len(values) != size:
+        raise InvalidInputError(
+            "cursor is not one this server returned for this query; pass next_cursor back."
+        )
+    return values
+
+
+def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
+    counts = {"inserted": 0, "updated": 0, "deleted": 0}
+    for row in effects.get("rows", []):
+        if row["before"] is None:
+            counts["inserted"] += 1
+        elif row["after"] is None:
+            counts["deleted"] += 1
+        else:
+            counts["updated"] += 1
+    return {"rows": counts, "schema": list(effects.get("schema", []))}
+
+
+def targets_of(effects: Mapping[str, Any]) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for name in effects.get("tables", {}):
+        found[f"schema:{name}"] = None
+        found[f"table:{name}"] = None
+    for row in effects.get("rows", []):
+        if row["table"] == LESSONS_TABLE:
+            found[f"lesson:{row['id']}"] = None
+        else:
+            found[f"table:{row['table']}"] = None
+            found[f"row:{row['table']}:{row['id']}"] = None
+    return tuple(found)
+
+
+def conflict_targets(targets: tuple[str, ...]) -> list[str]:
+    """What a later commit must not have touched for a commit with ``targets`` to be reverted."""
+    out = []
+    for target in targets:
+        kind, _, rest = target.partition(":")
+        if kind == "schema":
+            out.append(f"table:{rest}")  # any later use of a table whose shape this changed
+        elif kind in ("row", "lesson"):
+            out.append(target)
+            if kind == "row":
+                out.append(f"schema:{rest.rsplit(':', 1)[0]}")
+    return sorted(set(out))
+
+
+def error_code(error: StoreError) -> str:
+    if isinstance(error, StalePlanError):
+        return "STALE_PLAN"
+    if isinstance(error, NotFoundError):
+        return "NOT_FOUND"
+    if isinstance(error, ConflictError):
+        return "CONFLICT"
+    return "VALIDATION_ERROR"
+
+
+_HISTORY_CURSOR = re.compile(r"[0-9]{1,12}")
+
+
+def parse_cursor(cursor: str | None) -> int | None:
+    """The sequence number a ``history`` cursor holds; anything else is the caller's mistake."""
+    if cursor is None:
+        return None
+    if not _HISTORY_CURSOR.fullmatch(cursor):
+        raise InvalidInputError(
+            "cursor is not one this server returned; pass next_cursor from a previous page."
+        )
+    return int(cursor)
+
+
+def _sort_key_of(row: dict[str, Any], *, column: str) -> tuple[Any, ...]:
+    """A row's sort key on one column (``plans.sort_key`` orders mixed types)."""
+    return sort_key(row.get(column))

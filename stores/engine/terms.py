@@ -1,0 +1,196 @@
+"""A query's terms and which of them a text has: the lexical half of the ranking.
+
+Terms (``lexical_terms``): the query's words without stopwords and without words
+about lessons themselves ("root cause", "fix"); numbers (single digits too),
+versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
+and by their parts, where a number inside a version is not that number. Words match
+(``Matcher``) through a light suffix stripper ("queries" is "query", "runs" is
+"running"). Names are capitalised words inside a sentence; entities are terms with a
+digit, identifiers, paths and names.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Collection
+
+from stores.engine.ranking_params import DEFAULT, RankingParams
+
+# Words whose keys share their first STEM letters match ("rebalance", "rebalancing"):
+# a crude stemmer that behaves identically everywhere.
+STEM = 5
+# Longer runs of letters, digits and separators are not kept as one term (hashes, blobs).
+MAX_COMPOUND_CHARS = 64
+
+
+def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
+    """Terms of a query worth matching lexically: lower-cased, de-duplicated, no stopwords.
+
+    With ``params.entity_terms``: also single digits, and each identifier, version or
+    path as one term before its parts. At most ``max_terms`` (default
+    ``params.max_terms``) are kept, in the order they appear. Every term is letters and
+    digits, or those joined by ``. _ / -`` (safe inside FTS5 quotes and in a tsquery).
+    """
+    cap = params.max_terms if max_terms is None else max_terms
+    stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
+    if not params.entity_terms:
+        terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in stopwords)
+        return list(terms)[:cap]
+    found: dict[str, None] = {}
+    for token in _TOKEN.findall(text.lower()):
+        parts = _WORD.findall(token)
+        if len(parts) > 1 and len(token) <= MAX_COMPOUND_CHARS:
+            found[token] = None
+        for word in _parts(parts, params):
+            if (len(word) > 1 or word.isdigit()) and word not in stopwords:
+                found[word] = None
+    return list(found)[:cap]
+
+
+class Matcher:
+    """Which of a query's terms a text has.
+
+    The same word, or a word with the same key (``_word_key``): with ``params.stemming``
+    an alphabetic word's ``_key`` (suffixes stripped, then the first STEM letters), else
+    its first STEM letters. With ``params.entity_terms`` identifiers match whole, and
+    numbers and identifiers only exactly; without, words only (the ranking before)."""
+
+    def __init__(self, terms: list[str], params: RankingParams) -> None:
+        self.legacy = not params.entity_terms
+        self.stemming = params.stemming
+        self.compound_digits = params.compound_digits
+        self.termset = frozenset(terms)
+        self.keys: dict[str, list[str]] = {}
+        for t in terms:
+            key = _word_key(t, self.legacy, self.stemming)
+            if key is not None:
+                self.keys.setdefault(key, []).append(t)
+        self.keyset = frozenset(self.keys)
+
+    def found(self, text: str) -> set[str]:
+        """The terms ``text`` has."""
+        words = vocabulary(text, self.legacy, self.compound_digits)
+        found = set(words & self.termset)
+        if self.keys:
+            for key in _keys(words, self.legacy, self.stemming) & self.keyset:
+                found.update(self.keys[key])
+        return found
+
+
+@functools.lru_cache(maxsize=4096)
+def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
+    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
+    the same lessons come back as candidates of one query after another."""
+    lowered = text.lower()
+    if legacy:
+        return frozenset(_WORD.findall(lowered))
+    words: set[str] = set()
+    for token in _TOKEN.findall(lowered):
+        if not token.isalnum():  # letters and digits joined by . _ / -
+            parts = _WORD.findall(token)
+            words.update(
+                parts if compound_digits or len(parts) < 2 else (p for p in parts if not p.isdigit())
+            )
+            words.add(token)
+            words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
+        else:
+            words.add(token)
+    return frozenset(words)
+
+
+@functools.lru_cache(maxsize=4096)
+def _keys(words: frozenset[str], legacy: bool, stemming: bool) -> frozenset[str]:
+    """The keys of a text's words (``_vocabulary``). A stopword has none, unless legacy: it
+    matches no term, not even by its key ("Ines" would otherwise be "in")."""
+    return frozenset(
+        key
+        for w in words
+        if (legacy or w not in _STOPWORDS) and (key := _word_key(w, legacy, stemming)) is not None
+    )
+
+
+def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
+    """What a word matches by besides itself (None: only itself)."""
+    if not legacy and not word.isalpha():
+        return None  # numbers and identifiers match whole
+    if stemming and word.isalpha():
+        return _key(word)
+    return word[:STEM] if len(word) >= STEM else None
+
+
+def _parts(parts: list[str], params: RankingParams) -> list[str]:
+    """The words of an identifier that count on their own: a number inside a version
+    or a path ("3" in "3.8.1") is not that number, unless ``params.compound_digits``."""
+    if len(parts) < 2 or params.compound_digits:
+        return parts
+    return [p for p in parts if not p.isdigit()]
+
+
+@functools.lru_cache(maxsize=65536)
+def _key(word: str) -> str:
+    """An alphabetic word's matching key: a light suffix stripper ("queries", "query" ->
+    "queri"; "used", "use" -> "us"; "running", "runs" -> "run"), then at most STEM
+    letters. Short keys can equal a stopword ("Ines" -> "in"): stopwords are not matched."""
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix in ("ing", "ed"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 2:
+            w = w[: -len(suffix)]
+            if len(w) > 2 and w[-1] == w[-2] and w[-1] not in "lsz":
+                w = w[:-1]  # "running" -> "run"
+            break
+    if len(w) >= 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) >= 3 and w.endswith("y"):
+        w = w[:-1] + "i"
+    return w[:STEM]
+
+
+def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
+    """The query's names, lower-cased: capitalised words that do not start a sentence
+    ("Which team did Bruno join?" -> bruno; "QA" too). Empty unless ``params.names``."""
+    if not params.names:
+        return frozenset()
+    found = set()
+    for match in _NAME.finditer(text):
+        word = match.group(2)
+        if match.group(1) is None and word[:1].isupper() and word.lower() not in _STOPWORDS:
+            found.add(word.lower())
+    return frozenset(found)
+
+
+def is_entity(term: str, names: Collection[str] = ()) -> bool:
+    """Whether a term is an entity: it has a digit, is an identifier or path, or is a name."""
+    return any(c.isdigit() for c in term) or bool(_SEPARATOR.search(term)) or term in names
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+_WORD = re.compile(r"[^\W_]+")
+# A word, or words joined by . _ / - (an identifier, version or path; a path may start with /).
+_TOKEN = re.compile(r"/?[^\W_]+(?:[._/-][^\W_]+)*")
+_SEPARATOR = re.compile(r"[._/-]")
+# A word, and whether it starts the text or a sentence (group 1 is then not None).
+_NAME = re.compile(r"(^\s*|[.!?]\s+)?([^\W_]+)")
+
+# Common English words that match nearly every lesson and only slow lexical search down.
+_STOPWORDS = frozenset(
+    """a an and are as at be but by can do does for from had has have how i if in into is it its me my no not of on or our so that the their them then there
+    these they this to was we were what when where which while who why will with you your
+    about after again all also any before been being did does doing just more most only other
+    out over same some such than too up very get gets got one""".split()
+)
+# Words about a lesson rather than its subject: questions ask for "the root cause" or "the
+# fix" of every kind of problem, and lessons are written as a problem and a resolution.
+_META_STOPWORDS = frozenset(
+    """cause caused causes root fix fixed fixes fixing resolve resolved resolves resolution solve
+    solved solution remind happened change changed problem issue""".split()
+)

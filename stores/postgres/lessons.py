@@ -1,0 +1,331 @@
+"""Lessons in Postgres: pgvector (HNSW, cosine) for vectors, tsvector for words.
+
+The sibling of ``stores.sqlite.lessons``: same contract, candidates from the same two
+signals (nearest vectors, full-text matches) and the same scoring from
+``stores.engine.ranking``, so a query ranks the same lessons first on both. Every
+transaction sets ``lore.org`` for the row-level security policies (see
+``stores.postgres.db``) besides naming the org in its own filters.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+from collections.abc import Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, text
+
+from stores.engine import ranking
+from stores.engine.embedding_model import GENERATION_KEY
+from stores.engine.keys import KeyStore
+from stores.engine.lesson_rules import LessonWrites, check_dims, lesson_of, live_row
+from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
+from stores.engine.vectors import unit_vector
+from stores.errors import InvalidInputError
+from stores.postgres.db import as_owner, engine_for, migrate, transaction, unavailable_on_failure
+from stores.postgres.lesson_rows import COLUMNS as _COLUMNS
+from stores.postgres.lesson_rows import SCOPED as _SCOPED
+from stores.postgres.lesson_rows import PostgresLessonTx
+from stores.postgres.lesson_rows import fetch as _fetch
+from stores.postgres.lesson_rows import now as _now
+from stores.postgres.lesson_rows import scope_params as _scope_params
+from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
+
+# Recall scores every candidate but returns only a few: meta stays text until then.
+_RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
+
+# Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
+# (it filters after its search), an exact scan over the scoped rows replaces them; the
+# one-time filter on ``scoped`` skips that scan whenever the index found k.
+_VECTOR_CANDIDATES = """
+nearest AS MATERIALIZED (
+    SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :k
+), scoped AS MATERIALIZED (
+    SELECT pk, embedding FROM lessons WHERE {filters} AND (SELECT count(*) FROM nearest) < :k
+), vector AS (
+    SELECT pk FROM nearest WHERE (SELECT count(*) FROM nearest) >= :k
+    UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
+)"""
+
+# The scope's anchor (``ranking.anchor``): the mean of its newest live lessons and one zero
+# vector, and each candidate's similarity seen from it (``ranking.centred_similarities``).
+_ANCHOR = f"""anchor AS MATERIALIZED (
+    SELECT avg(e) AS a FROM (
+        (SELECT embedding AS e FROM lessons WHERE {_SCOPED} ORDER BY id DESC LIMIT :anchor_n)
+        UNION ALL SELECT CAST(:zero AS vector)
+    ) AS sample
+)"""
+_CENTRED_SIMILARITY = (
+    "1 - ((embedding - (SELECT a FROM anchor)) <=> (CAST(:q AS vector) - (SELECT a FROM anchor)))"
+)
+
+
+# Appended to the statement that opens a transaction (``_begin``): the model generation, and
+# a mention of ``lessons`` that takes its lock before the statement's snapshot, so a
+# transaction that waited for a re-embed's swap (which holds the table's strongest lock)
+# reads the generation that swap wrote.
+_GENERATION = (
+    f"(SELECT value FROM lore_meta WHERE key = '{GENERATION_KEY}')",
+    "(SELECT count(*) FROM (SELECT 1 FROM lessons LIMIT 0) AS lock_lessons)",
+)
+
+
+class _ProbeDone(Exception):
+    """Raised inside the probe's transaction so that it rolls back."""
+
+
+class PostgresLessonStore(LessonWrites, TwoStepRecall):
+    """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
+    over ``PostgresLessonTx``."""
+
+    def __init__(
+        self, url: str, *, pool_size: int = 5, ranking_params: ranking.RankingParams | None = None
+    ) -> None:
+        self._ranking = ranking_params or ranking.RankingParams()
+        self._engine = engine_for(url, pool_size)
+        migrate(self._engine)
+        self._dim: int | None = None
+        self._models = PostgresModelRecords(self)
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._lesson_reader(scope) as tx:
+            return live_row(tx, lesson_id, embedding=False).lesson
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE {_SCOPED}"
+        params: dict[str, Any] = {**_scope_params(scope, _now()), "n": limit + 1}
+        if cursor is not None:
+            sql += " AND id < :cursor"
+            params["cursor"] = cursor
+        if tags:
+            sql += " AND tags @> :tags"
+            params["tags"] = list(tags)
+        with transaction(self._engine, scope.org) as conn:
+            rows = _fetch(conn, sql + " ORDER BY id DESC LIMIT :n", params)
+        lessons = tuple(lesson_of(r) for r in rows[:limit])
+        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
+        """Recall's second transaction: the nearest vectors and every candidate's row in
+        one statement."""
+        now, terms, lexical = words.now, list(words.terms), list(words.keys)
+        k = ranking.candidate_count(query.limit, self._ranking)
+        q = unit_vector(query.needs_vector())
+        ef_search = "set_config('hnsw.ef_search', :ef, true)"
+        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
+            self.models.guard(conn)
+            dim = self._stored_dim(conn)
+            if dim is not None and q.shape[0] != dim:
+                raise InvalidInputError(
+                    f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
+                    "the database was created with a different embedding model."
+                )
+            if dim is None and not lexical:
+                return []
+            filters, params = self._recall_filters(scope, query, now)
+            ctes, sim, near = "", "NULL", "false"
+            candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
+            if dim is not None:
+                ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)} "
+                candidates = f"SELECT pk FROM vector UNION {candidates}"
+                sim, near = "1 - (embedding <=> :q)", "pk IN (SELECT pk FROM vector)"
+                if self._ranking.centring:
+                    ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)}, {_ANCHOR} "
+                    sim = _CENTRED_SIMILARITY
+                    params.update(anchor_n=ranking.ANCHOR_SAMPLE, zero=np.zeros(dim, dtype=np.float32))
+            sql = (
+                f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
+                f"WHERE pk IN ({candidates}) AND {filters}"
+            )
+            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "lexical": lexical})
+        return scored_lessons(rows, query, terms, now, self._ranking)
+
+    def count(self, org: str, project: str | None = None) -> int:
+        sql = "SELECT count(*) FROM lessons WHERE org_id = :org AND (expires_at IS NULL OR expires_at > :now)"
+        params: dict[str, Any] = {"org": org, "now": _now()}
+        if project is not None:
+            sql += " AND project = :project"
+            params["project"] = project
+        with transaction(self._engine, org) as conn:
+            return int(conn.execute(text(sql), params).scalar_one())
+
+    def probe_write(self) -> None:
+        """``stores.Store.probe_write``: an update in a transaction that is rolled back."""
+        try:
+            with transaction(self._engine, None) as conn:
+                conn.execute(text("UPDATE lore_meta SET value = value WHERE key = 'dim'"))
+                raise _ProbeDone
+        except _ProbeDone:
+            pass
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    # -- the transactions of stores.engine.lesson_rules -----------------------------------
+
+    @contextlib.contextmanager
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[PostgresLessonTx]:
+        """The project's advisory lock, once the vector column takes ``vectors`` (made
+        beforehand, as the owner, for the first vector: see ``_check_dim``)."""
+        if vectors:
+            check_dims(vectors, self._ensure_dim(vectors[0].shape[0]))
+        with self._writing(scope) as conn:
+            yield PostgresLessonTx(self, conn, scope, lock=True)
+
+    @contextlib.contextmanager
+    def _lesson_reader(self, scope: Scope) -> Iterator[PostgresLessonTx]:
+        with transaction(self._engine, scope.org) as conn:
+            yield PostgresLessonTx(self, conn, scope, lock=False)
+
+    # -- internals ----------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def _begin(self, org: str, *also: str, **params: Any) -> Iterator[Connection]:
+        """``postgres_db.transaction``, with more calls in the statement that sets ``lore.org``.
+
+        ``also`` are SQL expressions (settings, locks) that touch no rows, so row-level
+        security is in force before the first row is read, one round trip sooner. The same
+        statement reads the store's model generation for ``models.guard`` and the commit
+        images (``_GENERATION`` says why it also names ``lessons``).
+        """
+        calls = ", ".join(("set_config('lore.org', :org, true)", *also, *_GENERATION))
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            row = conn.execute(text(f"SELECT {calls}"), {**params, "org": org}).one()
+            conn.info[GENERATION_INFO] = int(row[-2] or 0)
+            try:
+                yield conn
+            finally:
+                conn.info.pop(GENERATION_INFO, None)
+
+    def _writing(self, scope: Scope) -> contextlib.AbstractContextManager[Connection]:
+        # Writes to one project take turns, so near-duplicates saved at once still merge
+        # and commits get consecutive sequence numbers.
+        lock = "pg_advisory_xact_lock(hashtext(:key))"
+        return self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}")
+
+    def _recall_filters(self, scope: Scope, query: RecallQuery, now: datetime) -> tuple[str, dict[str, Any]]:
+        filters = f"{_SCOPED} AND confidence >= :min_conf"
+        params: dict[str, Any] = {**_scope_params(scope, now), "min_conf": query.min_confidence}
+        if query.tags:
+            filters += " AND tags @> :tags"
+            params["tags"] = list(query.tags)
+        return filters, params
+
+    def _word_keys(
+        self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
+    ) -> builtins.list[int]:
+        """Keys of the best full-text matches of the query's rare terms (``ranking.rare_terms``).
+
+        One round trip sets the org and estimates each term's postings
+        (``lore_term_postings``), a second ranks the matches; migration 4 in
+        ``stores.postgres.db`` says why both are functions.
+        """
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            postings = conn.execute(
+                text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
+                {"org": scope.org, "terms": terms},
+            ).one()[1]
+            found = dict(zip(terms, postings, strict=True))
+            chosen, ordering = ranking.full_text_terms(query.text, terms, found, self._ranking)
+            if not chosen:
+                return []
+            # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
+            # versions, identifiers, paths) are also searched alone, so lessons that have
+            # them are not crowded out by lessons with many common words. Both searches
+            # order their lessons by ranking.candidate_terms (migration 7).
+            alone = [t for t in chosen if ranking.is_entity(t)]
+            call = (
+                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
+                "CAST(:tags AS text[])) AS c(pk)"
+            )
+            sql = call.format(tsq=":tsq")
+            if alone and len(alone) < len(chosen):
+                sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
+            rows = conn.execute(
+                text(sql),
+                {
+                    "project": scope.project,
+                    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
+                    # the tsquery is well formed.
+                    "tsq": " | ".join(chosen),
+                    "entities": " | ".join(alone),
+                    "order": " | ".join(ordering),
+                    "k": k,
+                    "now": now,
+                    "min_conf": query.min_confidence,
+                    "tags": list(query.tags),
+                },
+            )
+            return [row[0] for row in rows]
+
+    def _stored_dim(self, conn: Connection) -> int | None:
+        if self._dim is None:
+            value = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+            self._dim = int(value) if value is not None else None
+        return self._dim
+
+    def ensure_dim(self, dim: int) -> None:
+        self._ensure_dim(dim)
+
+    def _check_dim(self, conn: Connection, dim: int) -> None:
+        """Inside a write transaction: the vector column must already be there, with ``dim``.
+
+        Creating it here would deadlock: ``ALTER TABLE`` runs in a transaction of its own
+        (as the owner) and waits for this one, which already read ``lessons``. Callers that
+        may bring a fresh database its first vector (an import) call ``ensure_dim`` first.
+        """
+        stored = self._stored_dim(conn)
+        if stored is None:
+            raise InvalidInputError(
+                "This database holds no vectors yet; call ensure_dim before restoring lessons."
+            )
+        if stored != dim:
+            self._ensure_dim(dim)  # raises the usual sentence about another embedding model
+
+    def _ensure_dim(self, dim: int) -> int:
+        """The vector column is created with the first vector's dimension; others are refused."""
+        if self._dim is None:
+            with transaction(self._engine, None) as conn:
+                as_owner(conn)
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
+                stored = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+                if stored is None:
+                    if not 1 <= dim <= 2000:
+                        raise InvalidInputError(
+                            f"A vector must have between 1 and 2000 dimensions, not {dim}."
+                        )
+                    # dim is an int checked above, never user text.
+                    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
+                    conn.exec_driver_sql(
+                        "CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)"
+                    )
+                    conn.execute(
+                        text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)}
+                    )
+                    stored = dim
+                self._dim = int(stored)
+        if self._dim != dim:
+            raise InvalidInputError(
+                f"This store holds {self._dim}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database."
+            )
+        return self._dim
+
+    # -- the embedding model -------------------------------------------------------
+
+    @property
+    def models(self) -> PostgresModelRecords:
+        """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
+        return self._models
+
+    # -- orgs and api keys ---------------------------------------------------------
+
+    def _key_store(self) -> KeyStore:
+        """Orgs and API keys in this same database, on this store's engine."""
+        from stores.postgres.keys import PostgresKeyStore
+
+        return PostgresKeyStore(self._engine)

@@ -1,0 +1,472 @@
+"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions,
+and the timestamp text every local table stores.
+
+Python's own ``sqlite3`` often cannot load extensions (macOS's system Python,
+pyenv builds), so Lore uses ``sqlean.py``: the same DB-API, wheels for Linux,
+macOS and Windows, and extension loading enabled, which sqlite-vec needs.
+
+Several processes may share one file (Claude Desktop and Cursor each start their
+own server). WAL lets readers run beside the one writer; every write takes the
+lock up front with ``BEGIN IMMEDIATE`` and waits for it through the busy
+timeout, so a write never fails half-way with "database is locked". The wait is
+bounded: ``BUSY_TIMEOUT_MS`` in all, or less when the request's deadline
+(``stores.deadline``) comes sooner; then the write answers ``UnavailableError``.
+
+A statement still running when the request's deadline passes is stopped by
+SQLite's progress handler; inside a transaction that rolls the transaction back.
+
+A write SQLite refuses because a file is read-only, and a database that does not
+open for that reason, answer ``UnavailableError`` naming the file or directory in
+the way and the fix (``stores.sqlite.files``), never a bare SQLite error; so does a
+write or read that finds the disk full (SQLITE_FULL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import sqlean
+import sqlite_vec
+
+from stores import deadline
+from stores.errors import UnavailableError, refuse_newer_schema
+from stores.sqlite.files import Unwritable, unwritable
+
+# The longest a statement waits for another connection's lock, all retries included.
+BUSY_TIMEOUT_MS = 30_000
+# SQLite calls the progress handler every this many virtual-machine steps (well under a
+# millisecond of work), which is how a running statement notices the deadline.
+PROGRESS_STEPS = 100_000
+LOCKED_MESSAGE = (
+    "The Lore database stayed locked by another process for too long; the call changed nothing. Try again."
+)
+
+if TYPE_CHECKING:
+    # sqlean's connection is the standard library's, built with extension loading.
+    from sqlite3 import Connection
+else:
+    Connection = sqlean.Connection
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def format_ts(dt: datetime) -> str:
+    """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
+    # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
+    return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def parse_ts(text: str) -> datetime:
+    return datetime.fromisoformat(text)
+
+
+class TrackedConnection(sqlean.Connection):
+    """A connection that remembers its cursors, so a transaction can finish every statement
+    left unfinished before it (``finish_statements``).
+
+    Why: a SELECT stopped half-way (its cursor kept alive by a traceback until the garbage
+    collector runs) holds the connection's read snapshot. Once another process has written
+    the file, every ``BEGIN IMMEDIATE`` on that connection answers "locked" at once, however
+    long it retries: this wedged the SQLite team server's writer until restart.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cursors: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        cursor = super().cursor(*args, **kwargs)  # ``execute`` makes its cursor here too
+        self.cursors.add(cursor)
+        return cursor
+
+
+def finish_statements(conn: Connection) -> None:
+    """Close every cursor of ``conn`` (a ``TrackedConnection``): no statement pins a snapshot."""
+    for cursor in list(getattr(conn, "cursors", ())):
+        cursor.close()
+
+
+def connect(path: Path | str) -> Connection:
+    """Open a connection with sqlite-vec loaded and Lore's pragmas set."""
+    try:
+        if str(path) != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlean.connect(
+            str(path), isolation_level=None, check_same_thread=False, timeout=30, factory=TrackedConnection
+        )
+    except (sqlean.Error, OSError) as exc:
+        raise _cannot_open(path, exc) from exc
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
+        conn.set_progress_handler(deadline.expired, PROGRESS_STEPS)
+        # Switching to WAL (or reading a WAL database) needs the -wal and -shm files.
+        _retry_locked(conn, lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except BaseException as exc:
+        conn.close()
+        if isinstance(exc, sqlean.Error):
+            raise _cannot_open(path, exc) from exc
+        raise
+    return conn
+
+
+def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
+    """The sentence for a database that did not open: what is read-only, else SQLite's reason."""
+    problem = unwritable(path)
+    if problem is not None:
+        return UnavailableError(problem.sentence("so Lore cannot open its database"))
+    return UnavailableError(
+        f"Cannot open the Lore database at {path}: {exc}. Check the path and its permissions."
+    )
+
+
+def _is_read_only(exc: BaseException) -> bool:
+    """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(exc, sqlean.OperationalError) and code is not None:
+        return code & 0xFF == 8  # SQLITE_READONLY
+    return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def _writes_refused_as_unavailable(
+    conn: Connection, consequence: str = "so the call changed nothing"
+) -> Iterator[None]:
+    """A write SQLite refused as read-only becomes ``UnavailableError`` naming the file and the
+    fix (the caller's transaction has been rolled back), rather than an unexpected error."""
+    try:
+        yield
+    except sqlean.OperationalError as exc:
+        _raise_if_full(conn, exc, consequence)
+        if not _is_read_only(exc):
+            raise
+        path = _main_path(conn)
+        problem = unwritable(path) or Unwritable(
+            f"SQLite cannot write the Lore database {path or '(in memory)'} ({exc})",
+            "check its permissions and the disk it is on, or set LORE_DB_PATH to a writable file",
+        )
+        raise UnavailableError(problem.sentence(consequence)) from exc
+
+
+def _main_path(conn: Connection) -> str:
+    return next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+
+
+def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> None:
+    """Raise ``UnavailableError`` naming the full disk and the fix for SQLITE_FULL ("database or
+    disk is full"): SQLite has rolled the statement back, so nothing stored was lost."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(exc, sqlean.OperationalError) or code is None or code & 0xFF != 13:
+        return
+    problem = Unwritable(
+        f"The disk holding the Lore database {_main_path(conn) or '(in memory)'} is full (SQLite: {exc})",
+        "free space on that disk, or set LORE_DB_PATH to a file on a disk with room, "
+        "then try again; nothing stored was lost",
+    )
+    raise UnavailableError(problem.sentence(consequence)) from exc
+
+
+@contextlib.contextmanager
+def write_transaction(
+    conn: Connection, *, refused: str = "so the call changed nothing"
+) -> Iterator[Connection]:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates.
+
+    A statement stopped at the deadline comes out as ``DeadlineExceeded``; a write refused
+    because a file is read-only, as ``UnavailableError`` naming it, ``refused`` saying what
+    that meant.
+    """
+    deadline.check()
+    finish_statements(conn)  # nothing left from before pins an old snapshot
+    with _writes_refused_as_unavailable(conn, refused):
+        _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
+        try:
+            yield conn
+            _retry_locked(conn, lambda: conn.execute("COMMIT"))
+        except BaseException as exc:
+            finish_statements(conn)
+            # An interrupted write may already have rolled the transaction back itself.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            _raise_late(exc)
+            raise
+
+
+@contextlib.contextmanager
+def read_transaction(conn: Connection) -> Iterator[Connection]:
+    """A deferred transaction so several reads see one snapshot (not one a statement left
+    unfinished before it pinned)."""
+    deadline.check()
+    finish_statements(conn)
+    conn.execute("BEGIN")
+    try:
+        yield conn
+    except BaseException as exc:
+        _raise_late(exc)
+        _raise_if_full(conn, exc, "so the call could not finish")  # a sort's temporary file
+        raise
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
+def _raise_late(exc: BaseException) -> None:
+    """Raise ``DeadlineExceeded`` for a statement the progress handler stopped at the deadline."""
+    if isinstance(exc, sqlean.OperationalError) and "interrupt" in str(exc).lower() and deadline.expired():
+        raise deadline.DeadlineExceeded() from exc
+
+
+def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
+    """Run ``fn``, waiting for another connection's lock: ``BUSY_TIMEOUT_MS`` in all, at most.
+
+    SQLite waits inside the statement (the busy timeout, set to the time left), but in a
+    few cases it reports "locked" at once (a lock being upgraded, WAL recovery), so
+    those are retried with a short pause until the same budget is spent. The
+    request's deadline, when sooner, bounds the wait instead.
+    """
+    start = time.monotonic()
+    pause = 0.01
+    try:
+        while True:
+            wait, by_deadline = _time_left(start)
+            if wait <= 0:
+                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
+            try:
+                return fn()
+            except sqlean.OperationalError as exc:
+                message = str(exc).lower()
+                if "locked" not in message and "busy" not in message:
+                    raise
+            wait, by_deadline = _time_left(start)
+            if wait <= 0:
+                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
+            time.sleep(min(pause, wait))
+            pause = min(pause * 2, 0.5)
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
+
+
+def _time_left(start: float) -> tuple[float, bool]:
+    """Seconds this lock wait may still take, and whether the deadline (not the budget) bounds it."""
+    budget = BUSY_TIMEOUT_MS / 1000 - (time.monotonic() - start)
+    left = deadline.remaining()
+    if left is not None and left < budget:
+        return left, True
+    return budget, False
+
+
+# Each migration runs once, in order, inside one write transaction with its version
+# recorded, so re-running is harmless and the database says where it stands.
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
+        CREATE TABLE lessons (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        CREATE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
+        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
+        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            problem, resolution, context, tags,
+            content = '', contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
+]
+
+MIGRATIONS.append(
+    (
+        2,
+        "structured memory and history",
+        """
+        CREATE TABLE mem_tables (
+            org TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
+            columns TEXT NOT NULL, next_id INTEGER NOT NULL,
+            PRIMARY KEY (org, project, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE mem_rows (
+            org TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (org, project, table_name, row_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE commits (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
+            parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
+            created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
+            effects TEXT NOT NULL,
+            UNIQUE (org, project, seq)
+        );
+        CREATE TABLE commit_targets (
+            org TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (org, project, target, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE snapshots (
+            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+            PRIMARY KEY (org, project, seq)
+        ) WITHOUT ROWID;
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        3,
+        "orgs and api keys",
+        """
+        CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            org TEXT NOT NULL REFERENCES orgs (id),
+            name TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            key_prefix TEXT NOT NULL,
+            project TEXT NULL,
+            is_root INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at TEXT
+        );
+        CREATE INDEX api_keys_org_created ON api_keys (org, created_at);
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        4,
+        "lesson ids unique per org and project",
+        # A lesson's key is (org, project, id): ids unique across the file let one tenant
+        # learn of, or block, another's ids. SQLite cannot drop a column's UNIQUE, so the
+        # table is rebuilt with every pk kept (the FTS and vector rows and the tombstones
+        # are keyed by pk) and the AUTOINCREMENT counter carried over, so no pk is reused.
+        # lesson_tags references lessons: it is set aside and rebuilt around the swap, so
+        # dropping the old table cascades to nothing.
+        """
+        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
+        DROP TABLE lesson_tags;
+        CREATE TABLE lessons_scoped (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            org TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
+        INSERT INTO lessons_scoped (pk, id, org, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
+            SELECT pk, id, org, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
+        DROP TABLE lessons;
+        ALTER TABLE lessons_scoped RENAME TO lessons;
+        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
+        DROP TABLE lesson_tags_keep;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        5,
+        "re-embedding beside the old vectors",
+        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
+        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
+        # updated_at when its vector was computed, so an edit since then is done again.
+        """
+        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
+        """,
+    )
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(conn: Connection) -> int:
+    """Apply pending migrations; returns the schema version now in force."""
+    refused = "so Lore cannot bring it to the current schema"
+    with _writes_refused_as_unavailable(conn, refused):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    with write_transaction(conn, refused=refused):
+        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
+        refuse_newer_schema(applied, SCHEMA_VERSION)
+        for version, name, sql in MIGRATIONS:
+            if version in applied:
+                continue
+            for statement in _statements(sql):
+                conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, datetime('now'))",
+                (version, name),
+            )
+    return SCHEMA_VERSION
+
+
+def _statements(sql: str) -> list[str]:
+    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
+    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,0 +1,417 @@
+"""Lessons in a local SQLite file: rows, FTS5 for lexical match, sqlite-vec for vectors.
+
+One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one
+reads, so a process never contends with itself. Vector search runs on an
+in-memory ``VectorIndex`` refreshed from the rows whose revision is newer than the
+index's: every write bumps ``lore_meta.rev`` and stamps the rows it touched, and a
+delete leaves a tombstone, so other processes' writes show up on the next recall.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import math
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from stores import deadline
+from stores.engine import ranking
+from stores.engine.keys import KeyStore
+from stores.engine.lesson_rules import LessonWrites, check_dims, live_row
+from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
+from stores.engine.vector_index import IndexedRow, VectorIndex
+from stores.engine.vectors import unit_vector
+from stores.errors import InvalidInputError, UnavailableError
+from stores.sqlite.db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.sqlite.lesson_rows import COLUMNS as _COLUMNS
+from stores.sqlite.lesson_rows import LIVE as _LIVE
+from stores.sqlite.lesson_rows import LocalLessonTx
+from stores.sqlite.lesson_rows import decoded as _decoded
+from stores.sqlite.lesson_rows import fetch as _fetch
+from stores.sqlite.lesson_rows import now as _now
+from stores.sqlite.lesson_rows import parse_ts as _parse_ts
+from stores.sqlite.lesson_rows import scope_key as _scope_key
+from stores.sqlite.lesson_rows import to_lesson as _to_lesson
+from stores.sqlite.lesson_rows import ts as _ts
+from stores.sqlite.models import LocalModelRecords
+
+# How long a write probe (``probe_write``) waits for the writer and the file's lock.
+PROBE_WAIT_S = 4.0
+
+
+class _ProbeDone(Exception):
+    """Raised inside the probe's transaction so that it rolls back."""
+
+
+# Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
+# one busy project cannot crowd out another.
+_FTS_OVERSAMPLE = 4
+
+
+class LocalLessonStore(LessonWrites, TwoStepRecall):
+    """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
+    ``LocalLessonTx``."""
+
+    def __init__(self, path: Path | str, *, ranking_params: ranking.RankingParams | None = None) -> None:
+        self.path = Path(path)
+        self._ranking = ranking_params or ranking.RankingParams()
+        self._writer = connect(path)
+        migrate(self._writer)
+        self._reader = connect(path)
+        self._write_lock = threading.Lock()
+        self._read_lock = threading.Lock()
+        self._index_lock = threading.Lock()
+        self._index: VectorIndex | None = None
+        self._index_rev = 0
+        self._index_generation = 0
+        self._models = LocalModelRecords(self)
+        self._closed = False
+
+    # -- reads --------------------------------------------------------------------
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._read_lock:
+            return live_row(LocalLessonTx(self, self._reader, scope), lesson_id, embedding=False).lesson
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org = ? AND project = ? AND {_LIVE}"
+        params: list[Any] = [scope.org, scope.project, _ts(_now())]
+        if cursor is not None:
+            sql += " AND id < ?"
+            params.append(cursor)
+        if tags:
+            sql += f" AND {_tag_filter(len(tags))}"
+            params.extend([*tags, len(tags)])
+        sql += " ORDER BY id DESC LIMIT ?"
+        params.append(limit + 1)
+        with self._read_lock:
+            rows = _fetch(self._reader, sql, params)
+        lessons = tuple(_to_lesson(r) for r in rows[:limit])
+        next_cursor = lessons[-1].id if len(rows) > limit else None
+        return LessonPage(lessons=lessons, next_cursor=next_cursor)
+
+    def _word_keys(
+        self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
+    ) -> builtins.list[int]:
+        with self._read_lock, read_transaction(self._reader) as conn:
+            return self._lexical_candidates(conn, scope, query, terms, k, now)
+
+    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
+        now, terms, lexical_hits = words.now, list(words.terms), words.keys
+        k = ranking.candidate_count(query.limit, self._ranking)
+        vec = unit_vector(query.needs_vector())
+        with self._read_lock, read_transaction(self._reader) as conn:
+            self.models.guard(conn)
+            allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
+            vector_hits: dict[int, float | None] = dict(
+                self._vector_candidates(conn, scope, query, vec, k, now, allowed)
+            )
+            candidates = vector_hits.keys() | set(lexical_hits)
+            if not candidates:
+                return []
+            marks = ",".join("?" * len(candidates))
+            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org = ? AND +project = ? AND {_LIVE}"
+            params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
+            if query.tags:
+                sql += f" AND {_tag_filter(len(query.tags))}"
+                params.extend([*query.tags, len(query.tags)])
+            rows = _fetch(conn, sql, params)
+            nearest = {r["id"] for r in rows if r["pk"] in vector_hits}
+            if self._ranking.centring:
+                vector_hits = self._centred_similarities(conn, scope, vec, [r["pk"] for r in rows], now)
+            else:
+                missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
+                if missing and self._index is not None:
+                    with self._index_lock:
+                        vector_hits.update(self._index.similarities(missing, vec))
+        found = [
+            {**_decoded(row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest} for row in rows
+        ]
+        return scored_lessons(found, query, terms, now, self._ranking)
+
+    def count(self, org: str, project: str | None = None) -> int:
+        sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
+        params: list[Any] = [org, _ts(_now())]
+        if project is not None:
+            sql += " AND project = ?"
+            params.append(project)
+        with self._read_lock:
+            return int(self._reader.execute(sql, params).fetchone()[0])
+
+    def ensure_dim(self, dim: int) -> None:
+        with self._write_lock, write_transaction(self._writer) as conn:
+            self._ensure_dim(conn, dim)
+
+    # -- the transactions of stores.engine.lesson_rules -----------------------------------
+
+    @contextlib.contextmanager
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[LocalLessonTx]:
+        """The write lock and ``BEGIN IMMEDIATE``; the vector table made for the first vector."""
+        with self._write_lock, write_transaction(self._writer) as conn:
+            if vectors:
+                check_dims(vectors, self._ensure_dim(conn, vectors[0].shape[0]))
+            yield LocalLessonTx(self, conn, scope)
+
+    @contextlib.contextmanager
+    def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
+        with self._read_lock, read_transaction(self._reader) as conn:
+            yield LocalLessonTx(self, conn, scope)
+
+    def probe_write(self) -> None:
+        """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
+        that is rolled back."""
+        if not self._write_lock.acquire(timeout=PROBE_WAIT_S):
+            raise UnavailableError(
+                f"The Lore database's writer in this server has been taken for over {PROBE_WAIT_S:.0f} s."
+            )
+        try:
+            with deadline.limit(PROBE_WAIT_S), write_transaction(self._writer) as conn:
+                conn.execute("UPDATE lore_meta SET value = value WHERE key = 'rev'")
+                raise _ProbeDone
+        except _ProbeDone:
+            pass
+        except deadline.DeadlineExceeded:
+            raise UnavailableError(
+                f"The Lore database's write lock has been held by another process for over {PROBE_WAIT_S:.0f} s."
+            ) from None
+        finally:
+            self._write_lock.release()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self._write_lock, self._read_lock:
+            self._writer.close()
+            self._reader.close()
+
+    def _vector_candidates(
+        self,
+        conn: Connection,
+        scope: Scope,
+        query: RecallQuery,
+        vec: np.ndarray,
+        k: int,
+        now: datetime,
+        allowed: set[int] | None,
+    ) -> builtins.list[tuple[int, float]]:
+        dim = self._stored_dim(conn)
+        if dim is None:
+            return []
+        if vec.shape[0] != dim:
+            raise InvalidInputError(
+                f"This store holds {dim}-dimension vectors but the query vector has {vec.shape[0]}: "
+                "the database was created with a different embedding model."
+            )
+        with self._index_lock:
+            self._sync_index(conn)
+            assert self._index is not None
+            return self._index.search(
+                _scope_key(scope),
+                vec,
+                k,
+                now=now.timestamp(),
+                min_confidence=query.min_confidence,
+                allowed=allowed,
+            )
+
+    def _centred_similarities(
+        self, conn: Connection, scope: Scope, vec: np.ndarray, pks: builtins.list[int], now: datetime
+    ) -> dict[int, float | None]:
+        """The candidates' similarity to the query seen from the scope's anchor
+        (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
+        if self._index is None or not pks:
+            return {}
+        sample = [
+            row[0]
+            for row in conn.execute(
+                f"SELECT pk FROM lessons WHERE org = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
+                (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
+            )
+        ]
+        with self._index_lock:
+            _, sample_vectors = self._index.vectors(sample)
+            found, vectors = self._index.vectors(pks)
+        origin = ranking.anchor(sample_vectors)
+        return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
+
+    def _lexical_candidates(
+        self,
+        conn: Connection,
+        scope: Scope,
+        query: RecallQuery,
+        terms: builtins.list[str],
+        k: int,
+        now: datetime,
+    ) -> builtins.list[int]:
+        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
+        ``ranking.candidate_terms`` first."""
+        chosen, ordering = ranking.full_text_terms(
+            query.text, terms, self._postings(conn, terms), self._ranking
+        )
+        if not chosen:
+            return []
+        match = _any_of(chosen)
+        if len(ordering) > len(chosen):
+            match = f"({match}) AND ({_any_of(ordering)})"
+        sql = (
+            "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
+            "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
+            f"WHERE +l.org = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
+            "AND l.confidence >= ?"
+        )
+        params: list[Any] = [
+            match,
+            k * _FTS_OVERSAMPLE,
+            scope.org,
+            scope.project,
+            _ts(now),
+            query.min_confidence,
+        ]
+        if query.tags:
+            sql += f" AND {_tag_filter(len(query.tags), 'l.pk')}"
+            params.extend([*query.tags, len(query.tags)])
+        sql += " ORDER BY f.rank LIMIT ?"
+        params.append(k)
+        return [row[0] for row in conn.execute(sql, params)]
+
+    # (The unary + on org and project above and in recall keeps SQLite from driving these
+    # queries through the scope index, which scanned the whole project instead of the
+    # handful of candidate rows.)
+
+    def _postings(self, conn: Connection, terms: builtins.list[str]) -> dict[str, float]:
+        """Each term's full-text matches, counted in one statement and only up to just over
+        the budget (``ranking.rare_terms``: a term past it is common however far past)."""
+        if not terms:
+            return {}
+        count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"
+        cap = self._ranking.postings_budget + 1
+        row = conn.execute(
+            f"SELECT {', '.join([count] * len(terms))}", [x for t in terms for x in (f'"{t}"', cap)]
+        ).fetchone()
+        return dict(zip(terms, row, strict=True))
+
+    def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
+        marks = ",".join("?" * len(tags))
+        rows = conn.execute(
+            f"SELECT t.lesson_pk FROM lesson_tags AS t JOIN lessons AS l ON l.pk = t.lesson_pk "
+            f"WHERE t.tag IN ({marks}) AND l.org = ? AND l.project = ? "
+            "GROUP BY t.lesson_pk HAVING count(*) = ?",
+            [*tags, scope.org, scope.project, len(tags)],
+        )
+        return {row[0] for row in rows}
+
+    def _bump_rev(self, conn: Connection) -> int:
+        row = conn.execute(
+            "UPDATE lore_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING value"
+        ).fetchone()
+        return int(row[0])
+
+    def _stored_dim(self, conn: Connection) -> int | None:
+        row = conn.execute("SELECT value FROM lore_meta WHERE key = 'dim'").fetchone()
+        return int(row[0]) if row else None
+
+    def _ensure_dim(self, conn: Connection, dim: int) -> int:
+        """The vector table is created with the first vector's dimension; others are refused."""
+        stored = self._stored_dim(conn)
+        if stored is None:
+            if not 1 <= dim <= 4096:
+                raise InvalidInputError(f"A vector must have between 1 and 4096 dimensions, not {dim}.")
+            # dim is an int checked above, never user text.
+            conn.execute(f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{dim}])")
+            conn.execute("INSERT INTO lore_meta (key, value) VALUES ('dim', ?)", (str(dim),))
+            return dim
+        if stored != dim:
+            raise InvalidInputError(
+                f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database file."
+            )
+        return stored
+
+    def _sync_index(self, conn: Connection) -> None:
+        """Bring the in-memory index up to the database's revision (caller holds a transaction)."""
+        dim = self._stored_dim(conn)
+        if dim is None:
+            return
+        rev = int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
+        generation = self.models.generation(conn)
+        if self._index is None or generation != self._index_generation:
+            # A re-embed swapped every vector (maybe for another dimension): load them anew.
+            self._index, self._index_rev, self._index_generation = VectorIndex(dim), 0, generation
+        if rev <= self._index_rev:
+            return
+        index = self._index
+        if self._index_rev == 0:
+            vectors = dict(conn.execute("SELECT rowid, embedding FROM lesson_vectors"))
+            rows: Iterable[Any] = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
+        else:
+            for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._index_rev,)):
+                index.remove(pk)
+            changed = conn.execute(
+                "SELECT pk, org, project, expires_at, confidence FROM lessons WHERE rev > ?",
+                (self._index_rev,),
+            ).fetchall()
+            marks = ",".join("?" * len(changed))
+            vectors = (
+                dict(
+                    conn.execute(
+                        f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})",
+                        [r[0] for r in changed],
+                    )
+                )
+                if changed
+                else {}
+            )
+            rows = changed
+        entries = [
+            (
+                IndexedRow(
+                    key=pk,
+                    scope=_scope_key(Scope(org, project)),
+                    expires_at=_parse_ts(expires_at).timestamp() if expires_at else math.inf,
+                    confidence=confidence,
+                ),
+                vectors[pk],
+            )
+            for pk, org, project, expires_at, confidence in rows
+            if pk in vectors
+        ]
+        if self._index_rev == 0:
+            blob = b"".join(v for _, v in entries)
+            index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
+        else:
+            for entry, vec in entries:
+                index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
+        self._index_rev = rev
+
+    # -- the embedding model -------------------------------------------------------
+
+    @property
+    def models(self) -> LocalModelRecords:
+        """The model that made this file's vectors, and re-embedding (``stores.engine.embedding_model``)."""
+        return self._models
+
+    # -- orgs and api keys ---------------------------------------------------------
+
+    def _key_store(self) -> KeyStore:
+        """Orgs and API keys on this same file, sharing this store's connections and locks."""
+        from stores.sqlite.keys import LocalKeyStore
+
+        return LocalKeyStore(self._writer, self._reader, self._write_lock, self._read_lock)
+
+
+def _any_of(terms: list[str]) -> str:
+    """An FTS5 query for lessons with any of ``terms`` (no quotes in terms: each is a phrase)."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
+def _tag_filter(n: int, pk_column: str = "pk") -> str:
+    marks = ",".join("?" * n)
+    return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
