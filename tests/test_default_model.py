@@ -20,7 +20,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from lore_mcp.embedding.embedder import Embedder, OnnxEngine, missing_extra_message
-from lore_mcp.embedding.embedder import onnx as onnx_encoder
+from lore_mcp.embedding import onnx as onnx_encoder
 from lore_mcp.errors import ModelUnavailable
 from tests.support.helpers import ToolFailed, call
 
