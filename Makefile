@@ -9,7 +9,7 @@ BENCH_ARGS ?= --quick
 # Two workers, whole modules each; PARALLEL= runs in one process.
 PARALLEL ?= -n 2 --dist loadscope
 
-.PHONY: test-fast test lint typecheck bench
+.PHONY: test-fast test lint typecheck contracts bench
 
 test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 40 s on two workers)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
@@ -22,6 +22,9 @@ lint:  ## ruff: lint and formatting, as CI checks them
 
 typecheck:  ## mypy on lore_mcp and stores (settings in pyproject.toml), as CI checks them
 	$(PY) -m mypy
+
+contracts:  ## the import contracts of pyproject.toml [tool.importlinter] (layers, stores/MCP seam, no circles), as CI checks them
+	.venv/bin/lint-imports --no-cache
 
 bench:  ## a smoke run of the benchmarks; BENCH_ARGS= for the full 1k/10k/100k run (30-60 minutes)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)

@@ -1,0 +1,74 @@
+"""Hold the package layering that DESIGN.md describes, through the import-linter contracts of
+``pyproject.toml`` ``[tool.importlinter]`` (``.ci/run`` runs ``lint-imports`` on them after mypy).
+
+import-linter reads every import with the module's source, at module level and inside functions
+alike (a function-local import that closes a loop is still a loop, only a later one), and those
+under ``if TYPE_CHECKING:`` too. These tests run the same contracts inside the suite, say that
+they cover what the hand-written cycle finder covered, and that a new circle really breaks them.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from importlinter import configuration
+from importlinter.application import use_cases
+from importlinter.application.use_cases import create_report, read_user_options
+from importlinter.application.user_options import UserOptions
+
+ROOT = Path(__file__).resolve().parents[2]
+PYPROJECT = ROOT / "pyproject.toml"
+PACKAGES = ("lore_mcp", "stores")
+# What stores must never import: it knows nothing of the MCP layer or of MCP itself.
+FORBIDDEN_IN_STORES = ("lore_mcp", "mcp", "mcp_types")
+
+# What the `lint-imports` command sets up before it reads any option or contract.
+configuration.configure()
+use_cases._register_built_in_contract_types()
+
+
+def contracts() -> dict[str, dict[str, Any]]:
+    """The contracts of pyproject.toml by id."""
+    config = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["tool"]["importlinter"]
+    return {c["id"]: c for c in config["contracts"]}
+
+
+def broken(options: UserOptions) -> list[str]:
+    """The names of the contracts ``options`` break (a contract that cannot run counts)."""
+    report = create_report(options, cache_dir=None)
+    assert not report.could_not_run, "the import contracts could not run (a module not found?)"
+    return [contract.name for contract, check in report.get_contracts_and_checks() if not check.kept]
+
+
+def test_the_import_contracts_of_pyproject_hold() -> None:
+    assert broken(read_user_options(str(PYPROJECT))) == []
+
+
+def test_the_contracts_forbid_circles_anywhere_and_the_stores_seam() -> None:
+    found = contracts()
+    assert set(PACKAGES) <= set(found["no-import-circles"]["ancestors"])
+    assert found["no-import-circles"]["type"] == "acyclic_siblings"
+    assert found["stores-seam"]["source_modules"] == ["stores"]
+    assert set(FORBIDDEN_IN_STORES) <= set(found["stores-seam"]["forbidden_modules"])
+    assert found["dialects-independent"]["modules"] == ["stores.sqlite", "stores.postgres"]
+    ignored = found["no-import-circles"].get("ignore_imports", [])
+    assert all(" -> " in entry for entry in ignored), "each ignored circle names one import"
+
+
+def test_a_circle_closed_inside_a_function_breaks_the_contract(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    package = "lore_arch_sample"  # a name of its own: lore_mcp and stores are already imported
+    (tmp_path / package).mkdir()
+    (tmp_path / package / "__init__.py").write_text("")
+    (tmp_path / package / "a.py").write_text(f"from {package}.b import thing\n")
+    (tmp_path / package / "b.py").write_text(f"def later():\n    from {package} import a\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    circles = {"id": "circles", "name": "no circles", "type": "acyclic_siblings", "ancestors": [package]}
+    options = UserOptions(session_options={"root_packages": [package]}, contracts_options=[circles])
+    assert broken(options) == ["no circles"]
+    (tmp_path / package / "b.py").write_text("def later():\n    pass\n")
+    assert broken(options) == []
