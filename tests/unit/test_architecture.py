@@ -9,6 +9,7 @@ they cover what the hand-written cycle finder covered, and that a new circle rea
 
 from __future__ import annotations
 
+import re
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,20 @@ def test_the_contracts_forbid_circles_anywhere_and_the_stores_seam() -> None:
     assert found["dialects-independent"]["modules"] == ["stores.sqlite", "stores.postgres"]
     ignored = found["no-import-circles"].get("ignore_imports", [])
     assert all(" -> " in entry for entry in ignored), "each ignored circle names one import"
+
+
+def test_every_module_and_subpackage_has_a_layer() -> None:
+    """A new module or subpackage is placed in its package's layers the day it lands."""
+    for package, contract in (("lore_mcp", "lore-layers"), ("stores", "stores-layers")):
+        layered = {
+            name.strip() for line in contracts()[contract]["layers"] for name in re.split("[:|]", line)
+        }
+        children = {
+            f"{package}.{path.stem if path.suffix else path.name}"
+            for path in (ROOT / package).iterdir()
+            if (path.suffix == ".py" and not path.stem.startswith("__")) or (path / "__init__.py").exists()
+        }
+        assert children - layered == set(), f"{package}: modules outside its layers"
 
 
 def test_a_circle_closed_inside_a_function_breaks_the_contract(
