@@ -5,6 +5,10 @@ remembering to add a decorator.
 (``postgres``, ``model``, ``process``, ``network``) and a timeout sized to the slowest of its
 kinds (:func:`timeout_for`). A test is classified by
 
+- its folder, the lane it was put in: ``tests/unit`` (no database, no model, no process),
+  ``tests/stores`` (store-level, on both backends), ``tests/mcp`` (the server through real MCP
+  clients in process), ``tests/process`` (spawned servers, the CLI, uvx, npx): every test under
+  ``tests/process`` is ``process``. What a folder cannot say is found per test, as follows;
 - its parameters and fixtures: the ``postgres`` backend or the ``postgres_url`` fixture
   means ``postgres``; the session ``embedder`` (which ``service``, ``server`` and ``client``
   depend on) means ``model``;
@@ -22,6 +26,7 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,6 +39,9 @@ PROCESS_NAMES = frozenset(
 NETWORK_NAMES = frozenset({"npx", "_uv_tool"})
 POSTGRES_NAMES = frozenset({"postgres_url", "open_postgres_store"})
 MODEL_FIXTURES = frozenset({"embedder"})
+# The lanes a folder of tests/ says by itself, by the folder's name.
+TESTS = Path(__file__).resolve().parents[1]
+FOLDER_KINDS = {"process": frozenset({"process"})}
 
 # Seconds a test of each kind may take, setup included (the first test of a session loads the
 # model or starts pgserver); a test takes the largest of its kinds'. The slowest of each kind
@@ -49,7 +57,7 @@ def timeout_for(kinds: set[str]) -> int:
 
 def kinds_of(item: pytest.Item) -> set[str]:
     """The kinds (marker names) of one collected test."""
-    kinds: set[str] = set()
+    kinds = folder_kinds(item)
     fixtures = set(getattr(item, "fixturenames", ()))
     params = _params(item)
     if "postgres" in params.values() or "postgres_url" in fixtures:
@@ -65,6 +73,15 @@ def kinds_of(item: pytest.Item) -> set[str]:
         # No backend parameter decides it, and the test's own code opens Postgres.
         kinds.add("postgres")
     return kinds
+
+
+def folder_kinds(item: pytest.Item) -> set[str]:
+    """The kinds the test's lane folder says (``tests/<lane>/...``); none for a test elsewhere."""
+    path = getattr(item, "path", None)
+    if path is None or not Path(path).resolve().is_relative_to(TESTS):
+        return set()
+    parts = Path(path).resolve().relative_to(TESTS).parts
+    return set(FOLDER_KINDS.get(parts[0], ())) if len(parts) > 1 else set()
 
 
 def _params(item: pytest.Item) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 ``ColumnSpec.default`` and ``RowFilter.value`` are published as every JSON type spelled out
 (``lore_mcp.services.plan_models.JsonValue``) rather than as a schema with no keyword, which
-portability checks flag (tests/test_inspector.py runs the MCP Inspector's check over the
+portability checks flag (tests/process/test_inspector.py runs the MCP Inspector's check over the
 whole listing). Clients that check arguments against the input schema before sending must
 still let through everything the server's own validation (pydantic) accepts.
 """

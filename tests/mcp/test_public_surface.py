@@ -17,7 +17,7 @@ from lore_mcp.errors import CODES
 from lore_mcp.settings import Settings
 from lore_mcp.tools.registry import ADMIN_TOOLS
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 

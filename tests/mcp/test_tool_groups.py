@@ -148,7 +148,7 @@ def test_lean_schemas_drop_titles_but_keep_a_property_named_title() -> None:
 
 def test_lean_schemas_keep_nullable_fields_as_any_of_branches() -> None:
     """``type: [T, null]`` would be shorter, but single-``type`` clients refuse it (see
-    tests/test_inspector.py for the Inspector's portability check over the real listing)."""
+    tests/process/test_inspector.py for the Inspector's portability check over the real listing)."""
     from lore_mcp.transport.server import lean_schema
 
     schema = {

@@ -21,8 +21,8 @@ from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.helpers import call
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 SERVER_MEMORY = FIXTURES / "server-memory.jsonl"
 MCP_MEMORY_SERVICE = FIXTURES / "mcp-memory-service.json"
 

@@ -48,7 +48,7 @@ async def test_healthz_answers_without_a_key(team: Team) -> None:
 
 
 async def test_healthz_counts_mcp_requests_and_not_itself(team: Team) -> None:
-    # The counts are shown to a root key (see tests/test_http_edges.py), and asking is no MCP request.
+    # The counts are shown to a root key (see tests/mcp/test_http_edges.py), and asking is no MCP request.
     as_root = {"Authorization": f"Bearer {team.root}"}
     before = httpx2.get(f"{team.server.base}/healthz", headers=as_root, timeout=10).json()["requests"]
     assert raw_post(team.server.url, f"Bearer {team.root}").status_code == 200

@@ -1385,7 +1385,7 @@ async def test_the_readme_flow_schema_plan_apply_history_revert_runs(client: Cli
     assert (await call(client, "history"))["commits"][0]["kind"] == "revert"
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def readme_example_calls() -> list[dict[str, Any]]:

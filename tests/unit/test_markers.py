@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.support.markers import kinds_of, timeout_for
+from tests.support.markers import TESTS, kinds_of, timeout_for
 from tests.support.node import npx
 from tests.support.processes import stdio_params
 
@@ -55,10 +56,18 @@ SAMPLES = {
 }
 
 
-def item(sample: str, *, fixtures: tuple[str, ...] = (), params: dict[str, Any] | None = None) -> Any:
-    """A stand-in for a collected test: its function, its fixtures, its parameters."""
+def item(
+    sample: str,
+    *,
+    fixtures: tuple[str, ...] = (),
+    params: dict[str, Any] | None = None,
+    path: Path | None = None,
+) -> Any:
+    """A stand-in for a collected test: its function, its fixtures, its parameters, its file."""
     callspec = SimpleNamespace(params=params) if params is not None else None
-    return SimpleNamespace(function=SAMPLES[sample], fixturenames=list(fixtures), callspec=callspec)
+    return SimpleNamespace(
+        function=SAMPLES[sample], fixturenames=list(fixtures), callspec=callspec, path=path
+    )
 
 
 def lane_markers(request: pytest.FixtureRequest) -> set[str]:
@@ -84,6 +93,13 @@ def test_the_backend_parameter_decides_postgres() -> None:
     assert kinds_of(item("computes", params={"backend": "postgres"})) == {"postgres"}
     assert kinds_of(item("computes", params={"backend": "local"})) == set()
     assert kinds_of(item("computes", fixtures=("postgres_url",))) == {"postgres"}
+
+
+def test_the_process_folder_means_a_process_and_the_other_folders_say_nothing() -> None:
+    assert kinds_of(item("computes", path=TESTS / "process" / "test_x.py")) == {"process"}
+    for lane in ("unit", "stores", "mcp"):
+        assert kinds_of(item("computes", path=TESTS / lane / "test_x.py")) == set()
+    assert kinds_of(item("runs_python", path=TESTS / "mcp" / "test_x.py")) == {"process"}
 
 
 def test_the_embedder_fixture_means_the_model() -> None:

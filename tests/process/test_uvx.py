@@ -22,7 +22,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.helpers import call
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _uv_tool(name: str) -> str:

@@ -1,6 +1,6 @@
 """The MCP Inspector's CLI (``npx @modelcontextprotocol/inspector --cli``) as a client of Lore:
 over stdio, and over HTTP with an API key. Like the conformance suite, a missing ``npx`` or
-no registry on the first run is a failure, not a skip (see tests/test_conformance.py)."""
+no registry on the first run is a failure, not a skip (see tests/process/test_conformance.py)."""
 
 from __future__ import annotations
 

@@ -39,7 +39,7 @@ from tests.support.privileges import bound_by_permissions, make_read_only, make_
 from tests.support.processes import lore_command, lore_env, lore_http, remote_params, server_env
 from tests.support.team import free_port, raw_post, team_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # The README's examples name these in place of the test's own directory and server.
 EXAMPLE_DIR = "/srv/lore"

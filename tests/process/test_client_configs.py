@@ -25,7 +25,7 @@ from lore_mcp.tools.registry import TOOL_GROUPS
 from tests.support.clients import connected
 from tests.support.team import http_client, team_server
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 ALL_TOOLS = {name for names in TOOL_GROUPS.values() for name in names}
 
