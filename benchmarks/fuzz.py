@@ -1,4 +1,4 @@
-"""The property tests (``tests/test_properties.py``) run longer, with fresh random examples.
+"""The property tests (``tests/stores/properties``) run longer, with fresh random examples.
 
 Why: CI runs a bounded number of examples per tool with a fixed seed, so it is quick and
 repeatable but only ever sees the same few hundred calls. This runs the same properties
@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = "tests/test_properties.py"
+TESTS = "tests/stores/properties"
 
 
 def main(argv: list[str] | None = None) -> int:

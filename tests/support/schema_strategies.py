@@ -1,6 +1,6 @@
 """Hypothesis strategies drawn from a tool's published JSON Schema, mixed with hostile values.
 
-The property tests (``tests/test_properties.py``) call every tool with arguments made
+The property tests (``tests/stores/properties``) call every tool with arguments made
 from the input schema the server lists, so a tool or a field added later is exercised
 without anyone writing a strategy for it. Only the subset of JSON Schema that pydantic
 emits for Lore's tools (after ``lore_mcp.transport.server.lean_schema``) is understood: ``type``
