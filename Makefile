@@ -3,7 +3,8 @@
 
 PY ?= .venv/bin/python
 RUFF ?= .venv/bin/ruff
-# Tests that need no Postgres, start no process and reach no registry (markers: tests/support/markers.py).
+# Tests that need no Postgres, start no process and reach no registry (markers: tests/support/markers.py;
+# tests/process is all `process`, the rest is marked by what each test uses).
 FAST = not postgres and not process and not network
 BENCH_ARGS ?= --quick
 # Two workers, whole modules each; PARALLEL= runs in one process.

@@ -2,6 +2,11 @@
 
 A second backend joins by adding its name to ``BACKENDS`` and a branch in
 ``open_store`` (``tests/support/stores.py``); every store and tool test then runs against it too.
+
+The tests sit in folders by lane: ``unit`` (no database, no model, no process), ``stores``
+(store-level, both backends), ``mcp`` (the server through real MCP clients in process; its
+bad-input and redaction suites are packages there), ``process`` (spawned servers, the CLI,
+uvx, npx). The collection hook below marks each test from its folder and what it uses.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from tests.support.schema_strategies import (
     ulid_like,
     weighted,
 )
-from tests.support.secrets import disguised, embedded
+from tests.support.secrets import GITHUB_TOKEN, disguised, embedded
 
 # --- what Lore will find meaningful, beyond what its schemas say --------------------------------
 
@@ -100,7 +100,7 @@ def planted_in(value: Any) -> set[str]:
 
 
 # Project names that are secrets: refused, so never stored (issue 21).
-SECRET_PROJECTS = ["sk-" + "proj-abc123def456ghi789jkl012", "ghp_" + "Zx9Kq2Lm4Nv6Bc8Dw1Ef3Gh5Jk7Mn0Pq2Rs4Tv"]
+SECRET_PROJECTS = ["sk-" + "proj-abc123def456ghi789jkl012", GITHUB_TOKEN]
 PLANTED.update((name, name) for name in SECRET_PROJECTS)
 
 

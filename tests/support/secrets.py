@@ -41,6 +41,12 @@ ANTHROPIC_KEY = (
 AWS_ACCESS_KEY = "AKIA" + "IOSFODNN7EXAMPLE"
 AWS_SECRET_KEY = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
 GITHUB_CLASSIC_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+# The samples several suites plant (redaction through the tools, secret names, the property tests).
+AWS_KEY_ID = "AKIA" + "2KGAFRFW0H9NYWT1"
+GITHUB_TOKEN = "ghp_" + "Zx9Kq2Lm4Nv6Bc8Dw1Ef3Gh5Jk7Mn0Pq2Rs4Tv"
+# The shapes issue 21 found missed.
+GOOGLE_KEY = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
+STRIPE_KEY = "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 GITHUB_FINE_GRAINED_TOKEN = (
     "github_pat_"
     + "11AAAAAAA0xYzAbCdEfGhIj_"

@@ -26,30 +26,15 @@ from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import LessonIn, Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
 from lore_mcp.transport.server import build_server
+from tests.support.bad_input import GOOD, fails, nothing_stored
 from tests.support.clients import connected
-from tests.support.helpers import ToolFailed, call
+from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
 
 LESSON_ID = "01JABCDEFGHJKMNPQRSTVWXYZ0"
-GOOD = {"problem": "Redis evicts keys early", "resolution": "Set maxmemory-policy to allkeys-lru"}
 IMPORTED = {"id": LESSON_ID, **GOOD}
 NUL = "bad \x00 text"
 SURROGATE = "bad \ud800 text"
-
-
-async def fails(client: Client, tool: str, **arguments: Any) -> str:
-    """The message of a call that must fail with VALIDATION_ERROR."""
-    with pytest.raises(ToolFailed) as err:
-        await call(client, tool, **arguments)
-    assert err.value.code == "VALIDATION_ERROR", err.value
-    assert len(err.value.message) > 20  # a sentence, not a bare code
-    return err.value.message
-
-
-async def nothing_stored(client: Client, project: str | None = None) -> None:
-    extra = {} if project is None else {"project": project}
-    assert (await call(client, "list_lessons", limit=100, **extra))["lessons"] == []
-    assert (await call(client, "history", **extra))["commits"] == []
 
 
 # --- import_lessons -----------------------------------------------------------------------------

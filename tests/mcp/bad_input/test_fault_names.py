@@ -29,27 +29,12 @@ from lore_mcp.transport.stdio import MAX_LINE_BYTES
 from stores import LessonStore
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, engine_for, transaction
+from tests.support.bad_input import GOOD, nothing_stored, refused
 from tests.support.clients import connected
-from tests.support.helpers import ToolFailed, call
+from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, schema_hash
 from tests.support.processes import RawServer, remote_params, server_env
 from tests.support.team import team_server
-
-GOOD = {"problem": "Redis evicts keys early", "resolution": "Set maxmemory-policy to allkeys-lru"}
-
-
-async def refused(client: Client, tool: str, code: str = "VALIDATION_ERROR", **arguments: Any) -> str:
-    """The sentence of a call that must fail with ``code``."""
-    with pytest.raises(ToolFailed) as err:
-        await call(client, tool, **arguments)
-    assert err.value.code == code, err.value
-    assert "Traceback" not in err.value.message
-    return err.value.message
-
-
-async def nothing_stored(client: Client) -> None:
-    assert (await call(client, "list_lessons"))["lessons"] == []
-    assert (await call(client, "history"))["commits"] == []
 
 
 def nested(depth: int) -> Any:

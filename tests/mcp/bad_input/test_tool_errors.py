@@ -8,9 +8,9 @@ import pytest
 from mcp import Client
 
 from stores import LessonStore
+from tests.support.bad_input import GOOD
 from tests.support.helpers import ToolFailed, call
 
-GOOD = {"problem": "Redis evicts keys early", "resolution": "Set maxmemory-policy to allkeys-lru"}
 MISSING_ID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 
 BAD_CALLS: list[tuple[str, str, dict[str, Any], str]] = [

@@ -26,11 +26,12 @@ from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
+from tests.support.secrets import AWS_KEY_ID, GITHUB_TOKEN, GOOGLE_KEY, OPENAI_CLASSIC_KEY, STRIPE_KEY
 
 # Real-looking secrets, one of each kind the issue names. Prefixes are split from
 # bodies so repository secret scanners do not flag this file.
-AWS = "AKIA" + "2KGAFRFW0H9NYWT1"
-GITHUB = "ghp_" + "Zx9Kq2Lm4Nv6Bc8Dw1Ef3Gh5Jk7Mn0Pq2Rs4Tv"
+AWS = AWS_KEY_ID
+GITHUB = GITHUB_TOKEN
 JWT = "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxIn0.c2lnbmF0dXJl"
 CARD = "4111 1111 1111 1111"  # passes the Luhn check
 URL_PASSWORD = "Hunter2pass"
@@ -371,11 +372,11 @@ async def test_a_key_name_that_redaction_makes_too_long_stays_within_the_limit(
 
 # --- the common shapes (issue 21): through the tools ------------------------------------------
 
-OPENAI_KEY = "sk-" + "aB3dE5fG7hJ9kL1mN2pQ" + "T3BlbkFJ" + "r4StU6vW8xY0zA2bC4dE"
+OPENAI_KEY = OPENAI_CLASSIC_KEY
 # kind -> (as pasted, what must not survive): the shapes issue 21 found missed.
 COMMON = {
-    "google_api_key": ("AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "SyD-9tSrke72PouQMnMX"),
-    "stripe_key": ("sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "google_api_key": (GOOGLE_KEY, "SyD-9tSrke72PouQMnMX"),
+    "stripe_key": (STRIPE_KEY, "4eC39HqLyjWDarjtT1zdp7dc"),
     "secret_assignment": ("PASSWORD=Hunter2xyz", "hunter2xyz"),
     "openai_key": (OPENAI_KEY[:10] + "\u200b" + OPENAI_KEY[10:], OPENAI_KEY[10:]),
     "gitlab_token": ("glpat-" + "x1Y2z3A4b5C6d7E8f9G0", "x1y2z3a4b5c6d7e8f9g0"),

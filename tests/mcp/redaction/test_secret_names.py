@@ -25,12 +25,13 @@ from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.processes import lore
+from tests.support.secrets import AWS_KEY_ID, GITHUB_TOKEN, STRIPE_KEY
 
 SECRET_PROJECTS = {
     "openai_key": "sk-" + "proj-" + "abc123def456ghi789jkl012mno345",
-    "github_token": "ghp_" + "Zx9Kq2Lm4Nv6Bc8Dw1Ef3Gh5Jk7Mn0Pq2Rs4Tv",
-    "aws_access_key": "AKIA" + "2KGAFRFW0H9NYWT1",
-    "stripe_key": "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc",
+    "github_token": GITHUB_TOKEN,
+    "aws_access_key": AWS_KEY_ID,
+    "stripe_key": STRIPE_KEY,
 }
 
 

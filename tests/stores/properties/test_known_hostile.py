@@ -13,6 +13,7 @@ from tests.support.fuzz_values import PLANTED, SECRET_PROJECTS
 from tests.support.schema_strategies import (
     Ref,
 )
+from tests.support.secrets import GOOGLE_KEY, OPENAI_CLASSIC_KEY, STRIPE_KEY
 
 
 def _plan(*operations: dict[str, Any], message: str = "edge") -> dict[str, Any]:
@@ -109,10 +110,10 @@ KNOWN_HOSTILE: dict[str, list[tuple[str, dict[str, Any]]]] = {
 
 
 # Issue 21's shapes, planted by hand: each text's needle must not be stored or answered.
-_KEY = "sk-" + "aB3dE5fG7hJ9kL1mN2pQ" + "T3BlbkFJ" + "r4StU6vW8xY0zA2bC4dE"
+_KEY = OPENAI_CLASSIC_KEY
 _ISSUE_21 = {
-    "google": ("AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY", "SyD-9tSrke72PouQMnMX"),
-    "stripe": ("stripe sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc", "4eC39HqLyjWDarjtT1zdp7dc"),
+    "google": (GOOGLE_KEY, "SyD-9tSrke72PouQMnMX"),
+    "stripe": (f"stripe {STRIPE_KEY}", "4eC39HqLyjWDarjtT1zdp7dc"),
     "assignment": ("PASSWORD=Hunter2xyz in .env", "Hunter2xyz"),
     "zero width": (f"key {_KEY[:9]}\u200b{_KEY[9:]}", _KEY[9:]),
     "fullwidth": ("".join(chr(ord(c) + 0xFEE0) for c in _KEY), _KEY),

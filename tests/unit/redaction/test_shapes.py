@@ -22,11 +22,13 @@ from lore_mcp.redaction import FOLD, Redacted, redact
 from tests.support.secrets import (
     AWS_ACCESS_KEY,
     GITHUB_CLASSIC_TOKEN,
+    GOOGLE_KEY,
     JWT,
     OPENAI_CLASSIC_KEY,
     RSA_BODY,
     RSA_PRIVATE_KEY,
     SLACK_BOT_TOKEN,
+    STRIPE_KEY,
     disguised,
     embedded,
     fullwidth,
@@ -36,8 +38,6 @@ from tests.support.secrets import (
 )
 
 # One realistic sample of each shape added for issue 21, in the context it is met in.
-GOOGLE_KEY = "AIza" + "SyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"
-STRIPE_KEY = "sk_" + "live_" + "4eC39HqLyjWDarjtT1zdp7dc"
 COMMON_SHAPES = [
     (f"maps key={GOOGLE_KEY}&q=x", GOOGLE_KEY, "google_api_key"),
     (f"stripe.api_key = '{STRIPE_KEY}'", STRIPE_KEY, "stripe_key"),
