@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from mcp import Client, StdioServerParameters
 
-from lore_mcp.embedding.embedder import Embedder, OnnxEngine, missing_extra_message
 from lore_mcp.embedding import onnx as onnx_encoder
+from lore_mcp.embedding.embedder import Embedder, OnnxEngine, missing_extra_message
 from lore_mcp.errors import ModelUnavailable
 from tests.support.helpers import ToolFailed, call
 

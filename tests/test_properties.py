@@ -55,12 +55,13 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 from hypothesis.strategies import SearchStrategy
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import CODES, INTERNAL_ERROR
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.tools.registry import TOOL_GROUPS
-from lore_mcp.transport.server import LoreServer, build_server
+from lore_mcp.transport.server import LoreServer
 from stores import open_local_store, open_postgres_store
 from stores.engine.lessons import Scope
 from stores.engine.plans import schema_hash
@@ -655,7 +656,7 @@ class Side:
         service = LessonService(self.store, hash_embedder(), default_project="default")
         keys = KeyService(self.store.keys)
         keys.init_org(ORG)
-        self.server = build_server(service, keys=KeyTools(keys), tools=ALL_GROUPS)
+        self.server = build_server(service, keys=keys, tools=ALL_GROUPS)
 
     def fingerprint(self) -> Any:
         """Everything a client could observe, as one comparable value, and what refs resolve to."""

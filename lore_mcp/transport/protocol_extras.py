@@ -64,8 +64,7 @@ from stores.engine.lessons import MAX_LIST_LIMIT
 if TYPE_CHECKING:
     from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
-
-    from lore_mcp.transport.server import LoreServer
+    from mcp.server.mcpserver import MCPServer
 
 # Severity ascending (RFC 5424), as the SDK's literal declares them.
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)
@@ -98,7 +97,7 @@ class Reach:
         return self.project is None or change.project is None or self.project == change.project
 
 
-def add_protocol_extras(server: LoreServer, default_project: str | None = None) -> None:
+def add_protocol_extras(server: MCPServer, default_project: str | None = None) -> None:
     """Register logging/setLevel, completion/complete and resources/(un)subscribe on ``server``.
 
     ``default_project`` is the project a call that names none acts on (and that the
@@ -119,7 +118,7 @@ def _caller() -> Caller | None:
 
 
 class Extras:
-    def __init__(self, server: LoreServer, default_project: str | None = None) -> None:
+    def __init__(self, server: MCPServer, default_project: str | None = None) -> None:
         self.server = server
         self.default_project = default_project
         # Connections with at least one subscription; dropped when their session ends.
