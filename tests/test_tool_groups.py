@@ -37,8 +37,8 @@ async def test_lore_tools_serves_only_the_chosen_groups(service: LessonService) 
 async def test_servers_made_in_one_process_each_answer_from_their_own_store(
     service: LessonService, tmp_path: Path
 ) -> None:
-    """Tools are made once per method (tools.registry._tool); each server's copy stays bound
-    to its own service."""
+    """Tools are made once per process (lore_mcp.tools.lore_tools); each call still reaches
+    the services of the server it was made to."""
     other_store = open_local_store(tmp_path / "other.db")
     try:
         other = LessonService(other_store, service.embedder, default_project="default")

@@ -27,7 +27,6 @@ from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent
 
@@ -278,25 +277,25 @@ class RemoteLoreServer(LoreServer):
         self.default_project = default_project
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        # The SDK's own listing: every registered tool with its input schema.
-        tool = next((t for t in await MCPServer.list_tools(self) if t.name == name), None)
-        if tool is None and name not in ADMIN_TOOLS:
+        """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
+        schema = self.tool_schemas.get(name)
+        if schema is None and name not in ADMIN_TOOLS:
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
-        if tool is not None:
+        if schema is not None:
             # Checked here too: an older team server would drop an unknown argument, and the
             # client would send NaN on as null (no expiry, say) without a word.
             try:
-                check_arguments(name, tool.input_schema, arguments)
+                check_arguments(name, schema, arguments)
             except LoreError as exc:
                 raise ToolError(wire_text(exc.code, exc.message)) from None
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
         if (
             self.default_project is not None
-            and tool is not None
-            and "project" in tool.input_schema.get("properties", {})
+            and schema is not None
+            and "project" in schema.get("properties", {})
             and clean.get("project") is None
         ):
             clean["project"] = self.default_project

@@ -15,6 +15,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
@@ -148,9 +149,14 @@ class LoreServer(MCPServer):
         org, key = (caller.org, caller.key_id) if caller is not None else ("", "")
         return self.heavy_gate.slot(org, key)
 
+    @property
+    def lowlevel(self) -> Server[Any]:
+        """The SDK's low-level server under this one, where request handlers are registered."""
+        return self._lowlevel_server
+
     async def run_stdio_async(self) -> None:
         """Serve over stdio with Lore's transport, which answers malformed frames."""
-        lowlevel = self._lowlevel_server
+        lowlevel = self.lowlevel
         async with stdio_transport() as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
@@ -246,5 +252,5 @@ def lore_server(
         add_prompts(server)
         add_memory_resources(server, services)
     add_lesson_resource(server, services)
-    add_protocol_extras(server, services.lessons.default_project if services is not None else None)
+    add_protocol_extras(server, server.lowlevel, services.lessons.default_project if services else None)
     return server
