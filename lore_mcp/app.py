@@ -1,9 +1,9 @@
-"""The composition root: the one place that opens the store and builds the services.
+"""The composition root: the one place that opens the store and builds the services and servers.
 
-Every entry point gets its store and services here: ``lore-memory mcp`` over stdio
-and over HTTP, the administration commands, ``doctor``, and tests that want what a
-command would build. Wiring then lives once, and no entry point borrows another's
-helpers.
+Every entry point gets its store, services and server here: ``lore-memory mcp`` over
+stdio, over HTTP and in remote mode, the administration commands, ``doctor``, and the
+tests (``build_server`` for a server over a service they made). Wiring then lives
+once, and no entry point borrows another's helpers.
 
 Services are built on first use, and their modules imported then: ``keys list``
 opens the store without making an embedder or importing the lesson tools, and
@@ -12,20 +12,23 @@ opens the store without making an embedder or importing the lesson tools, and
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from lore_mcp.settings import Settings
+from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S, Settings
 from stores import Store
 from stores.engine.keys import Org
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
-    from lore_mcp.services.keys import KeyService, KeyTools
+    from lore_mcp.services.keys import KeyService
     from lore_mcp.services.lessons import LessonService
     from lore_mcp.services.structured import StructuredService
     from lore_mcp.services.transfer import Transfer
+    from lore_mcp.tools.context import Services
     from lore_mcp.transport.admission import HeavyGate
+    from lore_mcp.transport.remote import RemoteLoreServer
     from lore_mcp.transport.server import LogLevel, LoreServer
 
 
@@ -48,6 +51,73 @@ def open_store(settings: Settings) -> Store:
         "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
         "run this command where the team server's database is (LORE_STORE=local or postgres)."
     )
+
+
+def build_server(
+    lessons: LessonService,
+    *,
+    keys: KeyService | None = None,
+    tools: Collection[str] | None = None,
+    **settings: Any,
+) -> LoreServer:
+    """A server over ``lessons`` and the services that share it (``keys`` serves the key
+    tools); the rest as ``serve``. For tests and tools that made their own service."""
+    from lore_mcp.tools.context import Services
+
+    return serve(Services.over(lessons, keys), tools=tools, **settings)
+
+
+def serve(
+    services: Services,
+    *,
+    tools: Collection[str] | None = None,
+    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
+    heavy_gate: HeavyGate | None = None,
+    **settings: Any,
+) -> LoreServer:
+    """The server of the ``tools`` groups (the defaults if None), the prompts and the
+    resources over ``services``; ``settings`` go to ``MCPServer`` (``log_level``, auth and
+    token_verifier). ``request_timeout_s`` bounds every tool call, ``heavy_gate`` admits the
+    heavy ones.
+
+    The key tools (group ``admin``) need ``services.keys``: with API keys they are there for
+    root keys whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and
+    they then act on the server's own org, as its trusted local caller.
+    """
+    from lore_mcp.auth import Caller
+    from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
+    from lore_mcp.transport.server import lore_server
+
+    groups = set(DEFAULT_TOOL_GROUPS if tools is None else tools)
+    if "token_verifier" in settings:
+        groups.add("admin")
+    else:  # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
+        org = services.lessons.org
+        settings["local_caller"] = Caller(key_id="local", org=org, name="local", project=None, root=True)
+    return lore_server(
+        services, groups, request_timeout_s=request_timeout_s, heavy_gate=heavy_gate, **settings
+    )
+
+
+def remote_server(
+    api_url: str, api_key: str, *, default_project: str | None, tools: Collection[str], log_level: LogLevel
+) -> RemoteLoreServer:
+    """Remote mode's stdio server: Lore's tools, each call forwarded to the team server at
+    ``api_url`` (raises ``ValueError`` for a URL that cannot be one)."""
+    from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer, mcp_url
+    from lore_mcp.transport.server import lore_server
+
+    remote = RemoteConnection(mcp_url(api_url), api_key)
+    server = lore_server(
+        None,
+        tools,
+        server_class=RemoteLoreServer,
+        remote=remote,
+        default_project=default_project,
+        log_level=log_level,
+    )
+    assert isinstance(server, RemoteLoreServer)
+    return server
 
 
 def open_app(settings: Settings) -> App:
@@ -91,13 +161,6 @@ class App:
         return KeyService(self.store.keys)
 
     @cached_property
-    def key_tools(self) -> KeyTools:
-        """The root-only admin tools over ``keys``."""
-        from lore_mcp.services.keys import KeyTools
-
-        return KeyTools(self.keys)
-
-    @cached_property
     def transfer(self) -> Transfer:
         """Export and import of lesson files, over ``lessons``."""
         from lore_mcp.services.transfer import Transfer
@@ -117,12 +180,11 @@ class App:
         """The MCP server of the settings' tool groups; ``with_keys`` adds the admin tools'
         service, ``shared`` (a team server) caps heavy calls fairly between orgs and keys,
         ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
-        from lore_mcp.transport.server import build_server
+        from lore_mcp.tools.context import Services
 
-        lessons = self.lessons
-        return build_server(
-            lessons,
-            keys=self.key_tools if with_keys else None,
+        services = Services(self.lessons, self.transfer, self.structured, self.keys if with_keys else None)
+        return serve(
+            services,
             tools=self.settings.tool_groups,
             log_level=log_level,
             request_timeout_s=self.settings.request_timeout_s,

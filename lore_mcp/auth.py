@@ -3,8 +3,8 @@
 A key is ``lore_sk_`` followed by 32 random letters and digits. Only its SHA-256
 is stored (``stores.engine.keys``), so a leaked database does not leak keys. Over HTTP
 every request is checked by ``ApiKeyVerifier`` (the SDK's ``token_verifier``);
-the tools then read the caller from ``current_caller`` to pick the org and check
-the project. Over stdio there is no caller: the local user is trusted.
+the tools then read the caller from the request's access token (``caller_of``) to
+pick the org and check the project. Over stdio there is no caller: the local user is trusted.
 
 A key that does not exist or is revoked is refused (401). A lookup that fails
 because the database cannot be asked raises ``KeyLookupUnavailable`` instead, which
@@ -14,7 +14,6 @@ because the database cannot be asked raises ``KeyLookupUnavailable`` instead, wh
 from __future__ import annotations
 
 import collections
-import contextvars
 import hashlib
 import logging
 import re
@@ -110,10 +109,6 @@ class Caller:
     def require_root(self, what: str) -> None:
         if not self.root:
             raise Forbidden(f"Only a root key can {what}; this key is not one.")
-
-
-# Set by the server around each tool call made over authenticated HTTP; None over stdio.
-current_caller: contextvars.ContextVar[Caller | None] = contextvars.ContextVar("lore_caller", default=None)
 
 
 class LoreAccessToken(AccessToken):

@@ -20,9 +20,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import LoreServer, build_server
+from lore_mcp.transport.server import LoreServer
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.markers import kinds_of, timeout_for

@@ -45,27 +45,26 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     """stdio, forwarding every call to the team server at LORE_API_URL (see ``lore_mcp.transport.remote``)."""
     import anyio
 
-    from lore_mcp.transport import remote
+    from lore_mcp.app import remote_server
+    from lore_mcp.transport.remote import serve_remote
 
     if not settings.api_url or not settings.api_key:
         print("lore-memory: LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", file=sys.stderr)
         return 2
+    project = settings.project if "project" in settings.model_fields_set else None
     try:
-        remote.mcp_url(settings.api_url)
+        server = remote_server(
+            settings.api_url,
+            settings.api_key,
+            default_project=project,
+            tools=settings.tool_groups,
+            log_level=log_level,
+        )
     except ValueError as exc:
         print(f"lore-memory: {exc}", file=sys.stderr)
         return 2
-    project = settings.project if "project" in settings.model_fields_set else None
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(
-            lambda: remote.serve_remote(
-                settings.api_url or "",
-                settings.api_key or "",
-                default_project=project,
-                tools=settings.tool_groups,
-                log_level=log_level,
-            )
-        )
+        anyio.run(serve_remote, server)
     return 0
 
 

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from lore_mcp.auth import Caller, display_prefix, key_digest, new_key
+from lore_mcp.auth import display_prefix, key_digest, new_key
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
@@ -88,7 +87,7 @@ def redact_name(name: str) -> tuple[str, list[str]]:
 
 
 class KeyService:
-    """Creating orgs and keys, listing and revoking keys (blocking; see ``KeyTools`` for async)."""
+    """Creating orgs and keys, listing and revoking keys (blocking: the key tools run them on worker threads)."""
 
     def __init__(self, keys: KeyStore) -> None:
         self.keys = keys
@@ -128,24 +127,3 @@ class KeyService:
         if not isinstance(key_id, str) or not key_id or len(key_id) > 64 or text_problem(key_id):
             raise InvalidArgument("key id must be the id shown by list_keys.")
         return KeyOut.of(self.keys.revoke_key(check_org(org), key_id))
-
-
-class KeyTools:
-    """The root-only MCP tools: the caller's org, and only for root keys."""
-
-    def __init__(self, service: KeyService) -> None:
-        self.service = service
-
-    async def create_key(self, caller: Caller, name: str, project: str | None, root: bool) -> CreatedKey:
-        caller.require_root("create keys")
-        return await anyio.to_thread.run_sync(
-            lambda: self.service.create_key(caller.org, name=name, project=project, root=root)
-        )
-
-    async def list_keys(self, caller: Caller) -> KeyList:
-        caller.require_root("list keys")
-        return KeyList(keys=await anyio.to_thread.run_sync(self.service.list_keys, caller.org))
-
-    async def revoke_key(self, caller: Caller, key_id: str) -> KeyOut:
-        caller.require_root("revoke keys")
-        return await anyio.to_thread.run_sync(self.service.revoke_key, caller.org, key_id)

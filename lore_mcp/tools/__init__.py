@@ -1,40 +1,76 @@
-"""Lore's tools, a module per group, each registering its tools on a server.
+"""Lore's tools: each one typed function in the module of its group.
 
 ``registry`` names every tool with its group and annotations; ``lessons``,
-``transfer``, ``structured``, ``history`` and ``keys`` define the tools, each bound
-to a small backend protocol; ``resources`` and ``prompts`` add the rest of what a
-server offers. A tool group is served by registering only its tools.
+``transfer``, ``structured``, ``history`` and ``keys`` define them (each reaches its
+services and caller through ``context``); ``resources`` and ``prompts`` add the rest
+of what a server offers. A group is served by listing only its tools, and remote mode
+lists the same functions but forwards each call by name and arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from typing import Any
 
 from mcp.server.mcpserver.tools import Tool
 
-from lore_mcp.tools import history, lessons, structured, transfer
-from lore_mcp.tools.history import HistoryBackend
-from lore_mcp.tools.lessons import LessonsBackend
-from lore_mcp.tools.structured import TablesBackend
-from lore_mcp.tools.transfer import TransferBackend
+from lore_mcp.tools import history, keys, lessons, structured, transfer
+from lore_mcp.tools.registry import SPECS, TOOLS
+
+# Every tool function, by its tool's name (the function's own).
+FUNCTIONS: dict[str, Callable[..., Any]] = {
+    function.__name__: function
+    for function in (
+        lessons.save_lesson,
+        lessons.recall_lessons,
+        lessons.upvote_lesson,
+        lessons.downvote_lesson,
+        lessons.get_lesson,
+        lessons.update_lesson,
+        lessons.delete_lesson,
+        lessons.list_lessons,
+        transfer.export_lessons,
+        transfer.import_lessons,
+        structured.schema,
+        structured.plan,
+        structured.apply,
+        structured.query_rows,
+        history.history,
+        history.get_commit,
+        history.revert_commit,
+        keys.create_key,
+        keys.list_keys,
+        keys.revoke_key,
+    )
+}
+
+# Each tool as the SDK makes it, once per process (see lore_tools).
+_MADE: dict[str, Tool] = {}
 
 
-@dataclass(frozen=True)
-class Backends:
-    """What answers the tools of every group but ``admin`` (the key tools have their own)."""
+def lore_tools(groups: Collection[str]) -> list[Tool]:
+    """The tools of ``groups``, in the registry's order.
 
-    lessons: LessonsBackend
-    transfer: TransferBackend
-    tables: TablesBackend
-    commits: HistoryBackend
+    Making a tool builds a pydantic model of its arguments and JSON schemas from its
+    signature, about 8 ms a tool and 130 ms a server; every server made in one process
+    (the test suite makes one per test) shares the tools made for the first, since a
+    tool finds its services through the server that calls it.
+    """
+    return [_tool(spec.name) for spec in TOOLS if spec.group in groups]
 
 
-def lore_tools(backends: Backends, groups: Collection[str]) -> list[Tool]:
-    """The tools of ``groups`` (but ``admin``), in the registry's order, bound to ``backends``."""
-    return [
-        *lessons.tools_for(backends.lessons, groups),
-        *transfer.tools_for(backends.transfer, groups),
-        *structured.tools_for(backends.tables, groups),
-        *history.tools_for(backends.commits, groups),
-    ]
+def _tool(name: str) -> Tool:
+    made = _MADE.get(name)
+    if made is None:
+        function = FUNCTIONS[name]
+        made = _MADE[name] = Tool.from_function(
+            function, description=_as_listed(function.__doc__), annotations=SPECS[name].annotations
+        )
+    return made
+
+
+def _as_listed(doc: str | None) -> str:
+    """A tool's docstring as clients have always listed it: the tools were methods, and the SDK
+    sends a docstring raw, so every line after the first keeps a method's deeper indent."""
+    first, *rest = (doc or "").split("\n")
+    return "\n".join([first, *(f"    {line}" if line else line for line in rest)])

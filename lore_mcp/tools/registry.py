@@ -2,16 +2,13 @@
 
 The one source that the server, remote mode, the protocol extras and the tests read.
 ``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every
-turn, and a group is served by listing only its tools (``tools_of``).
+turn, and a group is served by listing only its tools (``lore_mcp.tools.lore_tools``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
 
-from mcp.server.mcpserver.tools import Tool
 from mcp_types import ToolAnnotations
 
 READ_ONLY = ToolAnnotations(
@@ -73,34 +70,3 @@ DEFAULT_TOOL_GROUPS = ("lessons", "structured", "history")
 ADMIN_TOOLS = frozenset(TOOL_GROUPS["admin"])
 # Tools whose ``id`` argument names the one lesson they change.
 LESSON_ID_TOOLS = frozenset({"update_lesson", "upvote_lesson", "downvote_lesson", "delete_lesson"})
-
-
-def tools_of(groups: Collection[str], *functions: Callable[..., Any]) -> list[Tool]:
-    """A tool for each function whose tool (named by the function) is in one of ``groups``,
-    with the registry's annotations; the SDK takes the schemas from the signature and the
-    description from the docstring."""
-    named = ((function, SPECS[function.__name__]) for function in functions)
-    return [_tool(function, spec) for function, spec in named if spec.group in groups]
-
-
-# Each tool method's SDK tool, made once per process (see _tool).
-_MADE: dict[Callable[..., Any], Tool] = {}
-
-
-def _tool(function: Callable[..., Any], spec: ToolSpec) -> Tool:
-    """``function``'s tool, as ``Tool.from_function`` makes it.
-
-    Making one builds a pydantic model of the arguments and JSON schemas from the
-    signature, about 8 ms a tool and 130 ms a server, and every server made in one
-    process (the test suite makes one per test) would pay it again for the same
-    signatures. The tools are methods of classes whose instances hold the backend, so
-    the tool is made once per method and each server gets a copy bound to its own
-    instance; a plain function is made afresh each time.
-    """
-    method = getattr(function, "__func__", None)
-    if method is None:
-        return Tool.from_function(function, annotations=spec.annotations)
-    made = _MADE.get(method)
-    if made is None:
-        made = _MADE[method] = Tool.from_function(function, annotations=spec.annotations)
-    return made.model_copy(update={"fn": function})

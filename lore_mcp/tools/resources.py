@@ -4,14 +4,12 @@ subscriptions of ``lore_mcp.transport.protocol_extras``."""
 from __future__ import annotations
 
 import json
-from typing import Any, Protocol
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from lore_mcp.auth import Caller, current_caller
 from lore_mcp.errors import InvalidArgument, describe
-from lore_mcp.services.models import LessonOut
+from lore_mcp.tools.context import Services, caller
 from stores.errors import StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"
@@ -24,33 +22,24 @@ def lesson_uri(lesson_id: str) -> str:
     return LESSON_TEMPLATE.replace("{id}", lesson_id)
 
 
-class LessonReader(Protocol):
-    async def get(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> LessonOut: ...
-
-
-class MemoryDescriber(Protocol):
-    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]: ...
-
-    async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]: ...
-
-
-def add_lesson_resource(server: MCPServer, lessons: LessonReader) -> None:
-    """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project."""
+def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
+    """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project (listed
+    without ``services`` by a server that forwards every read)."""
 
     @server.resource(
         LESSON_TEMPLATE, name="lesson", description="One lesson as JSON.", mime_type="application/json"
     )
     async def lesson_resource(id: str) -> str:
         try:
-            lesson = await lessons.get(id, caller=current_caller.get())
+            if services is None:
+                raise ResourceNotFoundError("This server forwards every read.")
+            lesson = await services.lessons.get(id, caller=caller())
         except (InvalidArgument, StoreError) as exc:
             raise ResourceNotFoundError(describe(exc)[1]) from None
         return lesson.model_dump_json()
 
 
-def add_memory_resources(server: MCPServer, tables: MemoryDescriber) -> None:
+def add_memory_resources(server: MCPServer, services: Services) -> None:
     """``lore://schema`` and ``lore://stats``: what the memory holds, without a tool call."""
 
     @server.resource(
@@ -60,7 +49,7 @@ def add_memory_resources(server: MCPServer, tables: MemoryDescriber) -> None:
         mime_type="application/json",
     )
     async def schema_resource() -> str:
-        return json.dumps(await tables.schema(None, caller=current_caller.get()))
+        return json.dumps(await services.tables.schema(None, caller=caller()))
 
     @server.resource(
         STATS_URI,
@@ -69,4 +58,4 @@ def add_memory_resources(server: MCPServer, tables: MemoryDescriber) -> None:
         mime_type="application/json",
     )
     async def stats_resource() -> str:
-        return json.dumps(await tables.stats(None, caller=current_caller.get()))
+        return json.dumps(await services.tables.stats(None, caller=caller()))

@@ -64,8 +64,8 @@ from stores.engine.lessons import MAX_LIST_LIMIT
 if TYPE_CHECKING:
     from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
-
-    from lore_mcp.transport.server import LoreServer
+    from mcp.server.lowlevel import Server
+    from mcp.server.mcpserver import MCPServer
 
 # Severity ascending (RFC 5424), as the SDK's literal declares them.
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)
@@ -98,13 +98,14 @@ class Reach:
         return self.project is None or change.project is None or self.project == change.project
 
 
-def add_protocol_extras(server: LoreServer, default_project: str | None = None) -> None:
-    """Register logging/setLevel, completion/complete and resources/(un)subscribe on ``server``.
+def add_protocol_extras(server: MCPServer, lowlevel: Server[Any], default_project: str | None = None) -> None:
+    """Register logging/setLevel, completion/complete and resources/(un)subscribe on ``server``,
+    whose low-level server (where request handlers live) is ``lowlevel``.
 
     ``default_project`` is the project a call that names none acts on (and that the
     resources show to a key of every project); None when the server cannot know it.
     """
-    Extras(server, default_project).install()
+    Extras(server, lowlevel, default_project).install()
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -119,14 +120,15 @@ def _caller() -> Caller | None:
 
 
 class Extras:
-    def __init__(self, server: LoreServer, default_project: str | None = None) -> None:
+    def __init__(self, server: MCPServer, lowlevel: Server[Any], default_project: str | None = None) -> None:
         self.server = server
+        self.lowlevel = lowlevel
         self.default_project = default_project
         # Connections with at least one subscription; dropped when their session ends.
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
 
     def install(self) -> None:
-        lowlevel = self.server._lowlevel_server
+        lowlevel = self.lowlevel
         # add_request_handler directly: the constructor argument for logging warns that the
         # 2026-07-28 revision drops logging, but clients on the current revisions call it.
         lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)

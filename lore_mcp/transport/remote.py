@@ -17,8 +17,8 @@ from __future__ import annotations
 import base64
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import anyio
@@ -27,28 +27,14 @@ from anyio.abc import TaskGroup
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.lowlevel.helper_types import ReadResourceContents
-from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
 from mcp_types import CallToolResult, TextContent
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
-from lore_mcp.services.models import (
-    DeleteResult,
-    LessonOut,
-    ListResult,
-    RecallResult,
-    SaveLessonResult,
-    UpdateLessonResult,
-    VoteResult,
-)
-from lore_mcp.services.plan_models import PlanModel
-from lore_mcp.services.transfer import ExportPage, ImportResult, LessonIn
-from lore_mcp.tools import Backends
 from lore_mcp.tools.argument_checks import check_arguments
-from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS
-from lore_mcp.transport.server import LoreServer, forwarded_server
+from lore_mcp.tools.registry import ADMIN_TOOLS
+from lore_mcp.transport.server import LoreServer
 
 logger = logging.getLogger("lore_mcp.transport.remote")
 T = TypeVar("T")
@@ -280,36 +266,36 @@ def _status_of(exc: BaseException) -> int | None:
 class RemoteLoreServer(LoreServer):
     """Lore's tools, answered by the team server (see the module docstring)."""
 
-    remote: RemoteConnection
-
-    default_project: str | None = None
-
-    @classmethod
-    def forwarded_backends(cls) -> Backends:
-        """The tools are Lore's own, bound to backends that never run (see ``ForwardedWhole``)."""
-        forwarded = ForwardedWhole()
-        return Backends(lessons=forwarded, transfer=forwarded, tables=forwarded, commits=forwarded)
+    def __init__(
+        self, services: None, *, remote: RemoteConnection, default_project: str | None, **settings: Any
+    ) -> None:
+        """``remote`` answers every call; ``default_project`` (LORE_PROJECT, when set) fills in
+        calls that name no project, otherwise the team server decides (a project-scoped key
+        means its own project)."""
+        super().__init__(services, **settings)
+        self.remote = remote
+        self.default_project = default_project
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        # The SDK's own listing: every registered tool with its input schema.
-        tool = next((t for t in await MCPServer.list_tools(self) if t.name == name), None)
-        if tool is None and name not in ADMIN_TOOLS:
+        """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
+        schema = self.tool_schemas.get(name)
+        if schema is None and name not in ADMIN_TOOLS:
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
-        if tool is not None:
+        if schema is not None:
             # Checked here too: an older team server would drop an unknown argument, and the
             # client would send NaN on as null (no expiry, say) without a word.
             try:
-                check_arguments(name, tool.input_schema, arguments)
+                check_arguments(name, schema, arguments)
             except LoreError as exc:
                 raise ToolError(wire_text(exc.code, exc.message)) from None
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
         if (
             self.default_project is not None
-            and tool is not None
-            and "project" in tool.input_schema.get("properties", {})
+            and schema is not None
+            and "project" in schema.get("properties", {})
             and clean.get("project") is None
         ):
             clean["project"] = self.default_project
@@ -334,94 +320,6 @@ class RemoteLoreServer(LoreServer):
         ]
 
 
-class ForwardedWhole:
-    """The backends remote mode binds Lore's tools to, so that it lists the very tools (names,
-    schemas, descriptions, annotations) a local server lists.
-
-    ``RemoteLoreServer`` forwards each ``tools/call`` and ``resources/read`` whole, so that the
-    team server's answer, errors included, reaches the client as the team server gave it; the
-    SDK never runs the local tool functions, and so never reaches these methods.
-    """
-
-    @staticmethod
-    def _forwarded(what: str) -> NoReturn:
-        raise RuntimeError(f"Remote mode forwards {what} to the team server; nothing runs locally.")
-
-    async def save(self, **fields: Any) -> SaveLessonResult:
-        self._forwarded("save_lesson")
-
-    async def recall(self, **fields: Any) -> RecallResult:
-        self._forwarded("recall_lessons")
-
-    async def vote(
-        self, lesson_id: str, *, up: bool, project: str | None, caller: Caller | None = None
-    ) -> VoteResult:
-        self._forwarded("upvote_lesson" if up else "downvote_lesson")
-
-    async def get(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> LessonOut:
-        self._forwarded("get_lesson")
-
-    async def update(self, lesson_id: str, **fields: Any) -> UpdateLessonResult:
-        self._forwarded("update_lesson")
-
-    async def delete(
-        self, lesson_id: str, project: str | None, *, caller: Caller | None = None
-    ) -> DeleteResult:
-        self._forwarded("delete_lesson")
-
-    async def list(self, **fields: Any) -> ListResult:
-        self._forwarded("list_lessons")
-
-    async def export_page(
-        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
-    ) -> ExportPage:
-        self._forwarded("export_lessons")
-
-    async def import_batch(
-        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
-    ) -> ImportResult:
-        self._forwarded("import_lessons")
-
-    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        self._forwarded("schema")
-
-    async def plan(
-        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
-    ) -> dict[str, Any]:
-        self._forwarded("plan")
-
-    async def apply(
-        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
-    ) -> dict[str, Any]:
-        self._forwarded("apply")
-
-    async def query_rows(self, table: str, **fields: Any) -> dict[str, Any]:
-        self._forwarded("query_rows")
-
-    async def history(
-        self,
-        target: str | None,
-        limit: int,
-        cursor: str | None,
-        project: str | None = None,
-        *,
-        caller: Caller | None = None,
-    ) -> dict[str, Any]:
-        self._forwarded("history")
-
-    async def get_commit(
-        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> dict[str, Any]:
-        self._forwarded("get_commit")
-
-    async def revert_commit(
-        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> dict[str, Any]:
-        self._forwarded("revert_commit")
-
-
 def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResult:
     """Add what was redacted here to the result's ``redacted`` list, as the server would have."""
     data = result.structured_content
@@ -435,22 +333,8 @@ def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResul
     )
 
 
-async def serve_remote(
-    api_url: str,
-    api_key: str,
-    *,
-    default_project: str | None,
-    log_level: Any,
-    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
-) -> None:
-    """Serve Lore's tools over stdio, forwarding each call to the team server.
-
-    ``default_project`` (LORE_PROJECT, when set) fills in calls that name no project;
-    otherwise the team server decides (a project-scoped key means its own project).
-    """
-    url = mcp_url(api_url)
-    server = forwarded_server(RemoteLoreServer, set(tools), log_level=log_level)
-    server.default_project = default_project
-    async with RemoteConnection(url, api_key) as remote:
-        server.remote = remote
+async def serve_remote(server: RemoteLoreServer) -> None:
+    """Serve Lore's tools over stdio, forwarding each call to the team server through the
+    connection ``server`` was given (built by ``lore_mcp.app.remote_server``)."""
+    async with server.remote:
         await server.run_stdio_async()

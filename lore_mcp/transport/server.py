@@ -10,28 +10,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from lore_mcp import __version__
-from lore_mcp.auth import Caller, caller_of, current_caller
+from lore_mcp.auth import Caller, caller_of
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import UNAVAILABLE, InvalidArgument, LoreError, describe, wire_text
-from lore_mcp.services.keys import KeyTools
-from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.structured import StructuredService
-from lore_mcp.services.transfer import Transfer
 from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S
-from lore_mcp.tools import Backends, lore_tools
-from lore_mcp.tools import keys as key_tools
+from lore_mcp.tools import lore_tools
 from lore_mcp.tools.argument_checks import check_arguments
+from lore_mcp.tools.context import Services
 from lore_mcp.tools.prompts import add_prompts
 from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, TOOL_GROUPS
 from lore_mcp.tools.resources import add_lesson_resource, add_memory_resources
@@ -46,8 +43,8 @@ __all__ = [
     "DEFAULT_TOOL_GROUPS",
     "TOOL_GROUPS",
     "LoreServer",
-    "build_server",
     "lean_schema",
+    "lore_server",
 ]
 
 logger = logging.getLogger("lore_mcp")
@@ -63,25 +60,47 @@ INSTRUCTIONS = (
     "Errors start with a stable code such as VALIDATION_ERROR."
 )
 
-S = TypeVar("S", bound="LoreServer")
-
 
 class LoreServer(MCPServer):
     """``MCPServer`` whose tool errors all carry a stable code and never internal detail.
 
-    Over authenticated HTTP each call runs with ``current_caller`` set from the
-    request's API key, which is what scopes it to an org and project; the key tools
-    are listed only to root keys.
+    Its tools reach ``services`` and ``local_caller`` through the context the SDK passes
+    them (``lore_mcp.tools.context``); over authenticated HTTP the request's API key is
+    the caller, which scopes a call to an org and project. The key tools are listed
+    only to root keys.
     """
 
-    # The trusted caller of a server without API keys (stdio): a root of its own org.
-    local_caller: Caller | None = None
-    # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
-    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S
-    # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
-    heavy_gate: HeavyGate | None = None
-    # Each tool's input schema as listed (set by ``new_server``), which its arguments are checked against.
-    tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType({})
+    def __init__(
+        self,
+        services: Services | None,
+        *,
+        tools: list[Tool],
+        local_caller: Caller | None = None,
+        request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
+        heavy_gate: HeavyGate | None = None,
+        log_level: LogLevel = "WARNING",
+        **settings: Any,
+    ) -> None:
+        super().__init__(
+            name="lore",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            tools=tools,
+            log_level=log_level,
+            **settings,
+        )
+        # What answers the tools; None for a server that forwards every call (remote mode).
+        self.services = services
+        # The trusted caller of a server without API keys (stdio): a root of its own org.
+        self.local_caller = local_caller
+        # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
+        self.request_timeout_s = request_timeout_s
+        # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
+        self.heavy_gate = heavy_gate
+        # Each tool's input schema as listed, which its arguments are checked against.
+        self.tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+            {tool.name: tool.parameters for tool in tools}
+        )
 
     async def list_tools(self) -> list[Any]:
         tools = [
@@ -107,26 +126,21 @@ class LoreServer(MCPServer):
         which stops itself and rolls back once it passes: cancelling this coroutine
         would not stop a thread, and could answer before the work had finished.
         """
-        caller = caller_of(get_access_token())
-        reset = current_caller.set(caller)
-        try:
-            schema = self.tool_schemas.get(name)
-            if schema is not None:
-                try:
-                    check_arguments(name, schema, arguments)
-                except InvalidArgument as exc:
-                    raise ToolError(wire_text(exc.code, exc.message)) from None
-            with deadline.limit(self.request_timeout_s):
-                try:
-                    async with self._admitted(name, caller or self.local_caller):
-                        return await super().call_tool(name, arguments, context)
-                except Busy as exc:
-                    raise ToolError(wire_text(exc.code, exc.message)) from None
-                except ToolError as exc:
-                    code, message = _tool_failure(name, exc, late=deadline.expired())
-                    raise ToolError(wire_text(code, message)) from exc.__cause__
-        finally:
-            current_caller.reset(reset)
+        schema = self.tool_schemas.get(name)
+        if schema is not None:
+            try:
+                check_arguments(name, schema, arguments)
+            except InvalidArgument as exc:
+                raise ToolError(wire_text(exc.code, exc.message)) from None
+        with deadline.limit(self.request_timeout_s):
+            try:
+                async with self._admitted(name, caller_of(get_access_token()) or self.local_caller):
+                    return await super().call_tool(name, arguments, context)
+            except Busy as exc:
+                raise ToolError(wire_text(exc.code, exc.message)) from None
+            except ToolError as exc:
+                code, message = _tool_failure(name, exc, late=deadline.expired())
+                raise ToolError(wire_text(code, message)) from exc.__cause__
 
     def _admitted(self, name: str, caller: Caller | None) -> contextlib.AbstractAsyncContextManager[None]:
         """A slot of ``heavy_gate`` for a heavy tool (raises ``Busy``); nothing for the rest."""
@@ -135,22 +149,14 @@ class LoreServer(MCPServer):
         org, key = (caller.org, caller.key_id) if caller is not None else ("", "")
         return self.heavy_gate.slot(org, key)
 
-    async def read_resource(self, uri: Any, context: Any = None) -> Any:
-        reset = current_caller.set(caller_of(get_access_token()))
-        try:
-            return await super().read_resource(uri, context)
-        finally:
-            current_caller.reset(reset)
-
-    @classmethod
-    def forwarded_backends(cls) -> Backends:
-        """What the tools of a server built without a ``LessonService`` are bound to: only a
-        server that forwards tool calls elsewhere (remote mode) can be built so."""
-        raise TypeError(f"{cls.__name__} answers tool calls itself, so build_server needs a LessonService.")
+    @property
+    def lowlevel(self) -> Server[Any]:
+        """The SDK's low-level server under this one, where request handlers are registered."""
+        return self._lowlevel_server
 
     async def run_stdio_async(self) -> None:
         """Serve over stdio with Lore's transport, which answers malformed frames."""
-        lowlevel = self._lowlevel_server
+        lowlevel = self.lowlevel
         async with stdio_transport() as (read_stream, write_stream):
             await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
@@ -225,96 +231,26 @@ class LoadModelAfterFirstRequest:
                 self.embedder.start()
 
 
-def new_server(
-    server_class: type[S],
+def lore_server(
+    services: Services | None,
+    groups: Collection[str],
     *,
-    log_level: LogLevel = "WARNING",
-    middleware: list[Any] | None = None,
-    tools: list[Tool] | None = None,
-    **settings: Any,
-) -> S:
-    """A Lore server of ``server_class``: its name, version, instructions and ``tools``."""
-    server = server_class(
-        name="lore",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        log_level=log_level,
-        middleware=middleware or [],
-        tools=tools or [],
-        **settings,
-    )
-    server.tool_schemas = MappingProxyType({tool.name: tool.parameters for tool in tools or []})
-    return server
-
-
-def build_server(
-    lessons: LessonService | None,
-    *,
-    keys: KeyTools | None = None,
-    tools: Sequence[str] = DEFAULT_TOOL_GROUPS,
-    log_level: LogLevel = "WARNING",
     server_class: type[LoreServer] = LoreServer,
-    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
-    heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """Create the server with the tools of the ``tools`` groups, the prompts and the resources;
-    ``settings`` go to ``MCPServer`` (auth, token_verifier). ``request_timeout_s`` bounds
-    every tool call (see ``LoreServer.call_tool``); ``heavy_gate`` admits the heavy ones.
+    """A server of ``server_class`` with the tools of ``groups`` (the key tools only with a key
+    service) and the resources, prompts and protocol extras, answered by ``services``.
 
-    The key tools (group ``admin``) need ``keys``: with API keys they are there for root keys
-    whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and they then
-    act on the server's own org. ``lessons`` is None only for a server class that forwards
-    calls (remote mode): its tools are bound to its ``forwarded_backends``.
+    Without ``services`` the server forwards every call (remote mode): it lists the same
+    tools and the lesson resource for their names and schemas, and runs none of them.
+    ``settings`` go to the server's constructor (``local_caller``, deadlines, auth).
     """
-    authenticated = "token_verifier" in settings
-    groups = {*tools, "admin"} if authenticated else set(tools)
-    if lessons is None:
-        server = forwarded_server(server_class, groups, keys, log_level=log_level, **settings)
-    else:
-        server = local_server(server_class, lessons, groups, keys, log_level=log_level, **settings)
-        if not authenticated:
-            # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
-            server.local_caller = Caller(
-                key_id="local", org=lessons.org, name="local", project=None, root=True
-            )
-    server.request_timeout_s = request_timeout_s
-    server.heavy_gate = heavy_gate
-    return server
-
-
-def local_server(
-    server_class: type[S],
-    lessons: LessonService,
-    groups: Collection[str],
-    keys: KeyTools | None = None,
-    **settings: Any,
-) -> S:
-    """A server with the tools of ``groups``, the prompts and the resources, answered by
-    ``lessons``; ``settings`` go to ``new_server``."""
-    tables = StructuredService(lessons)
-    listed = lore_tools(Backends(lessons, Transfer(lessons), tables, tables), groups)
-    if keys is not None:
-        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
-    middleware = [LoadModelAfterFirstRequest(lessons.embedder)]
-    server = new_server(server_class, middleware=middleware, tools=listed, **settings)
-    add_prompts(server)
-    add_memory_resources(server, tables)
-    add_lesson_resource(server, lessons)
-    add_protocol_extras(server, lessons.default_project)
-    return server
-
-
-def forwarded_server(
-    server_class: type[S], groups: Collection[str], keys: KeyTools | None = None, **settings: Any
-) -> S:
-    """A server that forwards calls (remote mode), with the tools of ``groups`` and the lesson
-    resource, bound to its class's ``forwarded_backends`` for their names and schemas."""
-    backends = server_class.forwarded_backends()
-    listed = lore_tools(backends, groups)
-    if keys is not None:
-        listed += key_tools.tools_for(keys, groups, lambda: server.local_caller)
-    server = new_server(server_class, tools=listed, **settings)
-    add_lesson_resource(server, backends.lessons)
-    add_protocol_extras(server, None)
+    served = set(groups) if services is not None and services.keys is not None else set(groups) - {"admin"}
+    middleware = [LoadModelAfterFirstRequest(services.lessons.embedder)] if services is not None else []
+    server = server_class(services, tools=lore_tools(served), middleware=middleware, **settings)
+    if services is not None:
+        add_prompts(server)
+        add_memory_resources(server, services)
+    add_lesson_resource(server, services)
+    add_protocol_extras(server, server.lowlevel, services.lessons.default_project if services else None)
     return server

@@ -44,7 +44,8 @@ def test_the_services_share_one_lesson_service_on_the_settings_org_and_project(
         assert app.embedder is embedder
         assert app.lessons.org == "acme" and app.lessons.default_project == "alpha"
         assert app.transfer.lessons is app.lessons and app.structured.lessons is app.lessons
-        assert app.key_tools.service is app.keys
+        services = app.server(with_keys=True).services
+        assert services is not None and services.keys is app.keys
 
 
 async def test_the_server_serves_the_settings_tool_groups(settings: Settings, embedder: Embedder) -> None:

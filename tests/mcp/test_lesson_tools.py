@@ -8,9 +8,9 @@ import anyio
 import pytest
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import LessonStore
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call

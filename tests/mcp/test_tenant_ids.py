@@ -23,9 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp_types import ResourceTemplateReference
 from sqlalchemy.engine import make_url
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from stores.engine import structured
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope, lesson_image

@@ -12,11 +12,11 @@ import pytest
 from mcp import Client
 from pydantic import ValidationError
 
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.app import build_server
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.settings import Settings
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS, TOOL_GROUPS
-from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
@@ -37,8 +37,8 @@ async def test_lore_tools_serves_only_the_chosen_groups(service: LessonService) 
 async def test_servers_made_in_one_process_each_answer_from_their_own_store(
     service: LessonService, tmp_path: Path
 ) -> None:
-    """Tools are made once per method (tools.registry._tool); each server's copy stays bound
-    to its own service."""
+    """Tools are made once per process (lore_mcp.tools.lore_tools); each call still reaches
+    the services of the server it was made to."""
     other_store = open_local_store(tmp_path / "other.db")
     try:
         other = LessonService(other_store, service.embedder, default_project="default")
@@ -71,7 +71,7 @@ def test_lore_tools_is_checked() -> None:
 
 async def test_the_admin_group_manages_keys_of_the_local_org_over_stdio(service: LessonService) -> None:
     keys = KeyService(service.store.keys)  # type: ignore[attr-defined]
-    server = build_server(service, keys=KeyTools(keys), tools=(*DEFAULT_TOOL_GROUPS, "admin"))
+    server = build_server(service, keys=keys, tools=(*DEFAULT_TOOL_GROUPS, "admin"))
     async with connected(server) as client:
         assert {"create_key", "list_keys", "revoke_key"} <= {
             t.name for t in (await client.list_tools()).tools

@@ -30,9 +30,10 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, PromptReference, ResourceTemplateReference
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import LoreServer, build_server
+from lore_mcp.transport.server import LoreServer
 from tests.support.clients import no_deprecation_warnings
 from tests.support.node import node_env, npx
 from tests.support.processes import lore_env, lore_http

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call

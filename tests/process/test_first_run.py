@@ -26,10 +26,10 @@ import pytest
 import sqlean
 from mcp import StdioServerParameters
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import CODES
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from stores.sqlite import db as local_db
 from tests.support.clients import connected

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from lore_mcp.app import build_server
 from lore_mcp.cli.importers import convert, lesson_lines
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lesson_input import ULID_PATTERN
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 from tests.support.helpers import call

@@ -25,11 +25,11 @@ import numpy as np
 import pytest
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder, Engine
 from lore_mcp.embedding.identity import mismatch_message, running_model
 from lore_mcp.services.lessons import LessonService, embedding_text
 from lore_mcp.services.reembed import reembed_store
-from lore_mcp.transport.server import build_server
 from stores import LessonStore, open_local_store, open_postgres_store
 from stores.engine.embedding_model import EmbeddingModel, unrecorded
 from stores.engine.lessons import LessonDraft, Scope

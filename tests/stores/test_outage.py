@@ -29,9 +29,9 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from sqlalchemy import text
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import UnavailableError, open_postgres_store
 from stores.postgres import db as pg
 from tests.support.clients import connected

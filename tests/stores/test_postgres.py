@@ -12,9 +12,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import build_server
 from stores import Scope, UnavailableError, open_postgres_store
 from stores.engine import ranking
 from stores.engine.lessons import LessonDraft, RecallQuery

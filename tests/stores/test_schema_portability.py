@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel
-from lore_mcp.transport.server import build_server
 from stores import open_local_store
 from tests.support.clients import connected
 

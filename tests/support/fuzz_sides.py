@@ -13,9 +13,10 @@ from typing import Any
 
 from mcp import Client
 
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.app import build_server
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import LoreServer, build_server
+from lore_mcp.transport.server import LoreServer
 from stores.engine.lessons import Scope
 from stores.engine.plans import schema_hash
 from stores.engine.structured import describe_schema
@@ -67,7 +68,7 @@ class Side:
         service = LessonService(self.store, hash_embedder(), default_project="default")
         keys = KeyService(self.store.keys)
         keys.init_org(ORG)
-        self.server = build_server(service, keys=KeyTools(keys), tools=ALL_GROUPS)
+        self.server = build_server(service, keys=keys, tools=ALL_GROUPS)
 
     def fingerprint(self) -> Any:
         """Everything a client could observe, as one comparable value, and what refs resolve to."""

@@ -22,13 +22,13 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.settings import AuthSettings
 
+from lore_mcp.app import build_server
 from lore_mcp.auth import ApiKeyVerifier
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.admission import HeavyGate
 from lore_mcp.transport.http import build_app, server_config
-from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 
 
@@ -80,7 +80,7 @@ def team_server(
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
         service,
-        keys=KeyTools(KeyService(store.keys)),
+        keys=KeyService(store.keys),
         token_verifier=ApiKeyVerifier(store.keys),
         auth=AuthSettings(issuer_url=f"http://127.0.0.1:{port}", resource_server_url=None),
         heavy_gate=heavy_gate,

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder, embedder_for
 from lore_mcp.embedding.endpoint import EndpointEngine, EndpointUnreachable, embeddings_url
 from lore_mcp.errors import UNAVAILABLE, ModelUnavailable
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.settings import Settings
-from lore_mcp.transport.server import build_server
 from stores import LessonStore
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call

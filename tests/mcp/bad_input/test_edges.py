@@ -18,14 +18,14 @@ import pytest
 from mcp import Client
 from pydantic import ValidationError
 
+from lore_mcp.app import build_server
 from lore_mcp.errors import InvalidArgument, validation_message
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import LessonIn, Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-from lore_mcp.transport.server import build_server
 from tests.support.bad_input import GOOD, fails, nothing_stored
 from tests.support.clients import connected
 from tests.support.helpers import call
@@ -275,7 +275,7 @@ async def test_query_rows_refuses_a_nul_in_a_filter(client: Client) -> None:
 async def test_a_key_name_lore_cannot_store_is_refused(service: LessonService, name: str) -> None:
     keys = KeyService(service.store.keys)  # type: ignore[attr-defined]
     keys.init_org("local")
-    server = build_server(service, keys=KeyTools(keys), tools=(*DEFAULT_TOOL_GROUPS, "admin"))
+    server = build_server(service, keys=keys, tools=(*DEFAULT_TOOL_GROUPS, "admin"))
     async with connected(server) as client:
         await fails(client, "create_key", name=name)
         await fails(client, "create_key", name="ci", project="alpha\n")

@@ -20,11 +20,11 @@ from mcp import Client
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.tools.registry import TOOL_GROUPS
-from lore_mcp.transport.server import build_server
 from lore_mcp.transport.stdio import MAX_LINE_BYTES
 from stores import LessonStore
 from stores.errors import UnavailableError
@@ -71,7 +71,7 @@ async def test_every_tool_refuses_an_argument_it_does_not_have(
 ) -> None:
     """Every tool of every group (the key tools included), before any other check runs."""
     service = LessonService(store, embedder, default_project="default")
-    server = build_server(service, keys=KeyTools(KeyService(store.keys)), tools=list(TOOL_GROUPS))
+    server = build_server(service, keys=KeyService(store.keys), tools=list(TOOL_GROUPS))
     async with connected(server) as client:
         names = [t.name for t in (await client.list_tools()).tools]
         assert set(names) == {name for group in TOOL_GROUPS.values() for name in group}

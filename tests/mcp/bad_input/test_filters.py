@@ -23,9 +23,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from sqlalchemy import text
 
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.transport.server import LoreServer, build_server
+from lore_mcp.transport.server import LoreServer
 from stores import LessonStore, Scope, deadline, open_local_store
 from stores.engine.plans import MAX_LIKE_CHARS, coerce, like
 from stores.engine.structured import TableDef

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.cli.importers import convert
 from lore_mcp.redaction import fit, redact
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
@@ -343,7 +343,7 @@ async def test_a_plan_without_secrets_reports_none(client: Client) -> None:
 async def test_key_names_are_redacted_in_the_tool_and_the_cli(service: LessonService) -> None:
     keys = KeyService(service.store.keys)  # type: ignore[attr-defined]
     keys.init_org("local", name=f"org of {AWS}")
-    server = build_server(service, keys=KeyTools(keys), tools=(*DEFAULT_TOOL_GROUPS, "admin"))
+    server = build_server(service, keys=keys, tools=(*DEFAULT_TOOL_GROUPS, "admin"))
     async with connected(server) as client:
         created = await call(client, "create_key", name=f"ci {GITHUB}")
         assert created["name"] == "ci [REDACTED:github_token]" and created["redacted"] == ["github_token"]

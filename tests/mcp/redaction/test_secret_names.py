@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
+from lore_mcp.app import build_server
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.services.keys import KeyService, KeyTools
+from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import Transfer
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-from lore_mcp.transport.server import build_server
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.processes import lore
@@ -90,7 +90,7 @@ async def test_an_org_or_key_project_that_is_a_secret_is_refused(service: Lesson
     with pytest.raises(InvalidArgument, match=r"org name looks like a secret \(aws_access_key\)"):
         keys.init_org(SECRET_PROJECTS["aws_access_key"])
     keys.init_org("local")
-    server = build_server(service, keys=KeyTools(keys), tools=(*DEFAULT_TOOL_GROUPS, "admin"))
+    server = build_server(service, keys=keys, tools=(*DEFAULT_TOOL_GROUPS, "admin"))
     async with connected(server) as client:
         with pytest.raises(ToolFailed) as refused:
             await call(client, "create_key", name="ci", project=SECRET_PROJECTS["stripe_key"])

@@ -1,0 +1,81 @@
+"""What a tool call is given: the server's services and who is calling.
+
+Every tool reaches both the same way, through the ``Context`` the SDK passes it
+(a parameter the SDK keeps out of the input schema): the services are the server's
+own (``ctx.mcp_server``, which also answers calls made without a request, as
+completion's ``list_lessons`` does), the caller is the request's access token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.mcpserver import Context
+
+from lore_mcp.auth import Caller, Forbidden, caller_of
+from lore_mcp.services.keys import KeyService
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.structured import StructuredService
+from lore_mcp.services.transfer import Transfer
+
+
+@dataclass(frozen=True)
+class Services:
+    """What answers every tool: built once by the composition root (``lore_mcp.app``)."""
+
+    lessons: LessonService
+    transfer: Transfer
+    tables: StructuredService
+    keys: KeyService | None = None  # the key tools' service; None serves no key tools
+
+    @classmethod
+    def over(cls, lessons: LessonService, keys: KeyService | None = None) -> Services:
+        """The services sharing ``lessons`` (its store, embedder, org and default project)."""
+        return cls(lessons, Transfer(lessons), StructuredService(lessons), keys)
+
+
+class Serving(Protocol):
+    """What a server gives its tools (``lore_mcp.transport.server.LoreServer`` is one)."""
+
+    services: Services | None  # None: the server forwards calls and never runs a tool
+    local_caller: Caller | None  # the trusted caller without API keys (stdio), or None
+
+
+def caller() -> Caller | None:
+    """The current request's API key; None without keys (stdio, --dev-no-auth), where the
+    services act on the server's own org."""
+    return caller_of(get_access_token())
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call's services and caller."""
+
+    services: Services
+    caller: Caller | None
+    local_caller: Caller | None
+
+    def root(self, what: str) -> Caller:
+        """The caller of a key tool, which must be root to do ``what``: the request's key, or
+        the local user on stdio."""
+        found = self.caller or self.local_caller
+        if found is None:
+            raise Forbidden("Key tools need a root API key.")
+        found.require_root(what)
+        return found
+
+    @property
+    def keys(self) -> KeyService:
+        if self.services.keys is None:  # pragma: no cover - key tools are listed only with it
+            raise Forbidden("This server does not manage keys.")
+        return self.services.keys
+
+
+def call_of(ctx: Context[Any, Any]) -> Call:
+    """The services and caller of the call ``ctx`` belongs to."""
+    server = cast(Serving, ctx.mcp_server)
+    if server.services is None:
+        raise RuntimeError("This server forwards tool calls; nothing runs locally.")
+    return Call(server.services, caller(), server.local_caller)
