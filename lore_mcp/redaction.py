@@ -78,7 +78,7 @@ INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
 # Where the characters live whose compatibility form (NFKC) holds ASCII: fullwidth forms,
 # mathematical letters, circled and parenthesised letters, ligatures, superscripts, odd
 # spaces... Only these can dress up an ASCII secret, and folding only them keeps the table
-# small (tests/test_redaction_shapes.py checks every code point of this Python's Unicode).
+# small (tests/unit/redaction/test_shapes.py checks every code point of this Python's Unicode).
 _FOLDING_RANGES = (
     (0xA0, 0xBE), (0x132, 0x17F), (0x1C4, 0x1F3), (0x2B0, 0x2E3), (0x37A, 0x385),
     (0x1D2C, 0x1DBB), (0x1E9A, 0x1E9A), (0x1FBD, 0x20A8), (0x2100, 0x2189), (0x2460, 0x24EA),

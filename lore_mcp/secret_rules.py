@@ -3,7 +3,7 @@
 Apart from the redaction engine so that each stays readable. The shapes follow what a
 well-kept secret scanner's default rules catch (the ``detect-secrets`` plugins were the
 reference; these patterns are Lore's own), plus the vendors an agent's memory meets most.
-``tests/test_redaction_shapes.py`` checks, over generated texts, that ``detect-secrets`` finds
+``tests/unit/redaction/test_shapes.py`` checks, over generated texts, that ``detect-secrets`` finds
 nothing left once Lore has redacted them.
 
 Every pattern is compiled once, starts on a literal or a bounded run and has no nested

@@ -27,7 +27,7 @@ runtime still computes in float32:
 - ``float16`` (45 MB): every weight as float16, cast back to float32 in the graph (the
   graph that shipped before, at opset 17).
 
-Why blocks of 16: ``tests/test_default_model.py`` holds the vectors to a cosine of at
+Why blocks of 16: ``tests/process/test_default_model.py`` holds the vectors to a cosine of at
 least 0.999 to the sentence-transformers reference. A few weights (the feed-forward
 output layers reach 7.9 where most are below 0.1) set the scale of everything that
 shares it, so one scale per output column gave a minimum cosine of 0.9984 on the test's

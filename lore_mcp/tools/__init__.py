@@ -1,6 +1,6 @@
 """Lore's tools: each one typed function in the module of its group.
 
-``registry`` names every tool with its group and annotations; ``lessons``,
+``registry`` lists every tool function with its group and annotations; ``lessons``,
 ``transfer``, ``structured``, ``history`` and ``keys`` define them (each reaches its
 services and caller through ``context``); ``resources`` and ``prompts`` add the rest
 of what a server offers. A group is served by listing only its tools, and remote mode
@@ -9,40 +9,11 @@ lists the same functions but forwards each call by name and arguments.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
-from typing import Any
+from collections.abc import Collection
 
 from mcp.server.mcpserver.tools import Tool
 
-from lore_mcp.tools import history, keys, lessons, structured, transfer
 from lore_mcp.tools.registry import SPECS, TOOLS
-
-# Every tool function, by its tool's name (the function's own).
-FUNCTIONS: dict[str, Callable[..., Any]] = {
-    function.__name__: function
-    for function in (
-        lessons.save_lesson,
-        lessons.recall_lessons,
-        lessons.upvote_lesson,
-        lessons.downvote_lesson,
-        lessons.get_lesson,
-        lessons.update_lesson,
-        lessons.delete_lesson,
-        lessons.list_lessons,
-        transfer.export_lessons,
-        transfer.import_lessons,
-        structured.schema,
-        structured.plan,
-        structured.apply,
-        structured.query_rows,
-        history.history,
-        history.get_commit,
-        history.revert_commit,
-        keys.create_key,
-        keys.list_keys,
-        keys.revoke_key,
-    )
-}
 
 # Each tool as the SDK makes it, once per process (see lore_tools).
 _MADE: dict[str, Tool] = {}
@@ -62,7 +33,7 @@ def lore_tools(groups: Collection[str]) -> list[Tool]:
 def _tool(name: str) -> Tool:
     made = _MADE.get(name)
     if made is None:
-        function = FUNCTIONS[name]
+        function = SPECS[name].function
         made = _MADE[name] = Tool.from_function(
             function, description=_as_listed(function.__doc__), annotations=SPECS[name].annotations
         )

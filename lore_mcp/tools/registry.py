@@ -1,15 +1,33 @@
-"""Every tool Lore can list: its name, its group and its annotations, in listing order.
+"""Every tool Lore can list: its function, its group and its annotations, in listing order.
 
-The one source that the server, remote mode, the protocol extras and the tests read.
+The one source that the server, remote mode, the protocol extras and the tests read; a
+tool's name is its function's.
 ``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every
 turn, and a group is served by listing only its tools (``lore_mcp.tools.lore_tools``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from mcp_types import ToolAnnotations
+
+from lore_mcp.tools.history import get_commit, history, revert_commit
+from lore_mcp.tools.keys import create_key, list_keys, revoke_key
+from lore_mcp.tools.lessons import (
+    delete_lesson,
+    downvote_lesson,
+    get_lesson,
+    list_lessons,
+    recall_lessons,
+    save_lesson,
+    update_lesson,
+    upvote_lesson,
+)
+from lore_mcp.tools.structured import apply, plan, query_rows, schema
+from lore_mcp.tools.transfer import export_lessons, import_lessons
 
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -27,35 +45,40 @@ DESTRUCTIVE = ToolAnnotations(
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool as clients see it, less its schemas (those come from its function's signature)."""
+    """One tool: the function whose signature is its schema and whose docstring its
+    description, with what the signature cannot say."""
 
-    name: str
+    function: Callable[..., Any]
     group: str
     annotations: ToolAnnotations
+
+    @property
+    def name(self) -> str:
+        return self.function.__name__
 
 
 # In the order tools/list answers them.
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("save_lesson", "lessons", ADDITIVE),
-    ToolSpec("recall_lessons", "lessons", READ_ONLY),
-    ToolSpec("upvote_lesson", "lessons", ADDITIVE),
-    ToolSpec("downvote_lesson", "lessons", ADDITIVE),
-    ToolSpec("get_lesson", "lessons", READ_ONLY),
-    ToolSpec("update_lesson", "lessons", EDITING),
-    ToolSpec("delete_lesson", "lessons", DESTRUCTIVE),
-    ToolSpec("list_lessons", "lessons", READ_ONLY),
-    ToolSpec("export_lessons", "lessons", READ_ONLY),
-    ToolSpec("import_lessons", "lessons", ADDITIVE),
-    ToolSpec("schema", "structured", READ_ONLY),
-    ToolSpec("plan", "structured", READ_ONLY),
-    ToolSpec("apply", "structured", DESTRUCTIVE),
-    ToolSpec("query_rows", "structured", READ_ONLY),
-    ToolSpec("history", "history", READ_ONLY),
-    ToolSpec("get_commit", "history", READ_ONLY),
-    ToolSpec("revert_commit", "history", DESTRUCTIVE),
-    ToolSpec("create_key", "admin", ADDITIVE),
-    ToolSpec("list_keys", "admin", READ_ONLY),
-    ToolSpec("revoke_key", "admin", EDITING),
+    ToolSpec(save_lesson, "lessons", ADDITIVE),
+    ToolSpec(recall_lessons, "lessons", READ_ONLY),
+    ToolSpec(upvote_lesson, "lessons", ADDITIVE),
+    ToolSpec(downvote_lesson, "lessons", ADDITIVE),
+    ToolSpec(get_lesson, "lessons", READ_ONLY),
+    ToolSpec(update_lesson, "lessons", EDITING),
+    ToolSpec(delete_lesson, "lessons", DESTRUCTIVE),
+    ToolSpec(list_lessons, "lessons", READ_ONLY),
+    ToolSpec(export_lessons, "lessons", READ_ONLY),
+    ToolSpec(import_lessons, "lessons", ADDITIVE),
+    ToolSpec(schema, "structured", READ_ONLY),
+    ToolSpec(plan, "structured", READ_ONLY),
+    ToolSpec(apply, "structured", DESTRUCTIVE),
+    ToolSpec(query_rows, "structured", READ_ONLY),
+    ToolSpec(history, "history", READ_ONLY),
+    ToolSpec(get_commit, "history", READ_ONLY),
+    ToolSpec(revert_commit, "history", DESTRUCTIVE),
+    ToolSpec(create_key, "admin", ADDITIVE),
+    ToolSpec(list_keys, "admin", READ_ONLY),
+    ToolSpec(revoke_key, "admin", EDITING),
 )
 SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
