@@ -1,4 +1,4 @@
-"""Hold the package layering that DESIGN.md describes, through the import-linter contracts of
+"""Hold the package layering that ARCHITECTURE.md draws, through the import-linter contracts of
 ``pyproject.toml`` ``[tool.importlinter]`` (``.ci/run`` runs ``lint-imports`` on them after mypy).
 
 import-linter reads every import with the module's source, at module level and inside functions
@@ -71,6 +71,18 @@ def test_every_module_and_subpackage_has_a_layer() -> None:
             if (path.suffix == ".py" and not path.stem.startswith("__")) or (path / "__init__.py").exists()
         }
         assert children - layered == set(), f"{package}: modules outside its layers"
+
+
+def test_architecture_md_draws_every_folder_of_both_packages() -> None:
+    """The picture a newcomer reads first names every subpackage, so it cannot fall behind the tree."""
+    drawn = (ROOT / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    folders = [
+        f"{path.name}/"
+        for package in PACKAGES
+        for path in sorted((ROOT / package).iterdir())
+        if (path / "__init__.py").exists()
+    ]
+    assert folders and [folder for folder in folders if folder not in drawn] == []
 
 
 def test_a_circle_closed_inside_a_function_breaks_the_contract(
