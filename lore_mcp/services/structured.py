@@ -20,7 +20,7 @@ from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel, filter_values, plan_values
 from stores import Store
-from stores.engine import structured
+from stores.engine import history, queries, structured
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
 from stores.engine.structured import Commit, ProjectTx
 from stores.errors import NotFoundError
@@ -94,11 +94,11 @@ class StructuredService:
         check_json("where", filter_values("where", where, values))
         for at, value in values:  # a value's nesting counts from the value, not the filter list
             check_json(at, value)
-        rows = await self._run(project, caller, False, lambda tx: structured.read_table(tx, table))
+        rows = await self._run(project, caller, False, lambda tx: queries.read_table(tx, table))
         # Filtering needs no database, so it runs after the read transaction: a slow
         # filter then holds no connection or lock that other calls wait for.
         return await anyio.to_thread.run_sync(
-            lambda: structured.select_rows(rows, where, order_by, limit, cursor)
+            lambda: queries.select_rows(rows, where, order_by, limit, cursor)
         )
 
     async def history(
@@ -111,7 +111,7 @@ class StructuredService:
         caller: Caller | None = None,
     ) -> dict[str, Any]:
         key = history_target(target)
-        before = structured.parse_cursor(cursor)
+        before = history.parse_cursor(cursor)
 
         def read(tx: ProjectTx) -> dict[str, Any]:
             commits = tx.commits(key, limit + 1, before)
@@ -142,7 +142,7 @@ class StructuredService:
     ) -> dict[str, Any]:
         check_commit_id(commit_id)
         actor = self.lessons.scope(project, caller).actor
-        return await self._run(project, caller, True, lambda tx: structured.revert(tx, commit_id, actor))
+        return await self._run(project, caller, True, lambda tx: history.revert(tx, commit_id, actor))
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
         """Counts for the ``lore://stats`` resource, within what the caller may see."""

@@ -20,10 +20,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
-from stores import deadline
 from stores.engine.json_numbers import plain_float, without_negative_zero
 from stores.errors import InvalidInputError, StoreError
 
@@ -82,13 +80,6 @@ class Column:
 
 
 ID_COLUMN = Column("id", "integer", nullable=False)
-
-
-@dataclass(frozen=True)
-class Filter:
-    column: str
-    op: str
-    value: Any
 
 
 @dataclass(frozen=True)
@@ -185,7 +176,7 @@ def coerce(value: Any, col_type: str, column: str) -> Any:
     elif col_type == "timestamp":
         return timestamp(value, column)
     if not ok:
-        raise InvalidInputError(f"column {column!r} is {col_type}; {_show(value)} is not.")
+        raise InvalidInputError(f"column {column!r} is {col_type}; {show_value(value)} is not.")
     return value
 
 
@@ -222,7 +213,7 @@ def convert(value: Any, to_type: str, column: str) -> Any:
         raise
     except (ValueError, OverflowError, InvalidInputError):
         pass
-    raise InvalidInputError(f"column {column!r}: {_show(value)} cannot become {to_type}.")
+    raise InvalidInputError(f"column {column!r}: {show_value(value)} cannot become {to_type}.")
 
 
 def timestamp(value: Any, column: str) -> str:
@@ -239,80 +230,12 @@ def timestamp(value: Any, column: str) -> str:
                 utc = parsed.astimezone(UTC)
             except OverflowError:
                 raise InvalidInputError(
-                    f"column {column!r}: {_show(value)} is outside the years 0001 to 9999 once "
+                    f"column {column!r}: {show_value(value)} is outside the years 0001 to 9999 once "
                     "converted to UTC; use a time within that range."
                 ) from None
             # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
             return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-    raise InvalidInputError(f"column {column!r} is a timestamp; {_show(value)} is not ISO-8601.")
-
-
-def filters(raw: Any, columns: Mapping[str, Column]) -> list[Filter]:
-    """Row filters checked against the table's columns (``id`` included)."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InvalidInputError("where must be a list of {column, op, value} filters.")
-    if len(raw) > MAX_FILTERS:
-        raise InvalidInputError(f"where may hold at most {MAX_FILTERS} filters.")
-    out = []
-    for item in raw:
-        if not isinstance(item, Mapping):
-            raise InvalidInputError("each filter must be an object with column, op and value.")
-        name = item.get("column")
-        if not isinstance(name, str) or name not in columns:
-            raise InvalidInputError(f"filter column {_show(name)} is not a column of this table.")
-        op = item.get("op")
-        if op not in FILTER_OPS:
-            raise InvalidInputError(f"filter op {_show(op)} is not one of {' '.join(FILTER_OPS)}.")
-        col = columns[name]
-        value = item.get("value")
-        if op == "is_null":
-            if not isinstance(value, bool):
-                raise InvalidInputError("is_null takes true or false as its value.")
-        elif op == "in":
-            if not isinstance(value, list) or len(value) > MAX_IN_VALUES:
-                raise InvalidInputError(f"in takes a list of at most {MAX_IN_VALUES} values.")
-            value = [coerce(v, col.type, name) for v in value]
-        elif op == "like":
-            if not isinstance(value, str):
-                raise InvalidInputError("like takes a text pattern with % and _.")
-            if len(value) > MAX_LIKE_CHARS:
-                raise InvalidInputError(
-                    f"like patterns may be at most {MAX_LIKE_CHARS} characters long; "
-                    "shorten the pattern or use = or in."
-                )
-        else:
-            if value is None:
-                raise InvalidInputError(f"{op} null matches nothing; use is_null.")
-            value = coerce(value, col.type, name)
-        out.append(Filter(column=name, op=op, value=value))
-    return out
-
-
-def matches(row: Mapping[str, Any], conditions: list[Filter]) -> bool:
-    """SQL-like semantics: a comparison with null is false; ``like`` ignores case."""
-    for f in conditions:
-        value = row.get(f.column)
-        if f.op == "is_null":
-            if (value is None) != f.value:
-                return False
-            continue
-        if value is None:
-            return False
-        if f.op == "in":
-            ok = value in f.value
-        elif f.op == "like":
-            deadline.check()  # the one filter whose cost grows with the value's length
-            ok = like(str(value), f.value)
-        else:
-            try:
-                ok = _COMPARE[f.op](value, f.value)
-            except TypeError:  # json values of different kinds do not order
-                ok = False
-        if not ok:
-            return False
-    return True
+    raise InvalidInputError(f"column {column!r} is a timestamp; {show_value(value)} is not ISO-8601.")
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
@@ -354,62 +277,6 @@ def schema_hash(tables: Mapping[str, list[Column]]) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def like(value: str, pattern: str) -> bool:
-    """SQL ``LIKE`` ignoring case: ``%`` is any run of characters, ``_`` exactly one.
-
-    No escape character: every other character stands for itself. Runs in
-    O(len(value) * len(pattern)) at worst, whatever the pattern.
-    """
-    return _LikeMatcher.of(pattern).matches(value)
-
-
-class _LikeMatcher:
-    """A like pattern cut at its ``%`` into pieces of fixed length.
-
-    Each piece (literal characters and ``_``) matches exactly as many characters as
-    it has, so the pattern matches when the first piece starts the value, the last
-    ends it, and the pieces between occur in order without overlapping. Taking each
-    middle piece at its leftmost place leaves the most room for the rest, so one
-    left-to-right pass decides: no backtracking across ``%``, unlike a regular
-    expression with ``.*`` (exponential on ``%a%a%a...%b``).
-    """
-
-    def __init__(self, pattern: str) -> None:
-        pieces = pattern.split("%")
-        self.exact = len(pieces) == 1
-        compiled = [_piece(p) for p in pieces]
-        self.first, self.last = compiled[0], compiled[-1]
-        self.first_len, self.last_len = len(pieces[0]), len(pieces[-1])
-        self.middle = [(c, len(p)) for c, p in zip(compiled[1:-1], pieces[1:-1], strict=True) if p]
-
-    @staticmethod
-    @lru_cache(maxsize=256)
-    def of(pattern: str) -> _LikeMatcher:
-        return _LikeMatcher(pattern)
-
-    def matches(self, value: str) -> bool:
-        if self.exact:
-            return self.first.fullmatch(value) is not None
-        end = len(value) - self.last_len
-        if end < self.first_len:
-            return False
-        if self.first.match(value) is None or self.last.match(value, end) is None:
-            return False
-        pos = self.first_len
-        for piece, size in self.middle:
-            found = piece.search(value, pos, end)
-            if found is None:
-                return False
-            pos = found.start() + size
-        return True
-
-
-def _piece(text: str) -> re.Pattern[str]:
-    """A fixed-length piece of a like pattern as a regular expression without repetition."""
-    parts = ("." if ch == "_" else re.escape(ch) for ch in text)
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
-
-
 class IntegerRangeError(InvalidInputError):
     """An integer beyond 64 bits."""
 
@@ -417,7 +284,7 @@ class IntegerRangeError(InvalidInputError):
 def _check_int_range(value: int, column: str, shown: Any = None) -> int:
     if not INT_MIN <= value <= INT_MAX:
         raise IntegerRangeError(
-            f"column {column!r}: {_show(value if shown is None else shown)} is outside the integer range "
+            f"column {column!r}: {show_value(value if shown is None else shown)} is outside the integer range "
             f"({INT_MIN} to {INT_MAX})."
         )
     return value
@@ -468,13 +335,13 @@ def _check_json(value: Any, column: str) -> None:
         elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 1000:
             raise InvalidInputError(f"column {column!r}: a JSON number here has more than 300 digits.")
         elif item is not None and not isinstance(item, bool | int | float):
-            raise InvalidInputError(f"column {column!r}: {_show(item)} is not a JSON value.")
+            raise InvalidInputError(f"column {column!r}: {show_value(item)} is not a JSON value.")
 
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,30}")
 
 
-def _show(value: Any) -> str:
+def show_value(value: Any) -> str:
     """A value as an error message quotes it: short, and never failing on odd input."""
     if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
         return f"an integer of {int(value.bit_length() * math.log10(2)) + 1} digits"
@@ -483,13 +350,3 @@ def _show(value: Any) -> str:
     except (ValueError, RecursionError):
         text = f"a {type(value).__name__} value"
     return text if len(text) <= 60 else text[:57] + "…"
-
-
-_COMPARE = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
-}

@@ -19,11 +19,6 @@ request that runs too long stops inside its transaction, which then rolls back.
 
 from __future__ import annotations
 
-import base64
-import copy
-import functools
-import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,32 +27,24 @@ from typing import Any, Protocol
 from stores import deadline
 from stores.engine.plans import (
     ID_COLUMN,
-    Column,
     Plan,
     PlanError,
-    filters,
-    identifier,
-    matches,
     parse_plan,
     risk,
     schema_hash,
-    sort_key,
 )
 from stores.engine.workspace import (
     TableDef,
     TableSource,
     Workspace,
     columns_json,
-    ordering,
     run_operation,
-    table_from_json,
 )
-from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
+from stores.errors import ConflictError, NotFoundError, StoreError, UnavailableError
 from stores.ids import new_id
 
 LESSONS_TABLE = "lessons"
 SNAPSHOT_EVERY = 100
-MAX_QUERY_LIMIT = 500
 
 
 @dataclass(frozen=True)
@@ -359,150 +346,6 @@ def read_only_lessons(lesson_id: str, image: Any) -> None:
     raise AssertionError("lessons are restored only inside a write transaction")
 
 
-def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
-    """A new commit undoing ``commit_id``; CONFLICT when later commits touched the same things."""
-    target = tx.get_commit(commit_id)
-    if target is None:
-        raise NotFoundError(f"No commit {commit_id} in this project.")
-    later = tx.later_commits_touching(target.seq, conflict_targets(targets_of(target.effects)))
-    if later:
-        raise ConflictError(
-            f"Commit {commit_id} cannot be reverted: later commits changed the same rows or tables "
-            f"({', '.join(later[:20])}{f' and {len(later) - 20} more' if len(later) > 20 else ''}). "
-            "Revert those first, newest first."
-        )
-    before = current_hash(tx)
-    ws = Workspace(tx)
-    lesson_effects = []
-    # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
-    # JSON text in the order written, and the revert's effects list tables in this order.
-    tables = dict(sorted(target.effects.get("tables", {}).items()))
-    # Tables come back first (so their rows can), rows next, and tables the commit
-    # created go last (so their rows are recorded as deleted).
-    for name, change in tables.items():
-        if change["before"] is not None:
-            ws.set_def(name, table_from_json(change["before"], ws.defs.get(name)))
-            ws.schema.append({"op": "restore_table", "table": name})
-    for row in reversed(target.effects.get("rows", [])):
-        deadline.check()
-        if row["table"] == LESSONS_TABLE:
-            tx.restore_lesson(row["id"], row["before"])
-            lesson_effects.append(
-                {"table": LESSONS_TABLE, "id": row["id"], "before": row["after"], "after": row["before"]}
-            )
-        elif row["table"] in ws.defs:
-            ws.set_row(row["table"], row["id"], copy.deepcopy(row["before"]))
-    for name, change in tables.items():
-        if change["before"] is None and name in ws.defs:
-            for row_id in list(ws.rows(name)):
-                ws.set_row(name, row_id, None)
-            ws.set_def(name, None)
-            ws.schema.append({"op": "drop_table", "table": name})
-    effects = ws.effects()
-    effects["rows"] = lesson_effects + effects["rows"]
-    commit = write(
-        tx, ws, effects, kind="revert", message=f"Revert {commit_id}", actor=actor, hash_before=before
-    )
-    return {
-        "commit_id": commit.id,
-        "seq": commit.seq,
-        "reverted": commit_id,
-        "schema_hash": commit.schema_hash_after,
-        "effects": summarize(effects),
-    }
-
-
-@dataclass(frozen=True)
-class TableRows:
-    """One table's columns and rows as read inside a transaction, to be queried after it."""
-
-    name: str
-    columns: tuple[Column, ...]
-    rows: Mapping[int, Mapping[str, Any]]
-
-
-def read_table(tx: ProjectTx, table: Any) -> TableRows:
-    """The table ``query_rows`` reads: the only part of a query that needs the database."""
-    name = identifier(table, "table")
-    tables = tx.tables()
-    if name not in tables:
-        raise NotFoundError(f"table {name!r} does not exist in this project.")
-    return TableRows(name=name, columns=tables[name].columns, rows=tx.rows(name))
-
-
-def query_rows(
-    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
-) -> dict[str, Any]:
-    """Rows of one table, filtered and ordered (``read_table`` then ``select_rows``)."""
-    return select_rows(read_table(tx, table), where, order_by, limit, cursor)
-
-
-def select_rows(
-    table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
-) -> dict[str, Any]:
-    """Rows of a table already read, filtered and ordered.
-
-    Pure Python, so it may run after the read transaction has ended: a slow filter
-    then holds no connection or lock that other calls are waiting for.
-    The cursor holds the sort values of the last row returned (and its id), not an
-    offset, so rows deleted or added between pages make no later row go missing.
-    """
-    columns = {c.name: c for c in (ID_COLUMN, *table.columns)}
-    conditions = filters(where, columns)
-    keys = ordering(order_by, columns)
-    if not 1 <= limit <= MAX_QUERY_LIMIT:
-        raise InvalidInputError(f"limit must be between 1 and {MAX_QUERY_LIMIT}.")
-    after = _decode_cursor(cursor, len(keys)) if cursor is not None else None
-    rows = []
-    for row_id, values in table.rows.items():
-        deadline.check()
-        row = {"id": row_id, **values}
-        if matches(row, conditions):
-            rows.append(row)
-    for column, descending in reversed(keys):
-        rows.sort(key=functools.partial(_sort_key_of, column=column), reverse=descending)
-    if after is not None:
-        rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
-    page = rows[:limit]
-    for row in page:
-        for col in table.columns:
-            row.setdefault(col.name, None)
-    more = len(rows) > limit
-    next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if more else None
-    return {"rows": page, "next_cursor": next_cursor}
-
-
-def _after(values: list[Any], cursor: list[Any], keys: list[tuple[str, bool]]) -> bool:
-    """Whether a row with these sort values comes after the cursor's row."""
-    for mine, theirs, (_, descending) in zip(values, cursor, keys, strict=True):
-        a, b = sort_key(mine), sort_key(theirs)
-        if a == b:
-            continue
-        try:
-            return (a > b) != descending
-        except TypeError:
-            raise InvalidInputError(
-                "cursor does not fit this table any more; start again without it."
-            ) from None
-    return False
-
-
-def _encode_cursor(values: list[Any]) -> str:
-    return base64.urlsafe_b64encode(json.dumps(values, separators=(",", ":")).encode()).decode()
-
-
-def _decode_cursor(cursor: str, size: int) -> list[Any]:
-    try:
-        values = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, UnicodeError, RecursionError):
-        values = None
-    if not isinstance(values, list) or len(values) != size:
-        raise InvalidInputError(
-            "cursor is not one this server returned for this query; pass next_cursor back."
-        )
-    return values
-
-
 def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
     counts = {"inserted": 0, "updated": 0, "deleted": 0}
     for row in effects.get("rows", []):
@@ -529,20 +372,6 @@ def targets_of(effects: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def conflict_targets(targets: tuple[str, ...]) -> list[str]:
-    """What a later commit must not have touched for a commit with ``targets`` to be reverted."""
-    out = []
-    for target in targets:
-        kind, _, rest = target.partition(":")
-        if kind == "schema":
-            out.append(f"table:{rest}")  # any later use of a table whose shape this changed
-        elif kind in ("row", "lesson"):
-            out.append(target)
-            if kind == "row":
-                out.append(f"schema:{rest.rsplit(':', 1)[0]}")
-    return sorted(set(out))
-
-
 def error_code(error: StoreError) -> str:
     if isinstance(error, StalePlanError):
         return "STALE_PLAN"
@@ -551,22 +380,3 @@ def error_code(error: StoreError) -> str:
     if isinstance(error, ConflictError):
         return "CONFLICT"
     return "VALIDATION_ERROR"
-
-
-_HISTORY_CURSOR = re.compile(r"[0-9]{1,12}")
-
-
-def parse_cursor(cursor: str | None) -> int | None:
-    """The sequence number a ``history`` cursor holds; anything else is the caller's mistake."""
-    if cursor is None:
-        return None
-    if not _HISTORY_CURSOR.fullmatch(cursor):
-        raise InvalidInputError(
-            "cursor is not one this server returned; pass next_cursor from a previous page."
-        )
-    return int(cursor)
-
-
-def _sort_key_of(row: dict[str, Any], *, column: str) -> tuple[Any, ...]:
-    """A row's sort key on one column (``plans.sort_key`` orders mixed types)."""
-    return sort_key(row.get(column))

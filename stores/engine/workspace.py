@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from stores import deadline
+from stores.engine.filters import filters, matches
 from stores.engine.plans import (
     ID_COLUMN,
     MAX_COLUMNS,
@@ -22,9 +23,7 @@ from stores.engine.plans import (
     coerce,
     column_def,
     convert,
-    filters,
     identifier,
-    matches,
 )
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 

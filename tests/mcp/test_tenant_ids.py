@@ -27,7 +27,7 @@ from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from stores import LessonStore, open_local_store, open_postgres_store
-from stores.engine import structured
+from stores.engine import history
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope, lesson_image
 from stores.errors import NotFoundError
 from tests.support.clients import connected, no_deprecation_warnings
@@ -180,7 +180,7 @@ def check_upgraded(store: Any, ids: dict[str, str]) -> None:
         [vote, *_] = tx.commits(f"lesson:{ids['voted']}", 10, None)
     assert vote.kind == "vote"
     with store.transaction(alpha, write=True) as tx:
-        structured.revert(tx, vote.id, "test")
+        history.revert(tx, vote.id, "test")
     assert store.get(alpha, ids["voted"]).upvotes == 0
 
     # A new lesson is found by its vector like the old ones; beta may hold alpha's ids.

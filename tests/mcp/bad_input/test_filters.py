@@ -28,7 +28,8 @@ from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
 from stores import LessonStore, Scope, deadline, open_local_store
-from stores.engine.plans import MAX_LIKE_CHARS, coerce, like
+from stores.engine.filters import like
+from stores.engine.plans import MAX_LIKE_CHARS, coerce
 from stores.engine.structured import TableDef
 from stores.errors import InvalidInputError
 from stores.sqlite import db as local_db
