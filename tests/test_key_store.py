@@ -182,7 +182,7 @@ def test_orgs_and_keys_outlive_the_process(
 
 
 def test_a_local_file_at_schema_2_gains_orgs_and_keys(tmp_path: Path, monkeypatch) -> None:
-    from stores.sqlite import db as local_db
+    from stores.sqlite import migrations as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:

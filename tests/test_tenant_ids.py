@@ -198,7 +198,7 @@ def check_upgraded(store: Any, ids: dict[str, str]) -> None:
 def test_a_local_file_with_database_wide_ids_keeps_everything_when_upgraded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores.sqlite import db as local_db
+    from stores.sqlite import migrations as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:

@@ -13,7 +13,8 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from stores.sqlite.db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.sqlite.db import Connection, connect, read_transaction, write_transaction
+from stores.sqlite.migrations import migrate
 
 
 class LocalConnections:

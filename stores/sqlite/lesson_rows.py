@@ -2,7 +2,7 @@
 
 A lesson is a row of ``lessons`` (tags and meta as JSON text, times as fixed-width UTC
 text), its tags in ``lesson_tags``, its words in ``lessons_fts`` and its vector in
-``lesson_vectors``; every write stamps the rows it touches with the file's new revision
+``lesson_embeddings``; every write stamps the rows it touches with the file's new revision
 and a delete leaves a tombstone, so the in-memory vector index of every process
 (``stores.sqlite.vectors``) catches up on its next read.
 """
@@ -100,7 +100,7 @@ class LocalLessonTx(ModelChecks):
         ).fetchone()[0]
         self._index_words(pk, lesson)
         self.conn.execute(
-            "INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, vector.tobytes())
+            "INSERT INTO lesson_embeddings (pk, embedding) VALUES (?, ?)", (pk, vector.tobytes())
         )
         return Row(pk, self._lesson(pk), vector.tobytes())
 
@@ -116,7 +116,7 @@ class LocalLessonTx(ModelChecks):
         self._index_words(key, lesson)
         if vector is not None:
             self.conn.execute(
-                "UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (vector.tobytes(), key)
+                "UPDATE lesson_embeddings SET embedding = ? WHERE pk = ?", (vector.tobytes(), key)
             )
         return self._lesson(key)
 
@@ -134,7 +134,7 @@ class LocalLessonTx(ModelChecks):
         self.conn.execute("DELETE FROM lessons WHERE pk = ?", (key,))
         self.conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (key,))
         if meta.stored_dim(self.conn) is not None:
-            self.conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (key,))
+            self.conn.execute("DELETE FROM lesson_embeddings WHERE pk = ?", (key,))
         self.conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev))
 
     def project(self, restore: Restorer) -> LocalProjectTx:
@@ -145,7 +145,7 @@ class LocalLessonTx(ModelChecks):
 
     def _embedding(self, pk: int) -> bytes | None:
         # A lesson's row comes with its vector, so the vector table is there.
-        found = self.conn.execute("SELECT embedding FROM lesson_vectors WHERE rowid = ?", (pk,)).fetchone()
+        found = self.conn.execute("SELECT embedding FROM lesson_embeddings WHERE pk = ?", (pk,)).fetchone()
         return found[0] if found else None
 
     def _index_words(self, pk: int, lesson: Lesson) -> None:

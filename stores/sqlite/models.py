@@ -2,7 +2,7 @@
 
 Kept in ``lore_meta`` (see ``stores.engine.embedding_model`` for the keys and the rules).
 The new vectors of a re-embed wait in ``lesson_reembed`` until one ``BEGIN IMMEDIATE``
-transaction rebuilds the ``lesson_vectors`` table from them, so no reader ever sees a
+transaction rebuilds the ``lesson_embeddings`` table from them, so no reader ever sees a
 mix of two models' vectors, and a killed run keeps every batch it committed.
 """
 
@@ -29,6 +29,7 @@ from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import Connection
 from stores.sqlite.meta import get_meta as _get_meta
 from stores.sqlite.meta import put_meta as _put_meta
+from stores.sqlite.migrations import VECTOR_COLUMNS
 from stores.sqlite.vectors import MAX_DIMENSION
 
 # Lessons still without a new vector, or whose text changed since it was computed.
@@ -137,13 +138,10 @@ class LocalModelRecords:
             if pending:
                 return int(pending)
             generation = self.generation(conn) + 1
-            conn.execute("DROP TABLE IF EXISTS lesson_vectors")
-            # The dimension is an int checked by reembed_begin, never user text.
+            conn.execute("DROP TABLE IF EXISTS lesson_embeddings")
+            conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
             conn.execute(
-                f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{int(target.dimension)}])"
-            )
-            conn.execute(
-                "INSERT INTO lesson_vectors (rowid, embedding) "
+                "INSERT INTO lesson_embeddings (pk, embedding) "
                 "SELECT r.pk, r.embedding FROM lesson_reembed AS r JOIN lessons AS l ON l.pk = r.pk"
             )
             _put_meta(conn, "dim", str(target.dimension))

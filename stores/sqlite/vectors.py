@@ -1,5 +1,8 @@
 """The local file's vectors: their table, and the in-memory ``VectorIndex`` that searches them.
 
+Vectors are float32 BLOBs in a plain table, ``lesson_embeddings`` (made with the first one);
+search is a numpy product over the index, so no SQLite extension is needed.
+
 The index is a cache refreshed from the rows whose revision is newer than its own: every
 write bumps ``lore_meta.rev`` and stamps the rows it touched, and a delete leaves a
 tombstone, so other processes' writes show up on the next read. The lesson store and its
@@ -20,6 +23,7 @@ from stores.engine.vector_index import IndexedRow, VectorIndex
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
 from stores.sqlite.db import Connection, parse_ts
+from stores.sqlite.migrations import VECTOR_COLUMNS
 
 MAX_DIMENSION = 4096
 
@@ -45,8 +49,7 @@ class LocalVectors:
                 raise InvalidInputError(
                     f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}."
                 )
-            # dim is an int checked above, never user text.
-            conn.execute(f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{dim}])")
+            conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
             meta.put_meta(conn, "dim", str(dim))
             return dim
         if stored != dim:
@@ -104,7 +107,7 @@ class LocalVectors:
         if rev <= self._rev:
             return index
         if self._rev == 0:
-            vectors = dict(conn.execute("SELECT rowid, embedding FROM lesson_vectors"))
+            vectors = dict(conn.execute("SELECT pk, embedding FROM lesson_embeddings"))
             rows: Iterable[Any] = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
             entries = _entries(rows, vectors)
             blob = b"".join(v for _, v in entries)
@@ -125,7 +128,7 @@ def _vectors_of(conn: Connection, keys: list[int]) -> dict[int, bytes]:
     if not keys:
         return {}
     marks = ",".join("?" * len(keys))
-    return dict(conn.execute(f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})", keys))
+    return dict(conn.execute(f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", keys))
 
 
 def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[IndexedRow, bytes]]:
