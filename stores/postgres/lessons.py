@@ -20,6 +20,7 @@ from sqlalchemy import Connection, text
 
 from stores.engine import ranking
 from stores.engine.embedding_model import GENERATION_KEY
+from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rules import LessonWrites, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
@@ -277,6 +278,6 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
-        from stores.postgres.keys import PostgresKeyStore
+        from stores.postgres.keys import PostgresKeyDb
 
-        return PostgresKeyStore(self._engine)
+        return SqlKeyStore(PostgresKeyDb(self._engine))

@@ -20,6 +20,7 @@ import numpy as np
 
 from stores import deadline
 from stores.engine import ranking
+from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rules import LessonWrites, check_dims, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
@@ -287,10 +288,9 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
-        from stores.sqlite.keys import LocalKeyStore
+        from stores.sqlite.keys import LocalKeyDb
 
-        conns = self._conns
-        return LocalKeyStore(conns.writer, conns.reader, conns.write_lock, conns.read_lock)
+        return SqlKeyStore(LocalKeyDb(self._conns))
 
 
 def _any_of(terms: list[str]) -> str:

@@ -223,6 +223,16 @@ VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
 MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
 
+MIGRATIONS.append(
+    (
+        7,
+        "api keys name their org as on postgres",
+        # One set of column names on both backends, so the key statements are written once
+        # (stores.engine.key_rows). SQLite renames the column in its index too.
+        "ALTER TABLE api_keys RENAME COLUMN org TO org_id",
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
