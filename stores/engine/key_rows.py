@@ -3,7 +3,7 @@
 A dialect (``KeyDb``) opens the transactions: one scoped to an org (Postgres sets
 ``lore.org`` for row-level security), the lookup by digest that runs before any org is
 known, and the recording of a key's use, which a dialect may skip while its writer is
-busy. It also says how a time is stored. The statements are the same on both backends.
+busy. The statements are the same on both backends.
 """
 
 from __future__ import annotations
@@ -36,14 +36,6 @@ class KeyDb(Protocol):
         """A write recording a key's use, or None when the backend skips it (writer busy)."""
         ...
 
-    def stamp(self, when: datetime) -> Any:
-        """``when`` as the database stores a time."""
-        ...
-
-    def time(self, value: Any) -> datetime:
-        """A stored time back as an aware UTC ``datetime``."""
-        ...
-
 
 class SqlKeyStore:
     """``stores.engine.keys.KeyStore`` on a ``KeyDb``."""
@@ -56,16 +48,16 @@ class SqlKeyStore:
             rows = tx.rows(
                 "INSERT INTO orgs (id, name, created_at) VALUES (:id, :name, :now) "
                 "ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at",
-                {"id": org_id, "name": name, "now": self._db.stamp(_now())},
+                {"id": org_id, "name": name, "now": tx.stamp(_now())},
             )
-        if not rows:
-            raise ConflictError(f"An org with id {org_id!r} already exists.")
-        return self._org(rows[0])
+            if not rows:
+                raise ConflictError(f"An org with id {org_id!r} already exists.")
+            return _org(tx, rows[0])
 
     def get_org(self, org_id: str) -> Org | None:
         with self._db.scoped(org_id, write=False) as tx:
             rows = tx.rows("SELECT id, name, created_at FROM orgs WHERE id = :id", {"id": org_id})
-        return self._org(rows[0]) if rows else None
+            return _org(tx, rows[0]) if rows else None
 
     def add_key(
         self, org_id: str, *, name: str, key_hash: str, prefix: str, project: str | None, root: bool
@@ -85,18 +77,18 @@ class SqlKeyStore:
                     "prefix": prefix,
                     "project": project,
                     "root": root,
-                    "now": self._db.stamp(_now()),
+                    "now": tx.stamp(_now()),
                 },
             )
-        if not rows:
-            # The digest is unique across every org (the other org's row may be invisible here).
-            raise ConflictError("A key with this digest is already stored; generate a new key.")
-        return self._key(rows[0])
+            if not rows:
+                # The digest is unique across every org (the other org's row may be invisible here).
+                raise ConflictError("A key with this digest is already stored; generate a new key.")
+            return _key(tx, rows[0])
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         with self._db.lookup(key_hash) as tx:
             rows = tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = :h", {"h": key_hash})
-        return self._key(rows[0]) if rows else None
+            return _key(tx, rows[0]) if rows else None
 
     def list_keys(self, org_id: str) -> list[ApiKey]:
         with self._db.scoped(org_id, write=False) as tx:
@@ -104,18 +96,18 @@ class SqlKeyStore:
                 f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org ORDER BY created_at, id",
                 {"org": org_id},
             )
-        return [self._key(row) for row in rows]
+            return [_key(tx, row) for row in rows]
 
     def revoke_key(self, org_id: str, key_id: str) -> ApiKey:
         with self._db.scoped(org_id, write=True) as tx:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
                 f"WHERE org_id = :org AND id = :id RETURNING {_KEY_COLUMNS}",
-                {"now": self._db.stamp(_now()), "org": org_id, "id": key_id},
+                {"now": tx.stamp(_now()), "org": org_id, "id": key_id},
             )
-        if not rows:
-            raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
-        return self._key(rows[0])
+            if not rows:
+                raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
+            return _key(tx, rows[0])
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
         with self._db.touching(org_id) as tx:
@@ -123,25 +115,27 @@ class SqlKeyStore:
                 tx.rows(
                     "UPDATE api_keys SET last_used_at = :when WHERE org_id = :org AND id = :id "
                     "AND (last_used_at IS NULL OR last_used_at < :when)",
-                    {"when": self._db.stamp(when), "org": org_id, "id": key_id},
+                    {"when": tx.stamp(when), "org": org_id, "id": key_id},
                 )
 
-    def _org(self, row: Mapping[str, Any]) -> Org:
-        return Org(id=row["id"], name=row["name"], created_at=self._db.time(row["created_at"]))
 
-    def _key(self, row: Mapping[str, Any]) -> ApiKey:
-        time = self._db.time
-        return ApiKey(
-            id=row["id"],
-            org=row["org_id"],
-            name=row["name"],
-            prefix=row["key_prefix"],
-            project=row["project"],
-            root=bool(row["is_root"]),
-            created_at=time(row["created_at"]),
-            last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
-            revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
-        )
+def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
+    return Org(id=row["id"], name=row["name"], created_at=tx.time(row["created_at"]))
+
+
+def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:
+    time = tx.time
+    return ApiKey(
+        id=row["id"],
+        org=row["org_id"],
+        name=row["name"],
+        prefix=row["key_prefix"],
+        project=row["project"],
+        root=bool(row["is_root"]),
+        created_at=time(row["created_at"]),
+        last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
+        revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
+    )
 
 
 def _now() -> datetime:

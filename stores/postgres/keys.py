@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 from sqlalchemy import Engine, text
 
@@ -38,9 +37,3 @@ class PostgresKeyDb:
 
     def touching(self, org_id: str) -> contextlib.AbstractContextManager[PostgresSqlTx]:
         return self.scoped(org_id, write=True)
-
-    def stamp(self, when: datetime) -> datetime:
-        return when
-
-    def time(self, value: datetime) -> datetime:
-        return value.astimezone(UTC)

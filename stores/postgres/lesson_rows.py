@@ -20,9 +20,10 @@ from stores.engine import dedup
 from stores.engine.json_numbers import jsonb_text
 from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
+from stores.engine.project_rows import SqlProjectTx
 from stores.postgres.dims import PostgresDims
 from stores.postgres.models import PostgresModelRecords
-from stores.postgres.structured import PostgresProjectTx
+from stores.postgres.sql import PostgresSqlTx
 
 COLUMNS = (
     "pk, id, project, problem, resolution, context, tags, confidence, source, "
@@ -128,8 +129,8 @@ class PostgresLessonTx(ModelChecks):
     def remove(self, key: int) -> None:
         self.conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": key})
 
-    def project(self, restore: Restorer) -> PostgresProjectTx:
-        return PostgresProjectTx(self.conn, self.scope, restore)
+    def project(self, restore: Restorer) -> SqlProjectTx:
+        return SqlProjectTx(PostgresSqlTx(self.conn, bounded=True), self.scope, restore)
 
     @property
     def _scope(self) -> dict[str, Any]:

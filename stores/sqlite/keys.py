@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from datetime import datetime
 
 import sqlean
 
 from stores import deadline
 from stores.errors import UnavailableError
 from stores.sqlite.connections import LocalConnections
-from stores.sqlite.db import format_ts, parse_ts, write_transaction
+from stores.sqlite.db import write_transaction
 from stores.sqlite.sql import LocalSqlTx
 
 # The longest recording a key's use waits for another process's write lock.
@@ -69,9 +68,3 @@ class LocalKeyDb:
                 yield None
         finally:
             lock.release()
-
-    def stamp(self, when: datetime) -> str:
-        return format_ts(when)
-
-    def time(self, value: str) -> datetime:
-        return parse_ts(value)

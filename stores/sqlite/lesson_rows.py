@@ -18,12 +18,13 @@ import numpy as np
 from stores.engine import dedup
 from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
+from stores.engine.project_rows import SqlProjectTx
 from stores.sqlite import meta
 from stores.sqlite.db import Connection, parse_ts
 from stores.sqlite.db import format_ts as ts
 from stores.sqlite.db import utc_now as now
 from stores.sqlite.models import LocalModelRecords
-from stores.sqlite.structured import LocalProjectTx
+from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
 
 COLUMNS = (
@@ -79,7 +80,7 @@ class LocalLessonTx(ModelChecks):
         ]
 
     def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
-        sql = f"SELECT {COLUMNS} FROM lessons WHERE id = ? AND org = ? AND project = ?"
+        sql = f"SELECT {COLUMNS} FROM lessons WHERE id = ? AND org_id = ? AND project = ?"
         params: list[Any] = [lesson_id, self.scope.org, self.scope.project]
         if live:
             sql += f" AND {LIVE}"
@@ -93,7 +94,7 @@ class LocalLessonTx(ModelChecks):
     def insert(self, lesson: Lesson, vector: np.ndarray) -> Row:
         scope = self.scope
         pk = self.conn.execute(
-            "INSERT INTO lessons (id, org, project, problem, resolution, context, tags, confidence, source, "
+            "INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, source, "
             "created_at, updated_at, expires_at, upvotes, downvotes, meta, rev) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING pk",
             (lesson.id, scope.org, scope.project, *_fields(lesson), self.rev),
@@ -125,7 +126,7 @@ class LocalLessonTx(ModelChecks):
         # The column name is one of two literals above, never user text.
         found = self.conn.execute(
             f"UPDATE lessons SET {column} = {column} + 1, rev = ? "
-            f"WHERE id = ? AND org = ? AND project = ? AND {LIVE} RETURNING pk",
+            f"WHERE id = ? AND org_id = ? AND project = ? AND {LIVE} RETURNING pk",
             (self.rev, lesson_id, self.scope.org, self.scope.project, ts(self.now)),
         ).fetchone()
         return self._lesson(found[0]) if found else None
@@ -137,8 +138,8 @@ class LocalLessonTx(ModelChecks):
             self.conn.execute("DELETE FROM lesson_embeddings WHERE pk = ?", (key,))
         self.conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev))
 
-    def project(self, restore: Restorer) -> LocalProjectTx:
-        return LocalProjectTx(self.conn, self.scope, restore)
+    def project(self, restore: Restorer) -> SqlProjectTx:
+        return SqlProjectTx(LocalSqlTx(self.conn), self.scope, restore)
 
     def _lesson(self, pk: int) -> Lesson:
         return to_lesson(fetch(self.conn, f"SELECT {COLUMNS} FROM lessons WHERE pk = ?", [pk])[0])

@@ -74,7 +74,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             return live_row(self._tx(self._reader, scope), lesson_id, embedding=False).lesson
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org = ? AND project = ? AND {_LIVE}"
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE}"
         params: list[Any] = [scope.org, scope.project, _ts(_now())]
         if cursor is not None:
             sql += " AND id < ?"
@@ -118,7 +118,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             if not candidates:
                 return []
             marks = ",".join("?" * len(candidates))
-            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org = ? AND +project = ? AND {_LIVE}"
+            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org_id = ? AND +project = ? AND {_LIVE}"
             params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
             if query.tags:
                 sql += f" AND {_tag_filter(len(query.tags))}"
@@ -137,7 +137,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         return scored_lessons(found, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
+        sql = f"SELECT count(*) FROM lessons WHERE org_id = ? AND {_LIVE}"
         params: list[Any] = [org, _ts(_now())]
         if project is not None:
             sql += " AND project = ?"
@@ -200,7 +200,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         sample = [
             row[0]
             for row in conn.execute(
-                f"SELECT pk FROM lessons WHERE org = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
+                f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
                 (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
             )
         ]
@@ -233,7 +233,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         sql = (
             "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
-            f"WHERE +l.org = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
+            f"WHERE +l.org_id = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
             "AND l.confidence >= ?"
         )
         params: list[Any] = [
@@ -271,7 +271,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         marks = ",".join("?" * len(tags))
         rows = conn.execute(
             f"SELECT t.lesson_pk FROM lesson_tags AS t JOIN lessons AS l ON l.pk = t.lesson_pk "
-            f"WHERE t.tag IN ({marks}) AND l.org = ? AND l.project = ? "
+            f"WHERE t.tag IN ({marks}) AND l.org_id = ? AND l.project = ? "
             "GROUP BY t.lesson_pk HAVING count(*) = ?",
             [*tags, scope.org, scope.project, len(tags)],
         )

@@ -23,7 +23,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
         CREATE TABLE lessons (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL UNIQUE,
-            org TEXT NOT NULL,
+            org_id TEXT NOT NULL,
             project TEXT NOT NULL,
             problem TEXT NOT NULL,
             resolution TEXT NOT NULL,
@@ -39,7 +39,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             meta TEXT NOT NULL DEFAULT '{}',
             rev INTEGER NOT NULL
         );
-        CREATE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
         CREATE INDEX lessons_rev ON lessons (rev);
         CREATE TABLE lesson_tags (
             tag TEXT NOT NULL,
@@ -64,31 +64,31 @@ MIGRATIONS.append(
         "structured memory and history",
         """
         CREATE TABLE mem_tables (
-            org TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
+            org_id TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
             columns TEXT NOT NULL, next_id INTEGER NOT NULL,
-            PRIMARY KEY (org, project, name)
+            PRIMARY KEY (org_id, project, name)
         ) WITHOUT ROWID;
         CREATE TABLE mem_rows (
-            org TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
+            org_id TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
             data TEXT NOT NULL,
-            PRIMARY KEY (org, project, table_name, row_id)
+            PRIMARY KEY (org_id, project, table_name, row_id)
         ) WITHOUT ROWID;
         CREATE TABLE commits (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL UNIQUE,
-            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
+            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
             parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
             created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
             effects TEXT NOT NULL,
-            UNIQUE (org, project, seq)
+            UNIQUE (org_id, project, seq)
         );
         CREATE TABLE commit_targets (
-            org TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
-            PRIMARY KEY (org, project, target, seq)
+            org_id TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (org_id, project, target, seq)
         ) WITHOUT ROWID;
         CREATE TABLE snapshots (
-            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
-            PRIMARY KEY (org, project, seq)
+            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+            PRIMARY KEY (org_id, project, seq)
         ) WITHOUT ROWID;
         """,
     )
@@ -102,7 +102,7 @@ MIGRATIONS.append(
         CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
         CREATE TABLE api_keys (
             id TEXT PRIMARY KEY,
-            org TEXT NOT NULL REFERENCES orgs (id),
+            org_id TEXT NOT NULL REFERENCES orgs (id),
             name TEXT NOT NULL,
             key_hash TEXT NOT NULL UNIQUE,
             key_prefix TEXT NOT NULL,
@@ -112,7 +112,7 @@ MIGRATIONS.append(
             last_used_at TEXT,
             revoked_at TEXT
         );
-        CREATE INDEX api_keys_org_created ON api_keys (org, created_at);
+        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
         """,
     )
 )
@@ -133,7 +133,7 @@ MIGRATIONS.append(
         CREATE TABLE lessons_scoped (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL,
-            org TEXT NOT NULL,
+            org_id TEXT NOT NULL,
             project TEXT NOT NULL,
             problem TEXT NOT NULL,
             resolution TEXT NOT NULL,
@@ -151,13 +151,13 @@ MIGRATIONS.append(
         );
         INSERT INTO sqlite_sequence (name, seq)
             SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
-        INSERT INTO lessons_scoped (pk, id, org, project, problem, resolution, context, tags, confidence,
+        INSERT INTO lessons_scoped (pk, id, org_id, project, problem, resolution, context, tags, confidence,
                 source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
-            SELECT pk, id, org, project, problem, resolution, context, tags, confidence,
+            SELECT pk, id, org_id, project, problem, resolution, context, tags, confidence,
                 source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
         DROP TABLE lessons;
         ALTER TABLE lessons_scoped RENAME TO lessons;
-        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org, project, id);
+        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
         CREATE INDEX lessons_rev ON lessons (rev);
         CREATE TABLE lesson_tags (
             tag TEXT NOT NULL,
@@ -223,16 +223,6 @@ VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
 MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
 
-MIGRATIONS.append(
-    (
-        7,
-        "api keys name their org as on postgres",
-        # One set of column names on both backends, so the key statements are written once
-        # (stores.engine.key_rows). SQLite renames the column in its index too.
-        "ALTER TABLE api_keys RENAME COLUMN org TO org_id",
-    )
-)
-
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
@@ -247,6 +237,8 @@ def migrate(conn: Connection) -> int:
     with write_transaction(conn, refused=refused):
         applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
         refuse_newer_schema(applied, SCHEMA_VERSION)
+        if set(range(1, SCHEMA_VERSION + 1)) - applied:
+            _org_columns_named_as_on_postgres(conn)
         for version, name, sql in MIGRATIONS:
             if version in applied:
                 continue
@@ -260,6 +252,24 @@ def migrate(conn: Connection) -> int:
                 (version, name),
             )
     return SCHEMA_VERSION
+
+
+def _org_columns_named_as_on_postgres(conn: Connection) -> None:
+    """Rename a file's ``org`` columns to ``org_id``, before any pending migration runs.
+
+    Files made before the two backends shared their statements (``stores.engine.sql``) name
+    a row's org ``org``; Postgres and every migration above name it ``org_id``. Renaming
+    first lets the migrations be written once, in today's names, for old and new files
+    alike. SQLite renames the column in its indexes too; a table already renamed is skipped.
+    """
+    tables = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+        "AND sql NOT LIKE 'CREATE VIRTUAL%'"  # a missing module's table (vec0) cannot be read
+    ).fetchall()
+    for (table,) in tables:
+        columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}  # names from the schema
+        if "org" in columns and "org_id" not in columns:
+            conn.execute(f'ALTER TABLE "{table}" RENAME COLUMN org TO org_id')
 
 
 def _statements(sql: str) -> list[str]:

@@ -108,7 +108,9 @@ class LocalVectors:
             return index
         if self._rev == 0:
             vectors = dict(conn.execute("SELECT pk, embedding FROM lesson_embeddings"))
-            rows: Iterable[Any] = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
+            rows: Iterable[Any] = conn.execute(
+                "SELECT pk, org_id, project, expires_at, confidence FROM lessons"
+            )
             entries = _entries(rows, vectors)
             blob = b"".join(v for _, v in entries)
             index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
@@ -116,7 +118,7 @@ class LocalVectors:
             for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,)):
                 index.remove(pk)
             changed = conn.execute(
-                "SELECT pk, org, project, expires_at, confidence FROM lessons WHERE rev > ?", (self._rev,)
+                "SELECT pk, org_id, project, expires_at, confidence FROM lessons WHERE rev > ?", (self._rev,)
             ).fetchall()
             for entry, vec in _entries(changed, _vectors_of(conn, [r[0] for r in changed])):
                 index.upsert(entry, np.frombuffer(vec, dtype=np.float32))

@@ -1,9 +1,10 @@
-"""A local file written while vectors lived in sqlite-vec's ``vec0`` table opens without the
-extension and keeps every vector (issue 22: one vector path, sqlite-vec no longer a dependency).
+"""A local file written before issue 22 opens and keeps everything: its vectors lived in
+sqlite-vec's ``vec0`` table (sqlite-vec is no longer a dependency) and its rows named their
+org ``org`` (both backends now say ``org_id``, so their statements are written once).
 
 The old file is made the way old Lore left it: the vectors in a ``vec0`` table named
-``lesson_vectors`` and the schema at version 5. Making one needs sqlite-vec, so the test
-runs where it is still installed.
+``lesson_vectors``, the org columns named ``org`` and the schema at version 5. Making one
+needs sqlite-vec, so the test runs where it is still installed.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ ALPHA = Scope("acme", "alpha")
 
 
 def as_sqlite_vec_left_it(path: Path) -> dict[int, bytes]:
-    """Move a file's vectors into a ``vec0`` table and its schema back to version 5."""
+    """Move a file's vectors into a ``vec0`` table, its org columns back to ``org`` and its
+    schema back to version 5."""
     sqlite_vec = pytest.importorskip("sqlite_vec")
     conn = sqlean.connect(str(path), isolation_level=None)
     try:
@@ -36,6 +38,16 @@ def as_sqlite_vec_left_it(path: Path) -> dict[int, bytes]:
             "INSERT INTO lesson_vectors (rowid, embedding) SELECT pk, embedding FROM lesson_embeddings"
         )
         conn.execute("DROP TABLE lesson_embeddings")
+        for table in (
+            "lessons",
+            "mem_tables",
+            "mem_rows",
+            "commits",
+            "commit_targets",
+            "snapshots",
+            "api_keys",
+        ):
+            conn.execute(f"ALTER TABLE {table} RENAME COLUMN org_id TO org")
         conn.execute("DELETE FROM schema_migrations WHERE version > 5")
         conn.execute("COMMIT")
     finally:
@@ -59,6 +71,10 @@ def test_a_file_with_sqlite_vec_vectors_keeps_them_all(tmp_path: Path) -> None:
         assert not any(name.startswith("lesson_vectors") for name in tables)
         assert dict(store._reader.execute("SELECT pk, embedding FROM lesson_embeddings")) == before
         assert store._reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        org_columns = {r[1] for r in store._reader.execute("PRAGMA table_info(commits)")} & {"org", "org_id"}
+        assert org_columns == {"org_id"}
+        with store.transaction(ALPHA, write=False) as tx:
+            assert len(tx.commits(None, 100, None)) == 41  # 40 saves and a delete
         hits = store.recall(ALPHA, RecallQuery(text="unrelated words", vector=vector("v7"), limit=1))
         assert [hit.lesson.id for hit in hits] == [ids[7]]
         saved = store.save(ALPHA, LessonDraft("a new problem", "r"), vector("new"))
