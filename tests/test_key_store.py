@@ -265,7 +265,7 @@ def test_an_org_cannot_see_another_orgs_keys_under_row_level_security(postgres_u
 
 
 def test_a_postgres_at_schema_2_gains_orgs_and_keys_for_the_rls_role(postgres_url: str, monkeypatch) -> None:
-    from stores.postgres import db as postgres_db
+    from stores.postgres import migrations as postgres_db
 
     name = f"lore_upgrade_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:

@@ -239,7 +239,7 @@ def scratch_database(postgres_url: str) -> Iterator[str]:
 def test_a_postgres_with_database_wide_ids_keeps_everything_when_upgraded(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores.postgres import db as postgres_db
+    from stores.postgres import migrations as postgres_db
 
     with scratch_database(postgres_url) as url:
         with monkeypatch.context() as old:

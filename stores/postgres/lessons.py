@@ -27,7 +27,7 @@ from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, Scored
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
-from stores.postgres.db import engine_for, migrate, transaction, unavailable_on_failure
+from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
 from stores.postgres.lesson_rows import COLUMNS as _COLUMNS
 from stores.postgres.lesson_rows import SCOPED as _SCOPED
@@ -35,6 +35,7 @@ from stores.postgres.lesson_rows import PostgresLessonTx
 from stores.postgres.lesson_rows import fetch as _fetch
 from stores.postgres.lesson_rows import now as _now
 from stores.postgres.lesson_rows import scope_params as _scope_params
+from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
 
 # Recall scores every candidate but returns only a few: meta stays text until then.

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stores.errors import refuse_newer_schema
+from stores.engine.migrations import apply_pending
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
+from stores.sqlite.sql import LocalSqlTx
 
 # Each migration runs once, in order, inside one write transaction with its version
 # recorded, so re-running is harmless and the database says where it stands.
@@ -235,23 +236,22 @@ def migrate(conn: Connection) -> int:
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
     with write_transaction(conn, refused=refused):
-        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        refuse_newer_schema(applied, SCHEMA_VERSION)
-        if set(range(1, SCHEMA_VERSION + 1)) - applied:
-            _org_columns_named_as_on_postgres(conn)
-        for version, name, sql in MIGRATIONS:
-            if version in applied:
-                continue
-            if callable(sql):
-                sql(conn)
-            else:
-                for statement in _statements(sql):
-                    conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, datetime('now'))",
-                (version, name),
-            )
+        apply_pending(
+            LocalSqlTx(conn),
+            MIGRATIONS,
+            SCHEMA_VERSION,
+            lambda step: _run(conn, step),
+            before_pending=lambda: _org_columns_named_as_on_postgres(conn),
+        )
     return SCHEMA_VERSION
+
+
+def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:
+    if callable(step):
+        step(conn)
+        return
+    for statement in _statements(step):
+        conn.execute(statement)
 
 
 def _org_columns_named_as_on_postgres(conn: Connection) -> None:
