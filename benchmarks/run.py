@@ -507,18 +507,15 @@ def copy_database(src: Path, dst: Path) -> None:
 
 def transfer_corpus(sqlite_path: Path, db_path: Path) -> None:
     """Copy a kept SQLite corpus (texts and vectors) into the store under test, without embedding."""
-    import sqlean
-
     from stores.engine.lessons import LessonDraft
+    from stores.sqlite.db import connect
+    from stores.sqlite.migrations import migrate
 
-    source = sqlean.connect(str(sqlite_path))
-    source.enable_load_extension(True)
-    import sqlite_vec
-
-    sqlite_vec.load(source)
+    source = connect(sqlite_path)
+    migrate(source)  # a corpus kept from before moves its vectors out of sqlite-vec's table
     rows = source.execute(
         "SELECT l.problem, l.resolution, l.context, l.tags, l.confidence, l.source, v.embedding "
-        "FROM lessons AS l JOIN lesson_vectors AS v ON v.rowid = l.pk ORDER BY l.pk"
+        "FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk ORDER BY l.pk"
     )
     store = open_bench_store(db_path)
     try:

@@ -6,7 +6,7 @@ travels with the request in a context variable (``anyio.to_thread`` and
 ``asyncio.to_thread`` copy the context into the worker), and the places where
 work can take long read it: SQLite's progress handler and lock waits
 (``stores.sqlite.db``), Postgres's ``statement_timeout``
-(``stores.postgres.structured``) and the row loops of ``stores.engine.structured``.
+(``stores.postgres.sql``) and the row loops of ``stores.engine.structured``.
 Work stopped this way raises ``DeadlineExceeded`` inside its transaction, so the
 transaction rolls back and nothing is left half done.
 """

@@ -46,11 +46,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_report_header(config: pytest.Config) -> list[str]:
     import mcp
     import sqlean
-    import sqlite_vec
 
     return [
         f"lore: python {platform.python_version()}, mcp {mcp.__version__ if hasattr(mcp, '__version__') else '?'}, "
-        f"sqlite {sqlean.sqlite_version}, sqlite-vec {sqlite_vec.__version__}, backends {BACKENDS}"
+        f"sqlite {sqlean.sqlite_version}, backends {BACKENDS}"
     ]
 
 

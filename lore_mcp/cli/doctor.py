@@ -30,7 +30,7 @@ class Check:
 
 def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
     """Run every check for the configured store; print one line each; True when all pass."""
-    checks: list[Callable[[Settings], Check]] = [check_sqlite_vec, check_model]
+    checks: list[Callable[[Settings], Check]] = [check_sqlite, check_model]
     if settings.store == "remote":
         checks.append(check_remote)
     else:
@@ -47,31 +47,33 @@ def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
     return passed
 
 
-def check_sqlite_vec(_settings: Settings) -> Check:
+def check_sqlite(_settings: Settings) -> Check:
+    """The SQLite binding and its FTS5 (lexical recall). Vectors need no extension: they are
+    plain BLOBs searched in numpy, so there is no sqlite-vec to load (the line says so, for
+    anyone who remembers it)."""
     try:
         import sqlean
-        import sqlite_vec
     except ImportError as exc:
         return Check(
-            "sqlite",
-            False,
-            f"{exc.name} is not installed; run `pip install --force-reinstall sqlean.py sqlite-vec`.",
+            "sqlite", False, f"{exc.name} is not installed; run `pip install --force-reinstall sqlean.py`."
         )
     conn = sqlean.connect(":memory:")
     try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        version = conn.execute("SELECT vec_version()").fetchone()[0]
+        conn.execute("CREATE VIRTUAL TABLE probe USING fts5 (body)")
     except Exception as exc:
         return Check(
             "sqlite",
             False,
-            f"sqlite-vec does not load into SQLite {sqlean.sqlite_version} ({exc}); reinstall with "
-            "`pip install --force-reinstall sqlean.py sqlite-vec` (a wheel for this platform is needed).",
+            f"SQLite {sqlean.sqlite_version} has no FTS5 ({exc}); reinstall with "
+            "`pip install --force-reinstall sqlean.py` (a wheel for this platform is needed).",
         )
     finally:
         conn.close()
-    return Check("sqlite", True, f"SQLite {sqlean.sqlite_version} (sqlean.py) loads sqlite-vec {version}")
+    return Check(
+        "sqlite",
+        True,
+        f"SQLite {sqlean.sqlite_version} (sqlean.py) with FTS5; vectors in numpy, no sqlite-vec needed",
+    )
 
 
 def configured_embedder(settings: Settings) -> Embedder:

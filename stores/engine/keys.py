@@ -6,9 +6,9 @@ one query that runs before an org is known; every other call names its org.
 
 Both lesson stores expose their ``KeyStore`` as the property ``keys`` (the same
 object on every access), on the same file or database as the lessons:
-``LocalLessonStore.keys`` is a ``stores.sqlite.keys.LocalKeyStore`` sharing the
-store's connections and locks, ``PostgresLessonStore.keys`` a
-``stores.postgres.keys.PostgresKeyStore`` on its engine. ``stores.Store``, what
+both are ``stores.engine.key_rows.SqlKeyStore``, over ``stores.sqlite.keys.LocalKeyDb``
+(sharing the local store's connections and locks) or ``stores.postgres.keys.PostgresKeyDb``
+(on its engine). ``stores.Store``, what
 ``stores.open_*_store`` returns, names it.
 """
 

@@ -6,7 +6,7 @@ yields the effects (every row's before and after, every table's definition
 before and after), and only then are the changes written, together with the
 commit, in the backend's one write transaction. Each backend supplies a
 ``ProjectTx``: a handful of reads and writes on one project inside one
-transaction (``stores.sqlite.structured``, ``stores.postgres.structured``).
+transaction (``stores.engine.project_rows``, over either dialect's ``stores.engine.sql.SqlTx``).
 
 Every change to a project is a commit: seq, parent, kind, message, actor, time,
 schema hash before and after, and the effects. A commit records its targets

@@ -2,10 +2,11 @@
 
 Why: sqlite-vec's vec0 scan took about 55 ms for 100k 384-d vectors on a 2-core
 machine, over the 25 ms recall budget; one numpy matrix-vector product over the
-same vectors takes about 10 ms. The database stays the source of truth (vectors
-live in a vec0 table); this index is a cache that the local store refreshes from
-rows changed since its last revision, so several processes sharing one file
-each see the others' writes.
+same vectors takes about 10 ms, so sqlite-vec is no longer used at all. The
+database stays the source of truth (vectors live in a plain ``lesson_embeddings``
+table); this index is a cache that the local store refreshes from rows changed
+since its last revision, so several processes sharing one file each see the
+others' writes.
 
 Not thread-safe by itself: the owning store serialises access.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, text
@@ -20,10 +20,10 @@ from stores.engine import dedup
 from stores.engine.json_numbers import jsonb_text
 from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
-from stores.postgres.structured import PostgresProjectTx
-
-if TYPE_CHECKING:
-    from stores.postgres.lessons import PostgresLessonStore
+from stores.engine.project_rows import SqlProjectTx
+from stores.postgres.dims import PostgresDims
+from stores.postgres.models import PostgresModelRecords
+from stores.postgres.sql import PostgresSqlTx
 
 COLUMNS = (
     "pk, id, project, problem, resolution, context, tags, confidence, source, "
@@ -55,19 +55,21 @@ class PostgresLessonTx(ModelChecks):
     """One project's lessons inside a transaction the caller holds on ``conn``; ``lock``
     (a write transaction) locks every row it reads."""
 
-    def __init__(self, store: PostgresLessonStore, conn: Connection, scope: Scope, *, lock: bool) -> None:
-        super().__init__(store.models, conn)
-        self.store = store
+    def __init__(
+        self, models: PostgresModelRecords, dims: PostgresDims, conn: Connection, scope: Scope, *, lock: bool
+    ) -> None:
+        super().__init__(models, conn)
+        self.dims = dims
         self.conn = conn
         self.scope = scope
         self.now = now()
         self._lock = " FOR UPDATE" if lock else ""
 
     def ensure_dim(self, dim: int) -> None:
-        self.store._check_dim(self.conn, dim)
+        self.dims.check(self.conn, dim)
 
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
-        if not vectors or self.store._stored_dim(self.conn) is None:
+        if not vectors or self.dims.stored(self.conn) is None:
             return [[] for _ in vectors]
         sql = text(
             f"SELECT pk, id, problem, resolution, context, 1 - (embedding <=> :q) AS sim FROM lessons "
@@ -127,8 +129,8 @@ class PostgresLessonTx(ModelChecks):
     def remove(self, key: int) -> None:
         self.conn.execute(text("DELETE FROM lessons WHERE pk = :pk"), {"pk": key})
 
-    def project(self, restore: Restorer) -> PostgresProjectTx:
-        return PostgresProjectTx(self.conn, self.scope, restore)
+    def project(self, restore: Restorer) -> SqlProjectTx:
+        return SqlProjectTx(PostgresSqlTx(self.conn, bounded=True), self.scope, restore)
 
     @property
     def _scope(self) -> dict[str, Any]:

@@ -20,19 +20,22 @@ from sqlalchemy import Connection, text
 
 from stores.engine import ranking
 from stores.engine.embedding_model import GENERATION_KEY
+from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rules import LessonWrites, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
-from stores.postgres.db import as_owner, engine_for, migrate, transaction, unavailable_on_failure
+from stores.postgres.db import engine_for, transaction, unavailable_on_failure
+from stores.postgres.dims import PostgresDims
 from stores.postgres.lesson_rows import COLUMNS as _COLUMNS
 from stores.postgres.lesson_rows import SCOPED as _SCOPED
 from stores.postgres.lesson_rows import PostgresLessonTx
 from stores.postgres.lesson_rows import fetch as _fetch
 from stores.postgres.lesson_rows import now as _now
 from stores.postgres.lesson_rows import scope_params as _scope_params
+from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
@@ -88,8 +91,8 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         self._ranking = ranking_params or ranking.RankingParams()
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
-        self._dim: int | None = None
-        self._models = PostgresModelRecords(self)
+        self._dims = PostgresDims(self._engine)
+        self._models = PostgresModelRecords(self._engine, self._dims)
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         with self._lesson_reader(scope) as tx:
@@ -118,7 +121,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
             self.models.guard(conn)
-            dim = self._stored_dim(conn)
+            dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
                     f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
@@ -170,16 +173,16 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
     @contextlib.contextmanager
     def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[PostgresLessonTx]:
         """The project's advisory lock, once the vector column takes ``vectors`` (made
-        beforehand, as the owner, for the first vector: see ``_check_dim``)."""
+        beforehand, as the owner, for the first vector: see ``PostgresDims.check``)."""
         if vectors:
-            check_dims(vectors, self._ensure_dim(vectors[0].shape[0]))
+            check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
         with self._writing(scope) as conn:
-            yield PostgresLessonTx(self, conn, scope, lock=True)
+            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=True)
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[PostgresLessonTx]:
         with transaction(self._engine, scope.org) as conn:
-            yield PostgresLessonTx(self, conn, scope, lock=False)
+            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=False)
 
     # -- internals ----------------------------------------------------------------
 
@@ -262,58 +265,8 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
             )
             return [row[0] for row in rows]
 
-    def _stored_dim(self, conn: Connection) -> int | None:
-        if self._dim is None:
-            value = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
-            self._dim = int(value) if value is not None else None
-        return self._dim
-
     def ensure_dim(self, dim: int) -> None:
-        self._ensure_dim(dim)
-
-    def _check_dim(self, conn: Connection, dim: int) -> None:
-        """Inside a write transaction: the vector column must already be there, with ``dim``.
-
-        Creating it here would deadlock: ``ALTER TABLE`` runs in a transaction of its own
-        (as the owner) and waits for this one, which already read ``lessons``. Callers that
-        may bring a fresh database its first vector (an import) call ``ensure_dim`` first.
-        """
-        stored = self._stored_dim(conn)
-        if stored is None:
-            raise InvalidInputError(
-                "This database holds no vectors yet; call ensure_dim before restoring lessons."
-            )
-        if stored != dim:
-            self._ensure_dim(dim)  # raises the usual sentence about another embedding model
-
-    def _ensure_dim(self, dim: int) -> int:
-        """The vector column is created with the first vector's dimension; others are refused."""
-        if self._dim is None:
-            with transaction(self._engine, None) as conn:
-                as_owner(conn)
-                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
-                stored = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
-                if stored is None:
-                    if not 1 <= dim <= 2000:
-                        raise InvalidInputError(
-                            f"A vector must have between 1 and 2000 dimensions, not {dim}."
-                        )
-                    # dim is an int checked above, never user text.
-                    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
-                    conn.exec_driver_sql(
-                        "CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)"
-                    )
-                    conn.execute(
-                        text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)}
-                    )
-                    stored = dim
-                self._dim = int(stored)
-        if self._dim != dim:
-            raise InvalidInputError(
-                f"This store holds {self._dim}-dimension vectors but got {dim}: the database was created "
-                "with a different embedding model. Use that model, or a new database."
-            )
-        return self._dim
+        self._dims.ensure(dim)
 
     # -- the embedding model -------------------------------------------------------
 
@@ -326,6 +279,6 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
-        from stores.postgres.keys import PostgresKeyStore
+        from stores.postgres.keys import PostgresKeyDb
 
-        return PostgresKeyStore(self._engine)
+        return SqlKeyStore(PostgresKeyDb(self._engine))

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import psycopg
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import ProgrammingError
 
 from stores.engine.embedding_model import (
@@ -33,11 +33,8 @@ from stores.engine.embedding_model import (
 from stores.engine.vectors import unit_vector
 from stores.errors import ConflictError, InvalidInputError, UnavailableError
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure
+from stores.postgres.dims import MAX_DIMENSION, PostgresDims
 
-if TYPE_CHECKING:
-    from stores.postgres.lessons import PostgresLessonStore
-
-MAX_DIMENSION = 2000  # pgvector's HNSW index takes at most 2000 dimensions
 # Where PostgresLessonStore._begin leaves the generation it read, for the transaction's images.
 GENERATION_INFO = "lore_model_generation"
 # Lessons still without a new vector, or whose text changed since it was computed.
@@ -49,11 +46,11 @@ NOT_OWNER = (
 
 
 class PostgresModelRecords:
-    """``stores.engine.embedding_model.ModelRecords`` in the database of a ``PostgresLessonStore``."""
+    """``stores.engine.embedding_model.ModelRecords`` in one Postgres database."""
 
-    def __init__(self, store: PostgresLessonStore) -> None:
-        self._store = store
-        self._engine = store._engine
+    def __init__(self, engine: Engine, dims: PostgresDims) -> None:
+        self._engine = engine
+        self._dims = dims
         # The model this process read or adopted, and the generation it read it at.
         self._known: tuple[EmbeddingModel, int] | None = None
 
@@ -77,7 +74,7 @@ class PostgresModelRecords:
         with transaction(self._engine, None) as conn:
             current, generation = self._read(conn)
             if _adoptable(current, model):
-                # The lock _ensure_dim takes: no vector column appears with another dimension meanwhile.
+                # The lock PostgresDims.ensure takes: no vector column appears with another dimension meanwhile.
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
                 current, generation = self._read(conn)
                 if _adoptable(current, model):
@@ -102,7 +99,7 @@ class PostgresModelRecords:
         known = self._known
         if known is not None and known[1] != current:
             self._known = None
-            self._store._dim = None
+            self._dims.forget()
             raise ModelChangedError()
         return current
 
@@ -184,7 +181,7 @@ class PostgresModelRecords:
             _put_meta(conn, GENERATION_KEY, str(generation))
             conn.execute(text("DELETE FROM lore_meta WHERE key = :k"), {"k": TARGET_KEY})
             conn.execute(text("DELETE FROM lesson_reembed"))
-        self._store._dim = target.dimension
+        self._dims.adopt(target.dimension)
         self._known = (target, generation)
         # Pooled connections may hold statements prepared against the old column's type.
         self._engine.dispose()

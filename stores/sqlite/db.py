@@ -1,9 +1,10 @@
 """Opening the local SQLite file: the binding, pragmas, migrations, write transactions,
 and the timestamp text every local table stores.
 
-Python's own ``sqlite3`` often cannot load extensions (macOS's system Python,
-pyenv builds), so Lore uses ``sqlean.py``: the same DB-API, wheels for Linux,
-macOS and Windows, and extension loading enabled, which sqlite-vec needs.
+Lore uses ``sqlean.py``: the same DB-API as Python's own ``sqlite3``, with wheels for
+Linux, macOS and Windows that bring one recent SQLite with FTS5 everywhere (the
+system Python's SQLite varies). Vectors are plain BLOBs in ``lessons.embedding``,
+searched in numpy (``stores.engine.vector_index``): no SQLite extension is loaded.
 
 Several processes may share one file (Claude Desktop and Cursor each start their
 own server). WAL lets readers run beside the one writer; every write takes the
@@ -32,10 +33,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlean
-import sqlite_vec
 
 from stores import deadline
-from stores.errors import UnavailableError, refuse_newer_schema
+from stores.errors import UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
 
 # The longest a statement waits for another connection's lock, all retries included.
@@ -95,7 +95,7 @@ def finish_statements(conn: Connection) -> None:
 
 
 def connect(path: Path | str) -> Connection:
-    """Open a connection with sqlite-vec loaded and Lore's pragmas set."""
+    """Open a connection with Lore's pragmas set."""
     try:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -105,9 +105,6 @@ def connect(path: Path | str) -> Connection:
     except (sqlean.Error, OSError) as exc:
         raise _cannot_open(path, exc) from exc
     try:
-        conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
-        conn.enable_load_extension(False)
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
         conn.set_progress_handler(deadline.expired, PROGRESS_STEPS)
         # Switching to WAL (or reading a WAL database) needs the -wal and -shm files.
@@ -141,7 +138,7 @@ def _is_read_only(exc: BaseException) -> bool:
 
 
 @contextlib.contextmanager
-def _writes_refused_as_unavailable(
+def writes_refused_as_unavailable(
     conn: Connection, consequence: str = "so the call changed nothing"
 ) -> Iterator[None]:
     """A write SQLite refused as read-only becomes ``UnavailableError`` naming the file and the
@@ -190,7 +187,7 @@ def write_transaction(
     """
     deadline.check()
     finish_statements(conn)  # nothing left from before pins an old snapshot
-    with _writes_refused_as_unavailable(conn, refused):
+    with writes_refused_as_unavailable(conn, refused):
         _retry_locked(conn, lambda: conn.execute("BEGIN IMMEDIATE"))
         try:
             yield conn
@@ -266,207 +263,3 @@ def _time_left(start: float) -> tuple[float, bool]:
     if left is not None and left < budget:
         return left, True
     return budget, False
-
-
-# Each migration runs once, in order, inside one write transaction with its version
-# recorded, so re-running is harmless and the database says where it stands.
-MIGRATIONS: list[tuple[int, str, str]] = [
-    (
-        1,
-        "lessons",
-        """
-        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
-        CREATE TABLE lessons (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            org TEXT NOT NULL,
-            project TEXT NOT NULL,
-            problem TEXT NOT NULL,
-            resolution TEXT NOT NULL,
-            context TEXT,
-            tags TEXT NOT NULL DEFAULT '[]',
-            confidence REAL NOT NULL,
-            source TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            expires_at TEXT,
-            upvotes INTEGER NOT NULL DEFAULT 0,
-            downvotes INTEGER NOT NULL DEFAULT 0,
-            meta TEXT NOT NULL DEFAULT '{}',
-            rev INTEGER NOT NULL
-        );
-        CREATE INDEX lessons_scope_id ON lessons (org, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-        CREATE TABLE lesson_tags (
-            tag TEXT NOT NULL,
-            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
-            PRIMARY KEY (tag, lesson_pk)
-        ) WITHOUT ROWID;
-        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
-        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
-        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
-        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
-            problem, resolution, context, tags,
-            content = '', contentless_delete = 1,
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        """,
-    ),
-]
-
-MIGRATIONS.append(
-    (
-        2,
-        "structured memory and history",
-        """
-        CREATE TABLE mem_tables (
-            org TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
-            columns TEXT NOT NULL, next_id INTEGER NOT NULL,
-            PRIMARY KEY (org, project, name)
-        ) WITHOUT ROWID;
-        CREATE TABLE mem_rows (
-            org TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY (org, project, table_name, row_id)
-        ) WITHOUT ROWID;
-        CREATE TABLE commits (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
-            parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
-            created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
-            effects TEXT NOT NULL,
-            UNIQUE (org, project, seq)
-        );
-        CREATE TABLE commit_targets (
-            org TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
-            PRIMARY KEY (org, project, target, seq)
-        ) WITHOUT ROWID;
-        CREATE TABLE snapshots (
-            org TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
-            PRIMARY KEY (org, project, seq)
-        ) WITHOUT ROWID;
-        """,
-    )
-)
-
-MIGRATIONS.append(
-    (
-        3,
-        "orgs and api keys",
-        """
-        CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
-        CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            org TEXT NOT NULL REFERENCES orgs (id),
-            name TEXT NOT NULL,
-            key_hash TEXT NOT NULL UNIQUE,
-            key_prefix TEXT NOT NULL,
-            project TEXT NULL,
-            is_root INTEGER NOT NULL DEFAULT 0,
-            created_at TEXT NOT NULL,
-            last_used_at TEXT,
-            revoked_at TEXT
-        );
-        CREATE INDEX api_keys_org_created ON api_keys (org, created_at);
-        """,
-    )
-)
-
-MIGRATIONS.append(
-    (
-        4,
-        "lesson ids unique per org and project",
-        # A lesson's key is (org, project, id): ids unique across the file let one tenant
-        # learn of, or block, another's ids. SQLite cannot drop a column's UNIQUE, so the
-        # table is rebuilt with every pk kept (the FTS and vector rows and the tombstones
-        # are keyed by pk) and the AUTOINCREMENT counter carried over, so no pk is reused.
-        # lesson_tags references lessons: it is set aside and rebuilt around the swap, so
-        # dropping the old table cascades to nothing.
-        """
-        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
-        DROP TABLE lesson_tags;
-        CREATE TABLE lessons_scoped (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL,
-            org TEXT NOT NULL,
-            project TEXT NOT NULL,
-            problem TEXT NOT NULL,
-            resolution TEXT NOT NULL,
-            context TEXT,
-            tags TEXT NOT NULL DEFAULT '[]',
-            confidence REAL NOT NULL,
-            source TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            expires_at TEXT,
-            upvotes INTEGER NOT NULL DEFAULT 0,
-            downvotes INTEGER NOT NULL DEFAULT 0,
-            meta TEXT NOT NULL DEFAULT '{}',
-            rev INTEGER NOT NULL
-        );
-        INSERT INTO sqlite_sequence (name, seq)
-            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
-        INSERT INTO lessons_scoped (pk, id, org, project, problem, resolution, context, tags, confidence,
-                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
-            SELECT pk, id, org, project, problem, resolution, context, tags, confidence,
-                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
-        DROP TABLE lessons;
-        ALTER TABLE lessons_scoped RENAME TO lessons;
-        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-        CREATE TABLE lesson_tags (
-            tag TEXT NOT NULL,
-            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
-            PRIMARY KEY (tag, lesson_pk)
-        ) WITHOUT ROWID;
-        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
-        DROP TABLE lesson_tags_keep;
-        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
-        """,
-    )
-)
-
-MIGRATIONS.append(
-    (
-        5,
-        "re-embedding beside the old vectors",
-        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
-        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
-        # updated_at when its vector was computed, so an edit since then is done again.
-        """
-        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
-        """,
-    )
-)
-
-SCHEMA_VERSION = MIGRATIONS[-1][0]
-
-
-def migrate(conn: Connection) -> int:
-    """Apply pending migrations; returns the schema version now in force."""
-    refused = "so Lore cannot bring it to the current schema"
-    with _writes_refused_as_unavailable(conn, refused):
-        conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations "
-            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
-        )
-    with write_transaction(conn, refused=refused):
-        applied = {row[0] for row in conn.execute("SELECT version FROM schema_migrations")}
-        refuse_newer_schema(applied, SCHEMA_VERSION)
-        for version, name, sql in MIGRATIONS:
-            if version in applied:
-                continue
-            for statement in _statements(sql):
-                conn.execute(statement)
-            conn.execute(
-                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, datetime('now'))",
-                (version, name),
-            )
-    return SCHEMA_VERSION
-
-
-def _statements(sql: str) -> list[str]:
-    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
-    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -2,29 +2,30 @@
 
 A lesson is a row of ``lessons`` (tags and meta as JSON text, times as fixed-width UTC
 text), its tags in ``lesson_tags``, its words in ``lessons_fts`` and its vector in
-``lesson_vectors``; every write stamps the rows it touches with the file's new revision
+``lesson_embeddings``; every write stamps the rows it touches with the file's new revision
 and a delete leaves a tombstone, so the in-memory vector index of every process
-(``LocalLessonStore._sync_index``) catches up on its next read.
+(``stores.sqlite.vectors``) catches up on its next read.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from stores.engine import dedup
 from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
+from stores.engine.project_rows import SqlProjectTx
+from stores.sqlite import meta
 from stores.sqlite.db import Connection, parse_ts
 from stores.sqlite.db import format_ts as ts
 from stores.sqlite.db import utc_now as now
-from stores.sqlite.structured import LocalProjectTx
-
-if TYPE_CHECKING:
-    from stores.sqlite.lessons import LocalLessonStore
+from stores.sqlite.models import LocalModelRecords
+from stores.sqlite.sql import LocalSqlTx
+from stores.sqlite.vectors import LocalVectors
 
 COLUMNS = (
     "pk, id, project, problem, resolution, context, tags, confidence, source, "
@@ -38,9 +39,11 @@ class LocalLessonTx(ModelChecks):
     """One project's lessons inside a transaction the caller holds on ``conn`` (the
     writer's, under the store's write lock, or the reader's)."""
 
-    def __init__(self, store: LocalLessonStore, conn: Connection, scope: Scope) -> None:
-        super().__init__(store.models, conn)
-        self.store = store
+    def __init__(
+        self, models: LocalModelRecords, vectors: LocalVectors, conn: Connection, scope: Scope
+    ) -> None:
+        super().__init__(models, conn)
+        self.vectors = vectors
         self.conn = conn
         self.scope = scope
         self.now = now()
@@ -50,26 +53,21 @@ class LocalLessonTx(ModelChecks):
     def rev(self) -> int:
         """This transaction's revision of the file, taken at its first write."""
         if self._rev is None:
-            self._rev = self.store._bump_rev(self.conn)
+            self._rev = meta.bump_rev(self.conn)
         return self._rev
 
     def ensure_dim(self, dim: int) -> None:
-        self.store._ensure_dim(self.conn, dim)
+        self.vectors.ensure_dim(self.conn, dim)
 
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
-        store = self.store
-        if not vectors or store._stored_dim(self.conn) is None:
-            return [[] for _ in vectors]
-        with store._index_lock:
-            store._sync_index(self.conn)
-            assert store._index is not None
-            found = store._index.nearest_many(
-                scope_key(self.scope),
-                np.stack(vectors),
-                now=self.now.timestamp(),
-                k=dedup.MAX_SIMILAR,
-                min_similarity=dedup.CANDIDATE_SIMILARITY,
-            )
+        found = self.vectors.nearest_many(
+            self.conn,
+            self.scope,
+            vectors,
+            now=self.now.timestamp(),
+            k=dedup.MAX_SIMILAR,
+            min_similarity=dedup.CANDIDATE_SIMILARITY,
+        )
         keys = list({pk for hits in found for pk, _ in hits})
         texts: dict[int, tuple[str, tuple[str, str, str | None]]] = {}
         for start in range(0, len(keys), _CHUNK):
@@ -82,7 +80,7 @@ class LocalLessonTx(ModelChecks):
         ]
 
     def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
-        sql = f"SELECT {COLUMNS} FROM lessons WHERE id = ? AND org = ? AND project = ?"
+        sql = f"SELECT {COLUMNS} FROM lessons WHERE id = ? AND org_id = ? AND project = ?"
         params: list[Any] = [lesson_id, self.scope.org, self.scope.project]
         if live:
             sql += f" AND {LIVE}"
@@ -96,14 +94,14 @@ class LocalLessonTx(ModelChecks):
     def insert(self, lesson: Lesson, vector: np.ndarray) -> Row:
         scope = self.scope
         pk = self.conn.execute(
-            "INSERT INTO lessons (id, org, project, problem, resolution, context, tags, confidence, source, "
+            "INSERT INTO lessons (id, org_id, project, problem, resolution, context, tags, confidence, source, "
             "created_at, updated_at, expires_at, upvotes, downvotes, meta, rev) "
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING pk",
             (lesson.id, scope.org, scope.project, *_fields(lesson), self.rev),
         ).fetchone()[0]
         self._index_words(pk, lesson)
         self.conn.execute(
-            "INSERT INTO lesson_vectors (rowid, embedding) VALUES (?, ?)", (pk, vector.tobytes())
+            "INSERT INTO lesson_embeddings (pk, embedding) VALUES (?, ?)", (pk, vector.tobytes())
         )
         return Row(pk, self._lesson(pk), vector.tobytes())
 
@@ -119,7 +117,7 @@ class LocalLessonTx(ModelChecks):
         self._index_words(key, lesson)
         if vector is not None:
             self.conn.execute(
-                "UPDATE lesson_vectors SET embedding = ? WHERE rowid = ?", (vector.tobytes(), key)
+                "UPDATE lesson_embeddings SET embedding = ? WHERE pk = ?", (vector.tobytes(), key)
             )
         return self._lesson(key)
 
@@ -128,7 +126,7 @@ class LocalLessonTx(ModelChecks):
         # The column name is one of two literals above, never user text.
         found = self.conn.execute(
             f"UPDATE lessons SET {column} = {column} + 1, rev = ? "
-            f"WHERE id = ? AND org = ? AND project = ? AND {LIVE} RETURNING pk",
+            f"WHERE id = ? AND org_id = ? AND project = ? AND {LIVE} RETURNING pk",
             (self.rev, lesson_id, self.scope.org, self.scope.project, ts(self.now)),
         ).fetchone()
         return self._lesson(found[0]) if found else None
@@ -136,19 +134,19 @@ class LocalLessonTx(ModelChecks):
     def remove(self, key: int) -> None:
         self.conn.execute("DELETE FROM lessons WHERE pk = ?", (key,))
         self.conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (key,))
-        if self.store._stored_dim(self.conn) is not None:
-            self.conn.execute("DELETE FROM lesson_vectors WHERE rowid = ?", (key,))
+        if meta.stored_dim(self.conn) is not None:
+            self.conn.execute("DELETE FROM lesson_embeddings WHERE pk = ?", (key,))
         self.conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev))
 
-    def project(self, restore: Restorer) -> LocalProjectTx:
-        return LocalProjectTx(self.conn, self.scope, restore)
+    def project(self, restore: Restorer) -> SqlProjectTx:
+        return SqlProjectTx(LocalSqlTx(self.conn), self.scope, restore)
 
     def _lesson(self, pk: int) -> Lesson:
         return to_lesson(fetch(self.conn, f"SELECT {COLUMNS} FROM lessons WHERE pk = ?", [pk])[0])
 
     def _embedding(self, pk: int) -> bytes | None:
         # A lesson's row comes with its vector, so the vector table is there.
-        found = self.conn.execute("SELECT embedding FROM lesson_vectors WHERE rowid = ?", (pk,)).fetchone()
+        found = self.conn.execute("SELECT embedding FROM lesson_embeddings WHERE pk = ?", (pk,)).fetchone()
         return found[0] if found else None
 
     def _index_words(self, pk: int, lesson: Lesson) -> None:
@@ -200,7 +198,3 @@ def decoded(row: dict[str, Any]) -> dict[str, Any]:
 
 def to_lesson(row: dict[str, Any]) -> Lesson:
     return lesson_of(decoded(row))
-
-
-def scope_key(scope: Scope) -> str:
-    return f"{scope.org}\x1f{scope.project}"

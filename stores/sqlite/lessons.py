@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import math
-import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,25 +20,25 @@ import numpy as np
 
 from stores import deadline
 from stores.engine import ranking
+from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rules import LessonWrites, check_dims, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
-from stores.engine.vector_index import IndexedRow, VectorIndex
 from stores.engine.vectors import unit_vector
-from stores.errors import InvalidInputError, UnavailableError
-from stores.sqlite.db import Connection, connect, migrate, read_transaction, write_transaction
+from stores.errors import UnavailableError
+from stores.sqlite.connections import LocalConnections
+from stores.sqlite.db import Connection, write_transaction
 from stores.sqlite.lesson_rows import COLUMNS as _COLUMNS
 from stores.sqlite.lesson_rows import LIVE as _LIVE
 from stores.sqlite.lesson_rows import LocalLessonTx
 from stores.sqlite.lesson_rows import decoded as _decoded
 from stores.sqlite.lesson_rows import fetch as _fetch
 from stores.sqlite.lesson_rows import now as _now
-from stores.sqlite.lesson_rows import parse_ts as _parse_ts
-from stores.sqlite.lesson_rows import scope_key as _scope_key
 from stores.sqlite.lesson_rows import to_lesson as _to_lesson
 from stores.sqlite.lesson_rows import ts as _ts
 from stores.sqlite.models import LocalModelRecords
+from stores.sqlite.vectors import LocalVectors
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
 PROBE_WAIT_S = 4.0
@@ -62,26 +60,21 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     def __init__(self, path: Path | str, *, ranking_params: ranking.RankingParams | None = None) -> None:
         self.path = Path(path)
         self._ranking = ranking_params or ranking.RankingParams()
-        self._writer = connect(path)
-        migrate(self._writer)
-        self._reader = connect(path)
-        self._write_lock = threading.Lock()
-        self._read_lock = threading.Lock()
-        self._index_lock = threading.Lock()
-        self._index: VectorIndex | None = None
-        self._index_rev = 0
-        self._index_generation = 0
-        self._models = LocalModelRecords(self)
-        self._closed = False
+        self._conns = LocalConnections(path)
+        # The connections and the write lock, by their old names (tests hold them).
+        self._writer, self._reader = self._conns.writer, self._conns.reader
+        self._write_lock = self._conns.write_lock
+        self._vectors = LocalVectors()
+        self._models = LocalModelRecords(self._conns)
 
     # -- reads --------------------------------------------------------------------
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._read_lock:
-            return live_row(LocalLessonTx(self, self._reader, scope), lesson_id, embedding=False).lesson
+        with self._conns.read_lock:
+            return live_row(self._tx(self._reader, scope), lesson_id, embedding=False).lesson
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org = ? AND project = ? AND {_LIVE}"
+        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE}"
         params: list[Any] = [scope.org, scope.project, _ts(_now())]
         if cursor is not None:
             sql += " AND id < ?"
@@ -91,7 +84,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             params.extend([*tags, len(tags)])
         sql += " ORDER BY id DESC LIMIT ?"
         params.append(limit + 1)
-        with self._read_lock:
+        with self._conns.read_lock:
             rows = _fetch(self._reader, sql, params)
         lessons = tuple(_to_lesson(r) for r in rows[:limit])
         next_cursor = lessons[-1].id if len(rows) > limit else None
@@ -100,24 +93,32 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
     ) -> builtins.list[int]:
-        with self._read_lock, read_transaction(self._reader) as conn:
+        with self._conns.reading() as conn:
             return self._lexical_candidates(conn, scope, query, terms, k, now)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         now, terms, lexical_hits = words.now, list(words.terms), words.keys
         k = ranking.candidate_count(query.limit, self._ranking)
         vec = unit_vector(query.needs_vector())
-        with self._read_lock, read_transaction(self._reader) as conn:
+        with self._conns.reading() as conn:
             self.models.guard(conn)
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
             vector_hits: dict[int, float | None] = dict(
-                self._vector_candidates(conn, scope, query, vec, k, now, allowed)
+                self._vectors.search(
+                    conn,
+                    scope,
+                    vec,
+                    k,
+                    now=now.timestamp(),
+                    min_confidence=query.min_confidence,
+                    allowed=allowed,
+                )
             )
             candidates = vector_hits.keys() | set(lexical_hits)
             if not candidates:
                 return []
             marks = ",".join("?" * len(candidates))
-            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org = ? AND +project = ? AND {_LIVE}"
+            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org_id = ? AND +project = ? AND {_LIVE}"
             params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
             if query.tags:
                 sql += f" AND {_tag_filter(len(query.tags))}"
@@ -128,41 +129,43 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
                 vector_hits = self._centred_similarities(conn, scope, vec, [r["pk"] for r in rows], now)
             else:
                 missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
-                if missing and self._index is not None:
-                    with self._index_lock:
-                        vector_hits.update(self._index.similarities(missing, vec))
+                if missing:
+                    vector_hits.update(self._vectors.similarities(missing, vec))
         found = [
             {**_decoded(row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest} for row in rows
         ]
         return scored_lessons(found, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = f"SELECT count(*) FROM lessons WHERE org = ? AND {_LIVE}"
+        sql = f"SELECT count(*) FROM lessons WHERE org_id = ? AND {_LIVE}"
         params: list[Any] = [org, _ts(_now())]
         if project is not None:
             sql += " AND project = ?"
             params.append(project)
-        with self._read_lock:
+        with self._conns.read_lock:
             return int(self._reader.execute(sql, params).fetchone()[0])
 
     def ensure_dim(self, dim: int) -> None:
-        with self._write_lock, write_transaction(self._writer) as conn:
-            self._ensure_dim(conn, dim)
+        with self._conns.writing() as conn:
+            self._vectors.ensure_dim(conn, dim)
 
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
     @contextlib.contextmanager
     def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[LocalLessonTx]:
         """The write lock and ``BEGIN IMMEDIATE``; the vector table made for the first vector."""
-        with self._write_lock, write_transaction(self._writer) as conn:
+        with self._conns.writing() as conn:
             if vectors:
-                check_dims(vectors, self._ensure_dim(conn, vectors[0].shape[0]))
-            yield LocalLessonTx(self, conn, scope)
+                check_dims(vectors, self._vectors.ensure_dim(conn, vectors[0].shape[0]))
+            yield self._tx(conn, scope)
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
-        with self._read_lock, read_transaction(self._reader) as conn:
-            yield LocalLessonTx(self, conn, scope)
+        with self._conns.reading() as conn:
+            yield self._tx(conn, scope)
+
+    def _tx(self, conn: Connection, scope: Scope) -> LocalLessonTx:
+        return LocalLessonTx(self._models, self._vectors, conn, scope)
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -185,61 +188,27 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             self._write_lock.release()
 
     def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
-        with self._write_lock, self._read_lock:
-            self._writer.close()
-            self._reader.close()
-
-    def _vector_candidates(
-        self,
-        conn: Connection,
-        scope: Scope,
-        query: RecallQuery,
-        vec: np.ndarray,
-        k: int,
-        now: datetime,
-        allowed: set[int] | None,
-    ) -> builtins.list[tuple[int, float]]:
-        dim = self._stored_dim(conn)
-        if dim is None:
-            return []
-        if vec.shape[0] != dim:
-            raise InvalidInputError(
-                f"This store holds {dim}-dimension vectors but the query vector has {vec.shape[0]}: "
-                "the database was created with a different embedding model."
-            )
-        with self._index_lock:
-            self._sync_index(conn)
-            assert self._index is not None
-            return self._index.search(
-                _scope_key(scope),
-                vec,
-                k,
-                now=now.timestamp(),
-                min_confidence=query.min_confidence,
-                allowed=allowed,
-            )
+        self._conns.close()
 
     def _centred_similarities(
         self, conn: Connection, scope: Scope, vec: np.ndarray, pks: builtins.list[int], now: datetime
     ) -> dict[int, float | None]:
         """The candidates' similarity to the query seen from the scope's anchor
         (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
-        if self._index is None or not pks:
+        if not pks:
             return {}
         sample = [
             row[0]
             for row in conn.execute(
-                f"SELECT pk FROM lessons WHERE org = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
+                f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
                 (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
             )
         ]
-        with self._index_lock:
-            _, sample_vectors = self._index.vectors(sample)
-            found, vectors = self._index.vectors(pks)
-        origin = ranking.anchor(sample_vectors)
+        held = self._vectors.vectors(sample)
+        candidates = self._vectors.vectors(pks)
+        if held is None or candidates is None:
+            return {}
+        origin, (found, vectors) = ranking.anchor(held[1]), candidates
         return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
 
     def _lexical_candidates(
@@ -264,7 +233,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         sql = (
             "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
             "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
-            f"WHERE +l.org = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
+            f"WHERE +l.org_id = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
             "AND l.confidence >= ?"
         )
         params: list[Any] = [
@@ -302,94 +271,11 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         marks = ",".join("?" * len(tags))
         rows = conn.execute(
             f"SELECT t.lesson_pk FROM lesson_tags AS t JOIN lessons AS l ON l.pk = t.lesson_pk "
-            f"WHERE t.tag IN ({marks}) AND l.org = ? AND l.project = ? "
+            f"WHERE t.tag IN ({marks}) AND l.org_id = ? AND l.project = ? "
             "GROUP BY t.lesson_pk HAVING count(*) = ?",
             [*tags, scope.org, scope.project, len(tags)],
         )
         return {row[0] for row in rows}
-
-    def _bump_rev(self, conn: Connection) -> int:
-        row = conn.execute(
-            "UPDATE lore_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'rev' RETURNING value"
-        ).fetchone()
-        return int(row[0])
-
-    def _stored_dim(self, conn: Connection) -> int | None:
-        row = conn.execute("SELECT value FROM lore_meta WHERE key = 'dim'").fetchone()
-        return int(row[0]) if row else None
-
-    def _ensure_dim(self, conn: Connection, dim: int) -> int:
-        """The vector table is created with the first vector's dimension; others are refused."""
-        stored = self._stored_dim(conn)
-        if stored is None:
-            if not 1 <= dim <= 4096:
-                raise InvalidInputError(f"A vector must have between 1 and 4096 dimensions, not {dim}.")
-            # dim is an int checked above, never user text.
-            conn.execute(f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{dim}])")
-            conn.execute("INSERT INTO lore_meta (key, value) VALUES ('dim', ?)", (str(dim),))
-            return dim
-        if stored != dim:
-            raise InvalidInputError(
-                f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
-                "with a different embedding model. Use that model, or a new database file."
-            )
-        return stored
-
-    def _sync_index(self, conn: Connection) -> None:
-        """Bring the in-memory index up to the database's revision (caller holds a transaction)."""
-        dim = self._stored_dim(conn)
-        if dim is None:
-            return
-        rev = int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
-        generation = self.models.generation(conn)
-        if self._index is None or generation != self._index_generation:
-            # A re-embed swapped every vector (maybe for another dimension): load them anew.
-            self._index, self._index_rev, self._index_generation = VectorIndex(dim), 0, generation
-        if rev <= self._index_rev:
-            return
-        index = self._index
-        if self._index_rev == 0:
-            vectors = dict(conn.execute("SELECT rowid, embedding FROM lesson_vectors"))
-            rows: Iterable[Any] = conn.execute("SELECT pk, org, project, expires_at, confidence FROM lessons")
-        else:
-            for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._index_rev,)):
-                index.remove(pk)
-            changed = conn.execute(
-                "SELECT pk, org, project, expires_at, confidence FROM lessons WHERE rev > ?",
-                (self._index_rev,),
-            ).fetchall()
-            marks = ",".join("?" * len(changed))
-            vectors = (
-                dict(
-                    conn.execute(
-                        f"SELECT rowid, embedding FROM lesson_vectors WHERE rowid IN ({marks})",
-                        [r[0] for r in changed],
-                    )
-                )
-                if changed
-                else {}
-            )
-            rows = changed
-        entries = [
-            (
-                IndexedRow(
-                    key=pk,
-                    scope=_scope_key(Scope(org, project)),
-                    expires_at=_parse_ts(expires_at).timestamp() if expires_at else math.inf,
-                    confidence=confidence,
-                ),
-                vectors[pk],
-            )
-            for pk, org, project, expires_at, confidence in rows
-            if pk in vectors
-        ]
-        if self._index_rev == 0:
-            blob = b"".join(v for _, v in entries)
-            index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
-        else:
-            for entry, vec in entries:
-                index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
-        self._index_rev = rev
 
     # -- the embedding model -------------------------------------------------------
 
@@ -402,9 +288,9 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
-        from stores.sqlite.keys import LocalKeyStore
+        from stores.sqlite.keys import LocalKeyDb
 
-        return LocalKeyStore(self._writer, self._reader, self._write_lock, self._read_lock)
+        return SqlKeyStore(LocalKeyDb(self._conns))
 
 
 def _any_of(terms: list[str]) -> str:

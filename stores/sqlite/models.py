@@ -2,14 +2,13 @@
 
 Kept in ``lore_meta`` (see ``stores.engine.embedding_model`` for the keys and the rules).
 The new vectors of a re-embed wait in ``lesson_reembed`` until one ``BEGIN IMMEDIATE``
-transaction rebuilds the ``lesson_vectors`` table from them, so no reader ever sees a
+transaction rebuilds the ``lesson_embeddings`` table from them, so no reader ever sees a
 mix of two models' vectors, and a killed run keeps every batch it committed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,21 +24,23 @@ from stores.engine.embedding_model import (
 )
 from stores.engine.vectors import unit_vector
 from stores.errors import ConflictError, InvalidInputError
-from stores.sqlite.db import Connection, read_transaction, write_transaction
+from stores.sqlite import meta
+from stores.sqlite.connections import LocalConnections
+from stores.sqlite.db import Connection
+from stores.sqlite.meta import get_meta as _get_meta
+from stores.sqlite.meta import put_meta as _put_meta
+from stores.sqlite.migrations import VECTOR_COLUMNS
+from stores.sqlite.vectors import MAX_DIMENSION
 
-if TYPE_CHECKING:
-    from stores.sqlite.lessons import LocalLessonStore
-
-MAX_DIMENSION = 4096
 # Lessons still without a new vector, or whose text changed since it was computed.
 _PENDING = "FROM lessons AS l LEFT JOIN lesson_reembed AS r ON r.pk = l.pk WHERE (r.pk IS NULL OR r.stamp <> l.updated_at)"
 
 
 class LocalModelRecords:
-    """``stores.engine.embedding_model.ModelRecords`` on the SQLite file of a ``LocalLessonStore``."""
+    """``stores.engine.embedding_model.ModelRecords`` on one SQLite file's connections."""
 
-    def __init__(self, store: LocalLessonStore) -> None:
-        self._store = store
+    def __init__(self, conns: LocalConnections) -> None:
+        self._conns = conns
         # The model this process read or adopted, and the generation it read it at.
         self._known: tuple[EmbeddingModel, int] | None = None
 
@@ -53,19 +54,17 @@ class LocalModelRecords:
         self._known = None
 
     def recorded(self) -> EmbeddingModel | None:
-        store = self._store
-        with store._read_lock, read_transaction(store._reader) as conn:
+        with self._conns.reading() as conn:
             return self._read(conn)[0]
 
     def adopt(self, model: EmbeddingModel) -> EmbeddingModel:
         known = self._known
         if known is not None:
             return known[0]
-        store = self._store
-        with store._read_lock, read_transaction(store._reader) as conn:
+        with self._conns.reading() as conn:
             current, generation = self._read(conn)
         if _adoptable(current, model):
-            with store._write_lock, write_transaction(store._writer) as conn:
+            with self._conns.writing() as conn:
                 current, generation = self._read(conn)  # again, under the write lock
                 if _adoptable(current, model):
                     _put_meta(conn, MODEL_KEY, model.to_json())
@@ -77,8 +76,7 @@ class LocalModelRecords:
 
     def generation(self, conn: Connection) -> int:
         """The store's model generation, read in the caller's transaction."""
-        row = conn.execute("SELECT value FROM lore_meta WHERE key = ?", (GENERATION_KEY,)).fetchone()
-        return int(row[0]) if row else 0
+        return meta.generation(conn)
 
     def guard(self, conn: Connection) -> int:
         """Inside a transaction that writes or compares vectors: ``ModelChangedError`` when the
@@ -93,14 +91,12 @@ class LocalModelRecords:
     # -- re-embedding ----------------------------------------------------------------
 
     def reembed_target(self) -> EmbeddingModel | None:
-        store = self._store
-        with store._read_lock, read_transaction(store._reader) as conn:
+        with self._conns.reading() as conn:
             found = _get_meta(conn, TARGET_KEY)
         return EmbeddingModel.from_json(found) if found is not None else None
 
     def reembed_cancel(self) -> None:
-        store = self._store
-        with store._write_lock, write_transaction(store._writer) as conn:
+        with self._conns.writing() as conn:
             conn.execute("DELETE FROM lesson_reembed")
             conn.execute("DELETE FROM lore_meta WHERE key = ?", (TARGET_KEY,))
 
@@ -109,8 +105,7 @@ class LocalModelRecords:
             raise InvalidInputError(
                 f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {target.dimension}."
             )
-        store = self._store
-        with store._write_lock, write_transaction(store._writer) as conn:
+        with self._conns.writing() as conn:
             if _get_meta(conn, TARGET_KEY) != target.to_json():
                 conn.execute("DELETE FROM lesson_reembed")  # half of a run towards another model
                 _put_meta(conn, TARGET_KEY, target.to_json())
@@ -119,8 +114,7 @@ class LocalModelRecords:
         return ReembedProgress(done=total - pending, total=total)
 
     def reembed_pending(self, limit: int, after: int = 0) -> list[ReembedRow]:
-        store = self._store
-        with store._read_lock, read_transaction(store._reader) as conn:
+        with self._conns.reading() as conn:
             rows = conn.execute(
                 f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > ? ORDER BY l.pk LIMIT ?",
                 (after, limit),
@@ -131,28 +125,23 @@ class LocalModelRecords:
         self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
     ) -> None:
         values = [(row.pk, row.stamp, _blob(vector, target.dimension)) for row, vector in rows]
-        store = self._store
-        with store._write_lock, write_transaction(store._writer) as conn:
+        with self._conns.writing() as conn:
             _check_target(conn, target)
             conn.executemany(
                 "INSERT OR REPLACE INTO lesson_reembed (pk, stamp, embedding) VALUES (?, ?, ?)", values
             )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
-        store = self._store
-        with store._write_lock, write_transaction(store._writer) as conn:
+        with self._conns.writing() as conn:
             _check_target(conn, target)
             pending = conn.execute(f"SELECT count(*) {_PENDING}").fetchone()[0]
             if pending:
                 return int(pending)
             generation = self.generation(conn) + 1
-            conn.execute("DROP TABLE IF EXISTS lesson_vectors")
-            # The dimension is an int checked by reembed_begin, never user text.
+            conn.execute("DROP TABLE IF EXISTS lesson_embeddings")
+            conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
             conn.execute(
-                f"CREATE VIRTUAL TABLE lesson_vectors USING vec0 (embedding float[{int(target.dimension)}])"
-            )
-            conn.execute(
-                "INSERT INTO lesson_vectors (rowid, embedding) "
+                "INSERT INTO lesson_embeddings (pk, embedding) "
                 "SELECT r.pk, r.embedding FROM lesson_reembed AS r JOIN lessons AS l ON l.pk = r.pk"
             )
             _put_meta(conn, "dim", str(target.dimension))
@@ -160,7 +149,7 @@ class LocalModelRecords:
             _put_meta(conn, GENERATION_KEY, str(generation))
             conn.execute("DELETE FROM lore_meta WHERE key = ?", (TARGET_KEY,))
             conn.execute("DELETE FROM lesson_reembed")
-            store._bump_rev(conn)
+            meta.bump_rev(conn)
         self._known = (target, generation)
         return 0
 
@@ -194,12 +183,3 @@ def _blob(vector: Sequence[float] | np.ndarray, dimension: int) -> bytes:
             f"A re-embedded vector has {vec.shape[0]} dimensions, not the model's {dimension}."
         )
     return vec.tobytes()
-
-
-def _get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM lore_meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def _put_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO lore_meta (key, value) VALUES (?, ?)", (key, value))

@@ -198,7 +198,7 @@ def check_upgraded(store: Any, ids: dict[str, str]) -> None:
 def test_a_local_file_with_database_wide_ids_keeps_everything_when_upgraded(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores.sqlite import db as local_db
+    from stores.sqlite import migrations as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:
@@ -239,7 +239,7 @@ def scratch_database(postgres_url: str) -> Iterator[str]:
 def test_a_postgres_with_database_wide_ids_keeps_everything_when_upgraded(
     postgres_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from stores.postgres import db as postgres_db
+    from stores.postgres import migrations as postgres_db
 
     with scratch_database(postgres_url) as url:
         with monkeypatch.context() as old:

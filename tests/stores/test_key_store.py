@@ -182,7 +182,7 @@ def test_orgs_and_keys_outlive_the_process(
 
 
 def test_a_local_file_at_schema_2_gains_orgs_and_keys(tmp_path: Path, monkeypatch) -> None:
-    from stores.sqlite import db as local_db
+    from stores.sqlite import migrations as local_db
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as old:
@@ -265,7 +265,7 @@ def test_an_org_cannot_see_another_orgs_keys_under_row_level_security(postgres_u
 
 
 def test_a_postgres_at_schema_2_gains_orgs_and_keys_for_the_rls_role(postgres_url: str, monkeypatch) -> None:
-    from stores.postgres import db as postgres_db
+    from stores.postgres import migrations as postgres_db
 
     name = f"lore_upgrade_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(postgres_url, autocommit=True) as admin:

@@ -21,7 +21,6 @@ import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mcp import Client
-from sqlalchemy import text
 
 from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
@@ -318,7 +317,7 @@ async def test_a_postgres_statement_running_past_the_deadline_is_stopped_and_rol
             store.transaction(scope, write=True) as tx,  # type: ignore[attr-defined]
         ):
             tx.put_table("t", TableDef(columns=(), next_id=1))
-            tx._execute(text("SELECT pg_sleep(10)"))  # the tx's own deadline-bound execute
+            tx.tx.rows("SELECT pg_sleep(10)", {})  # the tx's own deadline-bound execute
         assert time.perf_counter() - started < 5.0
         with store.transaction(scope, write=False) as tx:  # type: ignore[attr-defined]
             assert tx.tables() == {}

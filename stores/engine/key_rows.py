@@ -1,0 +1,142 @@
+"""Orgs and API keys over the one SQL layer: ``stores.engine.keys.KeyStore``, written once.
+
+A dialect (``KeyDb``) opens the transactions: one scoped to an org (Postgres sets
+``lore.org`` for row-level security), the lookup by digest that runs before any org is
+known, and the recording of a key's use, which a dialect may skip while its writer is
+busy. The statements are the same on both backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from stores.engine.keys import ApiKey, Org
+from stores.engine.sql import SqlTx
+from stores.errors import ConflictError, NotFoundError
+from stores.ids import new_id
+
+_KEY_COLUMNS = "id, org_id, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
+
+
+class KeyDb(Protocol):
+    """What the key store needs of a backend."""
+
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction that may see and change ``org_id``'s orgs and keys."""
+        ...
+
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read that may see the one key with this digest, whatever its org."""
+        ...
+
+    def touching(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx | None]:
+        """A write recording a key's use, or None when the backend skips it (writer busy)."""
+        ...
+
+
+class SqlKeyStore:
+    """``stores.engine.keys.KeyStore`` on a ``KeyDb``."""
+
+    def __init__(self, db: KeyDb) -> None:
+        self._db = db
+
+    def create_org(self, org_id: str, name: str) -> Org:
+        with self._db.scoped(org_id, write=True) as tx:
+            rows = tx.rows(
+                "INSERT INTO orgs (id, name, created_at) VALUES (:id, :name, :now) "
+                "ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at",
+                {"id": org_id, "name": name, "now": tx.stamp(_now())},
+            )
+            if not rows:
+                raise ConflictError(f"An org with id {org_id!r} already exists.")
+            return _org(tx, rows[0])
+
+    def get_org(self, org_id: str) -> Org | None:
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows("SELECT id, name, created_at FROM orgs WHERE id = :id", {"id": org_id})
+            return _org(tx, rows[0]) if rows else None
+
+    def add_key(
+        self, org_id: str, *, name: str, key_hash: str, prefix: str, project: str | None, root: bool
+    ) -> ApiKey:
+        with self._db.scoped(org_id, write=True) as tx:
+            if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
+                raise NotFoundError(f"There is no org with id {org_id!r}; create it first.")
+            rows = tx.rows(
+                "INSERT INTO api_keys (id, org_id, name, key_hash, key_prefix, project, is_root, created_at) "
+                "VALUES (:id, :org, :name, :hash, :prefix, :project, :root, :now) "
+                f"ON CONFLICT (key_hash) DO NOTHING RETURNING {_KEY_COLUMNS}",
+                {
+                    "id": new_id(),
+                    "org": org_id,
+                    "name": name,
+                    "hash": key_hash,
+                    "prefix": prefix,
+                    "project": project,
+                    "root": root,
+                    "now": tx.stamp(_now()),
+                },
+            )
+            if not rows:
+                # The digest is unique across every org (the other org's row may be invisible here).
+                raise ConflictError("A key with this digest is already stored; generate a new key.")
+            return _key(tx, rows[0])
+
+    def key_by_hash(self, key_hash: str) -> ApiKey | None:
+        with self._db.lookup(key_hash) as tx:
+            rows = tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = :h", {"h": key_hash})
+            return _key(tx, rows[0]) if rows else None
+
+    def list_keys(self, org_id: str) -> list[ApiKey]:
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org ORDER BY created_at, id",
+                {"org": org_id},
+            )
+            return [_key(tx, row) for row in rows]
+
+    def revoke_key(self, org_id: str, key_id: str) -> ApiKey:
+        with self._db.scoped(org_id, write=True) as tx:
+            rows = tx.rows(
+                "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
+                f"WHERE org_id = :org AND id = :id RETURNING {_KEY_COLUMNS}",
+                {"now": tx.stamp(_now()), "org": org_id, "id": key_id},
+            )
+            if not rows:
+                raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
+            return _key(tx, rows[0])
+
+    def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
+        with self._db.touching(org_id) as tx:
+            if tx is not None:
+                tx.rows(
+                    "UPDATE api_keys SET last_used_at = :when WHERE org_id = :org AND id = :id "
+                    "AND (last_used_at IS NULL OR last_used_at < :when)",
+                    {"when": tx.stamp(when), "org": org_id, "id": key_id},
+                )
+
+
+def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
+    return Org(id=row["id"], name=row["name"], created_at=tx.time(row["created_at"]))
+
+
+def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:
+    time = tx.time
+    return ApiKey(
+        id=row["id"],
+        org=row["org_id"],
+        name=row["name"],
+        prefix=row["key_prefix"],
+        project=row["project"],
+        root=bool(row["is_root"]),
+        created_at=time(row["created_at"]),
+        last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
+        revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

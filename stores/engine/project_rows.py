@@ -1,0 +1,203 @@
+"""``stores.engine.structured.ProjectTx`` over the one SQL layer, written once for both backends.
+
+Tables live in ``mem_tables`` (catalog) and ``mem_rows`` (one JSON object per row);
+commits in ``commits`` with their targets in ``commit_targets``, and snapshots in
+``snapshots``. Every statement is bound to one org and project, so a plan can reach
+nothing else (on Postgres the org's row-level security policy holds as well).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from stores import deadline
+from stores.engine.lessons import Scope
+from stores.engine.plans import Column
+from stores.engine.sql import SqlTx
+from stores.engine.structured import Commit, TableDef
+
+_SCOPE = "org_id = :org AND project = :project"
+
+
+class SqlProjectTx:
+    """One project inside a transaction the caller holds (``tx``)."""
+
+    def __init__(self, tx: SqlTx, scope: Scope, restore_lesson: Callable[[str, Any], None]) -> None:
+        self.tx = tx
+        self.scope = scope
+        self._restore_lesson = restore_lesson
+        self._tables: dict[str, TableDef] | None = None
+        self._rows: dict[str, dict[int, dict[str, Any]]] = {}
+
+    @property
+    def _key(self) -> dict[str, str]:
+        return {"org": self.scope.org, "project": self.scope.project}
+
+    def tables(self) -> dict[str, TableDef]:
+        if self._tables is None:
+            rows = self.tx.rows(
+                f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE} ORDER BY name", self._key
+            )
+            self._tables = {
+                r["name"]: TableDef(
+                    columns=tuple(Column(**c) for c in self.tx.load(r["columns"])), next_id=r["next_id"]
+                )
+                for r in rows
+            }
+        return self._tables
+
+    def rows(self, table: str) -> dict[int, dict[str, Any]]:
+        if table not in self._rows:
+            found = self.tx.rows(
+                f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t ORDER BY row_id",
+                {**self._key, "t": table},
+            )
+            rows = {}
+            for r in found:
+                deadline.check()
+                rows[r["row_id"]] = self.tx.load(r["data"])
+            self._rows[table] = rows
+        return self._rows[table]
+
+    def put_table(self, name: str, table: TableDef | None) -> None:
+        self._tables = None
+        self._rows.pop(name, None)
+        params = {**self._key, "name": name}
+        if table is None:
+            self.tx.rows(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name", params)
+            self.tx.rows(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name", params)
+            return
+        self.tx.rows(
+            "INSERT INTO mem_tables (org_id, project, name, columns, next_id) "
+            f"VALUES (:org, :project, :name, {self.tx.json('columns')}, :next_id) "
+            "ON CONFLICT (org_id, project, name) DO UPDATE SET columns = excluded.columns, next_id = excluded.next_id",
+            {
+                **params,
+                "columns": self.tx.dump([c.as_dict() for c in table.columns]),
+                "next_id": table.next_id,
+            },
+        )
+
+    def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
+        self._rows.pop(table, None)
+        gone = [{**self._key, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
+        kept = [
+            {**self._key, "t": table, "id": row_id, "data": self.tx.dump(v)}
+            for row_id, v in changes.items()
+            if v is not None
+        ]
+        self.tx.many(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :t AND row_id = :id", gone)
+        self.tx.many(
+            "INSERT INTO mem_rows (org_id, project, table_name, row_id, data) "
+            f"VALUES (:org, :project, :t, :id, {self.tx.json('data')}) "
+            "ON CONFLICT (org_id, project, table_name, row_id) DO UPDATE SET data = excluded.data",
+            kept,
+        )
+
+    def last_commit(self) -> tuple[str, int] | None:
+        rows = self.tx.rows(
+            f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1", self._key
+        )
+        return (rows[0]["id"], rows[0]["seq"]) if rows else None
+
+    def add_commit(self, commit: Commit) -> None:
+        self.tx.rows(
+            "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
+            "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
+            f":kind, :message, :actor, :created_at, :before, :after, {self.tx.json('effects')})",
+            {
+                **self._key,
+                "id": commit.id,
+                "seq": commit.seq,
+                "parent": commit.parent,
+                "kind": commit.kind,
+                "message": commit.message,
+                "actor": commit.actor,
+                "created_at": self.tx.stamp(commit.created_at),
+                "before": commit.schema_hash_before,
+                "after": commit.schema_hash_after,
+                "effects": self.tx.dump(commit.effects),
+            },
+        )
+        self.tx.many(
+            "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
+            "ON CONFLICT DO NOTHING",
+            [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets],
+        )
+
+    def get_commit(self, commit_id: str) -> Commit | None:
+        rows = self._commits(
+            f"SELECT * FROM commits WHERE id = :id AND {_SCOPE}", {**self._key, "id": commit_id}
+        )
+        return rows[0] if rows else None
+
+    def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]:
+        if not targets:
+            return []
+        rows = self.tx.rows(
+            "SELECT DISTINCT c.seq, c.id FROM commit_targets AS t JOIN commits AS c "
+            "ON c.org_id = t.org_id AND c.project = t.project AND c.seq = t.seq "
+            f"WHERE t.org_id = :org AND t.project = :project AND t.seq > :seq AND {self.tx.in_list('t.target', 'targets')} "
+            "ORDER BY c.seq",
+            {**self._key, "seq": seq, "targets": self.tx.listed(targets)},
+        )
+        return [r["id"] for r in rows]
+
+    def commits(self, target: str | None, limit: int, before_seq: int | None) -> list[Commit]:
+        sql = "SELECT c.* FROM commits AS c WHERE c.org_id = :org AND c.project = :project"
+        params: dict[str, Any] = {**self._key, "n": limit}
+        if target is not None:
+            sql += (
+                " AND EXISTS (SELECT 1 FROM commit_targets AS t WHERE t.org_id = c.org_id "
+                "AND t.project = c.project AND t.seq = c.seq AND t.target = :target)"
+            )
+            params["target"] = target
+        if before_seq is not None:
+            sql += " AND c.seq < :before"
+            params["before"] = before_seq
+        return self._commits(sql + " ORDER BY c.seq DESC LIMIT :n", params)
+
+    def put_snapshot(self, seq: int, state: dict[str, Any]) -> None:
+        self.tx.rows(
+            "INSERT INTO snapshots (org_id, project, seq, state) "
+            f"VALUES (:org, :project, :seq, {self.tx.json('state')}) "
+            "ON CONFLICT (org_id, project, seq) DO UPDATE SET state = excluded.state",
+            {**self._key, "seq": seq, "state": self.tx.dump(state)},
+        )
+
+    def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
+        self._restore_lesson(lesson_id, image)
+
+    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
+        rows = self.tx.rows(
+            f"SELECT id FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
+            {**self._key, "ids": self.tx.listed(ids)},
+        )
+        return {r["id"] for r in rows}
+
+    def org_projects(self) -> list[str]:
+        rows = self.tx.rows(
+            "SELECT project FROM lessons WHERE org_id = :org UNION SELECT project FROM commits WHERE org_id = :org "
+            "ORDER BY 1",
+            {"org": self.scope.org},
+        )
+        return [r["project"] for r in rows]
+
+    def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
+        return [
+            Commit(
+                id=r["id"],
+                seq=r["seq"],
+                parent=r["parent"],
+                kind=r["kind"],
+                message=r["message"],
+                actor=r["actor"],
+                created_at=self.tx.time(r["created_at"]),
+                schema_hash_before=r["schema_hash_before"],
+                schema_hash_after=r["schema_hash_after"],
+                effects=self.tx.load(r["effects"]),
+            )
+            for r in self.tx.rows(sql, params)
+        ]

@@ -1,0 +1,55 @@
+"""The one SQL layer the engine writes against: statements as text with ``:name`` parameters.
+
+Both dialects take the same text: SQLite binds ``:name`` itself, and Postgres runs it
+through SQLAlchemy's ``text()``. Why not SQLAlchemy Core on both: importing it costs about
+0.37 s, more than a third of the local server's whole cold start (spawn to first save), and
+the engine's statements need nothing a query builder gives. What truly differs between
+the two stays in each dialect's ``SqlTx``: how JSON and times are stored, how a statement
+tests membership in a list, and how a statement is bounded by the request's deadline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+
+class SqlTx(Protocol):
+    """One open transaction: run a statement, get its rows as column-name mappings."""
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Run ``sql`` with ``params`` bound by name; every row it returns (none for most writes)."""
+        ...
+
+    def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+        """Run a write once for each set of parameters (nothing when there is none)."""
+        ...
+
+    def json(self, param: str) -> str:
+        """The SQL that binds parameter ``param`` (a ``dump``) as the database's JSON value."""
+        ...
+
+    def dump(self, value: Any) -> Any:
+        """A JSON value as bound for ``json``."""
+        ...
+
+    def load(self, value: Any) -> Any:
+        """A stored JSON column back as Python values."""
+        ...
+
+    def stamp(self, when: datetime) -> Any:
+        """``when`` as the database stores a time."""
+        ...
+
+    def time(self, value: Any) -> datetime:
+        """A stored time back as an aware ``datetime``."""
+        ...
+
+    def in_list(self, column: str, param: str) -> str:
+        """SQL true when ``column`` is one of the values bound as ``param`` (a ``listed``)."""
+        ...
+
+    def listed(self, values: Sequence[Any]) -> Any:
+        """A list of values as bound for ``in_list``."""
+        ...

@@ -1,0 +1,79 @@
+"""The dimension of the Postgres store's ``embedding`` column, made with the first vector.
+
+One ``PostgresDims`` per store: the lesson store, its transactions and its model records
+receive it, so the cached dimension has one owner and nobody reaches into another
+object to reset it after a re-embed.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Connection, Engine, text
+
+from stores.errors import InvalidInputError
+from stores.postgres.db import as_owner, transaction
+
+MAX_DIMENSION = 2000  # pgvector's HNSW index takes at most 2000 dimensions
+
+
+class PostgresDims:
+    """The vector column's dimension: read once, created once, refused when another."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._dim: int | None = None
+
+    def forget(self) -> None:
+        """Read the dimension again next time (after another process re-embedded)."""
+        self._dim = None
+
+    def adopt(self, dim: int) -> None:
+        """This process just swapped the column to ``dim`` (a re-embed's finish)."""
+        self._dim = dim
+
+    def stored(self, conn: Connection) -> int | None:
+        if self._dim is None:
+            value = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+            self._dim = int(value) if value is not None else None
+        return self._dim
+
+    def check(self, conn: Connection, dim: int) -> None:
+        """Inside a write transaction: the vector column must already be there, with ``dim``.
+
+        Creating it here would deadlock: ``ALTER TABLE`` runs in a transaction of its own
+        (as the owner) and waits for this one, which already read ``lessons``. Callers that
+        may bring a fresh database its first vector (an import) call ``ensure`` first.
+        """
+        stored = self.stored(conn)
+        if stored is None:
+            raise InvalidInputError(
+                "This database holds no vectors yet; call ensure_dim before restoring lessons."
+            )
+        if stored != dim:
+            self.ensure(dim)  # raises the usual sentence about another embedding model
+
+    def ensure(self, dim: int) -> int:
+        """The vector column is created with the first vector's dimension; others are refused."""
+        if self._dim is None:
+            with transaction(self._engine, None) as conn:
+                as_owner(conn)
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
+                stored = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
+                if stored is None:
+                    _create_column(conn, dim)
+                    stored = dim
+                self._dim = int(stored)
+        if self._dim != dim:
+            raise InvalidInputError(
+                f"This store holds {self._dim}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database."
+            )
+        return self._dim
+
+
+def _create_column(conn: Connection, dim: int) -> None:
+    if not 1 <= dim <= MAX_DIMENSION:
+        raise InvalidInputError(f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}.")
+    # dim is an int checked above, never user text.
+    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
+    conn.exec_driver_sql("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)")
+    conn.execute(text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)})

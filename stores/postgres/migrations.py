@@ -1,0 +1,352 @@
+"""The Postgres schema: its migrations, applied by the runner both backends share
+(``stores.engine.migrations``), with the pgvector extension and the row-level security role
+set up around them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Connection, Engine, text
+
+from stores.engine.migrations import apply_pending
+from stores.errors import UnavailableError
+from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
+from stores.postgres.sql import PostgresSqlTx
+
+logger = logging.getLogger("stores.postgres")
+
+# Migrations of every Lore process serialise on this advisory lock key.
+MIGRATION_LOCK = 0x4C4F5245  # "LORE"
+
+MIGRATIONS: list[tuple[int, str, str]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key text PRIMARY KEY, value text NOT NULL);
+        -- array_to_string is only STABLE; for text[] it cannot change, and a generated
+        -- column needs an IMMUTABLE expression.
+        CREATE FUNCTION lore_tags_text(tags text[]) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT array_to_string(tags, ' ') $$;
+        CREATE TABLE lessons (
+            pk bigserial PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            org_id text NOT NULL,
+            project text NOT NULL,
+            problem text NOT NULL,
+            resolution text NOT NULL,
+            context text,
+            tags text[] NOT NULL DEFAULT '{}',
+            confidence double precision NOT NULL,
+            source text,
+            created_at timestamptz NOT NULL,
+            updated_at timestamptz NOT NULL,
+            expires_at timestamptz,
+            upvotes integer NOT NULL DEFAULT 0,
+            downvotes integer NOT NULL DEFAULT 0,
+            meta jsonb NOT NULL DEFAULT '{}',
+            tsv tsvector GENERATED ALWAYS AS (
+                to_tsvector('english'::regconfig, problem || ' ' || resolution || ' '
+                    || coalesce(context, '') || ' ' || lore_tags_text(tags))
+            ) STORED
+        );
+        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_tags ON lessons USING gin (tags);
+        CREATE INDEX lessons_tsv ON lessons USING gin (tsv);
+        ALTER TABLE lessons ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE lessons FORCE ROW LEVEL SECURITY;
+        CREATE POLICY lessons_org ON lessons
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        """,
+    ),
+]
+
+MIGRATIONS.append(
+    (
+        2,
+        "structured memory and history",
+        """
+        CREATE TABLE mem_tables (
+            org_id text NOT NULL, project text NOT NULL, name text NOT NULL,
+            columns jsonb NOT NULL, next_id bigint NOT NULL,
+            PRIMARY KEY (org_id, project, name)
+        );
+        CREATE TABLE mem_rows (
+            org_id text NOT NULL, project text NOT NULL, table_name text NOT NULL, row_id bigint NOT NULL,
+            data jsonb NOT NULL,
+            PRIMARY KEY (org_id, project, table_name, row_id)
+        );
+        CREATE TABLE commits (
+            pk bigserial PRIMARY KEY,
+            id text NOT NULL UNIQUE,
+            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL,
+            parent text, kind text NOT NULL, message text NOT NULL, actor text NOT NULL,
+            created_at timestamptz NOT NULL, schema_hash_before text NOT NULL, schema_hash_after text NOT NULL,
+            effects jsonb NOT NULL,
+            UNIQUE (org_id, project, seq)
+        );
+        CREATE TABLE commit_targets (
+            org_id text NOT NULL, project text NOT NULL, target text NOT NULL, seq bigint NOT NULL,
+            PRIMARY KEY (org_id, project, target, seq)
+        );
+        CREATE TABLE snapshots (
+            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL, state jsonb NOT NULL,
+            PRIMARY KEY (org_id, project, seq)
+        );
+        """
+        + "".join(
+            f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_org ON {table}
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        """
+            for table in ("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots")
+        ),
+    )
+)
+
+MIGRATIONS.append(
+    (
+        3,
+        "orgs and api keys",
+        """
+        CREATE TABLE orgs (id text PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL);
+        CREATE TABLE api_keys (
+            id text PRIMARY KEY,
+            org_id text NOT NULL REFERENCES orgs (id),
+            name text NOT NULL,
+            key_hash text NOT NULL UNIQUE,
+            key_prefix text NOT NULL,
+            project text NULL,
+            is_root boolean NOT NULL DEFAULT false,
+            created_at timestamptz NOT NULL,
+            last_used_at timestamptz,
+            revoked_at timestamptz
+        );
+        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
+        ALTER TABLE orgs ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE orgs FORCE ROW LEVEL SECURITY;
+        CREATE POLICY orgs_org ON orgs
+            USING (id = current_setting('lore.org', true))
+            WITH CHECK (id = current_setting('lore.org', true));
+        ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE api_keys FORCE ROW LEVEL SECURITY;
+        CREATE POLICY api_keys_org ON api_keys
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true));
+        -- Authentication looks a key up before it knows the org: a transaction that sets
+        -- lore.key_hash may read exactly the one row with that digest (permissive policies
+        -- add up, so for SELECT this widens the one above), and may change nothing.
+        CREATE POLICY api_keys_lookup ON api_keys FOR SELECT
+            USING (key_hash = current_setting('lore.key_hash', true));
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        4,
+        "full-text candidates through the GIN index",
+        # Under row-level security Postgres will not use the GIN index on tsv: @@ is not
+        # LEAKPROOF, so it may only run after the policy's qual, on every row of the org
+        # (about 250 ms at 100k lessons). These two functions run as their owner, the
+        # login that migrated: when that login may bypass row-level security (a superuser,
+        # as in the usual Docker set-up) the index is used; otherwise the policies still
+        # apply inside and they are merely slower. Either way they filter by the caller's
+        # own lore.org, return only row keys, and the caller then reads those rows under
+        # its policies, so they show nothing the caller could not already read.
+        """
+        -- Estimated lessons per term, from the planner's statistics on tsv (most common
+        -- lexemes and their frequencies; others get half the least frequency, as the
+        -- planner assumes): choosing the rare terms costs no scan. NULL for a term
+        -- with no lexeme (an English stopword); at least 1 for the others.
+        CREATE FUNCTION lore_term_postings(terms text[]) RETURNS double precision[]
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            -- PL/pgSQL keeps this plan for the session; a SQL function would plan the
+            -- pg_stats view again on every call.
+            RETURN (
+                SELECT coalesce(array_agg(
+                    CASE WHEN t.lexeme IS NOT NULL THEN greatest(1, coalesce(
+                        st.freqs[array_position(st.lexemes, t.lexeme)],
+                        st.freqs[cardinality(st.lexemes) + 1] / 2,
+                        0) * greatest(c.reltuples, 0)) END
+                    ORDER BY t.ord), '{}')
+                FROM (SELECT u.ord, (tsvector_to_array(to_tsvector('english', u.term)))[1] AS lexeme
+                      FROM unnest(terms) WITH ORDINALITY AS u(term, ord)) AS t
+                CROSS JOIN pg_class AS c
+                LEFT JOIN (SELECT most_common_elems::text::text[] AS lexemes, most_common_elem_freqs AS freqs
+                           FROM pg_stats
+                           WHERE schemaname = 'public' AND tablename = 'lessons' AND attname = 'tsv') AS st
+                    ON true
+                WHERE c.oid = 'public.lessons'::regclass
+            );
+        END
+        $$;
+        -- The best full-text matches in the caller's org (lore.org) and project.
+        CREATE FUNCTION lore_lexical_candidates(
+            p_project text, p_query text, p_limit integer, p_now timestamptz,
+            p_min_confidence double precision, p_tags text[]
+        ) RETURNS SETOF bigint
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            -- EXECUTE plans with this call's values, so the planner sees how rare the terms are.
+            RETURN QUERY EXECUTE
+                'SELECT pk FROM public.lessons
+                  WHERE tsv @@ to_tsquery(''english'', $2)
+                    AND org_id = current_setting(''lore.org'', true) AND project = $1
+                    AND (expires_at IS NULL OR expires_at > $4) AND confidence >= $5
+                    AND (cardinality($6) = 0 OR tags @> $6)
+                  ORDER BY ts_rank(tsv, to_tsquery(''english'', $2)) DESC LIMIT $3'
+                USING p_project, p_query, p_limit, p_now, p_min_confidence, p_tags;
+        END
+        $$;
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        5,
+        "lesson ids unique per org and project",
+        # A lesson's key is (org, project, id): ids unique across the database let one
+        # tenant learn of, or block, another's ids (an insert of a taken id failed even
+        # though row-level security hid the row). The scope index becomes the unique key.
+        """
+        ALTER TABLE lessons DROP CONSTRAINT IF EXISTS lessons_id_key;
+        DROP INDEX IF EXISTS lessons_scope_id;
+        ALTER TABLE lessons ADD CONSTRAINT lessons_scope_id UNIQUE (org_id, project, id);
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        6,
+        "re-embedding beside the old vectors",
+        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
+        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
+        # updated_at when its vector was computed, so an edit since then is done again. The
+        # column takes any dimension: the new model's may differ from the store's. Only the
+        # tables' owner (the reembed command) uses it: row-level security with no policy
+        # shows the server's role nothing.
+        """
+        CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
+        ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        7,
+        "full-text candidates ordered by the query's entities",
+        # As migration 4's lore_lexical_candidates, but the lessons the rare terms find
+        # ($2) are ordered by another query ($3: those terms and the question's entities,
+        # ranking.candidate_terms), so among a thousand lessons naming one person the one
+        # that also has the question's number comes first. The older function stays for a
+        # server of the previous version still running during an upgrade.
+        """
+        CREATE FUNCTION lore_lexical_candidates(
+            p_project text, p_query text, p_order text, p_limit integer, p_now timestamptz,
+            p_min_confidence double precision, p_tags text[]
+        ) RETURNS SETOF bigint
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            -- The queries are parsed once here: inside the statement, to_tsquery (not
+            -- immutable) would be parsed again for every row ts_rank scores.
+            RETURN QUERY EXECUTE
+                'SELECT pk FROM public.lessons
+                  WHERE tsv @@ $2
+                    AND org_id = current_setting(''lore.org'', true) AND project = $1
+                    AND (expires_at IS NULL OR expires_at > $5) AND confidence >= $6
+                    AND (cardinality($7) = 0 OR tags @> $7)
+                  ORDER BY ts_rank(tsv, $3) DESC LIMIT $4'
+                USING p_project, to_tsquery('english', p_query), to_tsquery('english', p_order),
+                      p_limit, p_now, p_min_confidence, p_tags;
+        END
+        $$;
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        8,
+        "full-text indexes without a pending list",
+        # A GIN index normally queues new entries in a pending list, merged into the index
+        # only by VACUUM, autoanalyze or once the list reaches 4 MB, and every search
+        # reads the whole list. After 10,000 saves it held 316 pages, and recall p50 over
+        # stdio at 10k was 31 ms against 20 ms once they were merged (benchmarks/run.py).
+        # Entries now go straight into the index: a save was not measurably slower.
+        """
+        ALTER INDEX lessons_tsv SET (fastupdate = off);
+        ALTER INDEX lessons_tags SET (fastupdate = off);
+        SELECT gin_clean_pending_list('lessons_tsv'::regclass), gin_clean_pending_list('lessons_tags'::regclass);
+        """,
+    )
+)
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(engine: Engine) -> int:
+    """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
+    with unavailable_on_failure(), engine.begin() as conn:
+        as_owner(conn)
+        # Building an index on a large table may take minutes; only migrations may.
+        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        _ensure_vector_extension(conn)
+        conn.execute(
+            text(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+        )
+        for version, name, _ in apply_pending(
+            PostgresSqlTx(conn), MIGRATIONS, SCHEMA_VERSION, conn.exec_driver_sql
+        ):
+            logger.info("applied migration %s %s", version, name)
+        _ensure_rls_role(conn)
+    engine.dispose()  # new connections pick up the role and the vector type
+    return SCHEMA_VERSION
+
+
+def pending_migrations(engine: Engine) -> list[int]:
+    """Versions not yet applied (all of them on an empty database)."""
+    with unavailable_on_failure(), engine.connect() as conn:
+        exists = conn.execute(text("SELECT to_regclass('schema_migrations') IS NOT NULL")).scalar()
+        applied = (
+            set(conn.execute(text("SELECT version FROM schema_migrations")).scalars()) if exists else set()
+        )
+    return [v for v, _, _ in MIGRATIONS if v not in applied]
+
+
+def _ensure_vector_extension(conn: Connection) -> None:
+    available = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
+    if available is None:
+        raise UnavailableError(
+            "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
+            "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
+            "and restart Lore."
+        )
+    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+
+
+def _ensure_rls_role(conn: Connection) -> None:
+    """Give privileged logins a role without BYPASSRLS to work as (see the module docstring)."""
+    privileged = conn.execute(
+        text("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+    ).scalar()
+    if not privileged:
+        return
+    if conn.execute(text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": RLS_ROLE}).first() is None:
+        conn.exec_driver_sql(f"CREATE ROLE {RLS_ROLE} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+    conn.exec_driver_sql(f"GRANT USAGE ON SCHEMA public TO {RLS_ROLE}")
+    conn.exec_driver_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {RLS_ROLE}")
+    conn.exec_driver_sql(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {RLS_ROLE}")

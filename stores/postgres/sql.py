@@ -1,0 +1,81 @@
+"""``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres.
+
+JSON is ``jsonb`` (bound as text, ``stores.engine.json_numbers.jsonb_text``), times are
+``timestamptz``, and a list is bound as an array for ``= ANY``. A transaction bounded by
+the request's deadline (``bounded``) sets its ``statement_timeout`` to the time left
+before its first statement, so Postgres itself stops a statement that would run past it;
+the cancelled statement aborts the transaction, which rolls back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, CursorResult, text
+from sqlalchemy.exc import DBAPIError
+
+from stores import deadline
+from stores.engine.json_numbers import jsonb_text
+
+# SQLSTATE query_canceled: what a statement stopped by statement_timeout raises.
+_QUERY_CANCELED = "57014"
+
+
+class PostgresSqlTx:
+    """Statements on ``conn``, inside a transaction its caller holds."""
+
+    def __init__(self, conn: Connection, *, bounded: bool = False) -> None:
+        self.conn = conn
+        self._bounded = bounded
+        self._timeout_set = False
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        result = self._execute(sql, dict(params))
+        return [dict(row._mapping) for row in result] if result.returns_rows else []
+
+    def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+        if params:
+            self._execute(sql, [dict(p) for p in params])
+
+    def json(self, param: str) -> str:
+        return f"CAST(:{param} AS jsonb)"
+
+    def dump(self, value: Any) -> str:
+        return jsonb_text(value)
+
+    def load(self, value: Any) -> Any:
+        return value
+
+    def stamp(self, when: datetime) -> datetime:
+        return when
+
+    def time(self, value: datetime) -> datetime:
+        return value.astimezone(UTC)
+
+    def in_list(self, column: str, param: str) -> str:
+        return f"{column} = ANY(:{param})"
+
+    def listed(self, values: Sequence[Any]) -> list[Any]:
+        return list(values)
+
+    def _execute(self, sql: str, params: Any) -> CursorResult[Any]:
+        """``conn.execute``, bounded by the request's deadline when ``bounded``."""
+        if self._bounded and not self._timeout_set:
+            left = deadline.remaining()
+            if left is not None:
+                if left <= 0:
+                    raise deadline.DeadlineExceeded()
+                # The time left in whole milliseconds (computed here, never client text).
+                self.conn.execute(
+                    text("SELECT set_config('statement_timeout', :ms, true)"),
+                    {"ms": str(max(1, int(left * 1000)))},
+                )
+            self._timeout_set = True
+        try:
+            return self.conn.execute(text(sql), params)
+        except DBAPIError as exc:
+            if getattr(exc.orig, "sqlstate", None) == _QUERY_CANCELED:
+                raise deadline.DeadlineExceeded() from exc
+            raise

@@ -1,0 +1,50 @@
+"""The local file's two connections and their locks: one writer, one reader.
+
+One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one reads,
+so a process never contends with itself. The lesson store, its model records and the key
+store all receive this one object, so they share the connections without reaching into
+each other.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from stores.sqlite.db import Connection, connect, read_transaction, write_transaction
+from stores.sqlite.migrations import migrate
+
+
+class LocalConnections:
+    """The writer and the reader of one SQLite file, migrated on opening."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.writer = connect(path)
+        migrate(self.writer)
+        self.reader = connect(path)
+        self.write_lock = threading.Lock()
+        self.read_lock = threading.Lock()
+        self._closed = False
+
+    @contextlib.contextmanager
+    def reading(self) -> Iterator[Connection]:
+        """The reader, in one read transaction (one snapshot)."""
+        with self.read_lock, read_transaction(self.reader) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Connection]:
+        """The writer under this process's write lock, in ``BEGIN IMMEDIATE``."""
+        with self.write_lock, write_transaction(self.writer) as conn:
+            yield conn
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with self.write_lock, self.read_lock:
+            self.writer.close()
+            self.reader.close()

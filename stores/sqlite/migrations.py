@@ -1,0 +1,277 @@
+"""The local file's schema: its migrations, and the one runner that applies them.
+
+Each migration is SQL text, or a function for a step SQL alone cannot say (reading an old
+table whose SQLite extension is no longer loaded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from stores.engine.migrations import apply_pending
+from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
+from stores.sqlite.sql import LocalSqlTx
+
+# Each migration runs once, in order, inside one write transaction with its version
+# recorded, so re-running is harmless and the database says where it stands.
+MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
+        CREATE TABLE lessons (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org_id TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
+        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
+        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            problem, resolution, context, tags,
+            content = '', contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
+]
+
+MIGRATIONS.append(
+    (
+        2,
+        "structured memory and history",
+        """
+        CREATE TABLE mem_tables (
+            org_id TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
+            columns TEXT NOT NULL, next_id INTEGER NOT NULL,
+            PRIMARY KEY (org_id, project, name)
+        ) WITHOUT ROWID;
+        CREATE TABLE mem_rows (
+            org_id TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
+            data TEXT NOT NULL,
+            PRIMARY KEY (org_id, project, table_name, row_id)
+        ) WITHOUT ROWID;
+        CREATE TABLE commits (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
+            parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
+            created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
+            effects TEXT NOT NULL,
+            UNIQUE (org_id, project, seq)
+        );
+        CREATE TABLE commit_targets (
+            org_id TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
+            PRIMARY KEY (org_id, project, target, seq)
+        ) WITHOUT ROWID;
+        CREATE TABLE snapshots (
+            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
+            PRIMARY KEY (org_id, project, seq)
+        ) WITHOUT ROWID;
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        3,
+        "orgs and api keys",
+        """
+        CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE TABLE api_keys (
+            id TEXT PRIMARY KEY,
+            org_id TEXT NOT NULL REFERENCES orgs (id),
+            name TEXT NOT NULL,
+            key_hash TEXT NOT NULL UNIQUE,
+            key_prefix TEXT NOT NULL,
+            project TEXT NULL,
+            is_root INTEGER NOT NULL DEFAULT 0,
+            created_at TEXT NOT NULL,
+            last_used_at TEXT,
+            revoked_at TEXT
+        );
+        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        4,
+        "lesson ids unique per org and project",
+        # A lesson's key is (org, project, id): ids unique across the file let one tenant
+        # learn of, or block, another's ids. SQLite cannot drop a column's UNIQUE, so the
+        # table is rebuilt with every pk kept (the FTS and vector rows and the tombstones
+        # are keyed by pk) and the AUTOINCREMENT counter carried over, so no pk is reused.
+        # lesson_tags references lessons: it is set aside and rebuilt around the swap, so
+        # dropping the old table cascades to nothing.
+        """
+        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
+        DROP TABLE lesson_tags;
+        CREATE TABLE lessons_scoped (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+            org_id TEXT NOT NULL,
+            project TEXT NOT NULL,
+            problem TEXT NOT NULL,
+            resolution TEXT NOT NULL,
+            context TEXT,
+            tags TEXT NOT NULL DEFAULT '[]',
+            confidence REAL NOT NULL,
+            source TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            expires_at TEXT,
+            upvotes INTEGER NOT NULL DEFAULT 0,
+            downvotes INTEGER NOT NULL DEFAULT 0,
+            meta TEXT NOT NULL DEFAULT '{}',
+            rev INTEGER NOT NULL
+        );
+        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
+        INSERT INTO lessons_scoped (pk, id, org_id, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
+            SELECT pk, id, org_id, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
+        DROP TABLE lessons;
+        ALTER TABLE lessons_scoped RENAME TO lessons;
+        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+        CREATE TABLE lesson_tags (
+            tag TEXT NOT NULL,
+            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
+            PRIMARY KEY (tag, lesson_pk)
+        ) WITHOUT ROWID;
+        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
+        DROP TABLE lesson_tags_keep;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
+        """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        5,
+        "re-embedding beside the old vectors",
+        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
+        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
+        # updated_at when its vector was computed, so an edit since then is done again.
+        """
+        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
+        """,
+    )
+)
+
+
+def _vectors_without_sqlite_vec(conn: Connection) -> None:
+    """Move the vectors of sqlite-vec's ``vec0`` table ``lesson_vectors`` into ``lesson_embeddings``.
+
+    Search has long run on the in-memory index, so the extension is no longer loaded; its
+    table cannot be read or dropped without it, but its vectors sit in plain shadow tables:
+    ``lesson_vectors_rowids`` maps a lesson's pk to a chunk and an offset in it, and each
+    row of ``lesson_vectors_vector_chunks00`` holds a chunk's vectors end to end (float32).
+    The virtual table's schema entry is then removed by hand (SQLite's documented way for a
+    virtual table whose module is missing) and its shadow tables dropped. A file that never
+    had a vector, or was made without sqlite-vec, has none of these and is left as it is.
+    """
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "lesson_vectors_rowids" not in names:
+        return
+    conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
+    conn.execute(
+        "INSERT INTO lesson_embeddings (pk, embedding) "
+        "SELECT r.rowid, substr(c.vectors, r.chunk_offset * d.size + 1, d.size) "
+        "FROM lesson_vectors_rowids AS r "
+        "JOIN lesson_vectors_vector_chunks00 AS c ON c.rowid = r.chunk_id "
+        "JOIN (SELECT 4 * CAST(value AS INTEGER) AS size FROM lore_meta WHERE key = 'dim') AS d"
+    )
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = 'lesson_vectors'")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+    for name in sorted(names):
+        if name.startswith("lesson_vectors_"):
+            conn.execute(f'DROP TABLE "{name}"')  # names read from the schema, all ours
+
+
+# The vector table, made with the first vector (``stores.sqlite.vectors``): a lesson's pk and
+# its unit vector as float32 bytes.
+VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
+
+MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
+
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def migrate(conn: Connection) -> int:
+    """Apply pending migrations; returns the schema version now in force."""
+    refused = "so Lore cannot bring it to the current schema"
+    with writes_refused_as_unavailable(conn, refused):
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+    with write_transaction(conn, refused=refused):
+        apply_pending(
+            LocalSqlTx(conn),
+            MIGRATIONS,
+            SCHEMA_VERSION,
+            lambda step: _run(conn, step),
+            before_pending=lambda: _org_columns_named_as_on_postgres(conn),
+        )
+    return SCHEMA_VERSION
+
+
+def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:
+    if callable(step):
+        step(conn)
+        return
+    for statement in _statements(step):
+        conn.execute(statement)
+
+
+def _org_columns_named_as_on_postgres(conn: Connection) -> None:
+    """Rename a file's ``org`` columns to ``org_id``, before any pending migration runs.
+
+    Files made before the two backends shared their statements (``stores.engine.sql``) name
+    a row's org ``org``; Postgres and every migration above name it ``org_id``. Renaming
+    first lets the migrations be written once, in today's names, for old and new files
+    alike. SQLite renames the column in its indexes too; a table already renamed is skipped.
+    """
+    tables = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
+        "AND sql NOT LIKE 'CREATE VIRTUAL%'"  # a missing module's table (vec0) cannot be read
+    ).fetchall()
+    for (table,) in tables:
+        columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}  # names from the schema
+        if "org" in columns and "org_id" not in columns:
+            conn.execute(f'ALTER TABLE "{table}" RENAME COLUMN org TO org_id')
+
+
+def _statements(sql: str) -> list[str]:
+    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
+    return [s.strip() for s in sql.split(";") if s.strip()]

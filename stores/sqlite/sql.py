@@ -1,0 +1,53 @@
+"""``stores.engine.sql.SqlTx`` on a SQLite connection (which binds ``:name`` itself).
+
+JSON is stored as text, times as fixed-width UTC text (``stores.sqlite.db.format_ts``),
+and a list is bound as one JSON array read back with ``json_each``. A statement past the
+request's deadline is stopped by the connection's progress handler (``stores.sqlite.db``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from stores.sqlite.db import Connection, format_ts, parse_ts
+
+
+class LocalSqlTx:
+    """Statements on ``conn``, inside a transaction its caller holds."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        cur = self.conn.execute(sql, params)
+        if cur.description is None:
+            return []
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
+        self.conn.executemany(sql, params)
+
+    def json(self, param: str) -> str:
+        return f":{param}"
+
+    def dump(self, value: Any) -> str:
+        return json.dumps(value)
+
+    def load(self, value: str) -> Any:
+        return json.loads(value)
+
+    def stamp(self, when: datetime) -> str:
+        return format_ts(when)
+
+    def time(self, value: str) -> datetime:
+        return parse_ts(value)
+
+    def in_list(self, column: str, param: str) -> str:
+        return f"{column} IN (SELECT value FROM json_each(:{param}))"
+
+    def listed(self, values: Sequence[Any]) -> str:
+        return json.dumps(list(values))

@@ -1,0 +1,149 @@
+"""The local file's vectors: their table, and the in-memory ``VectorIndex`` that searches them.
+
+Vectors are float32 BLOBs in a plain table, ``lesson_embeddings`` (made with the first one);
+search is a numpy product over the index, so no SQLite extension is needed.
+
+The index is a cache refreshed from the rows whose revision is newer than its own: every
+write bumps ``lore_meta.rev`` and stamps the rows it touched, and a delete leaves a
+tombstone, so other processes' writes show up on the next read. The lesson store and its
+transactions receive one ``LocalVectors`` and ask it; nothing else touches the index.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from stores.engine.lessons import Scope
+from stores.engine.vector_index import IndexedRow, VectorIndex
+from stores.errors import InvalidInputError
+from stores.sqlite import meta
+from stores.sqlite.db import Connection, parse_ts
+from stores.sqlite.migrations import VECTOR_COLUMNS
+
+MAX_DIMENSION = 4096
+
+
+def scope_key(scope: Scope) -> str:
+    return f"{scope.org}\x1f{scope.project}"
+
+
+class LocalVectors:
+    """The vector table's dimension and the process's index of it (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._index: VectorIndex | None = None
+        self._rev = 0
+        self._generation = 0
+
+    def ensure_dim(self, conn: Connection, dim: int) -> int:
+        """The vector table is created with the first vector's dimension; others are refused."""
+        stored = meta.stored_dim(conn)
+        if stored is None:
+            if not 1 <= dim <= MAX_DIMENSION:
+                raise InvalidInputError(
+                    f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}."
+                )
+            conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
+            meta.put_meta(conn, "dim", str(dim))
+            return dim
+        if stored != dim:
+            raise InvalidInputError(
+                f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
+                "with a different embedding model. Use that model, or a new database file."
+            )
+        return stored
+
+    def search(
+        self, conn: Connection, scope: Scope, vec: np.ndarray, k: int, **filters: Any
+    ) -> list[tuple[int, float]]:
+        """The ``k`` nearest live lessons of ``scope`` (``VectorIndex.search``'s filters)."""
+        dim = meta.stored_dim(conn)
+        if dim is None:
+            return []
+        if vec.shape[0] != dim:
+            raise InvalidInputError(
+                f"This store holds {dim}-dimension vectors but the query vector has {vec.shape[0]}: "
+                "the database was created with a different embedding model."
+            )
+        with self._lock:
+            index = self._synced(conn, dim)
+            return index.search(scope_key(scope), vec, k, **filters)
+
+    def nearest_many(
+        self, conn: Connection, scope: Scope, vectors: Sequence[np.ndarray], **filters: Any
+    ) -> list[list[tuple[int, float]]]:
+        """Each vector's nearest lessons in ``scope`` (``VectorIndex.nearest_many``)."""
+        dim = meta.stored_dim(conn)
+        if not vectors or dim is None:
+            return [[] for _ in vectors]
+        with self._lock:
+            index = self._synced(conn, dim)
+            return index.nearest_many(scope_key(scope), np.stack(vectors), **filters)
+
+    def similarities(self, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
+        """The query's similarity to lessons the index already holds (after a search)."""
+        with self._lock:
+            return self._index.similarities(keys, vec) if self._index is not None else {}
+
+    def vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray] | None:
+        """The held vectors of ``keys``; None before the first search loaded the index."""
+        with self._lock:
+            return self._index.vectors(keys) if self._index is not None else None
+
+    def _synced(self, conn: Connection, dim: int) -> VectorIndex:
+        """The index, brought up to the database's revision (caller holds a transaction and the lock)."""
+        rev = meta.current_rev(conn)
+        generation = meta.generation(conn)
+        if self._index is None or generation != self._generation:
+            # A re-embed swapped every vector (maybe for another dimension): load them anew.
+            self._index, self._rev, self._generation = VectorIndex(dim), 0, generation
+        index = self._index
+        if rev <= self._rev:
+            return index
+        if self._rev == 0:
+            vectors = dict(conn.execute("SELECT pk, embedding FROM lesson_embeddings"))
+            rows: Iterable[Any] = conn.execute(
+                "SELECT pk, org_id, project, expires_at, confidence FROM lessons"
+            )
+            entries = _entries(rows, vectors)
+            blob = b"".join(v for _, v in entries)
+            index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
+        else:
+            for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,)):
+                index.remove(pk)
+            changed = conn.execute(
+                "SELECT pk, org_id, project, expires_at, confidence FROM lessons WHERE rev > ?", (self._rev,)
+            ).fetchall()
+            for entry, vec in _entries(changed, _vectors_of(conn, [r[0] for r in changed])):
+                index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
+        self._rev = rev
+        return index
+
+
+def _vectors_of(conn: Connection, keys: list[int]) -> dict[int, bytes]:
+    if not keys:
+        return {}
+    marks = ",".join("?" * len(keys))
+    return dict(conn.execute(f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", keys))
+
+
+def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[IndexedRow, bytes]]:
+    return [
+        (
+            IndexedRow(
+                key=pk,
+                scope=scope_key(Scope(org, project)),
+                expires_at=parse_ts(expires_at).timestamp() if expires_at else math.inf,
+                confidence=confidence,
+            ),
+            vectors[pk],
+        )
+        for pk, org, project, expires_at, confidence in rows
+        if pk in vectors
+    ]
