@@ -38,14 +38,8 @@ from lore_mcp.services.models import LessonOut
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
-from stores.engine.lessons import (
-    MAX_SHORT_CHARS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    MAX_TEXT_CHARS,
-    Scope,
-    lesson_image,
-)
+from stores.engine.lesson_images import lesson_image
+from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope
 from stores.engine.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call

@@ -17,128 +17,33 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from stores.engine import dedup, structured
 from stores.engine.keys import KeyStore
-from stores.engine.lessons import (
-    Lesson,
-    LessonDraft,
-    LessonPatch,
-    Neighbour,
-    SaveResult,
-    Scope,
-    image_embedding,
-    image_lesson,
-    lesson_image,
-    merged_fields,
-    merged_image,
-    restored_embedding,
+from stores.engine.lesson_images import image_embedding, lesson_image, merged_fields, merged_image
+from stores.engine.lesson_tx import (
+    Change,
+    LessonTx,
+    Near,
+    Row,
+    Text,
+    image,
+    live_row,
+    not_found,
+    patched,
+    record,
+    restore,
+    restorer,
 )
+from stores.engine.lessons import Lesson, LessonDraft, LessonPatch, Neighbour, SaveResult, Scope
 from stores.engine.structured import ProjectTx
 from stores.engine.vectors import unit_vector
-from stores.errors import InvalidInputError, NotFoundError
 from stores.ids import new_id
-
-Text = tuple[str, str, str | None]  # problem, resolution, context: what dedup compares
-Change = tuple[str, dict[str, Any] | None, dict[str, Any] | None]  # a commit's (id, before, after)
-# A revert's hook for lessons (``stores.engine.structured.ProjectTx.restore_lesson``).
-Restorer = Callable[[str, Any], None]
-# Lesson fields a row holds as the lesson does.
-_AS_STORED = (
-    "id",
-    "project",
-    "problem",
-    "resolution",
-    "context",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
-)
-PATCHED = ("problem", "resolution", "context", "confidence", "source", "expires_at")
-
-
-@dataclass(frozen=True)
-class Row:
-    """A stored lesson as a transaction read it: the backend's key for its row, the
-    lesson, and its vector as float32 bytes (None when not read, or when it has none)."""
-
-    key: int
-    lesson: Lesson
-    embedding: bytes | None = None
-
-
-@dataclass(frozen=True)
-class Near:
-    """A live lesson near a vector: its key, cosine similarity, id and text."""
-
-    key: int
-    similarity: float
-    id: str
-    text: Text
-
-
-class LessonTx(Protocol):
-    """What the lesson rules need from a backend, inside one transaction on one project.
-
-    ``now`` is the transaction's time (what "live" is measured against). In a write
-    transaction the rows read are locked until it ends; the backend stamps whatever its
-    own upkeep needs (the SQLite file's revision) on every write.
-    """
-
-    scope: Scope
-    now: datetime
-
-    def guard(self) -> None:
-        """``ModelChangedError`` when the store was re-embedded since this process read
-        its model (``stores.engine.embedding_model``); call before writing or comparing vectors."""
-        ...
-
-    def generation(self) -> int:
-        """The store's model generation, which commit images record with their vectors."""
-        ...
-
-    def ensure_dim(self, dim: int) -> None:
-        """``InvalidInputError`` unless the store can take vectors of ``dim`` dimensions now."""
-        ...
-
-    def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
-        """For each unit vector, the project's live lessons with similarity at least
-        ``dedup.CANDIDATE_SIMILARITY``, most similar first (ties: smaller key), at most
-        ``dedup.MAX_SIMILAR``; empty lists while the store holds no vectors."""
-        ...
-
-    def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
-        """The project's lesson with this id (a live one only, unless ``live`` is False)."""
-        ...
-
-    def insert(self, lesson: Lesson, vector: np.ndarray) -> Row:
-        """Store a new lesson in this project, every field as given; the row as stored."""
-        ...
-
-    def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
-        """Replace every field of row ``key`` but its id (and its vector, when given);
-        the lesson as stored."""
-        ...
-
-    def add_vote(self, lesson_id: str, up: bool) -> Lesson | None:
-        """Count one vote on the live lesson; the lesson after, None when there is none."""
-        ...
-
-    def remove(self, key: int) -> None:
-        """Delete row ``key``."""
-        ...
-
-    def project(self, restore: Restorer) -> ProjectTx:
-        """The project's tables and commits in this same transaction."""
-        ...
 
 
 class LessonWrites:
@@ -253,117 +158,6 @@ class LessonWrites:
         with self._lesson_writer(scope, []) as tx:
             added, merged = _Import(tx).run(images)
         return added, len(images) - added - merged, merged
-
-
-def check_dims(vectors: Sequence[np.ndarray], dim: int) -> None:
-    """``InvalidInputError`` unless every vector has the store's ``dim`` dimensions."""
-    if any(v.shape[0] != dim for v in vectors):
-        raise InvalidInputError(f"All vectors must have {dim} dimensions.")
-
-
-def not_found(scope: Scope, lesson_id: str) -> NotFoundError:
-    return NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
-
-
-def live_row(tx: LessonTx, lesson_id: str, *, embedding: bool = True) -> Row:
-    """The live lesson with this id, or ``NotFoundError``."""
-    row = tx.by_id(lesson_id, embedding=embedding)
-    if row is None:
-        raise not_found(tx.scope, lesson_id)
-    return row
-
-
-def image(tx: LessonTx, row: Row) -> dict[str, Any]:
-    """A commit's image of the row, with its vector and the model generation it belongs to."""
-    if row.embedding is None:
-        return lesson_image(row.lesson)
-    return lesson_image(row.lesson, row.embedding, tx.generation())
-
-
-def record(tx: LessonTx, kind: str, changes: list[Change]) -> None:
-    """The commit of this transaction's lesson changes."""
-    project = tx.project(structured.read_only_lessons)
-    structured.record_lessons(project, kind, tx.scope.actor, changes)
-
-
-def restore(tx: LessonTx, lesson_id: str, image: Mapping[str, Any] | None) -> None:
-    """Make the lesson what ``image`` says (None: gone), for a revert or an import.
-
-    The vector is the image's only where the text changed (``restored_embedding``)."""
-    row = tx.by_id(lesson_id, live=False, embedding=False)
-    if image is None:
-        if row is not None:
-            tx.remove(row.key)
-        return
-    current = (row.lesson.problem, row.lesson.resolution) if row is not None else None
-    embedding = restored_embedding(lesson_id, image, current, tx.generation())
-    vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
-    lesson = dataclasses.replace(image_lesson(image), id=lesson_id, project=tx.scope.project)
-    if row is not None:
-        tx.write(row.key, lesson, vec)
-        return
-    assert vec is not None  # restored_embedding gives one for a lesson that is gone
-    tx.ensure_dim(vec.shape[0])
-    tx.insert(lesson, vec)
-
-
-def restorer(tx: LessonTx) -> Restorer:
-    """``restore`` in this transaction, checking the store's model first (a revert's hook)."""
-
-    def restore_lesson(lesson_id: str, image: Any) -> None:
-        tx.guard()
-        restore(tx, lesson_id, image)
-
-    return restore_lesson
-
-
-def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
-    """The lesson with the patch's fields, changed at ``now``."""
-    fields: dict[str, Any] = {
-        name: getattr(patch, name) for name in PATCHED if getattr(patch, name) is not None
-    }
-    if patch.tags is not None:
-        fields["tags"] = tuple(patch.tags)
-    fields.update(dict.fromkeys(patch.clear))
-    return dataclasses.replace(lesson, **fields, updated_at=now)
-
-
-def lesson_of(row: Mapping[str, Any]) -> Lesson:
-    """The lesson of a row whose tags are a sequence and whose times are datetimes; meta is a
-    mapping, or JSON text (recall leaves it so until a lesson is chosen)."""
-    meta = row["meta"]
-    return Lesson(
-        **{name: row[name] for name in _AS_STORED},
-        tags=tuple(row["tags"]),
-        confidence=float(row["confidence"]),
-        upvotes=int(row["upvotes"]),
-        downvotes=int(row["downvotes"]),
-        meta=json.loads(meta) if isinstance(meta, str) else dict(meta),
-    )
-
-
-class ModelChecks:
-    """``LessonTx.guard`` (once a transaction) and ``generation``, for a backend whose model
-    records check them on a connection."""
-
-    def __init__(self, models: _ConnectionModels, conn: Any) -> None:
-        self._models = models
-        self._models_conn = conn
-        self._guarded = False
-
-    def guard(self) -> None:
-        if not self._guarded:
-            self._models.guard(self._models_conn)
-            self._guarded = True
-
-    def generation(self) -> int:
-        return self._models.generation(self._models_conn)
-
-
-class _ConnectionModels(Protocol):
-    def guard(self, conn: Any) -> int: ...
-
-    def generation(self, conn: Any) -> int: ...
 
 
 class _Batch:

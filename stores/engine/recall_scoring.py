@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from stores.engine import ranking
-from stores.engine.lesson_rules import lesson_of
+from stores.engine.lesson_tx import lesson_of
 from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 
 

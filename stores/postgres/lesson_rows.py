@@ -18,7 +18,7 @@ from sqlalchemy import Connection, text
 
 from stores.engine import dedup
 from stores.engine.json_numbers import jsonb_text
-from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
+from stores.engine.lesson_tx import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.postgres.dims import PostgresDims

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from stores.engine import dedup
-from stores.engine.lesson_rules import ModelChecks, Near, Restorer, Row, lesson_of
+from stores.engine.lesson_tx import ModelChecks, Near, Restorer, Row, lesson_of
 from stores.engine.lessons import Lesson, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.sqlite import meta

@@ -22,7 +22,8 @@ from stores import deadline
 from stores.engine import ranking
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
-from stores.engine.lesson_rules import LessonWrites, check_dims, live_row
+from stores.engine.lesson_rules import LessonWrites
+from stores.engine.lesson_tx import check_dims, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector

@@ -28,7 +28,8 @@ from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from stores import LessonStore, open_local_store, open_postgres_store
 from stores.engine import history
-from stores.engine.lessons import LessonDraft, RecallQuery, Scope, lesson_image
+from stores.engine.lesson_images import lesson_image
+from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from stores.errors import NotFoundError
 from tests.support.clients import connected, no_deprecation_warnings
 from tests.support.helpers import ToolFailed, call, vector

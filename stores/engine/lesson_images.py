@@ -1,0 +1,159 @@
+"""A lesson as a commit records it (its "image"), and back: what history shows, what a
+revert restores, and how a merge combines two lessons' fields. Written once for both backends.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from stores.engine.lessons import (
+    MAX_OTHER_SOURCES,
+    Lesson,
+    LessonDraft,
+)
+from stores.errors import ConflictError
+
+
+def lesson_image(
+    lesson: Lesson, embedding: bytes | None = None, generation: int | None = None
+) -> dict[str, Any]:
+    """A lesson as JSON for a commit's effects; with its vector (float32 bytes) when a
+    revert may need to recreate it.
+
+    A store passes the model ``generation`` its vector belongs to
+    (``stores.engine.embedding_model``), so a revert after ``lore-memory reembed`` can tell a
+    vector of the model the store used before. ``None`` marks a vector the caller has just
+    computed with the store's current model (an import).
+    """
+    image: dict[str, Any] = {
+        "id": lesson.id,
+        "project": lesson.project,
+        "problem": lesson.problem,
+        "resolution": lesson.resolution,
+        "context": lesson.context,
+        "tags": list(lesson.tags),
+        "confidence": lesson.confidence,
+        "source": lesson.source,
+        "created_at": lesson.created_at.isoformat(),
+        "updated_at": lesson.updated_at.isoformat(),
+        "expires_at": lesson.expires_at.isoformat() if lesson.expires_at else None,
+        "upvotes": lesson.upvotes,
+        "downvotes": lesson.downvotes,
+        "meta": dict(lesson.meta),
+    }
+    if embedding is not None:
+        image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}
+    return image
+
+
+def image_lesson(image: Mapping[str, Any]) -> Lesson:
+    """The lesson a ``lesson_image`` describes (its vector aside)."""
+    expires = image.get("expires_at")
+    return Lesson(
+        id=image["id"],
+        project=image["project"],
+        problem=image["problem"],
+        resolution=image["resolution"],
+        context=image.get("context"),
+        tags=tuple(image.get("tags", ())),
+        confidence=float(image["confidence"]),
+        source=image.get("source"),
+        created_at=datetime.fromisoformat(image["created_at"]),
+        updated_at=datetime.fromisoformat(image["updated_at"]),
+        expires_at=datetime.fromisoformat(expires) if expires else None,
+        upvotes=int(image.get("upvotes", 0)),
+        downvotes=int(image.get("downvotes", 0)),
+        meta=dict(image.get("meta") or {}),
+    )
+
+
+def merged_image(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """``current``'s image after ``new`` (an image that adds nothing to it) merges into it:
+    ``merged_fields`` for images, as an import merges."""
+    lesson = image_lesson(new)
+    draft = LessonDraft(
+        problem=lesson.problem,
+        resolution=lesson.resolution,
+        context=lesson.context,
+        tags=lesson.tags,
+        confidence=lesson.confidence,
+        source=lesson.source,
+        expires_at=lesson.expires_at,
+    )
+    fields = merged_fields(image_lesson(current), draft)
+    expires = fields["expires_at"]
+    return {**current, **fields, "expires_at": expires.isoformat() if expires else None}
+
+
+def image_embedding(image: Mapping[str, Any]) -> bytes | None:
+    """The float32 vector bytes a lesson image carries, if any."""
+    raw = image.get("embedding")
+    if isinstance(raw, Mapping):
+        raw = raw.get("vector")
+    return base64.b64decode(raw) if raw else None
+
+
+def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
+    """Whether the vector a lesson image carries belongs to the store's model ``generation``:
+    images written before models had generations hold a plain string (generation 0), and
+    a vector just computed by the caller (no generation) always does."""
+    raw = image.get("embedding")
+    if not raw:
+        return False
+    if isinstance(raw, Mapping):
+        made = raw.get("generation")
+        return made is None or int(made) == generation
+    return generation == 0
+
+
+def restored_embedding(
+    lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
+) -> bytes | None:
+    """The vector a revert writes when it makes a lesson what ``image`` says; None keeps the
+    stored one. ``current_text`` is the stored lesson's (problem, resolution), or None when
+    the lesson is gone; ``generation`` is the store's model generation.
+
+    The same text keeps its vector (it is the same under the same model). Otherwise the
+    image's vector must be of the current model: one kept from before ``lore-memory
+    reembed`` would be compared with vectors of another model, so that revert is refused.
+    """
+    if current_text and (
+        tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
+    ):
+        return None
+    if image_vector_usable(image, generation):
+        return image_embedding(image)
+    if not image.get("embedding"):
+        raise ConflictError(f"Lesson {lesson_id} cannot be restored: its commit kept no vector.")
+    raise ConflictError(
+        f"Lesson {lesson_id} cannot be restored: its commit was made before the store was re-embedded "
+        "with another model (`lore-memory reembed`), and the vector it kept belongs to the old model. "
+        "Save the lesson again instead."
+    )
+
+
+def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
+    """What a lesson's fields become when a draft that adds nothing to it merges into it.
+
+    Nothing is lost: tags are united, the higher confidence and the longer life win,
+    empty context and source are filled in, and a different source is kept in
+    ``meta.other_sources``; the text of the existing lesson stays (the draft's adds nothing).
+    """
+    expires = current.expires_at
+    if expires is not None:
+        expires = None if draft.expires_at is None else max(expires, draft.expires_at)
+    meta = {**current.meta, "merged_count": int(current.meta.get("merged_count", 0)) + 1}
+    if current.source and draft.source and draft.source != current.source:
+        others = [s for s in meta.get("other_sources", []) if isinstance(s, str)]
+        meta["other_sources"] = list(dict.fromkeys([*others, draft.source]))[-MAX_OTHER_SOURCES:]
+    return {
+        "tags": list(dict.fromkeys([*current.tags, *draft.tags])),
+        "confidence": max(current.confidence, draft.confidence),
+        "context": current.context or draft.context,
+        "source": current.source or draft.source,
+        "expires_at": expires,
+        "meta": meta,
+    }
