@@ -169,6 +169,15 @@ def _server_memory(text: str) -> Conversion:
                 relations.append((source, relation, target))
         else:
             out.error(where, f"unknown type {kind!r} (expected 'entity' or 'relation')")
+    _add_observations(out, entities, relations)
+    return out.result
+
+
+def _add_observations(
+    out: _Converter, entities: list[tuple[int, str, str, list[str]]], relations: list[tuple[str, str, str]]
+) -> None:
+    """One lesson per observation, after the whole file is read: an entity's relations may
+    come on any line, and each of its lessons carries them all as context."""
     for number, name, entity_type, observations in entities:
         linked = [f"{a} {r} {b}" for a, r, b in relations if name in (a, b)]
         context = f"Relations: {'; '.join(linked)}." if linked else None
@@ -189,7 +198,6 @@ def _server_memory(text: str) -> Conversion:
                     "meta": {"imported_from": out.source},
                 },
             )
-    return out.result
 
 
 # -- mcp-memory-service (doobidoo) ------------------------------------------------------
@@ -228,25 +236,36 @@ def _mcp_memory_service(text: str) -> Conversion:
         except ValueError as exc:
             out.error(where, str(exc))
             continue
-        content_hash = memory.get("content_hash")
-        if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
-            content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
-        store = _text(memory.get("store")) or "default"
-        millis = int(created.timestamp() * 1000) if created else 0
-        out.add(
-            where,
-            {
-                "id": stable_id(out.source, store, content_hash.lower(), millis=millis),
-                "problem": _first_line(content),
-                "resolution": content,
-                "tags": _tags([t for t in tags if t.strip().lower() != "untagged"] + [memory_type or ""]),
-                "source": out.source,
-                "created_at": created.isoformat() if created else None,
-                "updated_at": changed.isoformat() if (changed := updated or created) else None,
-                "meta": {"imported_from": out.source, "content_hash": content_hash.lower()},
-            },
-        )
+        out.add(where, _service_lesson(out.source, memory, content, tags, memory_type, created, updated))
     return out.result
+
+
+def _service_lesson(
+    source: str,
+    memory: dict[str, Any],
+    content: str,
+    tags: list[str],
+    memory_type: str | None,
+    created: datetime | None,
+    updated: datetime | None,
+) -> dict[str, Any]:
+    """A checked memory as a lesson. Its id comes from the service's own content hash (or
+    one computed like it), store and creation time, so a re-import finds the same lessons."""
+    content_hash = memory.get("content_hash")
+    if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
+        content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
+    store = _text(memory.get("store")) or "default"
+    millis = int(created.timestamp() * 1000) if created else 0
+    return {
+        "id": stable_id(source, store, content_hash.lower(), millis=millis),
+        "problem": _first_line(content),
+        "resolution": content,
+        "tags": _tags([t for t in tags if t.strip().lower() != "untagged"] + [memory_type or ""]),
+        "source": source,
+        "created_at": created.isoformat() if created else None,
+        "updated_at": changed.isoformat() if (changed := updated or created) else None,
+        "meta": {"imported_from": source, "content_hash": content_hash.lower()},
+    }
 
 
 def _first_line(content: str) -> str:

@@ -68,6 +68,27 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     return 0
 
 
+def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
+    """Whether the settings cannot make a team server (said on stderr), checked before the
+    store opens: a remote store has no data of its own, and no keys means loopback only."""
+    from lore_mcp.transport import http
+
+    if settings.store == "remote":
+        print(
+            "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
+            file=sys.stderr,
+        )
+        return True
+    if no_auth and not http.is_loopback(host):
+        print(
+            f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
+            f"(127.0.0.1, ::1, localhost), not {host!r}.",
+            file=sys.stderr,
+        )
+        return True
+    return False
+
+
 def serve_http(
     settings: Settings, *, host: str, port: int, log_level: LogLevel = "WARNING", no_auth: bool = False
 ) -> int:
@@ -76,18 +97,7 @@ def serve_http(
 
     from lore_mcp.transport import http
 
-    if settings.store == "remote":
-        print(
-            "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
-            file=sys.stderr,
-        )
-        return 2
-    if no_auth and not http.is_loopback(host):
-        print(
-            f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
-            f"(127.0.0.1, ::1, localhost), not {host!r}.",
-            file=sys.stderr,
-        )
+    if _refuse_http(settings, host=host, no_auth=no_auth):
         return 2
     app = open_or_report(settings, read_only="warn")
     if app is None:

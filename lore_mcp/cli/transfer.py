@@ -7,10 +7,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from lore_mcp.app import open_app
 from lore_mcp.cli.common import open_or_report, report_failure
 from lore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from lore_mcp.services.transfer import FileReport
 
 
 def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
@@ -115,10 +119,16 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
         return report_failure(exc)
     finally:
         app.close()
+    return _print_import_report(report, foreign, strict=args.strict)
+
+
+def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool) -> int:
+    """Every malformed line (the converter's first), then one summary line; the exit status
+    is 1 when any line was malformed, so a script notices a partial import."""
     report.errors[:0] = foreign
     for error in report.errors:
         print(f"lore-memory: {error}", file=sys.stderr)
-    if args.strict and report.errors:
+    if strict and report.errors:
         print(
             f"lore-memory: {len(report.errors)} malformed lines; nothing was imported (--strict).",
             file=sys.stderr,

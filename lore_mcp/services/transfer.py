@@ -314,19 +314,7 @@ class Transfer:
         transaction per project; otherwise bad lines are reported and skipped, and lessons
         are written a batch at a time (a re-run skips what landed, by id)."""
         report = FileReport()
-        by_project: dict[str, list[LessonIn]] = {}
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            parsed = _parse_line(number, line)
-            if isinstance(parsed, str):
-                report.errors.append(parsed)
-                continue
-            if parsed is None:
-                report.commits += 1
-                continue
-            target = project or parsed.project or self.lessons.default_project
-            by_project.setdefault(target, []).append(parsed)
+        by_project = self._group_lines(lines, project, report)
         if strict and report.errors:
             return report
         started(sum(len(items) for items in by_project.values()))
@@ -350,6 +338,26 @@ class Transfer:
                 report.skipped += skipped
                 report.merged += merged
         return report
+
+    def _group_lines(
+        self, lines: Iterable[str], project: str | None, report: FileReport
+    ) -> dict[str, list[LessonIn]]:
+        """Every line parsed before anything is written, the lessons grouped by the project
+        they land in; bad lines and commit lines are counted on ``report``."""
+        by_project: dict[str, list[LessonIn]] = {}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            parsed = _parse_line(number, line)
+            if isinstance(parsed, str):
+                report.errors.append(parsed)
+                continue
+            if parsed is None:
+                report.commits += 1
+                continue
+            target = project or parsed.project or self.lessons.default_project
+            by_project.setdefault(target, []).append(parsed)
+        return by_project
 
 
 def _parse_line(number: int, line: str) -> LessonIn | str | None:

@@ -132,6 +132,24 @@ def build_app(
     address taken from ``X-Forwarded-For``.
     """
     requests = counter or RequestCounter()
+    _add_healthz(server, health=health, store_name=store_name, requests=requests)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    _install_guards(
+        app,
+        server,
+        requests=requests,
+        rate_limit_per_minute=rate_limit_per_minute,
+        failed_auth_per_minute=failed_auth_per_minute,
+        trusted_proxies=trusted_proxies,
+    )
+    return app
+
+
+def _add_healthz(
+    server: LoreServer, *, health: Callable[[], Any], store_name: str, requests: RequestCounter
+) -> None:
+    """Route /healthz on ``server``, before its app is built: plain status for anyone, the
+    store, version and load for a root caller, 503 when the store does not answer in time."""
 
     @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
     async def healthz(request: Request) -> Response:
@@ -161,7 +179,18 @@ def build_app(
             body["heavy_calls"] = {"running": load.running, "waiting": load.waiting, "slots": load.total}
         return JSONResponse(health_body(body, requests) if details else {"status": status})
 
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+
+def _install_guards(
+    app: Any,
+    server: LoreServer,
+    *,
+    requests: RequestCounter,
+    rate_limit_per_minute: int,
+    failed_auth_per_minute: int,
+    trusted_proxies: Sequence[str],
+) -> None:
+    """Wrap the SDK's app in the guards, each placed for what it must see: the auth guard and
+    the proxy headers outside the SDK's authentication, the limits and counters inside it."""
     # First, so it runs outside the SDK's authentication and sees what it raises and answers.
     app.user_middleware.insert(
         0, Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute))
@@ -177,7 +206,6 @@ def build_app(
     streams = StandingStreams(MCP_PATH, token_verifier_of(app))
     app.user_middleware.append(Middleware(streams.middleware))
     server.middleware.append(streams.after_revoke)
-    return app
 
 
 def health_body(body: dict[str, Any], requests: RequestCounter) -> dict[str, Any]:

@@ -64,23 +64,7 @@ async def stdio_transport(
 
     async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
         async with read_send, errors:
-            while True:
-                line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
-                if too_long:
-                    await errors.send(SessionMessage(too_long_reply(line)))
-                    continue
-                if not line:
-                    return
-                if not line.strip():
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except ValidationError as exc:
-                    reply = error_reply(line, exc)
-                    if reply is not None:
-                        await errors.send(SessionMessage(reply))
-                    continue
-                await read_send.send(SessionMessage(message))
+            await _read_messages(stdin, read_send, errors)
 
     async def writer() -> None:
         async with write_recv:
@@ -100,6 +84,33 @@ async def stdio_transport(
     finally:
         if restore is not None:
             restore()
+
+
+async def _read_messages(
+    stdin: BinaryIO,
+    messages: MemoryObjectSendStream[Any],
+    errors: MemoryObjectSendStream[SessionMessage],
+) -> None:
+    """Hand each line of ``stdin`` on as a message until end of input. A line that is too
+    long or not JSON-RPC is answered with an error on ``errors`` (when it has an id to
+    answer) rather than ending the session."""
+    while True:
+        line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
+        if too_long:
+            await errors.send(SessionMessage(too_long_reply(line)))
+            continue
+        if not line:
+            return
+        if not line.strip():
+            continue
+        try:
+            message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValidationError as exc:
+            reply = error_reply(line, exc)
+            if reply is not None:
+                await errors.send(SessionMessage(reply))
+            continue
+        await messages.send(SessionMessage(message))
 
 
 def read_line(stdin: BinaryIO) -> tuple[bytes, bool]:
