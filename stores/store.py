@@ -2,15 +2,14 @@
 
 ``Store`` is ``stores.engine.lessons.LessonStore`` with what lives beside the lessons in the same
 file or database: the project transaction that structured memory and history run in
-(``stores.engine.structured``), orgs and API keys (``stores.engine.keys``), and imports, which land in
-one transaction with one commit. Consumers type the store as ``Store``.
+(``stores.engine.structured``), and orgs and API keys (``stores.engine.keys``). Imports are a
+``save_many`` that keeps ids. Consumers type the store as ``Store``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Protocol
 
 from stores.engine.keys import KeyStore
 from stores.engine.lessons import LessonStore, Scope
@@ -18,7 +17,7 @@ from stores.engine.structured import ProjectTx
 
 
 class Store(LessonStore, Protocol):
-    """Lessons, tables, history, keys and imports of one file or database."""
+    """Lessons, tables, history and keys of one file or database."""
 
     def transaction(self, scope: Scope, *, write: bool) -> AbstractContextManager[ProjectTx]:
         """One transaction on one project, for ``stores.engine.structured``: a write one takes the
@@ -28,12 +27,6 @@ class Store(LessonStore, Protocol):
     @property
     def keys(self) -> KeyStore:
         """Orgs and API keys in the same file or database (the same object on every access)."""
-        ...
-
-    def import_lessons(self, scope: Scope, images: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
-        """Store lesson images (``stores.engine.lessons.lesson_image``, each with its vector) whose ids
-        are new to the project, in one transaction with one ``import`` commit, merging one that
-        adds nothing to a stored lesson (``stores.engine.dedup``); (added, skipped, merged)."""
         ...
 
     def probe_write(self) -> None:

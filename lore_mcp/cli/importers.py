@@ -40,9 +40,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from lore_mcp.errors import validation_message
+from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
-from lore_mcp.services.transfer import LessonIn
+from lore_mcp.services.transfer import checked_lesson, refusal
 from stores.engine.lessons import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 SOURCES = ("server-memory", "mcp-memory-service")
@@ -97,9 +97,9 @@ class _Converter:
         if lesson["id"] in self.seen:
             return  # the same record twice in one file
         try:
-            LessonIn.model_validate(lesson)
-        except ValidationError as exc:
-            self.error(where, validation_message(exc).removeprefix("Invalid arguments: "))
+            checked_lesson(lesson)
+        except (ValidationError, InvalidArgument) as exc:
+            self.error(where, refusal(exc).removeprefix("Invalid arguments: "))
             return
         self.seen.add(lesson["id"])
         self.result.lines.append(json.dumps({"type": "lesson", **lesson}, ensure_ascii=False))

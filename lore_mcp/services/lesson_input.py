@@ -1,4 +1,5 @@
-"""Checking what a caller sends before anything is stored: names, ids, text, tags, JSON, expiry.
+"""Checking what a caller sends before anything is stored: names, ids, text, tags, JSON, expiry;
+and a new lesson checked and redacted once (``make_draft``) for every way one is written.
 
 Apart from ``lessons_service`` because the key, structured-memory and transfer services
 check the same things the same way. Every refusal is an ``InvalidArgument`` that says
@@ -16,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, overload
 
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_many, secret_kinds
-from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
+from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many, secret_kinds
+from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, LessonDraft
 
 # Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
 # final newline, so with "^...$" "alpha\n" would pass as a project of its own.
@@ -239,3 +240,44 @@ def expiry(ttl_days: float | None) -> datetime | None:
     if not 0 < ttl_days <= MAX_TTL_DAYS:
         raise InvalidArgument(f"ttl_days must be more than 0 and at most {MAX_TTL_DAYS}, not {ttl_days}.")
     return datetime.now(UTC) + timedelta(days=ttl_days)
+
+
+def make_draft(
+    *,
+    problem: str,
+    resolution: str,
+    context: str | None = None,
+    tags: Sequence[str] = (),
+    confidence: float = 0.5,
+    source: str | None = None,
+    ttl_days: float | None = None,
+    expires_at: datetime | None = None,
+    meta: dict[str, Any] | None = None,
+) -> tuple[LessonDraft, tuple[str, ...]]:
+    """A new lesson checked, then redacted, and the kinds of secrets removed: the one check of
+    ``save_lesson``, ``import_lessons``, the CLI import and bulk loading. Its life is
+    ``ttl_days`` from now (a save) or ends at ``expires_at`` (an import)."""
+    problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
+    resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
+    context = check_text("context", context, MAX_TEXT_CHARS)
+    source = check_text("source", source, MAX_SHORT_CHARS)
+    check_confidence(confidence)
+    clean_tags, tag_kinds = normalise_tags(tags)
+    if ttl_days is not None:
+        expires_at = expiry(ttl_days)
+    (clean_problem, clean_resolution, context, source), kinds = redact_fields(
+        problem, resolution, context, source
+    )
+    clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
+    assert clean_problem is not None and clean_resolution is not None
+    draft = LessonDraft(
+        problem=clean_problem,
+        resolution=clean_resolution,
+        context=context or None,
+        tags=clean_tags,
+        confidence=float(confidence),
+        source=source or None,
+        expires_at=expires_at,
+        meta=clean_meta,
+    )
+    return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))

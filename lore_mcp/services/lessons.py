@@ -12,26 +12,25 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+import numpy as np
 
 from lore_mcp.auth import Caller
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running_model
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.redaction import redact_json, redact_many
-from lore_mcp.services.lesson_input import PROJECT_PATTERN as PROJECT_PATTERN
-from lore_mcp.services.lesson_input import ULID_PATTERN as ULID_PATTERN
+from lore_mcp.redaction import redact_many
 from lore_mcp.services.lesson_input import (
+    ULID_PATTERN,
     check_confidence,
     check_id,
-    check_meta,
     check_project,
     check_tags,
     check_text,
     expiry,
+    make_draft,
     normalise_tags,
     redact_fields,
 )
-from lore_mcp.services.lesson_input import text_problem as text_problem
 from lore_mcp.services.models import (
     CompactLesson,
     CompactRecalledLesson,
@@ -53,6 +52,7 @@ from stores.engine.lessons import (
     LessonDraft,
     LessonPatch,
     RecallQuery,
+    SaveResult,
     Scope,
     ScoredLesson,
 )
@@ -82,6 +82,8 @@ class LessonService:
         a store that recorded no model adopts it (``stores.engine.embedding_model``). Blocking: it
         waits for the model to load, and asks the store only until the store knows its model.
         Call it before embedding anything that is stored or compared with stored vectors."""
+        if self._model_known():
+            return
         if self._running is None:
             self._running = running_model(self.embedder)
         recorded = self.store.models.adopt(self._running)
@@ -89,10 +91,14 @@ class LessonService:
             self.store.models.forget()  # ask again next time: a reembed may have fixed it by then
             raise ModelMismatch(mismatch_message(recorded, self._running))
 
+    def _model_known(self) -> bool:
+        """Whether the store's model is known (without a query) to be the embedder's."""
+        known, running = self.store.models.known, self._running
+        return known is not None and running is not None and known.makes_same_vectors(running)
+
     async def _require_model(self) -> None:
         """``require_model`` without a thread or a query once the store's model is known to match."""
-        known, running = self.store.models.known, self._running
-        if known is None or running is None or not known.makes_same_vectors(running):
+        if not self._model_known():
             await _run(self.require_model)
 
     async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
@@ -129,7 +135,7 @@ class LessonService:
         caller: Caller | None = None,
     ) -> SaveLessonResult:
         scope = self.scope(project, caller)
-        draft, kinds = self.make_draft(
+        draft, kinds = make_draft(
             problem=problem,
             resolution=resolution,
             context=context,
@@ -138,9 +144,7 @@ class LessonService:
             source=source,
             ttl_days=ttl_days,
         )
-        await self._require_model()
-        [vector] = await self.embedder.aencode_documents([embedding_text(draft.problem, draft.resolution)])
-        result = await self._with_vectors(self.store.save, scope, draft, vector)
+        [result] = await _run(self.store_drafts, scope, [draft])
         return SaveLessonResult(
             id=result.id,
             merged=result.merged,
@@ -148,42 +152,37 @@ class LessonService:
             similar=[SimilarLesson(id=i, score=score) for i, score in result.similar],
         )
 
-    def make_draft(
+    # Checks and redacts a lesson; a method too, for the benchmarks' bulk loading.
+    make_draft = staticmethod(make_draft)
+
+    def vectors_of(self, drafts: Sequence[LessonDraft]) -> list[np.ndarray]:
+        """The drafts' vectors, by the store's model (``require_model`` first); blocking."""
+        if not drafts:
+            return []
+        self.require_model()
+        return self.embedder.encode_documents([embedding_text(d.problem, d.resolution) for d in drafts])
+
+    def store_drafts(
         self,
+        scope: Scope,
+        drafts: Sequence[LessonDraft],
+        vectors: Sequence[np.ndarray] | None = None,
         *,
-        problem: str,
-        resolution: str,
-        context: str | None = None,
-        tags: Sequence[str] = (),
-        confidence: float = 0.5,
-        source: str | None = None,
-        ttl_days: float | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> tuple[LessonDraft, tuple[str, ...]]:
-        """Validate and redact one lesson; shared by the tool and bulk loading."""
-        problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
-        resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
-        context = check_text("context", context, MAX_TEXT_CHARS)
-        source = check_text("source", source, MAX_SHORT_CHARS)
-        check_confidence(confidence)
-        clean_tags, tag_kinds = normalise_tags(tags)
-        expires_at = expiry(ttl_days)
-        (clean_problem, clean_resolution, context, source), kinds = redact_fields(
-            problem, resolution, context, source
-        )
-        clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
-        assert clean_problem is not None and clean_resolution is not None
-        draft = LessonDraft(
-            problem=clean_problem,
-            resolution=clean_resolution,
-            context=context or None,
-            tags=clean_tags,
-            confidence=float(confidence),
-            source=source or None,
-            expires_at=expires_at,
-            meta=clean_meta,
-        )
-        return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))
+        keep_ids: bool = False,
+    ) -> list[SaveResult]:
+        """Embed checked drafts (unless ``vectors`` are given) and store them in one transaction:
+        the one write path of new lessons, for ``save_lesson``, ``import_lessons`` and the CLI
+        import (these two ``keep_ids``, see ``LessonStore.save_many``); blocking.
+
+        If another process re-embedded the store with another model meanwhile, the refusal
+        names the fix (``require_model``) rather than merely the change."""
+        if vectors is None:
+            vectors = self.vectors_of(drafts)
+        try:
+            return self.store.save_many(scope, list(zip(drafts, vectors, strict=True)), keep_ids=keep_ids)
+        except ModelChangedError:
+            self.require_model()
+            raise
 
     async def recall(
         self,

@@ -11,35 +11,32 @@ history of the other store and are counted, not replayed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio.to_thread
-import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument, validation_message
-from lore_mcp.redaction import redact_json, secret_kinds
-from lore_mcp.services.lessons import (
-    PROJECT_PATTERN,
-    ULID_PATTERN,
-    LessonService,
-    check_meta,
-    embedding_text,
-    normalise_tags,
-    redact_fields,
-    text_problem,
-)
+from lore_mcp.services.lesson_input import ULID_PATTERN, check_project, make_draft
+from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
-from stores.engine.lesson_images import lesson_image
-from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, Scope
+from stores.engine.lessons import (
+    MAX_SHORT_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    LessonDraft,
+    SaveResult,
+    Scope,
+)
 from stores.engine.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
@@ -48,6 +45,8 @@ EXPORT_PAGE = 100
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
 
 
+# Only the shape of a lesson here (this docstring is the tool schema's description): what it
+# may hold is checked where every new lesson is (``imported_draft``).
 class LessonIn(BaseModel):
     """A lesson as an export file (or ``import_lessons``) carries it."""
 
@@ -70,41 +69,6 @@ class LessonIn(BaseModel):
     expires_at: datetime | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("id")
-    @classmethod
-    def _ulid(cls, value: str) -> str:
-        if not ULID_PATTERN.fullmatch(value):
-            raise ValueError("must be a ULID as Lore exports it")
-        return value
-
-    @field_validator("project")
-    @classmethod
-    def _project(cls, value: str | None) -> str | None:
-        if value is not None and not PROJECT_PATTERN.fullmatch(value):
-            raise ValueError("must be 1-64 letters, digits, '.', '_' or '-'")
-        if value is not None and secret_kinds(value):
-            raise ValueError("looks like a secret; Lore does not store secrets as project names")
-        return value
-
-    @field_validator("problem", "resolution", "context", "source")
-    @classmethod
-    def _storable(cls, value: str | None) -> str | None:
-        why = text_problem(value) if value is not None else None
-        if why is not None:
-            raise ValueError(why)
-        return value
-
-    @field_validator("tags")
-    @classmethod
-    def _tags(cls, value: list[str]) -> list[str]:
-        if any(not t.strip() or len(t) > MAX_TAG_CHARS for t in value):
-            raise ValueError(f"each tag must be 1-{MAX_TAG_CHARS} characters")
-        for tag in value:
-            why = text_problem(tag)
-            if why is not None:
-                raise ValueError(f"a tag {why}")
-        return [t.strip() for t in value]
-
     @field_validator("created_at", "updated_at", "expires_at")
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
@@ -117,14 +81,6 @@ class LessonIn(BaseModel):
             return value.astimezone(UTC)
         except OverflowError:
             raise ValueError("is outside years 1-9999 once converted to UTC") from None
-
-    @field_validator("meta")
-    @classmethod
-    def _meta(cls, value: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return check_meta(value)
-        except InvalidArgument as exc:
-            raise ValueError(exc.message) from None
 
 
 class ImportResult(BaseModel):
@@ -151,6 +107,13 @@ class FileReport:
     commits: int = 0
     redacted: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)  # "line N: why"
+
+    def count(self, saved: Sequence[SaveResult]) -> None:
+        """Add one batch's outcome."""
+        tally = _tally(saved)
+        self.added += tally["added"]
+        self.skipped += tally["skipped"]
+        self.merged += tally["merged"]
 
 
 def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
@@ -236,67 +199,33 @@ class Transfer:
 
     # -- import --------------------------------------------------------------------
 
-    def prepare(self, items: Sequence[LessonIn]) -> tuple[list[dict[str, Any]], set[str]]:
-        """Redact and embed: lesson images (with vectors) ready for the store."""
-        found: set[str] = set()
-        lessons: list[StoredLesson] = []
-        now = datetime.now(UTC)
-        for item in items:
-            fields, kinds = redact_fields(item.problem, item.resolution, item.context, item.source)
-            tags, tag_kinds = normalise_tags(item.tags)  # redacted before lower-casing
-            meta, meta_kinds = redact_json(item.meta)
-            found.update(kinds, tag_kinds, meta_kinds)
-            problem, resolution, context, source = fields
-            assert problem is not None and resolution is not None
-            created = item.created_at or now
-            lessons.append(
-                StoredLesson(
-                    id=item.id,
-                    project="",  # write() puts each lesson in the project it imports into
-                    problem=problem,
-                    resolution=resolution,
-                    context=context or None,
-                    tags=tags,
-                    confidence=item.confidence,
-                    source=source or None,
-                    created_at=created,
-                    updated_at=item.updated_at or created,
-                    expires_at=item.expires_at,
-                    upvotes=item.upvotes,
-                    downvotes=item.downvotes,
-                    meta=meta,
-                )
-            )
-        texts = [embedding_text(lesson.problem, lesson.resolution) for lesson in lessons]
-        if texts:
-            self.lessons.require_model()  # vectors of another model than the store's are refused
-        vectors = self.lessons.embedder.encode_documents(texts) if texts else []
-        images = [
-            lesson_image(lesson, np.asarray(vec, dtype=np.float32).tobytes())
-            for lesson, vec in zip(lessons, vectors, strict=True)
-        ]
-        return images, found
-
-    def write(self, scope: Scope, images: Sequence[dict[str, Any]]) -> tuple[int, int, int]:
-        """Store the images whose ids are new to this project, in one transaction with one commit;
-        (added, skipped, merged).
-
-        A lesson's key is (org, project, id), so only this project's own lessons make an id
-        "already there": what other projects or orgs hold neither blocks an import nor shows.
-        A lesson with a new id that adds nothing to a stored one (or to one earlier in the
-        batch) merges into it by the same rule as ``save_lesson`` (``stores.engine.dedup``)."""
-        return self.store.import_lessons(scope, images)
-
     async def import_batch(
         self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
     ) -> ImportResult:
-        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing."""
+        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
+
+        A lesson's key is (org, project, id), so only this project's own lessons make an id
+        "already there": what other projects or orgs hold neither blocks an import nor shows."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope = self.lessons.scope(project, caller)
-        images, found = await anyio.to_thread.run_sync(self.prepare, items)
-        added, skipped, merged = await anyio.to_thread.run_sync(self.write, scope, images)
-        return ImportResult(added=added, skipped=skipped, merged=merged, redacted=sorted(found))
+        drafts: list[LessonDraft] = []
+        found: set[str] = set()
+        for number, item in enumerate(items):
+            try:
+                draft, kinds = imported_draft(item)
+            except InvalidArgument as exc:
+                raise InvalidArgument(f"lessons[{number}]: {exc.message}") from None
+            drafts.append(draft)
+            found.update(kinds)
+        saved = await anyio.to_thread.run_sync(self._store, scope, drafts, None)
+        return ImportResult(**_tally(saved), redacted=sorted(found))
+
+    def _store(
+        self, scope: Scope, drafts: Sequence[LessonDraft], vectors: Sequence[Any] | None
+    ) -> list[SaveResult]:
+        """An import's drafts saved as every new lesson is, keeping their ids."""
+        return self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True)
 
     def import_file(
         self,
@@ -317,34 +246,27 @@ class Transfer:
         by_project = self._group_lines(lines, project, report)
         if strict and report.errors:
             return report
-        started(sum(len(items) for items in by_project.values()))
-        for name, items in by_project.items():
+        started(sum(len(drafts) for drafts in by_project.values()))
+        for name, drafts in by_project.items():
             scope = Scope(org=org, project=name, actor=actor)
-            prepared: list[dict[str, Any]] = []
-            for start in range(0, len(items), FILE_BATCH):
-                images, found = self.prepare(items[start : start + FILE_BATCH])
-                report.redacted |= found
+            vectors: list[Any] = []
+            for start in range(0, len(drafts), FILE_BATCH):
+                batch = drafts[start : start + FILE_BATCH]
                 if strict:
-                    prepared.extend(images)
+                    vectors.extend(self.lessons.vectors_of(batch))
                 else:
-                    added, skipped, merged = self.write(scope, images)
-                    report.added += added
-                    report.skipped += skipped
-                    report.merged += merged
-                progress(len(images))
+                    report.count(self._store(scope, batch, None))
+                progress(len(batch))
             if strict:
-                added, skipped, merged = self.write(scope, prepared)
-                report.added += added
-                report.skipped += skipped
-                report.merged += merged
+                report.count(self._store(scope, drafts, vectors))
         return report
 
     def _group_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport
-    ) -> dict[str, list[LessonIn]]:
-        """Every line parsed before anything is written, the lessons grouped by the project
-        they land in; bad lines and commit lines are counted on ``report``."""
-        by_project: dict[str, list[LessonIn]] = {}
+    ) -> dict[str, list[LessonDraft]]:
+        """Every line checked and redacted before anything is written, the lessons grouped by
+        the project they land in; bad lines, commit lines and redactions go on ``report``."""
+        by_project: dict[str, list[LessonDraft]] = {}
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -355,13 +277,63 @@ class Transfer:
             if parsed is None:
                 report.commits += 1
                 continue
-            target = project or parsed.project or self.lessons.default_project
-            by_project.setdefault(target, []).append(parsed)
+            item, draft, kinds = parsed
+            report.redacted.update(kinds)
+            target = project or item.project or self.lessons.default_project
+            by_project.setdefault(target, []).append(draft)
         return by_project
 
 
-def _parse_line(number: int, line: str) -> LessonIn | str | None:
-    """A lesson, None for a commit line, or an error sentence naming the line."""
+def imported_draft(item: LessonIn) -> tuple[LessonDraft, tuple[str, ...]]:
+    """An exported lesson checked and redacted as ``save_lesson`` checks and redacts a new one
+    (``make_draft``), keeping what an import keeps: its id, times, votes and meta; and the
+    kinds of secrets removed. The id is not echoed: a bad one may be a pasted secret."""
+    if not ULID_PATTERN.fullmatch(item.id):
+        raise InvalidArgument("id must be a ULID as Lore exports it (26 characters).")
+    if item.project is not None:
+        check_project(item.project)
+    draft, kinds = make_draft(
+        problem=item.problem,
+        resolution=item.resolution,
+        context=item.context,
+        tags=item.tags,
+        confidence=item.confidence,
+        source=item.source,
+        expires_at=item.expires_at,
+        meta=item.meta,
+    )
+    kept = dataclasses.replace(
+        draft,
+        id=item.id,
+        created_at=item.created_at,
+        updated_at=item.updated_at,
+        upvotes=item.upvotes,
+        downvotes=item.downvotes,
+    )
+    return kept, kinds
+
+
+def checked_lesson(data: Mapping[str, Any]) -> tuple[LessonIn, LessonDraft, tuple[str, ...]]:
+    """A lesson line's object as an import takes it; ``ValidationError`` for a wrong shape,
+    ``InvalidArgument`` for what Lore does not store (``imported_draft``)."""
+    item = LessonIn.model_validate(data)
+    return (item, *imported_draft(item))
+
+
+def refusal(exc: ValidationError | InvalidArgument) -> str:
+    """Why a lesson line was refused, as one sentence."""
+    return validation_message(exc) if isinstance(exc, ValidationError) else exc.message
+
+
+def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
+    """How many drafts of an import were added, skipped (their id was there) and merged."""
+    skipped = sum(r.skipped for r in saved)
+    merged = sum(r.merged for r in saved)
+    return {"added": len(saved) - skipped - merged, "skipped": skipped, "merged": merged}
+
+
+def _parse_line(number: int, line: str) -> tuple[LessonIn, LessonDraft, tuple[str, ...]] | str | None:
+    """A checked lesson, None for a commit line, or an error sentence naming the line."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -374,6 +346,6 @@ def _parse_line(number: int, line: str) -> LessonIn | str | None:
     if kind != "lesson":
         return f"line {number}: unknown type {kind!r} (expected 'lesson' or 'commit')"
     try:
-        return LessonIn.model_validate(data)
-    except ValidationError as exc:
-        return f"line {number}: {validation_message(exc)}"
+        return checked_lesson(data)
+    except (ValidationError, InvalidArgument) as exc:
+        return f"line {number}: {refusal(exc)}"

@@ -70,24 +70,6 @@ def image_lesson(image: Mapping[str, Any]) -> Lesson:
     )
 
 
-def merged_image(current: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """``current``'s image after ``new`` (an image that adds nothing to it) merges into it:
-    ``merged_fields`` for images, as an import merges."""
-    lesson = image_lesson(new)
-    draft = LessonDraft(
-        problem=lesson.problem,
-        resolution=lesson.resolution,
-        context=lesson.context,
-        tags=lesson.tags,
-        confidence=lesson.confidence,
-        source=lesson.source,
-        expires_at=lesson.expires_at,
-    )
-    fields = merged_fields(image_lesson(current), draft)
-    expires = fields["expires_at"]
-    return {**current, **fields, "expires_at": expires.isoformat() if expires else None}
-
-
 def image_embedding(image: Mapping[str, Any]) -> bytes | None:
     """The float32 vector bytes a lesson image carries, if any."""
     raw = image.get("embedding")

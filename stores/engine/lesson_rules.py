@@ -1,7 +1,7 @@
 """Lessons' writes, written once over a small per-backend transaction (``LessonTx``).
 
-Saving (with the near-duplicate rule of ``stores.engine.dedup``), updating, voting, deleting,
-importing and restoring a lesson for a revert are the same rules on every backend; only
+Saving and importing (one batch path, with the near-duplicate rule of ``stores.engine.dedup``),
+updating, voting, deleting and restoring a lesson for a revert are the same rules on every backend; only
 the SQL differs. So the rules live here, in ``LessonWrites`` (the write half of
 ``stores.engine.lessons.LessonStore``), and each backend supplies a ``LessonTx``: a dozen reads
 and writes of lesson rows inside one transaction on one project
@@ -17,15 +17,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from stores.engine import dedup, structured
 from stores.engine.keys import KeyStore
-from stores.engine.lesson_images import image_embedding, lesson_image, merged_fields, merged_image
+from stores.engine.lesson_images import lesson_image, merged_fields
 from stores.engine.lesson_tx import (
     Change,
     LessonTx,
@@ -37,7 +36,6 @@ from stores.engine.lesson_tx import (
     not_found,
     patched,
     record,
-    restore,
     restorer,
 )
 from stores.engine.lessons import Lesson, LessonDraft, LessonPatch, Neighbour, SaveResult, Scope
@@ -80,20 +78,30 @@ class LessonWrites:
         return self.save_many(scope, [(draft, vector)])[0]
 
     def save_many(
-        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
+        self,
+        scope: Scope,
+        items: Sequence[tuple[LessonDraft, Sequence[float] | np.ndarray]],
+        *,
+        keep_ids: bool = False,
     ) -> list[SaveResult]:
         if not items:
             return []
+        drafts = [draft for draft, _ in items]
         vectors = [unit_vector(vec) for _, vec in items]
         with self._lesson_writer(scope, vectors) as tx:
             tx.guard()
-            batch = _Batch(tx)
+            batch = _Batch(tx, keep_ids=keep_ids)
+            saving = batch.fresh(drafts)
+            nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving]), strict=True))
             results = [
-                batch.save(draft, vec, stored)
-                for (draft, _), vec, stored in zip(items, vectors, tx.nearest(vectors), strict=True)
+                batch.save(draft, vectors[i], nearest[i])
+                if i in nearest
+                else SaveResult(id=str(draft.id), merged=False, skipped=True)
+                for i, draft in enumerate(drafts)
             ]
-            kind = ("merge" if results[0].merged else "save") if len(items) == 1 else "import"
-            record(tx, kind, batch.changes)
+            if batch.changes:
+                single = "merge" if results[0].merged else "save"
+                record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes)
         return results
 
     def update(
@@ -144,31 +152,33 @@ class LessonWrites:
         with self._lesson_reader(scope) as tx:
             return [[Neighbour(n.id, n.similarity, n.text) for n in near] for near in tx.nearest(vecs)]
 
-    def import_lessons(self, scope: Scope, images: Sequence[Mapping[str, Any]]) -> tuple[int, int, int]:
-        """Store lesson images (``lesson_image``, with vectors) whose ids are new to the
-        project, in one transaction with one ``import`` commit; (added, skipped, merged).
-
-        An image that adds nothing to a stored lesson, or to one earlier in the batch,
-        merges into it by the rule of ``save`` (``stores.engine.dedup``)."""
-        if not images:
-            return 0, 0, 0
-        # Before the transaction: a fresh store gets its vector storage from the first vector.
-        for dim in sorted({len(vec) // 4 for vec in map(image_embedding, images) if vec}):
-            self.ensure_dim(dim)
-        with self._lesson_writer(scope, []) as tx:
-            added, merged = _Import(tx).run(images)
-        return added, len(images) - added - merged, merged
-
 
 class _Batch:
     """Drafts saved one after another in one transaction: each is checked against the stored
     lessons and those saved before it in the batch."""
 
-    def __init__(self, tx: LessonTx) -> None:
+    def __init__(self, tx: LessonTx, *, keep_ids: bool) -> None:
         self.tx = tx
+        self.keep_ids = keep_ids
         self.changes: list[Change] = []
         self.pending: list[tuple[Near, np.ndarray]] = []  # saved earlier in this batch
         self.texts: dict[int, Text] = {}  # text of rows written in this batch, as it is now
+
+    def fresh(self, drafts: Sequence[LessonDraft]) -> list[int]:
+        """The positions of the drafts to save: all of them, or, keeping ids, those whose id
+        the project does not hold yet (live or expired), the first draft of an id winning."""
+        if not self.keep_ids:
+            return list(range(len(drafts)))
+        ids = [draft.id for draft in drafts if draft.id is not None]
+        taken = self.tx.project(structured.read_only_lessons).existing_lesson_ids(ids) if ids else set()
+        fresh: list[int] = []
+        for i, draft in enumerate(drafts):
+            if draft.id is None:
+                fresh.append(i)
+            elif draft.id not in taken:
+                fresh.append(i)
+                taken.add(draft.id)
+        return fresh
 
     def save(self, draft: LessonDraft, vec: np.ndarray, stored: list[Near]) -> SaveResult:
         neighbours = self.neighbours(vec, stored)
@@ -179,7 +189,7 @@ class _Batch:
             lesson_id = next(n.id for n in neighbours if n.key == target)
             self.merge(lesson_id, draft)
             return SaveResult(id=lesson_id, merged=True, similar=similar)
-        row = self.tx.insert(drafted(draft, self.tx.scope, self.tx.now), vec)
+        row = self.tx.insert(drafted(draft, self.tx.scope, self.tx.now, keep_id=self.keep_ids), vec)
         self.pending.append((Near(row.key, 1.0, row.lesson.id, text), vec))
         self.texts[row.key] = text
         self.changes.append((row.lesson.id, None, image(self.tx, row)))
@@ -210,11 +220,12 @@ class _Batch:
         )
 
 
-def drafted(draft: LessonDraft, scope: Scope, now: datetime) -> Lesson:
-    """The lesson a new draft becomes: a new id, created (and updated) when the draft says, else now."""
+def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:
+    """The lesson a new draft becomes: created when the draft says, else now, and updated when it
+    says, else when created; its own id when kept (an import), else a new one."""
     created = draft.created_at or now
     return Lesson(
-        id=new_id(draft.created_at),
+        id=draft.id if keep_id and draft.id is not None else new_id(draft.created_at),
         project=scope.project,
         problem=draft.problem,
         resolution=draft.resolution,
@@ -223,58 +234,9 @@ def drafted(draft: LessonDraft, scope: Scope, now: datetime) -> Lesson:
         confidence=draft.confidence,
         source=draft.source,
         created_at=created,
-        updated_at=created,
+        updated_at=draft.updated_at or created,
         expires_at=draft.expires_at,
-        upvotes=0,
-        downvotes=0,
+        upvotes=draft.upvotes,
+        downvotes=draft.downvotes,
         meta=dict(draft.meta),
     )
-
-
-class _Import:
-    """An import's images written in one transaction (``LessonWrites.import_lessons``)."""
-
-    def __init__(self, tx: LessonTx) -> None:
-        self.tx = tx
-        self.before: dict[str, dict[str, Any] | None] = {}
-        self.after: dict[str, dict[str, Any]] = {}
-        self.pending: list[tuple[str, np.ndarray, Text]] = []  # added earlier in this batch
-
-    def run(self, images: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
-        """(added, merged); what is neither was skipped: its id is already in the project."""
-        project = self.tx.project(structured.read_only_lessons)
-        taken = project.existing_lesson_ids([image["id"] for image in images])
-        # The first image of an id wins; the order of the file is kept.
-        fresh = list({image["id"]: image for image in reversed(images) if image["id"] not in taken}.values())
-        fresh.reverse()
-        vectors = [unit_vector(np.frombuffer(image_embedding(i) or b"", dtype=np.float32)) for i in fresh]
-        added = merged = 0
-        for image_, vec, stored in zip(fresh, vectors, self.tx.nearest(vectors), strict=True):
-            if self.put(image_, vec, stored):
-                added += 1
-            else:
-                merged += 1
-        if self.after:
-            changes = [(i, self.before[i], self.after[i]) for i in self.after]
-            structured.record_lessons(project, "import", self.tx.scope.actor, changes)
-        return added, merged
-
-    def put(self, new: Mapping[str, Any], vec: np.ndarray, stored: list[Near]) -> bool:
-        """Add the image, or merge it into the lesson it adds nothing to; True when added."""
-        text = (new["problem"], new["resolution"], new.get("context"))
-        candidates = [(n.id, n.similarity, n.text) for n in stored] + [
-            (i, float(v @ vec), t) for i, v, t in self.pending if float(v @ vec) >= dedup.CANDIDATE_SIMILARITY
-        ]
-        target = dedup.merge_target(text, candidates)
-        self.tx.guard()
-        if target is None:
-            lesson = {**new, "project": self.tx.scope.project}
-            self.before[new["id"]], self.after[new["id"]] = None, lesson
-            restore(self.tx, new["id"], lesson)
-            self.pending.append((new["id"], vec, text))
-            return True
-        current = self.after.get(target) or lesson_image(live_row(self.tx, target, embedding=False).lesson)
-        self.before.setdefault(target, current)
-        self.after[target] = merged_image(current, new)
-        restore(self.tx, target, self.after[target])
-        return False

@@ -27,6 +27,8 @@ from stores.engine.json_numbers import has_negative_zero, plain_float, without_n
 from stores.errors import InvalidInputError
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from stores.engine.embedding_model import ModelRecords
 
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
@@ -52,7 +54,13 @@ class Scope:
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson to save: text already redacted, tags normalised."""
+    """A lesson to save: text already redacted, tags normalised.
+
+    A save leaves the rest to the store: a new id, created and updated now, no votes. An
+    import carries what the lesson had where it was exported: its id (kept when
+    ``LessonStore.save_many`` is told to keep ids), its times (updated defaults to created)
+    and its votes.
+    """
 
     problem: str
     resolution: str
@@ -63,6 +71,10 @@ class LessonDraft:
     expires_at: datetime | None = None
     meta: Mapping[str, Any] = field(default_factory=dict)
     created_at: datetime | None = None
+    updated_at: datetime | None = None
+    id: str | None = None
+    upvotes: int = 0
+    downvotes: int = 0
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
@@ -130,11 +142,13 @@ def _plain_numbers(value: LessonDraft | LessonPatch | Lesson) -> None:
 class SaveResult:
     """The id a draft landed under, whether it merged into an existing lesson (only when it
     added nothing, see ``stores.engine.dedup``), and the near neighbours it did not merge with,
-    as (id, cosine similarity), most similar first."""
+    as (id, cosine similarity), most similar first. ``skipped``: an import's draft whose id the
+    project already held (or an earlier draft of the batch had), so nothing was written."""
 
     id: str
     merged: bool
     similar: tuple[tuple[str, float], ...] = ()
+    skipped: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,9 +220,18 @@ class LessonStore(Protocol):
         ...
 
     def save_many(
-        self, scope: Scope, items: Sequence[tuple[LessonDraft, Sequence[float]]]
+        self,
+        scope: Scope,
+        items: Sequence[tuple[LessonDraft, Sequence[float] | np.ndarray]],
+        *,
+        keep_ids: bool = False,
     ) -> list[SaveResult]:
-        """Save several drafts in one transaction, deduplicating among them too."""
+        """Save several drafts in one transaction, deduplicating among them too; the commit is a
+        ``save`` or ``merge`` for one draft, an ``import`` for more.
+
+        ``keep_ids`` makes the batch an import: each draft keeps its id, one whose id the
+        project already holds (live or expired), or an earlier draft of the batch has, is
+        skipped, and the batch is one ``import`` commit (none when everything was skipped)."""
         ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
@@ -260,7 +283,7 @@ class LessonStore(Protocol):
     def ensure_dim(self, dim: int) -> None:
         """Make the store ready for vectors of ``dim`` dimensions: the first vector a store
         gets fixes its dimension, and another is ``InvalidInputError``. Call it before a
-        ``transaction`` that restores lessons (an import), which cannot create the vector
+        ``transaction`` that restores lessons, which cannot create the vector
         storage itself on every backend."""
         ...
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from stores import InvalidInputError, LessonStore, NotFoundError, Scope
+from stores import InvalidInputError, LessonStore, NotFoundError, Scope, Store
 from stores.engine.lessons import LessonDraft, LessonPatch, RecallQuery
 from tests.support.helpers import blend, vector
 
@@ -90,6 +90,32 @@ def test_save_many_deduplicates_within_the_batch(store: LessonStore) -> None:
     assert [r.merged for r in results] == [False, False, True]
     assert results[2].id == results[0].id
     assert store.count(HERE.org, HERE.project) == 2
+
+
+def test_save_many_keeping_ids_is_an_import_that_adds_nothing_twice(store: Store) -> None:
+    """Each draft keeps its id, times and votes; an id the project holds, or the batch gave
+    before, is skipped; the batch is one ``import`` commit, and a batch that adds nothing none."""
+    made = datetime(2024, 1, 2, tzinfo=UTC)
+    kept = draft("kept", id="01JB0000000000000000000001", created_at=made, upvotes=3, downvotes=1)
+    other = draft("other", id="01JB0000000000000000000002")
+    same_id = draft("same id, other text", id=kept.id)
+    first = store.save_many(
+        HERE, [(kept, vector("kept")), (other, vector("other")), (same_id, vector("x"))], keep_ids=True
+    )
+    assert [(r.id, r.merged, r.skipped) for r in first] == [
+        (kept.id, False, False),
+        (other.id, False, False),
+        (kept.id, False, True),
+    ]
+    lesson = store.get(HERE, str(kept.id))
+    assert (lesson.problem, lesson.created_at, lesson.updated_at) == ("kept", made, made)
+    assert (lesson.upvotes, lesson.downvotes) == (3, 1)
+    again = store.save_many(HERE, [(kept, vector("kept")), (other, vector("other"))], keep_ids=True)
+    assert [r.skipped for r in again] == [True, True]
+    assert store.count(HERE.org, HERE.project) == 2
+    assert store.save_many(THERE, [(kept, vector("kept"))], keep_ids=True)[0].skipped is False
+    with store.transaction(HERE, write=False) as tx:
+        assert [c.kind for c in tx.commits(None, 10, None)] == ["import"]
 
 
 def test_recall_orders_by_similarity_and_respects_limit(store: LessonStore) -> None:

@@ -16,15 +16,14 @@ from typing import Any
 
 import pytest
 from mcp import Client
-from pydantic import ValidationError
 
 from lore_mcp.app import build_server
-from lore_mcp.errors import InvalidArgument, validation_message
+from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel
 from lore_mcp.services.structured import StructuredService
-from lore_mcp.services.transfer import LessonIn, Transfer
+from lore_mcp.services.transfer import Transfer, checked_lesson, refusal
 from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
 from tests.support.bad_input import GOOD, fails, nothing_stored
 from tests.support.clients import connected
@@ -111,9 +110,9 @@ async def test_an_import_of_text_or_meta_lore_cannot_store_is_refused(client: Cl
 def test_a_lone_surrogate_in_a_meta_key_is_refused_as_the_tool_would() -> None:
     # The MCP client cannot even send such a key (it fails to encode it), but a client
     # writing JSON by hand can: the server's check is tested on the model it uses.
-    with pytest.raises(ValidationError) as err:
-        LessonIn.model_validate({**IMPORTED, "meta": {"ok": {SURROGATE: 1}}})
-    assert "meta" in validation_message(err.value) and "surrogate" in validation_message(err.value)
+    with pytest.raises(InvalidArgument) as err:
+        checked_lesson({**IMPORTED, "meta": {"ok": {SURROGATE: 1}}})
+    assert "meta" in refusal(err.value) and "surrogate" in refusal(err.value)
 
 
 async def test_a_lone_surrogate_in_a_json_key_of_a_plan_is_refused(service: LessonService) -> None:
