@@ -37,17 +37,8 @@ class KeyOut(BaseModel):
 
     @classmethod
     def of(cls, key: ApiKey) -> KeyOut:
-        return cls(
-            id=key.id,
-            name=key.name,
-            prefix=key.prefix,
-            org=key.org,
-            project=key.project,
-            root=key.root,
-            created_at=key.created_at,
-            last_used_at=key.last_used_at,
-            revoked_at=key.revoked_at,
-        )
+        """The key's fields by name (the stored key has no secret to leave out: only its digest)."""
+        return cls.model_validate(key, from_attributes=True)
 
 
 class CreatedKey(KeyOut):

@@ -71,6 +71,15 @@ def check_id(lesson_id: str) -> str:
     return lesson_id
 
 
+def check_cursor(cursor: str | None) -> None:
+    """A listing's cursor is a lesson id, which the store compares with ids: a string no server
+    gave would silently restart the listing (or, holding NUL, reach Postgres and fail there)."""
+    if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
+        raise InvalidArgument(
+            "cursor is not one this server returned; pass next_cursor from a previous page."
+        )
+
+
 def text_problem(value: str) -> str | None:
     """Why Lore cannot store this text, or None.
 

@@ -20,8 +20,8 @@ from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import redact_many
 from lore_mcp.services.lesson_input import (
-    ULID_PATTERN,
     check_confidence,
+    check_cursor,
     check_id,
     check_project,
     check_tags,
@@ -272,10 +272,7 @@ class LessonService:
         caller: Caller | None = None,
     ) -> ListResult:
         scope = self.scope(project, caller)
-        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
-            raise InvalidArgument(
-                "cursor is not one this server returned; pass next_cursor from a previous page."
-            )
+        check_cursor(cursor)
         page = await _run(self.store.list, scope, check_tags(tags), limit, cursor)
         shape = LessonOut if verbose else CompactLesson
         return ListResult(lessons=[shape.of(x) for x in page.lessons], next_cursor=page.next_cursor)

@@ -30,22 +30,8 @@ class LessonOut(BaseModel):
 
     @classmethod
     def of(cls, lesson: Lesson) -> LessonOut:
-        return cls(
-            id=lesson.id,
-            problem=lesson.problem,
-            resolution=lesson.resolution,
-            context=lesson.context,
-            tags=list(lesson.tags),
-            confidence=lesson.confidence,
-            source=lesson.source,
-            project=lesson.project,
-            upvotes=lesson.upvotes,
-            downvotes=lesson.downvotes,
-            created_at=lesson.created_at,
-            updated_at=lesson.updated_at,
-            expires_at=lesson.expires_at,
-            meta=dict(lesson.meta),
-        )
+        """The lesson's fields by name: tags and meta as JSON's list and object."""
+        return cls.model_validate(lesson, from_attributes=True)
 
 
 class RecalledLesson(LessonOut):

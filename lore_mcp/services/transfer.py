@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument, validation_message
-from lore_mcp.services.lesson_input import ULID_PATTERN, check_project, make_draft
+from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.structured import commit_summary, public_effects
@@ -181,16 +181,8 @@ class Transfer:
     async def export_page(
         self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
     ) -> ExportPage:
-        """One page of a project's live lessons, newest first (the ``export_lessons`` tool).
-
-        The cursor is checked as ``list_lessons`` checks it: the store compares it with ids,
-        so a string no server gave would silently restart the listing (or, holding NUL,
-        reach Postgres and fail there).
-        """
-        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
-            raise InvalidArgument(
-                "cursor is not one this server returned; pass next_cursor from a previous page."
-            )
+        """One page of a project's live lessons, newest first (the ``export_lessons`` tool)."""
+        check_cursor(cursor)
         scope = self.lessons.scope(project, caller)
         listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
         return ExportPage(
