@@ -4,9 +4,10 @@ An export file has one JSON object per line: ``{"type": "lesson", ...}`` for eac
 live lesson (every field a client sees, no vector: vectors belong to the model
 that made them) and, with history, ``{"type": "commit", ...}`` for each commit.
 Import reads lessons back under their own ids, so importing a file twice adds
-nothing; it redacts and re-embeds them, and records one ``import`` commit per
-batch, so an import can be reverted like any other change. Commit lines are
-history of the other store and are counted, not replayed.
+nothing; it checks, redacts, re-embeds and saves them as ``save_lesson`` does a new
+lesson (``make_draft``, ``LessonService.store_drafts``: the same near-duplicate rule),
+and records one ``import`` commit per batch, so an import can be reverted like any
+other change. Commit lines are history of the other store and are counted, not replayed.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from stores.engine.lessons import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
 MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
-EXPORT_PAGE = 100
+EXPORT_PAGE = 100  # lessons read at a time by the CLI export
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
 
 
@@ -148,7 +149,7 @@ class Transfer:
         page: list[StoredLesson] = []
         cursor: str | None = None
         while True:
-            listed = self.store.list(scope, (), 100, cursor)
+            listed = self.store.list(scope, (), EXPORT_PAGE, cursor)
             page.extend(listed.lessons)
             cursor = listed.next_cursor
             if cursor is None:
