@@ -32,7 +32,6 @@ from mcp_types import CallToolResult, TextContent
 
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
-from lore_mcp.tools.argument_checks import check_arguments
 from lore_mcp.tools.registry import ADMIN_TOOLS
 from lore_mcp.transport.server import LoreServer
 
@@ -283,13 +282,9 @@ class RemoteLoreServer(LoreServer):
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
-        if schema is not None:
-            # Checked here too: an older team server would drop an unknown argument, and the
-            # client would send NaN on as null (no expiry, say) without a word.
-            try:
-                check_arguments(name, schema, arguments)
-            except LoreError as exc:
-                raise ToolError(wire_text(exc.code, exc.message)) from None
+        # Checked here too: an older team server would drop an unknown argument, and the
+        # client would send NaN on as null (no expiry, say) without a word.
+        self.check_call(name, arguments)
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
         if (
@@ -306,6 +301,11 @@ class RemoteLoreServer(LoreServer):
         if found and not result.is_error:
             result = _report_redactions(result, found)
         return result
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, holding the connection to the team server meanwhile."""
+        async with self.remote:
+            await super().run_stdio_async()
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         try:
@@ -331,10 +331,3 @@ def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResul
         structured_content=data,
         is_error=False,
     )
-
-
-async def serve_remote(server: RemoteLoreServer) -> None:
-    """Serve Lore's tools over stdio, forwarding each call to the team server through the
-    connection ``server`` was given (built by ``lore_mcp.app.remote_server``)."""
-    async with server.remote:
-        await server.run_stdio_async()
