@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -56,7 +55,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from lore_mcp.auth import Caller, caller_of
+from lore_mcp.tools.context import caller as request_caller
 from lore_mcp.tools.registry import ADMIN_TOOLS, LESSON_ID_TOOLS, SPECS
 from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
 from stores.engine.lessons import MAX_LIST_LIMIT
@@ -112,11 +111,6 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     """The session's connection: its ``state`` outlives a request. The SDK hands handlers a
     per-request session proxy that holds it privately; ``None`` if a future SDK moves it."""
     return getattr(ctx.session, "_connection", None)
-
-
-def _caller() -> Caller | None:
-    """The current request's API key, or None without keys (stdio and --dev-no-auth)."""
-    return caller_of(get_access_token())
 
 
 class Extras:
@@ -287,7 +281,7 @@ class Extras:
         ``requested`` (None: the default), as ``LessonService.scope`` resolves it: a
         project-scoped key only ever reaches its own project. Every lessons resource reads
         with no project, so ``reach(None)`` is what a subscriber's URIs show."""
-        caller = _caller()
+        caller = request_caller()
         if caller is not None and caller.project is not None:
             return Reach(caller.org, caller.project)
         return Reach(caller.org if caller is not None else None, requested or self.default_project)
