@@ -128,11 +128,10 @@ class RemoteConnection:
         return await self._use(lambda client: client.read_resource(uri))
 
     async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
-        self._last_status = None  # a status from an earlier call must not explain this one
-        self._no_endpoint = False
+        # A status from an earlier call (or from connecting) must not explain this one.
+        self._last_status, self._no_endpoint = None, False
         client = await self._connected()
-        self._last_status = None
-        self._no_endpoint = False
+        self._last_status, self._no_endpoint = None, False
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 return await request(client)
