@@ -104,7 +104,19 @@ def add_protocol_extras(server: MCPServer, lowlevel: Server[Any], default_projec
     ``default_project`` is the project a call that names none acts on (and that the
     resources show to a key of every project); None when the server cannot know it.
     """
-    Extras(server, lowlevel, default_project).install()
+    extras = Extras(server, default_project)
+    # add_request_handler directly: the constructor argument for logging warns that the
+    # 2026-07-28 revision drops logging, but clients on the current revisions call it.
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, extras.set_level)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, extras.subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, extras.unsubscribe)
+    server.completion()(extras.complete)
+    prompts_get = lowlevel.get_request_handler("prompts/get")
+    if prompts_get is not None:
+        lowlevel.add_request_handler(
+            "prompts/get", prompts_get.params_type, extras.checked_get_prompt(prompts_get.handler)
+        )
+    server.middleware.append(extras.after_tool_call)
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -114,27 +126,13 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
 
 
 class Extras:
-    def __init__(self, server: MCPServer, lowlevel: Server[Any], default_project: str | None = None) -> None:
+    """The handlers ``add_protocol_extras`` registers, and the subscriptions they share."""
+
+    def __init__(self, server: MCPServer, default_project: str | None = None) -> None:
         self.server = server
-        self.lowlevel = lowlevel
         self.default_project = default_project
         # Connections with at least one subscription; dropped when their session ends.
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-    def install(self) -> None:
-        lowlevel = self.lowlevel
-        # add_request_handler directly: the constructor argument for logging warns that the
-        # 2026-07-28 revision drops logging, but clients on the current revisions call it.
-        lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
-        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
-        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
-        self.server.completion()(self.complete)
-        prompts_get = lowlevel.get_request_handler("prompts/get")
-        if prompts_get is not None:
-            lowlevel.add_request_handler(
-                "prompts/get", prompts_get.params_type, self.checked_get_prompt(prompts_get.handler)
-            )
-        self.server.middleware.append(self.after_tool_call)
 
     # logging/setLevel
 
