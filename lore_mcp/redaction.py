@@ -49,29 +49,13 @@ FOLD: dict[str, str] = {char: "" for char in INVISIBLE} | {
 }
 
 
-def _class(ranges: list[tuple[int, int]]) -> str:
-    return "[" + "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]"
-
-
-def _runs(code_points: list[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for cp in code_points:
-        if runs and cp == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], cp)
-        else:
-            runs.append((cp, cp))
-    return runs
-
-
-# A class of the BMP characters in FOLD exactly (the regex engine tests it with one table
+# A class of the BMP characters in FOLD exactly (the regex engine compiles it to one table
 # look-up) or one of the few astral blocks (a handful of ranges; the replacement leaves a
 # character of them that does not fold as it is). One class of every range would be tested
 # range by range: ten times slower on a long CJK or emoji text.
-_FOLDABLE = re.compile(
-    _class(_runs(sorted(ord(c) for c in FOLD if ord(c) < 0x10000)))
-    + "|"
-    + _class([r for r in _FOLDING_RANGES if r[0] >= 0x10000])
-)
+_BMP_FOLDABLE = "".join(re.escape(c) for c in sorted(FOLD) if ord(c) < 0x10000)
+_ASTRAL_BLOCKS = "".join(f"{chr(first)}-{chr(last)}" for first, last in _FOLDING_RANGES if first >= 0x10000)
+_FOLDABLE = re.compile(f"[{_BMP_FOLDABLE}]|[{_ASTRAL_BLOCKS}]")
 
 
 @dataclass(frozen=True)
