@@ -218,8 +218,9 @@ class RemoteConnection:
                 f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
                 "nothing was sent. Check LORE_API_URL and that the server is running."
             )
-        if message.startswith("RATE_LIMITED"):
-            return _Passthrough(message)
+        if message.startswith("RATE_LIMITED"):  # worded by the team server: passed on as it is
+            code, _, sentence = message.partition(": ")
+            return LoreError(sentence, code)
         if self._no_endpoint:
             return RemoteUnavailable(no_endpoint(self.url, "so nothing was sent"))
         if 404 in statuses:
@@ -238,15 +239,6 @@ class RemoteConnection:
             f"Cannot reach the team server at {self.url}, so nothing was changed: check LORE_API_URL "
             "and that the server is running, then try again."
         )
-
-
-class _Passthrough(LoreError):
-    """An error the team server worded itself (``CODE: sentence``), passed on unchanged."""
-
-    def __init__(self, text: str) -> None:
-        code, _, message = text.partition(": ")
-        super().__init__(message)
-        self.code = code
 
 
 def _unwrapped(exc: BaseException) -> BaseException:
