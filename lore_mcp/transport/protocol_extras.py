@@ -134,8 +134,6 @@ class Extras:
         # Connections with at least one subscription; dropped when their session ends.
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
 
-    # logging/setLevel
-
     async def set_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
     ) -> EmptyResult:
@@ -155,8 +153,6 @@ class Extras:
         )
         await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
-    # prompts/get
-
     def checked_get_prompt(self, inner: Any) -> Any:
         async def get_prompt(ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams) -> Any:
             if params.name not in {p.name for p in await self.server.list_prompts()}:
@@ -167,8 +163,6 @@ class Extras:
                 raise MCPError(INVALID_PARAMS, str(exc)) from None
 
         return get_prompt
-
-    # completion/complete
 
     async def complete(
         self,
@@ -224,8 +218,6 @@ class Extras:
             has_more=len(found) > MAX_COMPLETIONS or not complete,
         )
 
-    # resources/subscribe and resources/unsubscribe
-
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
     ) -> EmptyResult:
@@ -248,7 +240,7 @@ class Extras:
             connection.state.get(SUBSCRIPTIONS_KEY, {}).pop(str(params.uri), None)
         return EmptyResult()
 
-    async def changed_uris(
+    def changed_uris(
         self, name: str, arguments: Mapping[str, Any], result: Mapping[str, Any]
     ) -> set[str] | None:
         """URIs whose content a successful call of tool ``name`` may have changed; None: any."""
@@ -297,9 +289,9 @@ class Extras:
                 with anyio.move_on_after(NOTIFY_TIMEOUT_S):
                     await connection.send_resource_updated(uri)
 
-    # After every tools/call: its duration as a debug log message, then the change notifications.
-
     async def after_tool_call(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Server middleware: after every tools/call, its duration as a debug log message, then
+        the change notifications."""
         if ctx.method != "tools/call":
             return await call_next(ctx)
         started = time.perf_counter()
@@ -311,7 +303,7 @@ class Extras:
         await self.log(ctx, "debug", f"{name} {'failed' if failed else 'answered'} in {elapsed_ms:.0f} ms")
         if not failed and len(self.subscribers):
             arguments = params.get("arguments") or {}
-            uris = await self.changed_uris(name, arguments if isinstance(arguments, Mapping) else {}, result)
+            uris = self.changed_uris(name, arguments if isinstance(arguments, Mapping) else {}, result)
             if uris is None or uris:
                 requested = arguments.get("project") if isinstance(arguments, Mapping) else None
                 await self.notify(self.reach(requested if isinstance(requested, str) else None), uris)
