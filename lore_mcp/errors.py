@@ -43,13 +43,16 @@ CODES = (
 
 
 class LoreError(Exception):
-    """A failure the server anticipated, carrying its wire code."""
+    """A failure the server anticipated, carrying its wire code: the class's, or ``code`` for
+    an error another server worded (remote mode passes those on as they are)."""
 
     code = INTERNAL_ERROR
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if code is not None:
+            self.code = code
 
 
 class InvalidArgument(LoreError):

@@ -3,48 +3,12 @@
 Agents paste logs, configs and shell sessions into memories. Anything saved is kept
 forever, shared with a team and sent to an embedding model, so credentials must be
 stripped first, on every save. Each secret becomes ``[REDACTED:kind]``, where ``kind`` is
-one of these stable strings (``lore_mcp.secret_rules`` holds the patterns):
-
-- ``lore_api_key``: Lore's own keys, ``lore_sk_`` + 20 or more key characters.
-- ``anthropic_key``: ``sk-ant-...`` (checked before ``openai_key``).
-- ``openai_key``: ``sk-...``, ``sk-proj-...`` and other ``sk-`` keys; the body must be
-  20+ characters and contain a digit, so prose like "sk-learn" survives.
-- ``stripe_key``: ``sk_live_``, ``rk_live_``, ``sk_test_``, ``rk_test_`` keys.
-- ``github_token``: ``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_`` + 36 characters, and
-  fine-grained ``github_pat_...`` tokens.
-- ``gitlab_token``: ``glpat-``, ``gldt-``, ``glrt-``, ``glcbt-`` ... and ``GR1348941`` tokens.
-- ``google_api_key``: ``AIza`` + 35 characters.
-- ``huggingface_token``: ``hf_`` + 30 or more letters and digits.
-- ``slack_token``: ``xoxb-``, ``xoxp-``, ``xoxa-``, ``xoxo-``, ``xoxr-``, ``xoxs-``,
-  ``xoxe-`` and ``xapp-`` tokens; ``slack_webhook``: the path of a
-  ``hooks.slack.com/services/...`` URL.
-- ``aws_access_key``: ``AKIA``/``ASIA``/``ABIA``/``ACCA``/``A3T.`` + 16 uppercase letters
-  or digits, or ``akia``/``asia`` lower-cased (with a digit), since upper-casing recovers it.
-- ``aws_secret_key``: a 40-character secret after an ``aws_secret_access_key``,
-  ``SecretAccessKey`` or ``aws_..._key`` label (the value has no shape alone).
-- ``azure_storage_key``: the value of ``AccountKey=`` in a connection string.
-- ``sendgrid_key`` (``SG.``), ``square_token`` (``sq0csp-``, ``sq0atp-``), ``pypi_token``
-  (``pypi-AgE...``), ``npm_token`` (``npm_...`` and an ``.npmrc`` ``_authToken=``),
-  ``mailchimp_key`` (32 characters + ``-us`` + data centre), ``artifactory_token``
-  (``AKCp...``), ``discord_token`` (bot tokens), ``telegram_token`` (``123456789:...``),
-  ``twilio_key`` (``AC``/``SK`` + 32).
-- ``jwt``: three base64url segments, the first starting ``eyJ`` (or ``eyj``, lower-cased).
-- ``private_key``: a PEM ``-----BEGIN ... PRIVATE KEY-----`` block through its END line
-  (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP, SSH2 ...), a PuTTY key file; a block with no END
-  line is redacted through its header and base64 lines.
-- ``url_password``: the password in ``scheme://user:password@host``; the scheme, user and
-  host are kept.
-- ``bearer_token``: the value after ``Authorization: Bearer``, or after a bare ``Bearer``
-  when it looks like a token (16+ characters with a digit). The word "Bearer" is kept.
-  ``basic_auth``: the value after ``Authorization: Basic``.
-- ``credit_card``: 13-19 digits, bare or in 4-4-4-4 / 4-6-5 groups joined by one space or
-  dash, starting 2-6 (the card networks' ranges) and passing the Luhn check.
-- ``secret_assignment``: the value given to a secret-named key (``PASSWORD=...``,
-  ``db_password: "..."``, ``"api_key": "..."``, ``--token ...``); see ``secret_rules``.
+a stable string: the kind of the rule in ``lore_mcp.secret_rules`` that found it (the README
+lists them with the shapes each one takes).
 
 Matching sees the text normalised: Unicode compatibility forms folded (NFKC, so a
-a fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (zero-width spaces and
-joiners, word joiner, BOM, soft hyphen) removed, so neither hides a secret. What is
+fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (zero-width spaces
+and joiners, word joiner, BOM, soft hyphen) removed, so neither hides a secret. What is
 stored keeps the caller's own characters: each match is mapped back to the span of the
 original text it came from, and only that span becomes a marker.
 """
@@ -58,17 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from lore_mcp.secret_rules import FILLER, RULES, Rule
-
-__all__ = [
-    "MARKER",
-    "Redacted",
-    "fit",
-    "lower_outside_markers",
-    "redact",
-    "redact_json",
-    "redact_many",
-    "secret_kinds",
-]
 
 # What a redacted secret becomes; other code uses it to keep markers whole.
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
@@ -96,29 +49,13 @@ FOLD: dict[str, str] = {char: "" for char in INVISIBLE} | {
 }
 
 
-def _class(ranges: list[tuple[int, int]]) -> str:
-    return "[" + "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges) + "]"
-
-
-def _runs(code_points: list[int]) -> list[tuple[int, int]]:
-    runs: list[tuple[int, int]] = []
-    for cp in code_points:
-        if runs and cp == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], cp)
-        else:
-            runs.append((cp, cp))
-    return runs
-
-
-# A class of the BMP characters in FOLD exactly (the regex engine tests it with one table
+# A class of the BMP characters in FOLD exactly (the regex engine compiles it to one table
 # look-up) or one of the few astral blocks (a handful of ranges; the replacement leaves a
 # character of them that does not fold as it is). One class of every range would be tested
 # range by range: ten times slower on a long CJK or emoji text.
-_FOLDABLE = re.compile(
-    _class(_runs(sorted(ord(c) for c in FOLD if ord(c) < 0x10000)))
-    + "|"
-    + _class([r for r in _FOLDING_RANGES if r[0] >= 0x10000])
-)
+_BMP_FOLDABLE = "".join(re.escape(c) for c in sorted(FOLD) if ord(c) < 0x10000)
+_ASTRAL_BLOCKS = "".join(f"{chr(first)}-{chr(last)}" for first, last in _FOLDING_RANGES if first >= 0x10000)
+_FOLDABLE = re.compile(f"[{_BMP_FOLDABLE}]|[{_ASTRAL_BLOCKS}]")
 
 
 @dataclass(frozen=True)
@@ -249,16 +186,9 @@ def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 
 def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[str, ...]]:
     """Redact several fields at once; None stays None; kinds is the sorted union."""
-    out: list[str | None] = []
-    kinds: set[str] = set()
-    for text in texts:
-        if text is None:
-            out.append(None)
-            continue
-        result = redact(text)
-        out.append(result.text)
-        kinds.update(result.kinds)
-    return out, tuple(sorted(kinds))
+    found: set[str] = set()
+    out = [None if text is None else _scrub(text, found) for text in texts]
+    return out, tuple(sorted(found))
 
 
 def redact_json(value: Any) -> tuple[Any, tuple[str, ...]]:

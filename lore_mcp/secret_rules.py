@@ -259,18 +259,9 @@ RULES: tuple[Rule, ...] = (
             (r"aws[a-z0-9_.-]{0,20}?(?:key|token|pass[a-z0-9_]*|pwd|pw)", "aws"),
         )
     ),
-    Rule(
-        "azure_storage_key",
-        re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"),
-    ),
-    Rule(
-        "sendgrid_key",
-        re.compile(rf"SG\.(?<!{_KEY}SG\.){_KEY}{{22}}\.{_KEY}{{43}}"),
-    ),
-    Rule(
-        "square_token",
-        re.compile(rf"sq0(?:csp|atp)-(?<!{_KEY}sq0csp-)(?<!{_KEY}sq0atp-){_KEY}{{22,}}"),
-    ),
+    Rule("azure_storage_key", re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
+    Rule("sendgrid_key", re.compile(rf"SG\.(?<!{_KEY}SG\.){_KEY}{{22}}\.{_KEY}{{43}}")),
+    Rule("square_token", re.compile(rf"sq0(?:csp|atp)-(?<!{_KEY}sq0csp-)(?<!{_KEY}sq0atp-){_KEY}{{22,}}")),
     Rule("pypi_token", re.compile(rf"pypi-AgE{_KEY}{{50,}}")),
     Rule(
         # npm's own tokens, and whatever an .npmrc gives as a registry's _authToken.
@@ -278,11 +269,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(rf"(?<!{_KEY})npm_[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)"),
         ("npm_", "_authtoken="),
     ),
-    Rule(
-        "mailchimp_key",
-        re.compile(r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"),
-        ("-us",),
-    ),
+    Rule("mailchimp_key", re.compile(r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"), ("-us",)),
     Rule("artifactory_token", re.compile(r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}")),
     # Three shapes without a fixed prefix, found from a literal inside them (a scan that
     # starts on a character class tries every position): a Discord bot token from its first

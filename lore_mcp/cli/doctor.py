@@ -212,18 +212,14 @@ def check_remote(settings: Settings) -> Check:
         )
     if response.status_code != 200:
         return Check("team server", False, f"{health} answered {response.status_code}: {response.text[:200]}")
+    hello = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "doctor", "version": "0"},
+    }
     probe = httpx2.post(
         url,
-        json={
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "doctor", "version": "0"},
-            },
-        },
+        json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
         headers={
             "Authorization": f"Bearer {settings.api_key}",
             "Accept": "application/json, text/event-stream",

@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from lore_mcp import __version__
 from lore_mcp.settings import Settings, expand_path
@@ -44,6 +45,9 @@ _SETTING_FLAGS = [
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
 ]
 
+# What add_subparsers returns: each command is added to it.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+
 
 def path_argument(text: str) -> Path:
     """A path on the command line, expanded as every path setting is (``settings.expand_path``)."""
@@ -68,9 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serving_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> list[argparse.ArgumentParser]:
+def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """mcp, migrate, init."""
     mcp = sub.add_parser("mcp", help="serve MCP (stdio by default, or streamable HTTP)")
     mcp.add_argument(
@@ -91,7 +93,7 @@ def _serving_commands(
     return [mcp, migrate, init]
 
 
-def _key_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> list[argparse.ArgumentParser]:
+def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """keys create, keys list, keys revoke (create first)."""
     keys = sub.add_parser("keys", help="create, list and revoke API keys")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
@@ -108,9 +110,7 @@ def _key_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> l
     return [create, listing, revoke]
 
 
-def _transfer_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> list[argparse.ArgumentParser]:
+def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """export, import."""
     export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
     export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
@@ -139,9 +139,7 @@ def _transfer_commands(
     return [export, importing]
 
 
-def _upkeep_commands(
-    sub: argparse._SubParsersAction[argparse.ArgumentParser],
-) -> list[argparse.ArgumentParser]:
+def _upkeep_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """doctor, reembed."""
     doctor = sub.add_parser(
         "doctor", help="check the model, SQLite, the database or team server; say what to fix"

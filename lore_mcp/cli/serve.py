@@ -31,13 +31,9 @@ def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
     # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
     # than after the first answer makes the first save wait less and initialize no longer.
     app.embedder.start()
-    try:
+    with app, contextlib.suppress(KeyboardInterrupt):
         server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
         anyio.run(server.run_stdio_async)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        app.close()
     return 0
 
 
@@ -46,7 +42,6 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     import anyio
 
     from lore_mcp.app import remote_server
-    from lore_mcp.transport.remote import serve_remote
 
     if not settings.api_url or not settings.api_key:
         print("lore-memory: LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", file=sys.stderr)
@@ -64,7 +59,7 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
         print(f"lore-memory: {exc}", file=sys.stderr)
         return 2
     with contextlib.suppress(KeyboardInterrupt):
-        anyio.run(serve_remote, server)
+        anyio.run(server.run_stdio_async)
     return 0
 
 
@@ -104,7 +99,7 @@ def serve_http(
         return 1
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
     url_host = f"[{host}]" if ":" in host else host
-    try:
+    with app, contextlib.suppress(KeyboardInterrupt):
         issuer = None if no_auth else f"http://{url_host}:{port}"
         server = app.team_server(issuer_url=issuer, log_level=log_level)
         if no_auth:
@@ -126,8 +121,4 @@ def serve_http(
                 trusted_proxies=settings.trusted_proxy_networks,
             )
         )
-    except KeyboardInterrupt:
-        pass
-    finally:
-        app.close()
     return 0

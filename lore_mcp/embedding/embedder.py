@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import anyio
 import anyio.to_thread
 
+from lore_mcp.embedding.onnx import DIMENSION, WEIGHTS_SHA256, OnnxEncoder
 from lore_mcp.errors import LoreError, ModelUnavailable
 from lore_mcp.settings import DEFAULT_MODEL
 
@@ -71,26 +72,12 @@ class OnnxEngine:
     """The shipped all-MiniLM-L6-v2 graph on ONNX Runtime (the default)."""
 
     runtime = "onnxruntime"
-
-    def __init__(self) -> None:
-        self._encoder: Any = None
+    dimension = DIMENSION
+    fingerprint = f"sha256:{WEIGHTS_SHA256}"
+    _encoder: OnnxEncoder
 
     def load(self) -> None:
-        from lore_mcp.embedding.onnx import OnnxEncoder
-
         self._encoder = OnnxEncoder(inference_threads())
-
-    @property
-    def dimension(self) -> int:
-        from lore_mcp.embedding.onnx import DIMENSION
-
-        return DIMENSION
-
-    @property
-    def fingerprint(self) -> str:
-        from lore_mcp.embedding.onnx import WEIGHTS_SHA256
-
-        return f"sha256:{WEIGHTS_SHA256}"
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         if bulk and len(texts) > BULK_TEXTS:
@@ -209,11 +196,6 @@ class Embedder:
     def started(self) -> bool:
         """True once loading has begun."""
         return self._started
-
-    @property
-    def ready(self) -> bool:
-        """True once the model is loaded (or failed to load)."""
-        return self._loaded.is_set()
 
     def start(self) -> None:
         """Begin loading on a daemon thread; calling again does nothing."""

@@ -9,14 +9,12 @@ lists the same functions but forwards each call by name and arguments.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 
 from mcp.server.mcpserver.tools import Tool
 
 from lore_mcp.tools.registry import SPECS, TOOLS
-
-# Each tool as the SDK makes it, once per process (see lore_tools).
-_MADE: dict[str, Tool] = {}
 
 
 def lore_tools(groups: Collection[str]) -> list[Tool]:
@@ -30,14 +28,13 @@ def lore_tools(groups: Collection[str]) -> list[Tool]:
     return [_tool(spec.name) for spec in TOOLS if spec.group in groups]
 
 
+@functools.cache
 def _tool(name: str) -> Tool:
-    made = _MADE.get(name)
-    if made is None:
-        function = SPECS[name].function
-        made = _MADE[name] = Tool.from_function(
-            function, description=_as_listed(function.__doc__), annotations=SPECS[name].annotations
-        )
-    return made
+    """Tool ``name`` as the SDK makes it, once per process (see ``lore_tools``)."""
+    function = SPECS[name].function
+    return Tool.from_function(
+        function, description=_as_listed(function.__doc__), annotations=SPECS[name].annotations
+    )
 
 
 def _as_listed(doc: str | None) -> str:

@@ -25,6 +25,7 @@ LessonId = Annotated[
     str, Field(description="A lesson id as returned by save_lesson or recall_lessons.", max_length=64)
 ]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+Days = Annotated[float, Field(gt=0, le=36_500)]  # a lesson's time to live
 Cursor = Annotated[str | None, Field(max_length=64, description="next_cursor of the previous page.")]
 
 

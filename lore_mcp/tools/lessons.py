@@ -20,7 +20,7 @@ from lore_mcp.services.models import (
     UpdateLessonResult,
     VoteResult,
 )
-from lore_mcp.tools.arguments import Confidence, Cursor, LessonId, Project, Short, Tags, Text
+from lore_mcp.tools.arguments import Confidence, Cursor, Days, LessonId, Project, Short, Tags, Text
 from lore_mcp.tools.context import call_of
 from stores.engine.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
 
@@ -36,9 +36,7 @@ async def save_lesson(
     confidence: Annotated[Confidence, Field(description="How sure you are, 0..1.")] = 0.5,
     source: Annotated[Short | None, Field(description="Who or what taught this: agent, URL, ticket.")] = None,
     project: Project = None,
-    ttl_days: Annotated[
-        float | None, Field(gt=0, le=36_500, description="Forget after this many days.")
-    ] = None,
+    ttl_days: Annotated[Days | None, Field(description="Forget after this many days.")] = None,
 ) -> SaveLessonResult:
     """Save a lesson after solving something non-obvious, so you and other agents recall it later.
 
@@ -114,9 +112,7 @@ async def update_lesson(
     tags: Annotated[Tags | None, Field(description="Replaces all tags.")] = None,
     confidence: Confidence | None = None,
     source: Annotated[Short | None, Field(description="Empty string clears it.")] = None,
-    ttl_days: Annotated[
-        float | None, Field(gt=0, le=36_500, description="Expire this many days from now.")
-    ] = None,
+    ttl_days: Annotated[Days | None, Field(description="Expire this many days from now.")] = None,
 ) -> UpdateLessonResult:
     """Correct or refine a lesson; only the fields you pass change."""
     call = call_of(ctx)

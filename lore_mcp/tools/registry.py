@@ -82,10 +82,10 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 
-TOOL_GROUPS: dict[str, tuple[str, ...]] = {}
-for _spec in TOOLS:
-    TOOL_GROUPS[_spec.group] = (*TOOL_GROUPS.get(_spec.group, ()), _spec.name)
-del _spec
+TOOL_GROUPS: dict[str, tuple[str, ...]] = {
+    group: tuple(spec.name for spec in TOOLS if spec.group == group)
+    for group in dict.fromkeys(spec.group for spec in TOOLS)
+}
 DEFAULT_TOOL_GROUPS = ("lessons", "structured", "history")
 
 # The key tools: listed only to root API keys (see LoreServer.list_tools); they change

@@ -92,17 +92,24 @@ async def request_id(scope: Scope, receive: Receive) -> str | int | None:
     or a body that is not JSON or is over the SDK's size limit (which it would refuse)."""
     if scope.get("method") != "POST":
         return None
+    body = await read_body(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
+    return jsonrpc_id(parsed_json(body)) if body is not None else None
+
+
+async def read_body(receive: Receive, *, limit: int | None = None) -> bytes | None:
+    """The request's body as far as it was sent; None once it is over ``limit`` bytes (the
+    rest is then left unread)."""
     body = bytearray()
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            return None
+            break
         body += message.get("body", b"")
-        if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
+        if limit is not None and len(body) > limit:
             return None
         if not message.get("more_body"):
             break
-    return jsonrpc_id(parsed_json(bytes(body)))
+    return bytes(body)
 
 
 def parsed_json(body: bytes) -> Any:
@@ -150,6 +157,22 @@ async def send_jsonrpc_error(
     await send({"type": "http.response.body", "body": body})
 
 
+async def refuse_too_many(
+    scope: Scope, receive: Receive, send: Send, wait: float, why: str, advice: str = ""
+) -> None:
+    """429 ``RATE_LIMITED`` with ``Retry-After``: more than ``why``, try again in ``wait`` s."""
+    retry_after = max(1, math.ceil(wait))
+    await send_jsonrpc_error(
+        send,
+        status=429,
+        code=RATE_LIMITED_JSONRPC_CODE,
+        message=f"RATE_LIMITED: more than {why}; retry after {retry_after} s{advice}.",
+        retry_after=retry_after,
+        data={"retry_after": retry_after},
+        id=await request_id(scope, receive),
+    )
+
+
 class RateLimit:
     """ASGI middleware (inside auth) limiting MCP requests per API key; 429 with Retry-After beyond it.
 
@@ -166,17 +189,8 @@ class RateLimit:
             caller = caller_of(user.access_token)
             wait = self.limiter.hit(caller.key_id) if caller is not None else None
             if wait is not None:
-                retry_after = max(1, math.ceil(wait))
-                await send_jsonrpc_error(
-                    send,
-                    status=429,
-                    code=RATE_LIMITED_JSONRPC_CODE,
-                    message=f"RATE_LIMITED: more than {self.limiter.limit} requests in a minute "
-                    f"with this API key; retry after {retry_after} s.",
-                    retry_after=retry_after,
-                    data={"retry_after": retry_after},
-                    id=await request_id(scope, receive),
-                )
+                why = f"{self.limiter.limit} requests in a minute with this API key"
+                await refuse_too_many(scope, receive, send, wait, why)
                 return
         await self.app(scope, receive, send)
 
@@ -240,17 +254,8 @@ class AuthGuard:
         if path.startswith(MCP_PATH) or (path == HEALTH_PATH and has_authorization(scope)):
             wait = self.failures.wait(address)
             if wait is not None and bearer_digest(scope) not in self._accepted:
-                retry_after = max(1, math.ceil(wait))
-                await send_jsonrpc_error(
-                    send,
-                    status=429,
-                    code=RATE_LIMITED_JSONRPC_CODE,
-                    message=f"RATE_LIMITED: more than {self.failures.limit} failed authentications in a "
-                    f"minute from this address; retry after {retry_after} s with a valid API key.",
-                    retry_after=retry_after,
-                    data={"retry_after": retry_after},
-                    id=await request_id(scope, receive),
-                )
+                why = f"{self.failures.limit} failed authentications in a minute from this address"
+                await refuse_too_many(scope, receive, send, wait, why, " with a valid API key")
                 return
         started = read = False
 
@@ -337,14 +342,7 @@ class BusyGuard:
 
 async def buffered(receive: Receive) -> tuple[bytes, Receive]:
     """The request's whole body, and a ``receive`` that hands it on to the app as sent."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+    body = await read_body(receive) or b""
     replayed = False
 
     async def replay() -> Message:
@@ -352,6 +350,6 @@ async def buffered(receive: Receive) -> tuple[bytes, Receive]:
         if replayed:
             return await receive()
         replayed = True
-        return {"type": "http.request", "body": bytes(body), "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
-    return bytes(body), replay
+    return body, replay

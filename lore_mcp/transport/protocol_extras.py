@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, get_args
 
 import anyio
-from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
@@ -56,7 +55,7 @@ from mcp_types import (
     UnsubscribeRequestParams,
 )
 
-from lore_mcp.auth import Caller, caller_of
+from lore_mcp.tools.context import caller as request_caller
 from lore_mcp.tools.registry import ADMIN_TOOLS, LESSON_ID_TOOLS, SPECS
 from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
 from stores.engine.lessons import MAX_LIST_LIMIT
@@ -105,7 +104,19 @@ def add_protocol_extras(server: MCPServer, lowlevel: Server[Any], default_projec
     ``default_project`` is the project a call that names none acts on (and that the
     resources show to a key of every project); None when the server cannot know it.
     """
-    Extras(server, lowlevel, default_project).install()
+    extras = Extras(server, default_project)
+    # add_request_handler directly: the constructor argument for logging warns that the
+    # 2026-07-28 revision drops logging, but clients on the current revisions call it.
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, extras.set_level)
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, extras.subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, extras.unsubscribe)
+    server.completion()(extras.complete)
+    prompts_get = lowlevel.get_request_handler("prompts/get")
+    if prompts_get is not None:
+        lowlevel.add_request_handler(
+            "prompts/get", prompts_get.params_type, extras.checked_get_prompt(prompts_get.handler)
+        )
+    server.middleware.append(extras.after_tool_call)
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
@@ -114,35 +125,14 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     return getattr(ctx.session, "_connection", None)
 
 
-def _caller() -> Caller | None:
-    """The current request's API key, or None without keys (stdio and --dev-no-auth)."""
-    return caller_of(get_access_token())
-
-
 class Extras:
-    def __init__(self, server: MCPServer, lowlevel: Server[Any], default_project: str | None = None) -> None:
+    """The handlers ``add_protocol_extras`` registers, and the subscriptions they share."""
+
+    def __init__(self, server: MCPServer, default_project: str | None = None) -> None:
         self.server = server
-        self.lowlevel = lowlevel
         self.default_project = default_project
         # Connections with at least one subscription; dropped when their session ends.
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
-
-    def install(self) -> None:
-        lowlevel = self.lowlevel
-        # add_request_handler directly: the constructor argument for logging warns that the
-        # 2026-07-28 revision drops logging, but clients on the current revisions call it.
-        lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, self.set_level)
-        lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
-        lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
-        self.server.completion()(self.complete)
-        prompts_get = lowlevel.get_request_handler("prompts/get")
-        if prompts_get is not None:
-            lowlevel.add_request_handler(
-                "prompts/get", prompts_get.params_type, self.checked_get_prompt(prompts_get.handler)
-            )
-        self.server.middleware.append(self.after_tool_call)
-
-    # logging/setLevel
 
     async def set_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
@@ -163,8 +153,6 @@ class Extras:
         )
         await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
 
-    # prompts/get
-
     def checked_get_prompt(self, inner: Any) -> Any:
         async def get_prompt(ctx: ServerRequestContext[Any, Any], params: GetPromptRequestParams) -> Any:
             if params.name not in {p.name for p in await self.server.list_prompts()}:
@@ -175,8 +163,6 @@ class Extras:
                 raise MCPError(INVALID_PARAMS, str(exc)) from None
 
         return get_prompt
-
-    # completion/complete
 
     async def complete(
         self,
@@ -232,8 +218,6 @@ class Extras:
             has_more=len(found) > MAX_COMPLETIONS or not complete,
         )
 
-    # resources/subscribe and resources/unsubscribe
-
     async def subscribe(
         self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
     ) -> EmptyResult:
@@ -256,7 +240,7 @@ class Extras:
             connection.state.get(SUBSCRIPTIONS_KEY, {}).pop(str(params.uri), None)
         return EmptyResult()
 
-    async def changed_uris(
+    def changed_uris(
         self, name: str, arguments: Mapping[str, Any], result: Mapping[str, Any]
     ) -> set[str] | None:
         """URIs whose content a successful call of tool ``name`` may have changed; None: any."""
@@ -287,7 +271,7 @@ class Extras:
         ``requested`` (None: the default), as ``LessonService.scope`` resolves it: a
         project-scoped key only ever reaches its own project. Every lessons resource reads
         with no project, so ``reach(None)`` is what a subscriber's URIs show."""
-        caller = _caller()
+        caller = request_caller()
         if caller is not None and caller.project is not None:
             return Reach(caller.org, caller.project)
         return Reach(caller.org if caller is not None else None, requested or self.default_project)
@@ -305,9 +289,9 @@ class Extras:
                 with anyio.move_on_after(NOTIFY_TIMEOUT_S):
                     await connection.send_resource_updated(uri)
 
-    # After every tools/call: its duration as a debug log message, then the change notifications.
-
     async def after_tool_call(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Server middleware: after every tools/call, its duration as a debug log message, then
+        the change notifications."""
         if ctx.method != "tools/call":
             return await call_next(ctx)
         started = time.perf_counter()
@@ -319,7 +303,7 @@ class Extras:
         await self.log(ctx, "debug", f"{name} {'failed' if failed else 'answered'} in {elapsed_ms:.0f} ms")
         if not failed and len(self.subscribers):
             arguments = params.get("arguments") or {}
-            uris = await self.changed_uris(name, arguments if isinstance(arguments, Mapping) else {}, result)
+            uris = self.changed_uris(name, arguments if isinstance(arguments, Mapping) else {}, result)
             if uris is None or uris:
                 requested = arguments.get("project") if isinstance(arguments, Mapping) else None
                 await self.notify(self.reach(requested if isinstance(requested, str) else None), uris)

@@ -32,7 +32,6 @@ from mcp_types import CallToolResult, TextContent
 
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
-from lore_mcp.tools.argument_checks import check_arguments
 from lore_mcp.tools.registry import ADMIN_TOOLS
 from lore_mcp.transport.server import LoreServer
 
@@ -129,11 +128,10 @@ class RemoteConnection:
         return await self._use(lambda client: client.read_resource(uri))
 
     async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
-        self._last_status = None  # a status from an earlier call must not explain this one
-        self._no_endpoint = False
+        # A status from an earlier call (or from connecting) must not explain this one.
+        self._last_status, self._no_endpoint = None, False
         client = await self._connected()
-        self._last_status = None
-        self._no_endpoint = False
+        self._last_status, self._no_endpoint = None, False
         try:
             with anyio.fail_after(CALL_TIMEOUT_S):
                 return await request(client)
@@ -220,8 +218,9 @@ class RemoteConnection:
                 f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
                 "nothing was sent. Check LORE_API_URL and that the server is running."
             )
-        if message.startswith("RATE_LIMITED"):
-            return _Passthrough(message)
+        if message.startswith("RATE_LIMITED"):  # worded by the team server: passed on as it is
+            code, _, sentence = message.partition(": ")
+            return LoreError(sentence, code)
         if self._no_endpoint:
             return RemoteUnavailable(no_endpoint(self.url, "so nothing was sent"))
         if 404 in statuses:
@@ -240,15 +239,6 @@ class RemoteConnection:
             f"Cannot reach the team server at {self.url}, so nothing was changed: check LORE_API_URL "
             "and that the server is running, then try again."
         )
-
-
-class _Passthrough(LoreError):
-    """An error the team server worded itself (``CODE: sentence``), passed on unchanged."""
-
-    def __init__(self, text: str) -> None:
-        code, _, message = text.partition(": ")
-        super().__init__(message)
-        self.code = code
 
 
 def _unwrapped(exc: BaseException) -> BaseException:
@@ -283,13 +273,9 @@ class RemoteLoreServer(LoreServer):
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
-        if schema is not None:
-            # Checked here too: an older team server would drop an unknown argument, and the
-            # client would send NaN on as null (no expiry, say) without a word.
-            try:
-                check_arguments(name, schema, arguments)
-            except LoreError as exc:
-                raise ToolError(wire_text(exc.code, exc.message)) from None
+        # Checked here too: an older team server would drop an unknown argument, and the
+        # client would send NaN on as null (no expiry, say) without a word.
+        self.check_call(name, arguments)
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
         if (
@@ -306,6 +292,11 @@ class RemoteLoreServer(LoreServer):
         if found and not result.is_error:
             result = _report_redactions(result, found)
         return result
+
+    async def run_stdio_async(self) -> None:
+        """Serve over stdio, holding the connection to the team server meanwhile."""
+        async with self.remote:
+            await super().run_stdio_async()
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         try:
@@ -331,10 +322,3 @@ def _report_redactions(result: CallToolResult, found: set[str]) -> CallToolResul
         structured_content=data,
         is_error=False,
     )
-
-
-async def serve_remote(server: RemoteLoreServer) -> None:
-    """Serve Lore's tools over stdio, forwarding each call to the team server through the
-    connection ``server`` was given (built by ``lore_mcp.app.remote_server``)."""
-    async with server.remote:
-        await server.run_stdio_async()

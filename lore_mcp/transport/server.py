@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -30,22 +30,13 @@ from lore_mcp.tools import lore_tools
 from lore_mcp.tools.argument_checks import check_arguments
 from lore_mcp.tools.context import Services
 from lore_mcp.tools.prompts import add_prompts
-from lore_mcp.tools.registry import ADMIN_TOOLS, DEFAULT_TOOL_GROUPS, TOOL_GROUPS
+from lore_mcp.tools.registry import ADMIN_TOOLS
 from lore_mcp.tools.resources import add_lesson_resource, add_memory_resources
 from lore_mcp.transport.admission import HEAVY_TOOLS, Busy, HeavyGate
 from lore_mcp.transport.protocol_extras import add_protocol_extras
 from lore_mcp.transport.stdio import stdio_transport
 from stores import deadline
 from stores.errors import StoreError, UnavailableError
-
-__all__ = [
-    "ADMIN_TOOLS",
-    "DEFAULT_TOOL_GROUPS",
-    "TOOL_GROUPS",
-    "LoreServer",
-    "lean_schema",
-    "lore_server",
-]
 
 logger = logging.getLogger("lore_mcp")
 
@@ -112,29 +103,38 @@ class LoreServer(MCPServer):
             )
             for t in await super().list_tools()
         ]
-        caller = caller_of(get_access_token()) or self.local_caller
+        caller = self.caller()
         if caller is not None and caller.root:
             return tools
         return [t for t in tools if t.name not in ADMIN_TOOLS]
 
-    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Run a tool under the request deadline; every failure becomes ``CODE: sentence``.
+    def caller(self) -> Caller | None:
+        """Who makes the current request: its API key, or the trusted local user (stdio)."""
+        return caller_of(get_access_token()) or self.local_caller
 
-        Arguments the tool does not have, and numbers that are not finite, are refused
-        first (``check_arguments``): the SDK would drop the one and misname the other.
-        The deadline travels to the store work on worker threads (``stores.deadline``),
-        which stops itself and rolls back once it passes: cancelling this coroutine
-        would not stop a thread, and could answer before the work had finished.
-        """
+    def check_call(self, name: str, arguments: dict[str, Any]) -> None:
+        """Refuse, as a ``ToolError``, arguments that tool ``name`` does not have and numbers
+        that are not finite (``check_arguments``): the SDK would drop the one and misname the
+        other. A name that is no tool here passes."""
         schema = self.tool_schemas.get(name)
         if schema is not None:
             try:
                 check_arguments(name, schema, arguments)
             except InvalidArgument as exc:
                 raise ToolError(wire_text(exc.code, exc.message)) from None
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """Run a tool under the request deadline; every failure becomes ``CODE: sentence``.
+
+        Its arguments are checked first (``check_call``). The deadline travels to the store
+        work on worker threads (``stores.deadline``), which stops itself and rolls back once it
+        passes: cancelling this coroutine would not stop a thread, and could answer before the
+        work had finished.
+        """
+        self.check_call(name, arguments)
         with deadline.limit(self.request_timeout_s):
             try:
-                async with self._admitted(name, caller_of(get_access_token()) or self.local_caller):
+                async with self._admitted(name, self.caller()):
                     return await super().call_tool(name, arguments, context)
             except Busy as exc:
                 raise ToolError(wire_text(exc.code, exc.message)) from None
@@ -212,23 +212,19 @@ def deadline_message(tool: str) -> str:
     return "The request took longer than this server allows and was stopped; it changed nothing. " + advice
 
 
-class LoadModelAfterFirstRequest:
-    """Middleware that starts loading the embedding model once the first request is answered.
+def load_model_after_first_request(embedder: Embedder) -> Callable[[Any, Any], Awaitable[Any]]:
+    """Server middleware that starts loading the embedding model once the first request is
+    answered: loading on a thread while the handshake is served would compete with it for the
+    interpreter. A tool that needs vectors before then starts (and waits for) the load itself."""
 
-    Loading on a thread while the handshake is served would compete with it for the
-    interpreter, so the load starts right after the first response instead; a tool
-    that needs vectors before then starts (and waits for) the load itself.
-    """
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-
-    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+    async def middleware(ctx: Any, call_next: Any) -> Any:
         try:
             return await call_next(ctx)
         finally:
-            if not self.embedder.started:
-                self.embedder.start()
+            if not embedder.started:
+                embedder.start()
+
+    return middleware
 
 
 def lore_server(
@@ -246,7 +242,7 @@ def lore_server(
     ``settings`` go to the server's constructor (``local_caller``, deadlines, auth).
     """
     served = set(groups) if services is not None and services.keys is not None else set(groups) - {"admin"}
-    middleware = [LoadModelAfterFirstRequest(services.lessons.embedder)] if services is not None else []
+    middleware = [load_model_after_first_request(services.lessons.embedder)] if services is not None else []
     server = server_class(services, tools=lore_tools(served), middleware=middleware, **settings)
     if services is not None:
         add_prompts(server)

@@ -135,11 +135,7 @@ def too_long_reply(head: bytes) -> types.JSONRPCError:
         f"({MAX_LINE_BYTES // (1 << 20)} MiB), the limit on an HTTP request body too; "
         "send less in one call, for example import lessons in smaller batches."
     )
-    return types.JSONRPCError(
-        jsonrpc="2.0",
-        id=_recover_id(head, None),
-        error=types.ErrorData(code=INVALID_REQUEST, message=message),
-    )
+    return _error(_recover_id(head, None), INVALID_REQUEST, message)
 
 
 def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
@@ -149,14 +145,16 @@ def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
     if isinstance(parsed, dict) and "method" not in parsed and ("result" in parsed or "error" in parsed):
         logger.warning("dropped a malformed response from the client")
         return None
-    request_id = _recover_id(line, parsed)
     if invalid_json:
-        code, message = PARSE_ERROR, "Parse error: the line is not JSON this server can read"
-        detail = exc.errors()[0]["msg"]
-        message = f"{message} ({detail})."
+        code = PARSE_ERROR
+        message = f"Parse error: the line is not JSON this server can read ({exc.errors()[0]['msg']})."
     else:
         code, message = INVALID_REQUEST, "Invalid Request: the JSON is not a JSON-RPC 2.0 message."
     logger.info("answered a malformed frame with %s", code)
+    return _error(_recover_id(line, parsed), code, message)
+
+
+def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
 
 
@@ -178,9 +176,7 @@ def _recover_id(line: bytes, parsed: Any) -> int | str | None:
         if match:
             with contextlib.suppress(ValueError):
                 candidate = json.loads(match.group(1))
-    if isinstance(candidate, bool) or not isinstance(candidate, int | str):
-        return None
-    return candidate
+    return None if isinstance(candidate, bool) or not isinstance(candidate, int | str) else candidate
 
 
 def _claim_stdout() -> tuple[BinaryIO, Any]:

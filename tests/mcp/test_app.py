@@ -11,7 +11,7 @@ import pytest
 from lore_mcp.app import App, open_app, open_store
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.settings import Settings
-from lore_mcp.transport.server import ADMIN_TOOLS
+from lore_mcp.tools.registry import ADMIN_TOOLS
 from tests.support.clients import connected
 
 
