@@ -291,6 +291,54 @@ MIGRATIONS.append(
     )
 )
 
+MIGRATIONS.append(
+    (
+        9,
+        "oauth clients, codes and tokens",
+        # OAuth 2.1 for connectors (issue 23, stores.engine.oauth_rows): registered clients,
+        # authorization codes and access/refresh tokens, each stored as its SHA-256 digest and
+        # bound to the API key that a person entered on the consent page, and the secret that
+        # signs the consent page's cookies, shared by every replica.
+        # No row-level security: a code or token is read by its digest before its org is
+        # known, and clients belong to no org; no row holds an org's memory.
+        """
+        CREATE TABLE oauth_clients (client_id text PRIMARY KEY, metadata jsonb NOT NULL, created_at timestamptz NOT NULL);
+        CREATE TABLE oauth_codes (
+            code_hash text PRIMARY KEY,
+            client_id text NOT NULL,
+            org_id text NOT NULL,
+            key_id text NOT NULL,
+            project text,
+            resource text NOT NULL,
+            scopes text NOT NULL,
+            redirect_uri text NOT NULL,
+            redirect_explicit boolean NOT NULL,
+            code_challenge text NOT NULL,
+            expires_at timestamptz NOT NULL,
+            used_at timestamptz
+        );
+        CREATE INDEX oauth_codes_expiry ON oauth_codes (expires_at);
+        CREATE TABLE oauth_tokens (
+            token_hash text PRIMARY KEY,
+            kind text NOT NULL,
+            family text NOT NULL,
+            client_id text NOT NULL,
+            org_id text NOT NULL,
+            key_id text NOT NULL,
+            project text,
+            resource text NOT NULL,
+            scopes text NOT NULL,
+            expires_at timestamptz NOT NULL,
+            revoked_at timestamptz,
+            created_at timestamptz NOT NULL
+        );
+        CREATE INDEX oauth_tokens_family ON oauth_tokens (family);
+        CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at);
+        CREATE TABLE oauth_secrets (name text PRIMARY KEY, value text NOT NULL);
+        """,
+    )
+)
+
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
