@@ -39,6 +39,7 @@ _SETTING_FLAGS = [
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
     ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
+    ("--public-url", "public_url", "the team server's public base URL (https://host), its OAuth issuer"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),

@@ -105,7 +105,7 @@ def serve_http(
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
     url_host = f"[{host}]" if ":" in host else host
     try:
-        issuer = None if no_auth else f"http://{url_host}:{port}"
+        issuer = None if no_auth else (settings.public_url or f"http://{url_host}:{port}")
         server = app.team_server(issuer_url=issuer, log_level=log_level)
         if no_auth:
             print(
