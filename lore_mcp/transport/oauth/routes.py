@@ -105,11 +105,12 @@ def team_auth(
     issuer = issuer.rstrip("/")
     resource = issuer + MCP_PATH
     verifier = LoreBearerVerifier(keys, resource)
+    # Strings, so AuthSettings parses them keeping an empty path empty (no trailing slash).
     if not oauth_possible(issuer):
-        return verifier, AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None)
+        return verifier, AuthSettings.model_validate({"issuer_url": issuer, "resource_server_url": None})
     # The verifier checks each token's resource itself: API keys have none.
-    settings = AuthSettings(
-        issuer_url=AnyHttpUrl(issuer), resource_server_url=AnyHttpUrl(resource), validate_token_resource=False
+    settings = AuthSettings.model_validate(
+        {"issuer_url": issuer, "resource_server_url": resource, "validate_token_resource": False}
     )
     provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
     verifier.routes = oauth_routes(provider, settings.issuer_url)
