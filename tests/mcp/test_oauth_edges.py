@@ -13,6 +13,9 @@ from urllib.parse import urlencode
 
 import httpx2
 import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.transport.oauth.tokens import digest
@@ -107,9 +110,30 @@ def test_every_401_names_the_metadata_and_says_what_to_send(lore: OAuthServer) -
         assert challenge.startswith("Bearer ")
         assert f'resource_metadata="{lore.base}/.well-known/oauth-protected-resource/mcp"' in challenge
         assert 'error="invalid_token"' in challenge and 'error_description="UNAUTHORIZED: ' in challenge
-        description = response.json()["error_description"]
+        error = response.json()["error"]
+        description = error["message"]
         assert description.startswith("UNAUTHORIZED: ") and "Authorization" in description
         assert "lore_sk_" in description and "README" in description
+        assert f'error_description="{description}"' in challenge
+        assert error["data"] == {
+            "error": "invalid_token",
+            "resource_metadata": f"{lore.base}/.well-known/oauth-protected-resource/mcp",
+        }
+
+
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+async def test_the_python_sdk_client_shows_the_sentence(lore: OAuthServer, mode: str) -> None:
+    with pytest.raises(BaseException) as refused:
+        async with (
+            httpx2.AsyncClient(headers={"Authorization": "Bearer lore_sk_" + "A" * 32}, timeout=30) as http,
+            Client(streamable_http_client(lore.url, http_client=http), mode=mode) as client,  # type: ignore[arg-type]
+        ):
+            await client.list_tools()
+    errors = [refused.value]
+    while errors and isinstance(errors[0], BaseExceptionGroup):
+        errors = list(errors[0].exceptions)
+    assert isinstance(errors[0], MCPError), refused.value
+    assert errors[0].error.message.startswith("UNAUTHORIZED: This request needs the header Authorization")
 
 
 def test_a_token_works_until_its_key_is_revoked(lore: OAuthServer) -> None:

@@ -10,6 +10,7 @@ specification derives from ``/mcp`` and at the bare well-known path some clients
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
@@ -35,14 +36,21 @@ from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from stores.engine.keys import KeyStore
 
+# The JSON-RPC error code of a refused credential, beside lore_mcp.transport.guards' codes.
+UNAUTHORIZED_JSONRPC_CODE = -32028
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
 
 
-def refusal(metadata_url: str | None) -> tuple[dict[str, str], str]:
+def refusal(metadata_url: str | None) -> tuple[dict[str, Any], str]:
     """The body and ``WWW-Authenticate`` of a 401: one sentence for every way a credential can be
     wrong (missing, malformed, unknown, revoked, expired), so a guesser learns nothing, naming
-    the header, what it must hold, and where to read more."""
+    the header, what it must hold, and where to read more.
+
+    OAuth clients read the header (RFC 6750 §3, RFC 9728 §5.1); the body is a JSON-RPC error
+    carrying the same sentence, which is what MCP clients show a person (the Python SDK
+    client surfaces a JSON-RPC error body, and only a generic failure otherwise).
+    """
     where = (
         f"connect with OAuth as {metadata_url} describes, or "
         if metadata_url
@@ -57,7 +65,13 @@ def refusal(metadata_url: str | None) -> tuple[dict[str, str], str]:
     parts = ['error="invalid_token"', f'error_description="{sentence}"']
     if metadata_url:
         parts.insert(0, f'resource_metadata="{metadata_url}"')
-    return {"error": "invalid_token", "error_description": sentence}, "Bearer " + ", ".join(parts)
+    data = {"error": "invalid_token", "resource_metadata": metadata_url}
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": UNAUTHORIZED_JSONRPC_CODE, "message": sentence, "data": data},
+    }
+    return body, "Bearer " + ", ".join(parts)
 
 
 def refused_response(metadata_url: str | None) -> JSONResponse:
