@@ -171,12 +171,6 @@ class Settings(BaseSettings):
         le=3600,
         description="Seconds SIGTERM lets HTTP requests in flight finish; then the server exits regardless.",
     )
-    public_url: str | None = Field(
-        None,
-        description="The team server's public base URL, such as https://lore.example.com (no path): OAuth "
-        "clients (claude.ai, Claude Desktop) reach it there, and it is the OAuth issuer, with /mcp the "
-        "resource. Unset: http://HOST:PORT, where OAuth is offered only on a loopback address.",
-    )
     trusted_proxies: str = Field(
         "",
         description="Reverse proxies whose X-Forwarded-For the team server believes, comma-separated IP "
@@ -225,21 +219,6 @@ class Settings(BaseSettings):
             return None
         embeddings_url(value)  # raises ValueError naming the expected form
         return value.strip()
-
-    @field_validator("public_url")
-    @classmethod
-    def _public_base_url(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        parts = urlsplit(value.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname or parts.path.strip("/"):
-            raise ValueError(
-                "LORE_PUBLIC_URL must be the server's base URL, https://host[:port] without a path "
-                "(the address clients reach Lore at, /mcp left off)"
-            )
-        if parts.query or parts.fragment:
-            raise ValueError("LORE_PUBLIC_URL must not have a query or fragment")
-        return f"{parts.scheme}://{parts.netloc}"
 
     @field_validator("trusted_proxies")
     @classmethod

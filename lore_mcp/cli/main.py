@@ -39,7 +39,6 @@ _SETTING_FLAGS = [
     ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
     ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
-    ("--public-url", "public_url", "the team server's public base URL (https://host), its OAuth issuer"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
@@ -79,6 +78,12 @@ def _serving_commands(
     )
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
+    mcp.add_argument(
+        "--public-url",
+        default=None,
+        help="HTTP: the base URL clients reach the server at (https://lore.example.com, no path), its OAuth "
+        "issuer with /mcp the resource; default http://HOST:PORT, where OAuth is offered only on loopback",
+    )
     mcp.add_argument(
         "--dev-no-auth",
         action="store_true",
@@ -264,6 +269,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 port=args.port,
                 log_level=args.log_level.upper(),
                 no_auth=args.dev_no_auth,
+                public_url=args.public_url,
             )
         return serve(settings, log_level=args.log_level.upper())
     if args.command in ("migrate", "init", "keys"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 # Imported with this module, so before the store opens and the model starts loading: the
 # start-up order whose timings the benchmarks measured (the tools' modules take longer to
@@ -68,7 +69,7 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     return 0
 
 
-def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
+def _refuse_http(settings: Settings, *, host: str, no_auth: bool, public_url: str | None = None) -> bool:
     """Whether the settings cannot make a team server (said on stderr), checked before the
     store opens: a remote store has no data of its own, and no keys means loopback only."""
     from lore_mcp.transport import http
@@ -76,6 +77,13 @@ def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
     if settings.store == "remote":
         print(
             "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
+            file=sys.stderr,
+        )
+        return True
+    if public_url is not None and not _is_base_url(public_url):
+        print(
+            f"lore-memory: --public-url must be the base URL clients reach the server at, such as "
+            f"https://lore.example.com (no path, query or fragment), not {public_url!r}.",
             file=sys.stderr,
         )
         return True
@@ -89,15 +97,33 @@ def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
     return False
 
 
+def _is_base_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not parts.path.strip("/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
 def serve_http(
-    settings: Settings, *, host: str, port: int, log_level: LogLevel = "WARNING", no_auth: bool = False
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    log_level: LogLevel = "WARNING",
+    no_auth: bool = False,
+    public_url: str | None = None,
 ) -> int:
-    """The team server: streamable HTTP with API keys (see ``lore_mcp.transport.http``)."""
+    """The team server: streamable HTTP with API keys and OAuth (see ``lore_mcp.transport.http``);
+    ``public_url`` is where clients reach it (``--public-url``), its OAuth issuer."""
     import anyio
 
     from lore_mcp.transport import http
 
-    if _refuse_http(settings, host=host, no_auth=no_auth):
+    if _refuse_http(settings, host=host, no_auth=no_auth, public_url=public_url):
         return 2
     app = open_or_report(settings, read_only="warn")
     if app is None:
@@ -105,7 +131,7 @@ def serve_http(
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
     url_host = f"[{host}]" if ":" in host else host
     try:
-        issuer = None if no_auth else (settings.public_url or f"http://{url_host}:{port}")
+        issuer = None if no_auth else (public_url or f"http://{url_host}:{port}").rstrip("/")
         server = app.team_server(issuer_url=issuer, log_level=log_level)
         if no_auth:
             print(
