@@ -14,25 +14,20 @@ import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientMetadata
-from pydantic import AnyUrl
 
 from lore_mcp.embedding.embedder import Embedder
 from tests.support.helpers import call
-from tests.support.oauth import MemoryTokens, Person, metadata_documents, oauth_server
+from tests.support.oauth import (
+    REDIRECT,
+    MemoryTokens,
+    Person,
+    client_metadata,
+    metadata_documents,
+    oauth_server,
+    pkce,
+)
 
-REDIRECT = "http://127.0.0.1:33418/callback"
 MODES = ["legacy", "2026-07-28"]
-
-
-def client_metadata() -> OAuthClientMetadata:
-    return OAuthClientMetadata(
-        client_name="Flow <test> client",
-        redirect_uris=[AnyUrl(REDIRECT)],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        token_endpoint_auth_method="none",
-    )
 
 
 async def save_and_recall(url: str, auth: OAuthClientProvider, mode: str) -> dict[str, Any]:
@@ -126,3 +121,40 @@ async def test_the_client_refreshes_quietly_once_its_access_token_expires(
         assert person.pages == 1, "no second consent: the refresh token was used"
         assert tokens.tokens.refresh_token != first.refresh_token, "refresh tokens rotate"
         assert tokens.tokens.access_token != first.access_token
+
+
+def test_a_metadata_document_that_lies_or_is_too_big_is_refused(
+    store: Any, embedder: Embedder, tmp_path: Path
+) -> None:
+    honest = {"client_id": "{base}/ok.json", "client_name": "ok", "redirect_uris": [REDIRECT]}
+    documents = {
+        "/ok.json": honest,
+        "/lies.json": {**honest, "client_id": "https://elsewhere.example/ok.json"},
+        "/big.json": {**honest, "client_id": "{base}/big.json", "client_name": "x" * 6000},
+        "/secret.json": {
+            **honest,
+            "client_id": "{base}/secret.json",
+            "token_endpoint_auth_method": "client_secret_post",
+        },
+    }
+    with (
+        metadata_documents(tmp_path, documents) as (base, cert),
+        oauth_server(store, embedder, trusted_ca=cert) as lore,
+    ):
+        _, challenge = pkce()
+
+        def authorize(client_id: str, redirect: str = REDIRECT) -> httpx2.Response:
+            query = {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": redirect,
+                "code_challenge": challenge,
+                "state": "s",
+            }
+            return httpx2.get(f"{lore.base}/authorize", params=query, timeout=30)
+
+        assert authorize(f"{base}/ok.json").status_code == 302
+        assert authorize(f"{base}/ok.json", "http://127.0.0.1:9/elsewhere").status_code == 400
+        for name in ("lies", "big", "secret", "missing"):
+            refused = authorize(f"{base}/{name}.json")
+            assert refused.status_code == 400 and "location" not in refused.headers, name

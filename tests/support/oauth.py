@@ -33,6 +33,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+from mcp.shared.auth import OAuthClientMetadata
+from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -45,6 +47,19 @@ from lore_mcp.transport.http import build_app, server_config
 from lore_mcp.transport.oauth.clients import MetadataDocuments
 from lore_mcp.transport.oauth.routes import team_auth
 from tests.support.team import free_port
+
+REDIRECT = "http://127.0.0.1:33418/callback"
+
+
+def client_metadata() -> OAuthClientMetadata:
+    """What the SDK client registers: a public client with one loopback redirect URI."""
+    return OAuthClientMetadata(
+        client_name="Flow <test> client",
+        redirect_uris=[AnyUrl(REDIRECT)],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",
+    )
 
 
 @dataclass
