@@ -108,6 +108,22 @@ def _is_base_url(url: str) -> bool:
     )
 
 
+def _say_oauth(issuer: str | None) -> None:
+    """The start-up line on OAuth: where connectors find it, or why it is off (none without auth)."""
+    from lore_mcp.transport.oauth.routes import oauth_possible
+
+    if issuer is None:
+        return
+    if oauth_possible(issuer):
+        note = f"OAuth for connectors (claude.ai, Claude Desktop) at {issuer}/mcp; API keys work as well."
+    else:
+        note = (
+            f"OAuth is off: {issuer} is neither HTTPS nor loopback; pass --public-url https://your-host "
+            "(behind a TLS proxy) to offer it. API keys work."
+        )
+    print(f"lore-memory: {note}", file=sys.stderr)
+
+
 def serve_http(
     settings: Settings,
     *,
@@ -139,6 +155,7 @@ def serve_http(
                 file=sys.stderr,
             )
         print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
+        _say_oauth(issuer)
         anyio.run(
             lambda: http.serve_http(
                 server,

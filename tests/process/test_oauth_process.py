@@ -45,6 +45,7 @@ async def test_a_client_connects_through_oauth_and_loses_access_when_the_key_is_
         assert lore(env, "keys", "revoke", laptop["id"]).returncode == 0
         assert raw_post(url, f"Bearer {access}").status_code == 401
     written = log.read_text()
+    assert "OAuth for connectors (claude.ai, Claude Desktop) at http://127.0.0.1:" in written
     for secret in (laptop["key"], access, tokens.tokens.refresh_token, person.result["code"]):
         assert secret not in written
 
