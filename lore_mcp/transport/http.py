@@ -1,9 +1,10 @@
 """The team server: MCP streamable HTTP at ``/mcp`` with API keys or OAuth, rate limits and ``/healthz``.
 
-The app is the SDK's own streamable-HTTP app (bearer auth through our
-``ApiKeyVerifier``, or ``LoreBearerVerifier`` for API keys and OAuth tokens), with these
-additions: the OAuth routes and consent page (``lore_mcp.transport.oauth``) and one 401 for
-every refused credential, naming the protected-resource metadata; a per-key sliding-window rate limit that
+The app is the SDK's own streamable-HTTP app (bearer auth through ``LoreBearerVerifier``:
+API keys, and OAuth access tokens where the server offers OAuth; or ``ApiKeyVerifier``
+alone), with these additions: the OAuth routes and consent page
+(``lore_mcp.transport.oauth``); one 401 for every refused credential, naming the
+protected-resource metadata; a per-key sliding-window rate limit that
 answers 429 with ``Retry-After``; ``GET /healthz``, which checks the database and the
 ``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
 that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's

@@ -295,15 +295,12 @@ MIGRATIONS.append(
     (
         9,
         "oauth clients, codes and tokens",
-        # OAuth 2.1 for connectors (issue 23, stores.engine.oauth_rows): registered clients,
-        # authorization codes and access/refresh tokens, each stored as its SHA-256 digest and
-        # bound to the API key that a person entered on the consent page, and the secret that
-        # signs the consent page's cookies, shared by every replica.
-        # No row-level security: a code or token is read by its digest before its org is
-        # known, and clients belong to no org; no row holds an org's memory.
+        # OAuth for connectors (stores.engine.oauth_rows): clients, codes and tokens (as digests,
+        # bound to an API key), the consent page's signing secret. No row-level security: a code
+        # or token is read by its digest before its org is known; no row holds an org's memory.
         """
-        CREATE TABLE oauth_clients (client_id text PRIMARY KEY, metadata jsonb NOT NULL, created_at timestamptz NOT NULL);
-        CREATE TABLE oauth_codes (
+        CREATE TABLE IF NOT EXISTS oauth_clients (client_id text PRIMARY KEY, metadata jsonb NOT NULL, created_at timestamptz NOT NULL);
+        CREATE TABLE IF NOT EXISTS oauth_codes (
             code_hash text PRIMARY KEY,
             client_id text NOT NULL,
             org_id text NOT NULL,
@@ -317,8 +314,8 @@ MIGRATIONS.append(
             expires_at timestamptz NOT NULL,
             used_at timestamptz
         );
-        CREATE INDEX oauth_codes_expiry ON oauth_codes (expires_at);
-        CREATE TABLE oauth_tokens (
+        CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_tokens (
             token_hash text PRIMARY KEY,
             kind text NOT NULL,
             family text NOT NULL,
@@ -332,9 +329,9 @@ MIGRATIONS.append(
             revoked_at timestamptz,
             created_at timestamptz NOT NULL
         );
-        CREATE INDEX oauth_tokens_family ON oauth_tokens (family);
-        CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at);
-        CREATE TABLE oauth_secrets (name text PRIMARY KEY, value text NOT NULL);
+        CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
+        CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_secrets (name text PRIMARY KEY, value text NOT NULL);
         """,
     )
 )

@@ -233,8 +233,8 @@ MIGRATIONS.append(
         # bound to the API key that a person entered on the consent page, and the secret that
         # signs the consent page's cookies, shared by every replica.
         """
-        CREATE TABLE oauth_clients (client_id TEXT PRIMARY KEY, metadata TEXT NOT NULL, created_at TEXT NOT NULL);
-        CREATE TABLE oauth_codes (
+        CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, metadata TEXT NOT NULL, created_at TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS oauth_codes (
             code_hash TEXT PRIMARY KEY,
             client_id TEXT NOT NULL,
             org_id TEXT NOT NULL,
@@ -248,8 +248,8 @@ MIGRATIONS.append(
             expires_at TEXT NOT NULL,
             used_at TEXT
         );
-        CREATE INDEX oauth_codes_expiry ON oauth_codes (expires_at);
-        CREATE TABLE oauth_tokens (
+        CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_tokens (
             token_hash TEXT PRIMARY KEY,
             kind TEXT NOT NULL,
             family TEXT NOT NULL,
@@ -263,9 +263,9 @@ MIGRATIONS.append(
             revoked_at TEXT,
             created_at TEXT NOT NULL
         );
-        CREATE INDEX oauth_tokens_family ON oauth_tokens (family);
-        CREATE INDEX oauth_tokens_expiry ON oauth_tokens (expires_at);
-        CREATE TABLE oauth_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)
+        CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
+        CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)
         """,
     )
 )
