@@ -205,22 +205,17 @@ class App:
         return HeavyGate(total, per_org=max(1, min(total - 1, (os.cpu_count() or 2) // 2)))
 
     def team_server(self, *, issuer_url: str | None, log_level: LogLevel = "WARNING") -> LoreServer:
-        """The server for streamable HTTP: API keys checked on every request, their issuer
-        ``issuer_url``; None serves without authentication (``--dev-no-auth``)."""
+        """The server for streamable HTTP: API keys and OAuth tokens checked on every request,
+        with ``issuer_url`` the server's public URL (``LORE_PUBLIC_URL``, or where it binds);
+        OAuth is on where that URL can be an issuer (``oauth.routes.oauth_possible``).
+        None serves without authentication (``--dev-no-auth``)."""
         if issuer_url is None:
             return self.server(with_keys=True, log_level=log_level, shared=True)
-        from mcp.server.auth.settings import AuthSettings
-        from pydantic import AnyHttpUrl
+        from lore_mcp.transport.oauth.routes import team_auth
 
-        from lore_mcp.auth import ApiKeyVerifier
-
+        verifier, auth = team_auth(self.store.keys, issuer_url)
         return self.server(
-            with_keys=True,
-            log_level=log_level,
-            shared=True,
-            token_verifier=ApiKeyVerifier(self.store.keys),
-            # Lore's keys are its own, not OAuth: no metadata routes, just bearer checks.
-            auth=AuthSettings(issuer_url=AnyHttpUrl(issuer_url), resource_server_url=None),
+            with_keys=True, log_level=log_level, shared=True, token_verifier=verifier, auth=auth
         )
 
     def health(self) -> Org | None:

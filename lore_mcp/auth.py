@@ -137,7 +137,7 @@ class ApiKeyVerifier:
         digest = key_digest(token)
         if self._refused_recently(digest):
             return None
-        key = await self._bounded(self.keys.key_by_hash, digest)
+        key = await self.bounded(self.keys.key_by_hash, digest)
         if key is None or key.revoked_at is not None:
             self._remember_refused(digest)
             return None
@@ -145,7 +145,7 @@ class ApiKeyVerifier:
         caller = Caller.of(key)
         return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
 
-    async def _bounded(self, lookup: Any, *args: Any) -> Any:
+    async def bounded(self, lookup: Any, *args: Any) -> Any:
         """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns.
 
         The thread is abandoned at the deadline rather than waited for: a database that
@@ -184,7 +184,7 @@ class ApiKeyVerifier:
             return
         self._touched[key.id] = now
         try:
-            await self._bounded(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
+            await self.bounded(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
         except KeyLookupUnavailable as exc:  # last-used is informative; never refuse a valid key over it
             logger.warning("could not record key use: %s", exc.message)
 

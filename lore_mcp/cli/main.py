@@ -81,6 +81,12 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     mcp.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (default 127.0.0.1)")
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
     mcp.add_argument(
+        "--public-url",
+        default=None,
+        help="HTTP: the base URL clients reach the server at (https://lore.example.com, no path), its OAuth "
+        "issuer with /mcp the resource; default http://HOST:PORT, where OAuth is offered only on loopback",
+    )
+    mcp.add_argument(
         "--dev-no-auth",
         action="store_true",
         help="HTTP, development only: serve without API keys, as the org LORE_ORG; refused unless "
@@ -261,6 +267,7 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 port=args.port,
                 log_level=args.log_level.upper(),
                 no_auth=args.dev_no_auth,
+                public_url=args.public_url,
             )
         return serve(settings, log_level=args.log_level.upper())
     if args.command in ("migrate", "init", "keys"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 # Imported with this module, so before the store opens and the model starts loading: the
 # start-up order whose timings the benchmarks measured (the tools' modules take longer to
@@ -63,7 +64,7 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     return 0
 
 
-def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
+def _refuse_http(settings: Settings, *, host: str, no_auth: bool, public_url: str | None = None) -> bool:
     """Whether the settings cannot make a team server (said on stderr), checked before the
     store opens: a remote store has no data of its own, and no keys means loopback only."""
     from lore_mcp.transport import http
@@ -71,6 +72,13 @@ def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
     if settings.store == "remote":
         print(
             "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
+            file=sys.stderr,
+        )
+        return True
+    if public_url is not None and not _is_base_url(public_url):
+        print(
+            f"lore-memory: --public-url must be the base URL clients reach the server at, such as "
+            f"https://lore.example.com (no path, query or fragment), not {public_url!r}.",
             file=sys.stderr,
         )
         return True
@@ -84,15 +92,49 @@ def _refuse_http(settings: Settings, *, host: str, no_auth: bool) -> bool:
     return False
 
 
+def _is_base_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return (
+        parts.scheme in ("http", "https")
+        and bool(parts.hostname)
+        and not parts.path.strip("/")
+        and not parts.query
+        and not parts.fragment
+    )
+
+
+def _say_oauth(issuer: str | None) -> None:
+    """The start-up line on OAuth: where connectors find it, or why it is off (none without auth)."""
+    from lore_mcp.transport.oauth.routes import oauth_possible
+
+    if issuer is None:
+        return
+    if oauth_possible(issuer):
+        note = f"OAuth for connectors (claude.ai, Claude Desktop) at {issuer}/mcp; API keys work as well."
+    else:
+        note = (
+            f"OAuth is off: {issuer} is neither HTTPS nor loopback; pass --public-url https://your-host "
+            "(behind a TLS proxy) to offer it. API keys work."
+        )
+    print(f"lore-memory: {note}", file=sys.stderr)
+
+
 def serve_http(
-    settings: Settings, *, host: str, port: int, log_level: LogLevel = "WARNING", no_auth: bool = False
+    settings: Settings,
+    *,
+    host: str,
+    port: int,
+    log_level: LogLevel = "WARNING",
+    no_auth: bool = False,
+    public_url: str | None = None,
 ) -> int:
-    """The team server: streamable HTTP with API keys (see ``lore_mcp.transport.http``)."""
+    """The team server: streamable HTTP with API keys and OAuth (see ``lore_mcp.transport.http``);
+    ``public_url`` is where clients reach it (``--public-url``), its OAuth issuer."""
     import anyio
 
     from lore_mcp.transport import http
 
-    if _refuse_http(settings, host=host, no_auth=no_auth):
+    if _refuse_http(settings, host=host, no_auth=no_auth, public_url=public_url):
         return 2
     app = open_or_report(settings, read_only="warn")
     if app is None:
@@ -100,7 +142,7 @@ def serve_http(
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
     url_host = f"[{host}]" if ":" in host else host
     with app, contextlib.suppress(KeyboardInterrupt):
-        issuer = None if no_auth else f"http://{url_host}:{port}"
+        issuer = None if no_auth else (public_url or f"http://{url_host}:{port}").rstrip("/")
         server = app.team_server(issuer_url=issuer, log_level=log_level)
         if no_auth:
             print(
@@ -108,6 +150,7 @@ def serve_http(
                 file=sys.stderr,
             )
         print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
+        _say_oauth(issuer)
         anyio.run(
             lambda: http.serve_http(
                 server,

@@ -29,6 +29,11 @@ from lore_mcp.tools.lessons import (
 from lore_mcp.tools.structured import apply, plan, query_rows, schema
 from lore_mcp.tools.transfer import export_lessons, import_lessons
 
+# The hints every tool sets, each one deliberately (directories and clients read them to
+# decide what to ask the person before a call). Lore only ever touches its own store, so no
+# tool is open-world: none reaches the internet or any system beyond Lore's database.
+# Idempotent means a second identical call has no further effect (deleting a lesson
+# twice leaves it deleted; a second vote is a second vote).
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -46,39 +51,54 @@ DESTRUCTIVE = ToolAnnotations(
 @dataclass(frozen=True)
 class ToolSpec:
     """One tool: the function whose signature is its schema and whose docstring its
-    description, with what the signature cannot say."""
+    description, with what the signature cannot say: its group, a title for people
+    (directories and clients' tool pickers show it) and its hints."""
 
     function: Callable[..., Any]
     group: str
-    annotations: ToolAnnotations
+    title: str
+    hints: ToolAnnotations
 
     @property
     def name(self) -> str:
         return self.function.__name__
 
+    @property
+    def annotations(self) -> ToolAnnotations:
+        """The hints with the title, as ``tools/list`` carries them (``annotations.title``)."""
+        return self.hints.model_copy(update={"title": self.title})
+
 
 # In the order tools/list answers them.
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(save_lesson, "lessons", ADDITIVE),
-    ToolSpec(recall_lessons, "lessons", READ_ONLY),
-    ToolSpec(upvote_lesson, "lessons", ADDITIVE),
-    ToolSpec(downvote_lesson, "lessons", ADDITIVE),
-    ToolSpec(get_lesson, "lessons", READ_ONLY),
-    ToolSpec(update_lesson, "lessons", EDITING),
-    ToolSpec(delete_lesson, "lessons", DESTRUCTIVE),
-    ToolSpec(list_lessons, "lessons", READ_ONLY),
-    ToolSpec(export_lessons, "lessons", READ_ONLY),
-    ToolSpec(import_lessons, "lessons", ADDITIVE),
-    ToolSpec(schema, "structured", READ_ONLY),
-    ToolSpec(plan, "structured", READ_ONLY),
-    ToolSpec(apply, "structured", DESTRUCTIVE),
-    ToolSpec(query_rows, "structured", READ_ONLY),
-    ToolSpec(history, "history", READ_ONLY),
-    ToolSpec(get_commit, "history", READ_ONLY),
-    ToolSpec(revert_commit, "history", DESTRUCTIVE),
-    ToolSpec(create_key, "admin", ADDITIVE),
-    ToolSpec(list_keys, "admin", READ_ONLY),
-    ToolSpec(revoke_key, "admin", EDITING),
+    ToolSpec(save_lesson, "lessons", "Save a lesson", ADDITIVE),
+    ToolSpec(recall_lessons, "lessons", "Recall lessons", READ_ONLY),
+    ToolSpec(upvote_lesson, "lessons", "Upvote a lesson", ADDITIVE),
+    ToolSpec(downvote_lesson, "lessons", "Downvote a lesson", ADDITIVE),
+    ToolSpec(get_lesson, "lessons", "Get a lesson", READ_ONLY),
+    ToolSpec(update_lesson, "lessons", "Update a lesson", EDITING),
+    ToolSpec(delete_lesson, "lessons", "Delete a lesson", EDITING),
+    ToolSpec(list_lessons, "lessons", "List lessons", READ_ONLY),
+    ToolSpec(export_lessons, "lessons", "Export lessons", READ_ONLY),
+    # Lessons whose ids are already there are skipped, so importing twice adds nothing more.
+    ToolSpec(
+        import_lessons,
+        "lessons",
+        "Import lessons",
+        ToolAnnotations(
+            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+        ),
+    ),
+    ToolSpec(schema, "structured", "Read the table schema", READ_ONLY),
+    ToolSpec(plan, "structured", "Dry-run a table plan", READ_ONLY),
+    ToolSpec(apply, "structured", "Apply a table plan", DESTRUCTIVE),
+    ToolSpec(query_rows, "structured", "Query table rows", READ_ONLY),
+    ToolSpec(history, "history", "List history", READ_ONLY),
+    ToolSpec(get_commit, "history", "Show a commit", READ_ONLY),
+    ToolSpec(revert_commit, "history", "Revert a commit", DESTRUCTIVE),
+    ToolSpec(create_key, "admin", "Create an API key", ADDITIVE),
+    ToolSpec(list_keys, "admin", "List API keys", READ_ONLY),
+    ToolSpec(revoke_key, "admin", "Revoke an API key", EDITING),
 )
 SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 

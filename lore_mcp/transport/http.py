@@ -1,7 +1,10 @@
-"""The team server: MCP streamable HTTP at ``/mcp`` with API keys, rate limits and ``/healthz``.
+"""The team server: MCP streamable HTTP at ``/mcp`` with API keys or OAuth, rate limits and ``/healthz``.
 
-The app is the SDK's own streamable-HTTP app (bearer auth through our
-``ApiKeyVerifier``), with these additions: a per-key sliding-window rate limit that
+The app is the SDK's own streamable-HTTP app (bearer auth through ``LoreBearerVerifier``:
+API keys, and OAuth access tokens where the server offers OAuth; or ``ApiKeyVerifier``
+alone), with these additions: the OAuth routes and consent page
+(``lore_mcp.transport.oauth``); one 401 for every refused credential, naming the
+protected-resource metadata; a per-key sliding-window rate limit that
 answers 429 with ``Retry-After``; ``GET /healthz``, which checks the database and the
 ``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
 that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's
@@ -30,8 +33,10 @@ from typing import Any
 
 import anyio.to_thread
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.transport_security import TransportSecurityMiddleware
+from pydantic import AnyHttpUrl
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -50,6 +55,8 @@ from lore_mcp.transport.guards import (
     SlidingWindowLimiter,
     has_authorization,
 )
+from lore_mcp.transport.oauth.routes import LoreRequireAuth, refused_response
+from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from lore_mcp.transport.server import LoreServer
 from lore_mcp.transport.streams import StandingStreams
 from stores.errors import StoreError
@@ -134,6 +141,7 @@ def build_app(
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    _install_oauth(app, resource_metadata_url(server))
     _install_guards(
         app,
         server,
@@ -143,6 +151,30 @@ def build_app(
         trusted_proxies=trusted_proxies,
     )
     return app
+
+
+def resource_metadata_url(server: LoreServer) -> str | None:
+    """Where this server's protected-resource metadata is (RFC 9728), which every 401 names;
+    None when it serves none (no OAuth: no public URL, or no authentication at all)."""
+    auth = server.settings.auth
+    if auth is None or auth.resource_server_url is None:
+        return None
+    return str(build_resource_metadata_url(auth.resource_server_url))
+
+
+def _install_oauth(app: Any, metadata_url: str | None) -> None:
+    """Serve the OAuth routes of the verifier's authorization server (none for API keys alone),
+    first so that they answer their paths rather than the SDK's defaults, and let ``/mcp``
+    answer a refused credential with Lore's 401 (``lore_mcp.transport.oauth.routes.refusal``)."""
+    verifier = token_verifier_of(app)
+    if isinstance(verifier, LoreBearerVerifier):
+        app.router.routes[0:0] = verifier.routes
+    for route in app.router.routes:
+        guard = getattr(route, "app", None)
+        if getattr(route, "path", None) == MCP_PATH and type(guard) is RequireAuthMiddleware:
+            route.app = LoreRequireAuth(
+                guard.app, guard.required_scopes, AnyHttpUrl(metadata_url) if metadata_url else None
+            )
 
 
 def _add_healthz(
@@ -161,7 +193,7 @@ def _add_healthz(
             return refused
         user = request.scope.get("user")
         if has_authorization(request.scope) and not isinstance(user, AuthenticatedUser):
-            return refused_credential()
+            return refused_response(resource_metadata_url(server))
         caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else server.local_caller
         details = caller is not None and caller.root
         try:
@@ -210,17 +242,6 @@ def _install_guards(
 
 def health_body(body: dict[str, Any], requests: RequestCounter) -> dict[str, Any]:
     return {**body, "requests": requests.as_json()}
-
-
-def refused_credential() -> JSONResponse:
-    """The answer /mcp gives a credential it refuses (the SDK's 401), for /healthz."""
-    return JSONResponse(
-        {"error": "invalid_token", "error_description": "Authentication required"},
-        status_code=401,
-        headers={
-            "WWW-Authenticate": 'Bearer error="invalid_token", error_description="Authentication required"'
-        },
-    )
 
 
 def token_verifier_of(app: Any) -> Any:

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from stores.engine.keys import ApiKey, Org
+from stores.engine.oauth_rows import OAuthStore, SqlOAuthStore
 from stores.engine.sql import SqlTx
 from stores.errors import ConflictError, NotFoundError
 from stores.ids import new_id
@@ -42,6 +43,12 @@ class SqlKeyStore:
 
     def __init__(self, db: KeyDb) -> None:
         self._db = db
+        self._oauth = SqlOAuthStore(db)
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """The OAuth clients, codes and tokens bound to these keys, in the same database."""
+        return self._oauth
 
     def create_org(self, org_id: str, name: str) -> Org:
         with self._db.scoped(org_id, write=True) as tx:
@@ -88,6 +95,14 @@ class SqlKeyStore:
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         with self._db.lookup(key_hash) as tx:
             rows = tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = :h", {"h": key_hash})
+            return _key(tx, rows[0]) if rows else None
+
+    def key_by_id(self, org_id: str, key_id: str) -> ApiKey | None:
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org AND id = :id",
+                {"org": org_id, "id": key_id},
+            )
             return _key(tx, rows[0]) if rows else None
 
     def list_keys(self, org_id: str) -> list[ApiKey]:

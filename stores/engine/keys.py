@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from stores.engine.oauth_rows import OAuthStore
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,16 @@ class KeyStore(Protocol):
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         """The key with this digest, revoked or not, or None."""
+        ...
+
+    def key_by_id(self, org_id: str, key_id: str) -> ApiKey | None:
+        """The org's key with this id, revoked or not, or None."""
+        ...
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, codes and tokens, each token bound to one of these keys
+        (``stores.engine.oauth_rows``), in the same file or database."""
         ...
 
     def list_keys(self, org_id: str) -> list[ApiKey]:

@@ -1,0 +1,184 @@
+"""OAuth clients: registered ones (RFC 7591) and client ID metadata documents, and their redirect URIs.
+
+A client ID metadata document is the MCP specification's way for a client to be known
+without registering: its ``client_id`` is an HTTPS URL, and the JSON there names it and its
+redirect URIs. Lore fetches it with a size and time limit, refuses one whose ``client_id``
+is not its own URL, and caches it for ``CIMD_TTL_S``. A redirect URI must match one the
+client declared exactly, except that a loopback one (``http://127.0.0.1``, ``[::1]``,
+``localhost``) may use any port, as RFC 8252 §7.3 lets native apps pick a free port.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import ssl
+import time
+from collections import OrderedDict
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx2
+from mcp.server.auth.provider import RegistrationError
+from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
+from pydantic import AnyUrl, ValidationError
+
+logger = logging.getLogger("lore_mcp.transport.oauth")
+
+# The largest metadata document read; a real one is a few hundred bytes.
+CIMD_MAX_BYTES = 5 * 1024
+# How long a fetch of one may take, connection included.
+CIMD_TIMEOUT_S = 5.0
+# How long a fetched document is used before it is fetched again.
+CIMD_TTL_S = 300.0
+CIMD_CACHE_MAX = 1000
+LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+
+
+def is_loopback_redirect(uri: str) -> bool:
+    parts = urlsplit(uri)
+    return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+def _without_port(uri: str) -> str:
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    return parts._replace(netloc=netloc).geturl()
+
+
+def redirect_matches(requested: str, registered: str) -> bool:
+    """Exact match; for loopback URIs, exact but for the port."""
+    if requested == registered:
+        return True
+    return (
+        is_loopback_redirect(requested)
+        and is_loopback_redirect(registered)
+        and _without_port(requested) == _without_port(registered)
+    )
+
+
+class LoreClient(OAuthClientInformationFull):
+    """A client as the SDK's handlers see it, with Lore's redirect URI rule."""
+
+    def validate_scope(self, requested_scope: str | None) -> list[str] | None:
+        """Lore has no scopes: a grant reaches what its key reaches (and the project granted),
+        so whatever a client asks for (``offline_access``, say) is granted as nothing more."""
+        del requested_scope
+        return []
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        registered = [str(uri) for uri in self.redirect_uris or []]
+        if redirect_uri is None:
+            if len(registered) == 1:
+                return AnyUrl(registered[0])
+            raise InvalidRedirectUriError("redirect_uri is required: this client declared several.")
+        if any(redirect_matches(str(redirect_uri), uri) for uri in registered):
+            return redirect_uri
+        raise InvalidRedirectUriError(
+            f"The redirect_uri {str(redirect_uri)!r} is not one this client declared; it must match one exactly "
+            "(a loopback http URI may differ only in its port)."
+        )
+
+
+def check_redirect_uris(uris: list[str]) -> None:
+    """A registered client's redirect URIs: HTTPS, loopback HTTP, or a native app's own scheme;
+    never plain HTTP to another host, and never with a fragment (RFC 6749 §3.1.2)."""
+    for uri in uris:
+        parts = urlsplit(uri)
+        if parts.fragment or (parts.scheme == "http" and not is_loopback_redirect(uri)):
+            raise RegistrationError(
+                "invalid_redirect_uri",
+                f"The redirect URI {uri!r} is refused: use https, http on a loopback address, or an app's own "
+                "scheme, without a fragment.",
+            )
+
+
+def is_metadata_url(client_id: str) -> bool:
+    """Whether ``client_id`` names a client ID metadata document (an HTTPS URL with a path)."""
+    parts = urlsplit(client_id)
+    return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
+
+
+class MetadataDocuments:
+    """Client ID metadata documents, fetched and cached.
+
+    ``allow_private`` lets a document live on a loopback or private address (tests, and a
+    team on one network); otherwise such a host is refused, so a client ID cannot make the
+    server fetch from inside its own network. ``verify`` is httpx's TLS verification.
+    """
+
+    def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
+        self.allow_private = allow_private
+        self.verify = verify
+        self._cache: OrderedDict[str, tuple[float, LoreClient]] = OrderedDict()
+
+    async def client(self, url: str) -> LoreClient | None:
+        cached = self._cache.get(url)
+        if cached is not None and cached[0] > time.monotonic():
+            return cached[1]
+        try:
+            client = await self._fetch(url)
+        except (ValueError, httpx2.HTTPError, ValidationError) as exc:
+            logger.warning("client ID metadata document %s refused: %s", url, exc)
+            return None
+        self._cache[url] = (time.monotonic() + CIMD_TTL_S, client)
+        self._cache.move_to_end(url)
+        while len(self._cache) > CIMD_CACHE_MAX:
+            self._cache.popitem(last=False)
+        return client
+
+    async def _fetch(self, url: str) -> LoreClient:
+        self._check_host(url)
+        async with (
+            httpx2.AsyncClient(timeout=CIMD_TIMEOUT_S, verify=self.verify, follow_redirects=False) as http,
+            http.stream("GET", url, headers={"Accept": "application/json"}) as response,
+        ):
+            if response.status_code != 200:
+                raise ValueError(f"it answered HTTP {response.status_code}")
+            body = b""
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > CIMD_MAX_BYTES:
+                    raise ValueError(f"it is larger than {CIMD_MAX_BYTES} bytes")
+        return client_from_document(url, json.loads(body))
+
+    def _check_host(self, url: str) -> None:
+        host = urlsplit(url).hostname or ""
+        if self.allow_private:
+            return
+        if host == "localhost" or host.endswith(".localhost"):
+            raise ValueError("its host is this machine")
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return
+        if not address.is_global:
+            raise ValueError("its host is not a public address")
+
+
+def client_from_document(url: str, document: Any) -> LoreClient:
+    """The client a metadata document describes: a public client (no secret) whose id is ``url``."""
+    if not isinstance(document, dict) or document.get("client_id") != url:
+        raise ValueError("its client_id is not the URL it was fetched from")
+    uris = document.get("redirect_uris")
+    if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
+        raise ValueError("it names no redirect_uris")
+    if document.get("token_endpoint_auth_method", "none") != "none":
+        raise ValueError("only public clients (token_endpoint_auth_method none) are supported")
+    try:
+        check_redirect_uris(uris)
+    except RegistrationError as exc:
+        raise ValueError(exc.error_description) from None
+    fields = {
+        k: document[k] for k in ("client_name", "client_uri", "logo_uri") if isinstance(document.get(k), str)
+    }
+    return LoreClient(
+        client_id=url,
+        redirect_uris=[AnyUrl(u) for u in uris],
+        token_endpoint_auth_method="none",
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        **fields,
+    )

@@ -1,0 +1,250 @@
+"""The SDK's ``OAuthAuthorizationServerProvider`` over the store's OAuth rows.
+
+The SDK's handlers parse and check each request (PKCE S256, the code's client, expiry and
+redirect URI, client secrets); this decides what they cannot: which clients exist, where a
+person consents, what a code and a token are bound to. A code is issued only on the consent
+page (``lore_mcp.transport.oauth.consent``), for the key the person entered there. Tokens
+are bound to that key, its org and the project granted, and to this server's resource
+(RFC 8707); each use of a code or refresh token is checked and recorded in the store, so a
+replay is refused and revokes every token the authorization produced.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp.server.auth.provider import (
+    AccessToken,
+    AuthorizationCode,
+    AuthorizationParams,
+    AuthorizeError,
+    IdentityAssertionParams,
+    RefreshToken,
+    TokenError,
+    construct_redirect_uri,
+)
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import AnyUrl
+
+from lore_mcp.transport.oauth.clients import (
+    LoreClient,
+    MetadataDocuments,
+    check_redirect_uris,
+    is_metadata_url,
+)
+from lore_mcp.transport.oauth.signing import Signer
+from lore_mcp.transport.oauth.tokens import (
+    ACCESS_PREFIX,
+    ACCESS_TOKEN_TTL_S,
+    CODE_PREFIX,
+    CODE_TTL_S,
+    REFRESH_PREFIX,
+    REFRESH_TOKEN_TTL_S,
+    LoreBearerVerifier,
+    digest,
+    new_secret,
+    same_resource,
+    token_row,
+)
+from stores.engine.keys import ApiKey
+from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
+
+logger = logging.getLogger("lore_mcp.transport.oauth")
+
+CONSENT_PATH = "/oauth/consent"
+
+
+class LoreOAuthProvider:
+    """Lore as an OAuth 2.1 authorization server for its own ``/mcp`` resource."""
+
+    def __init__(
+        self, verifier: LoreBearerVerifier, *, issuer: str, documents: MetadataDocuments | None = None
+    ) -> None:
+        self.verifier = verifier
+        self.keys = verifier.keys
+        self.issuer = issuer
+        self.resource = verifier.resource
+        self.documents = documents or MetadataDocuments()
+        self._signer: Signer | None = None
+
+    async def signer(self) -> Signer:
+        """The signer of the consent page's values, under the secret every replica shares."""
+        if self._signer is None:
+            secret = await self._store(self.keys.oauth.secret, "consent", secrets.token_urlsafe(32))
+            self._signer = Signer(secret)
+        return self._signer
+
+    async def _store(self, call: Any, *args: Any) -> Any:
+        return await self.verifier.bounded(call, *args)
+
+    # -- clients ---------------------------------------------------------------
+
+    async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if is_metadata_url(client_id):
+            return await self.documents.client(client_id)
+        stored = await self._store(self.keys.oauth.client, client_id)
+        return LoreClient.model_validate(stored) if stored is not None else None
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
+        metadata = client_info.model_dump(mode="json", exclude_none=True)
+        await self._store(self.keys.oauth.save_client, client_info.client_id, metadata)
+
+    # -- authorization ---------------------------------------------------------
+
+    async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
+        """The consent page's URL, carrying the request signed (nothing is stored until the
+        person approves)."""
+        if params.resource is not None and not same_resource(params.resource, self.resource):
+            raise AuthorizeError(
+                "invalid_target",
+                f"This server issues tokens only for {self.resource}; the resource {params.resource!r} "
+                "is another one.",
+            )
+        pending = {
+            "client_id": client.client_id,
+            "redirect_uri": str(params.redirect_uri),
+            "explicit": params.redirect_uri_provided_explicitly,
+            "challenge": params.code_challenge,
+            "state": params.state,
+            "scopes": list(params.scopes or []),
+        }
+        signed = (await self.signer()).request(pending)
+        return construct_redirect_uri(self.issuer.rstrip("/") + CONSENT_PATH, request=signed)
+
+    async def approve(self, pending: dict[str, Any], key: ApiKey, project: str | None) -> str:
+        """Issue a code for ``key`` (and ``project``); the client's redirect URI carrying it."""
+        code = new_secret(CODE_PREFIX)
+        grant = OAuthGrant(
+            client_id=pending["client_id"],
+            org=key.org,
+            key_id=key.id,
+            project=project,
+            resource=self.resource,
+            scopes=tuple(pending["scopes"]),
+        )
+        row = OAuthCode(
+            grant=grant,
+            redirect_uri=pending["redirect_uri"],
+            redirect_uri_explicit=bool(pending["explicit"]),
+            code_challenge=pending["challenge"],
+            expires_at=datetime.fromtimestamp(time.time() + CODE_TTL_S, UTC),
+            used=False,
+        )
+        await self._store(self.keys.oauth.prune, datetime.now(UTC))
+        await self._store(self.keys.oauth.add_code, digest(code), row)
+        return construct_redirect_uri(
+            pending["redirect_uri"], code=code, state=pending["state"], iss=self.issuer
+        )
+
+    def deny(self, pending: dict[str, Any]) -> str:
+        return construct_redirect_uri(
+            pending["redirect_uri"],
+            error="access_denied",
+            error_description="The person declined to connect this client to Lore.",
+            state=pending["state"],
+            iss=self.issuer,
+        )
+
+    # -- codes and tokens ------------------------------------------------------
+
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> AuthorizationCode | None:
+        if not authorization_code.startswith(CODE_PREFIX):
+            return None
+        hashed = digest(authorization_code)
+        row: OAuthCode | None = await self._store(self.keys.oauth.code, hashed)
+        if row is None or row.grant.client_id != client.client_id:
+            return None
+        if row.used:  # a replay: refused, and the tokens the code gave are revoked
+            await self._store(self.keys.oauth.use_code, hashed)
+            return None
+        return AuthorizationCode(
+            code=authorization_code,
+            scopes=list(row.grant.scopes),
+            expires_at=row.expires_at.timestamp(),
+            client_id=row.grant.client_id,
+            code_challenge=row.code_challenge,
+            redirect_uri=AnyUrl(row.redirect_uri),
+            redirect_uri_provided_explicitly=row.redirect_uri_explicit,
+            resource=row.grant.resource,
+        )
+
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
+    ) -> OAuthToken:
+        hashed = digest(authorization_code.code)
+        row: OAuthCode | None = await self._store(self.keys.oauth.code, hashed)
+        if row is None or not await self._store(self.keys.oauth.use_code, hashed):
+            raise TokenError("invalid_grant", "This authorization code was already used; sign in again.")
+        return await self._issue(row.grant, family=hashed)
+
+    async def load_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: str
+    ) -> RefreshToken | None:
+        if not refresh_token.startswith(REFRESH_PREFIX):
+            return None
+        hashed = digest(refresh_token)
+        row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, hashed)
+        if row is None or row.kind != "refresh" or row.grant.client_id != client.client_id:
+            return None
+        if row.revoked:  # a rotated token presented again: the whole family is revoked
+            await self._store(self.keys.oauth.use_refresh, hashed)
+            return None
+        return RefreshToken(
+            token=refresh_token,
+            client_id=row.grant.client_id,
+            scopes=list(row.grant.scopes),
+            expires_at=int(row.expires_at.timestamp()),
+            resource=row.grant.resource,
+        )
+
+    async def exchange_refresh_token(
+        self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
+    ) -> OAuthToken:
+        hashed = digest(refresh_token.token)
+        row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, hashed)
+        if row is None or not await self._store(self.keys.oauth.use_refresh, hashed):
+            raise TokenError("invalid_grant", "This refresh token was already used; sign in again.")
+        grant = OAuthGrant(**{**row.grant.__dict__, "scopes": tuple(scopes)})
+        return await self._issue(grant, family=row.family)
+
+    async def _issue(self, grant: OAuthGrant, *, family: str) -> OAuthToken:
+        if await self.verifier.live_key(grant) is None:
+            raise TokenError("invalid_grant", "The Lore API key that approved this client was revoked.")
+        access, refresh = new_secret(ACCESS_PREFIX), new_secret(REFRESH_PREFIX)
+        await self._store(
+            self.keys.oauth.add_token, digest(access), token_row("access", family, grant, ACCESS_TOKEN_TTL_S)
+        )
+        await self._store(
+            self.keys.oauth.add_token,
+            digest(refresh),
+            token_row("refresh", family, grant, REFRESH_TOKEN_TTL_S),
+        )
+        return OAuthToken(
+            access_token=access,
+            token_type="Bearer",
+            expires_in=ACCESS_TOKEN_TTL_S,
+            refresh_token=refresh,
+            scope=" ".join(grant.scopes) or None,
+        )
+
+    async def exchange_identity_assertion(
+        self, client: OAuthClientInformationFull, params: IdentityAssertionParams
+    ) -> OAuthToken:
+        """Not offered: a grant comes only from a person on the consent page."""
+        raise TokenError("unsupported_grant_type", "This server issues tokens only through its consent page.")
+
+    async def load_access_token(self, token: str) -> AccessToken | None:
+        return await self.verifier.verify_token(token)
+
+    async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
+        """Revoke the token and every other token of its authorization."""
+        row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, digest(token.token))
+        if row is not None:
+            await self._store(self.keys.oauth.revoke_family, row.family)

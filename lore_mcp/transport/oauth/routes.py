@@ -1,0 +1,170 @@
+"""The OAuth routes of the team server, and the one 401 every refused credential gets.
+
+The SDK's authorization-server routes (``/authorize``, ``/token``, ``/register``,
+``/revoke``) run on ``LoreOAuthProvider``; its metadata (RFC 8414) also says that the
+authorization response carries ``iss`` (RFC 9207) and that client ID metadata documents
+are accepted. The protected-resource metadata (RFC 9728) is served at the path the
+specification derives from ``/mcp`` and at the bare well-known path some clients try first.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+from mcp.server.auth.routes import (
+    build_metadata,
+    build_resource_metadata_url,
+    cors_middleware,
+    create_auth_routes,
+)
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.shared.auth import ProtectedResourceMetadata
+from pydantic import AnyHttpUrl
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import Send
+
+from lore_mcp.errors import UNAUTHORIZED
+from lore_mcp.transport.guards import MCP_PATH
+from lore_mcp.transport.oauth.clients import MetadataDocuments
+from lore_mcp.transport.oauth.consent import ConsentPage
+from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
+from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
+from stores.engine.keys import KeyStore
+
+# The JSON-RPC error code of a refused credential, beside lore_mcp.transport.guards' codes.
+UNAUTHORIZED_JSONRPC_CODE = -32028
+AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
+PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
+
+
+def refusal(metadata_url: str | None) -> tuple[dict[str, Any], str]:
+    """The body and ``WWW-Authenticate`` of a 401: one sentence for every way a credential can be
+    wrong (missing, malformed, unknown, revoked, expired), so a guesser learns nothing, naming
+    the header, what it must hold, and where to read more.
+
+    OAuth clients read the header (RFC 6750 §3, RFC 9728 §5.1); the body is a JSON-RPC error
+    carrying the same sentence, which is what MCP clients show a person (the Python SDK
+    client surfaces a JSON-RPC error body, and only a generic failure otherwise).
+    """
+    where = (
+        f"connect with OAuth as {metadata_url} describes, or "
+        if metadata_url
+        else "ask your Lore admin for a key, or "
+    )
+    sentence = (
+        f"{UNAUTHORIZED}: This request needs the header Authorization: Bearer followed by a current Lore "
+        "API key (lore_sk_ and 32 letters and digits) or an access token this server issued, and the one "
+        f"sent was missing, malformed, unknown, expired or revoked; {where}see the team server section "
+        "of Lore's README."
+    )
+    parts = ['error="invalid_token"', f'error_description="{sentence}"']
+    if metadata_url:
+        parts.insert(0, f'resource_metadata="{metadata_url}"')
+    data = {"error": "invalid_token", "resource_metadata": metadata_url}
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": UNAUTHORIZED_JSONRPC_CODE, "message": sentence, "data": data},
+    }
+    return body, "Bearer " + ", ".join(parts)
+
+
+def refused_response(metadata_url: str | None) -> JSONResponse:
+    body, header = refusal(metadata_url)
+    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": header})
+
+
+class LoreRequireAuth(RequireAuthMiddleware):
+    """The SDK's guard of ``/mcp``, answering a refused credential with Lore's 401."""
+
+    async def _send_auth_error(self, send: Send, status_code: int, error: str, description: str) -> None:
+        if status_code != 401:
+            await super()._send_auth_error(send, status_code, error, description)
+            return
+        url = str(self.resource_metadata_url) if self.resource_metadata_url else None
+        body, header = refusal(url)
+        payload = json.dumps(body).encode()
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 401,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(payload)).encode()),
+                    (b"www-authenticate", header.encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": payload})
+
+
+def oauth_possible(issuer: str) -> bool:
+    """Whether ``issuer`` can be an OAuth issuer: HTTPS, or HTTP on a loopback address (RFC 8414)."""
+    parts = urlsplit(issuer)
+    return parts.scheme == "https" or (
+        parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
+    )
+
+
+def team_auth(
+    keys: KeyStore, issuer: str, *, documents: MetadataDocuments | None = None
+) -> tuple[LoreBearerVerifier, AuthSettings]:
+    """The bearer verifier and auth settings of a team server reached at ``issuer``: OAuth with
+    its routes where ``issuer`` can be one (``oauth_possible``), API keys alone otherwise."""
+    issuer = issuer.rstrip("/")
+    resource = issuer + MCP_PATH
+    verifier = LoreBearerVerifier(keys, resource)
+    # Strings, so AuthSettings parses them keeping an empty path empty (no trailing slash).
+    if not oauth_possible(issuer):
+        return verifier, AuthSettings.model_validate({"issuer_url": issuer, "resource_server_url": None})
+    # The verifier checks each token's resource itself: API keys have none.
+    settings = AuthSettings.model_validate(
+        {"issuer_url": issuer, "resource_server_url": resource, "validate_token_resource": False}
+    )
+    provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
+    verifier.routes = oauth_routes(provider, settings.issuer_url)
+    return verifier, settings
+
+
+def oauth_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRoute]:
+    """Every OAuth route: the SDK's, Lore's metadata, and the consent page. ``issuer`` is parsed
+    as ``AuthSettings`` parses it (no trailing slash added), since clients compare the
+    metadata's ``issuer`` with the ``iss`` of the authorization response character by character."""
+    registration = ClientRegistrationOptions(enabled=True)
+    revocation = RevocationOptions(enabled=True)
+    routes: list[BaseRoute] = [
+        route
+        for route in create_auth_routes(
+            provider,
+            issuer_url=issuer,
+            client_registration_options=registration,
+            revocation_options=revocation,
+        )
+        if getattr(route, "path", None) != AS_METADATA_PATH
+    ]
+    metadata = build_metadata(issuer, None, registration, revocation)
+    metadata.authorization_response_iss_parameter_supported = True
+    metadata.client_id_metadata_document_supported = True
+    metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
+    methods = ["GET", "OPTIONS"]
+    routes.append(
+        Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, methods), methods=methods)
+    )
+    resource = ProtectedResourceMetadata(
+        resource=AnyHttpUrl(provider.resource),
+        authorization_servers=[issuer],
+        resource_name="Lore",
+    )
+    handler = cors_middleware(ProtectedResourceMetadataHandler(resource).handle, methods)
+    prm_path = str(build_resource_metadata_url(AnyHttpUrl(provider.resource))).split("://", 1)[1]
+    prm_path = "/" + prm_path.split("/", 1)[1]
+    for path in dict.fromkeys([prm_path, PRM_ROOT_PATH]):
+        routes.append(Route(path, handler, methods=methods))
+    page = ConsentPage(provider)
+    routes.append(Route(CONSENT_PATH, page.handle, methods=["GET", "POST"]))
+    return routes

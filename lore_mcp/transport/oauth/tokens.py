@@ -1,0 +1,107 @@
+"""What ``/mcp`` accepts as a bearer token: a Lore API key, or an access token this server issued.
+
+OAuth credentials are random strings with a prefix that says what they are (so a pasted
+one is recognised, and redacted, like an API key); only their SHA-256 is stored. An access
+token is good for ``ACCESS_TOKEN_TTL_S`` and only at the resource it was issued for; the
+key a person approved it with is looked up on every request, so revoking that key ends the
+token at the next request, as it ends the key itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp.server.auth.provider import AccessToken
+from starlette.routing import BaseRoute
+
+from lore_mcp.auth import ApiKeyVerifier, Caller, LoreAccessToken
+from stores.engine.keys import ApiKey, KeyStore
+from stores.engine.oauth_rows import OAuthGrant, OAuthTokenRow
+
+ACCESS_PREFIX = "lore_at_"
+REFRESH_PREFIX = "lore_rt_"
+CODE_PREFIX = "lore_ac_"
+# An access token is short-lived: a stolen one is worth minutes, and clients refresh quietly.
+ACCESS_TOKEN_TTL_S = 15 * 60
+# A refresh token rotates on every use; unused, it lapses after this long and the person consents again.
+REFRESH_TOKEN_TTL_S = 30 * 24 * 3600
+# An authorization code must be exchanged within this long (RFC 6749 recommends at most ten minutes).
+CODE_TTL_S = 5 * 60
+
+
+def new_secret(prefix: str) -> str:
+    """A fresh credential: ``prefix`` and 256 bits from the OS's CSPRNG."""
+    return prefix + secrets.token_urlsafe(32)
+
+
+def digest(secret: str) -> str:
+    """What the store keeps instead of a code or token."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def same_resource(a: str, b: str) -> bool:
+    """RFC 8707 resources compared as the SDK's bearer check does: a trailing slash aside."""
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def caller_for(key: ApiKey, grant: OAuthGrant) -> Caller:
+    """The caller an OAuth token acts as: its key's org and name, the project it was granted,
+    and never root (a connector reads and writes memory; it does not manage keys)."""
+    return Caller(key_id=key.id, org=key.org, name=key.name, project=grant.project or key.project, root=False)
+
+
+class LoreBearerVerifier:
+    """The SDK's ``TokenVerifier`` for ``/mcp``: API keys exactly as ``ApiKeyVerifier`` checks
+    them, and OAuth access tokens, each checked against its row and its key on every request."""
+
+    def __init__(self, keys: KeyStore, resource: str, *, api_keys: ApiKeyVerifier | None = None) -> None:
+        self.keys = keys
+        self.resource = resource
+        self.api_keys = api_keys or ApiKeyVerifier(keys)
+        # The routes of the authorization server issuing this resource's tokens, which the HTTP
+        # app serves beside /mcp (``routes.team_auth`` sets them); empty: API keys only.
+        self.routes: list[BaseRoute] = []
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        if not token.startswith(ACCESS_PREFIX):
+            return await self.api_keys.verify_token(token)
+        row = await self.bounded(self.keys.oauth.token, digest(token))
+        if row is None or row.kind != "access" or row.revoked or row.expires_at <= datetime.now(UTC):
+            return None
+        if not same_resource(row.grant.resource, self.resource):
+            return None
+        key = await self.live_key(row.grant)
+        if key is None:
+            return None
+        return LoreAccessToken(
+            token=token,
+            client_id=row.grant.client_id,
+            scopes=list(row.grant.scopes),
+            expires_at=int(row.expires_at.timestamp()),
+            resource=row.grant.resource,
+            caller=caller_for(key, row.grant),
+        )
+
+    async def live_key(self, grant: OAuthGrant) -> ApiKey | None:
+        """The key behind ``grant``, or None once it is revoked (or gone)."""
+        key = await self.bounded(self.keys.key_by_id, grant.org, grant.key_id)
+        return key if key is not None and key.revoked_at is None else None
+
+    async def bounded(self, call: Callable[..., Any], *args: Any) -> Any:
+        """A store call on a worker thread, bounded as key lookups are (``KeyLookupUnavailable``)."""
+        return await self.api_keys.bounded(call, *args)
+
+
+def token_row(kind: str, family: str, grant: OAuthGrant, ttl_s: int) -> OAuthTokenRow:
+    return OAuthTokenRow(
+        kind=kind,
+        family=family,
+        grant=grant,
+        expires_at=datetime.fromtimestamp(time.time() + ttl_s, UTC),
+        revoked=False,
+    )

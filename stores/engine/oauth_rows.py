@@ -1,0 +1,288 @@
+"""OAuth clients, authorization codes and tokens over the one SQL layer, written once.
+
+The MCP layer (``lore_mcp.transport.oauth``) runs the protocol; this keeps what it must
+remember across requests and replicas. A store never sees a code or a token: only its
+SHA-256 digest, as for API keys. Every code and token names the Lore API key that a person
+entered on the consent page (its org, and the project it reaches), so the MCP layer can
+refuse a token whose key has since been revoked. Tokens of one authorization share a
+``family`` (the digest of the code they came from): replaying a used code or a rotated
+refresh token revokes the whole family.
+
+Clients and the signing secret belong to no org (a client registers before anyone signs
+in), so they are read and written in a transaction scoped to ``NO_ORG``; these tables hold
+no org data and have no row-level security on Postgres. The transactions are the key
+store's (``stores.engine.key_rows.KeyDb``, which is an ``OAuthDb``), so each dialect's locking
+and connections apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from stores.engine.sql import SqlTx
+
+# The scope of a transaction that touches no org's rows (clients, the signing secret).
+NO_ORG = ""
+
+
+@dataclass(frozen=True)
+class OAuthGrant:
+    """What a person approved: this client may act with this key, in its org (and project)."""
+
+    client_id: str
+    org: str
+    key_id: str
+    project: str | None  # None: every project the key reaches
+    resource: str  # the MCP endpoint the tokens are for (RFC 8707)
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OAuthCode:
+    """An authorization code, as the token endpoint needs it."""
+
+    grant: OAuthGrant
+    redirect_uri: str
+    redirect_uri_explicit: bool
+    code_challenge: str
+    expires_at: datetime
+    used: bool
+
+
+@dataclass(frozen=True)
+class OAuthTokenRow:
+    """An access or refresh token (its digest is the row's key)."""
+
+    kind: str  # "access" or "refresh"
+    family: str
+    grant: OAuthGrant
+    expires_at: datetime
+    revoked: bool
+
+
+class OAuthStore(Protocol):
+    """OAuth state of one store. Raises ``UnavailableError`` when the database cannot be asked."""
+
+    def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
+        """Record a registered client's metadata (RFC 7591), replacing what was stored under its id."""
+        ...
+
+    def client(self, client_id: str) -> dict[str, Any] | None:
+        """A registered client's metadata, or None."""
+        ...
+
+    def add_code(self, code_hash: str, code: OAuthCode) -> None:
+        """Store a new authorization code (its digest only)."""
+        ...
+
+    def code(self, code_hash: str) -> OAuthCode | None:
+        """The code with this digest, used or not, or None."""
+        ...
+
+    def use_code(self, code_hash: str) -> bool:
+        """Mark the code used; False when it already was (a replay), which revokes its tokens."""
+        ...
+
+    def add_token(self, token_hash: str, token: OAuthTokenRow) -> None:
+        """Store a new access or refresh token (its digest only)."""
+        ...
+
+    def token(self, token_hash: str) -> OAuthTokenRow | None:
+        """The token with this digest, revoked or expired ones included, or None."""
+        ...
+
+    def use_refresh(self, token_hash: str) -> bool:
+        """Revoke a refresh token as it is exchanged; False when it already was (a replay of a
+        rotated token), which revokes every token of its family."""
+        ...
+
+    def revoke_family(self, family: str) -> None:
+        """Revoke every token of one authorization."""
+        ...
+
+    def secret(self, name: str, candidate: str) -> str:
+        """The stored secret ``name``, storing ``candidate`` first if there is none (so every
+        replica signs with the same one)."""
+        ...
+
+    def prune(self, now: datetime) -> None:
+        """Forget codes and tokens that expired before ``now``."""
+        ...
+
+
+class OAuthDb(Protocol):
+    """The transactions the OAuth rows need: ``stores.engine.key_rows.KeyDb`` has them."""
+
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction on ``org_id`` (``NO_ORG`` for clients and secrets)."""
+        ...
+
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read before any org is known."""
+        ...
+
+
+_GRANT_COLUMNS = "client_id, org_id, key_id, project, resource, scopes"
+_TOKEN_COLUMNS = f"kind, family, {_GRANT_COLUMNS}, expires_at, revoked_at"
+_CODE_COLUMNS = f"{_GRANT_COLUMNS}, redirect_uri, redirect_explicit, code_challenge, expires_at, used_at"
+
+
+class SqlOAuthStore:
+    """``OAuthStore`` on the key store's transactions."""
+
+    def __init__(self, db: OAuthDb) -> None:
+        self._db = db
+
+    def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            tx.rows(
+                f"INSERT INTO oauth_clients (client_id, metadata, created_at) VALUES (:id, {tx.json('m')}, :now) "
+                "ON CONFLICT (client_id) DO UPDATE SET metadata = excluded.metadata",
+                {"id": client_id, "m": tx.dump(dict(metadata)), "now": tx.stamp(_now())},
+            )
+
+    def client(self, client_id: str) -> dict[str, Any] | None:
+        with self._db.lookup(NO_ORG) as tx:
+            rows = tx.rows("SELECT metadata FROM oauth_clients WHERE client_id = :id", {"id": client_id})
+            return dict(tx.load(rows[0]["metadata"])) if rows else None
+
+    def add_code(self, code_hash: str, code: OAuthCode) -> None:
+        with self._db.scoped(code.grant.org, write=True) as tx:
+            tx.rows(
+                f"INSERT INTO oauth_codes (code_hash, {_CODE_COLUMNS}) VALUES (:hash, :client_id, :org_id, "
+                ":key_id, :project, :resource, :scopes, :redirect_uri, :explicit, :challenge, :expires, NULL)",
+                {
+                    "hash": code_hash,
+                    **_grant_params(code.grant),
+                    "redirect_uri": code.redirect_uri,
+                    "explicit": code.redirect_uri_explicit,
+                    "challenge": code.code_challenge,
+                    "expires": tx.stamp(code.expires_at),
+                },
+            )
+
+    def code(self, code_hash: str) -> OAuthCode | None:
+        with self._db.lookup(code_hash) as tx:
+            rows = tx.rows(f"SELECT {_CODE_COLUMNS} FROM oauth_codes WHERE code_hash = :h", {"h": code_hash})
+            if not rows:
+                return None
+            row = rows[0]
+            return OAuthCode(
+                grant=_grant(row),
+                redirect_uri=row["redirect_uri"],
+                redirect_uri_explicit=bool(row["redirect_explicit"]),
+                code_challenge=row["code_challenge"],
+                expires_at=tx.time(row["expires_at"]),
+                used=row["used_at"] is not None,
+            )
+
+    def use_code(self, code_hash: str) -> bool:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            used = tx.rows(
+                "UPDATE oauth_codes SET used_at = :now WHERE code_hash = :h AND used_at IS NULL RETURNING code_hash",
+                {"now": tx.stamp(_now()), "h": code_hash},
+            )
+            if not used:
+                _revoke_family(tx, code_hash)
+            return bool(used)
+
+    def add_token(self, token_hash: str, token: OAuthTokenRow) -> None:
+        with self._db.scoped(token.grant.org, write=True) as tx:
+            tx.rows(
+                f"INSERT INTO oauth_tokens (token_hash, {_TOKEN_COLUMNS}, created_at) VALUES (:hash, :kind, "
+                ":family, :client_id, :org_id, :key_id, :project, :resource, :scopes, :expires, NULL, :now)",
+                {
+                    "hash": token_hash,
+                    "kind": token.kind,
+                    "family": token.family,
+                    **_grant_params(token.grant),
+                    "expires": tx.stamp(token.expires_at),
+                    "now": tx.stamp(_now()),
+                },
+            )
+
+    def token(self, token_hash: str) -> OAuthTokenRow | None:
+        with self._db.lookup(token_hash) as tx:
+            rows = tx.rows(
+                f"SELECT {_TOKEN_COLUMNS} FROM oauth_tokens WHERE token_hash = :h", {"h": token_hash}
+            )
+            if not rows:
+                return None
+            row = rows[0]
+            return OAuthTokenRow(
+                kind=row["kind"],
+                family=row["family"],
+                grant=_grant(row),
+                expires_at=tx.time(row["expires_at"]),
+                revoked=row["revoked_at"] is not None,
+            )
+
+    def use_refresh(self, token_hash: str) -> bool:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            used = tx.rows(
+                "UPDATE oauth_tokens SET revoked_at = :now WHERE token_hash = :h AND kind = 'refresh' "
+                "AND revoked_at IS NULL RETURNING family",
+                {"now": tx.stamp(_now()), "h": token_hash},
+            )
+            if used:
+                return True
+            replayed = tx.rows("SELECT family FROM oauth_tokens WHERE token_hash = :h", {"h": token_hash})
+            for row in replayed:
+                _revoke_family(tx, row["family"])
+            return False
+
+    def revoke_family(self, family: str) -> None:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            _revoke_family(tx, family)
+
+    def secret(self, name: str, candidate: str) -> str:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            tx.rows(
+                "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
+                {"name": name, "value": candidate},
+            )
+            return str(
+                tx.rows("SELECT value FROM oauth_secrets WHERE name = :name", {"name": name})[0]["value"]
+            )
+
+    def prune(self, now: datetime) -> None:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            tx.rows("DELETE FROM oauth_codes WHERE expires_at < :now", {"now": tx.stamp(now)})
+            tx.rows("DELETE FROM oauth_tokens WHERE expires_at < :now", {"now": tx.stamp(now)})
+
+
+def _revoke_family(tx: SqlTx, family: str) -> None:
+    tx.rows(
+        "UPDATE oauth_tokens SET revoked_at = :now WHERE family = :family AND revoked_at IS NULL",
+        {"now": tx.stamp(_now()), "family": family},
+    )
+
+
+def _grant_params(grant: OAuthGrant) -> dict[str, Any]:
+    return {
+        "client_id": grant.client_id,
+        "org_id": grant.org,
+        "key_id": grant.key_id,
+        "project": grant.project,
+        "resource": grant.resource,
+        "scopes": " ".join(grant.scopes),
+    }
+
+
+def _grant(row: Mapping[str, Any]) -> OAuthGrant:
+    return OAuthGrant(
+        client_id=row["client_id"],
+        org=row["org_id"],
+        key_id=row["key_id"],
+        project=row["project"],
+        resource=row["resource"],
+        scopes=tuple(row["scopes"].split()),
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
