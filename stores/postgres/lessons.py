@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -22,22 +22,22 @@ from stores.engine import ranking
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
+from stores.engine.lesson_rows import COLUMNS as _COLUMNS
+from stores.engine.lesson_rows import LIVE, SCOPE, SqlLessonTx
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import check_dims, lesson_of, live_row
+from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
-from stores.postgres.lesson_rows import COLUMNS as _COLUMNS
-from stores.postgres.lesson_rows import SCOPED as _SCOPED
-from stores.postgres.lesson_rows import PostgresLessonTx
-from stores.postgres.lesson_rows import fetch as _fetch
-from stores.postgres.lesson_rows import now as _now
-from stores.postgres.lesson_rows import scope_params as _scope_params
+from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
+from stores.postgres.sql import PostgresSqlTx
+
+_SCOPED = f"{SCOPE} AND {LIVE}"
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
 _RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
@@ -172,18 +172,27 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
     @contextlib.contextmanager
-    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[PostgresLessonTx]:
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
         """The project's advisory lock, once the vector column takes ``vectors`` (made
         beforehand, as the owner, for the first vector: see ``PostgresDims.check``)."""
         if vectors:
             check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
         with self._writing(scope) as conn:
-            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=True)
+            yield self._tx(conn, scope, lock=True)
 
     @contextlib.contextmanager
-    def _lesson_reader(self, scope: Scope) -> Iterator[PostgresLessonTx]:
+    def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
         with transaction(self._engine, scope.org) as conn:
-            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=False)
+            yield self._tx(conn, scope, lock=False)
+
+    def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
+        """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
+        request's deadline (``PostgresSqlTx``)."""
+        rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
+        checks = ModelChecks(self._models, conn)
+        return SqlLessonTx(
+            PostgresSqlTx(conn), scope, _now(), rows, checks, PostgresSqlTx(conn, bounded=True)
+        )
 
     # -- internals ----------------------------------------------------------------
 
@@ -283,3 +292,15 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         from stores.postgres.keys import PostgresKeyDb
 
         return SqlKeyStore(PostgresKeyDb(self._engine))
+
+
+def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
+    return {"org": scope.org, "project": scope.project, "now": now}
+
+
+def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> builtins.list[dict[str, Any]]:
+    return [dict(row._mapping) for row in conn.execute(text(sql), params)]
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

@@ -22,23 +22,21 @@ from stores import deadline
 from stores.engine import ranking
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
+from stores.engine.lesson_rows import COLUMNS as _COLUMNS
+from stores.engine.lesson_rows import SqlLessonTx, decoded
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import check_dims, live_row
+from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
 from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import Connection, write_transaction
-from stores.sqlite.lesson_rows import COLUMNS as _COLUMNS
-from stores.sqlite.lesson_rows import LIVE as _LIVE
-from stores.sqlite.lesson_rows import LocalLessonTx
-from stores.sqlite.lesson_rows import decoded as _decoded
-from stores.sqlite.lesson_rows import fetch as _fetch
-from stores.sqlite.lesson_rows import now as _now
-from stores.sqlite.lesson_rows import to_lesson as _to_lesson
-from stores.sqlite.lesson_rows import ts as _ts
+from stores.sqlite.db import format_ts as _ts
+from stores.sqlite.db import utc_now as _now
+from stores.sqlite.lesson_rows import LocalLessonRows
 from stores.sqlite.models import LocalModelRecords
+from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
@@ -49,6 +47,7 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 # Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
 # one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
@@ -87,7 +86,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         params.append(limit + 1)
         with self._conns.read_lock:
             rows = _fetch(self._reader, sql, params)
-        lessons = tuple(_to_lesson(r) for r in rows[:limit])
+        lessons = tuple(lesson_of(decoded(LocalSqlTx(self._reader), r)) for r in rows[:limit])
         next_cursor = lessons[-1].id if len(rows) > limit else None
         return LessonPage(lessons=lessons, next_cursor=next_cursor)
 
@@ -133,7 +132,12 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
                 if missing:
                     vector_hits.update(self._vectors.similarities(missing, vec))
         found = [
-            {**_decoded(row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest} for row in rows
+            {
+                **decoded(LocalSqlTx(conn), row),
+                "sim": vector_hits.get(row["pk"]),
+                "near": row["id"] in nearest,
+            }
+            for row in rows
         ]
         return scored_lessons(found, query, terms, now, self._ranking)
 
@@ -153,7 +157,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
     @contextlib.contextmanager
-    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[LocalLessonTx]:
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
         """The write lock and ``BEGIN IMMEDIATE``; the vector table made for the first vector."""
         with self._conns.writing() as conn:
             if vectors:
@@ -161,12 +165,13 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             yield self._tx(conn, scope)
 
     @contextlib.contextmanager
-    def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
+    def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
         with self._conns.reading() as conn:
             yield self._tx(conn, scope)
 
-    def _tx(self, conn: Connection, scope: Scope) -> LocalLessonTx:
-        return LocalLessonTx(self._models, self._vectors, conn, scope)
+    def _tx(self, conn: Connection, scope: Scope) -> SqlLessonTx:
+        rows = LocalLessonRows(self._vectors, conn, scope)
+        return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, ModelChecks(self._models, conn))
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -302,3 +307,9 @@ def _any_of(terms: list[str]) -> str:
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
     marks = ",".join("?" * n)
     return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
+
+
+def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
