@@ -27,6 +27,7 @@ from stores.engine.lesson_rows import LIVE, SCOPE, SqlLessonTx
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
@@ -34,7 +35,7 @@ from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
 from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
-from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
+from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.sql import PostgresSqlTx
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
@@ -93,7 +94,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
-        self._models = PostgresModelRecords(self._engine, self._dims)
+        self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         with self._lesson_reader(scope) as tx:
@@ -121,7 +122,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
-            self.models.guard(conn)
+            self._models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
@@ -189,7 +190,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
         request's deadline (``PostgresSqlTx``)."""
         rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
-        checks = ModelChecks(self._models, conn)
+        checks = ModelChecks(self._models, lambda: generation(conn))
         return SqlLessonTx(
             PostgresSqlTx(conn), scope, _now(), rows, checks, PostgresSqlTx(conn, bounded=True)
         )
@@ -281,7 +282,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> PostgresModelRecords:
+    def models(self) -> SqlModelRecords:
         """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 

@@ -27,15 +27,17 @@ from stores.engine.lesson_rows import SqlLessonTx, decoded
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
+from stores.sqlite import meta
 from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import Connection, write_transaction
 from stores.sqlite.db import format_ts as _ts
 from stores.sqlite.db import utc_now as _now
 from stores.sqlite.lesson_rows import LocalLessonRows
-from stores.sqlite.models import LocalModelRecords
+from stores.sqlite.models import LocalModelDb
 from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
 
@@ -65,7 +67,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         self._writer, self._reader = self._conns.writer, self._conns.reader
         self._write_lock = self._conns.write_lock
         self._vectors = LocalVectors()
-        self._models = LocalModelRecords(self._conns)
+        self._models = SqlModelRecords(LocalModelDb(self._conns))
 
     # -- reads --------------------------------------------------------------------
 
@@ -101,7 +103,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         k = ranking.candidate_count(query.limit, self._ranking)
         vec = unit_vector(query.needs_vector())
         with self._conns.reading() as conn:
-            self.models.guard(conn)
+            self._models.check(meta.generation(conn))
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
             vector_hits: dict[int, float | None] = dict(
                 self._vectors.search(
@@ -171,7 +173,9 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
 
     def _tx(self, conn: Connection, scope: Scope) -> SqlLessonTx:
         rows = LocalLessonRows(self._vectors, conn, scope)
-        return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, ModelChecks(self._models, conn))
+        return SqlLessonTx(
+            LocalSqlTx(conn), scope, _now(), rows, ModelChecks(self._models, lambda: meta.generation(conn))
+        )
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -286,7 +290,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> LocalModelRecords:
+    def models(self) -> SqlModelRecords:
         """The model that made this file's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
