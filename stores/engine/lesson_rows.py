@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of
-from stores.engine.lessons import Lesson, Scope
+from stores.engine.lessons import Lesson, LessonPage, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.engine.sql import SqlTx
 
@@ -79,6 +79,11 @@ class LessonDialect(Protocol):
 
     def removed(self, key: int) -> None:
         """After row ``key`` was deleted: what else held it (words, vector, other processes' caches)."""
+        ...
+
+    def tagged(self, tags: str, count: str) -> str:
+        """SQL true for a lesson with every tag of the list bound as ``tags`` (a ``listed``),
+        whose length is bound as ``count``."""
         ...
 
 
@@ -189,6 +194,20 @@ class SqlLessonTx:
         self.sql.rows("DELETE FROM lessons WHERE pk = :pk", {"pk": key})
         self._dialect.removed(key)
 
+    def page(self, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        """``LessonStore.list``: live lessons newest first (ids below ``cursor``), with all of ``tags``."""
+        sql = f"SELECT {COLUMNS} FROM lessons WHERE {SCOPE} AND {LIVE}"
+        params: dict[str, Any] = {**self._scope, "n": limit + 1}
+        if cursor is not None:
+            sql += " AND id < :cursor"
+            params["cursor"] = cursor
+        if tags:
+            sql += f" AND {self._dialect.tagged('tags', 'ntags')}"
+            params.update(tags=self.sql.listed(tags), ntags=len(tags))
+        rows = self.sql.rows(f"{sql} ORDER BY id DESC LIMIT :n", params)
+        lessons = tuple(self._lesson(r) for r in rows[:limit])
+        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+
     def project(self, restore: Restorer) -> SqlProjectTx:
         return SqlProjectTx(self._project_sql, self.scope, restore)
 
@@ -205,6 +224,16 @@ class SqlLessonTx:
 
     def _lesson(self, row: Mapping[str, Any]) -> Lesson:
         return lesson_of(decoded(self.sql, row))
+
+
+def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
+    """``LessonStore.count``: the org's live lessons, in one project or all of them."""
+    where = f"org_id = :org AND {LIVE}" + (" AND project = :project" if project is not None else "")
+    found = sql.rows(
+        f"SELECT count(*) AS n FROM lessons WHERE {where}",
+        {"org": org, "project": project, "now": sql.stamp(now)},
+    )
+    return int(found[0]["n"])
 
 
 def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -23,9 +23,9 @@ from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
-from stores.engine.lesson_rows import LIVE, SCOPE, SqlLessonTx
+from stores.engine.lesson_rows import LIVE, SCOPE, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
+from stores.engine.lesson_tx import ModelChecks, check_dims, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
@@ -101,18 +101,8 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
             return live_row(tx, lesson_id, embedding=False).lesson
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE {_SCOPED}"
-        params: dict[str, Any] = {**_scope_params(scope, _now()), "n": limit + 1}
-        if cursor is not None:
-            sql += " AND id < :cursor"
-            params["cursor"] = cursor
-        if tags:
-            sql += " AND tags @> :tags"
-            params["tags"] = list(tags)
-        with transaction(self._engine, scope.org) as conn:
-            rows = _fetch(conn, sql + " ORDER BY id DESC LIMIT :n", params)
-        lessons = tuple(lesson_of(r) for r in rows[:limit])
-        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+        with self._lesson_reader(scope) as tx:
+            return tx.page(tags, limit, cursor)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -150,13 +140,8 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         return scored_lessons(rows, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = "SELECT count(*) FROM lessons WHERE org_id = :org AND (expires_at IS NULL OR expires_at > :now)"
-        params: dict[str, Any] = {"org": org, "now": _now()}
-        if project is not None:
-            sql += " AND project = :project"
-            params["project"] = project
         with transaction(self._engine, org) as conn:
-            return int(conn.execute(text(sql), params).scalar_one())
+            return count_live(PostgresSqlTx(conn), org, project, _now())
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: an update in a transaction that is rolled back."""

@@ -93,3 +93,9 @@ class LocalLessonRows:
         self._conn.execute(
             "INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev)
         )
+
+    def tagged(self, tags: str, count: str) -> str:
+        return (
+            "pk IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN (SELECT value FROM json_each(:"
+            f"{tags})) GROUP BY lesson_pk HAVING count(*) = :{count})"
+        )

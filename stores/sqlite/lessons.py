@@ -23,9 +23,9 @@ from stores.engine import ranking
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
-from stores.engine.lesson_rows import SqlLessonTx, decoded
+from stores.engine.lesson_rows import SqlLessonTx, count_live, decoded
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import ModelChecks, check_dims, lesson_of, live_row
+from stores.engine.lesson_tx import ModelChecks, check_dims, live_row
 from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
@@ -72,25 +72,12 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     # -- reads --------------------------------------------------------------------
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._conns.read_lock:
-            return live_row(self._tx(self._reader, scope), lesson_id, embedding=False).lesson
+        with self._lesson_reader(scope) as tx:
+            return live_row(tx, lesson_id, embedding=False).lesson
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE}"
-        params: list[Any] = [scope.org, scope.project, _ts(_now())]
-        if cursor is not None:
-            sql += " AND id < ?"
-            params.append(cursor)
-        if tags:
-            sql += f" AND {_tag_filter(len(tags))}"
-            params.extend([*tags, len(tags)])
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(limit + 1)
-        with self._conns.read_lock:
-            rows = _fetch(self._reader, sql, params)
-        lessons = tuple(lesson_of(decoded(LocalSqlTx(self._reader), r)) for r in rows[:limit])
-        next_cursor = lessons[-1].id if len(rows) > limit else None
-        return LessonPage(lessons=lessons, next_cursor=next_cursor)
+        with self._lesson_reader(scope) as tx:
+            return tx.page(tags, limit, cursor)
 
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
@@ -144,13 +131,8 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         return scored_lessons(found, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = f"SELECT count(*) FROM lessons WHERE org_id = ? AND {_LIVE}"
-        params: list[Any] = [org, _ts(_now())]
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
-        with self._conns.read_lock:
-            return int(self._reader.execute(sql, params).fetchone()[0])
+        with self._conns.reading() as conn:
+            return count_live(LocalSqlTx(conn), org, project, _now())
 
     def ensure_dim(self, dim: int) -> None:
         with self._conns.writing() as conn:
