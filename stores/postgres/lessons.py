@@ -136,7 +136,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
                 f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
                 f"WHERE pk IN ({candidates}) AND {filters}"
             )
-            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "lexical": lexical})
+            rows = PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": lexical})
         return scored_lessons(rows, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
@@ -282,10 +282,6 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
     return {"org": scope.org, "project": scope.project, "now": now}
-
-
-def _fetch(conn: Connection, sql: str, params: dict[str, Any]) -> builtins.list[dict[str, Any]]:
-    return [dict(row._mapping) for row in conn.execute(text(sql), params)]
 
 
 def _now() -> datetime:
