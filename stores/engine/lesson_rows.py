@@ -11,13 +11,14 @@ what every write stamps besides the lesson (the SQLite file's revision).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
-from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of
+from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.engine.sql import SqlTx
@@ -224,6 +225,22 @@ class SqlLessonTx:
 
     def _lesson(self, row: Mapping[str, Any]) -> Lesson:
         return lesson_of(decoded(self.sql, row))
+
+
+class LessonReads:
+    """``LessonStore.get`` and ``list``, for a store whose ``_lesson_reader`` opens a read
+    transaction on a project as a ``SqlLessonTx`` (beside ``lesson_rules.LessonWrites``)."""
+
+    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
+        raise NotImplementedError
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._lesson_reader(scope) as tx:
+            return live_row(tx, lesson_id, embedding=False).lesson
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        with self._lesson_reader(scope) as tx:
+            return tx.page(tags, limit, cursor)
 
 
 def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:

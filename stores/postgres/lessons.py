@@ -23,10 +23,10 @@ from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
-from stores.engine.lesson_rows import LIVE, SCOPE, SqlLessonTx, count_live
+from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import ModelChecks, check_dims, live_row
-from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lesson_tx import ModelChecks, check_dims
+from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
@@ -83,7 +83,7 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
-class PostgresLessonStore(LessonWrites, TwoStepRecall):
+class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
     over ``PostgresLessonTx``."""
 
@@ -95,14 +95,6 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
         self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
-
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._lesson_reader(scope) as tx:
-            return live_row(tx, lesson_id, embedding=False).lesson
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        with self._lesson_reader(scope) as tx:
-            return tx.page(tags, limit, cursor)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in

@@ -23,10 +23,10 @@ from stores.engine import ranking
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
-from stores.engine.lesson_rows import SqlLessonTx, count_live, decoded
+from stores.engine.lesson_rows import LessonReads, SqlLessonTx, count_live, decoded
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import ModelChecks, check_dims, live_row
-from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lesson_tx import ModelChecks, check_dims
+from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
@@ -55,7 +55,7 @@ _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonWrites, TwoStepRecall):
+class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
     ``LocalLessonTx``."""
 
@@ -68,16 +68,6 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         self._write_lock = self._conns.write_lock
         self._vectors = LocalVectors()
         self._models = SqlModelRecords(LocalModelDb(self._conns))
-
-    # -- reads --------------------------------------------------------------------
-
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._lesson_reader(scope) as tx:
-            return live_row(tx, lesson_id, embedding=False).lesson
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        with self._lesson_reader(scope) as tx:
-            return tx.page(tags, limit, cursor)
 
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
