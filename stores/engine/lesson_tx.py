@@ -206,24 +206,23 @@ def lesson_of(row: Mapping[str, Any]) -> Lesson:
 
 
 class ModelChecks:
-    """``LessonTx.guard`` (once a transaction) and ``generation``, for a backend whose model
-    records check them on a connection."""
+    """``LessonTx.guard`` (once a transaction) and ``generation``: the store's model records
+    (``stores.engine.model_rows.SqlModelRecords``) check the generation that ``read`` reads in
+    this transaction, the backend's own way."""
 
-    def __init__(self, models: _ConnectionModels, conn: Any) -> None:
+    def __init__(self, models: _GenerationCheck, read: Callable[[], int]) -> None:
         self._models = models
-        self._models_conn = conn
+        self._read = read
         self._guarded = False
 
     def guard(self) -> None:
         if not self._guarded:
-            self._models.guard(self._models_conn)
+            self._models.check(self._read())
             self._guarded = True
 
     def generation(self) -> int:
-        return self._models.generation(self._models_conn)
+        return self._read()
 
 
-class _ConnectionModels(Protocol):
-    def guard(self, conn: Any) -> int: ...
-
-    def generation(self, conn: Any) -> int: ...
+class _GenerationCheck(Protocol):
+    def check(self, current: int) -> int: ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 from collections.abc import Iterator, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -22,22 +22,23 @@ from stores.engine import ranking
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
+from stores.engine.lesson_rows import COLUMNS as _COLUMNS
+from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import check_dims, lesson_of, live_row
-from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lesson_tx import ModelChecks, check_dims
+from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
-from stores.postgres.lesson_rows import COLUMNS as _COLUMNS
-from stores.postgres.lesson_rows import SCOPED as _SCOPED
-from stores.postgres.lesson_rows import PostgresLessonTx
-from stores.postgres.lesson_rows import fetch as _fetch
-from stores.postgres.lesson_rows import now as _now
-from stores.postgres.lesson_rows import scope_params as _scope_params
+from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
-from stores.postgres.models import GENERATION_INFO, PostgresModelRecords
+from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
+from stores.postgres.sql import PostgresSqlTx
+
+_SCOPED = f"{SCOPE} AND {LIVE}"
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
 _RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
@@ -82,7 +83,7 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
-class PostgresLessonStore(LessonWrites, TwoStepRecall):
+class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
     over ``PostgresLessonTx``."""
 
@@ -93,25 +94,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
-        self._models = PostgresModelRecords(self._engine, self._dims)
-
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._lesson_reader(scope) as tx:
-            return live_row(tx, lesson_id, embedding=False).lesson
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE {_SCOPED}"
-        params: dict[str, Any] = {**_scope_params(scope, _now()), "n": limit + 1}
-        if cursor is not None:
-            sql += " AND id < :cursor"
-            params["cursor"] = cursor
-        if tags:
-            sql += " AND tags @> :tags"
-            params["tags"] = list(tags)
-        with transaction(self._engine, scope.org) as conn:
-            rows = _fetch(conn, sql + " ORDER BY id DESC LIMIT :n", params)
-        lessons = tuple(lesson_of(r) for r in rows[:limit])
-        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+        self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -121,7 +104,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
-            self.models.guard(conn)
+            self._models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
@@ -145,17 +128,12 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
                 f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
                 f"WHERE pk IN ({candidates}) AND {filters}"
             )
-            rows = _fetch(conn, sql, {**params, "q": q, "k": k, "lexical": lexical})
+            rows = PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": lexical})
         return scored_lessons(rows, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = "SELECT count(*) FROM lessons WHERE org_id = :org AND (expires_at IS NULL OR expires_at > :now)"
-        params: dict[str, Any] = {"org": org, "now": _now()}
-        if project is not None:
-            sql += " AND project = :project"
-            params["project"] = project
         with transaction(self._engine, org) as conn:
-            return int(conn.execute(text(sql), params).scalar_one())
+            return count_live(PostgresSqlTx(conn), org, project, _now())
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: an update in a transaction that is rolled back."""
@@ -172,18 +150,27 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
     @contextlib.contextmanager
-    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[PostgresLessonTx]:
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
         """The project's advisory lock, once the vector column takes ``vectors`` (made
         beforehand, as the owner, for the first vector: see ``PostgresDims.check``)."""
         if vectors:
             check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
         with self._writing(scope) as conn:
-            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=True)
+            yield self._tx(conn, scope, lock=True)
 
     @contextlib.contextmanager
-    def _lesson_reader(self, scope: Scope) -> Iterator[PostgresLessonTx]:
+    def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
         with transaction(self._engine, scope.org) as conn:
-            yield PostgresLessonTx(self._models, self._dims, conn, scope, lock=False)
+            yield self._tx(conn, scope, lock=False)
+
+    def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
+        """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
+        request's deadline (``PostgresSqlTx``)."""
+        rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
+        checks = ModelChecks(self._models, lambda: generation(conn))
+        return SqlLessonTx(
+            PostgresSqlTx(conn), scope, _now(), rows, checks, PostgresSqlTx(conn, bounded=True)
+        )
 
     # -- internals ----------------------------------------------------------------
 
@@ -272,7 +259,7 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> PostgresModelRecords:
+    def models(self) -> SqlModelRecords:
         """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -283,3 +270,11 @@ class PostgresLessonStore(LessonWrites, TwoStepRecall):
         from stores.postgres.keys import PostgresKeyDb
 
         return SqlKeyStore(PostgresKeyDb(self._engine))
+
+
+def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
+    return {"org": scope.org, "project": scope.project, "now": now}
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

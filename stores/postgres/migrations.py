@@ -10,6 +10,7 @@ import logging
 from sqlalchemy import Connection, Engine, text
 
 from stores.engine.migrations import apply_pending
+from stores.engine.schema import Types, key_tables, structured_tables
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
 from stores.postgres.sql import PostgresSqlTx
@@ -18,6 +19,11 @@ logger = logging.getLogger("stores.postgres")
 
 # Migrations of every Lore process serialise on this advisory lock key.
 MIGRATION_LOCK = 0x4C4F5245  # "LORE"
+
+# The names in the tables written once in ``stores.engine.schema`` (``Types``, in its order).
+_TYPES = Types(
+    "text", "bigint", "jsonb", "timestamptz", "bigserial PRIMARY KEY", "boolean NOT NULL DEFAULT false", ""
+)
 
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
@@ -67,35 +73,7 @@ MIGRATIONS.append(
     (
         2,
         "structured memory and history",
-        """
-        CREATE TABLE mem_tables (
-            org_id text NOT NULL, project text NOT NULL, name text NOT NULL,
-            columns jsonb NOT NULL, next_id bigint NOT NULL,
-            PRIMARY KEY (org_id, project, name)
-        );
-        CREATE TABLE mem_rows (
-            org_id text NOT NULL, project text NOT NULL, table_name text NOT NULL, row_id bigint NOT NULL,
-            data jsonb NOT NULL,
-            PRIMARY KEY (org_id, project, table_name, row_id)
-        );
-        CREATE TABLE commits (
-            pk bigserial PRIMARY KEY,
-            id text NOT NULL UNIQUE,
-            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL,
-            parent text, kind text NOT NULL, message text NOT NULL, actor text NOT NULL,
-            created_at timestamptz NOT NULL, schema_hash_before text NOT NULL, schema_hash_after text NOT NULL,
-            effects jsonb NOT NULL,
-            UNIQUE (org_id, project, seq)
-        );
-        CREATE TABLE commit_targets (
-            org_id text NOT NULL, project text NOT NULL, target text NOT NULL, seq bigint NOT NULL,
-            PRIMARY KEY (org_id, project, target, seq)
-        );
-        CREATE TABLE snapshots (
-            org_id text NOT NULL, project text NOT NULL, seq bigint NOT NULL, state jsonb NOT NULL,
-            PRIMARY KEY (org_id, project, seq)
-        );
-        """
+        structured_tables(_TYPES)
         + "".join(
             f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
@@ -113,22 +91,8 @@ MIGRATIONS.append(
     (
         3,
         "orgs and api keys",
-        """
-        CREATE TABLE orgs (id text PRIMARY KEY, name text NOT NULL, created_at timestamptz NOT NULL);
-        CREATE TABLE api_keys (
-            id text PRIMARY KEY,
-            org_id text NOT NULL REFERENCES orgs (id),
-            name text NOT NULL,
-            key_hash text NOT NULL UNIQUE,
-            key_prefix text NOT NULL,
-            project text NULL,
-            is_root boolean NOT NULL DEFAULT false,
-            created_at timestamptz NOT NULL,
-            last_used_at timestamptz,
-            revoked_at timestamptz
-        );
-        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
-        ALTER TABLE orgs ENABLE ROW LEVEL SECURITY;
+        key_tables(_TYPES)
+        + """ALTER TABLE orgs ENABLE ROW LEVEL SECURITY;
         ALTER TABLE orgs FORCE ROW LEVEL SECURITY;
         CREATE POLICY orgs_org ON orgs
             USING (id = current_setting('lore.org', true))

@@ -22,23 +22,23 @@ from stores import deadline
 from stores.engine import ranking
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
+from stores.engine.lesson_rows import COLUMNS as _COLUMNS
+from stores.engine.lesson_rows import LessonReads, SqlLessonTx, count_live, decoded
 from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import check_dims, live_row
-from stores.engine.lessons import Lesson, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lesson_tx import ModelChecks, check_dims
+from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
+from stores.sqlite import meta
 from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import Connection, write_transaction
-from stores.sqlite.lesson_rows import COLUMNS as _COLUMNS
-from stores.sqlite.lesson_rows import LIVE as _LIVE
-from stores.sqlite.lesson_rows import LocalLessonTx
-from stores.sqlite.lesson_rows import decoded as _decoded
-from stores.sqlite.lesson_rows import fetch as _fetch
-from stores.sqlite.lesson_rows import now as _now
-from stores.sqlite.lesson_rows import to_lesson as _to_lesson
-from stores.sqlite.lesson_rows import ts as _ts
-from stores.sqlite.models import LocalModelRecords
+from stores.sqlite.db import format_ts as _ts
+from stores.sqlite.db import utc_now as _now
+from stores.sqlite.lesson_rows import LocalLessonRows
+from stores.sqlite.models import LocalModelDb
+from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
@@ -49,12 +49,13 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
+_LIVE = "(expires_at IS NULL OR expires_at > ?)"
 # Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
 # one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonWrites, TwoStepRecall):
+class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
     ``LocalLessonTx``."""
 
@@ -66,30 +67,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         self._writer, self._reader = self._conns.writer, self._conns.reader
         self._write_lock = self._conns.write_lock
         self._vectors = LocalVectors()
-        self._models = LocalModelRecords(self._conns)
-
-    # -- reads --------------------------------------------------------------------
-
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._conns.read_lock:
-            return live_row(self._tx(self._reader, scope), lesson_id, embedding=False).lesson
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        sql = f"SELECT {_COLUMNS} FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE}"
-        params: list[Any] = [scope.org, scope.project, _ts(_now())]
-        if cursor is not None:
-            sql += " AND id < ?"
-            params.append(cursor)
-        if tags:
-            sql += f" AND {_tag_filter(len(tags))}"
-            params.extend([*tags, len(tags)])
-        sql += " ORDER BY id DESC LIMIT ?"
-        params.append(limit + 1)
-        with self._conns.read_lock:
-            rows = _fetch(self._reader, sql, params)
-        lessons = tuple(_to_lesson(r) for r in rows[:limit])
-        next_cursor = lessons[-1].id if len(rows) > limit else None
-        return LessonPage(lessons=lessons, next_cursor=next_cursor)
+        self._models = SqlModelRecords(LocalModelDb(self._conns))
 
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
@@ -102,7 +80,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
         k = ranking.candidate_count(query.limit, self._ranking)
         vec = unit_vector(query.needs_vector())
         with self._conns.reading() as conn:
-            self.models.guard(conn)
+            self._models.check(meta.generation(conn))
             allowed = self._tagged_pks(conn, scope, query.tags) if query.tags else None
             vector_hits: dict[int, float | None] = dict(
                 self._vectors.search(
@@ -133,18 +111,18 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
                 if missing:
                     vector_hits.update(self._vectors.similarities(missing, vec))
         found = [
-            {**_decoded(row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest} for row in rows
+            {
+                **decoded(LocalSqlTx(conn), row),
+                "sim": vector_hits.get(row["pk"]),
+                "near": row["id"] in nearest,
+            }
+            for row in rows
         ]
         return scored_lessons(found, query, terms, now, self._ranking)
 
     def count(self, org: str, project: str | None = None) -> int:
-        sql = f"SELECT count(*) FROM lessons WHERE org_id = ? AND {_LIVE}"
-        params: list[Any] = [org, _ts(_now())]
-        if project is not None:
-            sql += " AND project = ?"
-            params.append(project)
-        with self._conns.read_lock:
-            return int(self._reader.execute(sql, params).fetchone()[0])
+        with self._conns.reading() as conn:
+            return count_live(LocalSqlTx(conn), org, project, _now())
 
     def ensure_dim(self, dim: int) -> None:
         with self._conns.writing() as conn:
@@ -153,7 +131,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
     @contextlib.contextmanager
-    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[LocalLessonTx]:
+    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
         """The write lock and ``BEGIN IMMEDIATE``; the vector table made for the first vector."""
         with self._conns.writing() as conn:
             if vectors:
@@ -161,12 +139,15 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
             yield self._tx(conn, scope)
 
     @contextlib.contextmanager
-    def _lesson_reader(self, scope: Scope) -> Iterator[LocalLessonTx]:
+    def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
         with self._conns.reading() as conn:
             yield self._tx(conn, scope)
 
-    def _tx(self, conn: Connection, scope: Scope) -> LocalLessonTx:
-        return LocalLessonTx(self._models, self._vectors, conn, scope)
+    def _tx(self, conn: Connection, scope: Scope) -> SqlLessonTx:
+        rows = LocalLessonRows(self._vectors, conn, scope)
+        return SqlLessonTx(
+            LocalSqlTx(conn), scope, _now(), rows, ModelChecks(self._models, lambda: meta.generation(conn))
+        )
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -281,7 +262,7 @@ class LocalLessonStore(LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> LocalModelRecords:
+    def models(self) -> SqlModelRecords:
         """The model that made this file's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -302,3 +283,9 @@ def _any_of(terms: list[str]) -> str:
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
     marks = ",".join("?" * n)
     return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
+
+
+def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+    cur = conn.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

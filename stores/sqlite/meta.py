@@ -1,22 +1,15 @@
 """The local file's ``lore_meta`` entries: its revision, vector dimension and model generation.
 
 Module functions over a connection the caller holds a transaction on, so the store, its
-vector cache and its model records each read them without reaching into one another.
+vector cache and its model records each read them without reaching into one another; the
+entries both backends keep are read as ``stores.engine.model_rows`` reads them.
 """
 
 from __future__ import annotations
 
-from stores.engine.embedding_model import GENERATION_KEY
+from stores.engine import model_rows
 from stores.sqlite.db import Connection
-
-
-def get_meta(conn: Connection, key: str) -> str | None:
-    row = conn.execute("SELECT value FROM lore_meta WHERE key = ?", (key,)).fetchone()
-    return row[0] if row else None
-
-
-def put_meta(conn: Connection, key: str, value: str) -> None:
-    conn.execute("INSERT OR REPLACE INTO lore_meta (key, value) VALUES (?, ?)", (key, value))
+from stores.sqlite.sql import LocalSqlTx
 
 
 def bump_rev(conn: Connection) -> int:
@@ -33,11 +26,14 @@ def current_rev(conn: Connection) -> int:
 
 def stored_dim(conn: Connection) -> int | None:
     """The dimension of the file's vectors; None before the first one."""
-    value = get_meta(conn, "dim")
+    value = model_rows.get_meta(LocalSqlTx(conn), "dim")
     return int(value) if value is not None else None
+
+
+def put_dim(conn: Connection, dim: int) -> None:
+    model_rows.put_meta(LocalSqlTx(conn), "dim", str(dim))
 
 
 def generation(conn: Connection) -> int:
     """The file's model generation (``stores.engine.embedding_model``), read in the caller's transaction."""
-    value = get_meta(conn, GENERATION_KEY)
-    return int(value) if value is not None else 0
+    return model_rows.read_generation(LocalSqlTx(conn))

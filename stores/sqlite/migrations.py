@@ -9,8 +9,20 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stores.engine.migrations import apply_pending
+from stores.engine.schema import Types, key_tables, structured_tables
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
 from stores.sqlite.sql import LocalSqlTx
+
+# The names in the tables written once in ``stores.engine.schema`` (``Types``, in its order).
+_TYPES = Types(
+    "TEXT",
+    "INTEGER",
+    "TEXT",
+    "TEXT",
+    "INTEGER PRIMARY KEY AUTOINCREMENT",
+    "INTEGER NOT NULL DEFAULT 0",
+    " WITHOUT ROWID",
+)
 
 # Each migration runs once, in order, inside one write transaction with its version
 # recorded, so re-running is harmless and the database says where it stands.
@@ -59,64 +71,8 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
     ),
 ]
 
-MIGRATIONS.append(
-    (
-        2,
-        "structured memory and history",
-        """
-        CREATE TABLE mem_tables (
-            org_id TEXT NOT NULL, project TEXT NOT NULL, name TEXT NOT NULL,
-            columns TEXT NOT NULL, next_id INTEGER NOT NULL,
-            PRIMARY KEY (org_id, project, name)
-        ) WITHOUT ROWID;
-        CREATE TABLE mem_rows (
-            org_id TEXT NOT NULL, project TEXT NOT NULL, table_name TEXT NOT NULL, row_id INTEGER NOT NULL,
-            data TEXT NOT NULL,
-            PRIMARY KEY (org_id, project, table_name, row_id)
-        ) WITHOUT ROWID;
-        CREATE TABLE commits (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL,
-            parent TEXT, kind TEXT NOT NULL, message TEXT NOT NULL, actor TEXT NOT NULL,
-            created_at TEXT NOT NULL, schema_hash_before TEXT NOT NULL, schema_hash_after TEXT NOT NULL,
-            effects TEXT NOT NULL,
-            UNIQUE (org_id, project, seq)
-        );
-        CREATE TABLE commit_targets (
-            org_id TEXT NOT NULL, project TEXT NOT NULL, target TEXT NOT NULL, seq INTEGER NOT NULL,
-            PRIMARY KEY (org_id, project, target, seq)
-        ) WITHOUT ROWID;
-        CREATE TABLE snapshots (
-            org_id TEXT NOT NULL, project TEXT NOT NULL, seq INTEGER NOT NULL, state TEXT NOT NULL,
-            PRIMARY KEY (org_id, project, seq)
-        ) WITHOUT ROWID;
-        """,
-    )
-)
-
-MIGRATIONS.append(
-    (
-        3,
-        "orgs and api keys",
-        """
-        CREATE TABLE orgs (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at TEXT NOT NULL);
-        CREATE TABLE api_keys (
-            id TEXT PRIMARY KEY,
-            org_id TEXT NOT NULL REFERENCES orgs (id),
-            name TEXT NOT NULL,
-            key_hash TEXT NOT NULL UNIQUE,
-            key_prefix TEXT NOT NULL,
-            project TEXT NULL,
-            is_root INTEGER NOT NULL DEFAULT 0,
-            created_at TEXT NOT NULL,
-            last_used_at TEXT,
-            revoked_at TEXT
-        );
-        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
-        """,
-    )
-)
+MIGRATIONS.append((2, "structured memory and history", structured_tables(_TYPES)))
+MIGRATIONS.append((3, "orgs and api keys", key_tables(_TYPES)))
 
 MIGRATIONS.append(
     (

@@ -50,7 +50,7 @@ class LocalVectors:
                     f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}."
                 )
             conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
-            meta.put_meta(conn, "dim", str(dim))
+            meta.put_dim(conn, dim)
             return dim
         if stored != dim:
             raise InvalidInputError(

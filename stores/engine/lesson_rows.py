@@ -1,0 +1,260 @@
+"""``stores.engine.lesson_tx.LessonTx`` over the one SQL layer (``stores.engine.sql``), written once.
+
+A lesson is one row of ``lessons``, with the same columns on both backends, so its reads and
+writes are written here once. What truly differs comes from a ``LessonDialect`` the store
+hands to each transaction: where a lesson's vector lives and how its nearest lessons are
+found (pgvector's column and HNSW index; SQLite's ``lesson_embeddings`` and the in-memory
+``VectorIndex``), how its words are indexed (a generated ``tsvector``; FTS5 and
+``lesson_tags`` rows), whether a write transaction locks what it reads (``FOR UPDATE``), and
+what every write stamps besides the lesson (the SQLite file's revision).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of, live_row
+from stores.engine.lessons import Lesson, LessonPage, Scope
+from stores.engine.project_rows import SqlProjectTx
+from stores.engine.sql import SqlTx
+
+COLUMNS = (
+    "pk, id, project, problem, resolution, context, tags, confidence, source, "
+    "created_at, updated_at, expires_at, upvotes, downvotes, meta"
+)
+SCOPE = "org_id = :org AND project = :project"
+LIVE = "(expires_at IS NULL OR expires_at > :now)"
+# A lesson's own columns but its id, in the order an insert names them.
+_FIELDS = (
+    "problem",
+    "resolution",
+    "context",
+    "tags",
+    "confidence",
+    "source",
+    "created_at",
+    "updated_at",
+    "expires_at",
+    "upvotes",
+    "downvotes",
+    "meta",
+)
+_TIMES = ("created_at", "updated_at", "expires_at")
+
+
+class LessonDialect(Protocol):
+    """What a backend does its own way inside one lesson transaction (made per transaction)."""
+
+    # Appended to a read whose rows the transaction may change: " FOR UPDATE", or "".
+    row_lock: str
+    # Added to the columns ``by_id`` reads, for the lesson's vector (", embedding"), or "".
+    embedding_select: str
+
+    def ensure_dim(self, dim: int) -> None:
+        """``InvalidInputError`` unless the store takes vectors of ``dim`` dimensions now."""
+        ...
+
+    def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
+        """For each unit vector, (key, similarity) of the project's live lessons with similarity
+        at least ``dedup.CANDIDATE_SIMILARITY``, at most ``dedup.MAX_SIMILAR``, in any order."""
+        ...
+
+    def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
+        """Columns of ``lessons`` a write sets besides the lesson's own: the vector, where the
+        row holds it, and what the backend stamps on every write."""
+        ...
+
+    def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
+        """After row ``key`` was inserted (``new``) or rewritten: index its words, store its vector
+        (when given) where the row does not hold it."""
+        ...
+
+    def embedding(self, row: Mapping[str, Any]) -> bytes | None:
+        """The vector of a row ``by_id`` read, as float32 bytes."""
+        ...
+
+    def removed(self, key: int) -> None:
+        """After row ``key`` was deleted: what else held it (words, vector, other processes' caches)."""
+        ...
+
+    def tagged(self, tags: str, count: str) -> str:
+        """SQL true for a lesson with every tag of the list bound as ``tags`` (a ``listed``),
+        whose length is bound as ``count``."""
+        ...
+
+
+class ModelGuard(Protocol):
+    """``LessonTx.guard`` and ``generation`` for this transaction (``lesson_tx.ModelChecks``)."""
+
+    def guard(self) -> None: ...
+
+    def generation(self) -> int: ...
+
+
+class SqlLessonTx:
+    """One project's lessons inside a transaction the caller holds, through ``sql``.
+
+    ``project_sql`` runs the project's tables and commits (``project``), when they need other
+    handling than the lesson rows (Postgres bounds them by the request's deadline)."""
+
+    def __init__(
+        self,
+        sql: SqlTx,
+        scope: Scope,
+        now: datetime,
+        dialect: LessonDialect,
+        models: ModelGuard,
+        project_sql: SqlTx | None = None,
+    ) -> None:
+        self.sql = sql
+        self.scope = scope
+        self.now = now
+        self._dialect = dialect
+        self._models = models
+        self._project_sql = project_sql or sql
+
+    @property
+    def _scope(self) -> dict[str, Any]:
+        return {"org": self.scope.org, "project": self.scope.project, "now": self.sql.stamp(self.now)}
+
+    def guard(self) -> None:
+        self._models.guard()
+
+    def generation(self) -> int:
+        return self._models.generation()
+
+    def ensure_dim(self, dim: int) -> None:
+        self._dialect.ensure_dim(dim)
+
+    def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
+        found = self._dialect.nearest(vectors, self.now)
+        keys = sorted({key for hits in found for key, _ in hits})
+        texts: dict[int, tuple[str, tuple[str, str, str | None]]] = {}
+        if keys:
+            rows = self.sql.rows(
+                f"SELECT pk, id, problem, resolution, context FROM lessons WHERE {self.sql.in_list('pk', 'keys')}",
+                {"keys": self.sql.listed(keys)},
+            )
+            texts = {r["pk"]: (r["id"], (r["problem"], r["resolution"], r["context"])) for r in rows}
+        return [
+            [Near(key, sim, *texts[key]) for key, sim in sorted(hits, key=lambda h: (-h[1], h[0]))]
+            for hits in found
+        ]
+
+    def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
+        extra = self._dialect.embedding_select if embedding else ""
+        where = f"{SCOPE} AND {LIVE}" if live else SCOPE
+        rows = self.sql.rows(
+            f"SELECT {COLUMNS}{extra} FROM lessons WHERE id = :id AND {where}{self._dialect.row_lock}",
+            {**self._scope, "id": lesson_id},
+        )
+        if not rows:
+            return None
+        row = rows[0]
+        return Row(row["pk"], self._lesson(row), self._dialect.embedding(row) if embedding else None)
+
+    def insert(self, lesson: Lesson, vector: np.ndarray) -> Row:
+        values = {**self._fields(lesson), **self._dialect.columns(vector)}
+        names = ", ".join(values)
+        marks = ", ".join(self._mark(name) for name in values)
+        row = self.sql.rows(
+            f"INSERT INTO lessons (id, org_id, project, {names}) VALUES (:id, :org, :project, {marks}) "
+            f"RETURNING {COLUMNS}",
+            {**values, **self._scope, "id": lesson.id},
+        )[0]
+        self._dialect.written(row["pk"], lesson, vector, new=True)
+        return Row(row["pk"], self._lesson(row), vector.tobytes())
+
+    def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
+        values = {**self._fields(lesson), **self._dialect.columns(vector)}
+        sets = ", ".join(f"{name} = {self._mark(name)}" for name in values)
+        row = self.sql.rows(
+            f"UPDATE lessons SET {sets} WHERE pk = :pk RETURNING {COLUMNS}", {**values, "pk": key}
+        )[0]
+        self._dialect.written(key, lesson, vector, new=False)
+        return self._lesson(row)
+
+    def add_vote(self, lesson_id: str, up: bool) -> Lesson | None:
+        column = "upvotes" if up else "downvotes"
+        stamps = self._dialect.columns(None)
+        # The column name is one of two literals above, never user text.
+        sets = "".join(f", {name} = :{name}" for name in stamps)
+        rows = self.sql.rows(
+            f"UPDATE lessons SET {column} = {column} + 1{sets} "
+            f"WHERE id = :id AND {SCOPE} AND {LIVE} RETURNING {COLUMNS}",
+            {**stamps, **self._scope, "id": lesson_id},
+        )
+        return self._lesson(rows[0]) if rows else None
+
+    def remove(self, key: int) -> None:
+        self.sql.rows("DELETE FROM lessons WHERE pk = :pk", {"pk": key})
+        self._dialect.removed(key)
+
+    def page(self, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        """``LessonStore.list``: live lessons newest first (ids below ``cursor``), with all of ``tags``."""
+        sql = f"SELECT {COLUMNS} FROM lessons WHERE {SCOPE} AND {LIVE}"
+        params: dict[str, Any] = {**self._scope, "n": limit + 1}
+        if cursor is not None:
+            sql += " AND id < :cursor"
+            params["cursor"] = cursor
+        if tags:
+            sql += f" AND {self._dialect.tagged('tags', 'ntags')}"
+            params.update(tags=self.sql.listed(tags), ntags=len(tags))
+        rows = self.sql.rows(f"{sql} ORDER BY id DESC LIMIT :n", params)
+        lessons = tuple(self._lesson(r) for r in rows[:limit])
+        return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
+
+    def project(self, restore: Restorer) -> SqlProjectTx:
+        return SqlProjectTx(self._project_sql, self.scope, restore)
+
+    def _mark(self, name: str) -> str:
+        return self.sql.json(name) if name == "meta" else f":{name}"
+
+    def _fields(self, lesson: Lesson) -> dict[str, Any]:
+        """The lesson's columns but its id, as the database binds them."""
+        values = {name: getattr(lesson, name) for name in _FIELDS}
+        values.update({name: self.sql.stamp(values[name]) for name in _TIMES if values[name] is not None})
+        values["tags"] = self.sql.listed(lesson.tags)
+        values["meta"] = self.sql.dump(dict(lesson.meta))
+        return values
+
+    def _lesson(self, row: Mapping[str, Any]) -> Lesson:
+        return lesson_of(decoded(self.sql, row))
+
+
+class LessonReads:
+    """``LessonStore.get`` and ``list``, for a store whose ``_lesson_reader`` opens a read
+    transaction on a project as a ``SqlLessonTx`` (beside ``lesson_rules.LessonWrites``)."""
+
+    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
+        raise NotImplementedError
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._lesson_reader(scope) as tx:
+            return live_row(tx, lesson_id, embedding=False).lesson
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        with self._lesson_reader(scope) as tx:
+            return tx.page(tags, limit, cursor)
+
+
+def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
+    """``LessonStore.count``: the org's live lessons, in one project or all of them."""
+    where = f"org_id = :org AND {LIVE}" + (" AND project = :project" if project is not None else "")
+    found = sql.rows(
+        f"SELECT count(*) AS n FROM lessons WHERE {where}",
+        {"org": org, "project": project, "now": sql.stamp(now)},
+    )
+    return int(found[0]["n"])
+
+
+def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row with its tags and times as Python values (what ``lesson_of`` takes);
+    meta is left as the database gave it (recall keeps it text until a lesson is chosen)."""
+    times = {name: sql.time(row[name]) if row[name] is not None else None for name in _TIMES}
+    return {**row, **times, "tags": sql.load(row["tags"])}
