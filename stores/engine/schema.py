@@ -75,3 +75,33 @@ def key_tables(t: Types) -> str:
         );
         CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
         """
+
+
+def oauth_tables(t: Types) -> str:
+    """OAuth for connectors (``oauth_rows``): clients, codes and tokens (as digests, bound to an
+    API key), the consent page's signing secret. No row-level security on Postgres: a code or
+    token is read by its digest before its org is known, and no row holds an org's memory.
+    ``IF NOT EXISTS`` throughout, so a file whose recorded schema was wound back keeps them."""
+    return f"""
+        CREATE TABLE IF NOT EXISTS oauth_clients (
+            client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL
+        );
+        CREATE TABLE IF NOT EXISTS oauth_codes (
+            code_hash {t.text} PRIMARY KEY,
+            client_id {t.text} NOT NULL, org_id {t.text} NOT NULL, key_id {t.text} NOT NULL,
+            project {t.text}, resource {t.text} NOT NULL, scopes {t.text} NOT NULL,
+            redirect_uri {t.text} NOT NULL, redirect_explicit {t.flag},
+            code_challenge {t.text} NOT NULL, expires_at {t.time} NOT NULL, used_at {t.time}
+        );
+        CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_tokens (
+            token_hash {t.text} PRIMARY KEY,
+            kind {t.text} NOT NULL, family {t.text} NOT NULL,
+            client_id {t.text} NOT NULL, org_id {t.text} NOT NULL, key_id {t.text} NOT NULL,
+            project {t.text}, resource {t.text} NOT NULL, scopes {t.text} NOT NULL,
+            expires_at {t.time} NOT NULL, revoked_at {t.time}, created_at {t.time} NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
+        CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
+        CREATE TABLE IF NOT EXISTS oauth_secrets (name {t.text} PRIMARY KEY, value {t.text} NOT NULL)
+        """

@@ -10,7 +10,7 @@ import logging
 from sqlalchemy import Connection, Engine, text
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, key_tables, structured_tables
+from stores.engine.schema import Types, key_tables, oauth_tables, structured_tables
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
 from stores.postgres.sql import PostgresSqlTx
@@ -255,50 +255,7 @@ MIGRATIONS.append(
     )
 )
 
-MIGRATIONS.append(
-    (
-        9,
-        "oauth clients, codes and tokens",
-        # OAuth for connectors (stores.engine.oauth_rows): clients, codes and tokens (as digests,
-        # bound to an API key), the consent page's signing secret. No row-level security: a code
-        # or token is read by its digest before its org is known; no row holds an org's memory.
-        """
-        CREATE TABLE IF NOT EXISTS oauth_clients (client_id text PRIMARY KEY, metadata jsonb NOT NULL, created_at timestamptz NOT NULL);
-        CREATE TABLE IF NOT EXISTS oauth_codes (
-            code_hash text PRIMARY KEY,
-            client_id text NOT NULL,
-            org_id text NOT NULL,
-            key_id text NOT NULL,
-            project text,
-            resource text NOT NULL,
-            scopes text NOT NULL,
-            redirect_uri text NOT NULL,
-            redirect_explicit boolean NOT NULL,
-            code_challenge text NOT NULL,
-            expires_at timestamptz NOT NULL,
-            used_at timestamptz
-        );
-        CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at);
-        CREATE TABLE IF NOT EXISTS oauth_tokens (
-            token_hash text PRIMARY KEY,
-            kind text NOT NULL,
-            family text NOT NULL,
-            client_id text NOT NULL,
-            org_id text NOT NULL,
-            key_id text NOT NULL,
-            project text,
-            resource text NOT NULL,
-            scopes text NOT NULL,
-            expires_at timestamptz NOT NULL,
-            revoked_at timestamptz,
-            created_at timestamptz NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
-        CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
-        CREATE TABLE IF NOT EXISTS oauth_secrets (name text PRIMARY KEY, value text NOT NULL);
-        """,
-    )
-)
+MIGRATIONS.append((9, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, key_tables, structured_tables
+from stores.engine.schema import Types, key_tables, oauth_tables, structured_tables
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
 from stores.sqlite.sql import LocalSqlTx
 
@@ -180,51 +180,7 @@ VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
 MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
 
-MIGRATIONS.append(
-    (
-        7,
-        "oauth clients, codes and tokens",
-        # OAuth 2.1 for connectors (issue 23, stores.engine.oauth_rows): registered clients,
-        # authorization codes and access/refresh tokens, each stored as its SHA-256 digest and
-        # bound to the API key that a person entered on the consent page, and the secret that
-        # signs the consent page's cookies, shared by every replica.
-        """
-        CREATE TABLE IF NOT EXISTS oauth_clients (client_id TEXT PRIMARY KEY, metadata TEXT NOT NULL, created_at TEXT NOT NULL);
-        CREATE TABLE IF NOT EXISTS oauth_codes (
-            code_hash TEXT PRIMARY KEY,
-            client_id TEXT NOT NULL,
-            org_id TEXT NOT NULL,
-            key_id TEXT NOT NULL,
-            project TEXT,
-            resource TEXT NOT NULL,
-            scopes TEXT NOT NULL,
-            redirect_uri TEXT NOT NULL,
-            redirect_explicit INTEGER NOT NULL,
-            code_challenge TEXT NOT NULL,
-            expires_at TEXT NOT NULL,
-            used_at TEXT
-        );
-        CREATE INDEX IF NOT EXISTS oauth_codes_expiry ON oauth_codes (expires_at);
-        CREATE TABLE IF NOT EXISTS oauth_tokens (
-            token_hash TEXT PRIMARY KEY,
-            kind TEXT NOT NULL,
-            family TEXT NOT NULL,
-            client_id TEXT NOT NULL,
-            org_id TEXT NOT NULL,
-            key_id TEXT NOT NULL,
-            project TEXT,
-            resource TEXT NOT NULL,
-            scopes TEXT NOT NULL,
-            expires_at TEXT NOT NULL,
-            revoked_at TEXT,
-            created_at TEXT NOT NULL
-        );
-        CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
-        CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
-        CREATE TABLE IF NOT EXISTS oauth_secrets (name TEXT PRIMARY KEY, value TEXT NOT NULL)
-        """,
-    )
-)
+MIGRATIONS.append((7, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
