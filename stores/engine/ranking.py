@@ -8,11 +8,7 @@ SQLite, tsvector on Postgres) only finds lexical candidates; the score itself is
 computed here, from the candidates' text and vectors, so it is the same on every
 backend.
 
-Terms (``lexical_terms``): the query's words without stopwords and without words
-about lessons themselves ("root cause", "fix"); numbers (single digits too),
-versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
-and by their parts, where a number inside a version is not that number. Words match
-through a light suffix stripper ("queries" is "query", "runs" is "running").
+Terms and how a text matches them: ``stores.engine.terms``.
 
 Rarity: a term weighs its BM25 inverse document frequency among the recall's
 nearest vectors, the lessons the query is choosing between: a word every one of them
@@ -68,28 +64,8 @@ from stores.engine.ranking_params import ANCHOR_SAMPLE, DEFAULT, LEGACY, POSTING
 from stores.engine.terms import Matcher, is_entity, lexical_terms, names, vocabulary
 
 # Re-exported: the backends and the evaluation use them as ``ranking.<name>``.
-__all__ = [
-    "ANCHOR_SAMPLE",
-    "DEFAULT",
-    "LEGACY",
-    "POSTINGS_BUDGET",
-    "RankingParams",
-    "anchor",
-    "best",
-    "candidate_count",
-    "candidate_terms",
-    "centred_similarities",
-    "coverage",
-    "full_text_terms",
-    "is_entity",
-    "lexical_scores",
-    "lexical_terms",
-    "names",
-    "query_entities",
-    "rare_terms",
-    "relevance",
-    "weight",
-]
+__all__ = ["ANCHOR_SAMPLE", "DEFAULT", "LEGACY", "POSTINGS_BUDGET", "RankingParams", "is_entity"]
+__all__ += ["lexical_terms", "names"]
 
 
 def candidate_count(limit: int, params: RankingParams = DEFAULT) -> int:
@@ -199,14 +175,14 @@ def coverage(terms: list[str], text: str) -> float:
     return sum(1 for t in terms if t in found) / len(terms)
 
 
-def lexical_scores(
+def _lexical(
     texts: Sequence[str],
     terms: list[str],
-    params: RankingParams = DEFAULT,
-    pool: Sequence[bool] | None = None,
-    names: Collection[str] = (),
-) -> list[float]:
-    """Each text's lexical score (0..1) for the query ``terms`` (see the module docstring).
+    params: RankingParams,
+    pool: Sequence[bool] | None,
+    names: Collection[str],
+) -> tuple[list[float], list[set[str]]]:
+    """Each text's lexical score (0..1) for the query ``terms``, and the terms it has.
 
     With ``params.rarity`` a term's weight is ``log(1 + (n - df + 0.5) / (df + 0.5))``
     where ``df`` of the ``n`` texts of the pool hold it (``pool`` marks them; all texts
@@ -220,17 +196,6 @@ def lexical_scores(
     capped at 1. Without rarity every term weighs the same and a score is the share of
     terms found.
     """
-    return _lexical(texts, terms, params, pool, names)[0]
-
-
-def _lexical(
-    texts: Sequence[str],
-    terms: list[str],
-    params: RankingParams,
-    pool: Sequence[bool] | None,
-    names: Collection[str],
-) -> tuple[list[float], list[set[str]]]:
-    """``lexical_scores`` and the query terms each text has."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
