@@ -27,23 +27,13 @@ from stores.errors import InvalidInputError, StoreError
 
 TYPES = ("text", "integer", "real", "boolean", "json", "timestamp")
 FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null")
-OPERATIONS = (
-    "create_table",
-    "drop_table",
-    "add_column",
-    "drop_column",
-    "rename_column",
-    "alter_column_type",
-    "insert",
-    "update",
-    "delete",
+OPERATIONS = tuple(
+    "create_table drop_table add_column drop_column rename_column alter_column_type insert update delete".split()
 )
 # \A and \Z, not ^ and $: ``$`` also matches before a final newline, so "notes\n" would pass.
 IDENTIFIER = re.compile(r"\A[a-z][a-z0-9_]{0,62}\Z")
 # Names a plan may never use: Lore's own tables and the databases' catalogs.
-RESERVED_NAMES = frozenset(
-    {"id", "lessons", "commits", "snapshots", "schema_migrations", "information_schema"}
-)
+RESERVED_NAMES = frozenset("id lessons commits snapshots schema_migrations information_schema".split())
 RESERVED_PREFIXES = ("sqlite_", "pg_", "lore_", "mem_")
 MAX_OPERATIONS = 100
 MAX_ROWS_PER_PLAN = 50_000
