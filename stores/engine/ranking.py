@@ -147,13 +147,7 @@ def anchor(sample: np.ndarray) -> np.ndarray:
 
 def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
     """Cosine similarity of each row of ``vectors`` to ``query``, both seen from ``origin``
-    (None where either is at the origin itself).
-
-    Lessons of one scope share a direction (the same people's names, dates, templates);
-    short lessons are mostly that direction, so from the origin they look like every
-    query. Seen from the scope's anchor, what a lesson shares with all the others no
-    longer counts, only what it says.
-    """
+    (None where either is at the origin itself); why: Anchor in the module docstring."""
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
@@ -233,10 +227,7 @@ def best(
 ) -> list[tuple[str, float]]:
     """The ``limit`` best of ``candidates``, each (id, similarity, weight, text), as
     (id, score) best first; scores are rounded to 6 places and ties go to the smaller id.
-
-    Terms' rarity is counted among the ``nearest`` candidates (the ids the vector search
-    found; all candidates when None): the full-text candidates differ between backends,
-    whose indexes split and stem words differently, the nearest vectors do not.
+    Terms' rarity is counted among the ``nearest`` candidates (all when None): see Rarity.
     """
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
     lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
@@ -258,14 +249,8 @@ def _demote_redundant(
     limit: int,
     params: RankingParams,
 ) -> list[float]:
-    """Scores with redundant candidates demoted (see the module docstring).
-
-    Going down the ranking, a candidate that has the same query terms as a better one
-    kept above it, and whose words overlap that one's by at least
-    ``params.redundancy_overlap``, is multiplied by ``params.redundancy_penalty``;
-    otherwise it is kept, if it is in the ``pool`` (all are when None). Only pooled
-    candidates are kept because the others differ between backends: a score must not
-    depend on which full-text candidates a backend happened to find.
+    """Scores with redundant candidates demoted (Redundancy in the module docstring); only
+    candidates in the ``pool`` (all when None) are kept to demote others.
 
     The walk stops once ``limit`` candidates are not demoted: every later one scores
     below them whether demoted or not, so no result and no returned score changes.
