@@ -207,8 +207,7 @@ def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
 
 def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, Any]:
     """Validate, check the hash, run, write and record; raises before writing anything."""
-    plan, before, ws = run_plan(tx, raw_plan)
-    return write_applied(tx, plan, before, ws, actor)
+    return write_applied(tx, *run_plan(tx, raw_plan), actor)
 
 
 def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, str, Workspace]:

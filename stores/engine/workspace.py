@@ -168,7 +168,7 @@ def _drop_column(ws: Workspace, op: Mapping[str, Any]) -> None:
         name,
         TableDef(columns=tuple(c for c in table.columns if c.name != column.name), next_id=table.next_id),
     )
-    _rewrite_rows(ws, name, lambda v: {k: x for k, x in v.items() if k != column.name})
+    _rewrite_rows(ws, name, lambda _, v: {k: x for k, x in v.items() if k != column.name})
     ws.schema.append({"op": "drop_column", "table": name, "column": column.name})
 
 
@@ -182,7 +182,7 @@ def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
         Column(new, c.type, c.nullable, c.default) if c.name == old.name else c for c in table.columns
     )
     ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
-    _rewrite_rows(ws, name, lambda v: {(new if k == old.name else k): x for k, x in v.items()})
+    _rewrite_rows(ws, name, lambda _, v: {(new if k == old.name else k): x for k, x in v.items()})
     ws.schema.append({"op": "rename_column", "table": name, "from": old.name, "to": new})
 
 
@@ -198,7 +198,7 @@ def _alter_column_type(ws: Workspace, op: Mapping[str, Any]) -> None:
     )
     ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
 
-    def converted(values: dict[str, Any]) -> dict[str, Any]:
+    def converted(_: int, values: dict[str, Any]) -> dict[str, Any]:
         if values.get(old.name) is None:
             return values
         return {**values, old.name: convert(values[old.name], new_type, old.name)}
@@ -230,6 +230,7 @@ def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
     changes = _row_values(table, op.get("set"), "set", fill=False)
     if not changes:
         raise InvalidInputError("update needs set: an object of column values.")
+    # Not _rewrite_rows: a json value set to True where it was 1 compares equal, yet changes.
     for row_id, values in list(ws.rows(name).items()):
         deadline.check()
         if matches({"id": row_id, **values}, conditions):
@@ -239,10 +240,7 @@ def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
 def _delete(ws: Workspace, op: Mapping[str, Any]) -> None:
     name, table = ws.table(op.get("table"))
     conditions = filters(op.get("where"), _columns(table))
-    for row_id, values in list(ws.rows(name).items()):
-        deadline.check()
-        if matches({"id": row_id, **values}, conditions):
-            ws.set_row(name, row_id, None)
+    _rewrite_rows(ws, name, lambda i, v: None if matches({"id": i, **v}, conditions) else v)
 
 
 _OPERATIONS: dict[str, Callable[[Workspace, Mapping[str, Any]], None]] = {
@@ -282,10 +280,13 @@ def _row_values(table: TableDef, raw: Any, what: str, *, fill: bool) -> dict[str
     return values
 
 
-def _rewrite_rows(ws: Workspace, table: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+def _rewrite_rows(
+    ws: Workspace, table: str, fn: Callable[[int, dict[str, Any]], dict[str, Any] | None]
+) -> None:
+    """Give each row of ``table`` the values ``fn(id, values)`` returns (None: delete it)."""
     for row_id, values in list(ws.rows(table).items()):
         deadline.check()
-        new = fn(values)
+        new = fn(row_id, values)
         if new != values:
             ws.set_row(table, row_id, new)
 
