@@ -208,24 +208,21 @@ def convert(value: Any, to_type: str, column: str) -> Any:
 
 def timestamp(value: Any, column: str) -> str:
     """An ISO-8601 time as UTC text that sorts as it reads (``0001-01-01T00:00:00.000000Z``)."""
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip())
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=UTC)
-            try:
-                utc = parsed.astimezone(UTC)
-            except OverflowError:
-                raise InvalidInputError(
-                    f"column {column!r}: {show_value(value)} is outside the years 0001 to 9999 once "
-                    "converted to UTC; use a time within that range."
-                ) from None
-            # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
-            return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-    raise InvalidInputError(f"column {column!r} is a timestamp; {show_value(value)} is not ISO-8601.")
+    try:
+        parsed = datetime.fromisoformat(value.strip()) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise InvalidInputError(f"column {column!r} is a timestamp; {show_value(value)} is not ISO-8601.")
+    try:
+        utc = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(
+            f"column {column!r}: {show_value(value)} is outside the years 0001 to 9999 once "
+            "converted to UTC; use a time within that range."
+        ) from None
+    # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:

@@ -44,10 +44,8 @@ def read_table(tx: ProjectTx, table: Any) -> TableRows:
 def select_rows(
     table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    """Rows of a table already read, filtered and ordered.
+    """Rows of a table already read, filtered and ordered (after the read transaction).
 
-    Pure Python, so it may run after the read transaction has ended: a slow filter
-    then holds no connection or lock that other calls are waiting for.
     The cursor holds the sort values of the last row returned (and its id), not an
     offset, so rows deleted or added between pages make no later row go missing.
     """
