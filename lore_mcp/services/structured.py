@@ -208,18 +208,13 @@ def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
     return raw, sorted(found)
 
 
+SUMMARY_FIELDS = "id seq parent kind message actor created_at schema_hash_before schema_hash_after".split()
+
+
 def commit_summary(commit: Commit) -> dict[str, Any]:
-    return {
-        "id": commit.id,
-        "seq": commit.seq,
-        "parent": commit.parent,
-        "kind": commit.kind,
-        "message": commit.message,
-        "actor": commit.actor,
-        "created_at": commit.created_at.isoformat(),
-        "schema_hash_before": commit.schema_hash_before,
-        "schema_hash_after": commit.schema_hash_after,
-    }
+    """A commit as history lists it: every field but its effects and targets."""
+    summary = {name: getattr(commit, name) for name in SUMMARY_FIELDS}
+    return {**summary, "created_at": commit.created_at.isoformat()}  # keeps its place among the keys
 
 
 def public_effects(effects: Any) -> dict[str, Any]:
