@@ -68,6 +68,5 @@ def expired() -> bool:
 
 def check() -> None:
     """Raise ``DeadlineExceeded`` once the deadline has passed; cheap enough for every row."""
-    at = _DEADLINE.get()
-    if at is not None and time.monotonic() >= at:
+    if expired():
         raise DeadlineExceeded()

@@ -6,6 +6,7 @@ each operation runs, so errors can name the operation that failed.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
@@ -138,18 +139,27 @@ def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, A
     otherwise take five levels of the allowance from a row value and fewer from a default.
     """
     values: list[tuple[str, Any]] = []
+    return map_values(plan, lambda where, value: values.append((where, value)), filters=True), values
+
+
+def where_values(conditions: Any) -> tuple[Any, list[tuple[str, Any]]]:
+    """``query_rows``'s ``where`` split into its frame and its values, as ``plan_values`` does."""
+    values: list[tuple[str, Any]] = []
+    return filter_values("where", conditions, lambda where, value: values.append((where, value))), values
+
+
+def map_values(plan: dict[str, Any], fn: Callable[[str, Any], Any], *, filters: bool) -> dict[str, Any]:
+    """A copy of ``plan`` with each of the caller's own values (row values, new values, column
+    defaults and, with ``filters``, filter values) replaced by ``fn(where it sits, value)``."""
 
     def cells(where: str, row: Any) -> Any:
         if not isinstance(row, dict):
             return row
-        for key, value in row.items():
-            values.append((f"{where}{_step(key)}", value))
-        return dict.fromkeys(row)
+        return {key: fn(f"{where}{_step(key)}", value) for key, value in row.items()}
 
     def column(where: str, spec: Any) -> Any:
         if isinstance(spec, dict) and "default" in spec:
-            values.append((f"{where}.default", spec["default"]))
-            return {**spec, "default": None}
+            return {**spec, "default": fn(f"{where}.default", spec["default"])}
         return spec
 
     frame = dict(plan)
@@ -162,8 +172,8 @@ def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, A
                 op["rows"] = [cells(f"{at}.rows[{j}]", row) for j, row in enumerate(op["rows"])]
             if "set" in op:
                 op["set"] = cells(f"{at}.set", op["set"])
-            if "where" in op:
-                op["where"] = filter_values(f"{at}.where", op["where"], values)
+            if filters and "where" in op:
+                op["where"] = filter_values(f"{at}.where", op["where"], fn)
             if isinstance(op.get("columns"), list):
                 op["columns"] = [column(f"{at}.columns[{k}]", c) for k, c in enumerate(op["columns"])]
             if isinstance(op.get("column"), dict):
@@ -171,7 +181,7 @@ def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, A
         operations.append(op)
     if "operations" in plan:
         frame["operations"] = operations
-    return frame, values
+    return frame
 
 
 def _step(key: Any) -> str:
@@ -183,15 +193,11 @@ def _step(key: Any) -> str:
     return f"[{redact(text).text[:40]!r}]"
 
 
-def filter_values(where: str, conditions: Any, values: list[tuple[str, Any]]) -> Any:
-    """Row filters with each ``value`` replaced by None, the values appended to ``values``
-    with where they sit (``where[0].value``); see ``plan_values``."""
+def filter_values(where: str, conditions: Any, fn: Callable[[str, Any], Any]) -> Any:
+    """Row filters with each ``value`` replaced by ``fn(where it sits, value)`` (``where[0].value``)."""
     if not isinstance(conditions, list):
         return conditions
-    framed = []
-    for k, condition in enumerate(conditions):
-        if isinstance(condition, dict) and "value" in condition:
-            values.append((f"{where}[{k}].value", condition["value"]))
-            condition = {**condition, "value": None}
-        framed.append(condition)
-    return framed
+    return [
+        {**c, "value": fn(f"{where}[{k}].value", c["value"])} if isinstance(c, dict) and "value" in c else c
+        for k, c in enumerate(conditions)
+    ]

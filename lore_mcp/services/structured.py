@@ -18,7 +18,7 @@ from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact_json
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.plan_models import PlanModel, filter_values, plan_values
+from lore_mcp.services.plan_models import PlanModel, map_values, plan_values, where_values
 from stores import Store
 from stores.engine import history, queries, structured
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
@@ -67,11 +67,9 @@ class StructuredService:
         self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
     ) -> dict[str, Any]:
         actor = self.lessons.scope(project, caller).actor
-        # Off the event loop, and before the write transaction: no lock is held meanwhile.
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
-        # Run on a snapshot with no lock or connection held, then write in a short transaction
-        # (again in full there if the project changed meanwhile): a large plan of one org never
-        # holds the writer, or a pooled connection, that other orgs' saves and key checks need.
+        # Run on a snapshot with nothing held, then write in a short transaction (structured.Snapshot):
+        # a large plan of one org never holds the writer or a connection that other orgs need.
         snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
         ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw)
         result = await self._run(
@@ -90,13 +88,12 @@ class StructuredService:
         project: str | None = None,
         caller: Caller | None = None,
     ) -> dict[str, Any]:
-        values: list[tuple[str, Any]] = []
-        check_json("where", filter_values("where", where, values))
+        frame, values = where_values(where)
+        check_json("where", frame)
         for at, value in values:  # a value's nesting counts from the value, not the filter list
             check_json(at, value)
         rows = await self._run(project, caller, False, lambda tx: queries.read_table(tx, table))
-        # Filtering needs no database, so it runs after the read transaction: a slow
-        # filter then holds no connection or lock that other calls wait for.
+        # After the read transaction: a slow filter holds no connection or lock (queries.py).
         return await anyio.to_thread.run_sync(
             lambda: queries.select_rows(rows, where, order_by, limit, cursor)
         )
@@ -199,48 +196,25 @@ def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
         check_json(where, value)
     found: set[str] = set()
 
-    def clean(value: Any) -> Any:
+    def clean(where: str, value: Any) -> Any:
         redacted, kinds = redact_json(value)
         found.update(kinds)
         return redacted
 
+    raw = map_values(raw, clean, filters=False)
     if isinstance(raw.get("message"), str):
         # A marker can be longer than its secret: keep a message that fit within the limit.
-        raw["message"] = fit(clean(raw["message"]), MAX_MESSAGE_CHARS)
-    for op in raw.get("operations", []):
-        kind = op.get("op")
-        if kind == "insert" and isinstance(op.get("rows"), list):
-            op["rows"] = [
-                {column: clean(value) for column, value in row.items()} if isinstance(row, dict) else row
-                for row in op["rows"]
-            ]
-        elif kind == "update" and isinstance(op.get("set"), dict):
-            op["set"] = {column: clean(value) for column, value in op["set"].items()}
-        elif kind == "create_table" and isinstance(op.get("columns"), list):
-            op["columns"] = [_clean_default(c, clean) for c in op["columns"]]
-        elif kind == "add_column" and isinstance(op.get("column"), dict):
-            op["column"] = _clean_default(op["column"], clean)
+        raw["message"] = fit(clean("message", raw["message"]), MAX_MESSAGE_CHARS)
     return raw, sorted(found)
 
 
-def _clean_default(spec: dict[str, Any], clean: Callable[[Any], Any]) -> dict[str, Any]:
-    if isinstance(spec, dict) and spec.get("default") is not None:
-        return {**spec, "default": clean(spec["default"])}
-    return spec
+SUMMARY_FIELDS = "id seq parent kind message actor created_at schema_hash_before schema_hash_after".split()
 
 
 def commit_summary(commit: Commit) -> dict[str, Any]:
-    return {
-        "id": commit.id,
-        "seq": commit.seq,
-        "parent": commit.parent,
-        "kind": commit.kind,
-        "message": commit.message,
-        "actor": commit.actor,
-        "created_at": commit.created_at.isoformat(),
-        "schema_hash_before": commit.schema_hash_before,
-        "schema_hash_after": commit.schema_hash_after,
-    }
+    """A commit as history lists it: every field but its effects and targets."""
+    summary = {name: getattr(commit, name) for name in SUMMARY_FIELDS}
+    return {**summary, "created_at": commit.created_at.isoformat()}  # keeps its place among the keys
 
 
 def public_effects(effects: Any) -> dict[str, Any]:

@@ -5,6 +5,7 @@ ignores case) in Python, identically on both backends.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -156,10 +157,10 @@ def _piece(text: str) -> re.Pattern[str]:
 
 
 _COMPARE = {
-    "=": lambda a, b: a == b,
-    "!=": lambda a, b: a != b,
-    "<": lambda a, b: a < b,
-    "<=": lambda a, b: a <= b,
-    ">": lambda a, b: a > b,
-    ">=": lambda a, b: a >= b,
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
 }

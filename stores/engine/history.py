@@ -78,10 +78,7 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit) -> list[dict[str, Any]]:
             ws.set_row(row["table"], row["id"], copy.deepcopy(row["before"]))
     for name, change in tables.items():
         if change["before"] is None and name in ws.defs:
-            for row_id in list(ws.rows(name)):
-                ws.set_row(name, row_id, None)
-            ws.set_def(name, None)
-            ws.schema.append({"op": "drop_table", "table": name})
+            ws.drop_table(name)
     return lesson_effects
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
@@ -30,11 +30,16 @@ def plain_float(value: float) -> float:
 
 def has_negative_zero(value: Any) -> bool:
     """Whether a JSON-like value holds ``-0.0`` anywhere."""
+    return _any_float(value, lambda item: item == 0.0 and math.copysign(1.0, item) < 0)
+
+
+def _any_float(value: Any, test: Callable[[float], bool]) -> bool:
+    """Whether a float anywhere in a JSON-like value passes ``test`` (no recursion: deep values)."""
     stack = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, float):
-            if item == 0.0 and math.copysign(1.0, item) < 0:
+            if test(item):
                 return True
         elif isinstance(item, Mapping):
             stack.extend(item.values())
@@ -69,7 +74,7 @@ def jsonb_text(value: Any) -> str:
     encoding.
     """
     text = json.dumps(value)
-    if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _has_exponent_float(value):
+    if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _any_float(value, _has_exponent):
         return text
     return _encode(value)
 
@@ -79,19 +84,9 @@ def jsonb_text(value: Any) -> str:
 _EXPONENT_NUMBER = re.compile(r"(?:^|[\[:,] ?)-?[0-9][0-9.]*e\+")
 
 
-def _has_exponent_float(value: Any) -> bool:
-    """Whether ``json.dumps`` writes a float in ``value`` with a positive exponent."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if "e+" in float.__repr__(item):
-                return True
-        elif isinstance(item, Mapping):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
+def _has_exponent(item: float) -> bool:
+    """Whether ``json.dumps`` writes this float with a positive exponent."""
+    return "e+" in float.__repr__(item)
 
 
 def _encode(value: Any) -> str:

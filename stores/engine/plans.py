@@ -27,23 +27,13 @@ from stores.errors import InvalidInputError, StoreError
 
 TYPES = ("text", "integer", "real", "boolean", "json", "timestamp")
 FILTER_OPS = ("=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null")
-OPERATIONS = (
-    "create_table",
-    "drop_table",
-    "add_column",
-    "drop_column",
-    "rename_column",
-    "alter_column_type",
-    "insert",
-    "update",
-    "delete",
+OPERATIONS = tuple(
+    "create_table drop_table add_column drop_column rename_column alter_column_type insert update delete".split()
 )
 # \A and \Z, not ^ and $: ``$`` also matches before a final newline, so "notes\n" would pass.
 IDENTIFIER = re.compile(r"\A[a-z][a-z0-9_]{0,62}\Z")
 # Names a plan may never use: Lore's own tables and the databases' catalogs.
-RESERVED_NAMES = frozenset(
-    {"id", "lessons", "commits", "snapshots", "schema_migrations", "information_schema"}
-)
+RESERVED_NAMES = frozenset("id lessons commits snapshots schema_migrations information_schema".split())
 RESERVED_PREFIXES = ("sqlite_", "pg_", "lore_", "mem_")
 MAX_OPERATIONS = 100
 MAX_ROWS_PER_PLAN = 50_000
@@ -218,24 +208,21 @@ def convert(value: Any, to_type: str, column: str) -> Any:
 
 def timestamp(value: Any, column: str) -> str:
     """An ISO-8601 time as UTC text that sorts as it reads (``0001-01-01T00:00:00.000000Z``)."""
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value.strip())
-        except ValueError:
-            parsed = None
-        if parsed is not None:
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=UTC)
-            try:
-                utc = parsed.astimezone(UTC)
-            except OverflowError:
-                raise InvalidInputError(
-                    f"column {column!r}: {show_value(value)} is outside the years 0001 to 9999 once "
-                    "converted to UTC; use a time within that range."
-                ) from None
-            # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
-            return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
-    raise InvalidInputError(f"column {column!r} is a timestamp; {show_value(value)} is not ISO-8601.")
+    try:
+        parsed = datetime.fromisoformat(value.strip()) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        raise InvalidInputError(f"column {column!r} is a timestamp; {show_value(value)} is not ISO-8601.")
+    try:
+        utc = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+    except OverflowError:
+        raise InvalidInputError(
+            f"column {column!r}: {show_value(value)} is outside the years 0001 to 9999 once "
+            "converted to UTC; use a time within that range."
+        ) from None
+    # isoformat, not strftime: strftime writes the year 999 as "999", not "0999".
+    return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:

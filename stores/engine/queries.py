@@ -8,7 +8,6 @@ lock that other calls are waiting for.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,20 +41,11 @@ def read_table(tx: ProjectTx, table: Any) -> TableRows:
     return TableRows(name=name, columns=tables[name].columns, rows=tx.rows(name))
 
 
-def query_rows(
-    tx: ProjectTx, table: Any, where: Any, order_by: Any, limit: int, cursor: str | None
-) -> dict[str, Any]:
-    """Rows of one table, filtered and ordered (``read_table`` then ``select_rows``)."""
-    return select_rows(read_table(tx, table), where, order_by, limit, cursor)
-
-
 def select_rows(
     table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    """Rows of a table already read, filtered and ordered.
+    """Rows of a table already read, filtered and ordered (after the read transaction).
 
-    Pure Python, so it may run after the read transaction has ended: a slow filter
-    then holds no connection or lock that other calls are waiting for.
     The cursor holds the sort values of the last row returned (and its id), not an
     offset, so rows deleted or added between pages make no later row go missing.
     """
@@ -72,7 +62,7 @@ def select_rows(
         if matches(row, conditions):
             rows.append(row)
     for column, descending in reversed(keys):
-        rows.sort(key=functools.partial(_sort_key_of, column=column), reverse=descending)
+        rows.sort(key=lambda row: sort_key(row.get(column)), reverse=descending)
     if after is not None:
         rows = [r for r in rows if _after([r.get(c) for c, _ in keys], after, keys)]
     page = rows[:limit]
@@ -113,8 +103,3 @@ def _decode_cursor(cursor: str, size: int) -> list[Any]:
             "cursor is not one this server returned for this query; pass next_cursor back."
         )
     return values
-
-
-def _sort_key_of(row: dict[str, Any], *, column: str) -> tuple[Any, ...]:
-    """A row's sort key on one column (``plans.sort_key`` orders mixed types)."""
-    return sort_key(row.get(column))

@@ -8,11 +8,7 @@ SQLite, tsvector on Postgres) only finds lexical candidates; the score itself is
 computed here, from the candidates' text and vectors, so it is the same on every
 backend.
 
-Terms (``lexical_terms``): the query's words without stopwords and without words
-about lessons themselves ("root cause", "fix"); numbers (single digits too),
-versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
-and by their parts, where a number inside a version is not that number. Words match
-through a light suffix stripper ("queries" is "query", "runs" is "running").
+Terms and how a text matches them: ``stores.engine.terms``.
 
 Rarity: a term weighs its BM25 inverse document frequency among the recall's
 nearest vectors, the lessons the query is choosing between: a word every one of them
@@ -68,28 +64,8 @@ from stores.engine.ranking_params import ANCHOR_SAMPLE, DEFAULT, LEGACY, POSTING
 from stores.engine.terms import Matcher, is_entity, lexical_terms, names, vocabulary
 
 # Re-exported: the backends and the evaluation use them as ``ranking.<name>``.
-__all__ = [
-    "ANCHOR_SAMPLE",
-    "DEFAULT",
-    "LEGACY",
-    "POSTINGS_BUDGET",
-    "RankingParams",
-    "anchor",
-    "best",
-    "candidate_count",
-    "candidate_terms",
-    "centred_similarities",
-    "coverage",
-    "full_text_terms",
-    "is_entity",
-    "lexical_scores",
-    "lexical_terms",
-    "names",
-    "query_entities",
-    "rare_terms",
-    "relevance",
-    "weight",
-]
+__all__ = ["ANCHOR_SAMPLE", "DEFAULT", "LEGACY", "POSTINGS_BUDGET", "RankingParams", "is_entity"]
+__all__ += ["lexical_terms", "names"]
 
 
 def candidate_count(limit: int, params: RankingParams = DEFAULT) -> int:
@@ -171,13 +147,7 @@ def anchor(sample: np.ndarray) -> np.ndarray:
 
 def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
     """Cosine similarity of each row of ``vectors`` to ``query``, both seen from ``origin``
-    (None where either is at the origin itself).
-
-    Lessons of one scope share a direction (the same people's names, dates, templates);
-    short lessons are mostly that direction, so from the origin they look like every
-    query. Seen from the scope's anchor, what a lesson shares with all the others no
-    longer counts, only what it says.
-    """
+    (None where either is at the origin itself); why: Anchor in the module docstring."""
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
@@ -199,14 +169,14 @@ def coverage(terms: list[str], text: str) -> float:
     return sum(1 for t in terms if t in found) / len(terms)
 
 
-def lexical_scores(
+def _lexical(
     texts: Sequence[str],
     terms: list[str],
-    params: RankingParams = DEFAULT,
-    pool: Sequence[bool] | None = None,
-    names: Collection[str] = (),
-) -> list[float]:
-    """Each text's lexical score (0..1) for the query ``terms`` (see the module docstring).
+    params: RankingParams,
+    pool: Sequence[bool] | None,
+    names: Collection[str],
+) -> tuple[list[float], list[set[str]]]:
+    """Each text's lexical score (0..1) for the query ``terms``, and the terms it has.
 
     With ``params.rarity`` a term's weight is ``log(1 + (n - df + 0.5) / (df + 0.5))``
     where ``df`` of the ``n`` texts of the pool hold it (``pool`` marks them; all texts
@@ -220,17 +190,6 @@ def lexical_scores(
     capped at 1. Without rarity every term weighs the same and a score is the share of
     terms found.
     """
-    return _lexical(texts, terms, params, pool, names)[0]
-
-
-def _lexical(
-    texts: Sequence[str],
-    terms: list[str],
-    params: RankingParams,
-    pool: Sequence[bool] | None,
-    names: Collection[str],
-) -> tuple[list[float], list[set[str]]]:
-    """``lexical_scores`` and the query terms each text has."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
@@ -268,10 +227,7 @@ def best(
 ) -> list[tuple[str, float]]:
     """The ``limit`` best of ``candidates``, each (id, similarity, weight, text), as
     (id, score) best first; scores are rounded to 6 places and ties go to the smaller id.
-
-    Terms' rarity is counted among the ``nearest`` candidates (the ids the vector search
-    found; all candidates when None): the full-text candidates differ between backends,
-    whose indexes split and stem words differently, the nearest vectors do not.
+    Terms' rarity is counted among the ``nearest`` candidates (all when None): see Rarity.
     """
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
     lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
@@ -293,14 +249,8 @@ def _demote_redundant(
     limit: int,
     params: RankingParams,
 ) -> list[float]:
-    """Scores with redundant candidates demoted (see the module docstring).
-
-    Going down the ranking, a candidate that has the same query terms as a better one
-    kept above it, and whose words overlap that one's by at least
-    ``params.redundancy_overlap``, is multiplied by ``params.redundancy_penalty``;
-    otherwise it is kept, if it is in the ``pool`` (all are when None). Only pooled
-    candidates are kept because the others differ between backends: a score must not
-    depend on which full-text candidates a backend happened to find.
+    """Scores with redundant candidates demoted (Redundancy in the module docstring); only
+    candidates in the ``pool`` (all when None) are kept to demote others.
 
     The walk stops once ``limit`` candidates are not demoted: every later one scores
     below them whether demoted or not, so no result and no returned score changes.

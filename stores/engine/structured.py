@@ -92,19 +92,17 @@ class ProjectTx(Protocol):
 
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
-        ...
 
     def org_projects(self) -> list[str]:
         """Every project of this org that has lessons or commits, sorted."""
-        ...
 
 
-def now() -> datetime:
-    return datetime.now(UTC)
+def tables_hash(tables: Mapping[str, TableDef]) -> str:
+    return schema_hash({name: list(t.columns) for name, t in tables.items()})
 
 
 def current_hash(tx: TableSource) -> str:
-    return schema_hash({name: list(t.columns) for name, t in tx.tables().items()})
+    return tables_hash(tx.tables())
 
 
 def describe_schema(tx: ProjectTx) -> dict[str, Any]:
@@ -118,7 +116,7 @@ def describe_schema(tx: ProjectTx) -> dict[str, Any]:
             }
             for name in sorted(tables)
         ],
-        "schema_hash": schema_hash({name: list(t.columns) for name, t in tables.items()}),
+        "schema_hash": tables_hash(tables),
     }
 
 
@@ -139,14 +137,7 @@ def dry_run(tx: TableSource, raw_plan: Mapping[str, Any]) -> dict[str, Any]:
         level = risk(plan.operations)
         current = current_hash(tx)
         if plan.base_schema_hash != current:
-            errors.append(
-                {
-                    "index": None,
-                    "code": "STALE_PLAN",
-                    "message": f"The schema changed since this plan was made; its schema_hash is now {current}. "
-                    "Read schema again and rebuild the plan.",
-                }
-            )
+            errors.append({"index": None, "code": "STALE_PLAN", "message": str(StalePlanError(current))})
         ws = Workspace(tx)
         for index, op in enumerate(plan.operations):
             try:
@@ -216,14 +207,13 @@ def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
 
 def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, Any]:
     """Validate, check the hash, run, write and record; raises before writing anything."""
-    plan, before, ws = run_plan(tx, raw_plan)
-    return write_applied(tx, plan, before, ws, actor)
+    return write_applied(tx, *run_plan(tx, raw_plan), actor)
 
 
 def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, str, Workspace]:
     """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
     plan = parse_plan(raw_plan)
-    before = schema_hash({name: list(t.columns) for name, t in source.tables().items()})
+    before = current_hash(source)
     if plan.base_schema_hash != before:
         raise StalePlanError(before)
     return plan, before, execute(source, plan)
@@ -281,25 +271,19 @@ def write(
     for table, table_changes in changes.items():
         if table in ws.defs:
             tx.put_rows(table, table_changes)
-    after = schema_hash({name: list(t.columns) for name, t in ws.defs.items()})
+    after = tables_hash(ws.defs)
     return record(
-        tx,
-        kind=kind,
-        message=message,
-        actor=actor,
-        effects=effects,
-        hash_before=hash_before,
-        hash_after=after,
+        tx, effects, kind=kind, message=message, actor=actor, hash_before=hash_before, hash_after=after
     )
 
 
 def record(
     tx: ProjectTx,
+    effects: dict[str, Any],
     *,
     kind: str,
     message: str,
     actor: str,
-    effects: dict[str, Any],
     hash_before: str,
     hash_after: str | None = None,
 ) -> Commit:
@@ -312,7 +296,7 @@ def record(
         kind=kind,
         message=message,
         actor=actor,
-        created_at=now(),
+        created_at=datetime.now(UTC),
         schema_hash_before=hash_before,
         schema_hash_after=hash_after or hash_before,
         effects=effects,
@@ -338,7 +322,7 @@ def record_lessons(tx: ProjectTx, kind: str, actor: str, changes: list[Any]) -> 
         "schema": [],
         "tables": {},
     }
-    return record(tx, kind=kind, message=kind, actor=actor, effects=effects, hash_before=current_hash(tx))
+    return record(tx, effects, kind=kind, message=kind, actor=actor, hash_before=current_hash(tx))
 
 
 def read_only_lessons(lesson_id: str, image: Any) -> None:

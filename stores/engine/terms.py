@@ -35,14 +35,14 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
     cap = params.max_terms if max_terms is None else max_terms
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
     if not params.entity_terms:
-        terms = dict.fromkeys(w for w in _words(text) if len(w) > 1 and w not in stopwords)
+        terms = dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in stopwords)
         return list(terms)[:cap]
     found: dict[str, None] = {}
     for token in _TOKEN.findall(text.lower()):
         parts = _WORD.findall(token)
         if len(parts) > 1 and len(token) <= MAX_COMPOUND_CHARS:
             found[token] = None
-        for word in _parts(parts, params):
+        for word in _parts(parts, params.compound_digits):
             if (len(word) > 1 or word.isdigit()) and word not in stopwords:
                 found[word] = None
     return list(found)[:cap]
@@ -88,10 +88,7 @@ def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]
     words: set[str] = set()
     for token in _TOKEN.findall(lowered):
         if not token.isalnum():  # letters and digits joined by . _ / -
-            parts = _WORD.findall(token)
-            words.update(
-                parts if compound_digits or len(parts) < 2 else (p for p in parts if not p.isdigit())
-            )
+            words.update(_parts(_WORD.findall(token), compound_digits))
             words.add(token)
             words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
         else:
@@ -119,10 +116,10 @@ def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
     return word[:STEM] if len(word) >= STEM else None
 
 
-def _parts(parts: list[str], params: RankingParams) -> list[str]:
+def _parts(parts: list[str], compound_digits: bool) -> list[str]:
     """The words of an identifier that count on their own: a number inside a version
-    or a path ("3" in "3.8.1") is not that number, unless ``params.compound_digits``."""
-    if len(parts) < 2 or params.compound_digits:
+    or a path ("3" in "3.8.1") is not that number, unless ``compound_digits``."""
+    if len(parts) < 2 or compound_digits:
         return parts
     return [p for p in parts if not p.isdigit()]
 
@@ -168,10 +165,6 @@ def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
 def is_entity(term: str, names: Collection[str] = ()) -> bool:
     """Whether a term is an entity: it has a digit, is an identifier or path, or is a name."""
     return any(c.isdigit() for c in term) or bool(_SEPARATOR.search(term)) or term in names
-
-
-def _words(text: str) -> list[str]:
-    return _WORD.findall(text.lower())
 
 
 _WORD = re.compile(r"[^\W_]+")

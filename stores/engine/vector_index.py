@@ -171,12 +171,10 @@ class VectorIndex:
 
     def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:
         """Cosine similarity of the query to each indexed key (keys not indexed are left out)."""
-        found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
+        found, matrix = self.vectors(keys)
         if not found:
             return {}
-        q = unit_vector(query)
-        sims = self._vectors[[pos for _, pos in found]] @ q
-        return {key: float(sim) for (key, _), sim in zip(found, sims, strict=True)}
+        return dict(zip(found, (matrix @ unit_vector(query)).tolist(), strict=True))
 
     def vectors(self, keys: Collection[int]) -> tuple[list[int], np.ndarray]:
         """The indexed keys among ``keys`` and their unit vectors, one row each, in that order."""

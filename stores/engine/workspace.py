@@ -18,6 +18,7 @@ from stores.engine.filters import filters, matches
 from stores.engine.plans import (
     ID_COLUMN,
     MAX_COLUMNS,
+    TYPES,
     Column,
     PlanError,
     coerce,
@@ -64,11 +65,12 @@ class Workspace:
             self._rows[table] = copied
         return self._rows[table]
 
-    def table(self, raw: Any) -> TableDef:
+    def table(self, raw: Any) -> tuple[str, TableDef]:
+        """A table the plan names, checked, and its definition."""
         name = identifier(raw, "table")
         if name not in self.defs:
             raise NotFoundError(f"table {name!r} does not exist in this project.")
-        return self.defs[name]
+        return name, self.defs[name]
 
     def set_def(self, name: str, table: TableDef | None) -> None:
         self.tables_before.setdefault(name, self.defs.get(name))
@@ -76,6 +78,13 @@ class Workspace:
             self.defs.pop(name, None)
         else:
             self.defs[name] = table
+
+    def drop_table(self, name: str) -> None:
+        """Delete the table's rows (each recorded as deleted), then the table."""
+        for row_id in list(self.rows(name)):
+            self.set_row(name, row_id, None)
+        self.set_def(name, None)
+        self.schema.append({"op": "drop_table", "table": name})
 
     def set_row(self, table: str, row_id: int, values: dict[str, Any] | None) -> None:
         rows = self.rows(table)
@@ -129,17 +138,12 @@ def _create_table(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _drop_table(ws: Workspace, op: Mapping[str, Any]) -> None:
-    name = identifier(op.get("table"), "table")
-    ws.table(name)
-    for row_id in list(ws.rows(name)):
-        ws.set_row(name, row_id, None)
-    ws.set_def(name, None)
-    ws.schema.append({"op": "drop_table", "table": name})
+    name, _ = ws.table(op.get("table"))
+    ws.drop_table(name)
 
 
 def _add_column(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     column = column_def(op.get("column"))
     if any(c.name == column.name for c in table.columns):
         raise ConflictError(f"table {name!r} already has a column {column.name!r}.")
@@ -158,20 +162,18 @@ def _add_column(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _drop_column(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     column = _existing_column(table, op.get("column"), name)
     ws.set_def(
         name,
         TableDef(columns=tuple(c for c in table.columns if c.name != column.name), next_id=table.next_id),
     )
-    _rewrite_rows(ws, name, lambda v: {k: x for k, x in v.items() if k != column.name})
+    _rewrite_rows(ws, name, lambda _, v: {k: x for k, x in v.items() if k != column.name})
     ws.schema.append({"op": "drop_column", "table": name, "column": column.name})
 
 
 def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     old = _existing_column(table, op.get("from"), name)
     new = identifier(op.get("to"), "column")
     if any(c.name == new for c in table.columns):
@@ -180,26 +182,23 @@ def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
         Column(new, c.type, c.nullable, c.default) if c.name == old.name else c for c in table.columns
     )
     ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
-    _rewrite_rows(ws, name, lambda v: {(new if k == old.name else k): x for k, x in v.items()})
+    _rewrite_rows(ws, name, lambda _, v: {(new if k == old.name else k): x for k, x in v.items()})
     ws.schema.append({"op": "rename_column", "table": name, "from": old.name, "to": new})
 
 
 def _alter_column_type(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     old = _existing_column(table, op.get("column"), name)
     new_type = op.get("type")
-    if new_type not in ("text", "integer", "real", "boolean", "json", "timestamp"):
-        raise InvalidInputError(
-            f"type {new_type!r} is not one of text, integer, real, boolean, json, timestamp."
-        )
+    if new_type not in TYPES:
+        raise InvalidInputError(f"type {new_type!r} is not one of {', '.join(TYPES)}.")
     default = convert(old.default, new_type, old.name)
     columns = tuple(
         Column(c.name, new_type, c.nullable, default) if c.name == old.name else c for c in table.columns
     )
     ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
 
-    def converted(values: dict[str, Any]) -> dict[str, Any]:
+    def converted(_: int, values: dict[str, Any]) -> dict[str, Any]:
         if values.get(old.name) is None:
             return values
         return {**values, old.name: convert(values[old.name], new_type, old.name)}
@@ -211,8 +210,7 @@ def _alter_column_type(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     rows = op.get("rows")
     if not isinstance(rows, list) or not rows:
         raise InvalidInputError("insert needs rows: a non-empty list of objects.")
@@ -227,12 +225,12 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     conditions = filters(op.get("where"), _columns(table))
     changes = _row_values(table, op.get("set"), "set", fill=False)
     if not changes:
         raise InvalidInputError("update needs set: an object of column values.")
+    # Not _rewrite_rows: a json value set to True where it was 1 compares equal, yet changes.
     for row_id, values in list(ws.rows(name).items()):
         deadline.check()
         if matches({"id": row_id, **values}, conditions):
@@ -240,13 +238,9 @@ def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _delete(ws: Workspace, op: Mapping[str, Any]) -> None:
-    table = ws.table(op.get("table"))
-    name = op["table"]
+    name, table = ws.table(op.get("table"))
     conditions = filters(op.get("where"), _columns(table))
-    for row_id, values in list(ws.rows(name).items()):
-        deadline.check()
-        if matches({"id": row_id, **values}, conditions):
-            ws.set_row(name, row_id, None)
+    _rewrite_rows(ws, name, lambda i, v: None if matches({"id": i, **v}, conditions) else v)
 
 
 _OPERATIONS: dict[str, Callable[[Workspace, Mapping[str, Any]], None]] = {
@@ -286,10 +280,13 @@ def _row_values(table: TableDef, raw: Any, what: str, *, fill: bool) -> dict[str
     return values
 
 
-def _rewrite_rows(ws: Workspace, table: str, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+def _rewrite_rows(
+    ws: Workspace, table: str, fn: Callable[[int, dict[str, Any]], dict[str, Any] | None]
+) -> None:
+    """Give each row of ``table`` the values ``fn(id, values)`` returns (None: delete it)."""
     for row_id, values in list(ws.rows(table).items()):
         deadline.check()
-        new = fn(values)
+        new = fn(row_id, values)
         if new != values:
             ws.set_row(table, row_id, new)
 
@@ -333,7 +330,3 @@ def table_from_json(data: Mapping[str, Any], current: TableDef | None) -> TableD
     # Ids are never reused, even across a revert.
     next_id = max(data["next_id"], current.next_id if current else 0)
     return TableDef(columns=columns, next_id=next_id)
-
-
-# A history cursor is the sequence number of the last commit shown, as ASCII digits.
-# ``str.isdigit`` would also take "²" (which ``int`` refuses) and "١٢" (read as 12).
