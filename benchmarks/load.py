@@ -35,6 +35,7 @@ What is done, per backend (``--store local|postgres|both``):
 
     .venv/bin/python benchmarks/load.py                          # 32 clients, 60 s, SQLite then Postgres
     .venv/bin/python benchmarks/load.py --duration 10 --clients 8 --store local   # smoke
+    .venv/bin/python benchmarks/load.py --auth both        # an OAuth access token beside the key
     .venv/bin/python benchmarks/load.py --scenario tenants --duration 30   # one org's heavy applies
                                                                          # beside another org's saves
 """
