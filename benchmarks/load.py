@@ -393,13 +393,7 @@ def bench_backend(
             log(f"{backend}: measuring with {auth} credentials")
             phases.append((auth, run, measure(run, proc.pid, postmaster_pid)))
         log(f"{backend}: SIGTERM")
-        t0 = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc: int | None = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            rc = None
-        exit_s = time.perf_counter() - t0
+        rc, exit_s = terminate(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -420,6 +414,17 @@ def bench_backend(
         )
         for auth, run, measured in phases
     ]
+
+
+def terminate(proc: subprocess.Popen[bytes]) -> tuple[int | None, float]:
+    """SIGTERM, then the exit status (None: still running after 60 s) and how long it took."""
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc: int | None = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        rc = None
+    return rc, time.perf_counter() - t0
 
 
 def credentials(auth: str, url: str, key: str) -> Iterator[tuple[str, str]]:
@@ -647,7 +652,7 @@ def bench_tenants_on(backend: str, cfg: Config, database_url: str | None) -> dic
     return bench_tenants(backend, env, cfg.workdir, args)
 
 
-def parse_args(argv: list[str] | None = None) -> Config:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--clients", type=int, default=32, help="concurrent MCP clients (default 32)")
     parser.add_argument("--duration", type=float, default=60, help="measured seconds (default 60)")
@@ -684,7 +689,11 @@ def parse_args(argv: list[str] | None = None) -> Config:
         help="the clients' bearer: the root key, an OAuth access token it approved (its phases under "
         "its 15 minutes), or both on the same server in four phases: key, token, token, key",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> Config:
+    args = build_parser().parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-load-"))
     workdir.mkdir(parents=True, exist_ok=True)
     return Config(
