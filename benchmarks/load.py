@@ -35,6 +35,7 @@ What is done, per backend (``--store local|postgres|both``):
 
     .venv/bin/python benchmarks/load.py                          # 32 clients, 60 s, SQLite then Postgres
     .venv/bin/python benchmarks/load.py --duration 10 --clients 8 --store local   # smoke
+    .venv/bin/python benchmarks/load.py --auth both        # an OAuth access token beside the key
     .venv/bin/python benchmarks/load.py --scenario tenants --duration 30   # one org's heavy applies
                                                                          # beside another org's saves
 """
@@ -52,7 +53,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,6 +85,10 @@ from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService, embedding_text
 from stores import open_local_store, open_postgres_store
 
+# The repository root, for the OAuth client the tests use (the OAuth phase of --auth).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.support.oauth_client import access_token
+
 HERE = Path(__file__).resolve().parent
 PROJECT = "default"
 RATE_LIMITED_CODE = -32029  # lore_mcp.transport.http.RATE_LIMITED_JSONRPC_CODE
@@ -111,6 +116,8 @@ class Config:
     heavy_clients: int = 12
     light_clients: int = 4
     rows: int = 5000
+    # What the clients send as their bearer: "key" (lore_sk_), "oauth" (lore_at_) or "both" in turn.
+    auth: str = "key"
 
 
 # -- set-up: database, root key, preload -------------------------------------------------
@@ -360,11 +367,85 @@ async def first_recall(url: str, key: str) -> float:
 
 def bench_backend(
     backend: str, cfg: Config, embedder: Embedder, database_url: str | None, postmaster_pid: int | None
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
+    """A fresh database and server of ``backend``, measured once per credential of ``--auth``
+    (the root key, an OAuth access token it approved, or both in turn on the same server)."""
     db_path = cfg.workdir / f"load-{backend}.db"
     env = server_env(backend, db_path, database_url, cfg)
     key = root_key(env)
+    load, stored_before = preload_backend(backend, cfg, embedder, db_path, database_url)
+    port = free_port()
+    base, url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/mcp"
+    command = [lore_command()[0], "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
+    log_path = cfg.workdir / f"server-{backend}.log"
+    with open(log_path, "w") as errlog:
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errlog)
+    phases: list[tuple[str, Run, dict[str, Any]]] = []
+    try:
+        healthy_s = wait_healthy(base, proc)
+        first_s = anyio.run(first_recall, url, key)
+        log(f"{backend}: healthy after {healthy_s:.1f}s, first recall {first_s:.1f}s; {cfg.clients} clients")
+        for auth, credential in credentials(cfg.auth, url, key):
+            seed = cfg.seed + 2 * len(phases)  # each phase saves lessons of its own, not the last one's
+            run = Run(
+                url=url, key=credential, cfg=cfg, saves=Generator(seed + 1), queries=Generator(seed + 2)
+            )
+            log(f"{backend}: measuring with {auth} credentials")
+            phases.append((auth, run, measure(run, proc.pid, postmaster_pid)))
+        log(f"{backend}: SIGTERM")
+        rc, exit_s = terminate(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stored_after = stored_count(backend, embedder, db_path, database_url)
+    server = {"healthy_after_s": round(healthy_s, 2), "first_recall_s": round(first_s, 2)}
+    server |= {"sigterm_exit_code": rc, "sigterm_exit_s": round(exit_s, 2), "log": str(log_path)}
+    return [
+        summarise(
+            backend,
+            run,
+            auth=auth,
+            timing=measured["timing"],
+            load=load,
+            stored=(stored_before, stored_after),
+            server={**server, **measured["rss"]},
+            loads=measured["loads"],
+        )
+        for auth, run, measured in phases
+    ]
 
+
+def terminate(proc: subprocess.Popen[bytes]) -> tuple[int | None, float]:
+    """SIGTERM, then the exit status (None: still running after 60 s) and how long it took."""
+    t0 = time.perf_counter()
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc: int | None = proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        rc = None
+    return rc, time.perf_counter() - t0
+
+
+def credentials(auth: str, url: str, key: str) -> Iterator[tuple[str, str]]:
+    """What the clients send as their bearer, by ``--auth``: the key, or an access token that the
+    key approved through the real OAuth flow (tests/support/oauth_client.py; it lives 15 minutes).
+    ``both`` runs key, token, token, key, so that a machine slowly getting busier or freer (and
+    the store growing) weighs on both alike."""
+    if auth == "key":
+        yield "key", key
+        return
+    token = anyio.run(access_token, url, key)
+    yield from (
+        [("oauth", token)]
+        if auth == "oauth"
+        else [("key", key), ("oauth", token), ("oauth", token), ("key", key)]
+    )
+
+
+def preload_backend(
+    backend: str, cfg: Config, embedder: Embedder, db_path: Path, database_url: str | None
+) -> tuple[LoadStats, int]:
     log(f"{backend}: preloading {cfg.preload} lessons in-process")
     store = open_store(backend, db_path, database_url)
     try:
@@ -374,97 +455,70 @@ def bench_backend(
     log(
         f"  {load.lessons} in {load.total_s:.1f}s ({load.as_dict()['lessons_per_s']}/s); stored {stored_before}"
     )
+    return load, stored_before
 
-    port = free_port()
-    base, url = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/mcp"
-    command = [lore_command()[0], "mcp", "--transport", "http", "--host", "127.0.0.1", "--port", str(port)]
-    log_path = cfg.workdir / f"server-{backend}.log"
-    with open(log_path, "w") as errlog:
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=errlog)
-    server = psutil.Process(proc.pid)
-    try:
-        healthy_s = wait_healthy(base, proc)
-        first_s = anyio.run(first_recall, url, key)
-        log(f"{backend}: healthy after {healthy_s:.1f}s, first recall {first_s:.1f}s; {cfg.clients} clients")
-        run = Run(url=url, key=key, cfg=cfg, saves=Generator(cfg.seed + 1), queries=Generator(cfg.seed + 2))
-        load_before = load_average()
-        loads: list[list[float] | None] = []
-        with RssMonitor(proc.pid, interval_s=0.1) as rss:
 
-            async def measured() -> dict[str, Any]:
-                async def sample_load() -> None:
-                    while time.perf_counter() < run.end:
-                        if run.in_window(time.perf_counter()):
-                            loads.append(load_average())
-                        await anyio.sleep(5)
-
-                cpu: dict[str, float] = {}
-
-                async def cpu_window() -> None:
-                    while run.measure_start == float("inf"):
-                        await anyio.sleep(0.01)
-                    await anyio.sleep(max(0.0, run.measure_start - time.perf_counter()))
-                    cpu["server"], cpu["client"] = cpu_seconds(server), cpu_seconds(psutil.Process())
-                    cpu["postgres"] = postgres_cpu_seconds(postmaster_pid)
-                    cpu["machine_busy"] = sum(psutil.cpu_times()) - psutil.cpu_times().idle
-                    cpu["machine_all"] = sum(psutil.cpu_times())
-                    await anyio.sleep(max(0.0, run.end - time.perf_counter()))
-                    cpu["server"] = cpu_seconds(server) - cpu["server"]
-                    cpu["client"] = cpu_seconds(psutil.Process()) - cpu["client"]
-                    cpu["postgres"] = postgres_cpu_seconds(postmaster_pid) - cpu["postgres"]
-                    if postmaster_pid is None:
-                        del cpu["postgres"]
-                    times = psutil.cpu_times()
-                    busy, total = sum(times) - times.idle, sum(times)
-                    cpu["machine_busy_pct"] = (
-                        100 * (busy - cpu.pop("machine_busy")) / (total - cpu.pop("machine_all"))
-                    )
-
-                async with anyio.create_task_group() as tg:
-                    tg.start_soon(sample_load)
-                    tg.start_soon(cpu_window)
-                    timing = await drive(run)
-                return {**timing, "cpu": cpu}
-
-            timing = anyio.run(measured)
-            hwm = peak_rss_mb(proc.pid)
-        load_after = load_average()
-        log(f"{backend}: SIGTERM")
-        t0 = time.perf_counter()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            rc: int | None = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            rc = None
-        exit_s = time.perf_counter() - t0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-
+def stored_count(backend: str, embedder: Embedder, db_path: Path, database_url: str | None) -> int:
     store = open_store(backend, db_path, database_url)
     try:
         scope = LessonService(store, embedder, default_project=PROJECT).scope(None)
-        stored_after = store.count(scope.org, scope.project)
+        return int(store.count(scope.org, scope.project))
     finally:
         store.close()
-    return summarise(
-        backend,
-        run,
-        timing=timing,
-        load=load,
-        stored=(stored_before, stored_after),
-        server={
-            "healthy_after_s": round(healthy_s, 2),
-            "first_recall_s": round(first_s, 2),
-            "peak_rss_mb": hwm if hwm is not None else rss.peak_mb,
-            "peak_rss_polled_mb": rss.peak_mb,
-            "sigterm_exit_code": rc,
-            "sigterm_exit_s": round(exit_s, 2),
-            "log": str(log_path),
-        },
-        loads={"before": load_before, "during": loads, "after": load_after},
-    )
+
+
+def measure(run: Run, pid: int, postmaster_pid: int | None) -> dict[str, Any]:
+    """One measured run against the server ``pid``: its timing and CPU, the load average, and
+    the server's peak RSS (so far, for VmHWM: a later phase's includes the earlier ones')."""
+    load_before = load_average()
+    loads: list[list[float] | None] = []
+    with RssMonitor(pid, interval_s=0.1) as rss:
+
+        async def measured() -> dict[str, Any]:
+            cpu: dict[str, float] = {}
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(sample_load, run, loads)
+                tg.start_soon(cpu_window, run, psutil.Process(pid), postmaster_pid, cpu)
+                timing = await drive(run)
+            return {**timing, "cpu": cpu}
+
+        timing = anyio.run(measured)
+        hwm = peak_rss_mb(pid)
+    return {
+        "timing": timing,
+        "rss": {"peak_rss_mb": hwm if hwm is not None else rss.peak_mb, "peak_rss_polled_mb": rss.peak_mb},
+        "loads": {"before": load_before, "during": loads, "after": load_average()},
+    }
+
+
+async def sample_load(run: Run, loads: list[list[float] | None]) -> None:
+    while time.perf_counter() < run.end:
+        if run.in_window(time.perf_counter()):
+            loads.append(load_average())
+        await anyio.sleep(5)
+
+
+async def cpu_window(
+    run: Run, server: psutil.Process, postmaster_pid: int | None, cpu: dict[str, float]
+) -> None:
+    """CPU seconds of the server, this process and Postgres, and the machine's busy share, over
+    the measured window only."""
+    while run.measure_start == float("inf"):
+        await anyio.sleep(0.01)
+    await anyio.sleep(max(0.0, run.measure_start - time.perf_counter()))
+    cpu["server"], cpu["client"] = cpu_seconds(server), cpu_seconds(psutil.Process())
+    cpu["postgres"] = postgres_cpu_seconds(postmaster_pid)
+    cpu["machine_busy"] = sum(psutil.cpu_times()) - psutil.cpu_times().idle
+    cpu["machine_all"] = sum(psutil.cpu_times())
+    await anyio.sleep(max(0.0, run.end - time.perf_counter()))
+    cpu["server"] = cpu_seconds(server) - cpu["server"]
+    cpu["client"] = cpu_seconds(psutil.Process()) - cpu["client"]
+    cpu["postgres"] = postgres_cpu_seconds(postmaster_pid) - cpu["postgres"]
+    if postmaster_pid is None:
+        del cpu["postgres"]
+    times = psutil.cpu_times()
+    busy, total = sum(times) - times.idle, sum(times)
+    cpu["machine_busy_pct"] = 100 * (busy - cpu.pop("machine_busy")) / (total - cpu.pop("machine_all"))
 
 
 def summarise(backend: str, run: Run, **parts: Any) -> dict[str, Any]:
@@ -483,6 +537,7 @@ def summarise(backend: str, run: Run, **parts: Any) -> dict[str, Any]:
     cpu = parts["timing"].pop("cpu")
     return {
         "store": backend,
+        "auth": parts["auth"],
         "clients": cfg.clients,
         "duration_s": cfg.duration,
         "warmup_s": cfg.warmup,
@@ -530,24 +585,24 @@ def render_markdown(report: dict[str, Any]) -> str:
     if code["before"] != code["after"]:
         lines += ["**Warning: Lore's sources changed during the run; the numbers mix two versions.**", ""]
     lines += [
-        "| Store | Clients | Window s | Requests | req/s | recall p50 / p99 ms | save p50 / p99 ms | "
+        "| Store | Auth | Clients | Window s | Requests | req/s | recall p50 / p99 ms | save p50 / p99 ms | "
         "all p50 / p99 ms | Errors | 429s | Server peak RSS MB | Server CPU s | Exit on SIGTERM | "
         "Load avg before / after |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for r in report["results"]:
         lat, server, loads = r["latency_ms"], r["server"], r["load_average"]
         before = loads["before"][0] if loads["before"] else "?"
         after = loads["after"][0] if loads["after"] else "?"
         lines.append(
-            f"| {r['store']} | {r['clients']} | {r['window_s']:.0f} | {r['requests']:,} "
+            f"| {r['store']} | {r['auth']} | {r['clients']} | {r['window_s']:.0f} | {r['requests']:,} "
             f"({r['by_op']['recall']:,} recall, {r['by_op']['save']:,} save) | {r['requests_per_s']:.1f} | "
             f"{fmt_latency(lat['recall'])} | {fmt_latency(lat['save'])} | {fmt_latency(lat['all'])} | "
             f"{r['error_count']} | {r['rate_limited_429']} | {server['peak_rss_mb']:.0f} | "
             f"{r['cpu_s_in_window'].get('server', 0):.0f} | {server['sigterm_exit_code']} "
             f"({server['sigterm_exit_s']:.1f} s) | {before} / {after} |"
         )
-    lines.append("")
+    lines += ["", *oauth_against_key(report["results"])]
     for r in report["results"]:
         extra = [
             f"{r['store']}: preloaded {r['preload']['added']:,} lessons ({r['preload']['lessons_per_s']:.0f}/s), "
@@ -559,6 +614,29 @@ def render_markdown(report: dict[str, Any]) -> str:
             extra.append(f"  errors: {r['errors']}; connection errors: {r['connect_errors']}")
         lines += extra
     return "\n".join(lines)
+
+
+def oauth_against_key(results: list[dict[str, Any]]) -> list[str]:
+    """For ``--auth both``: each store's OAuth throughput and p95 as a share of the key's."""
+    lines = []
+    for store in dict.fromkeys(r["store"] for r in results):
+
+        def mean(auth: str, value: Callable[[dict[str, Any]], float], store: str = store) -> float:
+            phases = [value(r) for r in results if r["store"] == store and r["auth"] == auth]
+            return sum(phases) / len(phases) if phases else float("nan")
+
+        def p95(r: dict[str, Any]) -> float:
+            return float(r["latency_ms"]["all"]["p95"])
+
+        if any(r["store"] == store and r["auth"] == "oauth" for r in results):
+            rate = mean("oauth", lambda r: r["requests_per_s"]) / mean("key", lambda r: r["requests_per_s"])
+            errors = sum(r["error_count"] for r in results if r["store"] == store)
+            lines.append(
+                f"{store}: OAuth / key, mean of their phases: throughput {rate:.1%}, p95 "
+                f"{mean('oauth', p95) / mean('key', p95):.1%} ({mean('oauth', p95):.0f} / "
+                f"{mean('key', p95):.0f} ms); errors in all phases {errors}"
+            )
+    return [*lines, ""] if lines else []
 
 
 def bench_tenants_on(backend: str, cfg: Config, database_url: str | None) -> dict[str, Any]:
@@ -574,7 +652,7 @@ def bench_tenants_on(backend: str, cfg: Config, database_url: str | None) -> dic
     return bench_tenants(backend, env, cfg.workdir, args)
 
 
-def parse_args(argv: list[str] | None = None) -> Config:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--clients", type=int, default=32, help="concurrent MCP clients (default 32)")
     parser.add_argument("--duration", type=float, default=60, help="measured seconds (default 60)")
@@ -604,7 +682,18 @@ def parse_args(argv: list[str] | None = None) -> Config:
     parser.add_argument("--heavy-clients", type=int, default=12, help="tenants: the heavy org's clients")
     parser.add_argument("--light-clients", type=int, default=4, help="tenants: the quiet org's clients")
     parser.add_argument("--rows", type=int, default=5000, help="tenants: rows each heavy apply rewrites")
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--auth",
+        choices=["key", "oauth", "both"],
+        default="key",
+        help="the clients' bearer: the root key, an OAuth access token it approved (its phases under "
+        "its 15 minutes), or both on the same server in four phases: key, token, token, key",
+    )
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> Config:
+    args = build_parser().parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-load-"))
     workdir.mkdir(parents=True, exist_ok=True)
     return Config(
@@ -626,6 +715,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         heavy_clients=args.heavy_clients,
         light_clients=args.light_clients,
         rows=args.rows,
+        auth=args.auth,
     )
 
 
@@ -647,12 +737,12 @@ def main(argv: list[str] | None = None) -> int:
             if cfg.scenario == "tenants":
                 results.append(bench_tenants_on(backend, cfg, database_url))
             else:
-                results.append(bench_backend(backend, cfg, embedder, database_url, pid))
+                results.extend(bench_backend(backend, cfg, embedder, database_url, pid))
         finally:
             if pg is not None:
                 pg.cleanup()
-        if cfg.scenario == "mixed":
-            log(f"{backend}: {results[-1]['requests_per_s']} req/s, {results[-1]['error_count']} errors")
+        for r in results if cfg.scenario == "mixed" else []:
+            log(f"{r['store']} ({r['auth']}): {r['requests_per_s']} req/s, {r['error_count']} errors")
     config = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}
     if config["database_url"]:
         config["database_url"] = "(given)"

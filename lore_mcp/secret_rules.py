@@ -204,6 +204,9 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule("lore_api_key", re.compile(rf"lore_sk_(?<!{_KEY}lore_sk_){_KEY}{{20,}}")),
+    # What the team server's OAuth issues (lore_mcp.transport.oauth.tokens): access and refresh
+    # tokens and authorization codes, each its prefix and 43 base64url characters.
+    Rule("lore_oauth_token", re.compile(rf"lore_(?<!{_KEY}lore_)(?:at|rt|ac)_{_KEY}{{20,}}")),
     Rule("anthropic_key", re.compile(rf"sk-ant-(?<!{_KEY}sk-ant-){_KEY}{{20,}}")),
     # The digit requirement keeps hyphenated prose ("sk-learn-compatible-api") while real
     # keys (random or hex bodies) essentially always have one.

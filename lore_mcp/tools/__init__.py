@@ -31,9 +31,12 @@ def lore_tools(groups: Collection[str]) -> list[Tool]:
 @functools.cache
 def _tool(name: str) -> Tool:
     """Tool ``name`` as the SDK makes it, once per process (see ``lore_tools``)."""
-    function = SPECS[name].function
+    spec = SPECS[name]
     return Tool.from_function(
-        function, description=_as_listed(function.__doc__), annotations=SPECS[name].annotations
+        spec.function,
+        title=spec.title,
+        description=_as_listed(spec.function.__doc__),
+        annotations=spec.annotations,
     )
 
 

@@ -51,6 +51,13 @@ INSTRUCTIONS = (
     "Errors start with a stable code such as VALIDATION_ERROR."
 )
 
+# What a server directory or a client's server list shows of Lore (the revision's serverInfo:
+# title, description, website, version). The website is the distribution's page, the one
+# address that holds for every install.
+TITLE = "Lore"
+DESCRIPTION = "Memory for AI agents: lessons recalled by meaning, voted on, with versioned structured memory."
+WEBSITE_URL = "https://pypi.org/project/lore-memory-mcp/"
+
 
 class LoreServer(MCPServer):
     """``MCPServer`` whose tool errors all carry a stable code and never internal detail.
@@ -74,6 +81,9 @@ class LoreServer(MCPServer):
     ) -> None:
         super().__init__(
             name="lore",
+            title=TITLE,
+            description=DESCRIPTION,
+            website_url=WEBSITE_URL,
             version=__version__,
             instructions=INSTRUCTIONS,
             tools=tools,

@@ -34,6 +34,7 @@ from stores import open_local_store
 from stores.sqlite import db as local_db
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
+from tests.support.oauth import oauth_server
 from tests.support.plans import column, create_table, make_plan, schema_hash
 from tests.support.privileges import bound_by_permissions, make_read_only, make_writable
 from tests.support.processes import lore_command, lore_env, lore_http, remote_params, server_env
@@ -408,6 +409,16 @@ async def failed_authentications(request: pytest.FixtureRequest) -> str:
     raise AssertionError("no 429 after 40 failed authentications")
 
 
+async def refused_credential(request: pytest.FixtureRequest) -> str:
+    """A bearer this server never issued, on a team server with OAuth (as `lore-memory mcp
+    --transport http` serves): the 401's JSON-RPC message, with its metadata URL."""
+    service: LessonService = request.getfixturevalue("local_service")
+    with oauth_server(service.store, request.getfixturevalue("embedder")) as server:
+        response = await asyncio.to_thread(raw_post, server.url, "Bearer lore_sk_" + "Q" * 32)
+    assert response.status_code == 401
+    return str(response.json()["error"]["message"]).replace(server.base, EXAMPLE_SERVER)
+
+
 async def key_store_unreachable(request: pytest.FixtureRequest) -> str:
     """A valid key sent while the team server's Postgres refuses connections."""
     import uuid
@@ -514,6 +525,7 @@ PRODUCERS: dict[str, Callable[[pytest.FixtureRequest], Awaitable[str]]] = {
     "UNAVAILABLE: The Lore database stayed locked": locked_by_another_process,
     "BUSY: The server is busy with other heavy work": heavy_slots_taken,
     "RATE_LIMITED: more than 30 failed authentications": failed_authentications,
+    "UNAUTHORIZED: This request needs the header": refused_credential,
     "UNAVAILABLE: The team server's database is unreachable": key_store_unreachable,
     "VALIDATION_ERROR: invalid configuration: LORE_DB_PATH": unset_variable_in_lore_db_path,
     "UNAVAILABLE: The Lore database file /srv/lore/lore.db is read-only": save_to_a_read_only_database,

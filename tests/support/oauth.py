@@ -1,5 +1,6 @@
-"""A team server with OAuth for tests, a person who answers its consent page, and a local HTTPS
-server for client ID metadata documents (its self-signed certificate trusted by the test).
+"""A team server with OAuth for tests and a local HTTPS server for client ID metadata documents
+(its self-signed certificate trusted by the test). The client side (a person answering the
+consent page, the SDK client's handlers) is in ``tests.support.oauth_client``, re-exported here.
 
 The server is the one ``lore-memory mcp --transport http`` serves on a loopback address
 (``lore_mcp.transport.oauth.routes.team_auth``, ``lore_mcp.transport.http.build_app``),
@@ -9,15 +10,10 @@ under uvicorn in a thread, so clients speak real HTTP to it.
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import datetime
-import hashlib
-import html
 import ipaddress
 import json
-import re
-import secrets
 import ssl
 import threading
 import time
@@ -25,16 +21,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
-import httpx2
 import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from mcp.shared.auth import OAuthClientMetadata
-from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -46,20 +38,17 @@ from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.http import build_app, server_config
 from lore_mcp.transport.oauth.clients import MetadataDocuments
 from lore_mcp.transport.oauth.routes import team_auth
+from tests.support.oauth_client import (  # noqa: F401 (the client side, where the OAuth tests import it)
+    REDIRECT,
+    MemoryTokens,
+    Person,
+    client_metadata,
+    consent,
+    form_fields,
+    pkce,
+    redirect_params,
+)
 from tests.support.team import free_port
-
-REDIRECT = "http://127.0.0.1:33418/callback"
-
-
-def client_metadata() -> OAuthClientMetadata:
-    """What the SDK client registers: a public client with one loopback redirect URI."""
-    return OAuthClientMetadata(
-        client_name="Flow <test> client",
-        redirect_uris=[AnyUrl(REDIRECT)],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-        token_endpoint_auth_method="none",
-    )
 
 
 @dataclass
@@ -109,86 +98,6 @@ def oauth_server(store: Any, embedder: Embedder, *, trusted_ca: str | None = Non
     finally:
         uv.should_exit = True
         thread.join(timeout=30)
-
-
-def pkce() -> tuple[str, str]:
-    """A PKCE verifier and its S256 challenge (RFC 7636 §4.2)."""
-    verifier = secrets.token_urlsafe(48)
-    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).decode().rstrip("=")
-    return verifier, challenge
-
-
-def form_fields(page: str) -> dict[str, str]:
-    """The hidden fields of the consent form."""
-    return {
-        name: html.unescape(value)
-        for name, value in re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page)
-    }
-
-
-def consent(
-    browser: httpx2.Client, authorize_url: str, *, key: str, decision: str = "approve", project: str = ""
-) -> httpx2.Response:
-    """A person following ``authorize_url`` to the consent page and answering it; the answer's
-    redirect (not followed)."""
-    page = browser.get(authorize_url, follow_redirects=True)
-    assert page.status_code == 200, page.text
-    fields = form_fields(page.text)
-    answer = browser.post(
-        str(page.url).split("?")[0],
-        data={**fields, "api_key": key, "decision": decision, "project": project},
-        follow_redirects=False,
-    )
-    return answer
-
-
-def redirect_params(response: httpx2.Response) -> dict[str, str]:
-    assert response.status_code in (302, 303), response.text
-    return {k: v[0] for k, v in parse_qs(urlsplit(response.headers["location"]).query).items()}
-
-
-class Person:
-    """The SDK client's redirect and callback handlers, played by a person with one key."""
-
-    def __init__(self, key: str) -> None:
-        self.key = key
-        self.result: dict[str, str] = {}
-        self.pages = 0
-
-    async def redirect(self, authorize_url: str) -> None:
-        def answer() -> dict[str, str]:
-            with httpx2.Client(timeout=30) as browser:
-                return redirect_params(consent(browser, authorize_url, key=self.key))
-
-        self.pages += 1
-        self.result = await asyncio.to_thread(answer)
-
-    async def callback(self) -> Any:
-        from mcp.shared.auth import AuthorizationCodeResult
-
-        return AuthorizationCodeResult(
-            code=self.result["code"], state=self.result.get("state"), iss=self.result.get("iss")
-        )
-
-
-class MemoryTokens:
-    """The SDK client's ``TokenStorage``, in memory."""
-
-    def __init__(self) -> None:
-        self.tokens: Any = None
-        self.client: Any = None
-
-    async def get_tokens(self) -> Any:
-        return self.tokens
-
-    async def set_tokens(self, tokens: Any) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> Any:
-        return self.client
-
-    async def set_client_info(self, client_info: Any) -> None:
-        self.client = client_info
 
 
 def self_signed(directory: Path) -> tuple[str, str]:

@@ -60,6 +60,10 @@ JWT = (
 )
 OPAQUE_BEARER = "ya29.a0AfH6SMBx3Jq7Lm9Np2Qr5St8Uv1Wx4Yz"
 LORE_KEY = "lore_sk_" + "4f9Qx2Lm8Nz7Rt3Vb6Wc1Yd5Ke0Hj9Ga"
+# The team server's OAuth credentials: an access token, a refresh token, an authorization code.
+LORE_ACCESS_TOKEN = "lore_at_" + "Xq3-kP9vR2mZ7tL0wN5bC8yH1jF4dG6sA_eU2oI9rT4"
+LORE_REFRESH_TOKEN = "lore_rt_" + "_b7Kd2Qm9Zx4Lp1Wv6Nc3Rt8Yh0Jf5Gs2Ae7Uo4Ik9Ml"
+LORE_AUTH_CODE = "lore_ac_" + "-9Hs4Td1Qw8Ez3Rx6Cv0Bn5Mk2Lj7Pg4Fa9Yu1Io6Ke2"
 RSA_BODY = (
     "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n"
     "VTLw7onLRnrq0/IzW7yWR7QkrmBL7jTKEn5u+qKhbwKfBstIs+bMY2Zkp18gnTxK\n"
@@ -202,6 +206,9 @@ def _pem_needle(block: str) -> str:
 # kind -> (secret as written, the part of it that must not survive redaction).
 KINDS: dict[str, SearchStrategy[tuple[str, str]]] = {
     "lore_api_key": _whole(_run(KEY, 32).map(lambda b: "lore_sk_" + b)),
+    "lore_oauth_token": _whole(
+        st.builds(lambda p, b: p + b, st.sampled_from(["lore_at_", "lore_rt_", "lore_ac_"]), _run(KEY, 43))
+    ),
     "anthropic_key": _whole(_run(KEY, 90).map(lambda b: "sk-" + "ant-api03-" + b)),
     "openai_key": _whole(
         st.one_of(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lore_mcp.redaction import Redacted, redact, redact_many
+from lore_mcp.transport.oauth.tokens import ACCESS_PREFIX, CODE_PREFIX, REFRESH_PREFIX, new_secret
 from tests.support.secrets import (
     ANTHROPIC_KEY,
     AWS_ACCESS_KEY,
@@ -12,7 +13,10 @@ from tests.support.secrets import (
     GITHUB_CLASSIC_TOKEN,
     GITHUB_FINE_GRAINED_TOKEN,
     JWT,
+    LORE_ACCESS_TOKEN,
+    LORE_AUTH_CODE,
     LORE_KEY,
+    LORE_REFRESH_TOKEN,
     OPAQUE_BEARER,
     OPENAI_CLASSIC_KEY,
     OPENAI_PROJECT_KEY,
@@ -48,6 +52,9 @@ def _assert_redacted(text: str, secret: str, kind: str) -> Redacted:
         ("paid with 4111 1111 1111 1111 last week", "4111 1111 1111 1111", "credit_card"),
         ("Stripe test card 4242-4242-4242-4242 works", "4242-4242-4242-4242", "credit_card"),
         (f"LORE_API_KEY={LORE_KEY}", LORE_KEY, "lore_api_key"),
+        (f"the connector's token {LORE_ACCESS_TOKEN} expired", LORE_ACCESS_TOKEN, "lore_oauth_token"),
+        (f"REFRESH={LORE_REFRESH_TOKEN}", LORE_REFRESH_TOKEN, "lore_oauth_token"),
+        (f"GET /callback?code={LORE_AUTH_CODE}&state=x1", LORE_AUTH_CODE, "lore_oauth_token"),
     ],
     ids=[
         "openai-project",
@@ -65,6 +72,9 @@ def _assert_redacted(text: str, secret: str, kind: str) -> Redacted:
         "visa-spaces",
         "visa-dashes",
         "lore",
+        "lore-access-token",
+        "lore-refresh-token",
+        "lore-auth-code",
     ],
 )
 def test_each_known_secret_is_replaced_by_its_kind_marker(text: str, secret: str, kind: str) -> None:
@@ -104,6 +114,18 @@ def test_ordinary_text_is_returned_unchanged(text: str) -> None:
 def test_lore_keys_are_classified_as_lore_keys_not_openai_keys() -> None:
     result = redact(f"key: {LORE_KEY}")
     assert result == Redacted(text="key: [REDACTED:lore_api_key]", kinds=("lore_api_key",))
+
+
+@pytest.mark.parametrize("prefix", [ACCESS_PREFIX, REFRESH_PREFIX, CODE_PREFIX])
+def test_oauth_credentials_as_the_server_mints_them_are_redacted_as_lore_oauth_tokens(prefix: str) -> None:
+    # Minted by the same function the team server uses, so a change to their shape shows here;
+    # in a header the token's own kind wins over the generic bearer one.
+    token = new_secret(prefix)
+    result = redact(f"token {token}\nAuthorization: Bearer {token}")
+    assert result == Redacted(
+        text="token [REDACTED:lore_oauth_token]\nAuthorization: Bearer [REDACTED:lore_oauth_token]",
+        kinds=("lore_oauth_token",),
+    )
 
 
 def test_bearer_header_keeps_the_word_bearer() -> None:
