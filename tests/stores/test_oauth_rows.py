@@ -58,8 +58,9 @@ def test_a_code_is_used_once_and_a_replay_revokes_its_tokens(store) -> None:
     assert oauth.code(digest("other")) is None
     assert oauth.use_code(digest("code"))
     assert oauth.code(digest("code")).used  # type: ignore[union-attr]
-    oauth.add_token(digest("at"), token(digest("code"), g))
-    assert oauth.token(digest("at")) == token(digest("code"), g)
+    issued = token(digest("code"), g)
+    oauth.add_token(digest("at"), issued)
+    assert oauth.token(digest("at")) == issued
     assert not oauth.use_code(digest("code"))
     assert oauth.token(digest("at")).revoked  # type: ignore[union-attr]
 
