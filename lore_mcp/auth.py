@@ -67,9 +67,9 @@ def new_key() -> str:
     return KEY_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(KEY_BODY_CHARS))
 
 
-def key_digest(key: str) -> str:
-    """What the store keeps instead of the key."""
-    return hashlib.sha256(key.encode()).hexdigest()
+def secret_digest(secret: str) -> str:
+    """What the store keeps instead of a secret: an API key, or an OAuth code or token."""
+    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def display_prefix(key: str) -> str:
@@ -134,7 +134,7 @@ class ApiKeyVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         if not KEY_PATTERN.fullmatch(token):
             return None
-        digest = key_digest(token)
+        digest = secret_digest(token)
         if self._refused_recently(digest):
             return None
         key = await self.bounded(self.keys.key_by_hash, digest)

@@ -10,7 +10,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from lore_mcp.auth import display_prefix, key_digest, new_key
+from lore_mcp.auth import display_prefix, new_key, secret_digest
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
@@ -107,7 +107,12 @@ class KeyService:
             raise InvalidArgument(f"There is no org {org!r}; run `lore-memory init` first.")
         raw = new_key()
         stored = self.keys.add_key(
-            org, name=name, key_hash=key_digest(raw), prefix=display_prefix(raw), project=project, root=root
+            org,
+            name=name,
+            key_hash=secret_digest(raw),
+            prefix=display_prefix(raw),
+            project=project,
+            root=root,
         )
         return CreatedKey(**KeyOut.of(stored).model_dump(), key=raw, redacted=kinds)
 

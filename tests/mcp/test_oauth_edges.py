@@ -17,8 +17,8 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from lore_mcp.auth import secret_digest
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.transport.oauth.tokens import digest
 from stores.engine.oauth_rows import OAuthGrant, OAuthTokenRow
 from tests.support.helpers import ToolFailed, call
 from tests.support.oauth import OAuthServer, consent, oauth_server, pkce, redirect_params
@@ -206,12 +206,18 @@ def test_an_expired_token_and_one_for_another_resource_are_refused(lore: OAuthSe
     grant = OAuthGrant(client_id="c", org="acme", key_id=key.id, project=None, resource=lore.url, scopes=())
     past = datetime.now(UTC) - timedelta(seconds=1)
     soon = datetime.now(UTC) + timedelta(minutes=5)
-    store.keys.oauth.add_token(digest("lore_at_expired"), OAuthTokenRow("access", "f", grant, past, False))
+    store.keys.oauth.add_token(
+        secret_digest("lore_at_expired"), OAuthTokenRow("access", "f", grant, past, False)
+    )
     assert status_with(lore, "lore_at_expired") == 401
     other = OAuthGrant(**{**grant.__dict__, "resource": "https://elsewhere.example/mcp"})
-    store.keys.oauth.add_token(digest("lore_at_elsewhere"), OAuthTokenRow("access", "f", other, soon, False))
+    store.keys.oauth.add_token(
+        secret_digest("lore_at_elsewhere"), OAuthTokenRow("access", "f", other, soon, False)
+    )
     assert status_with(lore, "lore_at_elsewhere") == 401
-    store.keys.oauth.add_token(digest("lore_at_here"), OAuthTokenRow("access", "f", grant, soon, False))
+    store.keys.oauth.add_token(
+        secret_digest("lore_at_here"), OAuthTokenRow("access", "f", grant, soon, False)
+    )
     assert status_with(lore, "lore_at_here") == 200
     # Asking for another resource is refused at the authorization step, back at the client.
     client_id = register(lore)

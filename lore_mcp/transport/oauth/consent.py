@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from lore_mcp.auth import KEY_PATTERN, key_digest
+from lore_mcp.auth import KEY_PATTERN, secret_digest
 from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE, SlidingWindowLimiter, client_address
 from lore_mcp.transport.oauth.provider import LoreOAuthProvider
 from lore_mcp.transport.oauth.signing import REMEMBER_MAX_AGE_S
@@ -158,7 +158,7 @@ class ConsentPage:
         if not KEY_PATTERN.fullmatch(typed):
             return None, "That is not a Lore API key: one is lore_sk_ followed by 32 letters and digits."
         key: ApiKey | None = await self.provider.verifier.bounded(
-            self.provider.keys.key_by_hash, key_digest(typed)
+            self.provider.keys.key_by_hash, secret_digest(typed)
         )
         if key is None or key.revoked_at is not None:
             return (

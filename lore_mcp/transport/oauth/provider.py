@@ -30,6 +30,7 @@ from mcp.server.auth.provider import (
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import AnyUrl
 
+from lore_mcp.auth import secret_digest
 from lore_mcp.transport.oauth.clients import (
     LoreClient,
     MetadataDocuments,
@@ -45,7 +46,6 @@ from lore_mcp.transport.oauth.tokens import (
     REFRESH_PREFIX,
     REFRESH_TOKEN_TTL_S,
     LoreBearerVerifier,
-    digest,
     new_secret,
     same_resource,
     token_row,
@@ -136,7 +136,7 @@ class LoreOAuthProvider:
             used=False,
         )
         await self._store(self.keys.oauth.prune, datetime.now(UTC))
-        await self._store(self.keys.oauth.add_code, digest(code), row)
+        await self._store(self.keys.oauth.add_code, secret_digest(code), row)
         return construct_redirect_uri(
             pending["redirect_uri"], code=code, state=pending["state"], iss=self.issuer
         )
@@ -157,7 +157,7 @@ class LoreOAuthProvider:
     ) -> AuthorizationCode | None:
         if not authorization_code.startswith(CODE_PREFIX):
             return None
-        hashed = digest(authorization_code)
+        hashed = secret_digest(authorization_code)
         row: OAuthCode | None = await self._store(self.keys.oauth.code, hashed)
         if row is None or row.grant.client_id != client.client_id:
             return None
@@ -178,7 +178,7 @@ class LoreOAuthProvider:
     async def exchange_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: AuthorizationCode
     ) -> OAuthToken:
-        hashed = digest(authorization_code.code)
+        hashed = secret_digest(authorization_code.code)
         row: OAuthCode | None = await self._store(self.keys.oauth.code, hashed)
         if row is None or not await self._store(self.keys.oauth.use_code, hashed):
             raise TokenError("invalid_grant", "This authorization code was already used; sign in again.")
@@ -189,7 +189,7 @@ class LoreOAuthProvider:
     ) -> RefreshToken | None:
         if not refresh_token.startswith(REFRESH_PREFIX):
             return None
-        hashed = digest(refresh_token)
+        hashed = secret_digest(refresh_token)
         row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, hashed)
         if row is None or row.kind != "refresh" or row.grant.client_id != client.client_id:
             return None
@@ -207,7 +207,7 @@ class LoreOAuthProvider:
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        hashed = digest(refresh_token.token)
+        hashed = secret_digest(refresh_token.token)
         row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, hashed)
         if row is None or not await self._store(self.keys.oauth.use_refresh, hashed):
             raise TokenError("invalid_grant", "This refresh token was already used; sign in again.")
@@ -219,11 +219,13 @@ class LoreOAuthProvider:
             raise TokenError("invalid_grant", "The Lore API key that approved this client was revoked.")
         access, refresh = new_secret(ACCESS_PREFIX), new_secret(REFRESH_PREFIX)
         await self._store(
-            self.keys.oauth.add_token, digest(access), token_row("access", family, grant, ACCESS_TOKEN_TTL_S)
+            self.keys.oauth.add_token,
+            secret_digest(access),
+            token_row("access", family, grant, ACCESS_TOKEN_TTL_S),
         )
         await self._store(
             self.keys.oauth.add_token,
-            digest(refresh),
+            secret_digest(refresh),
             token_row("refresh", family, grant, REFRESH_TOKEN_TTL_S),
         )
         return OAuthToken(
@@ -245,6 +247,6 @@ class LoreOAuthProvider:
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         """Revoke the token and every other token of its authorization."""
-        row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, digest(token.token))
+        row: OAuthTokenRow | None = await self._store(self.keys.oauth.token, secret_digest(token.token))
         if row is not None:
             await self._store(self.keys.oauth.revoke_family, row.family)

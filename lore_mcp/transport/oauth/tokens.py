@@ -9,7 +9,6 @@ token at the next request, as it ends the key itself.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 import time
 from collections.abc import Callable
@@ -19,7 +18,7 @@ from typing import Any
 from mcp.server.auth.provider import AccessToken
 from starlette.routing import BaseRoute
 
-from lore_mcp.auth import ApiKeyVerifier, Caller, LoreAccessToken
+from lore_mcp.auth import ApiKeyVerifier, Caller, LoreAccessToken, secret_digest
 from stores.engine.keys import ApiKey, KeyStore
 from stores.engine.oauth_rows import OAuthGrant, OAuthTokenRow
 
@@ -37,11 +36,6 @@ CODE_TTL_S = 5 * 60
 def new_secret(prefix: str) -> str:
     """A fresh credential: ``prefix`` and 256 bits from the OS's CSPRNG."""
     return prefix + secrets.token_urlsafe(32)
-
-
-def digest(secret: str) -> str:
-    """What the store keeps instead of a code or token."""
-    return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def same_resource(a: str, b: str) -> bool:
@@ -70,7 +64,7 @@ class LoreBearerVerifier:
     async def verify_token(self, token: str) -> AccessToken | None:
         if not token.startswith(ACCESS_PREFIX):
             return await self.api_keys.verify_token(token)
-        row = await self.bounded(self.keys.oauth.token, digest(token))
+        row = await self.bounded(self.keys.oauth.token, secret_digest(token))
         if row is None or row.kind != "access" or row.revoked or row.expires_at <= datetime.now(UTC):
             return None
         if not same_resource(row.grant.resource, self.resource):
