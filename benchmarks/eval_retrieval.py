@@ -83,7 +83,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -101,21 +100,32 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-import conversations  # noqa: E402
-import near_duplicates  # noqa: E402
+from eval_references import FULLTEXT_METHOD, REFERENCES, References, ask_references  # noqa: E402
+from eval_report import label, render_markdown  # noqa: E402
+from eval_scoring import Answer, evaluate  # noqa: E402
+from eval_sets import (  # noqa: E402
+    HIT5_TARGETS,
+    SETS_DIR,
+    EvalQuestion,
+    EvalSet,
+    Item,
+    SetOptions,
+    build_set,
+    expand_sets,
+)
 from mcp import Client, StdioServerParameters  # noqa: E402
 from mcp.client.stdio import stdio_client  # noqa: E402
-from run import code_fingerprint, load_average, log, lore_command, percentiles  # noqa: E402
+from run import code_fingerprint, load_average, log, lore_command  # noqa: E402
 
 from lore_mcp.embedding.embedder import Embedder  # noqa: E402
-from lore_mcp.services.lessons import LessonService  # noqa: E402
+from lore_mcp.services.lessons import LOCAL_ORG, LessonService  # noqa: E402
 from stores import RankingParams, open_local_store, open_postgres_store  # noqa: E402
 from stores.engine import ranking as ranking_module  # noqa: E402
 
 K_MAX = 10
 VARIANT_ENV = "LORE_RANKING_VARIANT"
 CALL_TIMEOUT_S = 300.0
-HIT5_TARGETS = {1_000: 0.99, 10_000: 0.97, 100_000: 0.95}
+__all__ = ["HIT5_TARGETS", "main", "run_set", "variant_params"]
 
 
 def variant_params(variant: str) -> RankingParams:
@@ -139,135 +149,6 @@ def variant_params(variant: str) -> RankingParams:
         kind = type(getattr(params, name))
         values[name] = text.lower() in ("1", "true", "yes", "on") if kind is bool else kind(text)
     return dataclasses.replace(params, **values)
-
-
-# -- the sets -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Item:
-    """One lesson to save; ``key`` names it in questions' evidence."""
-
-    key: str
-    project: str
-    problem: str
-    resolution: str
-    context: str | None = None
-    tags: tuple[str, ...] = ()
-    source: str | None = None
-    created_at: datetime | None = None
-    restates: str | None = None  # a true duplicate: the key of the item it says again
-
-    def arguments(self) -> dict[str, Any]:
-        """Keyword arguments for save_lesson / LessonService.save (no date: those take none)."""
-        return {
-            "problem": self.problem,
-            "resolution": self.resolution,
-            "context": self.context,
-            "tags": list(self.tags),
-            "source": self.source,
-            "project": self.project,
-        }
-
-
-@dataclass(frozen=True)
-class EvalQuestion:
-    id: str
-    project: str
-    text: str
-    kind: str
-    evidence: tuple[str, ...]
-    trap: tuple[str, ...] = ()
-    info: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class EvalSet:
-    name: str
-    items: list[Item]
-    questions: list[EvalQuestion]
-    size: int | None = None  # synthetic sets: the corpus size the targets refer to
-
-
-def parse_size(text: str) -> int:
-    text = text.lower()
-    factor = 1_000 if text.endswith("k") else 1
-    return int(float(text.rstrip("k")) * factor)
-
-
-def synthetic_set(name: str, questions: int, seed: int, restatements: int = 0) -> EvalSet:
-    size = parse_size(name.split("-", 1)[1])
-    built = near_duplicates.build(size, questions, seed)
-    items = [
-        Item(key=x.key, project="eval", problem=x.problem, resolution=x.resolution, tags=x.tags)
-        for x in built.lessons
-    ]
-    items += [
-        Item(
-            key=r.key, project="eval", problem=r.problem, resolution=r.resolution, tags=r.tags, restates=r.of
-        )
-        for r in near_duplicates.restatements(built.lessons, restatements, seed)
-    ]
-    qs = [
-        EvalQuestion(
-            id=q.id,
-            project="eval",
-            text=q.text,
-            kind=q.axis,
-            evidence=(q.target,),
-            info={"named": list(q.named), "family_size": q.family_size},
-        )
-        for q in built.questions
-    ]
-    return EvalSet(name=name, items=items, questions=qs, size=size)
-
-
-def turn_item(conv: dict[str, Any], session: dict[str, Any], index: int, project: str, dated: bool) -> Item:
-    """A dialog turn as a lesson (the mapping is documented at the top of this file)."""
-    turn = session["turns"][index]
-    said = conversations.turn_time(session, index)
-    others = [p for p in conv["participants"] if p != turn["speaker"]]
-    return Item(
-        key=turn["id"],
-        project=project,
-        problem=f"{turn['speaker']} on {conversations.long_date(said.date())}: {turn['text']}",
-        resolution=turn["text"],
-        context=(
-            f"conversation {conv['id']}, session {session['number']}, {session['date']} {session['time']}, "
-            f"{turn['speaker']} with {' and '.join(others)}"
-        ),
-        tags=("dialog",),
-        source=f"conversation {conv['id']}",
-        created_at=said.replace(tzinfo=UTC) if dated else None,
-    )
-
-
-def conversation_set(scope: str, dates: str, path: Path | None) -> EvalSet:
-    document = conversations.load(path) if path else conversations.load()
-    dated = dates == "created"
-
-    def project(conv_id: str) -> str:
-        return conv_id if scope == "conversation" else "conversations"
-
-    items = [
-        turn_item(conv, session, i, project(conv["id"]), dated)
-        for conv in document["conversations"]
-        for session in conv["sessions"]
-        for i in range(len(session["turns"]))
-    ]
-    qs = [
-        EvalQuestion(
-            id=q["id"],
-            project=project(q["conversation"]),
-            text=q["question"],
-            kind=q["kind"],
-            evidence=tuple(q["evidence"]),
-            trap=tuple(q["trap"]),
-            info={"answer": q["answer"]},
-        )
-        for q in document["questions"]
-    ]
-    return EvalSet(name="conversations", items=items, questions=qs)
 
 
 # -- where lessons are stored ---------------------------------------------------------------
@@ -674,13 +555,6 @@ def audit(target: Target, items: list[Item], saves: SaveLog) -> Audit:
 # -- asking -------------------------------------------------------------------------------------
 
 
-@dataclass
-class Answer:
-    ids: list[str]
-    scores: list[float]
-    ms: float
-
-
 async def ask_in_process(
     target: Target, questions: list[EvalQuestion], embedder: Embedder, variant: str
 ) -> list[Answer]:
@@ -726,114 +600,6 @@ async def ask_mcp(
         return answers
 
 
-# -- scoring ------------------------------------------------------------------------------------
-
-
-def score_question(
-    q: EvalQuestion, answer: Answer, owners: dict[str, list[str]], lost: set[str]
-) -> dict[str, Any]:
-    """Ranks (1-based) at which each evidence item and trap item came back."""
-    ranked_keys = [owners.get(lesson_id, []) for lesson_id in answer.ids]
-    first: dict[str, int] = {}
-    for rank, keys in enumerate(ranked_keys, 1):
-        for key in keys:
-            first.setdefault(key, rank)
-    out: dict[str, Any] = {
-        "id": q.id,
-        "kind": q.kind,
-        "question": q.text,
-        "evidence": list(q.evidence),
-        "ranks": {key: first.get(key) for key in q.evidence},
-        "lost_evidence": [key for key in q.evidence if key in lost],
-        "top": [keys[0] if keys else None for keys in ranked_keys[:3]],
-        "top_score": answer.scores[0] if answer.scores else None,
-        "ms": round(answer.ms, 2),
-    }
-    if q.trap:
-        out["trap_rank"] = min((first[k] for k in q.trap if k in first), default=None)
-    return out
-
-
-def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """hit@k, recall@k, MRR (and all@10 for several-evidence questions) over answerable rows."""
-    n = len(rows)
-    if n == 0:
-        return {"n": 0}
-
-    def first_rank(row: dict[str, Any]) -> int | None:
-        ranks = [r for r in row["ranks"].values() if r is not None]
-        return min(ranks) if ranks else None
-
-    def recall_at(row: dict[str, Any], k: int) -> float:
-        ranks = row["ranks"].values()
-        return sum(1 for r in ranks if r is not None and r <= k) / len(row["ranks"])
-
-    firsts = [first_rank(r) for r in rows]
-    out: dict[str, Any] = {"n": n}
-    for k in (1, 5, 10):
-        out[f"hit@{k}"] = round(sum(1 for f in firsts if f is not None and f <= k) / n, 4)
-    for k in (5, 10):
-        out[f"recall@{k}"] = round(statistics.fmean(recall_at(r, k) for r in rows), 4)
-    out["mrr"] = round(statistics.fmean(1 / f if f else 0.0 for f in firsts), 4)
-    multi = [r for r in rows if len(r["ranks"]) > 1]
-    if multi:
-        out["all@10"] = round(sum(1 for r in multi if recall_at(r, 10) == 1.0) / len(multi), 4)
-    # The ranking alone: questions none of whose evidence was lost on write.
-    kept = [f for f, r in zip(firsts, rows, strict=True) if not r.get("lost_evidence")]
-    out["n_kept"] = len(kept)
-    if kept:
-        out["hit@5_kept"] = round(sum(1 for f in kept if f is not None and f <= 5) / len(kept), 4)
-        out["mrr_kept"] = round(statistics.fmean(1 / f if f else 0.0 for f in kept), 4)
-    return out
-
-
-def auc(positives: list[float], negatives: list[float]) -> float | None:
-    """Probability that a random positive scores above a random negative (ties count half)."""
-    if not positives or not negatives:
-        return None
-    wins = sum((p > q) + 0.5 * (p == q) for p in positives for q in negatives)
-    return round(wins / (len(positives) * len(negatives)), 4)
-
-
-def unanswerable_summary(
-    answerable: list[dict[str, Any]], unanswerable: list[dict[str, Any]]
-) -> dict[str, Any]:
-    trapped = [r for r in unanswerable if "trap_rank" in r]
-    top = [r["top_score"] for r in answerable if r["top_score"] is not None]
-    top_neg = [r["top_score"] for r in unanswerable if r["top_score"] is not None]
-    return {
-        "n": len(unanswerable),
-        "with_trap": len(trapped),
-        "trap@1": round(sum(1 for r in trapped if r["trap_rank"] == 1) / len(trapped), 4)
-        if trapped
-        else None,
-        "trap@5": round(sum(1 for r in trapped if (r["trap_rank"] or 99) <= 5) / len(trapped), 4)
-        if trapped
-        else None,
-        "top_score_answerable_mean": round(statistics.fmean(top), 4) if top else None,
-        "top_score_unanswerable_mean": round(statistics.fmean(top_neg), 4) if top_neg else None,
-        "top_score_auc": auc(top, top_neg),
-    }
-
-
-def evaluate(eval_set: EvalSet, answers: list[Answer], found: Audit) -> dict[str, Any]:
-    lost = set(found.lost)
-    rows = [
-        score_question(q, a, found.owners, lost) for q, a in zip(eval_set.questions, answers, strict=True)
-    ]
-    answerable = [r for r, q in zip(rows, eval_set.questions, strict=True) if q.evidence]
-    unanswerable = [r for r, q in zip(rows, eval_set.questions, strict=True) if not q.evidence]
-    kinds = sorted({r["kind"] for r in answerable})
-    latencies = [a.ms for a in answers]
-    return {
-        "overall": summarise(answerable),
-        "by_kind": {kind: summarise([r for r in answerable if r["kind"] == kind]) for kind in kinds},
-        "unanswerable": unanswerable_summary(answerable, unanswerable) if unanswerable else None,
-        "latency_ms": percentiles(latencies),
-        "questions": rows,
-    }
-
-
 # -- the run ------------------------------------------------------------------------------------
 
 
@@ -858,16 +624,20 @@ class Config:
     workdir: Path
     keep: bool
     reload_per_variant: bool
+    half: str = "all"
+    references: bool = True
+    sets_dir: Path = SETS_DIR
 
-
-def build_set(cfg: Config, name: str) -> EvalSet:
-    if name.startswith("synthetic-"):
-        return synthetic_set(name, cfg.questions, cfg.seed, cfg.restatements)
-    if name == "conversations":
-        return conversation_set(cfg.conv_scope, cfg.conv_dates, cfg.conv_file)
-    raise SystemExit(
-        f"unknown set {name!r}: use synthetic-1k, synthetic-10k, synthetic-100k or conversations"
-    )
+    def set_options(self) -> SetOptions:
+        return SetOptions(
+            questions=self.questions,
+            seed=self.seed,
+            restatements=self.restatements,
+            conv_scope=self.conv_scope,
+            conv_dates=self.conv_dates,
+            conv_file=self.conv_file,
+            sets_dir=self.sets_dir,
+        )
 
 
 @contextlib.contextmanager
@@ -905,141 +675,126 @@ async def load(
     return saves, found
 
 
+def asked(cfg: Config, eval_set: EvalSet) -> list[EvalQuestion]:
+    """The questions ``--half`` asks; the corpus loaded is always the whole set."""
+    return [q for q in eval_set.questions if cfg.half == "all" or q.half == cfg.half]
+
+
+def ranking_variants(cfg: Config) -> list[str]:
+    """``--variants``, and ``baseline`` (``LEGACY``) beside them unless ``--references none``."""
+    variants = list(cfg.variants)
+    if cfg.references and "baseline" not in variants:
+        variants.append("baseline")
+    return variants
+
+
+def result_row(
+    cfg: Config,
+    eval_set: EvalSet,
+    variant: str,
+    via: str,
+    loaded: tuple[SaveLog, Audit],
+    scored: dict[str, Any],
+) -> dict[str, Any]:
+    """One (set, variant) of the JSON: what was loaded, how, and every figure (``evaluate``)."""
+    saves, found = loaded
+    return {
+        "set": eval_set.name,
+        "variant": label(variant),
+        "spec": variant,
+        "half_asked": cfg.half,
+        "via": via,
+        "store": cfg.store,
+        "size": eval_set.size,
+        "metric": eval_set.metric,
+        "target": eval_set.target,
+        "lessons": len(eval_set.items),
+        "save": {
+            "path": saves.path,
+            "seconds": round(saves.seconds, 1),
+            "embed_seconds": round(saves.embed_seconds, 1),
+            "reported_similar": saves.similar,
+        },
+        "merge": found.as_dict(),
+        **scored,
+    }
+
+
+def log_scored(scored: dict[str, Any], started: float) -> None:
+    o = scored["overall"]
+    log(
+        f"  hit@1 {o['hit@1']:.3f} hit@5 {o['hit@5']:.3f} R@5 {o['recall@5']:.3f} R@10 {o['recall@10']:.3f} "
+        f"MRR {o['mrr']:.3f}; p50 {scored['latency_ms']['p50']:.1f} ms; {time.perf_counter() - started:.0f}s"
+    )
+
+
 async def run_set(
     cfg: Config, eval_set: EvalSet, embedder: Embedder, pg_url: str | None, errlog: TextIO
 ) -> list[dict[str, Any]]:
+    """Load the set, ask its questions with every ranking variant, then with the references
+    on the same loaded store; one result row each."""
     results = []
+    questions = asked(cfg, eval_set)
     target = make_target(cfg, eval_set, pg_url)
-    saves = found = None
-    for variant in cfg.variants:
-        if saves is None or cfg.reload_per_variant:
-            if saves is not None:
+    loaded: tuple[SaveLog, Audit] | None = None
+    for variant in ranking_variants(cfg):
+        if loaded is None or cfg.reload_per_variant:
+            if loaded is not None:
                 target = make_target(cfg, eval_set, pg_url)
             with variant_env(variant):
-                saves, found = await load(cfg, target, eval_set, embedder, errlog)
-        assert found is not None
-        log(f"{eval_set.name} [{variant}]: {len(eval_set.questions)} questions via {cfg.via}")
+                loaded = await load(cfg, target, eval_set, embedder, errlog)
+        # LEGACY beside an MCP run is asked in process, on the store the server loaded.
+        via = "mcp" if cfg.via == "mcp" and variant in cfg.variants else "store"
+        log(f"{eval_set.name} [{label(variant)}]: {len(questions)} questions via {via}")
         started = time.perf_counter()
         with variant_env(variant):
-            if cfg.via == "mcp":
-                answers = await ask_mcp(target, eval_set.questions, variant, errlog)
+            if via == "mcp":
+                answers = await ask_mcp(target, questions, variant, errlog)
             else:
-                answers = await ask_in_process(target, eval_set.questions, embedder, variant)
-        scored = evaluate(eval_set, answers, found)
-        o = scored["overall"]
-        log(
-            f"  hit@1 {o['hit@1']:.3f} hit@5 {o['hit@5']:.3f} R@5 {o['recall@5']:.3f} R@10 {o['recall@10']:.3f} "
-            f"MRR {o['mrr']:.3f}; p50 {scored['latency_ms']['p50']:.1f} ms; {time.perf_counter() - started:.0f}s"
-        )
+                answers = await ask_in_process(target, questions, embedder, variant)
+        scored = evaluate(questions, answers, loaded[1].owners, set(loaded[1].lost))
+        log_scored(scored, started)
         results.append(
             {
-                "set": eval_set.name,
-                "variant": variant,
-                "via": cfg.via,
-                "store": cfg.store,
-                "size": eval_set.size,
-                "lessons": len(eval_set.items),
-                "save": {
-                    "path": saves.path,
-                    "seconds": round(saves.seconds, 1),
-                    "embed_seconds": round(saves.embed_seconds, 1),
-                    "reported_similar": saves.similar,
-                },
-                "merge": found.as_dict(),
+                **result_row(cfg, eval_set, variant, via, loaded, scored),
                 "ask_seconds": round(time.perf_counter() - started, 1),
-                **scored,
             }
         )
+    if cfg.references and loaded is not None:
+        results += await run_references(cfg, eval_set, questions, target, embedder, loaded)
     return results
 
 
-def fmt(value: Any, digits: int = 3) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return f"{value:.{digits}f}"
-    return str(value)
+async def run_references(
+    cfg: Config,
+    eval_set: EvalSet,
+    questions: list[EvalQuestion],
+    target: Target,
+    embedder: Embedder,
+    loaded: tuple[SaveLog, Audit],
+) -> list[dict[str, Any]]:
+    """Plain cosine and plain full-text (``eval_references``) on the loaded store."""
+    log(f"{eval_set.name} [{', '.join(REFERENCES)}]: {len(questions)} questions on the stored rows")
+    started = time.perf_counter()
 
+    def ask() -> dict[str, list[Answer]]:  # one thread: a SQLite connection stays in its own
+        refs = References(LOCAL_ORG, str(target.path), target.url)
+        try:
+            return ask_references(refs, questions, embedder.encode_query)
+        finally:
+            refs.close()
 
-def render_markdown(report: dict[str, Any]) -> str:
-    lines = [
-        f"Lore retrieval evaluation, {report['timestamp']}: via {report['config']['via']}, "
-        f"store {report['config']['store']}, code {report['code_fingerprint']['before']}, "
-        f"load average {report['load_average_before']} -> {report['load_average_after']}",
-        "",
-    ]
-    if report["code_fingerprint"]["before"] != report["code_fingerprint"]["after"]:
-        lines += ["**Warning: Lore's sources changed during the run; the numbers mix two versions.**", ""]
-    lines += [
-        "| Set | Variant | Lessons | Stored | Merged | Lost | Questions | hit@1 | hit@5 | hit@10 | R@5 | R@10 | MRR "
-        "| hit@5, evidence kept (n) | recall p50 ms |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in report["results"]:
-        o, m = r["overall"], r["merge"]
-        lines.append(
-            f"| {r['set']} | {r['variant']} | {r['lessons']:,} | {m['stored']:,} | {fmt(m['merged'])} | {m['lost']} | "
-            f"{o['n']} | {fmt(o['hit@1'])} | {fmt(o['hit@5'])} | {fmt(o['hit@10'])} | {fmt(o['recall@5'])} | "
-            f"{fmt(o['recall@10'])} | {fmt(o['mrr'])} | {fmt(o.get('hit@5_kept'))} ({o['n_kept']}) | "
-            f"{r['latency_ms']['p50']:.1f} |"
-        )
-    lines += [
-        "",
-        "By kind of question (synthetic: the entity that tells the target apart; conversations: the question type)",
-        "",
-        "| Set | Variant | Kind | n | hit@1 | hit@5 | hit@10 | R@5 | R@10 | MRR | all@10 |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for r in report["results"]:
-        for kind, s in r["by_kind"].items():
-            lines.append(
-                f"| {r['set']} | {r['variant']} | {kind} | {s['n']} | {fmt(s['hit@1'])} | {fmt(s['hit@5'])} | "
-                f"{fmt(s['hit@10'])} | {fmt(s['recall@5'])} | {fmt(s['recall@10'])} | {fmt(s['mrr'])} | "
-                f"{fmt(s.get('all@10'))} |"
-            )
-    unanswerable = [r for r in report["results"] if r["unanswerable"]]
-    if unanswerable:
-        lines += [
-            "",
-            "Unanswerable questions (no evidence; not in the numbers above)",
-            "",
-            "| Set | Variant | n | with a trap | trap@1 | trap@5 | mean top score, answerable / unanswerable "
-            "| top-score AUC |",
-            "|---|---|---:|---:|---:|---:|---|---:|",
-        ]
-        for r in unanswerable:
-            u = r["unanswerable"]
-            lines.append(
-                f"| {r['set']} | {r['variant']} | {u['n']} | {u['with_trap']} | {fmt(u['trap@1'])} | "
-                f"{fmt(u['trap@5'])} | {fmt(u['top_score_answerable_mean'])} / "
-                f"{fmt(u['top_score_unanswerable_mean'])} | {fmt(u['top_score_auc'])} |"
-            )
-    lines += [
-        "",
-        "Targets (issue 13)",
-        "",
-        "| Target | Set | Variant | Measured | Met |",
-        "|---|---|---|---:|---|",
-    ]
-    for r in report["results"]:
-        lost = r["merge"]["lost"]
-        lines.append(
-            f"| 0 lessons lost | {r['set']} | {r['variant']} | {lost} | {'yes' if lost == 0 else '**no**'} |"
-        )
-        m = r["merge"]
-        if m.get("restatements"):
-            lines.append(
-                f"| true duplicates merge (into the lesson they restate) | {r['set']} | {r['variant']} | "
-                f"{fmt(m['restatements_merged'])} of {m['restatements']} "
-                f"({fmt(m['restatements_into_original'])}) | - |"
-            )
-        target = HIT5_TARGETS.get(r["size"] or -1)
-        if target is not None:
-            hit5 = r["overall"]["hit@5"]
-            lines.append(
-                f"| hit@5 >= {target} | {r['set']} | {r['variant']} | {hit5:.3f} | {'yes' if hit5 >= target else '**no**'} |"
-            )
-    return "\n".join(lines)
+    answered = await anyio.to_thread.run_sync(ask)
+    rows = []
+    for name, answers in answered.items():
+        scored = evaluate(questions, answers, loaded[1].owners, set(loaded[1].lost))
+        log(f" {name}:")
+        log_scored(scored, started)
+        row = result_row(cfg, eval_set, name, "store", loaded, scored)
+        if name == "fulltext":
+            row["method"] = FULLTEXT_METHOD[cfg.store]
+        rows.append(row)
+    return rows
 
 
 def parse_args(argv: Sequence[str] | None = None) -> Config:
@@ -1060,7 +815,20 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument(
         "--reload-per-variant", action="store_true", help="load each set again for each variant"
     )
-    parser.add_argument("--questions", type=int, default=200, help="questions per synthetic set")
+    parser.add_argument(
+        "--half",
+        choices=["dev", "test", "all"],
+        default="all",
+        help="ask only this half's questions (the whole set is loaded either way)",
+    )
+    parser.add_argument(
+        "--references",
+        choices=["on", "none"],
+        default="on",
+        help="also run plain cosine, plain full-text and LEGACY on the same store (default on)",
+    )
+    parser.add_argument("--sets-dir", type=Path, default=SETS_DIR, help="where <module>-<size> sets live")
+    parser.add_argument("--questions", type=int, default=200, help="questions per synthetic or module set")
     parser.add_argument("--seed", type=int, default=20261123, help="seed of the synthetic sets")
     parser.add_argument(
         "--restatements",
@@ -1117,7 +885,7 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
                 f"variant {variant!r} is not the shipped ranking: use --via store to compare rankings"
             )
     return Config(
-        sets=[s.strip() for s in args.sets.split(",") if s.strip()],
+        sets=expand_sets([s.strip() for s in args.sets.split(",") if s.strip()]),
         via=args.via,
         store=args.store,
         variants=variants,
@@ -1136,6 +904,9 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         workdir=workdir,
         keep=args.keep or args.workdir is not None,
         reload_per_variant=args.reload_per_variant,
+        half=args.half,
+        references=args.references == "on",
+        sets_dir=args.sets_dir,
     )
 
 
@@ -1147,7 +918,7 @@ async def run_all(cfg: Config, pg_url: str | None, errlog: TextIO) -> list[dict[
     results = []
     for name in cfg.sets:
         started = time.perf_counter()
-        eval_set = build_set(cfg, name)
+        eval_set = build_set(name, cfg.set_options())
         for row in await run_set(cfg, eval_set, embedder, pg_url, errlog):
             row["set_seconds"] = round(time.perf_counter() - started, 1)
             results.append(row)
@@ -1182,6 +953,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "code": str(Path(lore_mcp.__file__).resolve().parent.parent),
         "code_fingerprint": {"before": code_before, "after": code_fingerprint()},
         "config": config,
+        "fulltext_method": FULLTEXT_METHOD[cfg.store] if cfg.references else None,
         "results": results,
     }
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
