@@ -13,6 +13,12 @@ Sets (``--sets``, comma-separated):
   (``benchmarks/near_duplicates.py``). With ``--restatements N``, N true duplicates
   of its lessons (other case, spacing or punctuation, or a clause dropped) are saved
   after them; they should merge, and the harness counts how many did.
+- ``<module>-<n>`` (``ops_runbook-10k``, ``data_platform-10k``): sets written independently of
+  the generators above, one file each in ``benchmarks/sets/<module>.py`` with
+  ``build(size, questions, seed)`` (``eval_sets.py`` says the shape); loaded into project
+  ``eval``; hit@5 target 0.97 at 10k, judged on the test half.
+- ``all-independent``: shorthand for every set issue 24's README table needs,
+  ``synthetic-10k,ops_runbook-10k,data_platform-10k,conversations``.
 - ``conversations``: our own multi-session dialogs with dates
   (``benchmarks/eval_data/conversations.json``, written by
   ``benchmarks/conversations.py``); every turn is saved as a lesson and each
@@ -58,6 +64,21 @@ have no evidence and are scored apart: how often the top hit is a turn of the
 storyline the question wrongly attributes (trap@1/5), and how well the top score
 separates answerable from unanswerable questions (AUC, 0.5 = not at all).
 
+Halves: every question is ``dev`` or ``test``, once and forever, by
+``eval_sets.half(family, question_id)`` (the SHA-256 of ``"<family>:<id>"``, even or odd; the
+family is the set's name without its size). Ranking work may look at dev halves only; a change is
+judged on the test halves of every set at once. Every figure is reported for ``dev``, ``test`` and
+``all``; ``--half dev|test`` asks only that half's questions (the whole set is loaded either way).
+
+References (``--references none`` turns them off): whatever ``--variants`` says, each set is also
+asked, on the same loaded store, with ``cosine`` (exact cosine of the query vector to every
+lesson vector of the project, same model), ``fulltext`` (BM25 of the store's own FTS5 index over
+the query's words OR-ed; on Postgres ``ts_rank_cd`` over ``tsv``, labelled so) and ``LEGACY``
+(``baseline``; asked in process even with ``--via mcp``). The shipped ranking (``final``) is
+named ``shipped`` in the output. The report opens with a table per set (shipped, cosine,
+fulltext, LEGACY x dev and test: hit@5 on lesson sets, R@5 and R@10 on conversations) and a
+"Verdict on test halves" that lists every check the shipped ranking fails there.
+
 Ranking variants (``--variants final,baseline,final+rarity=0,...``): each runs the
 same questions on the same loaded store. On the ``store`` path a variant names the
 ``RankingParams`` the store is opened with (``variant_params``): ``final`` is the
@@ -69,6 +90,7 @@ is also in the environment as ``LORE_RANKING_VARIANT``. ``--reload-per-variant``
 the set again for each variant, for variants that change what is stored.
 
     .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k,conversations --via store
+    .venv/bin/python benchmarks/eval_retrieval.py --sets all-independent --via store   # issue 24's table
     .venv/bin/python benchmarks/eval_retrieval.py --sets synthetic-1k --via mcp --store postgres
 """
 
@@ -797,8 +819,8 @@ async def run_references(
     return rows
 
 
-def parse_args(argv: Sequence[str] | None = None) -> Config:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """What is run: the sets, the path, the backend, the rankings, the half, the references."""
     parser.add_argument("--sets", default="synthetic-1k,conversations", help="comma-separated sets")
     parser.add_argument(
         "--via", choices=["store", "mcp"], default="store", help="in process, or MCP over stdio"
@@ -828,6 +850,10 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         help="also run plain cosine, plain full-text and LEGACY on the same store (default on)",
     )
     parser.add_argument("--sets-dir", type=Path, default=SETS_DIR, help="where <module>-<size> sets live")
+
+
+def add_set_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the sets are built and loaded, and where results and databases go."""
     parser.add_argument("--questions", type=int, default=200, help="questions per synthetic or module set")
     parser.add_argument("--seed", type=int, default=20261123, help="seed of the synthetic sets")
     parser.add_argument(
@@ -874,6 +900,12 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
     parser.add_argument("--out", type=Path, default=HERE / "results-eval.json", help="JSON results file")
     parser.add_argument("--workdir", type=Path, default=None, help="where databases go (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the work directory and its databases")
+
+
+def parse_args(argv: Sequence[str] | None = None) -> Config:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    add_run_arguments(parser)
+    add_set_arguments(parser)
     args = parser.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="lore-eval-"))
     workdir.mkdir(parents=True, exist_ok=True)
