@@ -234,8 +234,8 @@ def targets_table(results: Sequence[dict[str, Any]]) -> Iterator[str]:
                 f"{fmt(m['restatements_merged'])} of {m['restatements']} "
                 f"({fmt(m['restatements_into_original'])}) | - |"
             )
-        target = r.get("target")
-        if target is not None and r.get("metric", "hit") == "hit":
+        target = r.get("target_all")
+        if target is not None:
             hit5 = r["overall"]["hit@5"]
             met = "yes" if hit5 >= target else "**no**"
             yield f"| hit@5 >= {target} | {r['set']} | {r['variant']} | {hit5:.3f} | {met} |"

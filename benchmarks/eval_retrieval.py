@@ -730,6 +730,7 @@ def result_row(
         "size": eval_set.size,
         "metric": eval_set.metric,
         "target": eval_set.target,
+        "target_all": eval_set.target_all,
         "lessons": len(eval_set.items),
         "save": {
             "path": saves.path,

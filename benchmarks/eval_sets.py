@@ -31,10 +31,10 @@ import near_duplicates
 
 HERE = Path(__file__).resolve().parent
 SETS_DIR = HERE / "sets"
-# hit@5 targets by corpus size: the synthetic sets' (issue 13), and the sets written for issue 24
-# (paraphrased distinguishing attributes, 10k lessons: 0.97 on every test half).
+# hit@5 targets by corpus size. Issue 13's, for the synthetic sets on every question asked; and
+# issue 24's, which the verdict judges on the test half of every lesson set: 0.97 at 10k lessons.
 HIT5_TARGETS = {1_000: 0.99, 10_000: 0.97, 100_000: 0.95}
-MODULE_HIT5_TARGETS = {10_000: 0.97}
+TEST_HIT5_TARGETS = {10_000: 0.97}
 SHORTHANDS = {
     "all-independent": ["synthetic-10k", "ops_runbook-10k", "data_platform-10k", "conversations"],
 }
@@ -117,7 +117,8 @@ class EvalSet:
     questions: list[EvalQuestion]
     size: int | None = None  # synthetic sets: the corpus size the targets refer to
     metric: str = "hit"  # what the verdict compares: hit@5 (lesson sets) or recall@5/@10
-    target: float | None = None  # hit@5 the shipped ranking must reach on the test half
+    target: float | None = None  # hit@5 the shipped ranking must reach on the test half (issue 24)
+    target_all: float | None = None  # hit@5 on every question asked (issue 13, synthetic sets)
 
     @property
     def family(self) -> str:
@@ -157,7 +158,14 @@ def synthetic_set(name: str, questions: int, seed: int, restatements: int = 0) -
         )
         for q in built.questions
     ]
-    return EvalSet(name=name, items=items, questions=qs, size=size, target=HIT5_TARGETS.get(size))
+    return EvalSet(
+        name=name,
+        items=items,
+        questions=qs,
+        size=size,
+        target=TEST_HIT5_TARGETS.get(size),
+        target_all=HIT5_TARGETS.get(size),
+    )
 
 
 def turn_item(conv: dict[str, Any], session: dict[str, Any], index: int, project: str, dated: bool) -> Item:
@@ -257,7 +265,7 @@ def module_set(name: str, build: Builder, questions: int, seed: int) -> EvalSet:
         )
         for q in built["questions"]
     ]
-    return EvalSet(name=name, items=items, questions=qs, size=size, target=MODULE_HIT5_TARGETS.get(size))
+    return EvalSet(name=name, items=items, questions=qs, size=size, target=TEST_HIT5_TARGETS.get(size))
 
 
 @dataclass
