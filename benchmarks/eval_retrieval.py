@@ -894,8 +894,7 @@ def add_set_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--cache-dir",
-        type=Path,
-        default=Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lore-eval",
+        default=str(Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "lore-eval"),
         help="where precomputed document vectors are kept ('' to disable)",
     )
     parser.add_argument("--out", type=Path, default=HERE / "results-eval.json", help="JSON results file")
@@ -932,7 +931,8 @@ def parse_args(argv: Sequence[str] | None = None) -> Config:
         conv_file=args.conv_file,
         restatements=args.restatements,
         database_url=args.database_url,
-        cache_dir=args.cache_dir if str(args.cache_dir) else None,
+        # A string, not a Path: Path("") is ".", which would cache into the working directory.
+        cache_dir=Path(args.cache_dir) if args.cache_dir else None,
         out=args.out,
         workdir=workdir,
         keep=args.keep or args.workdir is not None,

@@ -177,6 +177,7 @@ async def test_real_run_has_every_reference_and_they_find_what_they_should(
     (tmp_path / "sets" / "tiny.py").write_text(FIXTURE_SET)
     where = ["--workdir", str(tmp_path / "work"), "--sets-dir", str(tmp_path / "sets")]
     cfg = eval_retrieval.parse_args(["--sets", "tiny-30", "--via", "store", "--cache-dir", "", *where])
+    assert cfg.cache_dir is None  # '' turns the cache off (it once wrote into the working directory)
     eval_set = eval_sets.build_set("tiny-30", cfg.set_options())
     assert len(eval_set.items) == 30 and eval_set.family == "tiny"
     with open(tmp_path / "servers.log", "w") as errlog:
