@@ -43,6 +43,7 @@ Question = dict[str, Any]
 AXES: tuple[tuple[str, ...], ...] = (("env",), ("platform",), ("team",), ("service",), ("env", "platform"))
 AXIS_WEIGHTS = (24, 22, 22, 18, 14)
 LITERAL_SHARE = 0.25
+MIN_SIBLINGS = 3
 KINDS = ("literal", "env-synonym", "platform-synonym", "role", "abbreviation", "spacing", "two-attribute")
 # The order in which further attributes are named when the axis alone is not enough.
 EXTRA_ORDER = ("service", "env", "platform", "team")
@@ -52,7 +53,7 @@ END_TEMPLATES = (
     "What fixed {core}{where}?",
     "How did we resolve {core}{where}?",
     "Is there a runbook note about {core}{where}?",
-    "We have hit {core}{where} before; what was the fix?",
+    "We hit {core}{where}; what was the fix last time?",
     "Any lesson on {core}{where}?",
 )
 FRONT_TEMPLATES = ("{where}: {core}. What was done about it?", "{where}, {core} - how was it solved?")
@@ -84,7 +85,8 @@ def _corpus(rng: random.Random, size: int) -> tuple[list[Lesson], list[str]]:
 
 
 def _family(rng: random.Random, family: int, used: set[tuple[str, ...]]) -> list[tuple[Lesson, str]]:
-    """One family of siblings; a sibling whose slots another lesson already has is left out."""
+    """One family of siblings; a sibling whose slots another lesson already has is left out, and
+    a family left with fewer than ``MIN_SIBLINGS`` is not made at all (the attribute must decide)."""
     scenario = rng.choice(SCENARIOS)
     axis = rng.choices(AXES, AXIS_WEIGHTS)[0]
     base = {
@@ -98,19 +100,24 @@ def _family(rng: random.Random, family: int, used: set[tuple[str, ...]]) -> list
         "spelling": rng.choice(SPELLINGS[:3]),
         **{slot: rng.choice(choices) for slot, choices in scenario.details.items()},
     }
+    siblings = [{**base, **variant} for variant in _variants(rng, axis, base)]
+    siblings = [slots for slots in siblings if _identity(slots) not in used]
+    if len(siblings) < MIN_SIBLINGS:
+        return []
     out: list[tuple[Lesson, str]] = []
-    for variant in _variants(rng, axis, base):
-        slots = {**base, **variant}
-        identity = tuple(slots[k] for k in ("scenario", "service", "env", "platform", "team"))
-        if identity in used:
-            continue
-        used.add(identity)
+    for slots in siblings:
+        used.add(_identity(slots))
         key = f"ops-f{family:05d}-{len(out)}"
         lesson = _lesson(rng, key, scenario, slots, shared)
         lesson["family"] = f"ops-f{family:05d}"
         lesson["axis"] = "+".join(axis)
         out.append((lesson, str(shared["spelling"])))
     return out
+
+
+def _identity(slots: dict[str, str]) -> tuple[str, ...]:
+    """What no two lessons share: the scenario and every attribute."""
+    return tuple(slots[k] for k in ("scenario", "service", "env", "platform", "team"))
 
 
 def _variants(rng: random.Random, axis: tuple[str, ...], base: dict[str, str]) -> list[dict[str, str]]:
@@ -272,9 +279,11 @@ def _phrase(rng: random.Random, core: str, names: dict[str, str]) -> str:
     if "platform" in names:
         parts.append(rng.choice(("for", "affecting", "hitting")) + f" {names['platform']}")
     rng.shuffle(parts)
+    front = bool(parts or "team" in names) and rng.random() < 0.3
     if "team" in names:
-        parts.append(rng.choice(("owned by {}", "that {} handled")).format(names["team"]))
-    if parts and rng.random() < 0.3:
+        team = "owned by {}" if front else rng.choice(("owned by {}", "that {} handled"))
+        parts.insert(0 if front else len(parts), team.format(names["team"]))
+    if front:
         return _capital(rng.choice(FRONT_TEMPLATES).format(where=", ".join(parts), core=core))
     where = (" " + " ".join(parts)) if parts else ""
     return _capital(rng.choice(END_TEMPLATES).format(core=core, where=where))
