@@ -23,7 +23,8 @@ team), ``abbreviation`` (prod, DR, SRE, DBAs, "auth proxy" for authentication-pr
 literally. Each lesson carries its canonical attribute values in ``slots``; each question the
 values it names in ``asks``, chosen so that exactly one lesson of the corpus has them all, and
 ``build`` checks that in code: the right answer follows from the slots, never from text
-similarity. Pure standard library; deterministic for a seed.
+similarity. Lessons also carry ``family`` and ``axis`` (which attribute the siblings differ in);
+the last family may be cut short by ``size``. Pure standard library; deterministic for a seed.
 """
 
 from __future__ import annotations
