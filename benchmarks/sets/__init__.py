@@ -1,0 +1,1 @@
+"""Independent retrieval evaluation sets (issue 24), one module per set, each with ``build``."""
