@@ -1,0 +1,1 @@
+"""Evaluation sets written independently of the other benchmark generators (issue 24)."""
