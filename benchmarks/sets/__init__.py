@@ -1,1 +1,1 @@
-"""Independent retrieval evaluation sets (issue 24), one module per set, each with ``build``."""
+"""Independent retrieval evaluation sets (issue 24): one module per set, ``build(size, questions, seed)``."""

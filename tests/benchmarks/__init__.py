@@ -1,1 +1,1 @@
-"""Tests of the evaluation sets under ``benchmarks/sets``: their structure, not retrieval quality."""
+"""Tests of the benchmarks: evaluation sets and the retrieval harness."""
