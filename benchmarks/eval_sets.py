@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -225,6 +226,9 @@ def load_builder(module: str, sets_dir: Path = SETS_DIR) -> Builder | None:
     path = sets_dir / f"{module}.py"
     if not module.isidentifier() or not path.is_file():
         return None
+    root = str(HERE.parent)  # a set may split its vocabulary into ``benchmarks.sets.<module>_vocab``
+    if root not in sys.path:
+        sys.path.append(root)
     spec = importlib.util.spec_from_file_location(f"lore_eval_sets_{module}", path)
     if spec is None or spec.loader is None:
         return None
