@@ -1,0 +1,1 @@
+"""Evaluation sets for recall, each built independently of the others and of ``benchmarks/`` (issue 24)."""

@@ -1,0 +1,1 @@
+"""Tests of the evaluation sets under ``benchmarks/sets``."""
