@@ -314,9 +314,7 @@ PRICES = ("€9", "€11", "€12", "€14", "€15", "€18", "€22", "€25")
 MONTHS_TERM = ("6", "12", "18", "24", "36")
 ORDINALS = ("first", "second", "third", "fourth")
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-MONTH_NAMES = (
-    "January February March April May June July August September October November December"
-).split()
+MONTH_NAMES = "January February March April May June July August September October November December".split()
 
 # Said after a planted turn half the time, so that the same fact is not the same line in every chat.
 ASIDES = (
