@@ -16,9 +16,10 @@ Sets (``--sets``, comma-separated):
 - ``<module>-<n>`` (``ops_runbook-10k``, ``data_platform-10k``): sets written independently of
   the generators above, one file each in ``benchmarks/sets/<module>.py`` with
   ``build(size, questions, seed)`` (``eval_sets.py`` says the shape); loaded into project
-  ``eval``; hit@5 target 0.97 at 10k, judged on the test half.
+  ``eval``; hit@5 target 0.97 at 10k, judged on the test half. ``team_chat-<n>`` is a
+  conversation set of that kind (``n`` chats, one project each, judged by recall).
 - ``all-independent``: shorthand for every set issue 24's README table needs,
-  ``synthetic-10k,ops_runbook-10k,data_platform-10k,conversations``.
+  ``synthetic-10k,ops_runbook-10k,data_platform-10k,conversations,team_chat-12``.
 - ``conversations``: our own multi-session dialogs with dates
   (``benchmarks/eval_data/conversations.json``, written by
   ``benchmarks/conversations.py``); every turn is saved as a lesson and each
@@ -631,7 +632,7 @@ class Config:
     via: str
     store: str
     variants: list[str]
-    questions: int
+    questions: int | None
     seed: int
     batch: int
     mcp_save_limit: int
@@ -855,7 +856,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_set_arguments(parser: argparse.ArgumentParser) -> None:
     """How the sets are built and loaded, and where results and databases go."""
-    parser.add_argument("--questions", type=int, default=200, help="questions per synthetic or module set")
+    parser.add_argument(
+        "--questions",
+        type=int,
+        default=None,
+        help="questions per synthetic set (200) or module set (its own default)",
+    )
     parser.add_argument("--seed", type=int, default=20261123, help="seed of the synthetic sets")
     parser.add_argument(
         "--restatements",

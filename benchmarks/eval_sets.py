@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -37,7 +38,13 @@ SETS_DIR = HERE / "sets"
 HIT5_TARGETS = {1_000: 0.99, 10_000: 0.97, 100_000: 0.95}
 TEST_HIT5_TARGETS = {10_000: 0.97}
 SHORTHANDS = {
-    "all-independent": ["synthetic-10k", "ops_runbook-10k", "data_platform-10k", "conversations"],
+    "all-independent": [
+        "synthetic-10k",
+        "ops_runbook-10k",
+        "data_platform-10k",
+        "conversations",
+        "team_chat-12",
+    ],
 }
 HALVES = ("dev", "test")
 
@@ -240,19 +247,26 @@ def load_builder(module: str, sets_dir: Path = SETS_DIR) -> Builder | None:
     return build  # type: ignore[no-any-return]
 
 
-def module_set(name: str, build: Builder, questions: int, seed: int) -> EvalSet:
-    """A ``<module>-<size>`` set from its module's ``build``, every lesson in project ``eval``."""
+def module_set(name: str, build: Builder, questions: int, seed: int, dated: bool = False) -> EvalSet:
+    """A ``<module>-<size>`` set from its module's ``build``.
+
+    Lessons and questions go to project ``eval`` unless they name their own (a conversation
+    set keeps one project per conversation); such a set is judged by recall, like
+    ``conversations``, and its turns carry their time as ``created_at`` only when ``dated``
+    (``--conv-dates created``), else the date is only in the text, as over MCP.
+    """
     size = parse_size(name.rpartition("-")[2])
     built = build(size, questions, seed)
     items = [
         Item(
             key=str(x["key"]),
-            project="eval",
+            project=str(x.get("project", "eval")),
             problem=x["problem"],
             resolution=x["resolution"],
             context=x.get("context"),
             tags=tuple(x.get("tags") or ()),
             source=x.get("source"),
+            created_at=_utc(x["created_at"]) if dated and x.get("created_at") else None,
         )
         for x in built["lessons"]
     ]
@@ -260,7 +274,7 @@ def module_set(name: str, build: Builder, questions: int, seed: int) -> EvalSet:
     qs = [
         EvalQuestion(
             id=str(q["id"]),
-            project="eval",
+            project=str(q.get("project", "eval")),
             text=q["text"],
             kind=str(q.get("kind", "question")),
             evidence=tuple(str(k) for k in q["evidence"]),
@@ -269,14 +283,22 @@ def module_set(name: str, build: Builder, questions: int, seed: int) -> EvalSet:
         )
         for q in built["questions"]
     ]
+    if any(x.project != "eval" for x in items):
+        return EvalSet(name=name, items=items, questions=qs, metric="recall")
     return EvalSet(name=name, items=items, questions=qs, size=size, target=TEST_HIT5_TARGETS.get(size))
+
+
+def _utc(text: str) -> datetime:
+    """An ISO 8601 time as an aware UTC datetime (a naive one is taken as UTC)."""
+    when = datetime.fromisoformat(text)
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
 
 
 @dataclass
 class SetOptions:
     """What building a set takes from the command line."""
 
-    questions: int = 200
+    questions: int | None = None  # None: 200 synthetic questions, a module set's own default
     seed: int = 20261123
     restatements: int = 0
     conv_scope: str = "conversation"
@@ -289,14 +311,15 @@ class SetOptions:
 def build_set(name: str, options: SetOptions) -> EvalSet:
     """The set ``name`` stands for; an unknown name ends the run with the names it could be."""
     if name.startswith("synthetic-"):
-        return synthetic_set(name, options.questions, options.seed, options.restatements)
+        return synthetic_set(name, options.questions or 200, options.seed, options.restatements)
     if name == "conversations":
         return conversation_set(options.conv_scope, options.conv_dates, options.conv_file)
     module, _, size = name.rpartition("-")
     if module and size:
         build = options.builders.get(module) or load_builder(module, options.sets_dir)
         if build is not None:
-            return module_set(name, build, options.questions, options.seed)
+            asked = options.questions or inspect.signature(build).parameters["questions"].default
+            return module_set(name, build, asked, options.seed, options.conv_dates == "created")
     available = sorted(p.stem for p in options.sets_dir.glob("*.py") if not p.stem.startswith("_"))
     modules = ", ".join(f"{m}-<size>" for m in [*options.builders, *available])
     raise SystemExit(

@@ -54,6 +54,7 @@ def test_set_family_drops_only_a_size_suffix() -> None:
         "ops_runbook-10k",
         "data_platform-10k",
         "conversations",
+        "team_chat-12",
     ]
 
 
