@@ -240,6 +240,7 @@ def load_builder(module: str, sets_dir: Path = SETS_DIR) -> Builder | None:
     if spec is None or spec.loader is None:
         return None
     loaded = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = loaded  # dataclasses look their module up while it loads
     spec.loader.exec_module(loaded)
     build = getattr(loaded, "build", None)
     if not callable(build):
