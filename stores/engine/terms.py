@@ -38,14 +38,26 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
         terms = dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in stopwords)
         return list(terms)[:cap]
     found: dict[str, None] = {}
+    humps = camel_humps(text) if params.identifier_spellings else {}
     for token in _TOKEN.findall(text.lower()):
         parts = _WORD.findall(token)
         if len(parts) > 1 and len(token) <= MAX_COMPOUND_CHARS:
             found[token] = None
-        for word in _parts(parts, params.compound_digits):
+        for word in [*_parts(parts, params.compound_digits), *humps.get(token, ())]:
             if (len(word) > 1 or word.isdigit()) and word not in stopwords:
                 found[word] = None
     return list(found)[:cap]
+
+
+def camel_humps(text: str) -> dict[str, list[str]]:
+    """The camel-case words of ``text``, lower-cased, each with its words: "BillingCache" ->
+    billing, cache. They count as an identifier's parts do, so "billing cache" in one text
+    and "BillingCache" in another share those words."""
+    return {
+        word.lower(): [hump.lower() for hump in _HUMP.findall(word)]
+        for word in _WORD.findall(text)
+        if _CAMEL.fullmatch(word)
+    }
 
 
 class Matcher:
@@ -67,25 +79,48 @@ class Matcher:
             if key is not None:
                 self.keys.setdefault(key, []).append(t)
         self.keyset = frozenset(self.keys)
+        self.spellings: dict[str, list[str]] = {}
+        if params.identifier_spellings and not self.legacy:
+            for t in terms:
+                if _SPELLED.fullmatch(t):
+                    self.spellings.setdefault(_joined(t), []).append(t)
 
     def found(self, text: str) -> set[str]:
         """The terms ``text`` has."""
-        words = vocabulary(text, self.legacy, self.compound_digits)
+        words = vocabulary(text, self.legacy, self.compound_digits, bool(self.spellings))
         found = set(words & self.termset)
         if self.keys:
             for key in _keys(words, self.legacy, self.stemming) & self.keyset:
                 found.update(self.keys[key])
+        if self.spellings:
+            for joined in _spellings(words) & self.spellings.keys():
+                found.update(self.spellings[joined])
         return found
 
 
 @functools.lru_cache(maxsize=4096)
-def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
-    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
-    the same lessons come back as candidates of one query after another."""
+def _spellings(words: frozenset[str]) -> frozenset[str]:
+    """A text's words with identifiers joined ("billing-cache", "billing_cache" ->
+    "billingcache"), so any spelling of a name matches any other: "BillingCache" is the
+    word "billingcache", and a query's "payment-proxy" is the text's "payment_proxy"."""
+    return frozenset(_joined(w) for w in words if _SPELLED.fullmatch(w))
+
+
+def _joined(word: str) -> str:
+    return word.replace("-", "").replace("_", "")
+
+
+@functools.lru_cache(maxsize=4096)
+def vocabulary(text: str, legacy: bool, compound_digits: bool, camel: bool = False) -> frozenset[str]:
+    """A text's words (and, unless legacy, its identifiers whole), lower-cased, with the
+    words of its camel-case words when ``camel`` (``camel_humps``). Cached: the same
+    lessons come back as candidates of one query after another."""
     lowered = text.lower()
     if legacy:
         return frozenset(_WORD.findall(lowered))
     words: set[str] = set()
+    if camel:
+        words.update(hump for humps in camel_humps(text).values() for hump in humps)
     for token in _TOKEN.findall(lowered):
         if not token.isalnum():  # letters and digits joined by . _ / -
             words.update(_parts(_WORD.findall(token), compound_digits))
@@ -173,6 +208,11 @@ def is_entity(term: str, names: Collection[str] = ()) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
+# A camel-case word ("BillingCache", "iPhone", not "QA" or "PostgreSQL") and its humps.
+_CAMEL = re.compile(r"[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+")
+_HUMP = re.compile(r"[A-Z]?[a-z0-9]+")
+# A word or an identifier of words joined by - or _ (not a version, path or number).
+_SPELLED = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 # A word, or words joined by . _ / - (an identifier, version or path; a path may start with /).
 _TOKEN = re.compile(r"/?[^\W_]+(?:[._/-][^\W_]+)*")
 _SEPARATOR = re.compile(r"[._/-]")
