@@ -25,16 +25,12 @@ scores equal: their full-text indexes split and stem words differently, so they 
 different full-text candidates.
 
 Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same
-query terms as a better nearest-vector candidate already kept, and the same words apart
-from numbers, dates and the names of months and weekdays (``_restates``), says that one
-again at another time (a dialog's "the cockatoo learned the doorbell" in three sessions);
-its score is multiplied by 0.8, so one answer said six ways does not fill the list and
-push out the lesson that is actually asked for. A sibling with a word of its own (another
-environment, platform or customer tier) is never demoted: the question may name that very
-word in other words ("in QA" for "in the test environment"), and demoting it buried the
-lesson asked for (issue 24; a word overlap of one half, the rule before, demoted such
-siblings). Only nearest candidates demote, so a candidate's score still depends only on
-itself and the nearest vectors.
+query terms as a better nearest-vector candidate already kept, whose words overlap that
+one's by half or more (Jaccard), is a sibling that differs only in what the question
+does not ask about (another service, environment, speaker's aside); its score is
+multiplied by 0.8, so one answer said six ways does not fill the list and push out the
+lesson that is actually asked for. Only nearest candidates demote, so a candidate's
+score still depends only on itself and the nearest vectors.
 
 Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean
 of the scope's newest lessons rather than from the origin. Every lesson of a project
@@ -65,7 +61,7 @@ from datetime import datetime
 import numpy as np
 
 from stores.engine.ranking_params import ANCHOR_SAMPLE, DEFAULT, LEGACY, POSTINGS_BUDGET, RankingParams
-from stores.engine.terms import Matcher, is_entity, is_stopword, lexical_terms, names, vocabulary
+from stores.engine.terms import Matcher, is_entity, lexical_terms, names, vocabulary
 
 # Re-exported: the backends and the evaluation use them as ``ranking.<name>``.
 __all__ = ["ANCHOR_SAMPLE", "DEFAULT", "LEGACY", "POSTINGS_BUDGET", "RankingParams", "is_entity"]
@@ -268,7 +264,7 @@ def _demote_redundant(
             break
         terms = frozenset(found[i])
         words = vocabulary(candidates[i][3], False, False)
-        if any(_restates(words, other) for other in kept.get(terms, ())):
+        if any(_overlap(words, other) >= params.redundancy_overlap for other in kept.get(terms, ())):
             out[i] = scores[i] * params.redundancy_penalty
             continue
         undemoted += 1
@@ -277,22 +273,11 @@ def _demote_redundant(
     return out
 
 
-def _restates(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Whether two word sets differ only in numbers, dates, month or weekday names and
-    stopwords ("on 3 March" and "in April")."""
-    return all(_says_when(word) or is_stopword(word) for word in a ^ b)
-
-
-def _says_when(word: str) -> bool:
-    """A word that tells when or how many rather than what: it has a digit, or names a
-    month or a weekday."""
-    return word in _WHEN_WORDS or any(ch.isdigit() for ch in word)
-
-
-_WHEN_WORDS = frozenset(
-    "january february march april may june july august september october november december "
-    "monday tuesday wednesday thursday friday saturday sunday".split()
-)
+def _overlap(a: frozenset[str], b: frozenset[str]) -> float:
+    """Jaccard overlap of two word sets."""
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 1.0
 
 
 def weight(

@@ -65,10 +65,12 @@ class RankingParams:
     # A word no pooled lesson has adds its weight to the total of the lesson that has it
     # too, so such words raise a score without saturating it at 1.
     open_total: bool = True
-    # A candidate that says again what a better-ranked one says, with the same query terms
-    # and the same words apart from numbers and dates (``ranking._restates``), has its
-    # score multiplied by this (1.0: no demotion), so one answer does not fill the list.
+    # A candidate that says what a better-ranked one says, differing only in words the
+    # query does not ask about (a sibling that names another service or environment), has
+    # its score multiplied by this (1.0: no demotion), so one answer does not fill the list.
     redundancy_penalty: float = 0.8
+    # Two candidates are that alike when their words overlap at least this much (Jaccard).
+    redundancy_overlap: float = 0.5
 
 
 # The ranking before issue 13: every word the same, no digits or identifiers, 16 terms.

@@ -197,11 +197,6 @@ def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
     return frozenset(found)
 
 
-def is_stopword(word: str) -> bool:
-    """Whether a lower-cased word is one every text has ("the", "in"): it tells no text apart."""
-    return word in _STOPWORDS
-
-
 def is_entity(term: str, names: Collection[str] = ()) -> bool:
     """Whether a term is an entity: it has a digit, is an identifier or path, or is a name."""
     return any(c.isdigit() for c in term) or bool(_SEPARATOR.search(term)) or term in names

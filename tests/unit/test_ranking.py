@@ -313,24 +313,22 @@ def test_a_short_stem_does_not_match_a_stopword() -> None:
 
 # -- what issue 13's second round added: open totals, redundancy, entity weight ---------------
 
-WHENS = ["on 3 March", "on 10 March", "on Monday", "on 2024-03-24", "in April", "on the 31st"]
-SIBLING = (
-    "pricing-engine {when}: TLS certificate renewal serves the old certificate, see /srv/runtime/issuer.yaml"
-)
+ENVS = ["production", "staging", "QA", "canary", "sandbox", "development"]
+SIBLING = "pricing-engine on {env}: TLS certificate renewal serves the old certificate, see /srv/runtime/issuer.yaml"
 ASKED = "report-builder on production: TLS certificate renewal fails silently before expiry, see /srv/runtime/issuer.yaml"
 RENEWAL_QUESTION = (
     "TLS certificate renewal that lapses unnoticed with the setting in /srv/runtime/issuer.yaml"
 )
 
 
-def renewal_candidates(template: str = SIBLING, fills: list[str] = WHENS) -> list[tuple[str, float, str]]:
-    """Six siblings that say the same thing at other times (differing only in dates and
-    numbers), all a little nearer by vector than the lesson the question is about."""
-    siblings = [(f"s{i}", 0.72 - 0.01 * i, template.format(when=when)) for i, when in enumerate(fills)]
+def renewal_candidates() -> list[tuple[str, float, str]]:
+    """Six siblings that differ only by an environment the question does not name, all a
+    little nearer by vector than the lesson the question is about."""
+    siblings = [(f"s{i}", 0.72 - 0.01 * i, SIBLING.format(env=env)) for i, env in enumerate(ENVS)]
     return [*siblings, ("asked", 0.6, ASKED)]
 
 
-def test_restatements_at_other_times_do_not_fill_the_list() -> None:
+def test_siblings_that_differ_only_in_what_the_question_does_not_ask_do_not_fill_the_list() -> None:
     cands = renewal_candidates()
     ids = {i for i, _, _ in cands}
     top5 = [i for i, _ in scores(cands, RENEWAL_QUESTION, nearest=ids)[:5]]
@@ -340,41 +338,26 @@ def test_restatements_at_other_times_do_not_fill_the_list() -> None:
     assert "asked" not in [i for i, _ in scores(cands, RENEWAL_QUESTION, without, nearest=ids)[:5]]
 
 
-def test_the_best_restatement_keeps_its_score_and_the_others_lose_a_fixed_share() -> None:
+def test_the_best_sibling_keeps_its_score_and_the_others_lose_a_fixed_share() -> None:
     cands = renewal_candidates()
     ids = {i for i, _, _ in cands}
     demoted = dict(scores(cands, RENEWAL_QUESTION, nearest=ids))
     plain = dict(scores(cands, RENEWAL_QUESTION, ranking.RankingParams(redundancy_penalty=1.0), nearest=ids))
     assert demoted["s0"] == plain["s0"]
     assert demoted["asked"] == plain["asked"]
-    for i in range(1, len(WHENS)):
+    for i in range(1, len(ENVS)):
         assert demoted[f"s{i}"] == pytest.approx(plain[f"s{i}"] * 0.8, abs=2e-6)
 
 
-def test_a_sibling_with_a_word_of_its_own_is_never_demoted() -> None:
-    """Issue 24: siblings that differ in an environment the question names only in other
-    words ("in QA" for "in the test environment") are each possibly the one asked for;
-    demoting them buried it under lessons of other families."""
-    envs = ["in production", "in staging", "in the test environment", "in canary", "in sandbox", "on laptops"]
-    cands = renewal_candidates(SIBLING, envs)
-    ids = {i for i, _, _ in cands}
-    demoted = dict(scores(cands, RENEWAL_QUESTION + " in QA", nearest=ids))
-    plain = dict(
-        scores(cands, RENEWAL_QUESTION + " in QA", ranking.RankingParams(redundancy_penalty=1.0), nearest=ids)
-    )
-    assert demoted == plain
-    assert [i for i, _ in scores(cands, RENEWAL_QUESTION, nearest=ids)[:6]] == [f"s{i}" for i in range(6)]
-
-
-def test_a_restatement_that_has_a_word_the_question_asks_for_is_not_demoted() -> None:
+def test_a_sibling_that_has_a_word_the_question_asks_for_is_not_demoted() -> None:
     cands = renewal_candidates()
     ids = {i for i, _, _ in cands}
-    question = RENEWAL_QUESTION + " in April"
+    question = RENEWAL_QUESTION + " in sandbox"
     demoted = dict(scores(cands, question, nearest=ids))
     plain = dict(scores(cands, question, ranking.RankingParams(redundancy_penalty=1.0), nearest=ids))
-    april = f"s{WHENS.index('in April')}"
-    assert demoted[april] == plain[april]
-    assert max(demoted, key=demoted.__getitem__) == april
+    sandbox = f"s{ENVS.index('sandbox')}"
+    assert demoted[sandbox] == plain[sandbox]
+    assert max(demoted, key=demoted.__getitem__) == sandbox
 
 
 def test_a_full_text_only_candidate_never_demotes_a_nearest_one() -> None:
@@ -382,7 +365,7 @@ def test_a_full_text_only_candidate_never_demotes_a_nearest_one() -> None:
     the two backends would give that lesson different scores."""
     cands = renewal_candidates()
     near = {i for i, _, _ in cands}
-    twin = ("twin", 0.9, SIBLING.format(when="on 5 May"))  # a better restatement, found by words only
+    twin = ("twin", 0.9, SIBLING.format(env="eu-west"))  # a better sibling, found by words only
     alone = dict(scores(cands, RENEWAL_QUESTION, nearest=near))
     together = dict(scores([*cands, twin], RENEWAL_QUESTION, nearest=near))
     assert {i: together[i] for i in near} == alone
