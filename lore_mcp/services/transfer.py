@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -28,6 +28,7 @@ from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
+from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
@@ -46,13 +47,6 @@ MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
 EXPORT_PAGE = 100  # lessons read at a time by the CLI export
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
 IMPORT_EMBED_BATCH = 25  # lessons of one import_lessons call embedded between progress reports
-
-# ``report(done, total)``: how far a long call is, for the request's own progress token.
-Progress = Callable[[int, int], Awaitable[None]]
-
-
-async def _no_progress(done: int, total: int) -> None:
-    """Nobody asked: a call without a progress token."""
 
 
 # Only the shape of a lesson here (this docstring is the tool schema's description): what it
@@ -207,7 +201,7 @@ class Transfer:
         project: str | None,
         *,
         caller: Caller | None = None,
-        report: Progress = _no_progress,
+        report: Progress = no_progress,
     ) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
 
