@@ -8,11 +8,11 @@ await is the handler's; over HTTP, closing the request's stream).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from collections.abc import Sequence
 from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 from mcp import Client, types
@@ -98,18 +98,21 @@ async def test_import_without_a_token_sends_no_progress(server: LoreServer, mode
 
 
 class HeldEmbedder:
-    """Wraps the real embedder's ``encode_documents``: the second call waits until released,
-    so a test can cancel an import while it is known to be between its first groups."""
+    """Wraps the real embedder's ``encode_documents``: the second call (the import's second
+    group) says it began and waits until released, so a test can cancel an import while it is
+    known to be in that group, with no progress token that could fail the call another way."""
 
     def __init__(self, service: LessonService, monkeypatch: pytest.MonkeyPatch) -> None:
         self.encode = service.embedder.encode_documents
         self.calls = 0
+        self.second = threading.Event()
         self.release = threading.Event()
         monkeypatch.setattr(service.embedder, "encode_documents", self.encode_documents)
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         self.calls += 1
         if self.calls == 2:
+            self.second.set()
             self.release.wait(30)
         return self.encode(texts)
 
@@ -118,24 +121,26 @@ class HeldEmbedder:
 async def test_a_cancelled_import_stops_between_groups_and_changes_nothing(
     server: LoreServer, service: LessonService, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    notices = Notices()
     async with Client(server, mode=mode) as client:
         before = await stored(client)
         held = HeldEmbedder(service, monkeypatch)
-        task = asyncio.create_task(
-            client.call_tool("import_lessons", {"lessons": lessons(N)}, progress_callback=notices.on_progress)
-        )
-        await asyncio.wait_for(notices.first.wait(), 30)  # the first group is embedded and reported
-        task.cancel()  # legacy: the client sends notifications/cancelled; 2026-07-28: its await ends
-        await asyncio.sleep(0.5)
-        held.release.set()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        scope = anyio.CancelScope()
+
+        async def importing() -> None:
+            with scope:
+                await client.call_tool("import_lessons", {"lessons": lessons(N)})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(importing)
+            assert await anyio.to_thread.run_sync(held.second.wait, 30), "the import never reached group 2"
+            # legacy: the client sends notifications/cancelled; 2026-07-28 in process: the handler
+            # runs under the caller's await, so the caller's cancel scope is the handler's
+            scope.cancel()
+            await anyio.sleep(0.5)  # the server has seen the cancel while the second group is held
+            held.release.set()
         await asyncio.sleep(2)  # ample for the two groups and the write a missed cancel would run
-        # It stops at the first await after the cancel: before the second group, or after it.
-        assert held.calls <= 2, "the import went on past the group it was in"
+        assert held.calls == 2, "the import went on past the group it was in"
         assert await stored(client) == before
-        assert notices.progress == [(IMPORT_EMBED_BATCH, N, f"{IMPORT_EMBED_BATCH} of {N} lessons")]
 
 
 def table_plan(base: str, inserts: int, rows_each: int) -> dict[str, Any]:
