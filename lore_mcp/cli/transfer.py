@@ -81,9 +81,9 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[
 
 
 def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
-    """`lore-memory import FILE`: checks every line, re-embeds in batches with a progress bar."""
-    from tqdm import tqdm
-
+    """`lore-memory import FILE`: checks every line, re-embeds in batches, progress with totals
+    on stderr (``lore_mcp.cli.progress``)."""
+    from lore_mcp.cli.progress import counter
     from lore_mcp.services.transfer import FILE_BATCH
 
     read = _read_import(args)
@@ -102,10 +102,10 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
         )
     try:
         transfer = app.transfer
-        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+        with counter("import") as bar:
 
             def started(total: int) -> None:
-                bar.reset(total=total)
+                bar.reset(total)
 
             report = transfer.import_file(
                 lines,
@@ -146,9 +146,8 @@ def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool
 
 def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
     """`lore-memory reembed`: every lesson of the store embedded with the configured model,
-    a progress bar on stderr, then one commit that switches the store to that model."""
-    from tqdm import tqdm
-
+    progress with totals on stderr, then one commit that switches the store to that model."""
+    from lore_mcp.cli.progress import counter
     from lore_mcp.services.reembed import BATCH_SIZE, reembed_store
 
     batch_size = args.batch_size if args.batch_size is not None else BATCH_SIZE
@@ -159,11 +158,12 @@ def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
     if app is None:
         return 1
     try:
-        with tqdm(unit="lesson", file=sys.stderr, disable=None) as bar:
+        with counter("reembed") as bar:
 
             def started(done: int, total: int) -> None:
-                bar.reset(total=total)
-                bar.update(done)
+                bar.reset(total)
+                if done:  # what a killed run already kept
+                    bar.update(done)
 
             report = reembed_store(
                 app.store, app.embedder, batch_size=batch_size, started=started, progress=bar.update

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import anyio.from_thread
 import anyio.to_thread
 
 from lore_mcp.auth import Caller
@@ -19,6 +20,7 @@ from lore_mcp.redaction import fit, redact_json
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel, map_values, plan_values, where_values
+from lore_mcp.services.progress import Progress, no_progress
 from stores import Store
 from stores.engine import history, queries, structured
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
@@ -26,6 +28,7 @@ from stores.engine.structured import Commit, ProjectTx
 from stores.errors import NotFoundError
 
 T = TypeVar("T")
+APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress
 MAX_HISTORY_LIMIT = 100
 
 
@@ -64,17 +67,30 @@ class StructuredService:
         return {**result, "redacted": kinds}
 
     async def apply(
-        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
+        self,
+        plan: PlanModel,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
+        report: Progress = no_progress,
     ) -> dict[str, Any]:
+        """Apply ``plan``. One of ``APPLY_PROGRESS_ROWS`` rows or more reports after each of its
+        operations but the last (rows done of the plan's rows, ``plan_rows``), and
+        ``(total, total)`` once its commit landed."""
         actor = self.lessons.scope(project, caller).actor
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
+        weights = plan_rows(raw)
+        total = sum(weights)
+        step = _reporting(report, weights) if total >= APPLY_PROGRESS_ROWS else None
         # Run on a snapshot with nothing held, then write in a short transaction (structured.Snapshot):
         # a large plan of one org never holds the writer or a connection that other orgs need.
         snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
-        ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw)
+        ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw, step)
         result = await self._run(
             project, caller, True, lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor)
         )
+        if step is not None:
+            await report(total, total)
         return {**result, "redacted": kinds}
 
     async def query_rows(
@@ -178,6 +194,28 @@ def check_commit_id(commit_id: str) -> None:
         raise InvalidArgument(
             f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history."
         )
+
+
+def plan_rows(raw: dict[str, Any]) -> list[int]:
+    """What each operation weighs in progress: an insert its rows, any other operation one
+    (the rows an update or delete touches are known only once it ran)."""
+    return [
+        len(op["rows"]) if op.get("op") == "insert" and isinstance(op.get("rows"), list) else 1
+        for op in raw.get("operations", [])
+    ]
+
+
+def _reporting(report: Progress, weights: list[int]) -> Callable[[int], None]:
+    """A ``step(index)`` for ``structured.run_plan``, on its worker thread: reports the rows
+    done after each operation but the last (that one is reported once the commit landed)."""
+    total = sum(weights)
+
+    def step(index: int) -> None:
+        done = sum(weights[: index + 1])
+        if done < total:
+            anyio.from_thread.run(report, done, total)
+
+    return step
 
 
 def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio.lowlevel
 import anyio.to_thread
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
@@ -27,6 +28,7 @@ from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
+from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
@@ -44,6 +46,7 @@ MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
 MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
 EXPORT_PAGE = 100  # lessons read at a time by the CLI export
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
+IMPORT_EMBED_BATCH = 25  # lessons of one import_lessons call embedded between progress reports
 
 
 # Only the shape of a lesson here (this docstring is the tool schema's description): what it
@@ -193,25 +196,35 @@ class Transfer:
     # -- import --------------------------------------------------------------------
 
     async def import_batch(
-        self, items: Sequence[LessonIn], project: str | None, *, caller: Caller | None = None
+        self,
+        items: Sequence[LessonIn],
+        project: str | None,
+        *,
+        caller: Caller | None = None,
+        report: Progress = no_progress,
     ) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
+
+        The lessons are embedded a few at a time, ``report(done, total)`` after each group but
+        the last, and then written in one transaction, reported as ``(total, total)`` once it
+        committed. A cancelled call stops at the await between groups, before anything is
+        written, so it changes nothing.
 
         A lesson's key is (org, project, id), so only this project's own lessons make an id
         "already there": what other projects or orgs hold neither blocks an import nor shows."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope = self.lessons.scope(project, caller)
-        drafts: list[LessonDraft] = []
-        found: set[str] = set()
-        for number, item in enumerate(items):
-            try:
-                draft, kinds = imported_draft(item)
-            except InvalidArgument as exc:
-                raise InvalidArgument(f"lessons[{number}]: {exc.message}") from None
-            drafts.append(draft)
-            found.update(kinds)
-        saved = await anyio.to_thread.run_sync(self._store, scope, drafts, None)
+        drafts, found = _checked_items(items)
+        vectors: list[Any] = []
+        for start in range(0, len(drafts), IMPORT_EMBED_BATCH):
+            group = drafts[start : start + IMPORT_EMBED_BATCH]
+            vectors.extend(await anyio.to_thread.run_sync(self.lessons.vectors_of, group))
+            if len(vectors) < len(drafts):
+                await report(len(vectors), len(drafts))
+        await anyio.lowlevel.checkpoint()  # a cancel that came during the last group lands here
+        saved = await anyio.to_thread.run_sync(self._store, scope, drafts, vectors)
+        await report(len(drafts), len(drafts))
         return ImportResult(**_tally(saved), redacted=sorted(found))
 
     def _store(
@@ -275,6 +288,21 @@ class Transfer:
             target = project or item.project or self.lessons.default_project
             by_project.setdefault(target, []).append(draft)
         return by_project
+
+
+def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
+    """Every item checked and redacted (``imported_draft``), with the kinds of secrets removed;
+    a refusal names the item."""
+    drafts: list[LessonDraft] = []
+    found: set[str] = set()
+    for number, item in enumerate(items):
+        try:
+            draft, kinds = imported_draft(item)
+        except InvalidArgument as exc:
+            raise InvalidArgument(f"lessons[{number}]: {exc.message}") from None
+        drafts.append(draft)
+        found.update(kinds)
+    return drafts, found
 
 
 def imported_draft(item: LessonIn) -> tuple[LessonDraft, tuple[str, ...]]:

@@ -30,7 +30,12 @@ async def apply(ctx: Context, plan: PlanModel, project: Project = None) -> dict[
     """Apply a plan to this project's tables, all operations or none, and record it as a commit.
     A plan made against an older schema is refused with STALE_PLAN: read schema and plan again."""
     call = call_of(ctx)
-    return await call.services.tables.apply(plan, project, caller=call.caller)
+
+    async def report(done: int, total: int) -> None:
+        # The request's own progress token and stream; nothing is sent when it carries none.
+        await ctx.report_progress(done, total, f"{done} of {total} rows")
+
+    return await call.services.tables.apply(plan, project, caller=call.caller, report=report)
 
 
 async def query_rows(

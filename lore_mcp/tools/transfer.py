@@ -32,4 +32,9 @@ async def import_lessons(
     """Import lessons (as export_lessons returns them) into a project, keeping their ids: an id
     already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
     call = call_of(ctx)
-    return await call.services.transfer.import_batch(lessons, project, caller=call.caller)
+
+    async def report(done: int, total: int) -> None:
+        # The request's own progress token and stream; nothing is sent when it carries none.
+        await ctx.report_progress(done, total, f"{done} of {total} lessons")
+
+    return await call.services.transfer.import_batch(lessons, project, caller=call.caller, report=report)

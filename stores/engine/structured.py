@@ -19,7 +19,7 @@ request that runs too long stops inside its transaction, which then rolls back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -120,10 +120,13 @@ def describe_schema(tx: ProjectTx) -> dict[str, Any]:
     }
 
 
-def execute(tx: TableSource, plan: Plan) -> Workspace:
+def execute(tx: TableSource, plan: Plan, step: Callable[[int], None] | None = None) -> Workspace:
+    """Run the plan's operations in order; ``step(index)`` after each (a caller's progress)."""
     ws = Workspace(tx)
     for index, op in enumerate(plan.operations):
         run_operation(ws, index, op)
+        if step is not None:
+            step(index)
     return ws
 
 
@@ -210,13 +213,16 @@ def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, A
     return write_applied(tx, *run_plan(tx, raw_plan), actor)
 
 
-def run_plan(source: TableSource, raw_plan: Mapping[str, Any]) -> tuple[Plan, str, Workspace]:
-    """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
+def run_plan(
+    source: TableSource, raw_plan: Mapping[str, Any], step: Callable[[int], None] | None = None
+) -> tuple[Plan, str, Workspace]:
+    """Parse the plan, check its hash against ``source`` and run it there (``step`` as for
+    ``execute``); writes nothing."""
     plan = parse_plan(raw_plan)
     before = current_hash(source)
     if plan.base_schema_hash != before:
         raise StalePlanError(before)
-    return plan, before, execute(source, plan)
+    return plan, before, execute(source, plan, step)
 
 
 def apply_snapshot(

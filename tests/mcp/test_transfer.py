@@ -154,6 +154,8 @@ async def test_the_cli_round_trips_a_file_and_reports_bad_lines(
     first = lore(env, "import", str(export))
     assert first.returncode == 0, first.stderr
     assert "imported 24 lessons, skipped 0" in first.stderr and "24 commit lines not replayed" in first.stderr
+    # stderr is a pipe: one line per batch (a batch per project here), with the total
+    assert "lore-memory: import: 12/24 lessons\nlore-memory: import: 24/24 lessons\n" in first.stderr
     second = lore(env, "import", str(export))
     assert "imported 0 lessons, skipped 24" in second.stderr
 

@@ -439,6 +439,7 @@ async def test_the_reembed_command_re_embeds_a_local_store_and_doctor_says_when_
     first = lore("reembed")
     assert first.returncode == 0, first.stderr
     assert f"re-embedded 5 lessons with {DEFAULT} (384 dimensions) in " in first.stderr
+    assert "lore-memory: reembed: 5/5 lessons\n" in first.stderr  # stderr is a pipe: one line a batch
     assert f"the store now records {DEFAULT} (384 dimensions)." in first.stderr
     again = lore("reembed")
     assert again.returncode == 0, again.stderr

@@ -1,0 +1,49 @@
+"""Progress of a long CLI command (``import``, ``reembed``) on stderr, always with its total.
+
+On a terminal it is one counter redrawn in place (``tqdm``); anywhere else (a log file, CI, a
+pipe) it is one plain line per batch, ``lore-memory: import: 512/1000 lessons``, since a log
+cannot hold a redrawn counter and tqdm alone would print nothing there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Protocol
+
+
+class Counter(Protocol):
+    """What a command's callbacks drive: the total once known, then each batch done."""
+
+    def reset(self, total: int) -> None: ...
+
+    def update(self, n: int) -> None: ...
+
+
+class LineCounter:
+    """One stderr line per batch, ``done/total``, for a stderr that is not a terminal."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.done = 0
+        self.total = 0
+
+    def reset(self, total: int) -> None:
+        self.done, self.total = 0, total
+
+    def update(self, n: int) -> None:
+        self.done += n
+        print(f"lore-memory: {self.command}: {self.done}/{self.total} lessons", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def counter(command: str) -> Iterator[Counter]:
+    """A redrawn counter on a terminal, else a ``LineCounter``; ``command`` names the lines."""
+    if not sys.stderr.isatty():
+        yield LineCounter(command)
+        return
+    from tqdm import tqdm
+
+    with tqdm(unit="lesson", file=sys.stderr) as bar:
+        yield bar
