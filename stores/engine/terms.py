@@ -80,47 +80,45 @@ class Matcher:
                 self.keys.setdefault(key, []).append(t)
         self.keyset = frozenset(self.keys)
         self.spellings: dict[str, list[str]] = {}
-        if params.identifier_spellings and not self.legacy:
-            for t in terms:
-                if _SPELLED.fullmatch(t):
+        self.camel = params.identifier_spellings and not self.legacy
+        if self.camel:
+            for t in terms:  # a plain word matches the joined spellings ``vocabulary`` adds
+                if _SPELLED.fullmatch(t) and t != _joined(t):
                     self.spellings.setdefault(_joined(t), []).append(t)
 
     def found(self, text: str) -> set[str]:
         """The terms ``text`` has."""
-        words = vocabulary(text, self.legacy, self.compound_digits, bool(self.spellings))
+        words = vocabulary(text, self.legacy, self.compound_digits, self.camel)
         found = set(words & self.termset)
         if self.keys:
             for key in _keys(words, self.legacy, self.stemming) & self.keyset:
                 found.update(self.keys[key])
         if self.spellings:
-            for joined in _spellings(words) & self.spellings.keys():
+            for joined in self.spellings.keys() & words:
                 found.update(self.spellings[joined])
         return found
 
 
-@functools.lru_cache(maxsize=4096)
-def _spellings(words: frozenset[str]) -> frozenset[str]:
-    """A text's words with identifiers joined ("billing-cache", "billing_cache" ->
-    "billingcache"), so any spelling of a name matches any other: "BillingCache" is the
-    word "billingcache", and a query's "payment-proxy" is the text's "payment_proxy"."""
-    return frozenset(_joined(w) for w in words if _SPELLED.fullmatch(w))
-
-
 def _joined(word: str) -> str:
+    """An identifier in its joined spelling: "billing-cache", "billing_cache" ->
+    "billingcache", which is also how "BillingCache" reads lower-cased."""
     return word.replace("-", "").replace("_", "")
 
 
 @functools.lru_cache(maxsize=4096)
 def vocabulary(text: str, legacy: bool, compound_digits: bool, camel: bool = False) -> frozenset[str]:
-    """A text's words (and, unless legacy, its identifiers whole), lower-cased, with the
-    words of its camel-case words when ``camel`` (``camel_humps``). Cached: the same
-    lessons come back as candidates of one query after another."""
+    """A text's words (and, unless legacy, its identifiers whole), lower-cased; with
+    ``camel`` also the words of its camel-case words and its identifiers joined
+    (``spelled_words``). Cached: the same lessons come back as candidates of one query
+    after another, and the plain words stay one cache entry whether or not ``camel``."""
+    if camel and not legacy:
+        plain = vocabulary(text, legacy, compound_digits)
+        extra = spelled_words(text, plain)
+        return plain | extra if extra else plain
     lowered = text.lower()
     if legacy:
         return frozenset(_WORD.findall(lowered))
     words: set[str] = set()
-    if camel:
-        words.update(hump for humps in camel_humps(text).values() for hump in humps)
     for token in _TOKEN.findall(lowered):
         if not token.isalnum():  # letters and digits joined by . _ / -
             words.update(_parts(_WORD.findall(token), compound_digits))
@@ -129,6 +127,17 @@ def vocabulary(text: str, legacy: bool, compound_digits: bool, camel: bool = Fal
         else:
             words.add(token)
     return frozenset(words)
+
+
+def spelled_words(text: str, words: frozenset[str]) -> frozenset[str]:
+    """What lets one name match in any spelling (``Matcher.spellings``): the words of
+    ``text``'s camel-case words ("BillingCache" -> billing, cache) and its identifiers of
+    words joined by - or _ (among its ``words``) written joined ("billing-cache" ->
+    billingcache)."""
+    found = [_joined(w) for w in words if ("-" in w or "_" in w) and _SPELLED.fullmatch(w)]
+    if _CAMEL_HINT.search(text):  # most texts have no camel-case word: skip the slower search
+        found += [hump.lower() for word in _CAMEL_IN_TEXT.findall(text) for hump in _HUMP.findall(word)]
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -205,6 +214,8 @@ def is_entity(term: str, names: Collection[str] = ()) -> bool:
 _WORD = re.compile(r"[^\W_]+")
 # A camel-case word ("BillingCache", "iPhone", not "QA" or "PostgreSQL") and its humps.
 _CAMEL = re.compile(r"[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+")
+_CAMEL_HINT = re.compile(r"[a-z0-9][A-Z]")
+_CAMEL_IN_TEXT = re.compile(r"(?<![^\W_])[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+(?![^\W_])")
 _HUMP = re.compile(r"[A-Z]?[a-z0-9]+")
 # A word or an identifier of words joined by - or _ (not a version, path or number).
 _SPELLED = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
