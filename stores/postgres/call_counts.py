@@ -17,6 +17,11 @@ The cost of a fixed window: a key that spends its whole limit at the end of one 
 at the start of the next makes up to twice the limit within those 60 seconds, never more. A
 refused call is not counted, so a client that keeps retrying does not push its window on.
 
+The table is UNLOGGED (migration 10): a count writes no WAL, so its commit waits for no disk
+flush; after a crash the table is empty, which gives every key a fresh window. Measured against
+the suite's pgserver: the statement p50 0.37 ms (a ``SELECT 1`` 0.25 ms), ``take`` with the
+pool's checkout 0.8 ms; logged, the statement was 4 ms.
+
 Rows are never created per window: a key's one row is reused, so the table holds at most one row
 per key that ever called. Rows of keys idle for an hour (revoked or deleted keys among them) are
 deleted every ``PRUNE_EVERY_S`` seconds per process, after a count, not on every call.
