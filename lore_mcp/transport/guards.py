@@ -101,6 +101,8 @@ async def request_id(scope: Scope, receive: Receive) -> str | int | None:
     or a body that is not JSON or is over the SDK's size limit (which it would refuse)."""
     if scope.get("method") != "POST":
         return None
+    if MESSAGE_KEY in scope:  # a guard has read the body already (``jsonrpc_message``)
+        return jsonrpc_id(scope[MESSAGE_KEY])
     body = await read_body(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
     return jsonrpc_id(parsed_json(body)) if body is not None else None
 
