@@ -164,7 +164,12 @@ class Settings(BaseSettings):
         30.0, gt=0, le=36_500, description="Days after which time decay has halved its part of the score."
     )
     pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
-    rate_limit_per_minute: int = Field(100, ge=1, description="Tool calls per minute per API key (HTTP).")
+    rate_limit_per_minute: int = Field(
+        100,
+        ge=1,
+        description="tools/call requests per API key per minute, shared by every server process on one "
+        "Postgres; discovery, listings, resources and notifications are free.",
+    )
     drain_timeout_s: float = Field(
         30.0,
         gt=0,

@@ -2,8 +2,9 @@
 
 ``Store`` is ``stores.engine.lessons.LessonStore`` with what lives beside the lessons in the same
 file or database: the project transaction that structured memory and history run in
-(``stores.engine.structured``), and orgs and API keys (``stores.engine.keys``). Imports are a
-``save_many`` that keeps ids. Consumers type the store as ``Store``.
+(``stores.engine.structured``), orgs and API keys (``stores.engine.keys``), and, on a database
+that several server processes share, the tool calls each key made (``CallCounts``). Imports are
+a ``save_many`` that keeps ids. Consumers type the store as ``Store``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,17 @@ from typing import Protocol
 from stores.engine.keys import KeyStore
 from stores.engine.lessons import LessonStore, Scope
 from stores.engine.structured import ProjectTx
+
+
+class CallCounts(Protocol):
+    """Tool calls per API key, counted in the database so that every server process on it
+    shares one count (the team server's rate limit; ``stores.postgres.call_counts``)."""
+
+    def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
+        """Count ``calls`` more for ``key_id`` if its window of ``window_s`` seconds leaves room
+        for them under ``limit``: None when they were counted, else the seconds until the
+        window ends (and nothing is counted)."""
+        ...
 
 
 class Store(LessonStore, Protocol):
@@ -27,6 +39,12 @@ class Store(LessonStore, Protocol):
     @property
     def keys(self) -> KeyStore:
         """Orgs and API keys in the same file or database (the same object on every access)."""
+        ...
+
+    @property
+    def call_counts(self) -> CallCounts | None:
+        """The shared count of tool calls per key; None where the store serves one process by
+        design (SQLite), whose server counts in memory."""
         ...
 
     def probe_write(self) -> None:

@@ -37,7 +37,12 @@ _SETTING_FLAGS = [
     ("--embedding-timeout-s", "embedding_timeout_s", "seconds per --embedding-url request, retries included"),
     ("--embedding-batch-size", "embedding_batch_size", "texts per request to --embedding-url"),
     ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
-    ("--rate-limit-per-minute", "rate_limit_per_minute", "tool calls per minute per API key"),
+    (
+        "--rate-limit-per-minute",
+        "rate_limit_per_minute",
+        "tools/call requests per API key per minute, shared by every server process on one Postgres; "
+        "discovery, listings, resources and notifications are free",
+    ),
     ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),

@@ -162,6 +162,7 @@ def serve_http(
                 log_level=log_level,
                 drain_timeout_s=settings.drain_timeout_s,
                 trusted_proxies=settings.trusted_proxy_networks,
+                call_counts=app.store.call_counts,
             )
         )
     return 0

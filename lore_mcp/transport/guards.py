@@ -1,6 +1,7 @@
 """The team server's guards around the SDK's app: per-key rate limits and failed-login limits.
 
-``RateLimit`` (inside the SDK's authentication) limits MCP requests per API key and
+``RateLimit`` (inside the SDK's authentication, ``lore_mcp.transport.call_limit``) limits tool
+calls per API key and
 ``BusyGuard`` refuses a heavy tool call whose org's queue is full (``lore_mcp.transport.admission``);
 ``AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the key store cannot be
 asked and limits failed authentication per client address before any lookup. Their
@@ -37,6 +38,8 @@ MAX_TRACKED = 10_000
 RATE_LIMITED_JSONRPC_CODE = -32029
 UNAVAILABLE_JSONRPC_CODE = -32030
 BUSY_JSONRPC_CODE = -32031
+# Where the guards keep the JSON of a POST's body, so that it is read off the wire once.
+MESSAGE_KEY = "lore.jsonrpc"
 
 
 class SlidingWindowLimiter:
@@ -51,30 +54,36 @@ class SlidingWindowLimiter:
         self.clock = clock
         self._hits: dict[str, collections.deque[float]] = {}
 
-    def hit(self, key: str) -> float | None:
-        """Record a hit; returns None when allowed, else the seconds until one would be."""
-        wait = self.wait(key)
+    def hit(self, key: str, calls: int = 1) -> float | None:
+        """Record ``calls`` hits if they all fit; returns None when they did, else the seconds
+        until they would (recording nothing)."""
+        wait = self.wait(key, calls)
         if wait is None:
-            self.record(key)
+            self.record(key, calls)
         return wait
 
-    def wait(self, key: str) -> float | None:
-        """Without recording anything: None when a hit would be allowed, else the seconds until it would."""
+    def wait(self, key: str, calls: int = 1) -> float | None:
+        """Without recording anything: None when ``calls`` hits would be allowed, else the
+        seconds until they would."""
+        if calls > self.limit:
+            return self.window
         hits = self._hits.get(key)
         if not hits:
             return None
         now = self.clock()
         while hits and hits[0] <= now - self.window:
             hits.popleft()
-        if len(hits) >= self.limit:
-            return hits[0] + self.window - now
+        excess = len(hits) + calls - self.limit
+        if excess > 0:
+            # Room for them once the oldest of the hits in the way have left the window.
+            return hits[min(excess, calls) - 1] + self.window - now
         return None
 
-    def record(self, key: str) -> None:
-        """Count a hit whatever the limit (for events that have already happened)."""
+    def record(self, key: str, calls: int = 1) -> None:
+        """Count hits whatever the limit (for events that have already happened)."""
         if key not in self._hits and len(self._hits) >= MAX_TRACKED:
             self._forget_stale()
-        self._hits.setdefault(key, collections.deque()).append(self.clock())
+        self._hits.setdefault(key, collections.deque()).extend([self.clock()] * calls)
 
     def _forget_stale(self) -> None:
         """Drop keys with no hit in the window; if that is not enough, the oldest half."""
@@ -92,6 +101,8 @@ async def request_id(scope: Scope, receive: Receive) -> str | int | None:
     or a body that is not JSON or is over the SDK's size limit (which it would refuse)."""
     if scope.get("method") != "POST":
         return None
+    if MESSAGE_KEY in scope:  # a guard has read the body already (``jsonrpc_message``)
+        return jsonrpc_id(scope[MESSAGE_KEY])
     body = await read_body(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
     return jsonrpc_id(parsed_json(body)) if body is not None else None
 
@@ -171,28 +182,6 @@ async def refuse_too_many(
         data={"retry_after": retry_after},
         id=await request_id(scope, receive),
     )
-
-
-class RateLimit:
-    """ASGI middleware (inside auth) limiting MCP requests per API key; 429 with Retry-After beyond it.
-
-    ``/healthz`` is not counted: a monitor polling it with a root key must not use up the
-    key's budget for tool calls."""
-
-    def __init__(self, app: ASGIApp, limiter: SlidingWindowLimiter) -> None:
-        self.app = app
-        self.limiter = limiter
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user") if scope["type"] == "http" else None
-        if isinstance(user, AuthenticatedUser) and scope.get("path", "").startswith(MCP_PATH):
-            caller = caller_of(user.access_token)
-            wait = self.limiter.hit(caller.key_id) if caller is not None else None
-            if wait is not None:
-                why = f"{self.limiter.limit} requests in a minute with this API key"
-                await refuse_too_many(scope, receive, send, wait, why)
-                return
-        await self.app(scope, receive, send)
 
 
 def client_address(scope: Scope) -> str:
@@ -304,8 +293,9 @@ class BusyGuard:
     """ASGI middleware (inside auth): a heavy tool call that ``gate`` would refuse at once, its
     org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` in a
     JSON-RPC error carrying the call's id, before it reaches MCP (whose answer to a tool call
-    goes out as a stream that can no longer carry such a header). The body is read only while
-    the caller's org is at that bound; otherwise the request passes untouched."""
+    goes out as a stream that can no longer carry such a header). The body is looked at only
+    while the caller's org is at that bound (``RateLimit`` has normally read it already, see
+    ``jsonrpc_message``); otherwise the request passes untouched."""
 
     def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
         self.app = app
@@ -317,8 +307,7 @@ class BusyGuard:
         if caller is None or scope.get("method") != "POST" or not self.gate.queue_full(caller.org):
             await self.app(scope, receive, send)
             return
-        body, receive = await buffered(receive)
-        message = parsed_json(body)
+        message, receive = await jsonrpc_message(scope, receive)
         params = message.get("params") if isinstance(message, dict) else None
         if (
             isinstance(message, dict)
@@ -340,16 +329,42 @@ class BusyGuard:
         await self.app(scope, receive, send)
 
 
-async def buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The request's whole body, and a ``receive`` that hands it on to the app as sent."""
-    body = await read_body(receive) or b""
-    replayed = False
+async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]:
+    """A POST's body as JSON (None when it is not JSON or is over the SDK's size limit), and a
+    ``receive`` that hands the body on to the app as sent. The first guard to ask reads the body
+    off the wire; it keeps the JSON in the scope, and later guards take it from there."""
+    if MESSAGE_KEY in scope:
+        return scope[MESSAGE_KEY], receive
+    body, receive = await buffered(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
+    message = parsed_json(body) if body is not None else None
+    scope[MESSAGE_KEY] = message
+    return message, receive
+
+
+async def buffered(receive: Receive, *, limit: int | None = None) -> tuple[bytes | None, Receive]:
+    """The request's whole body (None once it is over ``limit`` bytes: reading stops there), and
+    a ``receive`` that hands on to the app what was read, as sent, then the rest."""
+    body = bytearray()
+    complete = False
+    after: list[Message] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            after.append(message)  # the client left: the app hears of it after the body
+            complete = True
+            break
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            complete = True
+            break
+        if limit is not None and len(body) > limit:
+            break
+    pending: list[Message] = [
+        {"type": "http.request", "body": bytes(body), "more_body": not complete},
+        *after,
+    ]
 
     async def replay() -> Message:
-        nonlocal replayed
-        if replayed:
-            return await receive()
-        replayed = True
-        return {"type": "http.request", "body": body, "more_body": False}
+        return pending.pop(0) if pending else await receive()
 
-    return body, replay
+    return (bytes(body) if complete else None), replay

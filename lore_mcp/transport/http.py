@@ -4,8 +4,9 @@ The app is the SDK's own streamable-HTTP app (bearer auth through ``LoreBearerVe
 API keys, and OAuth access tokens where the server offers OAuth; or ``ApiKeyVerifier``
 alone), with these additions: the OAuth routes and consent page
 (``lore_mcp.transport.oauth``); one 401 for every refused credential, naming the
-protected-resource metadata; a per-key sliding-window rate limit that
-answers 429 with ``Retry-After``; ``GET /healthz``, which checks the database and the
+protected-resource metadata; a per-key limit on tool calls, shared by every
+process on one Postgres (``lore_mcp.transport.call_limit``), that answers 429 with
+``Retry-After``; ``GET /healthz``, which checks the database and the
 ``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
 that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's
 authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
@@ -45,13 +46,13 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp import __version__
 from lore_mcp.auth import caller_of
+from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
     MCP_PATH,
     AuthGuard,
     BusyGuard,
-    RateLimit,
     SlidingWindowLimiter,
     has_authorization,
 )
@@ -60,6 +61,7 @@ from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from lore_mcp.transport.server import LoreServer
 from lore_mcp.transport.streams import StandingStreams
 from stores.errors import StoreError
+from stores.store import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 
@@ -131,12 +133,14 @@ def build_app(
     counter: RequestCounter | None = None,
     failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
     trusted_proxies: Sequence[str] = (),
+    call_counts: CallCounts | None = None,
 ) -> Any:
     """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
 
     Serve it with ``server_config``, which leaves forwarded headers to this app: only a
     request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
-    address taken from ``X-Forwarded-For``.
+    address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
+    calls (``Store.call_counts``); without one, each process counts its own.
     """
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
@@ -146,7 +150,7 @@ def build_app(
         app,
         server,
         requests=requests,
-        rate_limit_per_minute=rate_limit_per_minute,
+        limiter=call_limiter(rate_limit_per_minute, call_counts),
         failed_auth_per_minute=failed_auth_per_minute,
         trusted_proxies=trusted_proxies,
     )
@@ -217,7 +221,7 @@ def _install_guards(
     server: LoreServer,
     *,
     requests: RequestCounter,
-    rate_limit_per_minute: int,
+    limiter: CallLimiter,
     failed_auth_per_minute: int,
     trusted_proxies: Sequence[str],
 ) -> None:
@@ -231,7 +235,7 @@ def _install_guards(
         # Outermost: every guard counts against the client the trusted proxy names.
         app.user_middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(trusted_proxies)))
     # Appended, so these run inside the SDK's authentication middleware and see the caller.
-    app.user_middleware.append(Middleware(RateLimit, limiter=SlidingWindowLimiter(rate_limit_per_minute)))
+    app.user_middleware.append(Middleware(RateLimit, limiter=limiter))
     if server.heavy_gate is not None:
         app.user_middleware.append(Middleware(BusyGuard, gate=server.heavy_gate))
     app.user_middleware.append(Middleware(InFlight, counter=requests))
@@ -346,6 +350,7 @@ async def serve_http(
     log_level: str = "WARNING",
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
     trusted_proxies: Sequence[str] = (),
+    call_counts: CallCounts | None = None,
 ) -> None:
     """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
     counter = RequestCounter()
@@ -357,6 +362,7 @@ async def serve_http(
         rate_limit_per_minute=rate_limit_per_minute,
         counter=counter,
         trusted_proxies=trusted_proxies,
+        call_counts=call_counts,
     )
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()

@@ -31,6 +31,7 @@ from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
+from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
 from stores.postgres.lesson_rows import PostgresLessonRows
@@ -95,6 +96,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
         self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
+        self._call_counts = PostgresCallCounts(self._engine)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -143,6 +145,11 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
                 raise _ProbeDone
         except _ProbeDone:
             pass
+
+    @property
+    def call_counts(self) -> PostgresCallCounts:
+        """``stores.Store.call_counts``: in this database, shared by every server process on it."""
+        return self._call_counts
 
     def close(self) -> None:
         self._engine.dispose()

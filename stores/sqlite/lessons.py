@@ -169,6 +169,11 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         finally:
             self._write_lock.release()
 
+    @property
+    def call_counts(self) -> None:
+        """``stores.Store.call_counts``: none; one process serves a file, and counts in memory."""
+        return None
+
     def close(self) -> None:
         self._conns.close()
 

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from lore_mcp.embedding.embedder import Embedder
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
-from tests.support.team import TeamServer, http_client, raw_post, team_server
+from tests.support.team import TeamServer, http_client, raw_post, raw_session, team_server, tool_call_body
 
 
 @dataclass
@@ -227,14 +227,21 @@ def test_over_the_rate_limit_is_429_with_retry_after(store: Any, embedder: Embed
     with team_server(store, embedder, rate_limit_per_minute=3) as server:
         first = server.keys.init_org("acme")
         second = server.keys.create_key("acme", name="second", project=None, root=False)
-        statuses = [raw_post(server.url, f"Bearer {first.key}").status_code for _ in range(3)]
+        session = raw_session(httpx2, server.url, first.key)
+        statuses = [
+            httpx2.post(server.url, json=tool_call_body(i), headers=session, timeout=30).status_code
+            for i in range(3)
+        ]
         assert statuses == [200, 200, 200]
-        limited = raw_post(server.url, f"Bearer {first.key}")
+        limited = httpx2.post(server.url, json=tool_call_body(3), headers=session, timeout=30)
         assert limited.status_code == 429
         assert 1 <= int(limited.headers["retry-after"]) <= 60
         assert "RATE_LIMITED" in limited.text
+        # Only tool calls count: the same key may still open a session.
+        assert raw_post(server.url, f"Bearer {first.key}").status_code == 200
         # Each key has its own window, and health checks are not limited.
-        assert raw_post(server.url, f"Bearer {second.key}").status_code == 200
+        other = raw_session(httpx2, server.url, second.key)
+        assert httpx2.post(server.url, json=tool_call_body(4), headers=other, timeout=30).status_code == 200
         assert httpx2.get(f"{server.base}/healthz", timeout=10).status_code == 200
         # Unauthenticated requests are 401, never 429.
         assert raw_post(server.url, None).status_code == 401
@@ -251,8 +258,8 @@ async def test_a_client_over_the_limit_gets_a_rate_limited_error(store: Any, emb
                     outcomes.append("ok")
                 except MCPError as exc:
                     outcomes.append(str(exc))
-    assert outcomes[0] == "ok"
-    assert outcomes[-1].startswith("RATE_LIMITED: more than 6 requests in a minute")
+    assert outcomes[:6] == ["ok"] * 6
+    assert outcomes[-1].startswith("RATE_LIMITED: more than 6 tool calls in a minute")
 
 
 async def test_http_client_without_key_cannot_connect(team: Team) -> None:

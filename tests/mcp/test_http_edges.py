@@ -26,7 +26,15 @@ from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE
 from tests.support.helpers import call
 from tests.support.processes import lore_env, lore_http
 from tests.support.stores import open_store
-from tests.support.team import TeamServer, http_client, initialize_body, raw_post, team_server
+from tests.support.team import (
+    TeamServer,
+    http_client,
+    initialize_body,
+    raw_post,
+    raw_session,
+    team_server,
+    tool_call_body,
+)
 
 ACCEPT = "application/json, text/event-stream"
 BAD = "Bearer lore_sk_" + "B" * 32  # well formed, never issued
@@ -265,18 +273,25 @@ def request(id: Any) -> dict[str, Any]:
 def test_a_rate_limited_request_gets_its_own_id_back(local_store: Any, embedder: Embedder) -> None:
     with team_server(local_store, embedder, rate_limit_per_minute=1) as server, peer("127.0.0.2") as http:
         key = server.keys.init_org("acme").key
-        headers = {"Accept": ACCEPT, "Authorization": f"Bearer {key}"}
-        assert http.post(server.url, json=request(1), headers=headers).status_code == 200
+        headers = raw_session(http, server.url, key)
+        assert http.post(server.url, json=tool_call_body(1), headers=headers).status_code == 200
         for id in ("call-7", 8):
-            limited = http.post(server.url, json=request(id), headers=headers)
+            limited = http.post(server.url, json=tool_call_body(id), headers=headers)
             assert limited.status_code == 429
             assert limited.json()["id"] == id
-            assert limited.json()["error"]["message"].startswith("RATE_LIMITED: more than 1 requests")
-        # A notification has no id to give back.
+            assert limited.json()["error"]["message"].startswith("RATE_LIMITED: more than 1 tool calls")
+        # A batch has no one id to give back.
+        batch = http.post(server.url, json=[tool_call_body(9), tool_call_body(10)], headers=headers)
+        assert batch.status_code == 429 and batch.json()["id"] is None
+        # Notifications and other requests are not counted.
         note = http.post(
             server.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers
         )
-        assert note.status_code == 429 and note.json()["id"] is None
+        assert note.status_code == 202
+        fresh = http.post(
+            server.url, json=request(11), headers={"Accept": ACCEPT, "Authorization": f"Bearer {key}"}
+        )
+        assert fresh.status_code == 200
 
         for _ in range(FAILED_AUTH_PER_MINUTE):
             post(http, server.url, BAD)

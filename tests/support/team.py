@@ -93,6 +93,7 @@ def team_server(
         store_name="test",
         rate_limit_per_minute=rate_limit_per_minute,
         trusted_proxies=trusted_proxies,
+        call_counts=store.call_counts,
     )
     if record is not None:
         app = RecordBodies(app, record)
@@ -143,3 +144,24 @@ def raw_post(url: str, authorization: str | None) -> httpx2.Response:
     if authorization is not None:
         headers["Authorization"] = authorization
     return httpx2.post(url, json=initialize_body(), headers=headers, timeout=30)
+
+
+ACCEPT = "application/json, text/event-stream"
+
+
+def raw_session(http: Any, url: str, key: str) -> dict[str, str]:
+    """The headers of an MCP session opened by hand on ``http`` (an ``httpx2`` client or the
+    module): ``initialize``, then ``notifications/initialized``, neither of which the rate limit
+    counts."""
+    headers = {"Accept": ACCEPT, "Authorization": f"Bearer {key}"}
+    opened = http.post(url, json=initialize_body(), headers=headers, timeout=30)
+    assert opened.status_code == 200, opened.text
+    headers["Mcp-Session-Id"] = opened.headers["mcp-session-id"]
+    headers["Mcp-Protocol-Version"] = initialize_body()["params"]["protocolVersion"]
+    note = http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=headers)
+    assert note.status_code == 202, note.text
+    return headers
+
+
+def tool_call_body(id: Any, tool: str = "list_lessons") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": {}}}
