@@ -105,28 +105,36 @@ def _joined(word: str) -> str:
     return word.replace("-", "").replace("_", "")
 
 
-@functools.lru_cache(maxsize=4096)
 def vocabulary(text: str, legacy: bool, compound_digits: bool, camel: bool = False) -> frozenset[str]:
     """A text's words (and, unless legacy, its identifiers whole), lower-cased; with
     ``camel`` also the words of its camel-case words and its identifiers joined
     (``spelled_words``). Cached: the same lessons come back as candidates of one query
-    after another, and the plain words stay one cache entry whether or not ``camel``."""
-    if camel and not legacy:
-        plain = vocabulary(text, legacy, compound_digits)
-        extra = spelled_words(text, plain)
-        return plain | extra if extra else plain
-    lowered = text.lower()
+    after another; both forms of a text share one cache entry."""
     if legacy:
-        return frozenset(_WORD.findall(lowered))
+        return _legacy_vocabulary(text)
+    plain, spelled = _vocabularies(text, compound_digits)
+    return spelled if camel else plain
+
+
+@functools.lru_cache(maxsize=4096)
+def _legacy_vocabulary(text: str) -> frozenset[str]:
+    return frozenset(_WORD.findall(text.lower()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _vocabularies(text: str, compound_digits: bool) -> tuple[frozenset[str], frozenset[str]]:
+    """``vocabulary`` without and with ``spelled_words``."""
     words: set[str] = set()
-    for token in _TOKEN.findall(lowered):
+    for token in _TOKEN.findall(text.lower()):
         if not token.isalnum():  # letters and digits joined by . _ / -
             words.update(_parts(_WORD.findall(token), compound_digits))
             words.add(token)
             words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
         else:
             words.add(token)
-    return frozenset(words)
+    plain = frozenset(words)
+    extra = spelled_words(text, plain)
+    return plain, (plain | extra if extra else plain)
 
 
 def spelled_words(text: str, words: frozenset[str]) -> frozenset[str]:
