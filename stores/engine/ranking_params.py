@@ -34,9 +34,6 @@ class RankingParams:
     compound_digits: bool = False
     # Words match after a light suffix stripping ("queries" is "query"), not only by prefix.
     stemming: bool = True
-    # An identifier matches in any spelling: "BillingCache", "billing-cache" and
-    # "billing_cache" are one name (``terms._spellings``).
-    identifier_spellings: bool = True
     # Terms weigh by their rarity among the candidates (else every term weighs the same).
     rarity: bool = True
     # Rarity is counted among the nearest vectors only (else among all candidates).
@@ -86,7 +83,6 @@ LEGACY = RankingParams(
     rarity=False,
     open_total=False,
     redundancy_penalty=1.0,
-    identifier_spellings=False,
     lexical_entities=False,
     entities_first=False,
 )

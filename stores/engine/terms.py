@@ -38,26 +38,14 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
         terms = dict.fromkeys(w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in stopwords)
         return list(terms)[:cap]
     found: dict[str, None] = {}
-    humps = camel_humps(text) if params.identifier_spellings else {}
     for token in _TOKEN.findall(text.lower()):
         parts = _WORD.findall(token)
         if len(parts) > 1 and len(token) <= MAX_COMPOUND_CHARS:
             found[token] = None
-        for word in [*_parts(parts, params.compound_digits), *humps.get(token, ())]:
+        for word in _parts(parts, params.compound_digits):
             if (len(word) > 1 or word.isdigit()) and word not in stopwords:
                 found[word] = None
     return list(found)[:cap]
-
-
-def camel_humps(text: str) -> dict[str, list[str]]:
-    """The camel-case words of ``text``, lower-cased, each with its words: "BillingCache" ->
-    billing, cache. They count as an identifier's parts do, so "billing cache" in one text
-    and "BillingCache" in another share those words."""
-    return {
-        word.lower(): [hump.lower() for hump in _HUMP.findall(word)]
-        for word in _WORD.findall(text)
-        if _CAMEL.fullmatch(word)
-    }
 
 
 class Matcher:
@@ -79,73 +67,33 @@ class Matcher:
             if key is not None:
                 self.keys.setdefault(key, []).append(t)
         self.keyset = frozenset(self.keys)
-        self.spellings: dict[str, list[str]] = {}
-        self.camel = params.identifier_spellings and not self.legacy
-        if self.camel:
-            for t in terms:  # a plain word matches the joined spellings ``vocabulary`` adds
-                if _SPELLED.fullmatch(t) and t != _joined(t):
-                    self.spellings.setdefault(_joined(t), []).append(t)
 
     def found(self, text: str) -> set[str]:
         """The terms ``text`` has."""
-        words = vocabulary(text, self.legacy, self.compound_digits, self.camel)
+        words = vocabulary(text, self.legacy, self.compound_digits)
         found = set(words & self.termset)
         if self.keys:
             for key in _keys(words, self.legacy, self.stemming) & self.keyset:
                 found.update(self.keys[key])
-        if self.spellings:
-            for joined in self.spellings.keys() & words:
-                found.update(self.spellings[joined])
         return found
 
 
-def _joined(word: str) -> str:
-    """An identifier in its joined spelling: "billing-cache", "billing_cache" ->
-    "billingcache", which is also how "BillingCache" reads lower-cased."""
-    return word.replace("-", "").replace("_", "")
-
-
-def vocabulary(text: str, legacy: bool, compound_digits: bool, camel: bool = False) -> frozenset[str]:
-    """A text's words (and, unless legacy, its identifiers whole), lower-cased; with
-    ``camel`` also the words of its camel-case words and its identifiers joined
-    (``spelled_words``). Cached: the same lessons come back as candidates of one query
-    after another; both forms of a text share one cache entry."""
+@functools.lru_cache(maxsize=4096)
+def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
+    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
+    the same lessons come back as candidates of one query after another."""
+    lowered = text.lower()
     if legacy:
-        return _legacy_vocabulary(text)
-    plain, spelled = _vocabularies(text, compound_digits)
-    return spelled if camel else plain
-
-
-@functools.lru_cache(maxsize=4096)
-def _legacy_vocabulary(text: str) -> frozenset[str]:
-    return frozenset(_WORD.findall(text.lower()))
-
-
-@functools.lru_cache(maxsize=4096)
-def _vocabularies(text: str, compound_digits: bool) -> tuple[frozenset[str], frozenset[str]]:
-    """``vocabulary`` without and with ``spelled_words``."""
+        return frozenset(_WORD.findall(lowered))
     words: set[str] = set()
-    for token in _TOKEN.findall(text.lower()):
+    for token in _TOKEN.findall(lowered):
         if not token.isalnum():  # letters and digits joined by . _ / -
             words.update(_parts(_WORD.findall(token), compound_digits))
             words.add(token)
             words.add(token.lstrip("/"))  # "/etc/x.conf" is "etc/x.conf" too
         else:
             words.add(token)
-    plain = frozenset(words)
-    extra = spelled_words(text, plain)
-    return plain, (plain | extra if extra else plain)
-
-
-def spelled_words(text: str, words: frozenset[str]) -> frozenset[str]:
-    """What lets one name match in any spelling (``Matcher.spellings``): the words of
-    ``text``'s camel-case words ("BillingCache" -> billing, cache) and its identifiers of
-    words joined by - or _ (among its ``words``) written joined ("billing-cache" ->
-    billingcache)."""
-    found = [_joined(w) for w in words if ("-" in w or "_" in w) and _SPELLED.fullmatch(w)]
-    if _CAMEL_HINT.search(text):  # most texts have no camel-case word: skip the slower search
-        found += [hump.lower() for word in _CAMEL_IN_TEXT.findall(text) for hump in _HUMP.findall(word)]
-    return frozenset(found)
+    return frozenset(words)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -220,13 +168,6 @@ def is_entity(term: str, names: Collection[str] = ()) -> bool:
 
 
 _WORD = re.compile(r"[^\W_]+")
-# A camel-case word ("BillingCache", "iPhone", not "QA" or "PostgreSQL") and its humps.
-_CAMEL = re.compile(r"[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+")
-_CAMEL_HINT = re.compile(r"[a-z0-9][A-Z]")
-_CAMEL_IN_TEXT = re.compile(r"(?<![^\W_])[A-Za-z][a-z0-9]*(?:[A-Z][a-z0-9]+)+(?![^\W_])")
-_HUMP = re.compile(r"[A-Z]?[a-z0-9]+")
-# A word or an identifier of words joined by - or _ (not a version, path or number).
-_SPELLED = re.compile(r"[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*")
 # A word, or words joined by . _ / - (an identifier, version or path; a path may start with /).
 _TOKEN = re.compile(r"/?[^\W_]+(?:[._/-][^\W_]+)*")
 _SEPARATOR = re.compile(r"[._/-]")

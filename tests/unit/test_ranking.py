@@ -13,7 +13,6 @@ from lore_mcp.services.lessons import embedding_text
 from stores import Scope, open_local_store, open_postgres_store
 from stores.engine import ranking
 from stores.engine.lessons import LessonDraft, RecallQuery
-from stores.engine.terms import Matcher
 from tests.support.stores import empty_postgres
 
 WORDS = "kafka rebalance consumer timeout retry webhook signature stripe pool socket".split()
@@ -416,65 +415,3 @@ def test_a_version_outweighs_two_ordinary_words_that_are_as_rare() -> None:
     ids = {i for i, _, _ in cands}
     ranked = dict(scores(cands, "consumer lag with 6.28.8 in the nightly backfill", nearest=ids))
     assert ranked["entity"] > ranked["words"]
-
-
-# -- issue 24: one name in any spelling -------------------------------------------------------
-
-
-def test_a_camel_case_word_counts_with_its_words_and_legacy_keeps_it_whole() -> None:
-    terms = ranking.lexical_terms("RecommendationIndexer rollout on the iPhone with PostgreSQL")
-    assert terms[:3] == ["recommendationindexer", "recommendation", "indexer"]
-    assert "phone" in terms and "postgresql" in terms and "postgre" not in terms
-    assert ranking.lexical_terms("RecommendationIndexer rollout", params=ranking.LEGACY) == [
-        "recommendationindexer",
-        "rollout",
-    ]
-
-
-@pytest.mark.parametrize(
-    ("question", "text", "term"),
-    [
-        ("alerts of BillingCache", "billing-cache alerts", "billingcache"),
-        ("alerts of BillingCache", "billing_cache alerts", "billingcache"),
-        ("alerts of billing cache", "BillingCache alerts", "cache"),
-        ("alerts of payment-proxy", "payment_proxy alerts", "payment-proxy"),
-        ("alerts of payment_proxy", "PaymentProxy alerts", "payment_proxy"),
-    ],
-)
-def test_a_name_matches_in_any_spelling(question: str, text: str, term: str) -> None:
-    terms = ranking.lexical_terms(question)
-    assert term in Matcher(terms, ranking.DEFAULT).found(text)
-    assert term not in Matcher(terms, ranking.RankingParams(identifier_spellings=False)).found(text)
-
-
-def test_versions_and_paths_are_not_respelled() -> None:
-    """Only words joined by - or _ are one name in other spellings; "3-11" is not "311"."""
-    found = Matcher(ranking.lexical_terms("python 311 in etc/app"), ranking.DEFAULT).found(
-        "python 3-11 in etc_app"
-    )
-    assert "311" not in found
-    assert "python" in found
-
-
-def test_the_service_asked_for_in_another_spelling_comes_first() -> None:
-    """Issue 24: the question camel-cases the service the lesson hyphenates; its sibling
-    about another service is a little nearer by vector."""
-    cands = [
-        (
-            "other",
-            0.62,
-            "session-router latency alert fires all night on brief spikes, so responders mute it",
-        ),
-        (
-            "asked",
-            0.60,
-            "session-scheduler latency alert fires all night on brief spikes, so responders mute it",
-        ),
-    ]
-    ids = {i for i, _, _ in cands}
-    question = "slowness alarm for SessionScheduler that kept waking people up"
-    assert scores(cands, question, nearest=ids)[0][0] == "asked"
-    assert (
-        scores(cands, question, ranking.RankingParams(identifier_spellings=False), nearest=ids)[0][0]
-        == "other"
-    )
