@@ -55,12 +55,12 @@ async def test_a_long_apply_lets_other_writes_through_while_it_runs(
     execute = structured.execute
     notes_runs = []
 
-    def held_execute(source: Any, plan: Any) -> Any:
+    def held_execute(source: Any, plan: Any, step: Any = None) -> Any:
         if any(op.get("table") == "notes" for op in plan.operations):
             notes_runs.append(plan)
             running.set()
             release.wait(60)
-        return execute(source, plan)
+        return execute(source, plan, step)
 
     monkeypatch.setattr(structured, "execute", held_execute)
     async with connected(server) as heavy, connected(server) as other:
