@@ -74,11 +74,8 @@ def callback() -> Iterator[str]:
     """The client's redirect URI: a loopback page that only says it got the answer."""
     port = free_port()
     app = Starlette(routes=[Route("/callback", lambda request: PlainTextResponse("received"))])
-    server = serve_in_thread(app, port)
-    try:
+    with serve_in_thread(app, port):
         yield f"http://127.0.0.1:{port}/callback"
-    finally:
-        server.should_exit = True
 
 
 def start(lore: OAuthServer, redirect: str) -> tuple[str, str, str]:

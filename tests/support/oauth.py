@@ -9,14 +9,11 @@ under uvicorn in a thread, so clients speak real HTTP to it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import datetime
 import ipaddress
 import json
 import ssl
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +45,7 @@ from tests.support.oauth_client import (  # noqa: F401 (the client side, where t
     pkce,
     redirect_params,
 )
-from tests.support.team import free_port
+from tests.support.team import free_port, running
 
 
 @dataclass
@@ -58,15 +55,13 @@ class OAuthServer:
     keys: KeyService
 
 
-def serve_in_thread(app: Any, port: int, **config: Any) -> uvicorn.Server:
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "a test HTTP server did not start"
-        time.sleep(0.02)
-    return server
+@contextlib.contextmanager
+def serve_in_thread(app: Any, port: int, **config: Any) -> Iterator[uvicorn.Server]:
+    """``app`` on 127.0.0.1:``port`` for the duration of the block (``team.running``)."""
+    with running(
+        uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", **config))
+    ) as server:
+        yield server
 
 
 @contextlib.contextmanager
@@ -87,17 +82,8 @@ def oauth_server(store: Any, embedder: Embedder, *, trusted_ca: str | None = Non
     uv = uvicorn.Server(
         server_config(app, host="127.0.0.1", port=port, log_level="warning", drain_timeout_s=5)
     )
-    thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the test OAuth server did not start"
-        time.sleep(0.02)
-    try:
+    with running(uv):
         yield OAuthServer(base=base, url=f"{base}/mcp", keys=KeyService(store.keys))
-    finally:
-        uv.should_exit = True
-        thread.join(timeout=30)
 
 
 def self_signed(directory: Path) -> tuple[str, str]:
@@ -151,8 +137,5 @@ def metadata_documents(directory: Path, documents: dict[str, Any]) -> Iterator[t
         return json.loads(json.dumps(value).replace("{base}", base))
 
     routes = [Route(path, json_endpoint(resolve(body))) for path, body in documents.items()]
-    server = serve_in_thread(Starlette(routes=routes), port, ssl_certfile=cert, ssl_keyfile=key)
-    try:
+    with serve_in_thread(Starlette(routes=routes), port, ssl_certfile=cert, ssl_keyfile=key):
         yield base, cert
-    finally:
-        server.should_exit = True

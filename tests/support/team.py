@@ -101,17 +101,25 @@ def team_server(
     uv = uvicorn.Server(
         server_config(app, host="127.0.0.1", port=port, log_level="warning", drain_timeout_s=5)
     )
-    thread = threading.Thread(target=lambda: asyncio.run(uv.serve()), daemon=True)
+    base = f"http://127.0.0.1:{port}"
+    with running(uv):
+        yield TeamServer(url=f"{base}/mcp", base=base, keys=KeyService(store.keys))
+
+
+@contextlib.contextmanager
+def running(server: uvicorn.Server) -> Iterator[uvicorn.Server]:
+    """``server`` serving on a thread of its own until the block ends, then stopped and joined;
+    the block starts once it listens."""
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
-    while not uv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the test HTTP server did not start"
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "a test HTTP server did not start"
         time.sleep(0.02)
-    base = f"http://127.0.0.1:{port}"
     try:
-        yield TeamServer(url=f"{base}/mcp", base=base, keys=KeyService(store.keys))
+        yield server
     finally:
-        uv.should_exit = True
+        server.should_exit = True
         thread.join(timeout=30)
 
 
