@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from stores.engine.activity import ActivityBounds
 from stores.engine.lessons import LessonStore, Scope
 from stores.engine.ranking import RankingParams
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.store import Store
 
 __all__ = [
+    "ActivityBounds",
     "ConflictError",
     "InvalidInputError",
     "LessonStore",
@@ -29,15 +31,25 @@ __all__ = [
 ]
 
 
-def open_local_store(path: Path | str, *, ranking_params: RankingParams | None = None) -> Store:
-    """Open (creating and migrating as needed) the SQLite store at ``path``."""
+def open_local_store(
+    path: Path | str,
+    *,
+    ranking_params: RankingParams | None = None,
+    activity_bounds: ActivityBounds | None = None,
+) -> Store:
+    """Open (creating and migrating as needed) the SQLite store at ``path``; ``activity_bounds``
+    says how much activity log each project keeps (``stores.engine.activity``)."""
     from stores.sqlite.lessons import LocalLessonStore
 
-    return LocalLessonStore(path, ranking_params=ranking_params)
+    return LocalLessonStore(path, ranking_params=ranking_params, activity_bounds=activity_bounds)
 
 
 def open_postgres_store(
-    url: str, *, pool_size: int = 5, ranking_params: RankingParams | None = None
+    url: str,
+    *,
+    pool_size: int = 5,
+    ranking_params: RankingParams | None = None,
+    activity_bounds: ActivityBounds | None = None,
 ) -> Store:
     """Connect to Postgres (migrating it as needed) at ``url``."""
     try:
@@ -47,4 +59,6 @@ def open_postgres_store(
             f"The Postgres backend needs extra packages ({exc.name} is missing): "
             "pip install 'lore-memory-mcp[postgres]'."
         ) from exc
-    return PostgresLessonStore(url, pool_size=pool_size, ranking_params=ranking_params)
+    return PostgresLessonStore(
+        url, pool_size=pool_size, ranking_params=ranking_params, activity_bounds=activity_bounds
+    )

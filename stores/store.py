@@ -10,8 +10,10 @@ a ``save_many`` that keeps ids. Consumers type the store as ``Store``.
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
+from datetime import datetime
 from typing import Protocol
 
+from stores.engine.activity import ActivityNote, ActivityPage, ActivityQuery, RecallStats, StalePage
 from stores.engine.keys import KeyStore
 from stores.engine.lessons import LessonStore, Scope
 from stores.engine.structured import ProjectTx
@@ -45,6 +47,25 @@ class Store(LessonStore, Protocol):
     def call_counts(self) -> CallCounts | None:
         """The shared count of tool calls per key; None where the store serves one process by
         design (SQLite), whose server counts in memory."""
+        ...
+
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        """Add an entry to the project's activity log in a short transaction of its own (a
+        recall's, or a failed call's once its effect was rolled back); its id. The writes of
+        lessons take their entry as ``activity`` and ``ProjectTx.append_activity`` adds one in the
+        transaction of an apply or revert."""
+        ...
+
+    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
+        """The project's activity log, newest first, as ``query`` filters it."""
+        ...
+
+    def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
+        """For each lesson, how often and when last the kept log's recalls returned it."""
+        ...
+
+    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
+        """Live lessons created before ``before`` that no recall in the kept log returned."""
         ...
 
     def probe_write(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from stores.engine.activity_rows import ActivityLog
 from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of, live_row
 from stores.engine.lessons import Lesson, LessonPage, Scope
 from stores.engine.project_rows import SqlProjectTx
@@ -100,7 +101,8 @@ class SqlLessonTx:
     """One project's lessons inside a transaction the caller holds, through ``sql``.
 
     ``project_sql`` runs the project's tables and commits (``project``), when they need other
-    handling than the lesson rows (Postgres bounds them by the request's deadline)."""
+    handling than the lesson rows (Postgres bounds them by the request's deadline); ``activity``
+    is the store's activity log, which the project's entries are appended to."""
 
     def __init__(
         self,
@@ -110,6 +112,7 @@ class SqlLessonTx:
         dialect: LessonDialect,
         models: ModelGuard,
         project_sql: SqlTx | None = None,
+        activity: ActivityLog | None = None,
     ) -> None:
         self.sql = sql
         self.scope = scope
@@ -117,6 +120,7 @@ class SqlLessonTx:
         self._dialect = dialect
         self._models = models
         self._project_sql = project_sql or sql
+        self._activity = activity
 
     @property
     def _scope(self) -> dict[str, Any]:
@@ -210,7 +214,7 @@ class SqlLessonTx:
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
     def project(self, restore: Restorer) -> SqlProjectTx:
-        return SqlProjectTx(self._project_sql, self.scope, restore)
+        return SqlProjectTx(self._project_sql, self.scope, restore, self._activity)
 
     def _mark(self, name: str) -> str:
         return self.sql.json(name) if name == "meta" else f":{name}"

@@ -23,6 +23,7 @@ from datetime import datetime
 import numpy as np
 
 from stores.engine import dedup, structured
+from stores.engine.activity import ActivityNote
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_images import lesson_image, merged_fields
 from stores.engine.lesson_tx import (
@@ -83,6 +84,7 @@ class LessonWrites:
         items: Sequence[tuple[LessonDraft, Sequence[float] | np.ndarray]],
         *,
         keep_ids: bool = False,
+        activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
         if not items:
             return []
@@ -99,13 +101,21 @@ class LessonWrites:
                 else SaveResult(id=str(draft.id), merged=False, skipped=True)
                 for i, draft in enumerate(drafts)
             ]
+            commit = None
             if batch.changes:
                 single = "merge" if results[0].merged else "save"
-                record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes)
+                commit = record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes)
+            _log(tx, activity, commit)
         return results
 
     def update(
-        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
+        self,
+        scope: Scope,
+        lesson_id: str,
+        patch: LessonPatch,
+        vector: Sequence[float] | None,
+        *,
+        activity: ActivityNote | None = None,
     ) -> Lesson:
         vec = unit_vector(vector) if vector is not None else None
         with self._lesson_writer(scope, [vec] if vec is not None else []) as tx:
@@ -114,17 +124,18 @@ class LessonWrites:
             row = live_row(tx, lesson_id)
             after = tx.write(row.key, patched(row.lesson, patch, tx.now), vec)
             embedding = row.embedding if vec is None else vec.tobytes()
-            record(tx, "update", [(lesson_id, image(tx, row), image(tx, Row(row.key, after, embedding)))])
+            changes: list[Change] = [(lesson_id, image(tx, row), image(tx, Row(row.key, after, embedding)))]
+            _log(tx, activity, record(tx, "update", changes))
             return after
 
-    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
+    def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         with self._lesson_writer(scope, []) as tx:
             row = live_row(tx, lesson_id)
             tx.remove(row.key)
-            record(tx, "delete", [(lesson_id, image(tx, row), None)])
+            _log(tx, activity, record(tx, "delete", [(lesson_id, image(tx, row), None)]))
             return row.lesson
 
-    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
+    def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         with self._lesson_writer(scope, []) as tx:
             after = tx.add_vote(lesson_id, up)
             if after is None:
@@ -133,7 +144,7 @@ class LessonWrites:
             before = dataclasses.replace(
                 after, upvotes=after.upvotes - int(up), downvotes=after.downvotes - int(not up)
             )
-            record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))])
+            _log(tx, activity, record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))]))
             return after
 
     @contextlib.contextmanager
@@ -218,6 +229,12 @@ class _Batch:
         self.changes.append(
             (lesson_id, image(self.tx, row), image(self.tx, Row(row.key, after, row.embedding)))
         )
+
+
+def _log(tx: LessonTx, note: ActivityNote | None, commit: structured.Commit | None) -> None:
+    """The call's entry in the project's activity log, in the transaction of its change."""
+    if note is not None:
+        tx.project(structured.read_only_lessons).append_activity(note, commit)
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:

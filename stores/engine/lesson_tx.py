@@ -143,10 +143,10 @@ def image(tx: LessonTx, row: Row) -> dict[str, Any]:
     return lesson_image(row.lesson, row.embedding, tx.generation())
 
 
-def record(tx: LessonTx, kind: str, changes: list[Change]) -> None:
+def record(tx: LessonTx, kind: str, changes: list[Change]) -> structured.Commit:
     """The commit of this transaction's lesson changes."""
     project = tx.project(structured.read_only_lessons)
-    structured.record_lessons(project, kind, tx.scope.actor, changes)
+    return structured.record_lessons(project, kind, tx.scope.actor, changes)
 
 
 def restore(tx: LessonTx, lesson_id: str, image: Mapping[str, Any] | None) -> None:

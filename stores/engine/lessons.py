@@ -29,6 +29,7 @@ from stores.errors import InvalidInputError
 if TYPE_CHECKING:
     import numpy as np
 
+    from stores.engine.activity import ActivityNote
     from stores.engine.embedding_model import ModelRecords
 
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
@@ -225,9 +226,12 @@ class LessonStore(Protocol):
         items: Sequence[tuple[LessonDraft, Sequence[float] | np.ndarray]],
         *,
         keep_ids: bool = False,
+        activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
         """Save several drafts in one transaction, deduplicating among them too; the commit is a
-        ``save`` or ``merge`` for one draft, an ``import`` for more.
+        ``save`` or ``merge`` for one draft, an ``import`` for more. ``activity``: the call's
+        entry in the project's activity log, appended in the same transaction with the commit's
+        kind, id and lessons (``stores.engine.activity``); the other writes take one too.
 
         ``keep_ids`` makes the batch an import: each draft keeps its id, one whose id the
         project already holds (live or expired), or an earlier draft of the batch has, is
@@ -239,16 +243,22 @@ class LessonStore(Protocol):
         ...
 
     def update(
-        self, scope: Scope, lesson_id: str, patch: LessonPatch, vector: Sequence[float] | None
+        self,
+        scope: Scope,
+        lesson_id: str,
+        patch: LessonPatch,
+        vector: Sequence[float] | None,
+        *,
+        activity: ActivityNote | None = None,
     ) -> Lesson:
         """Apply the patch; ``vector`` replaces the embedding when the text changed."""
         ...
 
-    def delete(self, scope: Scope, lesson_id: str) -> Lesson:
+    def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         """Delete a lesson and return it as it was."""
         ...
 
-    def vote(self, scope: Scope, lesson_id: str, up: bool) -> Lesson:
+    def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         """Count one vote up or down."""
         ...
 

@@ -12,6 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stores import deadline
+from stores.engine.activity import ActivityNote
+from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
 from stores.engine.plans import Column
 from stores.engine.sql import SqlTx
@@ -23,10 +25,18 @@ _SCOPE = "org_id = :org AND project = :project"
 class SqlProjectTx:
     """One project inside a transaction the caller holds (``tx``)."""
 
-    def __init__(self, tx: SqlTx, scope: Scope, restore_lesson: Callable[[str, Any], None]) -> None:
+    def __init__(
+        self,
+        tx: SqlTx,
+        scope: Scope,
+        restore_lesson: Callable[[str, Any], None],
+        activity: ActivityLog | None = None,
+    ) -> None:
         self.tx = tx
         self.scope = scope
         self._restore_lesson = restore_lesson
+        self._activity = activity
+        self._added: Commit | None = None  # the commit this transaction recorded, for its log entry
         self._tables: dict[str, TableDef] | None = None
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
 
@@ -102,6 +112,7 @@ class SqlProjectTx:
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
     def add_commit(self, commit: Commit) -> None:
+        self._added = commit
         self.tx.rows(
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
             "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
@@ -125,6 +136,16 @@ class SqlProjectTx:
             "ON CONFLICT DO NOTHING",
             [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets],
         )
+
+    def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
+        """The call's entry in the project's activity log, in this transaction: with ``commit``
+        (else the one this transaction recorded, if any) naming its kind, lessons and tables."""
+        if self._activity is None:
+            raise AssertionError("this transaction was opened without the store's activity log")
+        commit = commit or self._added
+        if commit is not None:
+            note = note.with_commit(commit.kind, commit.id, commit.targets)
+        self._activity.append(self.tx, self.scope, note)
 
     def get_commit(self, commit_id: str) -> Commit | None:
         rows = self._commits(

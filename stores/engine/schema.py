@@ -105,3 +105,23 @@ def oauth_tables(t: Types) -> str:
         CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
         CREATE TABLE IF NOT EXISTS oauth_secrets (name {t.text} PRIMARY KEY, value {t.text} NOT NULL)
         """
+
+
+def activity_tables(t: Types) -> str:
+    """The activity log (``stores.engine.activity_rows``): one row per entry, its ULID id the
+    scope's order (and its time bounds), and one row per lesson an entry names, with the
+    entry's kind and time, so a lesson's recalls are counted on an index."""
+    return f"""
+        CREATE TABLE activity (
+            org_id {t.text} NOT NULL, project {t.text} NOT NULL, id {t.text} NOT NULL,
+            at {t.time} NOT NULL, kind {t.text} NOT NULL, key_id {t.text}, client {t.text},
+            commit_id {t.text}, error {t.text}, detail {t.json} NOT NULL,
+            PRIMARY KEY (org_id, project, id)
+        ){t.keyed};
+        CREATE TABLE activity_lessons (
+            org_id {t.text} NOT NULL, project {t.text} NOT NULL, lesson_id {t.text} NOT NULL,
+            entry_id {t.text} NOT NULL, kind {t.text} NOT NULL, at {t.time} NOT NULL,
+            PRIMARY KEY (org_id, project, lesson_id, entry_id)
+        ){t.keyed};
+        CREATE INDEX activity_lessons_entry ON activity_lessons (org_id, project, entry_id)
+        """

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from stores import deadline
+from stores.engine.activity import ActivityNote
 from stores.engine.plans import (
     ID_COLUMN,
     Plan,
@@ -80,6 +81,10 @@ class ProjectTx(Protocol):
     def add_commit(self, commit: Commit) -> None: ...
 
     def get_commit(self, commit_id: str) -> Commit | None: ...
+
+    def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
+        """Add the call's entry to the project's activity log in this transaction
+        (``stores.engine.activity``), naming ``commit``, else the commit this transaction added."""
 
     def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]: ...
 

@@ -19,6 +19,8 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from stores.engine import ranking
+from stores.engine.activity import ActivityBounds
+from stores.engine.activity_rows import ActivityLog, ActivityReads
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
@@ -84,14 +86,20 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
-class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
+class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
     over ``PostgresLessonTx``."""
 
     def __init__(
-        self, url: str, *, pool_size: int = 5, ranking_params: ranking.RankingParams | None = None
+        self,
+        url: str,
+        *,
+        pool_size: int = 5,
+        ranking_params: ranking.RankingParams | None = None,
+        activity_bounds: ActivityBounds | None = None,
     ) -> None:
         self._ranking = ranking_params or ranking.RankingParams()
+        self._activity = ActivityLog(activity_bounds)
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
@@ -176,8 +184,25 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
         checks = ModelChecks(self._models, lambda: generation(conn))
         return SqlLessonTx(
-            PostgresSqlTx(conn), scope, _now(), rows, checks, PostgresSqlTx(conn, bounded=True)
+            PostgresSqlTx(conn),
+            scope,
+            _now(),
+            rows,
+            checks,
+            PostgresSqlTx(conn, bounded=True),
+            activity=self._activity,
         )
+
+    @contextlib.contextmanager
+    def _activity_writer(self, scope: Scope) -> Iterator[PostgresSqlTx]:
+        """A transaction for an entry of its own (``ActivityReads.append_activity``), whose commit
+        waits for no WAL flush (``synchronous_commit`` off for it alone): a recall then pays one
+        short round trip for its entry, and a crash may lose the last entries written, never
+        the memory they describe."""
+        settings = "set_config('lore.org', :org, true), set_config('synchronous_commit', 'off', true)"
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            conn.execute(text(f"SELECT {settings}"), {"org": scope.org})
+            yield PostgresSqlTx(conn)
 
     # -- internals ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import logging
 from sqlalchemy import Connection, Engine, text
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, key_tables, oauth_tables, structured_tables
+from stores.engine.schema import Types, activity_tables, key_tables, oauth_tables, structured_tables
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
 from stores.postgres.sql import PostgresSqlTx
@@ -274,6 +274,24 @@ MIGRATIONS.append(
             calls integer NOT NULL
         );
         """,
+    )
+)
+
+MIGRATIONS.append(
+    (
+        11,
+        "the activity log",
+        # Per org like the lessons: row-level security shows a transaction only its org's entries.
+        activity_tables(_TYPES)
+        + "".join(
+            f""";
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_org ON {table}
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true))"""
+            for table in ("activity", "activity_lessons")
+        ),
     )
 )
 

@@ -20,6 +20,8 @@ import numpy as np
 
 from stores import deadline
 from stores.engine import ranking
+from stores.engine.activity import ActivityBounds
+from stores.engine.activity_rows import ActivityLog, ActivityReads
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
@@ -55,12 +57,19 @@ _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
+class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
     """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
     ``LocalLessonTx``."""
 
-    def __init__(self, path: Path | str, *, ranking_params: ranking.RankingParams | None = None) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        ranking_params: ranking.RankingParams | None = None,
+        activity_bounds: ActivityBounds | None = None,
+    ) -> None:
         self.path = Path(path)
+        self._activity = ActivityLog(activity_bounds)
         self._ranking = ranking_params or ranking.RankingParams()
         self._conns = LocalConnections(path)
         # The connections and the write lock, by their old names (tests hold them).
@@ -145,9 +154,15 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     def _tx(self, conn: Connection, scope: Scope) -> SqlLessonTx:
         rows = LocalLessonRows(self._vectors, conn, scope)
-        return SqlLessonTx(
-            LocalSqlTx(conn), scope, _now(), rows, ModelChecks(self._models, lambda: meta.generation(conn))
-        )
+        checks = ModelChecks(self._models, lambda: meta.generation(conn))
+        return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, checks, activity=self._activity)
+
+    @contextlib.contextmanager
+    def _activity_writer(self, scope: Scope) -> Iterator[LocalSqlTx]:
+        """The writer for an entry of its own (``ActivityReads.append_activity``): no lesson
+        changes, so no revision to stamp."""
+        with self._conns.writing() as conn:
+            yield LocalSqlTx(conn)
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, key_tables, oauth_tables, structured_tables
+from stores.engine.schema import Types, activity_tables, key_tables, oauth_tables, structured_tables
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
 from stores.sqlite.sql import LocalSqlTx
 
@@ -181,6 +181,8 @@ VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
 
 MIGRATIONS.append((7, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
+
+MIGRATIONS.append((8, "the activity log", activity_tables(_TYPES)))
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

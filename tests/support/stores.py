@@ -24,6 +24,9 @@ def empty_postgres(url: str) -> None:
             conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
             if conn.execute("SELECT to_regclass('lesson_reembed') IS NOT NULL").fetchone()[0]:
                 conn.execute("TRUNCATE lesson_reembed")
+            # The activity log (migration 11): a test's log starts empty.
+            if conn.execute("SELECT to_regclass('activity') IS NOT NULL").fetchone()[0]:
+                conn.execute("TRUNCATE activity, activity_lessons")
             # Tool calls counted per key (migration 10): a test's limit starts from nothing.
             if conn.execute("SELECT to_regclass('call_counts') IS NOT NULL").fetchone()[0]:
                 conn.execute("TRUNCATE call_counts")

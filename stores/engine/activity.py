@@ -1,0 +1,139 @@
+"""The activity log's contract: what a call records, what a reader asks for and gets back.
+
+Every tool call that reads or changes memory leaves one entry in its project's log (kind,
+lessons, tables and commit it touched, a recall's query and what it returned, who called),
+written in the same transaction as its effect; a failed call leaves only its error code. The
+services decide what each call records (an ``ActivityNote``); the stores write it, read it and
+keep it bounded (``stores.engine.activity_rows``). Agents read the log and never write it.
+
+Text in a note is already redacted: stores never redact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+# What a call did, as an entry names it: a lesson write names its commit's kind.
+KINDS = ("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key")
+# A recall's query is kept to this many characters: a 16,000-character query in every entry of
+# a busy project would make the log tens of MB.
+MAX_QUERY_CHARS = 500
+# How many lesson ids and tables one entry keeps (an import of 100 lessons names them all).
+MAX_IDS = 100
+
+
+@dataclass(frozen=True)
+class ActivityBounds:
+    """How much log a project keeps: entries younger than ``max_age_days`` and at most
+    ``max_entries`` of them. A write trims its project's log once every ``trim_every``
+    appends of this process (one indexed DELETE), so a log may briefly hold that many more.
+
+    5,000 entries of a busy project (recalls of 5 lessons with a 100-character query, about
+    0.5 kB each with the lesson index) come to under 3 MB."""
+
+    max_age_days: float = 30.0
+    max_entries: int = 5_000
+    trim_every: int = 100
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A lesson a recall returned: its id, its place in the answer (1 is first) and its score."""
+
+    id: str
+    rank: int
+    score: float
+
+
+@dataclass(frozen=True)
+class ActivityNote:
+    """What one call records, before the store stamps its time and id.
+
+    A lesson write's note gets its commit's kind, id and lessons from the store, which knows
+    whether a save merged; ``error`` is the stable code of a call that failed (its effect, if
+    any, was rolled back)."""
+
+    kind: str
+    key_id: str | None = None
+    client: str | None = None
+    lesson_ids: tuple[str, ...] = ()
+    tables: tuple[str, ...] = ()
+    commit_id: str | None = None
+    query: str | None = None
+    results: tuple[Recalled, ...] = ()
+    error: str | None = None
+
+    def failed(self, code: str) -> ActivityNote:
+        """The note of this call having failed with ``code``: nothing it touched, only who and why."""
+        return ActivityNote(
+            kind=self.kind, key_id=self.key_id, client=self.client, query=self.query, error=code
+        )
+
+    def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
+        """The note with the commit its call recorded: that commit's kind (a save that merged
+        is a ``merge``), its id, and the lessons and tables it names (``structured.targets_of``)."""
+        lessons = tuple(t.removeprefix("lesson:") for t in targets if t.startswith("lesson:"))
+        tables = tuple(t.removeprefix("table:") for t in targets if t.startswith("table:"))
+        kind = kind if kind in KINDS else self.kind
+        return replace(self, kind=kind, commit_id=commit_id, lesson_ids=lessons, tables=tables)
+
+
+@dataclass(frozen=True)
+class ActivityEntry:
+    """One entry as stored: its id (a ULID, newest greatest), its time, and the note."""
+
+    id: str
+    at: datetime
+    note: ActivityNote
+
+
+@dataclass(frozen=True)
+class ActivityQuery:
+    """Which entries to read, newest first: of ``kinds`` (all if empty), at or after ``since``
+    and before ``until``, touching ``lesson_id``, made with ``key_id`` or by ``client``; ids
+    below ``cursor`` (the last id of the previous page)."""
+
+    kinds: tuple[str, ...] = ()
+    since: datetime | None = None
+    until: datetime | None = None
+    lesson_id: str | None = None
+    key_id: str | None = None
+    client: str | None = None
+    limit: int = 20
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class ActivityPage:
+    """One page of entries, newest first; pass ``next_cursor`` back for the next page."""
+
+    entries: tuple[ActivityEntry, ...]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True)
+class RecallStats:
+    """How often recalls in the kept log returned a lesson, and when last (None: never)."""
+
+    count: int = 0
+    last_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class StaleLesson:
+    """A live lesson created before the asked-for time that no recall in the kept log returned."""
+
+    id: str
+    problem: str
+    created_at: datetime
+    upvotes: int = 0
+    downvotes: int = 0
+
+
+@dataclass(frozen=True)
+class StalePage:
+    """Stale lessons oldest first; pass ``next_cursor`` back for the next page."""
+
+    lessons: tuple[StaleLesson, ...]
+    next_cursor: str | None = None

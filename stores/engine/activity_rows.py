@@ -1,0 +1,249 @@
+"""The activity log over the one SQL layer (``stores.engine.sql``), written once for both backends.
+
+An entry is one row of ``activity`` (its id a ULID, so ids sort by time and a time bound is an
+id bound on the scope's index); the lessons it names are rows of ``activity_lessons`` (with
+the entry's kind and time), so "what touched this lesson" and a lesson's recall count are
+index lookups. Every statement names its org and project (on Postgres the org's row-level
+security policy holds as well).
+
+``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
+trims the project's log once every ``ActivityBounds.trim_every`` appends: one DELETE per
+table, below the oldest id the bounds keep.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from ulid import ULID
+
+from stores.engine.activity import (
+    MAX_IDS,
+    MAX_QUERY_CHARS,
+    ActivityBounds,
+    ActivityEntry,
+    ActivityNote,
+    ActivityPage,
+    ActivityQuery,
+    Recalled,
+    RecallStats,
+    StaleLesson,
+    StalePage,
+)
+from stores.engine.lessons import Scope
+from stores.engine.sql import SqlTx
+from stores.ids import new_id
+
+_SCOPE = "org_id = :org AND project = :project"
+_ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, detail"
+
+
+def id_floor(when: datetime) -> str:
+    """The least ULID of ``when``'s millisecond: ids at or after ``when`` are not below it."""
+    ms = max(0, int(when.timestamp() * 1000))
+    return str(ULID.from_int(ms << 80))
+
+
+class ActivityLog:
+    """Appends and trims one store's activity log (the store makes one, with its bounds)."""
+
+    def __init__(self, bounds: ActivityBounds | None = None) -> None:
+        self.bounds = bounds or ActivityBounds()
+        self._appends = 0
+        self._lock = threading.Lock()
+
+    def append(self, sql: SqlTx, scope: Scope, note: ActivityNote) -> str:
+        """Write ``note`` as a new entry in the transaction ``sql`` holds; every
+        ``trim_every``-th append of this process trims the project's log there too."""
+        now = datetime.now(UTC)
+        entry_id = new_id()
+        key = {"org": scope.org, "project": scope.project}
+        sql.rows(
+            f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
+            f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')})",
+            {
+                **key,
+                "id": entry_id,
+                "at": sql.stamp(now),
+                "kind": note.kind,
+                "key_id": note.key_id,
+                "client": note.client,
+                "commit_id": note.commit_id,
+                "error": note.error,
+                "detail": sql.dump(_detail(note)),
+            },
+        )
+        named = [r.id for r in note.results] or list(note.lesson_ids[:MAX_IDS])
+        sql.many(
+            "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
+            "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
+            [
+                {**key, "lesson": i, "entry": entry_id, "kind": note.kind, "at": sql.stamp(now)}
+                for i in dict.fromkeys(named)
+            ],
+        )
+        if self._due():
+            trim(sql, scope, self.bounds, now)
+        return entry_id
+
+    def _due(self) -> bool:
+        with self._lock:
+            self._appends += 1
+            return self._appends % max(1, self.bounds.trim_every) == 0
+
+
+def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
+    """Delete the project's entries older than ``bounds.max_age_days`` or beyond its newest
+    ``bounds.max_entries``, and their lesson rows."""
+    key = {"org": scope.org, "project": scope.project}
+    floor = id_floor(now - timedelta(days=bounds.max_age_days))
+    kept = sql.rows(
+        f"SELECT id FROM activity WHERE {_SCOPE} ORDER BY id DESC LIMIT 1 OFFSET :n",
+        {**key, "n": max(0, bounds.max_entries - 1)},
+    )
+    if kept:
+        floor = max(floor, kept[0]["id"])
+    sql.rows(f"DELETE FROM activity WHERE {_SCOPE} AND id < :floor", {**key, "floor": floor})
+    sql.rows(f"DELETE FROM activity_lessons WHERE {_SCOPE} AND entry_id < :floor", {**key, "floor": floor})
+
+
+def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
+    """``query``'s entries of the project, newest first."""
+    where = [_SCOPE]
+    params: dict[str, Any] = {"org": scope.org, "project": scope.project, "n": query.limit + 1}
+    bounds = (("since", ">=", query.since), ("until", "<", query.until))
+    for name, op, when in bounds:
+        if when is not None:
+            where.append(f"id {op} :{name}")
+            params[name] = id_floor(when)
+    for name in ("cursor", "key_id", "client"):
+        value = getattr(query, name)
+        if value is not None:
+            where.append("id < :cursor" if name == "cursor" else f"{name} = :{name}")
+            params[name] = value
+    if query.kinds:
+        where.append(sql.in_list("kind", "kinds"))
+        params["kinds"] = sql.listed(query.kinds)
+    if query.lesson_id is not None:
+        where.append(f"id IN (SELECT entry_id FROM activity_lessons WHERE {_SCOPE} AND lesson_id = :lesson)")
+        params["lesson"] = query.lesson_id
+    rows = sql.rows(
+        f"SELECT {_ENTRY_COLUMNS} FROM activity WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :n", params
+    )
+    entries = tuple(_entry(sql, row) for row in rows[: query.limit])
+    more = len(rows) > query.limit
+    return ActivityPage(entries=entries, next_cursor=entries[-1].id if more and entries else None)
+
+
+def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
+    """How often and when last the kept log's recalls returned each of ``lesson_ids``."""
+    if not lesson_ids:
+        return {}
+    rows = sql.rows(
+        f"SELECT lesson_id, count(*) AS n, max(at) AS last FROM activity_lessons WHERE {_SCOPE} "
+        f"AND kind = 'recall' AND {sql.in_list('lesson_id', 'ids')} GROUP BY lesson_id",
+        {"org": scope.org, "project": scope.project, "ids": sql.listed(lesson_ids)},
+    )
+    found = {r["lesson_id"]: RecallStats(int(r["n"]), sql.time(r["last"])) for r in rows}
+    return {i: found.get(i, RecallStats()) for i in lesson_ids}
+
+
+def stale(
+    sql: SqlTx, scope: Scope, before: datetime, now: datetime, limit: int, cursor: str | None
+) -> StalePage:
+    """Live lessons created before ``before`` that no recall in the kept log returned, oldest
+    first (ids above ``cursor``)."""
+    params: dict[str, Any] = {
+        "org": scope.org,
+        "project": scope.project,
+        "before": sql.stamp(before),
+        "now": sql.stamp(now),
+        "n": limit + 1,
+    }
+    after = ""
+    if cursor is not None:
+        after, params["cursor"] = " AND l.id > :cursor", cursor
+    rows = sql.rows(
+        "SELECT l.id, l.problem, l.created_at, l.upvotes, l.downvotes FROM lessons AS l "
+        "WHERE l.org_id = :org AND l.project = :project AND (l.expires_at IS NULL OR l.expires_at > :now) "
+        f"AND l.created_at < :before{after} AND NOT EXISTS (SELECT 1 FROM activity_lessons AS a "
+        "WHERE a.org_id = l.org_id AND a.project = l.project AND a.lesson_id = l.id AND a.kind = 'recall') "
+        "ORDER BY l.id LIMIT :n",
+        params,
+    )
+    lessons = tuple(
+        StaleLesson(r["id"], r["problem"], sql.time(r["created_at"]), int(r["upvotes"]), int(r["downvotes"]))
+        for r in rows[:limit]
+    )
+    return StalePage(lessons, lessons[-1].id if len(rows) > limit and lessons else None)
+
+
+class ActivityReads:
+    """The store's reads of its log, for a store whose ``_lesson_reader`` opens a read
+    transaction on a project (its ``sql`` the one SQL layer) and whose ``_activity_writer``
+    opens a short write transaction for an entry of its own (a recall's, a failure's)."""
+
+    _activity: ActivityLog
+
+    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _activity_writer(self, scope: Scope) -> contextlib.AbstractContextManager[SqlTx]:
+        raise NotImplementedError
+
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        """An entry in a transaction of its own: a recall's (which changed nothing) or a failed
+        call's (whose effect was rolled back)."""
+        with self._activity_writer(scope) as sql:
+            return self._activity.append(sql, scope, note)
+
+    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
+        with self._read_sql(scope) as sql:
+            return page(sql, scope, query)
+
+    def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
+        with self._read_sql(scope) as sql:
+            return recall_stats(sql, scope, lesson_ids)
+
+    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
+        with self._read_sql(scope) as sql:
+            return stale(sql, scope, before, datetime.now(UTC), limit, cursor)
+
+    @contextlib.contextmanager
+    def _read_sql(self, scope: Scope) -> Iterator[SqlTx]:
+        with self._lesson_reader(scope) as tx:
+            yield tx.sql
+
+
+def _detail(note: ActivityNote) -> dict[str, Any]:
+    """What an entry keeps besides its columns: lessons, tables, a recall's query and answer."""
+    detail: dict[str, Any] = {}
+    if note.lesson_ids:
+        detail["lessons"] = list(note.lesson_ids[:MAX_IDS])
+    if note.tables:
+        detail["tables"] = list(note.tables[:MAX_IDS])
+    if note.query is not None:
+        detail["query"] = note.query[:MAX_QUERY_CHARS]
+    if note.results:
+        detail["results"] = [[r.id, r.rank, round(r.score, 6)] for r in note.results]
+    return detail
+
+
+def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
+    detail = sql.load(row["detail"])
+    note = ActivityNote(
+        kind=row["kind"],
+        key_id=row["key_id"],
+        client=row["client"],
+        lesson_ids=tuple(detail.get("lessons", ())),
+        tables=tuple(detail.get("tables", ())),
+        commit_id=row["commit_id"],
+        query=detail.get("query"),
+        results=tuple(Recalled(i, rank, score) for i, rank, score in detail.get("results", ())),
+        error=row["error"],
+    )
+    return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)
