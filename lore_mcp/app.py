@@ -35,18 +35,24 @@ if TYPE_CHECKING:
 def open_store(settings: Settings) -> Store:
     """The configured backend, migrated and ready. Raises ``StoreError`` with a sentence for
     people, or ``SystemExit`` when the settings name no database this process can open."""
-    from stores import RankingParams, open_local_store, open_postgres_store
+    from stores import ActivityBounds, RankingParams, open_local_store, open_postgres_store
 
     ranking = RankingParams(half_life_days=settings.decay_half_life_days)
+    activity = ActivityBounds(
+        max_age_days=settings.activity_max_age_days, max_entries=settings.activity_max_entries
+    )
     if settings.store == "postgres":
         if not settings.database_url:
             raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
         store = open_postgres_store(
-            settings.database_url, pool_size=settings.pool_size, ranking_params=ranking
+            settings.database_url,
+            pool_size=settings.pool_size,
+            ranking_params=ranking,
+            activity_bounds=activity,
         )
         return store
     if settings.store == "local":
-        return open_local_store(settings.db_path, ranking_params=ranking)
+        return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)
     raise SystemExit(
         "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
         "run this command where the team server's database is (LORE_STORE=local or postgres)."

@@ -21,7 +21,7 @@ from lore_mcp.redaction import secret_kinds
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.tools.registry.TOOL_GROUPS (named here so settings import nothing heavy).
-TOOL_GROUP_NAMES = ("lessons", "structured", "history", "admin")
+TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin")
 
 
 def embeddings_url(url: str) -> str:
@@ -190,7 +190,20 @@ class Settings(BaseSettings):
     )
     tools: str = Field(
         "lessons,structured,history",
-        description="Tool groups to serve, comma-separated: lessons, structured, history, admin.",
+        description="Tool groups to serve, comma-separated: lessons, structured, history, activity, admin.",
+    )
+    activity_max_age_days: float = Field(
+        30.0,
+        gt=0,
+        le=36_500,
+        description="Days the activity log keeps an entry (trimmed as it writes).",
+    )
+    activity_max_entries: int = Field(
+        5_000,
+        ge=1,
+        le=10_000_000,
+        description="Entries the activity log keeps per project, newest first (5,000 is under 3 MB "
+        "for a busy project).",
     )
 
     @field_validator("org", "project")

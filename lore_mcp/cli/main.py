@@ -46,7 +46,9 @@ _SETTING_FLAGS = [
     ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
-    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
+    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin]"),
+    ("--activity-max-age-days", "activity_max_age_days", "days the activity log keeps an entry"),
+    ("--activity-max-entries", "activity_max_entries", "activity log entries kept per project"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
 ]
 

@@ -18,7 +18,14 @@ from typing import Any, Literal, overload
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many, secret_kinds
-from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, LessonDraft
+from stores.engine.lessons import (
+    MAX_SHORT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    LessonDraft,
+    LessonPatch,
+)
 
 # Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
 # final newline, so with "^...$" "alpha\n" would pass as a project of its own.
@@ -290,3 +297,43 @@ def make_draft(
         meta=clean_meta,
     )
     return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))
+
+
+def make_patch(
+    *,
+    problem: str | None,
+    resolution: str | None,
+    context: str | None,
+    tags: Sequence[str] | None,
+    confidence: float | None,
+    source: str | None,
+    ttl_days: float | None,
+) -> tuple[LessonPatch, list[str]]:
+    """``update_lesson``'s fields checked and redacted as a patch, and the kinds of secrets
+    taken out: checked first, so bad input changes nothing."""
+    if problem is not None:
+        check_text("problem", problem, MAX_TEXT_CHARS, required=True)
+    if resolution is not None:
+        check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
+    check_text("context", context, MAX_TEXT_CHARS)
+    check_text("source", source, MAX_SHORT_CHARS)
+    if confidence is not None:
+        check_confidence(confidence)
+    clean_tags, tag_kinds = normalise_tags(tags) if tags is not None else (None, ())
+    expires_at = expiry(ttl_days)
+    if all(v is None for v in (problem, resolution, context, tags, confidence, source, ttl_days)):
+        raise InvalidArgument("Nothing to update: pass at least one field to change.")
+    (problem, resolution, context, source), kinds = redact_fields(problem, resolution, context, source)
+    # An empty string clears an optional field.
+    clear = frozenset(name for name, value in (("context", context), ("source", source)) if value == "")
+    patch = LessonPatch(
+        problem=problem,
+        resolution=resolution,
+        context=context or None,
+        tags=clean_tags,
+        confidence=confidence,
+        source=source or None,
+        expires_at=expires_at,
+        clear=clear,
+    )
+    return patch, sorted({*kinds, *tag_kinds})

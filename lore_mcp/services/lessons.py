@@ -7,6 +7,8 @@ handed to the store. Store calls are blocking, so they run on worker threads.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -17,7 +19,6 @@ import numpy as np
 from lore_mcp.auth import Caller
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running_model
-from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import redact_many
 from lore_mcp.services.lesson_input import (
     check_confidence,
@@ -26,10 +27,8 @@ from lore_mcp.services.lesson_input import (
     check_project,
     check_tags,
     check_text,
-    expiry,
     make_draft,
-    normalise_tags,
-    redact_fields,
+    make_patch,
 )
 from lore_mcp.services.models import (
     CompactLesson,
@@ -44,13 +43,13 @@ from lore_mcp.services.models import (
     UpdateLessonResult,
     VoteResult,
 )
+from lore_mcp.services.recording import failures_recorded, note
 from stores import Store
+from stores.engine.activity import ActivityNote, Recalled
 from stores.engine.embedding_model import EmbeddingModel, ModelChangedError
 from stores.engine.lessons import (
-    MAX_SHORT_CHARS,
     MAX_TEXT_CHARS,
     LessonDraft,
-    LessonPatch,
     RecallQuery,
     SaveResult,
     Scope,
@@ -133,18 +132,21 @@ class LessonService:
         project: str | None = None,
         ttl_days: float | None = None,
         caller: Caller | None = None,
+        client: str | None = None,
     ) -> SaveLessonResult:
         scope = self.scope(project, caller)
-        draft, kinds = make_draft(
-            problem=problem,
-            resolution=resolution,
-            context=context,
-            tags=tags,
-            confidence=confidence,
-            source=source,
-            ttl_days=ttl_days,
-        )
-        [result] = await _run(self.store_drafts, scope, [draft])
+        recorded = note("save", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            draft, kinds = make_draft(
+                problem=problem,
+                resolution=resolution,
+                context=context,
+                tags=tags,
+                confidence=confidence,
+                source=source,
+                ttl_days=ttl_days,
+            )
+            [result] = await _run(functools.partial(self.store_drafts, activity=recorded), scope, [draft])
         return SaveLessonResult(
             id=result.id,
             merged=result.merged,
@@ -169,17 +171,20 @@ class LessonService:
         vectors: Sequence[np.ndarray] | None = None,
         *,
         keep_ids: bool = False,
+        activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
         """Embed checked drafts (unless ``vectors`` are given) and store them in one transaction:
         the one write path of new lessons, for ``save_lesson``, ``import_lessons`` and the CLI
-        import (these two ``keep_ids``, see ``LessonStore.save_many``); blocking.
+        import (these two ``keep_ids``, see ``LessonStore.save_many``), with the call's
+        ``activity`` entry (none from the CLI, which is no tool call); blocking.
 
         If another process re-embedded the store with another model meanwhile, the refusal
         names the fix (``require_model``) rather than merely the change."""
         if vectors is None:
             vectors = self.vectors_of(drafts)
         try:
-            return self.store.save_many(scope, list(zip(drafts, vectors, strict=True)), keep_ids=keep_ids)
+            items = list(zip(drafts, vectors, strict=True))
+            return self.store.save_many(scope, items, keep_ids=keep_ids, activity=activity)
         except ModelChangedError:
             self.require_model()
             raise
@@ -194,8 +199,33 @@ class LessonService:
         min_confidence: float = 0.0,
         verbose: bool = False,
         caller: Caller | None = None,
+        client: str | None = None,
     ) -> RecallResult:
         scope = self.scope(project, caller)
+        recorded = note("recall", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
+        if verbose:
+            return RecallResult(
+                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
+            )
+        return RecallResult(
+            lessons=[
+                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
+            ]
+        )
+
+    async def _recall(
+        self,
+        scope: Scope,
+        recorded: ActivityNote,
+        query: str,
+        tags: Sequence[str],
+        limit: int,
+        min_confidence: float,
+    ) -> list[ScoredLesson]:
+        """``recall``'s lessons, best first, and its entry in the activity log: the redacted
+        query and the ids returned with their ranks."""
         checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
@@ -211,15 +241,10 @@ class LessonService:
         except ModelChangedError:
             await _run(self.require_model)
             raise
-        if verbose:
-            return RecallResult(
-                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
-            )
-        return RecallResult(
-            lessons=[
-                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
-            ]
-        )
+        returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
+        entry = dataclasses.replace(recorded, query=text, results=returned)
+        await _run(self.store.append_activity, scope, entry)
+        return hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
         """The store's full-text search and the query's embedding at once, then one ranking.
@@ -250,15 +275,32 @@ class LessonService:
         return LessonOut.of(await _run(self.store.get, self.scope(project, caller), check_id(lesson_id)))
 
     async def vote(
-        self, lesson_id: str, *, up: bool, project: str | None = None, caller: Caller | None = None
+        self,
+        lesson_id: str,
+        *,
+        up: bool,
+        project: str | None = None,
+        caller: Caller | None = None,
+        client: str | None = None,
     ) -> VoteResult:
-        lesson = await _run(self.store.vote, self.scope(project, caller), check_id(lesson_id), up)
+        scope, recorded = self.scope(project, caller), note("vote", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            vote = functools.partial(self.store.vote, activity=recorded)
+            lesson = await _run(vote, scope, check_id(lesson_id), up)
         return VoteResult(id=lesson.id, upvotes=lesson.upvotes, downvotes=lesson.downvotes)
 
     async def delete(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+        self,
+        lesson_id: str,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
+        client: str | None = None,
     ) -> DeleteResult:
-        lesson = await _run(self.store.delete, self.scope(project, caller), check_id(lesson_id))
+        scope, recorded = self.scope(project, caller), note("delete", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            delete = functools.partial(self.store.delete, activity=recorded)
+            lesson = await _run(delete, scope, check_id(lesson_id))
         return DeleteResult(id=lesson.id, deleted=True)
 
     async def list(
@@ -290,42 +332,31 @@ class LessonService:
         source: str | None = None,
         ttl_days: float | None = None,
         caller: Caller | None = None,
+        client: str | None = None,
     ) -> UpdateLessonResult:
-        scope = self.scope(project, caller)
-        lesson_id = check_id(lesson_id)
-        if problem is not None:
-            check_text("problem", problem, MAX_TEXT_CHARS, required=True)
-        if resolution is not None:
-            check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
-        check_text("context", context, MAX_TEXT_CHARS)
-        check_text("source", source, MAX_SHORT_CHARS)
-        if confidence is not None:
-            check_confidence(confidence)
-        clean_tags, tag_kinds = normalise_tags(tags) if tags is not None else (None, ())
-        expires_at = expiry(ttl_days)
-        if all(v is None for v in (problem, resolution, context, tags, confidence, source, ttl_days)):
-            raise InvalidArgument("Nothing to update: pass at least one field to change.")
-        (problem, resolution, context, source), kinds = redact_fields(problem, resolution, context, source)
-        # An empty string clears an optional field.
-        clear = frozenset(name for name, value in (("context", context), ("source", source)) if value == "")
-        patch = LessonPatch(
-            problem=problem,
-            resolution=resolution,
-            context=context or None,
-            tags=clean_tags,
-            confidence=confidence,
-            source=source or None,
-            expires_at=expires_at,
-            clear=clear,
-        )
-        vector = None
-        if problem is not None or resolution is not None:
-            current = await _run(self.store.get, scope, lesson_id)
-            text = embedding_text(problem or current.problem, resolution or current.resolution)
-            await self._require_model()
-            [vector] = await self.embedder.aencode_documents([text])
-        lesson = await self._with_vectors(self.store.update, scope, lesson_id, patch, vector)
-        return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=sorted({*kinds, *tag_kinds}))
+        scope, recorded = self.scope(project, caller), note("update", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            lesson_id = check_id(lesson_id)
+            patch, kinds = make_patch(
+                problem=problem,
+                resolution=resolution,
+                context=context,
+                tags=tags,
+                confidence=confidence,
+                source=source,
+                ttl_days=ttl_days,
+            )
+            vector = None
+            if patch.problem is not None or patch.resolution is not None:
+                current = await _run(self.store.get, scope, lesson_id)
+                text = embedding_text(
+                    patch.problem or current.problem, patch.resolution or current.resolution
+                )
+                await self._require_model()
+                [vector] = await self.embedder.aencode_documents([text])
+            update = functools.partial(self.store.update, activity=recorded)
+            lesson = await self._with_vectors(update, scope, lesson_id, patch, vector)
+        return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=kinds)
 
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:

@@ -21,8 +21,10 @@ from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel, map_values, plan_values, where_values
 from lore_mcp.services.progress import Progress, no_progress
+from lore_mcp.services.recording import failures_recorded, note
 from stores import Store
 from stores.engine import history, queries, structured
+from stores.engine.activity import ActivityNote
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
 from stores.engine.structured import Commit, ProjectTx
 from stores.errors import NotFoundError
@@ -72,11 +74,24 @@ class StructuredService:
         project: str | None = None,
         *,
         caller: Caller | None = None,
+        client: str | None = None,
         report: Progress = no_progress,
     ) -> dict[str, Any]:
         """Apply ``plan``. One of ``APPLY_PROGRESS_ROWS`` rows or more reports after each of its
         operations but the last (rows done of the plan's rows, ``plan_rows``), and
         ``(total, total)`` once its commit landed."""
+        scope, recorded = self.lessons.scope(project, caller), note("apply", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            return await self._apply(plan, project, caller, report, recorded)
+
+    async def _apply(
+        self,
+        plan: PlanModel,
+        project: str | None,
+        caller: Caller | None,
+        report: Progress,
+        recorded: ActivityNote,
+    ) -> dict[str, Any]:
         actor = self.lessons.scope(project, caller).actor
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
         weights = plan_rows(raw)
@@ -87,7 +102,10 @@ class StructuredService:
         snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
         ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw, step)
         result = await self._run(
-            project, caller, True, lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor)
+            project,
+            caller,
+            True,
+            _recorded(lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor), recorded),
         )
         if step is not None:
             await report(total, total)
@@ -151,11 +169,18 @@ class StructuredService:
         return await self._run(project, caller, False, read)
 
     async def revert_commit(
-        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+        self,
+        commit_id: str,
+        project: str | None = None,
+        *,
+        caller: Caller | None = None,
+        client: str | None = None,
     ) -> dict[str, Any]:
-        check_commit_id(commit_id)
-        actor = self.lessons.scope(project, caller).actor
-        return await self._run(project, caller, True, lambda tx: history.revert(tx, commit_id, actor))
+        scope, recorded = self.lessons.scope(project, caller), note("revert", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            check_commit_id(commit_id)
+            revert = _recorded(lambda tx: history.revert(tx, commit_id, scope.actor), recorded)
+            return await self._run(project, caller, True, revert)
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
         """Counts for the ``lore://stats`` resource, within what the caller may see."""
@@ -176,6 +201,18 @@ class StructuredService:
             }
 
         return await anyio.to_thread.run_sync(work)
+
+
+def _recorded(fn: Callable[[ProjectTx], T], recorded: ActivityNote) -> Callable[[ProjectTx], T]:
+    """``fn`` in a write transaction, then the call's entry in the activity log in that same
+    transaction, naming the commit ``fn`` recorded."""
+
+    def work(tx: ProjectTx) -> T:
+        result = fn(tx)
+        tx.append_activity(recorded)
+        return result
+
+    return work
 
 
 def history_target(target: str | None) -> str | None:

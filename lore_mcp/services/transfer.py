@@ -29,9 +29,11 @@ from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_pro
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
+from lore_mcp.services.recording import failures_recorded, note
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
+from stores.engine.activity import ActivityNote
 from stores.engine.lessons import (
     MAX_SHORT_CHARS,
     MAX_TAGS,
@@ -201,6 +203,7 @@ class Transfer:
         project: str | None,
         *,
         caller: Caller | None = None,
+        client: str | None = None,
         report: Progress = no_progress,
     ) -> ImportResult:
         """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
@@ -214,24 +217,30 @@ class Transfer:
         "already there": what other projects or orgs hold neither blocks an import nor shows."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
-        scope = self.lessons.scope(project, caller)
-        drafts, found = _checked_items(items)
-        vectors: list[Any] = []
-        for start in range(0, len(drafts), IMPORT_EMBED_BATCH):
-            group = drafts[start : start + IMPORT_EMBED_BATCH]
-            vectors.extend(await anyio.to_thread.run_sync(self.lessons.vectors_of, group))
-            if len(vectors) < len(drafts):
-                await report(len(vectors), len(drafts))
-        await anyio.lowlevel.checkpoint()  # a cancel that came during the last group lands here
-        saved = await anyio.to_thread.run_sync(self._store, scope, drafts, vectors)
+        scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
+        async with failures_recorded(self.store, scope, recorded):
+            drafts, found = _checked_items(items)
+            vectors: list[Any] = []
+            for start in range(0, len(drafts), IMPORT_EMBED_BATCH):
+                group = drafts[start : start + IMPORT_EMBED_BATCH]
+                vectors.extend(await anyio.to_thread.run_sync(self.lessons.vectors_of, group))
+                if len(vectors) < len(drafts):
+                    await report(len(vectors), len(drafts))
+            await anyio.lowlevel.checkpoint()  # a cancel that came during the last group lands here
+            saved = await anyio.to_thread.run_sync(self._store, scope, drafts, vectors, recorded)
         await report(len(drafts), len(drafts))
         return ImportResult(**_tally(saved), redacted=sorted(found))
 
     def _store(
-        self, scope: Scope, drafts: Sequence[LessonDraft], vectors: Sequence[Any] | None
+        self,
+        scope: Scope,
+        drafts: Sequence[LessonDraft],
+        vectors: Sequence[Any] | None,
+        recorded: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """An import's drafts saved as every new lesson is, keeping their ids."""
-        return self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True)
+        """An import's drafts saved as every new lesson is, keeping their ids, with the call's
+        entry in the activity log (none from the CLI)."""
+        return self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True, activity=recorded)
 
     def import_file(
         self,

@@ -15,6 +15,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
 
 from lore_mcp.auth import Caller, Forbidden, caller_of
+from lore_mcp.services.activity import ActivityService
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.structured import StructuredService
@@ -29,6 +30,11 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
+
+    @property
+    def activity(self) -> ActivityService:
+        """Reading the activity log (no state of its own: it reads through ``lessons``' store)."""
+        return ActivityService(self.lessons)
 
     @classmethod
     def over(cls, lessons: LessonService, keys: KeyService | None = None) -> Services:
@@ -49,13 +55,25 @@ def caller() -> Caller | None:
     return caller_of(get_access_token())
 
 
+def client_name(ctx: Context[Any, Any]) -> str | None:
+    """The name the client gave in its ``clientInfo`` (the handshake's, or the request's own on
+    the 2026-07-28 revision); None when it gave none or there is no request."""
+    try:
+        params = ctx.session.client_params
+    except (ValueError, AttributeError, LookupError):  # no request: a call made without one
+        return None
+    name = getattr(getattr(params, "client_info", None), "name", None)
+    return name if isinstance(name, str) else None
+
+
 @dataclass(frozen=True)
 class Call:
-    """One tool call's services and caller."""
+    """One tool call's services, caller and client (the name it introduced itself with)."""
 
     services: Services
     caller: Caller | None
     local_caller: Caller | None
+    client: str | None = None
 
     def root(self, what: str) -> Caller:
         """The caller of a key tool, which must be root to do ``what``: the request's key, or
@@ -78,4 +96,4 @@ def call_of(ctx: Context[Any, Any]) -> Call:
     server = cast(Serving, ctx.mcp_server)
     if server.services is None:
         raise RuntimeError("This server forwards tool calls; nothing runs locally.")
-    return Call(server.services, caller(), server.local_caller)
+    return Call(server.services, caller(), server.local_caller, client_name(ctx))

@@ -39,4 +39,6 @@ async def revert_commit(
     """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
     changed the same rows or tables; revert those first."""
     call = call_of(ctx)
-    return await call.services.tables.revert_commit(commit_id, project, caller=call.caller)
+    return await call.services.tables.revert_commit(
+        commit_id, project, caller=call.caller, client=call.client
+    )

@@ -57,6 +57,7 @@ async def save_lesson(
         project=project,
         ttl_days=ttl_days,
         caller=call.caller,
+        client=call.client,
     )
 
 
@@ -81,19 +82,24 @@ async def recall_lessons(
         min_confidence=min_confidence,
         verbose=verbose,
         caller=call.caller,
+        client=call.client,
     )
 
 
 async def upvote_lesson(ctx: Context, id: LessonId, project: Project = None) -> VoteResult:
     """Upvote a lesson that helped, so it ranks higher for everyone."""
     call = call_of(ctx)
-    return await call.services.lessons.vote(id, up=True, project=project, caller=call.caller)
+    return await call.services.lessons.vote(
+        id, up=True, project=project, caller=call.caller, client=call.client
+    )
 
 
 async def downvote_lesson(ctx: Context, id: LessonId, project: Project = None) -> VoteResult:
     """Downvote a lesson that was wrong or stale, so it sinks."""
     call = call_of(ctx)
-    return await call.services.lessons.vote(id, up=False, project=project, caller=call.caller)
+    return await call.services.lessons.vote(
+        id, up=False, project=project, caller=call.caller, client=call.client
+    )
 
 
 async def get_lesson(ctx: Context, id: LessonId, project: Project = None) -> LessonOut:
@@ -127,13 +133,14 @@ async def update_lesson(
         source=source,
         ttl_days=ttl_days,
         caller=call.caller,
+        client=call.client,
     )
 
 
 async def delete_lesson(ctx: Context, id: LessonId, project: Project = None) -> DeleteResult:
     """Delete a lesson that is wrong beyond repair."""
     call = call_of(ctx)
-    return await call.services.lessons.delete(id, project, caller=call.caller)
+    return await call.services.lessons.delete(id, project, caller=call.caller, client=call.client)
 
 
 async def list_lessons(

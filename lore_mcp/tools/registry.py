@@ -14,6 +14,7 @@ from typing import Any
 
 from mcp_types import ToolAnnotations
 
+from lore_mcp.tools.activity import recent_activity
 from lore_mcp.tools.history import get_commit, history, revert_commit
 from lore_mcp.tools.keys import create_key, list_keys, revoke_key
 from lore_mcp.tools.lessons import (
@@ -96,6 +97,8 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(history, "history", "List history", READ_ONLY),
     ToolSpec(get_commit, "history", "Show a commit", READ_ONLY),
     ToolSpec(revert_commit, "history", "Revert a commit", DESTRUCTIVE),
+    # Off by default (not in DEFAULT_TOOL_GROUPS): an agent pays its listing only when asked for.
+    ToolSpec(recent_activity, "activity", "Show recent activity", READ_ONLY),
     ToolSpec(create_key, "admin", "Create an API key", ADDITIVE),
     ToolSpec(list_keys, "admin", "List API keys", READ_ONLY),
     ToolSpec(revoke_key, "admin", "Revoke an API key", EDITING),

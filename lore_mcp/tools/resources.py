@@ -15,6 +15,9 @@ from stores.errors import StoreError
 LESSON_TEMPLATE = "lore://lessons/{id}"
 SCHEMA_URI = "lore://schema"
 STATS_URI = "lore://stats"
+ACTIVITY_URI = "lore://activity"
+# Entries ``lore://activity`` shows: the latest, as ``recent_activity`` pages them.
+ACTIVITY_RESOURCE_ENTRIES = 50
 
 
 def lesson_uri(lesson_id: str) -> str:
@@ -23,24 +26,30 @@ def lesson_uri(lesson_id: str) -> str:
 
 
 def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
-    """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project (listed
-    without ``services`` by a server that forwards every read)."""
+    """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project, with how
+    often recalls in the kept activity log returned it and when last (listed without
+    ``services`` by a server that forwards every read)."""
 
     @server.resource(
-        LESSON_TEMPLATE, name="lesson", description="One lesson as JSON.", mime_type="application/json"
+        LESSON_TEMPLATE,
+        name="lesson",
+        description="One lesson as JSON, with its recall count and last recall (from the activity log).",
+        mime_type="application/json",
     )
     async def lesson_resource(id: str) -> str:
         try:
             if services is None:
                 raise ResourceNotFoundError("This server forwards every read.")
             lesson = await services.lessons.get(id, caller=caller())
+            recalls = await services.activity.recalls(id, caller=caller())
         except (InvalidArgument, StoreError) as exc:
             raise ResourceNotFoundError(describe(exc)[1]) from None
-        return lesson.model_dump_json()
+        return json.dumps({**lesson.model_dump(mode="json"), **recalls.model_dump(mode="json")})
 
 
 def add_memory_resources(server: MCPServer, services: Services) -> None:
-    """``lore://schema`` and ``lore://stats``: what the memory holds, without a tool call."""
+    """``lore://schema``, ``lore://stats`` and ``lore://activity``: what the memory holds and
+    what was done to it, without a tool call."""
 
     @server.resource(
         SCHEMA_URI,
@@ -59,3 +68,13 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
     )
     async def stats_resource() -> str:
         return json.dumps(await services.tables.stats(None, caller=caller()))
+
+    @server.resource(
+        ACTIVITY_URI,
+        name="activity",
+        description="The latest entries of this project's activity log (as recent_activity), newest first.",
+        mime_type="application/json",
+    )
+    async def activity_resource() -> str:
+        page = await services.activity.recent(limit=ACTIVITY_RESOURCE_ENTRIES, caller=caller())
+        return page.model_dump_json()

@@ -35,7 +35,9 @@ async def apply(ctx: Context, plan: PlanModel, project: Project = None) -> dict[
         # The request's own progress token and stream; nothing is sent when it carries none.
         await ctx.report_progress(done, total, f"{done} of {total} rows")
 
-    return await call.services.tables.apply(plan, project, caller=call.caller, report=report)
+    return await call.services.tables.apply(
+        plan, project, caller=call.caller, client=call.client, report=report
+    )
 
 
 async def query_rows(

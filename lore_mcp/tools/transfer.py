@@ -37,4 +37,6 @@ async def import_lessons(
         # The request's own progress token and stream; nothing is sent when it carries none.
         await ctx.report_progress(done, total, f"{done} of {total} lessons")
 
-    return await call.services.transfer.import_batch(lessons, project, caller=call.caller, report=report)
+    return await call.services.transfer.import_batch(
+        lessons, project, caller=call.caller, client=call.client, report=report
+    )

@@ -1,0 +1,106 @@
+"""Reading the activity log: ``recent_activity``, ``lore://activity`` and a lesson's recalls.
+
+What each call records is decided in ``lore_mcp.services.recording``; agents read the log
+here and never write it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import anyio.to_thread
+
+from lore_mcp.auth import Caller
+from lore_mcp.errors import InvalidArgument
+from lore_mcp.services.activity_models import (
+    ActivityEntryOut,
+    ActivityResult,
+    LessonRecalls,
+    StaleLessonOut,
+)
+from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
+from lore_mcp.services.lessons import LessonService
+from stores import Store
+from stores.engine.activity import KINDS, ActivityQuery
+from stores.engine.lessons import MAX_LIST_LIMIT, Scope
+
+
+class ActivityService:
+    """``recent_activity``, ``lore://activity`` and a lesson's recall count."""
+
+    def __init__(self, lessons: LessonService) -> None:
+        self.lessons = lessons
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store
+
+    async def recent(
+        self,
+        *,
+        kinds: list[str] | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        lesson_id: str | None = None,
+        key_id: str | None = None,
+        client: str | None = None,
+        stale_days: float | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        project: str | None = None,
+        caller: Caller | None = None,
+    ) -> ActivityResult:
+        scope = self.lessons.scope(project, caller)
+        if not 1 <= limit <= MAX_LIST_LIMIT:
+            raise InvalidArgument(f"limit must be between 1 and {MAX_LIST_LIMIT}.")
+        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
+            raise InvalidArgument("cursor must be the next_cursor of a previous page.")
+        if stale_days is not None:
+            return await self._stale(scope, stale_days, limit, cursor)
+        unknown = sorted(set(kinds or ()) - set(KINDS))
+        if unknown:
+            raise InvalidArgument(f"kind must be among {', '.join(KINDS)}; not {', '.join(unknown)}.")
+        query = ActivityQuery(
+            kinds=tuple(kinds or ()),
+            since=_utc(since),
+            until=_utc(until),
+            lesson_id=check_id(lesson_id) if lesson_id is not None else None,
+            key_id=key_id,
+            client=client,
+            limit=limit,
+            cursor=cursor,
+        )
+        page = await anyio.to_thread.run_sync(self.store.activity, scope, query)
+        return ActivityResult(
+            project=scope.project,
+            entries=[ActivityEntryOut.of(e) for e in page.entries],
+            next_cursor=page.next_cursor,
+        )
+
+    async def _stale(self, scope: Scope, days: float, limit: int, cursor: str | None) -> ActivityResult:
+        if not 0 <= days <= 36_500:
+            raise InvalidArgument("stale_days must be between 0 and 36500.")
+        before = datetime.now(UTC) - timedelta(days=days)
+        page = await anyio.to_thread.run_sync(self.store.stale_lessons, scope, before, limit, cursor)
+        return ActivityResult(
+            project=scope.project,
+            stale_lessons=[StaleLessonOut.of(s) for s in page.lessons],
+            next_cursor=page.next_cursor,
+        )
+
+    async def recalls(
+        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+    ) -> LessonRecalls:
+        """How often and when last the kept log's recalls returned the lesson."""
+        scope = self.lessons.scope(project, caller)
+        lesson_id = check_id(lesson_id)
+        stats = await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id])
+        found = stats[lesson_id]
+        return LessonRecalls(recalls=found.count, last_recalled_at=found.last_at)
+
+
+def _utc(when: datetime | None) -> datetime | None:
+    """A time bound in UTC; one without a zone is taken as UTC."""
+    if when is None:
+        return None
+    return when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)

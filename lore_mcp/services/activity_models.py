@@ -1,0 +1,87 @@
+"""What ``recent_activity`` and ``lore://activity`` return: pydantic models, so clients (the
+page for people among them) get structured content and an output schema."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from stores.engine.activity import ActivityEntry, StaleLesson
+
+ActivityKind = Literal[
+    "save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"
+]
+
+
+class RecalledOut(BaseModel):
+    """A lesson a recall returned."""
+
+    id: str
+    rank: int = Field(description="Its place in the answer, 1 first.")
+    score: float
+
+
+class ActivityEntryOut(BaseModel):
+    """One tool call as the log keeps it."""
+
+    id: str = Field(description="The entry's id (a ULID: newer entries have greater ids).")
+    at: datetime
+    kind: ActivityKind = Field(description="What the call did; a save that merged is `merge`.")
+    key_id: str | None = Field(description="The id of the API key that called; null over stdio.")
+    client: str | None = Field(description="The client's name as it introduced itself, if it did.")
+    lesson_ids: list[str] = Field(description="Lessons the call changed (a recall's are in `results`).")
+    tables: list[str] = Field(description="Tables the call changed.")
+    commit_id: str | None = Field(description="The commit it recorded (see history); null if none.")
+    query: str | None = Field(description="A recall's query, redacted and cut to 500 characters.")
+    results: list[RecalledOut] = Field(description="What a recall returned, best first.")
+    error: str | None = Field(description="The error code of a call that failed and changed nothing.")
+
+    @classmethod
+    def of(cls, entry: ActivityEntry) -> ActivityEntryOut:
+        note = entry.note
+        return cls(
+            id=entry.id,
+            at=entry.at,
+            kind=note.kind,  # type: ignore[arg-type]  # one of KINDS, as stored
+            key_id=note.key_id,
+            client=note.client,
+            lesson_ids=list(note.lesson_ids),
+            tables=list(note.tables),
+            commit_id=note.commit_id,
+            query=note.query,
+            results=[RecalledOut(id=r.id, rank=r.rank, score=r.score) for r in note.results],
+            error=note.error,
+        )
+
+
+class StaleLessonOut(BaseModel):
+    """A lesson older than asked that no recall in the kept log returned."""
+
+    id: str
+    problem: str
+    created_at: datetime
+    upvotes: int
+    downvotes: int
+
+    @classmethod
+    def of(cls, lesson: StaleLesson) -> StaleLessonOut:
+        return cls.model_validate(lesson, from_attributes=True)
+
+
+class ActivityResult(BaseModel):
+    project: str = Field(description="The project whose log this is.")
+    entries: list[ActivityEntryOut] = Field(default_factory=list, description="Newest first.")
+    stale_lessons: list[StaleLessonOut] = Field(
+        default_factory=list,
+        description="With stale_days: lessons older than that never recalled, oldest first.",
+    )
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
+
+
+class LessonRecalls(BaseModel):
+    """How often recalls in the kept log returned a lesson, and when last."""
+
+    recalls: int
+    last_recalled_at: datetime | None

@@ -1,0 +1,83 @@
+"""What each call records in the activity log, and a failure's entry.
+
+The services decide what a call records (``note``): its kind, the caller's key id and the
+client's name (redacted and cut short like every stored name; never a secret), and for a
+recall the redacted query and what came back. The store appends the entry in the transaction
+of the call's effect. A call that fails records only its error code (``failures_recorded``),
+after its transaction rolled back, so a failed call changes nothing stored but the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+from collections.abc import AsyncIterator
+
+import anyio.to_thread
+from pydantic import ValidationError
+
+from lore_mcp.auth import Caller
+from lore_mcp.errors import INTERNAL_ERROR, LoreError, describe
+from lore_mcp.redaction import fit, redact
+from stores import Store, deadline
+from stores.engine.activity import ActivityNote
+from stores.engine.lessons import Scope
+from stores.errors import StoreError
+
+logger = logging.getLogger("lore_mcp.activity")
+
+MAX_CLIENT_CHARS = 100
+# How long a failed call may take to record its code once it failed (its own deadline may have
+# passed already: that is often why it failed).
+FAILURE_RECORD_S = 2.0
+
+
+def clean_client(name: str | None) -> str | None:
+    """The client's name as the log keeps it: printable, at most ``MAX_CLIENT_CHARS``, and
+    redacted (a client may put anything in its ``clientInfo``)."""
+    if not isinstance(name, str):
+        return None
+    printable = "".join(c for c in name if c.isprintable()).strip()
+    if not printable:
+        return None
+    return fit(redact(printable[: MAX_CLIENT_CHARS * 2]).text, MAX_CLIENT_CHARS)
+
+
+def note(kind: str, caller: Caller | None, client: str | None, **fields: object) -> ActivityNote:
+    """What a call of ``kind`` records of its caller (the key's id; none over stdio) and client."""
+    key_id = caller.key_id if caller is not None else None
+    return ActivityNote(kind=kind, key_id=key_id, client=clean_client(client), **fields)  # type: ignore[arg-type]
+
+
+def error_code(exc: BaseException) -> str:
+    """The stable code a failure reaches the client with (``lore_mcp.errors.describe``)."""
+    if isinstance(exc, LoreError | StoreError | ValidationError):
+        return describe(exc)[0]
+    return INTERNAL_ERROR  # described (and logged) once, where the server answers the call
+
+
+@contextlib.asynccontextmanager
+async def failures_recorded(store: Store, scope: Scope, recorded: ActivityNote) -> AsyncIterator[None]:
+    """Record the code of a failure in the block (whose transaction has rolled back by then) as
+    the call's entry, then raise it. Recording is best-effort: a log that cannot be written
+    does not change the call's answer."""
+    try:
+        yield
+    except Exception as exc:
+        failed = recorded.failed(error_code(exc))
+        try:
+            await anyio.to_thread.run_sync(_append_afresh, store, scope, failed)
+        except Exception as log_exc:  # the call's own failure is the answer
+            logger.warning("could not record a failed %s in the activity log: %s", recorded.kind, log_exc)
+        raise
+
+
+def _append_afresh(store: Store, scope: Scope, failed: ActivityNote) -> None:
+    """``store.append_activity`` under a deadline of its own, not the failed call's."""
+
+    def bounded() -> None:
+        with deadline.limit(FAILURE_RECORD_S):
+            store.append_activity(scope, failed)
+
+    contextvars.Context().run(bounded)
