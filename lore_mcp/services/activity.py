@@ -43,7 +43,7 @@ class ActivityService:
         until: datetime | None = None,
         lesson_id: str | None = None,
         key_id: str | None = None,
-        client: str | None = None,
+        client_name: str | None = None,
         stale_days: float | None = None,
         limit: int = 20,
         cursor: str | None = None,
@@ -66,7 +66,7 @@ class ActivityService:
             until=_utc(until),
             lesson_id=check_id(lesson_id) if lesson_id is not None else None,
             key_id=key_id,
-            client=client,
+            client=client_name,
             limit=limit,
             cursor=cursor,
         )

@@ -29,8 +29,8 @@ async def recent_activity(
     key_id: Annotated[
         str | None, Field(max_length=64, description="Only calls made with this API key (its id).")
     ] = None,
-    client: Annotated[
-        str | None, Field(max_length=100, description="Only calls from this client name.")
+    client_name: Annotated[
+        str | None, Field(max_length=100, description="Only calls from the client of this name.")
     ] = None,
     stale_days: Annotated[
         float | None,
@@ -56,7 +56,7 @@ async def recent_activity(
         until=until,
         lesson_id=lesson_id,
         key_id=key_id,
-        client=client,
+        client_name=client_name,
         stale_days=stale_days,
         limit=limit,
         cursor=cursor,

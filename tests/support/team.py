@@ -12,7 +12,7 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,10 +72,11 @@ def team_server(
     trusted_proxies: tuple[str, ...] = (),
     heavy_gate: HeavyGate | None = None,
     request_timeout_s: float | None = 30.0,
+    tools: Collection[str] | None = None,
 ) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
     ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``; ``heavy_gate`` admits heavy calls, as
-    ``App.heavy_gate`` does for the real team server)."""
+    ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None)."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
@@ -85,6 +86,7 @@ def team_server(
         auth=AuthSettings(issuer_url=f"http://127.0.0.1:{port}", resource_server_url=None),
         heavy_gate=heavy_gate,
         request_timeout_s=request_timeout_s,
+        tools=tools,
     )
     app = build_app(
         server,
