@@ -62,6 +62,8 @@ class ActivityService:
             raise InvalidArgument(f"kind must be among {', '.join(KINDS)}; not {', '.join(unknown)}.")
         query = ActivityQuery(
             kinds=tuple(kinds or ()),
+            # Key changes are the org's business: root keys (and the local user) see them.
+            hidden_kinds=("key",) if caller is not None and not caller.root else (),
             since=_utc(since),
             until=_utc(until),
             lesson_id=check_id(lesson_id) if lesson_id is not None else None,

@@ -37,6 +37,9 @@ class ActivityEntryOut(BaseModel):
     query: str | None = Field(description="A recall's query, redacted and cut to 500 characters.")
     results: list[RecalledOut] = Field(description="What a recall returned, best first.")
     error: str | None = Field(description="The error code of a call that failed and changed nothing.")
+    target: str | None = Field(
+        default=None, description="What a key change changed: `created:<key id>` or `revoked:<key id>`."
+    )
 
     @classmethod
     def of(cls, entry: ActivityEntry) -> ActivityEntryOut:
@@ -53,6 +56,7 @@ class ActivityEntryOut(BaseModel):
             query=note.query,
             results=[RecalledOut(id=r.id, rank=r.rank, score=r.score) for r in note.results],
             error=note.error,
+            target=note.target,
         )
 
 

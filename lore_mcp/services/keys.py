@@ -14,6 +14,7 @@ from lore_mcp.auth import display_prefix, new_key, secret_digest
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
+from stores.engine.activity import ActivityNote
 from stores.engine.keys import ApiKey, KeyStore
 from stores.errors import ConflictError
 
@@ -94,7 +95,17 @@ class KeyService:
         self.keys.create_org(org, redact_name(check_key_name(name, "An org name"))[0] if name else org)
         return self.create_key(org, name="root", project=None, root=True)
 
-    def create_key(self, org: str, *, name: str, project: str | None, root: bool) -> CreatedKey:
+    def create_key(
+        self,
+        org: str,
+        *,
+        name: str,
+        project: str | None,
+        root: bool,
+        activity: tuple[str, ActivityNote] | None = None,
+    ) -> CreatedKey:
+        """A new key; ``activity`` (a project and the call's entry) records it in that project's
+        activity log in the same transaction (the key tools' calls; the CLI records none)."""
         org = check_org(org)
         # Names are listed to every root key and name the actor of each commit in
         # history, so a secret pasted into one is redacted like any stored text.
@@ -113,13 +124,16 @@ class KeyService:
             prefix=display_prefix(raw),
             project=project,
             root=root,
+            activity=activity,
         )
         return CreatedKey(**KeyOut.of(stored).model_dump(), key=raw, redacted=kinds)
 
     def list_keys(self, org: str) -> list[KeyOut]:
         return [KeyOut.of(k) for k in self.keys.list_keys(check_org(org))]
 
-    def revoke_key(self, org: str, key_id: str) -> KeyOut:
+    def revoke_key(
+        self, org: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
+    ) -> KeyOut:
         if not isinstance(key_id, str) or not key_id or len(key_id) > 64 or text_problem(key_id):
             raise InvalidArgument("key id must be the id shown by list_keys.")
-        return KeyOut.of(self.keys.revoke_key(check_org(org), key_id))
+        return KeyOut.of(self.keys.revoke_key(check_org(org), key_id, activity=activity))

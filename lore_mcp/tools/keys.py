@@ -12,8 +12,12 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from lore_mcp.auth import Caller
 from lore_mcp.services.keys import CreatedKey, KeyList, KeyOut
-from lore_mcp.tools.context import call_of
+from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.tools.context import Call, call_of
+from stores.engine.activity import ActivityNote
+from stores.engine.lessons import Scope
 
 
 async def create_key(
@@ -27,9 +31,12 @@ async def create_key(
     """Create an API key in your org (root keys only). The key is shown once, in this result."""
     call = call_of(ctx)
     caller = call.root("create keys")
-    return await anyio.to_thread.run_sync(
-        lambda: call.keys.create_key(caller.org, name=name, project=project, root=root)
-    )
+    scope, recorded = key_change(call, caller)
+    async with failures_recorded(call.services.lessons.store, scope, recorded):
+        activity = (scope.project, recorded)
+        return await anyio.to_thread.run_sync(
+            lambda: call.keys.create_key(caller.org, name=name, project=project, root=root, activity=activity)
+        )
 
 
 async def list_keys(ctx: Context) -> KeyList:
@@ -46,4 +53,15 @@ async def revoke_key(
     """Revoke an API key of your org; it stops working on its next request (root keys only)."""
     call = call_of(ctx)
     caller = call.root("revoke keys")
-    return await anyio.to_thread.run_sync(call.keys.revoke_key, caller.org, id)
+    scope, recorded = key_change(call, caller)
+    async with failures_recorded(call.services.lessons.store, scope, recorded):
+        activity = (scope.project, recorded)
+        return await anyio.to_thread.run_sync(lambda: call.keys.revoke_key(caller.org, id, activity=activity))
+
+
+def key_change(call: Call, caller: Caller) -> tuple[Scope, ActivityNote]:
+    """Where a key change is logged and what it records: keys belong to the org, not to a
+    project, so their changes go to the server's default project (LORE_PROJECT), where only
+    root keys see them (``ActivityService.recent``)."""
+    scope = call.services.lessons.scope(None, call.caller)
+    return Scope(caller.org, scope.project, scope.actor), note("key", call.caller, call.client)

@@ -63,6 +63,8 @@ class ActivityNote:
     query: str | None = None
     results: tuple[Recalled, ...] = ()
     error: str | None = None
+    # What a key change changed: ``created:<key id>`` or ``revoked:<key id>``.
+    target: str | None = None
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""
@@ -90,11 +92,12 @@ class ActivityEntry:
 
 @dataclass(frozen=True)
 class ActivityQuery:
-    """Which entries to read, newest first: of ``kinds`` (all if empty), at or after ``since``
+    """Which entries to read, newest first: of ``kinds`` (all if empty) but ``hidden_kinds``, at or after ``since``
     and before ``until``, touching ``lesson_id``, made with ``key_id`` or by ``client``; ids
     below ``cursor`` (the last id of the previous page)."""
 
     kinds: tuple[str, ...] = ()
+    hidden_kinds: tuple[str, ...] = ()
     since: datetime | None = None
     until: datetime | None = None
     lesson_id: str | None = None

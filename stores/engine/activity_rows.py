@@ -128,6 +128,9 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     if query.kinds:
         where.append(sql.in_list("kind", "kinds"))
         params["kinds"] = sql.listed(query.kinds)
+    if query.hidden_kinds:
+        where.append(f"NOT ({sql.in_list('kind', 'hidden')})")
+        params["hidden"] = sql.listed(query.hidden_kinds)
     if query.lesson_id is not None:
         where.append(f"id IN (SELECT entry_id FROM activity_lessons WHERE {_SCOPE} AND lesson_id = :lesson)")
         params["lesson"] = query.lesson_id
@@ -230,6 +233,8 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
         detail["query"] = note.query[:MAX_QUERY_CHARS]
     if note.results:
         detail["results"] = [[r.id, r.rank, round(r.score, 6)] for r in note.results]
+    if note.target is not None:
+        detail["target"] = note.target
     return detail
 
 
@@ -245,5 +250,6 @@ def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
         query=detail.get("query"),
         results=tuple(Recalled(i, rank, score) for i, rank, score in detail.get("results", ())),
         error=row["error"],
+        target=detail.get("target"),
     )
     return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)

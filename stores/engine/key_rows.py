@@ -9,11 +9,15 @@ busy. The statements are the same on both backends.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from stores.engine.activity import ActivityNote
+from stores.engine.activity_rows import ActivityLog
 from stores.engine.keys import ApiKey, Org
+from stores.engine.lessons import Scope
 from stores.engine.oauth_rows import OAuthStore, SqlOAuthStore
 from stores.engine.sql import SqlTx
 from stores.errors import ConflictError, NotFoundError
@@ -41,9 +45,10 @@ class KeyDb(Protocol):
 class SqlKeyStore:
     """``stores.engine.keys.KeyStore`` on a ``KeyDb``."""
 
-    def __init__(self, db: KeyDb) -> None:
+    def __init__(self, db: KeyDb, activity: ActivityLog | None = None) -> None:
         self._db = db
         self._oauth = SqlOAuthStore(db)
+        self._activity = activity
 
     @property
     def oauth(self) -> OAuthStore:
@@ -67,7 +72,15 @@ class SqlKeyStore:
             return _org(tx, rows[0]) if rows else None
 
     def add_key(
-        self, org_id: str, *, name: str, key_hash: str, prefix: str, project: str | None, root: bool
+        self,
+        org_id: str,
+        *,
+        name: str,
+        key_hash: str,
+        prefix: str,
+        project: str | None,
+        root: bool,
+        activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
         with self._db.scoped(org_id, write=True) as tx:
             if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
@@ -90,7 +103,9 @@ class SqlKeyStore:
             if not rows:
                 # The digest is unique across every org (the other org's row may be invisible here).
                 raise ConflictError("A key with this digest is already stored; generate a new key.")
-            return _key(tx, rows[0])
+            key = _key(tx, rows[0])
+            self._log(tx, org_id, activity, f"created:{key.id}")
+            return key
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         with self._db.lookup(key_hash) as tx:
@@ -113,7 +128,9 @@ class SqlKeyStore:
             )
             return [_key(tx, row) for row in rows]
 
-    def revoke_key(self, org_id: str, key_id: str) -> ApiKey:
+    def revoke_key(
+        self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
+    ) -> ApiKey:
         with self._db.scoped(org_id, write=True) as tx:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
@@ -122,7 +139,18 @@ class SqlKeyStore:
             )
             if not rows:
                 raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
+            self._log(tx, org_id, activity, f"revoked:{key_id}")
             return _key(tx, rows[0])
+
+    def _log(self, tx: SqlTx, org_id: str, activity: tuple[str, ActivityNote] | None, target: str) -> None:
+        """A key change's entry in the activity log of the project ``activity`` names, in the
+        transaction of the change."""
+        if activity is None:
+            return
+        if self._activity is None:
+            raise AssertionError("this key store was made without the store's activity log")
+        project, note = activity
+        self._activity.append(tx, Scope(org_id, project), dataclasses.replace(note, target=target))
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
         with self._db.touching(org_id) as tx:

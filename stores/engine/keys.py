@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from stores.engine.activity import ActivityNote
     from stores.engine.oauth_rows import OAuthStore
 
 
@@ -58,9 +59,19 @@ class KeyStore(Protocol):
         ...
 
     def add_key(
-        self, org_id: str, *, name: str, key_hash: str, prefix: str, project: str | None, root: bool
+        self,
+        org_id: str,
+        *,
+        name: str,
+        key_hash: str,
+        prefix: str,
+        project: str | None,
+        root: bool,
+        activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
-        """Store a new key (its digest only); ``NotFoundError`` when the org does not exist."""
+        """Store a new key (its digest only); ``NotFoundError`` when the org does not exist.
+        ``activity``: a project of the org and the call's entry, appended to that project's
+        activity log in the same transaction, naming the key (``created:<id>``)."""
         ...
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
@@ -81,9 +92,11 @@ class KeyStore(Protocol):
         """Every key of the org, revoked ones included, oldest first."""
         ...
 
-    def revoke_key(self, org_id: str, key_id: str) -> ApiKey:
+    def revoke_key(
+        self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
+    ) -> ApiKey:
         """Mark a key revoked (idempotent: revoking twice keeps the first time);
-        ``NotFoundError`` when the org has no key with this id."""
+        ``NotFoundError`` when the org has no key with this id. ``activity`` as for ``add_key``."""
         ...
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:

@@ -301,7 +301,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         """Orgs and API keys in this same database, on this store's engine."""
         from stores.postgres.keys import PostgresKeyDb
 
-        return SqlKeyStore(PostgresKeyDb(self._engine))
+        return SqlKeyStore(PostgresKeyDb(self._engine), self._activity)
 
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:

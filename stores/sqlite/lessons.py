@@ -292,7 +292,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
         from stores.sqlite.keys import LocalKeyDb
 
-        return SqlKeyStore(LocalKeyDb(self._conns))
+        return SqlKeyStore(LocalKeyDb(self._conns), self._activity)
 
 
 def _any_of(terms: list[str]) -> str:

@@ -254,3 +254,26 @@ def test_the_log_keeps_its_bounds(store: Any, request: pytest.FixtureRequest) ->
         assert [e.note.query for e in aged.activity(scope, ActivityQuery()).entries] == ["the newest"]
     finally:
         aged.close()
+
+
+async def test_key_changes_are_logged_for_root_keys_only(store: Any, embedder: Embedder) -> None:
+    with team_server(store, embedder, tools=GROUPS) as team:
+        root = team.keys.init_org("acme")
+        member = team.keys.create_key("acme", name="member", project=None, root=False).key
+        async with http_client(team.url, root.key) as client:
+            created = await call(client, "create_key", name="ci runner", project="alpha")
+            await call(client, "revoke_key", id=created["id"])
+            with pytest.raises(ToolFailed) as missing:
+                await call(client, "revoke_key", id="no-such-key")
+            seen_by_root = await entries(client, kinds=["key"])
+        async with http_client(team.url, member) as client:
+            seen_by_member = await entries(client)
+            asked_by_member = await entries(client, kinds=["key"])
+    assert missing.value.code == "NOT_FOUND"
+    assert [(e["target"], e["error"]) for e in seen_by_root] == [
+        (None, "NOT_FOUND"),
+        (f"revoked:{created['id']}", None),
+        (f"created:{created['id']}", None),
+    ]
+    assert all(e["key_id"] == root.id and created["key"] not in json.dumps(e) for e in seen_by_root)
+    assert seen_by_member == [] and asked_by_member == []
