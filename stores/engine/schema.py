@@ -110,18 +110,19 @@ def oauth_tables(t: Types) -> str:
 def activity_tables(t: Types) -> str:
     """The activity log (``stores.engine.activity_rows``): one row per entry, its ULID id the
     scope's order (and its time bounds), and one row per lesson an entry names, with the
-    entry's kind and time, so a lesson's recalls are counted on an index."""
+    entry's kind and time, so a lesson's recalls are counted on an index. ``IF NOT EXISTS`` as
+    for the OAuth tables: a file whose recorded schema was wound back keeps them."""
     return f"""
-        CREATE TABLE activity (
+        CREATE TABLE IF NOT EXISTS activity (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, id {t.text} NOT NULL,
             at {t.time} NOT NULL, kind {t.text} NOT NULL, key_id {t.text}, client {t.text},
             commit_id {t.text}, error {t.text}, detail {t.json} NOT NULL,
             PRIMARY KEY (org_id, project, id)
         ){t.keyed};
-        CREATE TABLE activity_lessons (
+        CREATE TABLE IF NOT EXISTS activity_lessons (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, lesson_id {t.text} NOT NULL,
             entry_id {t.text} NOT NULL, kind {t.text} NOT NULL, at {t.time} NOT NULL,
             PRIMARY KEY (org_id, project, lesson_id, entry_id)
         ){t.keyed};
-        CREATE INDEX activity_lessons_entry ON activity_lessons (org_id, project, entry_id)
+        CREATE INDEX IF NOT EXISTS activity_lessons_entry ON activity_lessons (org_id, project, entry_id)
         """
