@@ -1,0 +1,119 @@
+"""Save and recall latency of two versions of Lore side by side, over stdio, call for call.
+
+``benchmarks/run.py`` measures one version at a time, so on a shared machine a change in load
+between two runs moves p50 by more than a small change costs. Here both versions serve at once
+(each ``lore-memory mcp`` on its own copy of one corpus, ``PYTHONPATH`` pointing at each
+version's ``lore_mcp`` and ``stores``), and every save and recall goes to both, in an order
+that alternates, so both see the same load. Reported: each version's p50 and p95, and the
+median of the per-call differences (B - A).
+
+    mkdir -p /tmp/lore-a && git archive main lore_mcp stores | tar -x -C /tmp/lore-a
+    mkdir -p /tmp/lore-b && git archive HEAD lore_mcp stores | tar -x -C /tmp/lore-b
+    .venv/bin/python benchmarks/paired.py --a /tmp/lore-a --b /tmp/lore-b \\
+        --corpus /tmp/bench/base-build/corpus.db --calls 150
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from synthetic import Generator
+
+
+@contextlib.asynccontextmanager
+async def server(version: Path, db: Path, errlog: Any) -> AsyncIterator[Client]:
+    lore = Path(sys.executable).with_name("lore-memory")
+    env = {"LORE_DB_PATH": str(db), "LORE_PROJECT": "default", "PYTHONPATH": str(version)}
+    params = StdioServerParameters(command=str(lore), args=["mcp"], env=env)
+    async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120) as client:
+        yield client
+
+
+async def timed(client: Client, tool: str, arguments: dict[str, Any]) -> float:
+    start = time.perf_counter()
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise RuntimeError(f"{tool} failed: {result.content}")
+    return (time.perf_counter() - start) * 1000
+
+
+def summary(a: list[float], b: list[float]) -> dict[str, float]:
+    def p(values: list[float], q: float) -> float:
+        return round(sorted(values)[int(q * (len(values) - 1))], 2)
+
+    return {
+        "a_p50": round(statistics.median(a), 2),
+        "b_p50": round(statistics.median(b), 2),
+        "a_p95": p(a, 0.95),
+        "b_p95": p(b, 0.95),
+        "median_b_minus_a": round(statistics.median(y - x for x, y in zip(a, b, strict=True)), 2),
+    }
+
+
+async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
+    saves, queries = Generator(args.seed + 1), Generator(args.seed + 2)
+    lessons = [lesson.arguments() for lesson in saves.lessons(args.calls + 5)]
+    asked = queries.queries(args.calls + 5)
+    times: dict[str, dict[str, list[float]]] = {
+        t: {"a": [], "b": []} for t in ("save_lesson", "recall_lessons")
+    }
+    with open(work / "servers.log", "w") as errlog:
+        for side in ("a", "b"):
+            shutil.copyfile(args.corpus, work / f"{side}.db")
+        async with server(args.a, work / "a.db", errlog) as a, server(args.b, work / "b.db", errlog) as b:
+            clients = {"a": a, "b": b}
+            for i in range(args.calls + 5):
+                order = ("a", "b") if i % 2 else ("b", "a")
+                for tool, arguments in (("save_lesson", lessons[i]), ("recall_lessons", {"query": asked[i]})):
+                    for side in order:
+                        ms = await timed(clients[side], tool, arguments)
+                        if i >= 5:  # the first calls load the model and the index
+                            times[tool][side].append(ms)
+    return {tool: summary(sides["a"], sides["b"]) for tool, sides in times.items()}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "--a", type=Path, required=True, help="folder holding version A's lore_mcp and stores"
+    )
+    parser.add_argument(
+        "--b", type=Path, required=True, help="folder holding version B's lore_mcp and stores"
+    )
+    parser.add_argument(
+        "--corpus", type=Path, required=True, help="a kept corpus.db (benchmarks/run.py --keep)"
+    )
+    parser.add_argument("--calls", type=int, default=150, help="timed saves and recalls per version")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="lore-paired-"))
+    try:
+        before = list(os.getloadavg())
+        result = {"load_average_before": before, **anyio.run(run, args, work)}
+        result["load_average_after"] = list(os.getloadavg())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
