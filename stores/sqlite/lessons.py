@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -20,8 +21,8 @@ import numpy as np
 
 from stores import deadline
 from stores.engine import ranking
-from stores.engine.activity import ActivityBounds
-from stores.engine.activity_rows import ActivityLog, ActivityReads
+from stores.engine.activity import ActivityBounds, ActivityNote
+from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
@@ -42,6 +43,8 @@ from stores.sqlite.lesson_rows import LocalLessonRows
 from stores.sqlite.models import LocalModelDb
 from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
+
+logger = logging.getLogger("stores.sqlite")
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
 PROBE_WAIT_S = 4.0
@@ -70,6 +73,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
     ) -> None:
         self.path = Path(path)
         self._activity = ActivityLog(activity_bounds)
+        self._held = HeldEntries(self._write_held)
         self._ranking = ranking_params or ranking.RankingParams()
         self._conns = LocalConnections(path)
         # The connections and the write lock, by their old names (tests hold them).
@@ -145,7 +149,13 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         with self._conns.writing() as conn:
             if vectors:
                 check_dims(vectors, self._vectors.ensure_dim(conn, vectors[0].shape[0]))
-            yield self._tx(conn, scope)
+            held = self._held.take()  # written in this transaction: a save costs the reader no cache more
+            try:
+                self._append_held(LocalSqlTx(conn), held)
+                yield self._tx(conn, scope)
+            except BaseException:
+                self._held.give_back(held)
+                raise
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
@@ -157,12 +167,22 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         checks = ModelChecks(self._models, lambda: meta.generation(conn))
         return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, checks, activity=self._activity)
 
-    @contextlib.contextmanager
-    def _activity_writer(self, scope: Scope) -> Iterator[LocalSqlTx]:
-        """The writer for an entry of its own (``ActivityReads.append_activity``): no lesson
-        changes, so no revision to stamp."""
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        """``stores.Store.append_activity``: held back and written within a second with others
+        (``HeldEntries`` says why), or with the next write transaction."""
+        return self._held.add(scope, note)
+
+    def _flush_activity(self) -> None:
+        self._held.flush()
+
+    def _write_held(self, held: builtins.list[Held]) -> None:
+        """Held entries in one write transaction: no lesson changes, so no revision to stamp."""
         with self._conns.writing() as conn:
-            yield LocalSqlTx(conn)
+            self._append_held(LocalSqlTx(conn), held)
+
+    def _append_held(self, sql: LocalSqlTx, held: builtins.list[Held]) -> None:
+        for scope, entry_id, at, note in held:
+            self._activity.append(sql, scope, note, (entry_id, at))
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -190,6 +210,10 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         return None
 
     def close(self) -> None:
+        try:
+            self._held.flush()
+        except Exception as exc:  # closing goes on: only recalls' entries are lost
+            logger.warning("could not write held activity entries on close: %s", exc)
         self._conns.close()
 
     def _centred_similarities(
