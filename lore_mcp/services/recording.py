@@ -18,7 +18,7 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from lore_mcp.auth import Caller
-from lore_mcp.errors import INTERNAL_ERROR, LoreError, describe
+from lore_mcp.errors import INTERNAL_ERROR, UNAVAILABLE, LoreError, describe
 from lore_mcp.redaction import fit, redact
 from stores import Store, deadline
 from stores.engine.activity import ActivityNote
@@ -60,12 +60,17 @@ def error_code(exc: BaseException) -> str:
 @contextlib.asynccontextmanager
 async def failures_recorded(store: Store, scope: Scope, recorded: ActivityNote) -> AsyncIterator[None]:
     """Record the code of a failure in the block (whose transaction has rolled back by then) as
-    the call's entry, then raise it. Recording is best-effort: a log that cannot be written
-    does not change the call's answer."""
+    the call's entry, then raise it; an ``UNAVAILABLE`` failure records nothing. Recording is
+    best-effort: a log that cannot be written does not change the call's answer."""
     try:
         yield
     except Exception as exc:
-        failed = recorded.failed(error_code(exc))
+        code = error_code(exc)
+        if code == UNAVAILABLE:
+            # The database could not be reached or written, or the call ran out of time: its
+            # entry would wait on what just failed, and delay the answer by as much.
+            raise
+        failed = recorded.failed(code)
         try:
             await anyio.to_thread.run_sync(_append_afresh, store, scope, failed)
         except Exception as log_exc:  # the call's own failure is the answer

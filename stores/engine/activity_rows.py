@@ -65,7 +65,10 @@ class ActivityLog:
         """Write ``note`` as a new entry in the transaction ``sql`` holds (``made``: the id and
         time it was given when it was held back, ``HeldEntries``); every ``trim_every``-th
         append of this process trims the project's log there too."""
-        entry_id, now = made or (new_id(), datetime.now(UTC))
+        if made is None:  # the time first: an id is never older than its time, which trimming compares
+            now = datetime.now(UTC)
+            made = (new_id(), now)
+        entry_id, now = made
         key = {"org": scope.org, "project": scope.project}
         sql.rows(
             f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
@@ -258,9 +261,10 @@ class HeldEntries:
         self._timer: threading.Timer | None = None
 
     def add(self, scope: Scope, note: ActivityNote) -> str:
-        entry_id = new_id()
+        at = datetime.now(UTC)
+        entry_id = new_id()  # after its time, as ``ActivityLog.append`` makes them
         with self._lock:
-            self._held.append((scope, entry_id, datetime.now(UTC), note))
+            self._held.append((scope, entry_id, at, note))
             if self._timer is None:
                 self._timer = threading.Timer(self._delay_s, self._flush_quietly)
                 self._timer.daemon = True

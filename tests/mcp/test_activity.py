@@ -20,7 +20,7 @@ from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
-from stores import ActivityBounds, Scope, UnavailableError, open_local_store, open_postgres_store
+from stores import ActivityBounds, ConflictError, Scope, open_local_store, open_postgres_store
 from stores.engine.activity import ActivityNote, ActivityQuery
 from stores.engine.activity_rows import ActivityLog
 from tests.support.helpers import ToolFailed, call
@@ -121,7 +121,7 @@ async def test_a_failed_call_changes_nothing_but_leaves_its_code(
 
     def failing_for_saves(self: ActivityLog, sql: Any, scope: Scope, note: ActivityNote) -> str:
         if note.kind == "save" and note.error is None:
-            raise UnavailableError("the log's disk is gone for this test")
+            raise ConflictError("the log refused this entry, for this test")
         return append(self, sql, scope, note)
 
     async with agent(server) as client:
@@ -129,14 +129,14 @@ async def test_a_failed_call_changes_nothing_but_leaves_its_code(
         with pytest.raises(ToolFailed) as failed:
             await call(client, "save_lesson", **STRIPE)
         monkeypatch.undo()
-        assert failed.value.code == "UNAVAILABLE"
+        assert failed.value.code == "CONFLICT"
         with pytest.raises(ToolFailed) as missing:
             await call(client, "update_lesson", id="01J0000000000000000000000B", confidence=0.2)
         assert missing.value.code == "NOT_FOUND"
         assert (await call(client, "list_lessons"))["lessons"] == []
         assert (await call(client, "history"))["commits"] == []
         log = await entries(client)
-    assert [(e["kind"], e["error"]) for e in log] == [("update", "NOT_FOUND"), ("save", "UNAVAILABLE")]
+    assert [(e["kind"], e["error"]) for e in log] == [("update", "NOT_FOUND"), ("save", "CONFLICT")]
     assert all(e["lesson_ids"] == [] and e["commit_id"] is None and e["client"] == "test-agent" for e in log)
 
 
