@@ -301,8 +301,11 @@ class Extras:
         """The org and project a call of the current request acts on when it asks for project
         ``requested`` (None: the default), as ``LessonService.scope`` resolves it: a
         project-scoped key only ever reaches its own project. Every lessons resource reads
-        with no project, so ``reach(None)`` is what a subscriber's URIs show."""
-        caller = request_caller()
+        with no project, so ``reach(None)`` is what a subscriber's URIs show.
+
+        Without an API key the caller is the server's trusted local user, of the server's org:
+        servers of other orgs may share a Postgres database, and so its notices."""
+        caller = request_caller() or getattr(self.server, "local_caller", None)
         if caller is not None and caller.project is not None:
             return Reach(caller.org, caller.project)
         return Reach(caller.org if caller is not None else None, requested or self.default_project)

@@ -105,8 +105,8 @@ class PostgresNotices:
         while not self._stop.is_set():
             try:
                 with self._connect() as conn:
-                    self._conn = conn
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    self._conn = conn
                     self._listening.set()
                     delay = RECONNECT_FIRST_S
                     while not self._stop.is_set():
