@@ -33,6 +33,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import (
     SUBSCRIPTION_ID_META_KEY,
@@ -51,9 +52,11 @@ from mcp_types import (
     SubscriptionsListenResult,
 )
 
+from lore_mcp.transport.streams import still_verifies
 from stores.store import NoticeFeed
 
 if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
     from mcp.server.context import ServerRequestContext
 
 logger = logging.getLogger("lore_mcp.transport")
@@ -213,17 +216,26 @@ class ScopedListen:
     """Serves ``subscriptions/listen`` (2026-07-28) as the SDK's ``ListenHandler`` does (the
     acknowledgement first, every frame stamped with the subscription id, a stream whose client
     stopped reading ended at ``MAX_BUFFERED``), but fed from a ``NoticeBus`` and only with the
-    notices that ``reach()``, the caller of the listen request, would see."""
+    notices that ``reach()``, the caller of the listen request, would see.
 
-    def __init__(self, bus: NoticeBus, reach: Callable[[], Reach]) -> None:
+    With a ``verifier`` (the team server's), the caller's credential is verified again before
+    each notice, as ``streams.StandingStreams`` does for legacy standing streams: a key revoked
+    by any process, or one that can no longer be checked, ends the stream and hears nothing more.
+    """
+
+    def __init__(
+        self, bus: NoticeBus, reach: Callable[[], Reach], verifier: TokenVerifier | None = None
+    ) -> None:
         self.bus = bus
         self.reach = reach
+        self.verifier = verifier
         self._streams: set[MemoryObjectSendStream[ResourceUpdated]] = set()
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
         subscription_id = ctx.request_id
+        token = get_access_token() if self.verifier is not None else None
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id.")
         watched = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -244,6 +256,13 @@ class ScopedListen:
                 SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
             )
             async for event in recv:
+                if (
+                    token is not None
+                    and self.verifier is not None
+                    and not await still_verifies(self.verifier, token)
+                ):
+                    logger.info("ending a listen stream: its credential no longer verifies")
+                    break
                 notification = event_to_notification(event, meta)
                 await ctx.session.send_notification(notification, related_request_id=subscription_id)
         finally:

@@ -109,7 +109,10 @@ def add_protocol_extras(
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, extras.set_level)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, extras.subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, extras.unsubscribe)
-    listen = ScopedListen(extras.bus, lambda: extras.reach(None))
+    # The verifier of a team server's API keys and OAuth tokens (None on stdio): the SDK keeps it
+    # private, and a listen stream must stop hearing once its key is revoked.
+    verifier = getattr(server, "_token_verifier", None)
+    listen = ScopedListen(extras.bus, lambda: extras.reach(None), verifier)
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
     discover = lowlevel.get_request_handler("server/discover")
     if discover is not None:

@@ -247,6 +247,31 @@ async def test_over_http_a_listener_hears_only_its_own_org_and_project_and_logs_
             assert "list_lessons answered in" in logs.messages[0].data
 
 
+async def test_a_revoked_keys_listen_stream_ends_and_hears_nothing_more(
+    store: LessonStore, embedder: Embedder
+) -> None:
+    with team_server(store, embedder) as team:
+        root = team.keys.init_org("acme").key
+        doomed = team.keys.create_key("acme", name="doomed", project=None, root=False)
+        async with AsyncExitStack() as stack:
+            clients = []
+            for key in (root, doomed.key):
+                http = await stack.enter_async_context(
+                    httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60)
+                )
+                transport = streamable_http_client(team.url, http_client=http)
+                clients.append(await stack.enter_async_context(Client(transport, mode=MODERN)))
+            writer, listener = clients
+            async with listener.listen(resource_subscriptions=[STATS]) as sub:
+                await saved(writer, "heard while the key is good")
+                event = await anext(sub)
+                assert str(getattr(event, "uri", "")) == STATS
+                await call(writer, "revoke_key", id=doomed.id)
+                await saved(writer, "said after the key was revoked")
+                with anyio.fail_after(10):  # the stream ends (gracefully) instead of telling it
+                    assert [str(getattr(e, "uri", e)) async for e in sub] == []
+
+
 # -- replicas on one Postgres: each its own store and bus ---------------------------------------
 
 
