@@ -94,14 +94,15 @@ __all__ = ["Extras", "Reach", "add_protocol_extras"]
 
 def add_protocol_extras(
     server: MCPServer, lowlevel: Server[Any], default_project: str | None = None, bus: NoticeBus | None = None
-) -> None:
+) -> ScopedListen:
     """Register logging/setLevel, completion/complete, resources/(un)subscribe,
     subscriptions/listen and server/discover on ``server``, whose low-level server (where
     request handlers live) is ``lowlevel``.
 
     ``default_project`` is the project a call that names none acts on (and that the
     resources show to a key of every project); None when the server cannot know it.
-    ``bus`` carries change notices (an in-process one if None).
+    ``bus`` carries change notices (an in-process one if None). Returns the listen handler,
+    whose ``close`` ends the open listen streams (a server shutting down calls it).
     """
     extras = Extras(server, default_project, bus or NoticeBus())
     # add_request_handler directly: the constructor argument for logging warns that the
@@ -126,6 +127,7 @@ def add_protocol_extras(
             "prompts/get", prompts_get.params_type, extras.checked_get_prompt(prompts_get.handler)
         )
     server.middleware.append(extras.after_tool_call)
+    return listen
 
 
 def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:

@@ -357,3 +357,12 @@ async def test_a_replica_hears_again_after_its_listening_connection_drops(
                 await anyio.sleep(0.02)
         await saved(writer, "a lesson saved after the drop")
         await heard.all_of(STATS)
+
+
+async def test_closing_the_listen_streams_ends_them_gracefully(server: LoreServer) -> None:
+    """What a shutting-down server does first, so that open streams do not hold up its drain."""
+    assert server.listen_streams is not None
+    async with Client(server, mode=MODERN) as client, client.listen(resource_subscriptions=[STATS]) as sub:
+        server.listen_streams.close()
+        with anyio.fail_after(5):
+            assert [event async for event in sub] == []
