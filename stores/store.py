@@ -42,6 +42,11 @@ class NoticeFeed(Protocol):
         the callable that stops it."""
         ...
 
+    def wait_listening(self, timeout: float) -> bool:
+        """Whether notices published from now on reach this process's subscribers, waiting up to
+        ``timeout`` seconds for the feed to listen (it starts on the first subscription)."""
+        ...
+
 
 class Store(LessonStore, Protocol):
     """Lessons, tables, history and keys of one file or database."""

@@ -177,9 +177,8 @@ class NoticeBus:
     async def ready(self) -> None:
         """Wait (a few seconds at most) until notices published from now on reach this process:
         the feed's listening connection may still be opening after a first subscription."""
-        wait = getattr(self.feed, "wait_listening", None)
-        if wait is not None:
-            await anyio.to_thread.run_sync(wait, READY_TIMEOUT_S)
+        if self.feed is not None:
+            await anyio.to_thread.run_sync(self.feed.wait_listening, READY_TIMEOUT_S)
 
     def _from_feed(self, payload: dict[str, Any]) -> None:
         """On the feed's thread: a notice from some process, this one included."""
