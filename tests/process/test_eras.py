@@ -121,7 +121,7 @@ async def tour(t: Tour) -> None:
 async def listings(t: Tour) -> None:
     tools = {tool.name for tool in (await t.client.list_tools()).tools}
     assert tools == {name for names in TOOL_GROUPS.values() for name in names}
-    assert {str(r.uri) for r in (await t.client.list_resources()).resources} == RESOURCES
+    assert {str(r.uri) for r in (await t.client.list_resources()).resources} >= RESOURCES
     templates = (await t.client.list_resource_templates()).resource_templates
     assert {r.uri_template for r in templates} == TEMPLATES
     assert {p.name for p in (await t.client.list_prompts()).prompts} == PROMPTS
@@ -193,6 +193,11 @@ async def admin_tools(t: Tour) -> None:
 
 
 async def resources(t: Tour, lesson_id: str) -> None:
+    """Every listed resource reads as JSON (a resource added later included); the known ones say
+    what this run made."""
+    for listed in (await t.client.list_resources()).resources:
+        read = (await t.client.read_resource(listed.uri)).contents
+        assert len(read) == 1 and isinstance(json.loads(read[0].text), dict), listed.uri
     stats = json.loads((await t.client.read_resource("lore://stats")).contents[0].text)
     assert stats["lessons"] >= 1
     schema = json.loads((await t.client.read_resource("lore://schema")).contents[0].text)
