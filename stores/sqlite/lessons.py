@@ -209,6 +209,11 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         """``stores.Store.call_counts``: none; one process serves a file, and counts in memory."""
         return None
 
+    @property
+    def notices(self) -> None:
+        """``stores.Store.notices``: none; one process serves a file, and tells its own subscribers."""
+        return None
+
     def close(self) -> None:
         try:
             self._held.flush()
