@@ -62,7 +62,8 @@ def open_store(args: argparse.Namespace, work: Path) -> Store:
 
     url = pgserver.get_server(work / "pg", cleanup_mode="stop").get_uri()
     store = open_postgres_store(url)
-    copy_corpus(args.corpus, store)
+    shutil.copyfile(args.corpus, work / "source.db")
+    copy_corpus(work / "source.db", store)
     return store
 
 
@@ -70,6 +71,7 @@ def copy_corpus(path: Path, store: Store) -> None:
     """The kept corpus's lessons and vectors into ``store``, without embedding them again."""
     import sqlite3
 
+    open_local_store(path).close()  # an older corpus moves its vectors to today's table
     conn = sqlite3.connect(path)
     rows = conn.execute(
         "SELECT l.problem, l.resolution, v.embedding FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk"

@@ -241,7 +241,7 @@ Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time a
 
 class HeldEntries:
     """Entries of their own (recalls, failures) held back and written together within
-    ``delay_s``, by ``write`` on a timer thread, or sooner: by ``flush``, or by a write
+    ``delay_s``, by ``write`` on a thread of its own, or sooner: by ``flush``, or by a write
     transaction of the store that ``take``s them (a save costs no extra write then).
 
     Why, on SQLite: any write to the file makes the reader connection drop its page cache, so a
@@ -258,38 +258,35 @@ class HeldEntries:
         self._delay_s = delay_s
         self._held: list[Held] = []
         self._lock = threading.Lock()
-        self._timer: threading.Timer | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        # One writer thread, started with the first entry: starting a thread (or a timer) for
+        # every entry cost a recall more than the entry's own write.
+        self._thread: threading.Thread | None = None
 
     def add(self, scope: Scope, note: ActivityNote) -> str:
         at = datetime.now(UTC)
         entry_id = new_id()  # after its time, as ``ActivityLog.append`` makes them
         with self._lock:
             self._held.append((scope, entry_id, at, note))
-            if self._timer is None:
-                self._timer = threading.Timer(self._delay_s, self._flush_quietly)
-                self._timer.daemon = True
-                self._timer.start()
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._writer, name="lore-activity", daemon=True)
+                self._thread.start()
+        self._wake.set()
         return entry_id
 
     def take(self) -> list[Held]:
         """Every entry held so far, for a caller that writes them (``give_back`` if it cannot)."""
         with self._lock:
             held, self._held = self._held, []
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
         return held
 
     def give_back(self, held: list[Held]) -> None:
         """Hold again entries ``take`` gave whose write did not commit."""
-        if not held:
-            return
-        with self._lock:
-            self._held[:0] = held
-            if self._timer is None:
-                self._timer = threading.Timer(self._delay_s, self._flush_quietly)
-                self._timer.daemon = True
-                self._timer.start()
+        if held:
+            with self._lock:
+                self._held[:0] = held
+            self._wake.set()
 
     def flush(self) -> None:
         """Write every entry held so far, in one transaction; raise what ``write`` raises (the
@@ -303,10 +300,23 @@ class HeldEntries:
             self.give_back(held)
             raise
 
+    def close(self) -> None:
+        """Stop the writer thread (``flush`` what is left first, if it should be kept)."""
+        self._stop.set()
+        self._wake.set()
+
+    def _writer(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait()
+            if self._stop.wait(self._delay_s):
+                return
+            self._wake.clear()
+            self._flush_quietly()
+
     def _flush_quietly(self) -> None:
         try:
             self.flush()
-        except Exception as exc:  # a timer thread has nobody to tell but the log
+        except Exception as exc:  # the writer thread has nobody to tell but the log
             logger.warning("could not write %d held activity entries: %s", len(self._held), exc)
 
 

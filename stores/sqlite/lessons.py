@@ -215,6 +215,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         return None
 
     def close(self) -> None:
+        self._held.close()
         try:
             self._held.flush()
         except Exception as exc:  # closing goes on: only recalls' entries are lost

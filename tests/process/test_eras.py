@@ -36,7 +36,7 @@ from tests.support.stores import empty_postgres
 
 # Every group, so the admin group (off by default) is served too.
 ALL_GROUPS = ",".join(TOOL_GROUPS)
-RESOURCES = {"lore://stats", "lore://schema"}
+RESOURCES = {"lore://stats", "lore://schema", "lore://activity"}
 TEMPLATES = {"lore://lessons/{id}"}
 PROMPTS = {"recall_before_task", "record_lesson"}
 
@@ -107,6 +107,7 @@ async def tour(t: Tour) -> None:
     lesson_id = await lesson_tools(t)
     await table_tools(t)
     await admin_tools(t)
+    await activity_tools(t, lesson_id)
     await resources(t, lesson_id)
     await prompts(t)
     assert await refused(t.client, "save_lesson", problem="", resolution="x")
@@ -190,6 +191,12 @@ async def admin_tools(t: Tour) -> None:
     """One tool of the admin group: the keys this server holds."""
     keys = (await t.call("list_keys"))["keys"]
     assert all(set(k) >= {"id", "name", "prefix", "root"} and "key" not in k for k in keys)
+
+
+async def activity_tools(t: Tour, lesson_id: str) -> None:
+    """The activity group: this run's lesson has its save, recall, votes and update logged."""
+    entries = (await t.call("recent_activity", lesson_id=lesson_id, limit=100))["entries"]
+    assert {e["kind"] for e in entries} >= {"save", "recall", "vote", "update"}, entries
 
 
 async def resources(t: Tour, lesson_id: str) -> None:
