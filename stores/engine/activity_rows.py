@@ -1,9 +1,10 @@
 """The activity log over the one SQL layer (``stores.engine.sql``), written once for both backends.
 
 An entry is one row of ``activity`` (its id a ULID, so ids sort by time and a time bound is an
-id bound on the scope's index); the lessons it names are rows of ``activity_lessons`` (with
-the entry's kind and time), so "what touched this lesson" and a lesson's recall count are
-index lookups. Every statement names its org and project (on Postgres the org's row-level
+id bound on the scope's index); the lessons a recall returned are rows of ``activity_lessons``
+(with the entry's kind and time), so a lesson's recall count is an index lookup, and the
+lessons a change touched are its commit's targets (``commit_targets``), so "what touched this
+lesson" is two index lookups and a save writes one row more, not two. Every statement names its org and project (on Postgres the org's row-level
 security policy holds as well).
 
 ``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
@@ -72,7 +73,9 @@ class ActivityLog:
         key = {"org": scope.org, "project": scope.project}
         sql.rows(
             f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
-            f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')})",
+            f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')}) "
+            # A held entry written again after a flush that half failed (one org of several).
+            "ON CONFLICT (org_id, project, id) DO NOTHING",
             {
                 **key,
                 "id": entry_id,
@@ -85,7 +88,9 @@ class ActivityLog:
                 "detail": sql.dump(_detail(note)),
             },
         )
-        named = [r.id for r in note.results] or list(note.lesson_ids[:MAX_IDS])
+        # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
+        # lessons are found through its commit's targets, so a save pays one statement, not two.
+        named = [r.id for r in note.results]
         sql.many(
             "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
             "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
@@ -140,8 +145,13 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
         where.append(f"NOT ({sql.in_list('kind', 'hidden')})")
         params["hidden"] = sql.listed(query.hidden_kinds)
     if query.lesson_id is not None:
-        where.append(f"id IN (SELECT entry_id FROM activity_lessons WHERE {_SCOPE} AND lesson_id = :lesson)")
-        params["lesson"] = query.lesson_id
+        where.append(
+            f"(id IN (SELECT entry_id FROM activity_lessons WHERE {_SCOPE} AND lesson_id = :lesson) "
+            "OR commit_id IN (SELECT c.id FROM commit_targets AS t JOIN commits AS c ON c.org_id = t.org_id "
+            "AND c.project = t.project AND c.seq = t.seq WHERE t.org_id = :org AND t.project = :project "
+            "AND t.target = :target))"
+        )
+        params.update(lesson=query.lesson_id, target=f"lesson:{query.lesson_id}")
     rows = sql.rows(
         f"SELECT {_ENTRY_COLUMNS} FROM activity WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT :n", params
     )

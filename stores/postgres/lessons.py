@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,8 +20,8 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from stores.engine import ranking
-from stores.engine.activity import ActivityBounds
-from stores.engine.activity_rows import ActivityLog, ActivityReads
+from stores.engine.activity import ActivityBounds, ActivityNote
+from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
@@ -41,6 +42,8 @@ from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
 from stores.postgres.sql import PostgresSqlTx
+
+logger = logging.getLogger("stores.postgres")
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
 
@@ -101,6 +104,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
     ) -> None:
         self._ranking = ranking_params or ranking.RankingParams()
         self._activity = ActivityLog(activity_bounds)
+        self._held = HeldEntries(self._write_held)
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
         self._dims = PostgresDims(self._engine)
@@ -168,7 +172,30 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     def close(self) -> None:
         self._notices.close()
+        self._held.close()
+        try:
+            self._held.flush()
+        except Exception as exc:  # closing goes on: only recalls' entries are lost
+            logger.warning("could not write held activity entries on close: %s", exc)
         self._engine.dispose()
+
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        """``stores.Store.append_activity``: held back and written within 2 s with others
+        (``HeldEntries``): a transaction of its own cost a recall several round trips."""
+        return self._held.add(scope, note)
+
+    def _flush_activity(self) -> None:
+        self._held.flush()
+
+    def _write_held(self, held: builtins.list[Held]) -> None:
+        """Held entries, one transaction per org (row-level security checks each row's org)."""
+        by_org: dict[str, builtins.list[Held]] = {}
+        for item in held:
+            by_org.setdefault(item[0].org, []).append(item)
+        for org, items in by_org.items():
+            with self._activity_writer(Scope(org, items[0][0].project)) as sql:
+                for scope, entry_id, at, note in items:
+                    self._activity.append(sql, scope, note, (entry_id, at))
 
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
