@@ -178,12 +178,15 @@ def render_replicas(report: dict[str, Any]) -> str:
 def compare(results: list[dict[str, Any]]) -> list[str]:
     """Mean throughput and p95 of the N-replica phases as a share of the one-replica phases'."""
 
+    def value(r: dict[str, Any], key: str) -> float:
+        if key == "rps":
+            return float(r["requests_per_s"])
+        if key == "cpu":  # server CPU milliseconds per request: the cost a replica adds, if any
+            return 1000 * float(r["cpu_s_in_window"].get("server", 0)) / max(1, r["requests"])
+        return float((r["latency_ms"]["all"] or {}).get("p95", "nan"))
+
     def mean(n: int, key: str) -> float:
-        values = [
-            float(r["requests_per_s"] if key == "rps" else (r["latency_ms"]["all"] or {}).get("p95", "nan"))
-            for r in results
-            if r["replicas"] == n
-        ]
+        values = [value(r, key) for r in results if r["replicas"] == n]
         return sum(values) / len(values) if values else float("nan")
 
     many = max(r["replicas"] for r in results)
@@ -191,5 +194,6 @@ def compare(results: list[dict[str, Any]]) -> list[str]:
     return [
         f"{many} replicas / 1, mean of their phases: throughput {mean(many, 'rps') / mean(1, 'rps'):.1%} "
         f"({mean(many, 'rps'):.1f} / {mean(1, 'rps'):.1f} req/s), p95 {mean(many, 'p95') / mean(1, 'p95'):.1%} "
-        f"({mean(many, 'p95'):.0f} / {mean(1, 'p95'):.0f} ms); errors in all phases {errors}"
+        f"({mean(many, 'p95'):.0f} / {mean(1, 'p95'):.0f} ms), server CPU per request "
+        f"{mean(many, 'cpu'):.0f} / {mean(1, 'cpu'):.0f} ms; errors in all phases {errors}"
     ]
