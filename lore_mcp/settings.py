@@ -118,7 +118,8 @@ def default_db_path() -> Path:
 class Settings(BaseSettings):
     """Lore's configuration. Every field is the environment variable ``LORE_<NAME>``."""
 
-    model_config = SettingsConfigDict(env_prefix="LORE_", extra="ignore")
+    # Errors never echo a value: several settings are secrets (keys, the request-state secret).
+    model_config = SettingsConfigDict(env_prefix="LORE_", extra="ignore", hide_input_in_errors=True)
 
     store: Literal["local", "postgres", "remote"] = Field(
         "local", description="Backend: `local` (SQLite file), `postgres` or `remote` (a team server)."
