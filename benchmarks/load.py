@@ -91,7 +91,6 @@ from stores import open_local_store, open_postgres_store
 # The repository root, for the OAuth client the tests use (the OAuth phase of --auth).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tests.support.oauth_client import access_token
-from tests.support.replicas import RoundRobin
 
 HERE = Path(__file__).resolve().parent
 PROJECT = "default"
@@ -124,6 +123,9 @@ class Config:
     auth: str = "key"
     # Servers on one Postgres; above 1, load_replicas.py measures 1 against this many.
     replicas: int = 1
+    # How the requests are spread over replicas: each client alternating ("round-robin"), or one
+    # balancer for all sending each request to the replica with fewest in flight ("least-busy").
+    balance: str = "round-robin"
 
 
 # -- set-up: database, root key, preload -------------------------------------------------
@@ -253,8 +255,8 @@ class Run:
     go: anyio.Event = field(default_factory=anyio.Event)
     measure_start: float = float("inf")
     end: float = float("inf")
-    # Base URLs each client's requests alternate between (load_replicas.py); None: ``url`` only.
-    bases: list[str] | None = None
+    # Makes each client's HTTP transport (load_replicas.py: the balancer); None: httpx2's own.
+    transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
 
     def in_window(self, t: float) -> bool:
         return self.measure_start <= t < self.end
@@ -295,7 +297,7 @@ async def client_loop(run: Run, index: int, connected: list[int]) -> None:
                     headers={"Authorization": f"Bearer {run.key}"},
                     timeout=60,
                     event_hooks={"response": [count_status]},
-                    transport=RoundRobin(run.bases, record=False) if run.bases else None,
+                    transport=run.transport() if run.transport else None,
                 ) as http,
                 Client(
                     streamable_http_client(run.url, http_client=http), read_timeout_seconds=CALL_TIMEOUT_S
@@ -710,6 +712,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="above 1: that many servers on one Postgres (LORE_STATELESS_HTTP), each client's requests "
         "alternating between them, measured against one server in four phases: 1, N, N, 1",
     )
+    parser.add_argument(
+        "--balance",
+        choices=["round-robin", "least-busy"],
+        default="round-robin",
+        help="with --replicas: each client alternating between replicas, or one balancer for all "
+        "clients sending each request to the replica with the fewest requests in flight",
+    )
     return parser
 
 
@@ -738,6 +747,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         rows=args.rows,
         auth=args.auth,
         replicas=args.replicas,
+        balance=args.balance,
     )
 
 

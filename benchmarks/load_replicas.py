@@ -13,7 +13,9 @@ measured phases on those same processes: 1 replica, N, N, 1 (so a machine slowly
 busier or freer, and the store growing, weighs on both alike). In a phase of n replicas each of
 the ``--clients`` clients (``load.client_loop``) sends request i of its own to replica
 ``i mod n`` (``tests.support.replicas.RoundRobin`` as its ``httpx2`` transport); with n = 1 the
-same transport sends everything to the first replica. Each phase is summarised as ``load.py``
+same transport sends everything to the first replica. ``--balance least-busy`` puts one balancer
+in front instead, as a load balancer's least-connections mode would: each request of any client
+goes to the replica with the fewest requests in flight. Each phase is summarised as ``load.py``
 summarises a run, with the CPU seconds of all N servers (idle ones included) and Postgres.
 """
 
@@ -25,6 +27,7 @@ import time
 from typing import Any
 
 import anyio
+import httpx2
 import psutil
 from http_server import free_port, wait_healthy
 from load import (
@@ -45,6 +48,7 @@ from run import load_average, log, lore_command, peak_rss_mb
 from synthetic import Generator
 
 from lore_mcp.embedding.embedder import Embedder
+from tests.support.replicas import RoundRobin
 
 
 def bench_replicas(
@@ -77,7 +81,7 @@ def bench_replicas(
                 cfg=cfg,
                 saves=Generator(seed + 1),
                 queries=Generator(seed + 2),
-                bases=bases[:n],
+                transport=balancer(cfg.balance, bases[:n]),
             )
             log(f"replicas: measuring {n} of {cfg.replicas}, {cfg.clients} clients")
             results.append(measure_phase(run, n, procs, postmaster_pid, load, stored_before))
@@ -93,6 +97,37 @@ def bench_replicas(
         r["stored_before_after"] = [stored_before, stored_after]
         r["server"] |= {"peak_rss_mb_each": rss, "sigterm_exit_code_s": [[c, round(s, 2)] for c, s in exits]}
     return results
+
+
+class LeastBusy(httpx2.AsyncBaseTransport):
+    """One balancer for every client: a request goes to the replica with the fewest requests in
+    flight through it (counted until the response's headers arrive; ties go in turn)."""
+
+    def __init__(self, bases: list[str]) -> None:
+        self.robins = [RoundRobin([base], record=False) for base in bases]
+        self.busy = [0] * len(bases)
+        self.turn = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        self.turn += 1
+        n = len(self.robins)
+        replica = min(range(n), key=lambda i: (self.busy[i], (i - self.turn) % n))
+        self.busy[replica] += 1
+        try:
+            return await self.robins[replica].handle_async_request(request)
+        finally:
+            self.busy[replica] -= 1
+
+    async def aclose(self) -> None:
+        """Shared by every client: one closing its HTTP client leaves it open for the others."""
+
+
+def balancer(balance: str, bases: list[str]) -> Any:
+    """What makes each client's transport: its own round robin, or the one shared balancer."""
+    if balance == "least-busy":
+        shared = LeastBusy(bases)
+        return lambda: shared
+    return lambda: RoundRobin(bases, record=False)
 
 
 def measure_phase(
@@ -125,7 +160,7 @@ def measure_phase(
         server={"replicas_running": len(procs)},
         loads={"before": loads_before, "during": [], "after": load_average()},
     )
-    return {"replicas": n, **summary}
+    return {"replicas": n, "balance": run.cfg.balance, **summary}
 
 
 async def cpu_window(
