@@ -3,8 +3,9 @@ to the other replica than the one before (``tests.support.replicas``): no sessio
 
 Both eras: a 2026-07-28 client (no sessions by design) and a handshake-era client, which the
 replicas serve without sessions under ``LORE_STATELESS_HTTP`` with one shared
-``LORE_REQUEST_STATE_SECRET``. Tools work across the replicas, and a key's limit of tool calls
-is spent once across both: discovery and listings are free.
+``LORE_REQUEST_STATE_SECRET``. Tools work across the replicas, a key's limit of tool calls is
+spent once across both (discovery and listings are free), and a change made through one replica
+reaches a ``subscriptions/listen`` stream held open on the other (Postgres LISTEN/NOTIFY).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
@@ -124,3 +126,20 @@ def test_stateless_http_on_postgres_needs_the_shared_secret(tmp_path: Path, post
     assert short.returncode == 2
     assert "LORE_REQUEST_STATE_SECRET (--request-state-secret)" in short.stderr
     assert "at least 32 characters" in short.stderr and "too-short-a-secret" not in short.stderr
+
+
+async def test_a_change_made_through_one_replica_reaches_a_listener_on_the_other(
+    replicas: list[str], postgres_url: str
+) -> None:
+    key = new_key(postgres_url, "notices")
+    async with alternating_client(replicas, key, mode="2026-07-28") as (client, robin):
+        await call(client, "list_lessons")  # what the client fetches once (its tool listing) is done
+        async with client.listen(resource_subscriptions=["lore://stats"]) as subscription:
+            listening_on = next(s.replica for s in robin.sent if s.rpc_method == "subscriptions/listen")
+            if robin.requests % 2 == listening_on:  # the save must go to the other replica
+                await call(client, "list_lessons")
+            await call(client, "save_lesson", problem="A notice between replicas", resolution="LISTEN/NOTIFY")
+            with anyio.fail_after(20):
+                event = await anext(subscription)
+    assert robin.tool_calls("save_lesson") == [1 - listening_on], robin.sent
+    assert str(getattr(event, "uri", event)) == "lore://stats"
