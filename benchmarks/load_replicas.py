@@ -17,6 +17,12 @@ same transport sends everything to the first replica. ``--balance least-busy`` p
 in front instead, as a load balancer's least-connections mode would: each request of any client
 goes to the replica with the fewest requests in flight. Each phase is summarised as ``load.py``
 summarises a run, with the CPU seconds of all N servers (idle ones included) and Postgres.
+
+Notices across replicas: in every phase one more client holds a 2026-07-28
+``subscriptions/listen`` stream for ``lore://stats`` open on the last replica and counts the
+notices it hears in the window. In the one-replica phases every save goes to the first replica,
+so each notice heard there crossed from one process to the other (Postgres LISTEN/NOTIFY).
+Notices for one URI may be coalesced, so they count at most the saves, not exactly.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import httpx2
 import psutil
 from http_server import free_port, wait_healthy
 from load import (
+    CALL_TIMEOUT_S,
     Config,
     Run,
     cpu_seconds,
@@ -44,6 +51,8 @@ from load import (
     summarise,
     terminate,
 )
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from run import load_average, log, lore_command, peak_rss_mb
 from synthetic import Generator
 
@@ -84,7 +93,7 @@ def bench_replicas(
                 transport=balancer(cfg.balance, bases[:n]),
             )
             log(f"replicas: measuring {n} of {cfg.replicas}, {cfg.clients} clients")
-            results.append(measure_phase(run, n, procs, postmaster_pid, load, stored_before))
+            results.append(measure_phase(run, n, procs, postmaster_pid, load, stored_before, bases[-1]))
         rss = [peak_rss_mb(proc.pid) for proc in procs]
         exits = [terminate(proc) for proc in procs]
     finally:
@@ -137,16 +146,22 @@ def measure_phase(
     postmaster_pid: int | None,
     load: Any,
     stored_before: int,
+    listener: str,
 ) -> dict[str, Any]:
-    """One phase: ``load.drive`` under the CPU window of every server and Postgres."""
+    """One phase: ``load.drive`` under the CPU window of every server and Postgres, with a
+    listen stream on ``listener`` (a base URL) counting the notices it hears."""
     servers = [psutil.Process(p.pid) for p in procs]
     loads_before = load_average()
+    heard: list[float] = []
 
     async def measured() -> dict[str, Any]:
         cpu: dict[str, float] = {}
         async with anyio.create_task_group() as tg:
             tg.start_soon(cpu_window, run, servers, postmaster_pid, cpu)
-            timing = await drive(run)
+            async with anyio.create_task_group() as listening:
+                listening.start_soon(listen, run, f"{listener}/mcp", heard)
+                timing = await drive(run)
+                listening.cancel_scope.cancel()
         return {**timing, "cpu": cpu}
 
     timing = anyio.run(measured)
@@ -160,7 +175,37 @@ def measure_phase(
         server={"replicas_running": len(procs)},
         loads={"before": loads_before, "during": [], "after": load_average()},
     )
-    return {"replicas": n, "balance": run.cfg.balance, **summary}
+    saves = sum(1 for s in run.samples if s.op == "save" and s.error is None and run.in_window(s.start))
+    notices = {"listener": listener, "heard_in_window": sum(1 for t in heard if run.in_window(t))}
+    return {
+        "replicas": n,
+        "balance": run.cfg.balance,
+        "notices": {**notices, "saves_in_window": saves},
+        **summary,
+    }
+
+
+async def listen(run: Run, url: str, heard: list[float]) -> None:
+    """Hold a ``subscriptions/listen`` stream for ``lore://stats`` on ``url``, noting when each
+    notice arrives, until cancelled; a stream that fails is logged (its phase then hears fewer)."""
+    try:
+        await _listen(run, url, heard)
+    except Exception as exc:
+        log(f"  the listen stream on {url} failed: {type(exc).__name__}: {exc}")
+
+
+async def _listen(run: Run, url: str, heard: list[float]) -> None:
+    async with (
+        httpx2.AsyncClient(headers={"Authorization": f"Bearer {run.key}"}, timeout=60) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            mode="2026-07-28",
+            read_timeout_seconds=CALL_TIMEOUT_S,
+        ) as client,
+        client.listen(resource_subscriptions=["lore://stats"]) as subscription,
+    ):
+        async for _ in subscription:
+            heard.append(time.perf_counter())
 
 
 async def cpu_window(
@@ -193,8 +238,9 @@ def render_replicas(report: dict[str, Any]) -> str:
         f"({machine['cpu_model']}); clients, servers and Postgres on the same machine",
         "",
         "| Phase | Replicas | Clients | Window s | Requests | req/s | all p50 / p95 / p99 ms | Errors | 429s "
-        "| Server CPU s (each) | Postgres CPU s | Machine busy % | Load avg before / after |",
-        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
+        "| Notices heard on the last replica / saves | Server CPU s (each) | Postgres CPU s | Machine busy % "
+        "| Load avg before / after |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---|",
     ]
     for i, r in enumerate(report["results"], 1):
         lat, cpu, loads = r["latency_ms"]["all"] or {}, r["cpu_s_in_window"], r["load_average"]
@@ -203,6 +249,7 @@ def render_replicas(report: dict[str, Any]) -> str:
             f"| {i} | {r['replicas']} | {r['clients']} | {r['window_s']:.0f} | {r['requests']:,} | "
             f"{r['requests_per_s']:.1f} | {lat.get('p50', 0):.0f} / {lat.get('p95', 0):.0f} / "
             f"{lat.get('p99', 0):.0f} | {r['error_count']} | {r['rate_limited_429']} | "
+            f"{r['notices']['heard_in_window']} / {r['notices']['saves_in_window']} | "
             f"{cpu.get('server', 0):.0f} ({each}) | {cpu.get('postgres', 0):.0f} | "
             f"{r['machine_cpu_busy_pct']:.0f} | {loads['before'][0] if loads['before'] else '?'} / "
             f"{loads['after'][0] if loads['after'] else '?'} |"
