@@ -8,7 +8,9 @@ protected-resource metadata; a per-key limit on tool calls, shared by every
 process on one Postgres (``lore_mcp.transport.call_limit``), that answers 429 with
 ``Retry-After``; ``GET /healthz``, which checks the database and the
 ``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
-that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's
+that end when their key is revoked (``lore_mcp.transport.streams``); replicas without affinity
+(``stateless``: handshake-era requests served without sessions, as 2026-07-28 ones always are;
+``request_state_keys``: one request-state key ring for every replica); and, outside the SDK's
 authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
 cannot be asked (an outage is not a bad key) and limits failed authentication per client
 address before any lookup. The client address is the TCP peer's, or, from a trusted
@@ -36,6 +38,7 @@ import anyio.to_thread
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.transport_security import TransportSecurityMiddleware
 from pydantic import AnyHttpUrl
 from starlette.middleware import Middleware
@@ -134,17 +137,23 @@ def build_app(
     failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
     trusted_proxies: Sequence[str] = (),
     call_counts: CallCounts | None = None,
+    stateless: bool = False,
+    request_state_keys: Sequence[str] = (),
 ) -> Any:
     """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
 
     Serve it with ``server_config``, which leaves forwarded headers to this app: only a
     request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
     address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
-    calls (``Store.call_counts``); without one, each process counts its own.
+    calls (``Store.call_counts``); without one, each process counts its own. ``stateless`` serves
+    handshake-era requests without sessions (``LORE_STATELESS_HTTP``); ``request_state_keys`` is
+    ``LORE_REQUEST_STATE_SECRET``'s ring (empty: the SDK's key of this process alone).
     """
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if request_state_keys:
+        share_request_state(server, request_state_keys)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
     _install_oauth(app, resource_metadata_url(server))
     _install_guards(
         app,
@@ -155,6 +164,18 @@ def build_app(
         trusted_proxies=trusted_proxies,
     )
     return app
+
+
+def share_request_state(server: LoreServer, keys: Sequence[str]) -> None:
+    """Seal and open ``requestState`` with ``keys`` (the first seals, all open) instead of the key
+    the SDK made for this process alone, so a round that one replica sealed is opened by any other.
+
+    The SDK installs its boundary when the server is built; it is swapped here, in place, so the
+    middleware order (inside OpenTelemetry, outside Lore's own) stays the SDK's.
+    """
+    boundary = RequestStateBoundary(RequestStateSecurity(keys=list(keys)), default_audience=server.name)
+    chain = server.middleware
+    chain[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in chain]
 
 
 def resource_metadata_url(server: LoreServer) -> str | None:
@@ -351,6 +372,8 @@ async def serve_http(
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
     trusted_proxies: Sequence[str] = (),
     call_counts: CallCounts | None = None,
+    stateless: bool = False,
+    request_state_keys: Sequence[str] = (),
 ) -> None:
     """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
     counter = RequestCounter()
@@ -363,6 +386,8 @@ async def serve_http(
         counter=counter,
         trusted_proxies=trusted_proxies,
         call_counts=call_counts,
+        stateless=stateless,
+        request_state_keys=request_state_keys,
     )
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()
