@@ -22,15 +22,9 @@ request in flight finish for up to the drain time, then exits whatever is still 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ipaddress
 import logging
 import math
-import os
-import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,6 +44,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from lore_mcp import __version__
 from lore_mcp.auth import caller_of
 from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
+from lore_mcp.transport.capabilities import sessionless_handshake
+from lore_mcp.transport.draining import DRAIN_TIMEOUT_S, DrainingServer
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
@@ -68,12 +64,6 @@ from stores.store import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 
-# How long SIGTERM waits for MCP requests in flight before closing everything anyway.
-DRAIN_TIMEOUT_S = 30.0
-# After the drain time, this long for the rest of shutdown before the process exits regardless.
-EXIT_GRACE_S = 2.0
-# The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
-EXIT_AFTER_DEADLINE = 1
 # How long /healthz waits for the database.
 HEALTH_TIMEOUT_S = 5.0
 
@@ -153,6 +143,8 @@ def build_app(
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     if request_state_keys:
         share_request_state(server, request_state_keys)
+    if stateless:
+        sessionless_handshake(server.lowlevel)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
     _install_oauth(app, resource_metadata_url(server))
     _install_guards(
@@ -300,66 +292,6 @@ def server_config(
     )
 
 
-class DrainingServer(uvicorn.Server):
-    """uvicorn, but shutdown waits for MCP requests in flight rather than for every connection.
-
-    A client's GET notification stream stays open for as long as its session lives, so
-    waiting for all connections to close would always run into the timeout.
-
-    Shutdown is bounded whatever a request is doing. A request blocked in a worker
-    thread (on a database that stopped answering, say) cannot be cancelled, and the
-    interpreter would wait for that thread at exit; so once the drain time is over with
-    requests still running, the process exits at once (status ``EXIT_AFTER_DEADLINE``),
-    and a timer started with the shutdown exits it ``EXIT_GRACE_S`` later if anything
-    else (closing sessions, the store, leftover threads) still holds it.
-    ``hard_exit=False`` leaves the process alone (for a server run inside another program).
-    """
-
-    def __init__(
-        self,
-        config: uvicorn.Config,
-        counter: RequestCounter,
-        *,
-        drain_timeout_s: float = DRAIN_TIMEOUT_S,
-        hard_exit: bool = True,
-    ) -> None:
-        super().__init__(config)
-        self.counter = counter
-        self.drain_timeout_s = drain_timeout_s
-        self.hard_exit = hard_exit
-
-    async def shutdown(self, sockets: Any = None) -> None:
-        if self.hard_exit:
-            timer = threading.Timer(
-                self.drain_timeout_s + EXIT_GRACE_S, _exit_now, args=("shutdown did not finish in time",)
-            )
-            timer.daemon = True
-            timer.start()
-        await super().shutdown(sockets)
-        # uvicorn re-raises the signal it caught once it has shut down, so the process would
-        # die "killed by SIGTERM"; after a clean drain, exit normally (status 0) instead.
-        self._captured_signals.clear()
-
-    async def _wait_tasks_to_complete(self) -> None:
-        deadline = time.monotonic() + self.drain_timeout_s
-        while self.counter.active and time.monotonic() < deadline and not self.force_exit:
-            await asyncio.sleep(0.05)
-        if self.counter.active:
-            message = f"{self.counter.active} MCP requests still running after {self.drain_timeout_s:g} s"
-            if self.hard_exit:
-                _exit_now(message)
-            logger.error("shutting down with %s", message)
-
-
-def _exit_now(why: str) -> None:
-    """Leave at once, without waiting for threads that may never finish."""
-    logger.error("exiting without waiting: %s", why)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(EXIT_AFTER_DEADLINE)
-
-
 async def serve_http(
     server: LoreServer,
     *,
@@ -390,4 +322,6 @@ async def serve_http(
         request_state_keys=request_state_keys,
     )
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
-    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()
+    listen = server.listen_streams
+    closing = listen.close if listen is not None else None
+    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing).serve()

@@ -143,3 +143,28 @@ async def test_a_change_made_through_one_replica_reaches_a_listener_on_the_other
                 event = await anext(subscription)
     assert robin.tool_calls("save_lesson") == [1 - listening_on], robin.sent
     assert str(getattr(event, "uri", event)) == "lore://stats"
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_without_sessions_the_handshake_promises_no_subscriptions_or_log_levels(
+    replicas: list[str], postgres_url: str, mode: str
+) -> None:
+    """A handshake-era client served without sessions would have ``resources/subscribe`` and
+    ``logging/setLevel`` forgotten when their request ends, so ``initialize`` does not offer them;
+    2026-07-28 discovery still does (notices ride listen streams, logs ride each request)."""
+    key = new_key(postgres_url, f"caps-{mode.replace('-', '')}")
+    # "auto" reaches 2026-07-28 through server/discover, as a real client does (a pinned
+    # version skips discovery and knows no capabilities)
+    async with alternating_client(replicas, key, mode="legacy" if mode == "legacy" else "auto") as (
+        client,
+        _,
+    ):
+        assert client.protocol_version == ("2025-11-25" if mode == "legacy" else "2026-07-28")
+        capabilities = client.server_capabilities
+    assert capabilities.resources is not None and capabilities.tools is not None
+    if mode == "legacy":
+        assert capabilities.logging is None
+        assert not capabilities.resources.subscribe
+    else:
+        assert capabilities.logging is not None
+        assert capabilities.resources.subscribe
