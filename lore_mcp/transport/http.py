@@ -60,6 +60,7 @@ from lore_mcp.transport.oauth.routes import LoreRequireAuth, refused_response
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from lore_mcp.transport.server import LoreServer
 from lore_mcp.transport.streams import StandingStreams
+from lore_mcp.transport.ui.routes import ui_routes
 from stores.errors import StoreError
 from stores.store import CallCounts
 
@@ -146,6 +147,7 @@ def build_app(
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
     _install_oauth(app, resource_metadata_url(server))
+    _install_ui(app, server)
     _install_guards(
         app,
         server,
@@ -179,6 +181,12 @@ def _install_oauth(app: Any, metadata_url: str | None) -> None:
             route.app = LoreRequireAuth(
                 guard.app, guard.required_scopes, AnyHttpUrl(metadata_url) if metadata_url else None
             )
+
+
+def _install_ui(app: Any, server: LoreServer) -> None:
+    """Serve the page for people at ``/ui`` (``lore_mcp.transport.ui``): static files that
+    call ``/mcp`` like any client, under the same Host and Origin checks."""
+    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
 
 
 def _add_healthz(
