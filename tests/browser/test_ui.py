@@ -124,8 +124,8 @@ def _alert(driver: Any) -> Any:
         return None
 
 
-def snap(driver: Any, folder: Path, name: str) -> None:
-    driver.set_window_size(1280, 900)
+def snap(driver: Any, folder: Path, name: str, size: tuple[int, int] = (1280, 900)) -> None:
+    driver.set_window_size(*size)
     driver.save_screenshot(str(folder / f"{name}.png"))
 
 
@@ -245,6 +245,7 @@ def test_search_edit_history_conflict_and_revert(
         "60 s and retry twice"
         in update.find_element(By.CSS_SELECTOR, "tr[data-field='resolution'] td.after").text
     )
+    update_id = update.get_attribute("data-commit")
     if backend == "local":
         snap(driver, screenshots, "lesson")
 
@@ -265,9 +266,11 @@ def test_search_edit_history_conflict_and_revert(
     restored = mcp(lore, key, lambda c: call(c, "get_lesson", id=saved["id"]))
     assert restored["resolution"] == "Raise the S3 client timeout to 30 s."
     if backend == "local":
-        for view in ("overview", "history", "tables/flaky_tests", "duplicates"):
+        for view in ("overview", "history", f"commit/{update_id}", "tables/flaky_tests", "duplicates"):
             show(driver, view)
             snap(driver, screenshots, view.split("/")[0].split("?")[0])
+        show(driver, "lessons")
+        snap(driver, screenshots, "lessons-phone", (390, 844))
 
 
 def test_a_lesson_with_markup_and_script_is_shown_as_text(driver: Any, local_lore: TeamServer) -> None:

@@ -91,6 +91,19 @@ def test_every_file_of_the_page_ships_in_the_wheel() -> None:
         ), f"{path} is not in [tool.setuptools.package-data]"
 
 
+def test_the_pages_scripts_never_parse_text_as_html_or_code() -> None:
+    """Stored text reaches the page only as text nodes (``dom.js``): no script of the page uses
+    a sink that would parse it as markup or run it as code."""
+    sinks = re.compile(
+        r"innerHTML|outerHTML|insertAdjacentHTML|document\.write|\beval\(|new Function|setAttribute\(\"on"
+    )
+    scripts = sorted(STATIC.rglob("*.js"))
+    assert len(scripts) >= 5
+    for script in scripts:
+        found = sinks.search(script.read_text())
+        assert found is None, f"{script.name} uses {found.group(0) if found else ''}"
+
+
 def _page_url(process: subprocess.Popen[str]) -> str:
     assert process.stdout is not None
     deadline = time.monotonic() + 90

@@ -14,7 +14,9 @@ function append(node, children) {
 function setAttributes(node, attrs) {
   for (const [name, value] of Object.entries(attrs || {})) {
     if (value === null || value === undefined || value === false) continue;
-    if (name.startsWith("on") && typeof value === "function") {
+    if (name.startsWith("on")) {
+      // Handlers are functions only: an on… attribute would be inline script (and CSP blocks it).
+      if (typeof value !== "function") throw new TypeError(`${name} must be a function`);
       node.addEventListener(name.slice(2), value);
     } else {
       node.setAttribute(name, value === true ? "" : String(value));

@@ -6,7 +6,8 @@ import { h, button } from "../dom.js";
 import { tagList } from "./parts.js";
 
 const KEPT = "lore.kept";
-const SCAN = 50;
+// Each lesson scanned costs one recall; 20 stay well inside a key's calls per minute.
+const SCAN = 20;
 
 function kept() {
   return new Set(JSON.parse(sessionStorage.getItem(KEPT) || "[]"));

@@ -124,11 +124,17 @@ function editForm(ctx, lesson) {
 }
 
 // The commits that touched the lesson, newest first, each with its diff and a revert button.
+// The newest ten, each read in full (one call each, inside a key's calls per minute).
 export async function commits(ctx, target) {
-  const page = await ctx.tool("history", { target, limit: 20 });
+  const page = await ctx.tool("history", { target, limit: 10 });
   if (!page.commits.length) return h("p", { class: "muted" }, "No commits.");
   const full = await Promise.all(page.commits.map((commit) => ctx.tool("get_commit", { commit_id: commit.id })));
-  return h("ol", { class: "commits", reversed: true }, full.map((commit) => h("li", {}, commitCard(ctx, commit))));
+  return h(
+    "div",
+    {},
+    h("ol", { class: "commits" }, full.map((commit) => h("li", {}, commitCard(ctx, commit)))),
+    page.next_cursor ? h("a", { href: `#/history?target=${encodeURIComponent(target)}` }, "All of its history") : null,
+  );
 }
 
 export function commitCard(ctx, commit) {
