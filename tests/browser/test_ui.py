@@ -225,6 +225,8 @@ def test_search_edit_history_conflict_and_revert(
 
     found[0].find_element(By.CSS_SELECTOR, "a.problem").click()
     wait_for(driver, lambda d: d.find_elements(By.ID, "field-resolution"), "the lesson's page")
+    driver.find_element(By.ID, "upvote").click()
+    wait_for(driver, lambda d: text_of(d, "field-votes").startswith("▲ 1"), "the vote")
     driver.find_element(By.ID, "edit").click()
     resolution = driver.find_element(By.ID, "edit-resolution")
     resolution.clear()
@@ -356,3 +358,47 @@ def test_a_key_for_one_project_sees_nothing_of_another(driver: Any, local_lore: 
     project.submit()
     wait_for(driver, lambda d: text_of(d, "error").startswith("FORBIDDEN: "), "the FORBIDDEN sentence")
     assert "Beta secret" not in text_of(driver, "view")
+
+
+def test_merging_near_duplicates_is_an_update_and_a_delete_each_revertible(
+    driver: Any, local_lore: TeamServer
+) -> None:
+    from selenium.webdriver.common.by import By
+
+    key = local_lore.keys.init_org("local").key
+    saved = [
+        mcp(local_lore, key, lambda c, p=p, r=r, t=t: call(c, "save_lesson", problem=p, resolution=r, tags=t))
+        for p, r, t in (
+            ("numpy 2 breaks the wheel build", "Pin numpy<2 until the C extension is rebuilt.", ["build"]),
+            (
+                "numpy 2.0 breaks building the wheel",
+                "Rebuild the extension against numpy 2 headers.",
+                ["python"],
+            ),
+        )
+    ]
+    first, second = (lesson["id"] for lesson in saved)
+    open_page(driver, local_lore, key, "duplicates")
+    pair = wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, ".dup"), "the pair")[0]
+    kept_card = pair.find_element(By.XPATH, f".//article[.//a[@href='#/lesson/{first}']]")
+    kept_card.find_element(By.XPATH, ".//button[text()='Merge the other into this']").click()
+    accept(driver)
+    wait_for(driver, lambda d: text_of(d, "notice").startswith("Merged."), "the merge")
+    assert driver.find_elements(By.ID, "no-duplicates")
+
+    kept = mcp(local_lore, key, lambda c: call(c, "get_lesson", id=first))
+    assert sorted(kept["tags"]) == ["build", "python"]
+    assert "Pin numpy<2" in kept["resolution"] and "numpy 2 headers" in kept["resolution"]
+    gone = mcp(local_lore, key, lambda c: c.call_tool("get_lesson", {"id": second}))
+    assert gone.is_error and gone.content[0].text.startswith("NOT_FOUND: ")
+
+    # Undo the delete from its commit's page: the merged-away lesson is back.
+    show(driver, "history")
+    delete = driver.find_element(By.CSS_SELECTOR, "#commits tr[data-kind='delete'] a")
+    delete.click()
+    wait_for(driver, lambda d: shown(d) and str(shown(d)).startswith("#/commit/"), "the delete commit")
+    driver.find_element(By.CSS_SELECTOR, "button.revert").click()
+    accept(driver)
+    wait_for(driver, lambda d: text_of(d, "notice").startswith("Reverted"), "the revert of the delete")
+    back = mcp(local_lore, key, lambda c: call(c, "get_lesson", id=second))
+    assert back["problem"] == "numpy 2.0 breaks building the wheel"

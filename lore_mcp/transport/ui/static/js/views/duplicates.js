@@ -8,6 +8,10 @@ import { tagList } from "./parts.js";
 const KEPT = "lore.kept";
 // Each lesson scanned costs one recall; 20 stay well inside a key's calls per minute.
 const SCAN = 20;
+// Recall's scores are relative to the lessons it weighs (a lesson recalls itself at about 0.75,
+// an unrelated one near 0, a restatement anywhere between), so a pair is each lesson's closest
+// other lesson, kept from this score up; pairs that are each other's closest come first.
+const MIN_SCORE = 0.1;
 
 function kept() {
   return new Set(JSON.parse(sessionStorage.getItem(KEPT) || "[]"));
@@ -19,17 +23,23 @@ function keep(pair) {
 
 async function pairs(ctx, threshold) {
   const page = await ctx.tool("list_lessons", { limit: SCAN, verbose: true });
-  const seen = new Map();
+  const found = new Map();
   const skip = kept();
   for (const lesson of page.lessons) {
-    const found = await ctx.tool("recall_lessons", { query: `${lesson.problem}\n${lesson.resolution}`, limit: 4, verbose: true });
-    for (const other of found.lessons) {
-      const key = [lesson.id, other.id].sort().join("|");
-      if (other.id === lesson.id || other.score < threshold || seen.has(key) || skip.has(key)) continue;
-      seen.set(key, { key, a: lesson, b: other, score: other.score });
+    const recalled = await ctx.tool("recall_lessons", { query: `${lesson.problem}\n${lesson.resolution}`, limit: 3, verbose: true });
+    const other = recalled.lessons.find((candidate) => candidate.id !== lesson.id);
+    if (!other || other.score < threshold) continue;
+    const key = [lesson.id, other.id].sort().join("|");
+    if (skip.has(key)) continue;
+    const pair = found.get(key);
+    if (pair) {
+      pair.mutual = true;
+      pair.score = Math.max(pair.score, other.score);
+    } else {
+      found.set(key, { key, a: lesson, b: other, score: other.score, mutual: false });
     }
   }
-  return [...seen.values()].sort((x, y) => y.score - x.score);
+  return [...found.values()].sort((x, y) => Number(y.mutual) - Number(x.mutual) || y.score - x.score);
 }
 
 // The text of `into` with what `from` adds: its resolution and context where they differ, its tags.
@@ -74,7 +84,7 @@ function side(ctx, lesson, other, pair) {
 }
 
 export async function render(ctx, param, query) {
-  const threshold = Number(query.get("min") || 0.5);
+  const threshold = Number(query.get("min") || MIN_SCORE);
   const found = await pairs(ctx, threshold);
   const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: 0.05, value: threshold });
   const form = h("form", { class: "card" }, h("label", { for: "dup-min" }, "Minimum score"), min, h("button", { type: "submit" }, "Look again"));
@@ -86,14 +96,14 @@ export async function render(ctx, param, query) {
     "section",
     {},
     h("h2", {}, "Near-duplicates"),
-    h("p", { class: "muted" }, `Among the newest ${SCAN} lessons, pairs that recall each other with at least this score.`),
+    h("p", { class: "muted" }, `Each of the newest ${SCAN} lessons beside the other lesson it recalls first, from this score up.`),
     form,
     found.length
       ? found.map((pair) =>
           h(
             "div",
             { class: "dup", "data-pair": pair.key },
-            h("h3", {}, `Score ${pair.score.toFixed(3)}`),
+            h("h3", {}, `Score ${pair.score.toFixed(3)}${pair.mutual ? ", each the other's closest" : ""}`),
             h("div", { class: "pair" }, side(ctx, pair.a, pair.b, pair), side(ctx, pair.b, pair.a, pair)),
             h("div", { class: "actions" }, button("Keep both", async () => { keep(pair.key); ctx.refresh(); })),
           ),
