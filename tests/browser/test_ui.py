@@ -402,3 +402,25 @@ def test_merging_near_duplicates_is_an_update_and_a_delete_each_revertible(
     wait_for(driver, lambda d: text_of(d, "notice").startswith("Reverted"), "the revert of the delete")
     back = mcp(local_lore, key, lambda c: call(c, "get_lesson", id=second))
     assert back["problem"] == "numpy 2.0 breaks building the wheel"
+
+
+def test_the_page_works_from_the_keyboard(driver: Any, local_lore: TeamServer) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    key = local_lore.keys.init_org("local").key
+    saved = mcp(
+        local_lore,
+        key,
+        lambda c: call(c, "save_lesson", problem="Keyboard only", resolution="Tab and Enter."),
+    )
+    open_page(driver, local_lore, key, "lessons")
+    # A new view takes the focus to its heading, so the next Tab starts there, not at the top.
+    assert driver.switch_to.active_element.text == "Lessons, newest first"
+    link = driver.find_element(By.CSS_SELECTOR, f"[data-id='{saved['id']}'] a.problem")
+    driver.execute_script("arguments[0].focus()", link)
+    driver.switch_to.active_element.send_keys(Keys.ENTER)
+    wait_for(driver, lambda d: shown(d) == f"#/lesson/{saved['id']}", "the lesson opened with Enter")
+    assert driver.switch_to.active_element.text == "Lesson"
+    driver.switch_to.active_element.send_keys(Keys.TAB)
+    assert driver.switch_to.active_element.tag_name in ("a", "button", "input", "textarea")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -155,3 +156,27 @@ def test_lore_memory_ui_prints_a_working_url_and_ctrl_c_revokes_its_key(tmp_path
     assert [k.name for k in keys] == ["ui"] and keys[0].revoked_at is not None, (
         "the one-time key outlives no run"
     )
+
+
+def test_lore_memory_ui_says_why_it_cannot_start(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        busy = subprocess.run(
+            [sys.executable, "-m", "lore_mcp", "ui", "--no-browser", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            env=server_env(tmp_path / "lore.db"),
+            timeout=120,
+        )
+    assert busy.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in busy.stderr
+    remote = subprocess.run(
+        [sys.executable, "-m", "lore_mcp", "ui", "--no-browser"],
+        capture_output=True,
+        text=True,
+        env=server_env(tmp_path / "lore.db", LORE_STORE="remote"),
+        timeout=120,
+    )
+    assert remote.returncode == 2 and "open the team server's /ui" in remote.stderr
+    assert not (tmp_path / "lore.db").exists(), "neither opened the store"
