@@ -6,6 +6,7 @@ as any client does, with a Lore API key checked by the same verifier: a fresh ke
 this run (named ``ui``, root of the served org), handed to the browser in the URL's
 fragment (which is never sent to a server or logged) and revoked when the command stops.
 So the page gets exactly the rules an agent with a root key gets, and nothing outlives the run.
+It serves every tool group the page has a view for, whatever ``LORE_TOOLS`` says.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def serve_ui(settings: Settings, *, port: int, open_browser: bool, log_level: Lo
     except OSError as exc:
         print(f"lore-memory: UNAVAILABLE: cannot listen on {HOST}:{port} ({exc.strerror}).", file=sys.stderr)
         return 1
-    app = open_or_report(settings, read_only="warn")
+    app = open_or_report(settings.model_copy(update={"tools": page_groups()}), read_only="warn")
     if app is None:
         listening.close()
         return 1
@@ -54,6 +55,14 @@ def serve_ui(settings: Settings, *, port: int, open_browser: bool, log_level: Lo
             app.keys.revoke_key(key.org, key.id)
             print("lore-memory: stopped; the page's key is revoked.", file=sys.stderr)
     return 0
+
+
+def page_groups() -> str:
+    """Every tool group but the key tools (which a root key gets on any team server): the page
+    has a view for each, whatever ``LORE_TOOLS`` keeps from the agents of this machine."""
+    from lore_mcp.tools.registry import TOOL_GROUPS
+
+    return ",".join(group for group in TOOL_GROUPS if group != "admin")
 
 
 def one_time_key(app: App) -> CreatedKey:

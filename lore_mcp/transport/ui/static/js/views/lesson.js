@@ -3,6 +3,7 @@
 
 import { h, button, when, show } from "../dom.js";
 import { effectsTable, tagList, splitTags } from "./parts.js";
+import { lessonActivity } from "./activity.js";
 
 const EDITABLE = ["problem", "resolution", "context", "source"];
 
@@ -14,6 +15,7 @@ export async function render(ctx, id) {
     { class: "lesson-page", "data-id": lesson.id },
     h("h2", {}, "Lesson"),
     fields(lesson),
+    await lessonActivity(ctx, lesson.id),
     actions(ctx, lesson),
     h("h3", {}, "History"),
     await commits(ctx, lesson.id),
