@@ -131,7 +131,8 @@ def test_lore_memory_ui_prints_a_working_url_and_ctrl_c_revokes_its_key(tmp_path
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=server_env(db),
+        # The agents of this machine get only lessons; the page still gets every view's tools.
+        env=server_env(db, LORE_TOOLS="lessons"),
     )
     try:
         url = _page_url(process)
@@ -139,7 +140,9 @@ def test_lore_memory_ui_prints_a_working_url_and_ctrl_c_revokes_its_key(tmp_path
         assert httpx2.get(f"{base}/ui/", timeout=30).status_code == 200
         listed = _tools(base, key)
         assert listed.status_code == 200, listed.text
-        assert "recall_lessons" in {tool["name"] for tool in listed.json()["result"]["tools"]}
+        assert {"recall_lessons", "history", "query_rows"} <= {
+            tool["name"] for tool in listed.json()["result"]["tools"]
+        }
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:
