@@ -69,6 +69,9 @@ def test_the_timeline_shows_what_was_done_filtered_by_kind(
 
     ui.open_page(driver, logged, key, f"lesson/{saved['id']}")
     assert ui.text_of(driver, "recalls").startswith("Recalled 1 times")
+    ui.open_page(driver, logged, key, "overview")
+    assert "Cache stampede at midnight" in ui.text_of(driver, "most-recalled")
+    assert ui.text_of(driver, "stale").endswith("None."), "a lesson saved today is not stale"
 
 
 def test_a_key_for_one_project_sees_nothing_of_anothers_activity(driver: Any, logged: TeamServer) -> None:

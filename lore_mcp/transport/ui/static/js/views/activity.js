@@ -3,6 +3,7 @@
 // the server lists the tool, so the page works the same on a server without the log.
 
 import { h, when } from "../dom.js";
+import { bars } from "../plot.js";
 import { pager, queryString } from "./parts.js";
 
 const TOOL = "recent_activity";
@@ -79,18 +80,34 @@ async function render(ctx, param, query) {
 // Views this module adds to the shell, each shown only when the server lists its tool.
 export const views = { activity: { module: { render }, nav: "Activity", needs: TOOL } };
 
-// The overview's card of stale lessons: old, and returned by no recall the log kept.
-export async function staleCard(ctx) {
-  if (!ctx.has(TOOL)) return null;
-  const page = await ctx.tool(TOOL, { stale_days: STALE_DAYS, limit: 10 });
-  return h(
-    "article",
-    { class: "card", id: "stale" },
-    h("h3", {}, `Stale: older than ${STALE_DAYS} days, never recalled`),
-    page.stale_lessons.length
-      ? h("ul", {}, page.stale_lessons.map((lesson) => h("li", {}, h("a", { href: `#/lesson/${lesson.id}`, class: "text" }, lesson.problem), ` (${when(lesson.created_at)})`)))
-      : h("p", { class: "muted" }, "None."),
-  );
+// The overview's cards from the log: the lessons the latest recalls returned most, and the
+// stale ones (old, and returned by no recall the log kept). `lessons` name the recalled ids.
+export async function overviewCards(ctx, lessons) {
+  if (!ctx.has(TOOL)) return [];
+  const [recalls, stale] = await Promise.all([
+    ctx.tool(TOOL, { kinds: ["recall"], limit: 100 }),
+    ctx.tool(TOOL, { stale_days: STALE_DAYS, limit: 10 }),
+  ]);
+  const problems = new Map(lessons.map((lesson) => [lesson.id, lesson.problem]));
+  const counts = new Map();
+  for (const entry of recalls.entries) for (const r of entry.results) counts.set(r.id, (counts.get(r.id) || 0) + 1);
+  const most = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, value]) => ({ label: problems.get(id) || id, value }));
+  return [
+    h(
+      "article",
+      { class: "card", id: "most-recalled" },
+      h("h3", {}, "Most recalled lately"),
+      most.length ? bars(most, { title: "Times returned by the latest 100 recalls" }) : h("p", { class: "muted" }, "No recalls logged."),
+    ),
+    h(
+      "article",
+      { class: "card", id: "stale" },
+      h("h3", {}, `Stale: older than ${STALE_DAYS} days, never recalled`),
+      stale.stale_lessons.length
+        ? h("ul", {}, stale.stale_lessons.map((lesson) => h("li", {}, h("a", { href: `#/lesson/${lesson.id}`, class: "text" }, lesson.problem), ` (${when(lesson.created_at)})`)))
+        : h("p", { class: "muted" }, "None."),
+    ),
+  ];
 }
 
 // A lesson's recalls (from lore://lessons/{id}, in the key's default project) and a link to

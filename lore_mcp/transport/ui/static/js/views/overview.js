@@ -3,7 +3,7 @@
 
 import { h } from "../dom.js";
 import { bars, columns } from "../plot.js";
-import { staleCard } from "./activity.js";
+import { overviewCards } from "./activity.js";
 
 // The overview reads at most this many lessons (pages of 100), so a large project stays quick.
 const MAX_LESSONS = 2000;
@@ -73,7 +73,7 @@ export async function render(ctx) {
       plotCard("By tag", tags, bars(tags, { title: "Lessons per tag (top 10)" })),
       plotCard("Most voted", most, bars(most, { title: "Net votes, highest", signed: true })),
       plotCard("Least voted", least, bars(least, { title: "Net votes, lowest", signed: true })),
-      await staleCard(ctx, lessons),
+      await overviewCards(ctx, lessons),
     ),
   );
 }
