@@ -83,9 +83,13 @@ def serve(
     The key tools (group ``admin``) need ``services.keys``: with API keys they are there for
     root keys whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and
     they then act on the server's own org, as its trusted local caller.
+
+    Change notices travel on the store's feed where it has one (Postgres: every server process
+    on the database hears every change), else in this process.
     """
     from lore_mcp.auth import Caller
     from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
+    from lore_mcp.transport.notices import NoticeBus
     from lore_mcp.transport.server import lore_server
 
     groups = set(DEFAULT_TOOL_GROUPS if tools is None else tools)
@@ -94,8 +98,9 @@ def serve(
     else:  # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
         org = services.lessons.org
         settings["local_caller"] = Caller(key_id="local", org=org, name="local", project=None, root=True)
+    bus = NoticeBus(services.lessons.store.notices)
     return lore_server(
-        services, groups, request_timeout_s=request_timeout_s, heavy_gate=heavy_gate, **settings
+        services, groups, request_timeout_s=request_timeout_s, heavy_gate=heavy_gate, bus=bus, **settings
     )
 
 

@@ -9,8 +9,9 @@ a ``save_many`` that keeps ids. Consumers type the store as ``Store``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
-from typing import Protocol
+from typing import Any, Protocol
 
 from stores.engine.keys import KeyStore
 from stores.engine.lessons import LessonStore, Scope
@@ -25,6 +26,25 @@ class CallCounts(Protocol):
         """Count ``calls`` more for ``key_id`` if its window of ``window_s`` seconds leaves room
         for them under ``limit``: None when they were counted, else the seconds until the
         window ends (and nothing is counted)."""
+        ...
+
+
+class NoticeFeed(Protocol):
+    """Change notices shared by every server process on one database (``stores.postgres.notices``).
+    A notice is a small JSON object; what it says is the caller's business."""
+
+    def publish(self, notice: Mapping[str, Any]) -> None:
+        """Send ``notice`` to every subscriber of every process on the database, this one included."""
+        ...
+
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener`` with each notice from now on, on a thread of the feed's own; returns
+        the callable that stops it."""
+        ...
+
+    def wait_listening(self, timeout: float) -> bool:
+        """Whether notices published from now on reach this process's subscribers, waiting up to
+        ``timeout`` seconds for the feed to listen (it starts on the first subscription)."""
         ...
 
 
@@ -45,6 +65,12 @@ class Store(LessonStore, Protocol):
     def call_counts(self) -> CallCounts | None:
         """The shared count of tool calls per key; None where the store serves one process by
         design (SQLite), whose server counts in memory."""
+        ...
+
+    @property
+    def notices(self) -> NoticeFeed | None:
+        """Change notices between the server processes on this database; None where the store
+        serves one process by design (SQLite), whose server tells its own subscribers."""
         ...
 
     def probe_write(self) -> None:

@@ -7,6 +7,12 @@ The tests sit in folders by lane: ``unit`` (no database, no model, no process), 
 (store-level, both backends), ``mcp`` (the server through real MCP clients in process; its
 bad-input and redaction suites are packages there), ``process`` (spawned servers, the CLI,
 uvx, npx). The collection hook below marks each test from its folder and what it uses.
+
+The in-process ``client`` is parametrised over the two MCP eras at the ``era`` fixture
+(``ERAS``): ``legacy`` (the initialize handshake and its session) and ``2026-07-28`` (no
+``initialize``, no session), so every test of a tool, resource or prompt runs in both. A test or
+module that is about one era only says so with ``@pytest.mark.era(name, reason=...)``
+(``tests/support/eras.py`` names the eras).
 """
 
 from __future__ import annotations
@@ -26,10 +32,36 @@ from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
 from stores import LessonStore, open_local_store, open_postgres_store
 from tests.support.clients import connected
+from tests.support.eras import ERAS, PROTOCOL_VERSIONS, client_mode
 from tests.support.markers import kinds_of, timeout_for
 from tests.support.stores import database_per_worker, open_store
 
 BACKENDS = ["local", "postgres"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "era(name, reason): the test's client speaks only this MCP era (legacy or 2026-07-28), "
+        "for the reason given",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every test that reaches the ``era`` fixture (the ``client`` does) once per era, or in
+    the one era its ``era`` mark names."""
+    if "era" not in metafunc.fixturenames:
+        return
+    eras = list(ERAS)
+    mark = metafunc.definition.get_closest_marker("era")
+    if mark is not None:
+        if len(mark.args) != 1 or mark.args[0] not in ERAS or not mark.kwargs.get("reason"):
+            raise pytest.UsageError(
+                f"{metafunc.definition.nodeid}: write @pytest.mark.era(name, reason=...) with a name "
+                f"among {', '.join(ERAS)}"
+            )
+        eras = [mark.args[0]]
+    metafunc.parametrize("era", eras, ids=[ERAS[e] for e in eras], indirect=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -110,9 +142,18 @@ def server(service: LessonService) -> LoreServer:
 
 
 @pytest.fixture
-async def client(server: LoreServer) -> AsyncIterator[Client]:
-    """An in-memory MCP client connected to ``server``."""
-    async with connected(server) as c:
+def era(request: pytest.FixtureRequest) -> str:
+    """The MCP era the ``client`` speaks (``pytest_generate_tests`` picks it per test)."""
+    return str(request.param)
+
+
+@pytest.fixture
+async def client(server: LoreServer, era: str) -> AsyncIterator[Client]:
+    """An in-memory MCP client connected to ``server``, speaking ``era``: ``legacy`` shakes hands
+    with ``initialize`` and holds a session; the current revision starts, as its clients do, with
+    ``server/discover`` (which names the server and its instructions) and sends neither."""
+    async with connected(server, mode=client_mode(era)) as c:
+        assert c.protocol_version == PROTOCOL_VERSIONS[era], f"the client meant to speak {era}"
         yield c
 
 

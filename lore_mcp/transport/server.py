@@ -33,6 +33,7 @@ from lore_mcp.tools.prompts import add_prompts
 from lore_mcp.tools.registry import ADMIN_TOOLS
 from lore_mcp.tools.resources import add_lesson_resource, add_memory_resources
 from lore_mcp.transport.admission import HEAVY_TOOLS, Busy, HeavyGate
+from lore_mcp.transport.notices import NoticeBus, ScopedListen
 from lore_mcp.transport.protocol_extras import add_protocol_extras
 from lore_mcp.transport.stdio import stdio_transport
 from stores import deadline
@@ -98,6 +99,9 @@ class LoreServer(MCPServer):
         self.request_timeout_s = request_timeout_s
         # Slots for the tools that can take long, shared fairly by orgs and keys; None: no cap.
         self.heavy_gate = heavy_gate
+        # The subscriptions/listen handler (lore_server sets it): close() ends every open listen
+        # stream gracefully, which shutdown should do before it waits for requests to drain.
+        self.listen_streams: ScopedListen | None = None
         # Each tool's input schema as listed, which its arguments are checked against.
         self.tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType(
             {tool.name: tool.parameters for tool in tools}
@@ -242,10 +246,12 @@ def lore_server(
     groups: Collection[str],
     *,
     server_class: type[LoreServer] = LoreServer,
+    bus: NoticeBus | None = None,
     **settings: Any,
 ) -> LoreServer:
     """A server of ``server_class`` with the tools of ``groups`` (the key tools only with a key
-    service) and the resources, prompts and protocol extras, answered by ``services``.
+    service) and the resources, prompts and protocol extras, answered by ``services``; ``bus``
+    carries its change notices (in this process only if None).
 
     Without ``services`` the server forwards every call (remote mode): it lists the same
     tools and the lesson resource for their names and schemas, and runs none of them.
@@ -258,5 +264,6 @@ def lore_server(
         add_prompts(server)
         add_memory_resources(server, services)
     add_lesson_resource(server, services)
-    add_protocol_extras(server, server.lowlevel, services.lessons.default_project if services else None)
+    default_project = services.lessons.default_project if services else None
+    server.listen_streams = add_protocol_extras(server, server.lowlevel, default_project, bus)
     return server

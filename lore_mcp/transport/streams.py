@@ -46,6 +46,20 @@ def credential_of(token: AccessToken) -> str:
     return caller.key_id if caller is not None else token.client_id
 
 
+async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
+    """Whether ``token`` still verifies as the same credential, unexpired; a check that fails
+    (the database is down) is a no. Also what ends a revoked key's ``subscriptions/listen``
+    stream (``lore_mcp.transport.notices``)."""
+    try:
+        current = await verifier.verify_token(token.token)
+    except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
+        logger.warning("could not verify a standing stream's credential: %s", exc)
+        return False
+    if current is None or credential_of(current) != credential_of(token):
+        return False
+    return current.expires_at is None or current.expires_at >= int(time.time())
+
+
 class StandingStreams:
     """The open standing streams, by credential; see the module docstring.
 
@@ -110,16 +124,9 @@ class StandingStreams:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def valid(self, token: AccessToken) -> bool:
-        """Whether ``token`` still verifies; a check that fails (the database is down) is a no."""
+        """Whether ``token`` still verifies (``still_verifies``)."""
         assert self.verifier is not None
-        try:
-            current = await self.verifier.verify_token(token.token)
-        except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
-            logger.warning("could not verify a standing stream's credential: %s", exc)
-            return False
-        if current is None or credential_of(current) != credential_of(token):
-            return False
-        return current.expires_at is None or current.expires_at >= int(time.time())
+        return await still_verifies(self.verifier, token)
 
     def close(self, credential: str) -> int:
         """End every standing stream of ``credential`` now; how many there were."""

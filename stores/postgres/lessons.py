@@ -37,6 +37,7 @@ from stores.postgres.dims import PostgresDims
 from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
+from stores.postgres.notices import PostgresNotices
 from stores.postgres.sql import PostgresSqlTx
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
@@ -97,6 +98,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         self._dims = PostgresDims(self._engine)
         self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
+        self._notices = PostgresNotices(self._engine)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -151,7 +153,13 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         """``stores.Store.call_counts``: in this database, shared by every server process on it."""
         return self._call_counts
 
+    @property
+    def notices(self) -> PostgresNotices:
+        """``stores.Store.notices``: LISTEN/NOTIFY on this database, heard by every server process on it."""
+        return self._notices
+
     def close(self) -> None:
+        self._notices.close()
         self._engine.dispose()
 
     # -- the transactions of stores.engine.lesson_rules -----------------------------------

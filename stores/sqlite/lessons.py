@@ -174,6 +174,11 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         """``stores.Store.call_counts``: none; one process serves a file, and counts in memory."""
         return None
 
+    @property
+    def notices(self) -> None:
+        """``stores.Store.notices``: none; one process serves a file, and tells its own subscribers."""
+        return None
+
     def close(self) -> None:
         self._conns.close()
 

@@ -17,6 +17,15 @@ from stores.engine.ranking import lexical_terms
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import call
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=(
+        "ranking quality, the same whichever era carries the call; both eras' recall is in "
+        "test_lesson_tools and tests/process/test_eras.py"
+    ),
+)
+
 TOP1_REQUIRED = 0.8
 # A query may share at most this many (crudely stemmed) words with its target lesson.
 MAX_SHARED_WORDS = 3

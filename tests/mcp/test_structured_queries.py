@@ -37,6 +37,15 @@ from tests.support.plans import (
     table_of,
 )
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=(
+        "what queries and plans mean, the same in either era; both eras' structured tools are in "
+        "test_structured_tools"
+    ),
+)
+
 # --- query_rows: filters, order, pages --------------------------------------------------------
 
 FILTERS: list[tuple[list[dict[str, Any]], list[int]]] = [

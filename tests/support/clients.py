@@ -12,8 +12,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 
 @contextlib.asynccontextmanager
-async def connected(target: object) -> AsyncIterator[Client]:
-    """Hold a ``Client`` open in a task of its own.
+async def connected(target: object, mode: str = "auto") -> AsyncIterator[Client]:
+    """Hold a ``Client`` open in a task of its own; ``mode`` is the ``Client``'s (``"legacy"``:
+    the initialize handshake, a revision such as ``"2026-07-28"``: that one, ``"auto"``: discover).
 
     pytest-asyncio may tear a fixture down in another task than set it up, and
     the client's cancel scopes must be exited where they were entered.
@@ -23,7 +24,7 @@ async def connected(target: object) -> AsyncIterator[Client]:
 
     async def hold() -> None:
         try:
-            async with Client(target) as c:  # type: ignore[arg-type]
+            async with Client(target, mode=mode) as c:  # type: ignore[arg-type]
                 ready.set_result(c)
                 await done.wait()
         except BaseException as exc:

@@ -30,6 +30,15 @@ from tests.support.clients import connected
 from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=(
+        "values at the backends' edges, checked before any era-specific code; both eras' refusals "
+        "are in test_tool_errors"
+    ),
+)
+
 LESSON_ID = "01JABCDEFGHJKMNPQRSTVWXYZ0"
 IMPORTED = {"id": LESSON_ID, **GOOD}
 NUL = "bad \x00 text"

@@ -36,6 +36,14 @@ from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import apply_ops, column, cond, create_table, insert, make_plan, schema_hash, state
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=(
+        "filter limits and deadlines, checked below the protocol; both eras' refusals are in test_tool_errors"
+    ),
+)
+
 PATHOLOGICAL = [
     "%a%a%a%a%a%a%a%b",  # 7 wildcards: 24 s before
     "%a%a%a%a%a%a%a%a%a%a%a%a%b",  # 12: never answered

@@ -29,6 +29,12 @@ from tests.support.plans import (
     table_of,
 )
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=("plan and query validation, below the protocol; both eras' refusals are in test_tool_errors"),
+)
+
 # --- bad input --------------------------------------------------------------------------------
 
 BAD_NAMES = [

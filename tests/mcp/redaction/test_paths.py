@@ -28,6 +28,12 @@ from tests.support.helpers import call
 from tests.support.plans import apply_ops, column, create_table, insert, make_plan, schema_hash
 from tests.support.secrets import AWS_KEY_ID, GITHUB_TOKEN, GOOGLE_KEY, OPENAI_CLASSIC_KEY, STRIPE_KEY
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=("what is redacted, decided before the store whichever era carries the call"),
+)
+
 # Real-looking secrets, one of each kind the issue names. Prefixes are split from
 # bodies so repository secret scanners do not flag this file.
 AWS = AWS_KEY_ID

@@ -27,6 +27,12 @@ from tests.support.helpers import ToolFailed, call
 from tests.support.processes import lore
 from tests.support.secrets import AWS_KEY_ID, GITHUB_TOKEN, STRIPE_KEY
 
+# One era: this module is not about the protocol (tests/conftest.py runs the surface in both).
+pytestmark = pytest.mark.era(
+    "2026-07-28",
+    reason=("name checks, decided below the protocol whichever era carries the call"),
+)
+
 SECRET_PROJECTS = {
     "openai_key": "sk-" + "proj-" + "abc123def456ghi789jkl012mno345",
     "github_token": GITHUB_TOKEN,

@@ -1,0 +1,300 @@
+"""Change notices: one bus for both eras, scoped to an org and project, across processes on Postgres.
+
+A tool call that changes memory publishes one ``Notice``: which resources changed
+(``lore://lessons/<id>``, ``lore://stats``, ``lore://schema``; or "any", when the change
+cannot be told apart) and where (``Reach``: org and project). Two kinds of subscriber hear it:
+
+- legacy sessions that sent ``resources/subscribe`` (``protocol_extras``), told with
+  ``notifications/resources/updated`` on their standing stream;
+- current-revision (2026-07-28) ``subscriptions/listen`` streams (``ScopedListen``), told with
+  the same notification on the listen request's own stream, stamped with its subscription id.
+
+Both hear only notices their caller would see (``Reach.hears``): another org, or another
+project, hears nothing. Lore's tool, prompt and resource lists never change while it runs, so
+it publishes no list-changed events and a listen stream honours (acknowledges) only resource
+subscriptions.
+
+``NoticeBus`` fans notices out in this process; over a store's ``NoticeFeed`` (Postgres
+``LISTEN/NOTIFY``, ``stores.postgres.notices``) it publishes them as small JSON objects to every
+process on the database instead, itself included, so a change made on one replica reaches
+subscribers (either era) on another. SQLite serves one process: there the bus is in-process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.lowlevel
+import anyio.to_thread
+from anyio.streams.memory import MemoryObjectSendStream
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import (
+    SUBSCRIPTION_ID_META_KEY,
+    ResourceUpdated,
+    event_matches,
+    event_to_notification,
+)
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    SubscriptionFilter,
+    SubscriptionsAcknowledgedNotification,
+    SubscriptionsAcknowledgedNotificationParams,
+    SubscriptionsListenRequestParams,
+    SubscriptionsListenResult,
+)
+
+from lore_mcp.transport.streams import still_verifies
+from stores.store import NoticeFeed
+
+if TYPE_CHECKING:
+    from mcp.server.auth.provider import TokenVerifier
+    from mcp.server.context import ServerRequestContext
+
+logger = logging.getLogger("lore_mcp.transport")
+
+URIS_PER_PAYLOAD = 100  # lesson URIs are ~45 bytes of JSON: well under Postgres's 8000-byte payload
+READY_TIMEOUT_S = 5.0  # how long a new subscription waits for the feed's listening connection
+MAX_STREAMS = 1024  # listen streams open at once per server, as the SDK's own handler
+MAX_URIS = 1000  # resources one listen stream (or one legacy session) may watch
+MAX_BUFFERED = 1024  # notices waiting for a listen stream's client; a fuller stream is ended
+
+
+@dataclass(frozen=True)
+class Reach:
+    """One org and project: where a change happened, or what a subscription watches.
+
+    ``org`` is None without API keys (stdio and --dev-no-auth serve a single org);
+    ``project`` is None where this process cannot tell (remote mode, where the team
+    server picks the project), which then matches any project of the org.
+    """
+
+    org: str | None
+    project: str | None
+
+    def hears(self, change: Reach) -> bool:
+        """Whether a subscription watching ``self`` is told of ``change``."""
+        if self.org != change.org:
+            return False
+        return self.project is None or change.project is None or self.project == change.project
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Resources that changed (``uris``; None: any of them) in ``reach``."""
+
+    reach: Reach
+    uris: frozenset[str] | None
+
+    def hits(self, watched: Iterable[str]) -> list[str]:
+        """The ``watched`` URIs this notice is about, in the order given."""
+        return [uri for uri in watched if self.uris is None or uri in self.uris]
+
+    def events(self, watched: Iterable[str]) -> list[ResourceUpdated]:
+        """The notice as the SDK's events: one per changed resource, and for "any resource"
+        one per ``watched`` URI (the only ones a subscriber can be told of)."""
+        uris = sorted(self.uris) if self.uris is not None else list(watched)
+        return [ResourceUpdated(uri=uri) for uri in uris]
+
+    def payloads(self) -> list[dict[str, Any]]:
+        """This notice as the JSON objects a ``NoticeFeed`` carries, each small enough for one."""
+        base = {"org": self.reach.org, "project": self.reach.project}
+        if self.uris is None:
+            return [{**base, "uris": None}]
+        uris = sorted(self.uris)
+        return [
+            {**base, "uris": uris[i : i + URIS_PER_PAYLOAD]}
+            for i in range(0, max(len(uris), 1), URIS_PER_PAYLOAD)
+        ]
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> Notice | None:
+        """The notice a feed carried; None for anything else on the channel."""
+        org, project, uris = payload.get("org"), payload.get("project"), payload.get("uris")
+        if not all(isinstance(v, str | None) for v in (org, project)):
+            return None
+        if uris is not None and not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
+            return None
+        return cls(Reach(org, project), None if uris is None else frozenset(uris))
+
+
+NoticeListener = Callable[[Notice], None]
+
+
+class NoticeBus:
+    """Fan-out of notices to this process's subscribers, over ``feed`` when there is one (see
+    the module docstring). Listeners run on the event loop they subscribed from, must not
+    block and must not raise."""
+
+    def __init__(self, feed: NoticeFeed | None = None) -> None:
+        self.feed = feed
+        self._lock = threading.Lock()
+        self._listeners: dict[object, tuple[NoticeListener, asyncio.AbstractEventLoop]] = {}
+        self._fed = False
+
+    async def publish(self, notice: Notice) -> None:
+        """Tell every subscriber, of every process on the feed, of ``notice``. A feed that
+        cannot be reached costs the other processes the notice, never the caller its call:
+        this process's subscribers are then told directly."""
+        if self.feed is None:
+            self._fan_out(notice)
+            await anyio.lowlevel.checkpoint()
+            return
+        try:
+            for payload in notice.payloads():
+                await anyio.to_thread.run_sync(self.feed.publish, payload)
+        except Exception as exc:  # UnavailableError and whatever a feed raises
+            logger.warning("could not publish a change notice to other processes: %s", exc)
+            self._fan_out(notice)
+
+    def subscribe(self, listener: NoticeListener) -> Callable[[], None]:
+        """Call ``listener`` on the running event loop with each notice from now on; returns
+        the callable that stops it."""
+        loop = asyncio.get_running_loop()
+        token = object()
+        with self._lock:
+            self._listeners[token] = (listener, loop)
+            feed_now = self.feed is not None and not self._fed
+            self._fed = self._fed or feed_now
+        if feed_now:
+            assert self.feed is not None
+            self.feed.subscribe(self._from_feed)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def ready(self) -> None:
+        """Wait (a few seconds at most) until notices published from now on reach this process:
+        the feed's listening connection may still be opening after a first subscription."""
+        if self.feed is not None:
+            await anyio.to_thread.run_sync(self.feed.wait_listening, READY_TIMEOUT_S)
+
+    def _from_feed(self, payload: dict[str, Any]) -> None:
+        """On the feed's thread: a notice from some process, this one included."""
+        notice = Notice.from_payload(payload)
+        if notice is not None:
+            self._fan_out(notice)
+
+    def _fan_out(self, notice: Notice) -> None:
+        with self._lock:
+            listeners = list(self._listeners.items())
+        try:
+            here: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # the feed's thread
+            here = None
+        for token, (listener, loop) in listeners:
+            if loop is here:
+                _call(listener, notice)
+                continue
+            try:
+                loop.call_soon_threadsafe(_call, listener, notice)
+            except RuntimeError:  # that loop is closed: its subscriber is gone
+                with self._lock:
+                    self._listeners.pop(token, None)
+
+
+def _call(listener: NoticeListener, notice: Notice) -> None:
+    try:
+        listener(notice)
+    except Exception:  # fan-out boundary: one subscriber must not starve the others
+        logger.exception("a change-notice subscriber raised")
+
+
+class ScopedListen:
+    """Serves ``subscriptions/listen`` (2026-07-28) as the SDK's ``ListenHandler`` does (the
+    acknowledgement first, every frame stamped with the subscription id, a stream whose client
+    stopped reading ended at ``MAX_BUFFERED``), but fed from a ``NoticeBus`` and only with the
+    notices that ``reach()``, the caller of the listen request, would see.
+
+    With a ``verifier`` (the team server's), the caller's credential is verified again before
+    each notice, as ``streams.StandingStreams`` does for legacy standing streams: a key revoked
+    by any process, or one that can no longer be checked, ends the stream and hears nothing more.
+    """
+
+    def __init__(
+        self, bus: NoticeBus, reach: Callable[[], Reach], verifier: TokenVerifier | None = None
+    ) -> None:
+        self.bus = bus
+        self.reach = reach
+        self.verifier = verifier
+        self._streams: set[MemoryObjectSendStream[ResourceUpdated]] = set()
+
+    async def __call__(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> SubscriptionsListenResult:
+        subscription_id = ctx.request_id
+        token = get_access_token() if self.verifier is not None else None
+        if subscription_id is None:
+            raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id.")
+        watched = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
+        if len(watched) > MAX_URIS:
+            raise MCPError(INVALID_PARAMS, f"A listen stream may watch at most {MAX_URIS} resources.")
+        if len(self._streams) >= MAX_STREAMS:
+            raise MCPError(INTERNAL_ERROR, "This server has as many listen streams open as it serves.")
+        # Only resource subscriptions are honoured: Lore's lists never change while it runs.
+        honored = SubscriptionFilter(resource_subscriptions=watched or None)
+        meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
+        send, recv = anyio.create_memory_object_stream[ResourceUpdated](MAX_BUFFERED)
+        unsubscribe = self.bus.subscribe(self._deliverer(self.reach(), honored, send))
+        self._streams.add(send)
+        try:
+            await self.bus.ready()
+            ack = SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+            await ctx.session.send_notification(
+                SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
+            )
+            async for event in recv:
+                if (
+                    token is not None
+                    and self.verifier is not None
+                    and not await still_verifies(self.verifier, token)
+                ):
+                    logger.info("ending a listen stream: its credential no longer verifies")
+                    break
+                notification = event_to_notification(event, meta)
+                await ctx.session.send_notification(notification, related_request_id=subscription_id)
+        finally:
+            unsubscribe()
+            self._streams.discard(send)
+            send.close()
+            recv.close()
+        return SubscriptionsListenResult(_meta=meta)
+
+    def _deliverer(
+        self, reach: Reach, honored: SubscriptionFilter, send: MemoryObjectSendStream[ResourceUpdated]
+    ) -> NoticeListener:
+        watched = frozenset(honored.resource_subscriptions or ())
+
+        def deliver(notice: Notice) -> None:
+            if not reach.hears(notice.reach):
+                return
+            for event in notice.events(watched):
+                if not event_matches(honored, watched, event):
+                    continue
+                try:
+                    send.send_nowait(event)
+                except anyio.ClosedResourceError:
+                    return  # the stream is ending
+                except anyio.WouldBlock:
+                    logger.warning("a listen stream's client stopped reading; ending the stream")
+                    self._streams.discard(send)
+                    send.close()
+                    return
+
+        return deliver
+
+    def close(self) -> None:
+        """End every open listen stream gracefully (each sends its final result)."""
+        for stream in list(self._streams):
+            stream.close()

@@ -1,0 +1,150 @@
+"""Change notices between the server processes of one database, on Postgres ``LISTEN/NOTIFY``
+(``stores.store.NoticeFeed``).
+
+A replica that changes memory publishes a notice; every replica on the database, itself
+included, hears it and tells its own subscribers. The store knows nothing of MCP: a notice is
+a small JSON object (the transport decides what it says, ``lore_mcp.transport.notices``).
+
+- **Publish** is one ``SELECT pg_notify(channel, payload)`` on a pooled connection outside any
+  transaction. Postgres delivers it to every session listening on the channel *of this
+  database*, in commit order, so one replica's notices arrive in the order it sent them.
+  A payload must stay under Postgres's 8000 bytes; the caller splits larger notices.
+- **Listen** is one dedicated connection per store (so per process), opened on the first
+  subscription, not taken from the pool: it sits idle in ``LISTEN`` for ever. A thread waits on
+  it and hands each notice to the subscribers, on that thread. When the connection drops (the
+  server restarted, a network cut, ``pg_terminate_backend``) the thread reconnects, waiting a
+  little longer after each failure, and listens again; notices sent while it was away are lost,
+  as a dropped listen stream loses them (clients re-listen and read again).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.conninfo import make_conninfo
+from sqlalchemy import Engine, text
+from sqlalchemy.engine import make_url
+
+from stores.postgres.db import CONNECT_DEFAULTS, unavailable_on_failure
+
+logger = logging.getLogger("stores.postgres")
+
+CHANNEL = "lore_notices"
+MAX_PAYLOAD_BYTES = 7900  # Postgres refuses a payload of 8000 bytes or more
+WAIT_S = 0.5  # how long one wait for notices lasts, so that close() is noticed
+RECONNECT_FIRST_S = 0.2
+RECONNECT_MAX_S = 5.0
+
+_PUBLISH = text("SELECT pg_notify(:channel, :payload)")
+
+Listener = Callable[[dict[str, Any]], None]
+
+
+class PostgresNotices:
+    """``stores.store.NoticeFeed`` over the engine of a ``PostgresLessonStore``; see the module
+    docstring. ``close`` ends the listening thread and its connection."""
+
+    def __init__(self, engine: Engine, channel: str = CHANNEL) -> None:
+        self._engine = engine
+        self._channel = channel
+        self._lock = threading.Lock()
+        self._listeners: dict[object, Listener] = {}
+        self._thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._listening = threading.Event()  # set while the connection is LISTENing
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def publish(self, notice: Mapping[str, Any]) -> None:
+        """Send ``notice`` to every process listening on this database: one statement.
+        Raises ``UnavailableError`` when Postgres cannot be reached, ``ValueError`` when the
+        notice is too large for one payload."""
+        payload = json.dumps(notice, separators=(",", ":"), ensure_ascii=False)
+        if len(payload.encode()) > MAX_PAYLOAD_BYTES:
+            raise ValueError(f"A notice must stay under {MAX_PAYLOAD_BYTES} bytes of JSON.")
+        with unavailable_on_failure(), self._engine.connect() as conn:
+            conn = conn.execution_options(isolation_level="AUTOCOMMIT")
+            conn.execute(_PUBLISH, {"channel": self._channel, "payload": payload})
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` (on the listening thread) with each notice from now on; returns the
+        callable that stops it. The first subscription starts the listening connection."""
+        token = object()
+        with self._lock:
+            self._listeners[token] = listener
+            if self._thread is None and not self._stop.is_set():
+                self._thread = threading.Thread(target=self._run, name="lore-notices", daemon=True)
+                self._thread.start()
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    def wait_listening(self, timeout: float) -> bool:
+        """Whether the connection is listening, waiting up to ``timeout`` seconds for it (for
+        callers that must not miss a notice published right after they subscribed)."""
+        return self._listening.wait(timeout)
+
+    def close(self) -> None:
+        self._stop.set()
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout=WAIT_S * 4 + RECONNECT_MAX_S)
+
+    # -- the listening thread ---------------------------------------------------------------
+
+    def _run(self) -> None:
+        delay = RECONNECT_FIRST_S
+        while not self._stop.is_set():
+            try:
+                with self._connect() as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    self._conn = conn
+                    self._listening.set()
+                    delay = RECONNECT_FIRST_S
+                    while not self._stop.is_set():
+                        for notify in conn.notifies(timeout=WAIT_S):
+                            self._deliver(notify.payload)
+            except Exception as exc:  # psycopg's errors, and whatever else must not end the thread
+                if self._stop.is_set():
+                    break
+                logger.warning("change notices: listening connection lost (%s); reconnecting", exc)
+            finally:
+                self._listening.clear()
+                self._conn = None
+            self._stop.wait(delay)
+            delay = min(delay * 2, RECONNECT_MAX_S)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        url = make_url(self._engine.url.render_as_string(hide_password=False))
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        extra = {k: v for k, v in CONNECT_DEFAULTS.items() if k not in url.query}
+        return psycopg.connect(make_conninfo(conninfo, **extra), autocommit=True)
+
+    def _deliver(self, payload: str) -> None:
+        try:
+            notice = json.loads(payload)
+        except ValueError:
+            logger.warning("change notices: ignored a payload that is not JSON")
+            return
+        if not isinstance(notice, dict):
+            return
+        with self._lock:
+            listeners = list(self._listeners.values())
+        for listener in listeners:
+            try:
+                listener(notice)
+            except Exception:  # one listener must not starve the others or end the thread
+                logger.exception("change notices: a listener raised")
+
+    def backend_pid(self) -> int | None:
+        """The listening connection's server process (tests end it to check reconnection)."""
+        conn = self._conn
+        return conn.info.backend_pid if conn is not None else None
