@@ -38,6 +38,9 @@ What is done, per backend (``--store local|postgres|both``):
     .venv/bin/python benchmarks/load.py --auth both        # an OAuth access token beside the key
     .venv/bin/python benchmarks/load.py --scenario tenants --duration 30   # one org's heavy applies
                                                                          # beside another org's saves
+    .venv/bin/python benchmarks/load.py --replicas 2 --duration 20 --warmup 5 --clients 16
+        # two servers on one Postgres, each client alternating between them, against one
+        # (benchmarks/load_replicas.py; writes results-load-replicas.json)
 """
 
 from __future__ import annotations
@@ -118,6 +121,11 @@ class Config:
     rows: int = 5000
     # What the clients send as their bearer: "key" (lore_sk_), "oauth" (lore_at_) or "both" in turn.
     auth: str = "key"
+    # Servers on one Postgres; above 1, load_replicas.py measures 1 against this many.
+    replicas: int = 1
+    # How the requests are spread over replicas: each client alternating ("round-robin"), or one
+    # balancer for all sending each request to the replica with fewest in flight ("least-busy").
+    balance: str = "round-robin"
 
 
 # -- set-up: database, root key, preload -------------------------------------------------
@@ -247,6 +255,8 @@ class Run:
     go: anyio.Event = field(default_factory=anyio.Event)
     measure_start: float = float("inf")
     end: float = float("inf")
+    # Makes each client's HTTP transport (load_replicas.py: the balancer); None: httpx2's own.
+    transport: Callable[[], httpx2.AsyncBaseTransport] | None = None
 
     def in_window(self, t: float) -> bool:
         return self.measure_start <= t < self.end
@@ -287,6 +297,7 @@ async def client_loop(run: Run, index: int, connected: list[int]) -> None:
                     headers={"Authorization": f"Bearer {run.key}"},
                     timeout=60,
                     event_hooks={"response": [count_status]},
+                    transport=run.transport() if run.transport else None,
                 ) as http,
                 Client(
                     streamable_http_client(run.url, http_client=http), read_timeout_seconds=CALL_TIMEOUT_S
@@ -667,7 +678,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--pool-size", type=int, default=None, help="LORE_POOL_SIZE (default: the server's)")
     parser.add_argument("--batch", type=int, default=256, help="texts per encode_documents call in preload")
     parser.add_argument("--seed", type=int, default=20240601)
-    parser.add_argument("--out", type=Path, default=HERE / "results-load.json", help="JSON results file")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="JSON results file (default results-load.json, or results-load-replicas.json with --replicas)",
+    )
     parser.add_argument(
         "--workdir", type=Path, default=None, help="databases and server logs (default: temp)"
     )
@@ -689,6 +705,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="the clients' bearer: the root key, an OAuth access token it approved (its phases under "
         "its 15 minutes), or both on the same server in four phases: key, token, token, key",
     )
+    parser.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="above 1: that many servers on one Postgres (LORE_STATELESS_HTTP), each client's requests "
+        "alternating between them, measured against one server in four phases: 1, N, N, 1",
+    )
+    parser.add_argument(
+        "--balance",
+        choices=["round-robin", "least-busy"],
+        default="round-robin",
+        help="with --replicas: each client alternating between replicas, or one balancer for all "
+        "clients sending each request to the replica with the fewest requests in flight",
+    )
     return parser
 
 
@@ -708,7 +738,7 @@ def parse_args(argv: list[str] | None = None) -> Config:
         pool_size=args.pool_size,
         batch=args.batch,
         seed=args.seed,
-        out=args.out,
+        out=args.out or HERE / ("results-load-replicas.json" if args.replicas > 1 else "results-load.json"),
         workdir=workdir,
         keep=args.keep or args.workdir is not None,
         scenario=args.scenario,
@@ -716,6 +746,8 @@ def parse_args(argv: list[str] | None = None) -> Config:
         light_clients=args.light_clients,
         rows=args.rows,
         auth=args.auth,
+        replicas=args.replicas,
+        balance=args.balance,
     )
 
 
@@ -723,6 +755,8 @@ def main(argv: list[str] | None = None) -> int:
     cfg = parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     backends = ["local", "postgres"] if cfg.store == "both" else [cfg.store]
+    if cfg.replicas > 1:
+        backends = ["postgres"]  # replicas share one Postgres; SQLite is one process by design
     log(f"work directory {cfg.workdir}")
     load_before, code_before = load_average(), code_fingerprint()
     started = time.perf_counter()
@@ -734,7 +768,11 @@ def main(argv: list[str] | None = None) -> int:
         database_url, pg = start_postgres(cfg) if backend == "postgres" else (None, None)
         try:
             pid = pg.get_pid() if pg is not None else None
-            if cfg.scenario == "tenants":
+            if cfg.replicas > 1:
+                from load_replicas import bench_replicas  # it imports this module
+
+                results.extend(bench_replicas(cfg, embedder, database_url, pid))
+            elif cfg.scenario == "tenants":
                 results.append(bench_tenants_on(backend, cfg, database_url))
             else:
                 results.extend(bench_backend(backend, cfg, embedder, database_url, pid))
@@ -758,7 +796,12 @@ def main(argv: list[str] | None = None) -> int:
     }
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     cfg.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(render_tenants(results) if cfg.scenario == "tenants" else render_markdown(report))
+    if cfg.replicas > 1:
+        from load_replicas import render_replicas
+
+        print(render_replicas(report))
+    else:
+        print(render_tenants(results) if cfg.scenario == "tenants" else render_markdown(report))
     log(f"wrote {cfg.out}")
     if not cfg.keep:
         import shutil

@@ -64,6 +64,17 @@ def proxy_networks(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(networks))
 
 
+# The shortest request-state key the SDK's codec accepts (bytes).
+MIN_REQUEST_STATE_SECRET = 32
+
+
+def request_state_keys(secret: SecretStr | None) -> tuple[str, ...]:
+    """``LORE_REQUEST_STATE_SECRET`` as its key ring: comma-separated, blanks dropped."""
+    if secret is None:
+        return ()
+    return tuple(key.strip() for key in secret.get_secret_value().split(",") if key.strip())
+
+
 # A $NAME or ${NAME} left in a path after expansion: a variable that is not set.
 _UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
@@ -107,7 +118,8 @@ def default_db_path() -> Path:
 class Settings(BaseSettings):
     """Lore's configuration. Every field is the environment variable ``LORE_<NAME>``."""
 
-    model_config = SettingsConfigDict(env_prefix="LORE_", extra="ignore")
+    # Errors never echo a value: several settings are secrets (keys, the request-state secret).
+    model_config = SettingsConfigDict(env_prefix="LORE_", extra="ignore", hide_input_in_errors=True)
 
     store: Literal["local", "postgres", "remote"] = Field(
         "local", description="Backend: `local` (SQLite file), `postgres` or `remote` (a team server)."
@@ -181,6 +193,20 @@ class Settings(BaseSettings):
         description="Reverse proxies whose X-Forwarded-For the team server believes, comma-separated IP "
         "addresses or networks (`127.0.0.1`, `10.0.0.0/8`); empty: the header is ignored.",
     )
+    stateless_http: bool = Field(
+        False,
+        description="Serve handshake-era (initialize, Mcp-Session-Id) HTTP clients without sessions, so "
+        "replicas behind a load balancer need no affinity; those clients then get no "
+        "`resources/subscribe` notices and no `logging/setLevel` (2026-07-28 clients are always served "
+        "without sessions). On Postgres it needs `LORE_REQUEST_STATE_SECRET`.",
+    )
+    request_state_secret: SecretStr | None = Field(
+        None,
+        description="The key every replica seals and opens a request's `requestState` with (2026-07-28 "
+        "multi-round-trip calls): at least 32 characters, the same on every replica; comma-separated to "
+        "rotate (the first seals, all open). Unset: each process makes its own, so state one process "
+        "sealed is refused by another.",
+    )
     request_timeout_s: float = Field(
         DEFAULT_REQUEST_TIMEOUT_S,
         gt=0,
@@ -229,6 +255,26 @@ class Settings(BaseSettings):
     @classmethod
     def _proxy_addresses(cls, value: str) -> str:
         return ",".join(proxy_networks(value))
+
+    @field_validator("request_state_secret")
+    @classmethod
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        """Each key at least 32 characters, as the SDK's AES-GCM codec asks, checked at start
+        rather than when the first request arrives. The message never echoes the value."""
+        if value is None or not value.get_secret_value().strip():
+            return None
+        keys = request_state_keys(value)
+        if any(len(key.encode()) < MIN_REQUEST_STATE_SECRET for key in keys):
+            raise ValueError(
+                f"each key must be at least {MIN_REQUEST_STATE_SECRET} characters of secret randomness; "
+                'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
+            )
+        return value
+
+    @property
+    def request_state_keys(self) -> tuple[str, ...]:
+        """The request-state key ring (first seals, all open); empty when unset."""
+        return request_state_keys(self.request_state_secret)
 
     @property
     def tool_groups(self) -> tuple[str, ...]:

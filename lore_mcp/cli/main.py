@@ -45,6 +45,16 @@ _SETTING_FLAGS = [
     ),
     ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
     ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
+    (
+        "--stateless-http",
+        "stateless_http",
+        "true: serve handshake-era HTTP clients without sessions, for replicas with no affinity",
+    ),
+    (
+        "--request-state-secret",
+        "request_state_secret",
+        "key every replica seals requestState with (32+ characters; comma-separated to rotate)",
+    ),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,admin]"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),

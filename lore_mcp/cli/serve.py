@@ -82,6 +82,15 @@ def _refuse_http(settings: Settings, *, host: str, no_auth: bool, public_url: st
             file=sys.stderr,
         )
         return True
+    if settings.stateless_http and settings.store == "postgres" and not settings.request_state_keys:
+        print(
+            "lore-memory: LORE_STATELESS_HTTP serves replicas behind a load balancer, which must share one "
+            "LORE_REQUEST_STATE_SECRET (the same 32 or more random characters on every replica, made with "
+            'python -c "import secrets; print(secrets.token_hex(32))"), so that a request one replica '
+            "started can be finished on another.",
+            file=sys.stderr,
+        )
+        return True
     if no_auth and not http.is_loopback(host):
         print(
             f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
@@ -163,6 +172,8 @@ def serve_http(
                 drain_timeout_s=settings.drain_timeout_s,
                 trusted_proxies=settings.trusted_proxy_networks,
                 call_counts=app.store.call_counts,
+                stateless=settings.stateless_http,
+                request_state_keys=settings.request_state_keys,
             )
         )
     return 0

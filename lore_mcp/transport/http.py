@@ -8,7 +8,9 @@ protected-resource metadata; a per-key limit on tool calls, shared by every
 process on one Postgres (``lore_mcp.transport.call_limit``), that answers 429 with
 ``Retry-After``; ``GET /healthz``, which checks the database and the
 ``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
-that end when their key is revoked (``lore_mcp.transport.streams``); and, outside the SDK's
+that end when their key is revoked (``lore_mcp.transport.streams``); replicas without affinity
+(``stateless``: handshake-era requests served without sessions, as 2026-07-28 ones always are;
+``request_state_keys``: one request-state key ring for every replica); and, outside the SDK's
 authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
 cannot be asked (an outage is not a bad key) and limits failed authentication per client
 address before any lookup. The client address is the TCP peer's, or, from a trusted
@@ -20,15 +22,9 @@ request in flight finish for up to the drain time, then exits whatever is still 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import ipaddress
 import logging
 import math
-import os
-import sys
-import threading
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -36,6 +32,7 @@ import anyio.to_thread
 import uvicorn
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.transport_security import TransportSecurityMiddleware
 from pydantic import AnyHttpUrl
 from starlette.middleware import Middleware
@@ -47,6 +44,8 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 from lore_mcp import __version__
 from lore_mcp.auth import caller_of
 from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
+from lore_mcp.transport.capabilities import sessionless_handshake
+from lore_mcp.transport.draining import DRAIN_TIMEOUT_S, DrainingServer
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
@@ -66,12 +65,6 @@ from stores.store import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 
-# How long SIGTERM waits for MCP requests in flight before closing everything anyway.
-DRAIN_TIMEOUT_S = 30.0
-# After the drain time, this long for the rest of shutdown before the process exits regardless.
-EXIT_GRACE_S = 2.0
-# The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
-EXIT_AFTER_DEADLINE = 1
 # How long /healthz waits for the database.
 HEALTH_TIMEOUT_S = 5.0
 
@@ -135,17 +128,25 @@ def build_app(
     failed_auth_per_minute: int = FAILED_AUTH_PER_MINUTE,
     trusted_proxies: Sequence[str] = (),
     call_counts: CallCounts | None = None,
+    stateless: bool = False,
+    request_state_keys: Sequence[str] = (),
 ) -> Any:
     """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
 
     Serve it with ``server_config``, which leaves forwarded headers to this app: only a
     request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
     address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
-    calls (``Store.call_counts``); without one, each process counts its own.
+    calls (``Store.call_counts``); without one, each process counts its own. ``stateless`` serves
+    handshake-era requests without sessions (``LORE_STATELESS_HTTP``); ``request_state_keys`` is
+    ``LORE_REQUEST_STATE_SECRET``'s ring (empty: the SDK's key of this process alone).
     """
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if request_state_keys:
+        share_request_state(server, request_state_keys)
+    if stateless:
+        sessionless_handshake(server.lowlevel)
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
     _install_oauth(app, resource_metadata_url(server))
     _install_ui(app, server)
     _install_guards(
@@ -157,6 +158,18 @@ def build_app(
         trusted_proxies=trusted_proxies,
     )
     return app
+
+
+def share_request_state(server: LoreServer, keys: Sequence[str]) -> None:
+    """Seal and open ``requestState`` with ``keys`` (the first seals, all open) instead of the key
+    the SDK made for this process alone, so a round that one replica sealed is opened by any other.
+
+    The SDK installs its boundary when the server is built; it is swapped here, in place, so the
+    middleware order (inside OpenTelemetry, outside Lore's own) stays the SDK's.
+    """
+    boundary = RequestStateBoundary(RequestStateSecurity(keys=list(keys)), default_audience=server.name)
+    chain = server.middleware
+    chain[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in chain]
 
 
 def resource_metadata_url(server: LoreServer) -> str | None:
@@ -287,66 +300,6 @@ def server_config(
     )
 
 
-class DrainingServer(uvicorn.Server):
-    """uvicorn, but shutdown waits for MCP requests in flight rather than for every connection.
-
-    A client's GET notification stream stays open for as long as its session lives, so
-    waiting for all connections to close would always run into the timeout.
-
-    Shutdown is bounded whatever a request is doing. A request blocked in a worker
-    thread (on a database that stopped answering, say) cannot be cancelled, and the
-    interpreter would wait for that thread at exit; so once the drain time is over with
-    requests still running, the process exits at once (status ``EXIT_AFTER_DEADLINE``),
-    and a timer started with the shutdown exits it ``EXIT_GRACE_S`` later if anything
-    else (closing sessions, the store, leftover threads) still holds it.
-    ``hard_exit=False`` leaves the process alone (for a server run inside another program).
-    """
-
-    def __init__(
-        self,
-        config: uvicorn.Config,
-        counter: RequestCounter,
-        *,
-        drain_timeout_s: float = DRAIN_TIMEOUT_S,
-        hard_exit: bool = True,
-    ) -> None:
-        super().__init__(config)
-        self.counter = counter
-        self.drain_timeout_s = drain_timeout_s
-        self.hard_exit = hard_exit
-
-    async def shutdown(self, sockets: Any = None) -> None:
-        if self.hard_exit:
-            timer = threading.Timer(
-                self.drain_timeout_s + EXIT_GRACE_S, _exit_now, args=("shutdown did not finish in time",)
-            )
-            timer.daemon = True
-            timer.start()
-        await super().shutdown(sockets)
-        # uvicorn re-raises the signal it caught once it has shut down, so the process would
-        # die "killed by SIGTERM"; after a clean drain, exit normally (status 0) instead.
-        self._captured_signals.clear()
-
-    async def _wait_tasks_to_complete(self) -> None:
-        deadline = time.monotonic() + self.drain_timeout_s
-        while self.counter.active and time.monotonic() < deadline and not self.force_exit:
-            await asyncio.sleep(0.05)
-        if self.counter.active:
-            message = f"{self.counter.active} MCP requests still running after {self.drain_timeout_s:g} s"
-            if self.hard_exit:
-                _exit_now(message)
-            logger.error("shutting down with %s", message)
-
-
-def _exit_now(why: str) -> None:
-    """Leave at once, without waiting for threads that may never finish."""
-    logger.error("exiting without waiting: %s", why)
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    os._exit(EXIT_AFTER_DEADLINE)
-
-
 async def serve_http(
     server: LoreServer,
     *,
@@ -359,6 +312,8 @@ async def serve_http(
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
     trusted_proxies: Sequence[str] = (),
     call_counts: CallCounts | None = None,
+    stateless: bool = False,
+    request_state_keys: Sequence[str] = (),
 ) -> None:
     """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
     counter = RequestCounter()
@@ -371,6 +326,10 @@ async def serve_http(
         counter=counter,
         trusted_proxies=trusted_proxies,
         call_counts=call_counts,
+        stateless=stateless,
+        request_state_keys=request_state_keys,
     )
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
-    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s).serve()
+    listen = server.listen_streams
+    closing = listen.close if listen is not None else None
+    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing).serve()

@@ -48,7 +48,6 @@ from mcp_types import (
     Completion,
     CompletionArgument,
     CompletionContext,
-    DiscoverResult,
     EmptyResult,
     GetPromptRequestParams,
     LoggingLevel,
@@ -66,6 +65,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from lore_mcp.tools.context import caller as request_caller
 from lore_mcp.tools.registry import ADMIN_TOOLS, LESSON_ID_TOOLS, SPECS
 from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
+from lore_mcp.transport.capabilities import honest_discover
 from lore_mcp.transport.notices import MAX_URIS, Notice, NoticeBus, Reach, ScopedListen
 from stores.engine.lessons import MAX_LIST_LIMIT
 
@@ -134,24 +134,6 @@ def _connection(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
     """The session's connection: its ``state`` outlives a request. The SDK hands handlers a
     per-request session proxy that holds it privately; ``None`` if a future SDK moves it."""
     return getattr(ctx.session, "_connection", None)
-
-
-def honest_discover(inner: Any) -> Any:
-    """``server/discover`` as the SDK answers it, less the ``listChanged`` flags: the SDK sets
-    them wherever ``subscriptions/listen`` is served, but Lore's lists never change while it
-    runs, so it never sends those notices (and its listen streams do not honour them)."""
-
-    async def discover(ctx: ServerRequestContext[Any, Any], params: Any) -> DiscoverResult:
-        result: DiscoverResult = await inner(ctx, params)
-        capabilities = result.capabilities
-        update: dict[str, Any] = {}
-        for name in ("tools", "prompts", "resources"):
-            capability = getattr(capabilities, name)
-            if capability is not None:
-                update[name] = capability.model_copy(update={"list_changed": False})
-        return result.model_copy(update={"capabilities": capabilities.model_copy(update=update)})
-
-    return discover
 
 
 class Extras:
