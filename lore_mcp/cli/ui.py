@@ -91,30 +91,30 @@ def _listen(port: int) -> socket.socket:
 def _serve(
     app: App, listening: socket.socket, key: CreatedKey, *, open_browser: bool, log_level: LogLevel
 ) -> None:
+    """The team server's ``serve_http`` on ``listening``, after printing (and opening) the page."""
     import webbrowser
 
     import anyio
 
     from lore_mcp.transport import http
 
-    port = listening.getsockname()[1]
-    base = f"http://{HOST}:{port}"
+    base = f"http://{HOST}:{listening.getsockname()[1]}"
     server = app.team_server(issuer_url=base, log_level=log_level)
-    counter = http.RequestCounter()
-    asgi = http.build_app(
-        server,
-        host=HOST,
-        health=app.health,
-        store_name=app.settings.store,
-        rate_limit_per_minute=app.settings.rate_limit_per_minute,
-        counter=counter,
-        call_counts=app.store.call_counts,
-    )
-    drain = app.settings.drain_timeout_s
-    config = http.server_config(asgi, host=HOST, port=port, log_level=log_level, drain_timeout_s=drain)
     url = f"{base}/ui/#key={key.key}"
     print(f"lore-memory: the page for people is at {url}\nlore-memory: Ctrl-C stops it.", flush=True)
     if open_browser:
         webbrowser.open(url)
-    uvicorn_server = http.DrainingServer(config, counter, drain_timeout_s=drain)
-    anyio.run(lambda: uvicorn_server.serve(sockets=[listening]))
+    anyio.run(
+        lambda: http.serve_http(
+            server,
+            host=HOST,
+            port=listening.getsockname()[1],
+            health=app.health,
+            store_name=app.settings.store,
+            rate_limit_per_minute=app.settings.rate_limit_per_minute,
+            log_level=log_level,
+            drain_timeout_s=app.settings.drain_timeout_s,
+            call_counts=app.store.call_counts,
+            sockets=[listening],
+        )
+    )

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import math
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -314,8 +315,10 @@ async def serve_http(
     call_counts: CallCounts | None = None,
     stateless: bool = False,
     request_state_keys: Sequence[str] = (),
+    sockets: Sequence[socket.socket] | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
+    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``);
+    on ``sockets`` already listening where given (``lore-memory ui``), else on ``host`` and ``port``."""
     counter = RequestCounter()
     app = build_app(
         server,
@@ -332,4 +335,5 @@ async def serve_http(
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     listen = server.listen_streams
     closing = listen.close if listen is not None else None
-    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing).serve()
+    draining = DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing)
+    await draining.serve(sockets=list(sockets) if sockets is not None else None)
