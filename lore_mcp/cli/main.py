@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
-    """mcp, migrate, init."""
+    """mcp, ui, migrate, init."""
     mcp = sub.add_parser("mcp", help="serve MCP (stdio by default, or streamable HTTP)")
     mcp.add_argument(
         "--transport", choices=["stdio", "http"], default="stdio", help="MCP transport (default stdio)"
@@ -109,11 +109,14 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
         help="HTTP, development only: serve without API keys, as the org LORE_ORG; refused unless "
         "--host is a loopback address (for MCP conformance suites and inspectors that cannot send headers)",
     )
+    ui = sub.add_parser("ui", help="open the page for people on this machine's store, in the browser")
+    ui.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default: one the system picks)")
+    ui.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
     init = sub.add_parser("init", help="create the org and its root API key (team server)")
     init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
     init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
-    return [mcp, migrate, init]
+    return [mcp, ui, migrate, init]
 
 
 def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
@@ -287,6 +290,12 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 public_url=args.public_url,
             )
         return serve(settings, log_level=args.log_level.upper())
+    if args.command == "ui":
+        from lore_mcp.cli.ui import serve_ui
+
+        return serve_ui(
+            settings, port=args.port, open_browser=not args.no_browser, log_level=args.log_level.upper()
+        )
     if args.command in ("migrate", "init", "keys"):
         from lore_mcp.cli.admin import administer_keys, migrate
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import math
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,6 +60,7 @@ from lore_mcp.transport.oauth.routes import LoreRequireAuth, refused_response
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from lore_mcp.transport.server import LoreServer
 from lore_mcp.transport.streams import StandingStreams
+from lore_mcp.transport.ui.routes import ui_routes
 from stores.errors import StoreError
 from stores.store import CallCounts
 
@@ -147,6 +149,7 @@ def build_app(
         sessionless_handshake(server.lowlevel)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
     _install_oauth(app, resource_metadata_url(server))
+    _install_ui(app, server)
     _install_guards(
         app,
         server,
@@ -192,6 +195,12 @@ def _install_oauth(app: Any, metadata_url: str | None) -> None:
             route.app = LoreRequireAuth(
                 guard.app, guard.required_scopes, AnyHttpUrl(metadata_url) if metadata_url else None
             )
+
+
+def _install_ui(app: Any, server: LoreServer) -> None:
+    """Serve the page for people at ``/ui`` (``lore_mcp.transport.ui``): static files that
+    call ``/mcp`` like any client, under the same Host and Origin checks."""
+    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
 
 
 def _add_healthz(
@@ -306,8 +315,10 @@ async def serve_http(
     call_counts: CallCounts | None = None,
     stateless: bool = False,
     request_state_keys: Sequence[str] = (),
+    sockets: Sequence[socket.socket] | None = None,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``)."""
+    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``);
+    on ``sockets`` already listening where given (``lore-memory ui``), else on ``host`` and ``port``."""
     counter = RequestCounter()
     app = build_app(
         server,
@@ -324,4 +335,5 @@ async def serve_http(
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     listen = server.listen_streams
     closing = listen.close if listen is not None else None
-    await DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing).serve()
+    draining = DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing)
+    await draining.serve(sockets=list(sockets) if sockets is not None else None)

@@ -20,6 +20,7 @@ from mcp import Client, types
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import IMPORT_EMBED_BATCH
 from lore_mcp.transport.server import LoreServer
+from stores.engine import structured as engine_structured
 from stores.ids import new_id
 from tests.support.helpers import call
 from tests.support.plans import column, create_table, insert, make_plan, schema_hash
@@ -182,3 +183,56 @@ async def test_a_small_apply_or_one_without_a_token_reports_nothing(server: Lore
         assert not result.is_error, result.content
     assert not notices.progress
     assert not [m for m in notices.all if isinstance(m, types.ProgressNotification)]
+
+
+class HeldPlan:
+    """Wraps ``structured.run_plan``: after a plan's second operation ran (on its worker thread,
+    before the commit is written) it says so and waits until released, so a test can cancel a
+    large apply while it is known to be between operations."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.run_plan = engine_structured.run_plan
+        self.after_second = threading.Event()
+        self.release = threading.Event()
+        self.finished = threading.Event()
+        monkeypatch.setattr(engine_structured, "run_plan", self.held)
+
+    def held(self, snap: Any, raw: Any, step: Any) -> Any:
+        def holding_step(index: int) -> None:
+            if step is not None:
+                step(index)
+            if index == 1:
+                self.after_second.set()
+                self.release.wait(30)
+
+        ran = self.run_plan(snap, raw, holding_step)
+        self.finished.set()
+        return ran
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_a_cancelled_apply_writes_nothing(
+    server: LoreServer, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with Client(server, mode=mode) as client:
+        base = await schema_hash(client)
+        commits = len((await call(client, "history", limit=50))["commits"])
+        held = HeldPlan(monkeypatch)
+        scope = anyio.CancelScope()
+
+        async def applying() -> None:
+            with scope:
+                await client.call_tool("apply", {"plan": table_plan(base, inserts=4, rows_each=100)})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(applying)
+            assert await anyio.to_thread.run_sync(held.after_second.wait, 30), (
+                "the apply never ran its operations"
+            )
+            scope.cancel()
+            await anyio.sleep(0.5)  # the server has seen the cancel while the plan is held
+            held.release.set()
+        assert await anyio.to_thread.run_sync(held.finished.wait, 30)
+        await asyncio.sleep(2)  # ample for the commit a missed cancel would write
+        assert await schema_hash(client) == base
+        assert len((await call(client, "history", limit=50))["commits"]) == commits

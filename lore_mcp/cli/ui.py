@@ -1,0 +1,120 @@
+"""``lore-memory ui``: the page for people over this machine's store, in the browser.
+
+It serves the team server's app (``lore_mcp.transport.http``: ``/mcp`` and the page at
+``/ui``) on 127.0.0.1, on a port the system picks, and opens the page. The page signs in
+as any client does, with a Lore API key checked by the same verifier: a fresh key made for
+this run (named ``ui``, root of the served org), handed to the browser in the URL's
+fragment (which is never sent to a server or logged) and revoked when the command stops.
+So the page gets exactly the rules an agent with a root key gets, and nothing outlives the run.
+It serves every tool group the page has a view for, whatever ``LORE_TOOLS`` says.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from typing import TYPE_CHECKING
+
+from lore_mcp.cli.common import open_or_report
+from lore_mcp.settings import Settings
+
+if TYPE_CHECKING:
+    from lore_mcp.app import App
+    from lore_mcp.services.keys import CreatedKey
+    from lore_mcp.transport.server import LogLevel
+
+HOST = "127.0.0.1"
+KEY_NAME = "ui"
+
+
+def serve_ui(settings: Settings, *, port: int, open_browser: bool, log_level: LogLevel = "WARNING") -> int:
+    """Serve the page until Ctrl-C (or SIGTERM); the one-time key is revoked on the way out."""
+    if settings.store == "remote":
+        print(
+            "lore-memory: the page serves this machine's store; with LORE_STORE=remote, open the team "
+            "server's /ui and sign in with your API key.",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        listening = _listen(port)
+    except OSError as exc:
+        print(f"lore-memory: UNAVAILABLE: cannot listen on {HOST}:{port} ({exc.strerror}).", file=sys.stderr)
+        return 1
+    app = open_or_report(settings.model_copy(update={"tools": page_groups()}), read_only="warn")
+    if app is None:
+        listening.close()
+        return 1
+    app.embedder.start()
+    with app, listening, contextlib.suppress(KeyboardInterrupt):
+        key = one_time_key(app)
+        try:
+            _serve(app, listening, key, open_browser=open_browser, log_level=log_level)
+        finally:
+            app.keys.revoke_key(key.org, key.id)
+            print("lore-memory: stopped; the page's key is revoked.", file=sys.stderr)
+    return 0
+
+
+def page_groups() -> str:
+    """Every tool group but the key tools (which a root key gets on any team server): the page
+    has a view for each, whatever ``LORE_TOOLS`` keeps from the agents of this machine."""
+    from lore_mcp.tools.registry import TOOL_GROUPS
+
+    return ",".join(group for group in TOOL_GROUPS if group != "admin")
+
+
+def one_time_key(app: App) -> CreatedKey:
+    """A root key of the served org for this run only (the org is created if the local store
+    has never had one: stdio needs none)."""
+    org = app.settings.org
+    if app.store.keys.get_org(org) is None:
+        app.store.keys.create_org(org, org)
+    return app.keys.create_key(org, name=KEY_NAME, project=None, root=True)
+
+
+def _listen(port: int) -> socket.socket:
+    """The server's socket, listening before the browser is opened, so its first request waits
+    in the backlog rather than finding nothing there."""
+    listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listening.bind((HOST, port))
+        listening.listen(128)
+    except OSError:
+        listening.close()
+        raise
+    return listening
+
+
+def _serve(
+    app: App, listening: socket.socket, key: CreatedKey, *, open_browser: bool, log_level: LogLevel
+) -> None:
+    """The team server's ``serve_http`` on ``listening``, after printing (and opening) the page."""
+    import webbrowser
+
+    import anyio
+
+    from lore_mcp.transport import http
+
+    base = f"http://{HOST}:{listening.getsockname()[1]}"
+    server = app.team_server(issuer_url=base, log_level=log_level)
+    url = f"{base}/ui/#key={key.key}"
+    print(f"lore-memory: the page for people is at {url}\nlore-memory: Ctrl-C stops it.", flush=True)
+    if open_browser:
+        webbrowser.open(url)
+    anyio.run(
+        lambda: http.serve_http(
+            server,
+            host=HOST,
+            port=listening.getsockname()[1],
+            health=app.health,
+            store_name=app.settings.store,
+            rate_limit_per_minute=app.settings.rate_limit_per_minute,
+            log_level=log_level,
+            drain_timeout_s=app.settings.drain_timeout_s,
+            call_counts=app.store.call_counts,
+            sockets=[listening],
+        )
+    )

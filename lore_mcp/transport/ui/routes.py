@@ -1,0 +1,82 @@
+"""Serve the page's static files at ``/ui``, with headers that keep stored text inert.
+
+The files ship in the wheel (``static/``, package data) and are read once, at start-up: the
+page is a fixed set of files, so a request can only ever name one of them. Every answer
+carries a Content-Security-Policy that allows scripts and styles from this origin only (no
+inline script, no eval), connections to this origin only (the page talks to ``/mcp`` here)
+and no framing, so even a lesson that slipped past the page's text-only rendering could not
+run script. The Host and Origin checks are the ones ``/mcp`` applies (DNS rebinding).
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Route
+
+UI_PATH = "/ui"
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    # The page is small and changes with the package: always ask, so an upgrade shows at once.
+    "Cache-Control": "no-cache",
+}
+MEDIA_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+}
+
+
+def static_files() -> dict[str, tuple[bytes, str]]:
+    """Every file of the page by its path under ``/ui/``, with its media type."""
+    root = resources.files(__package__ or "lore_mcp.transport.ui").joinpath("static")
+    found: dict[str, tuple[bytes, str]] = {}
+    pending: list[tuple[str, Any]] = [("", root)]
+    while pending:
+        prefix, folder = pending.pop()
+        for entry in folder.iterdir():
+            if entry.is_dir():
+                pending.append((f"{prefix}{entry.name}/", entry))
+                continue
+            suffix = "." + entry.name.rsplit(".", 1)[-1]
+            if suffix in MEDIA_TYPES:
+                found[prefix + entry.name] = (entry.read_bytes(), MEDIA_TYPES[suffix])
+    return found
+
+
+def ui_routes(security: TransportSecuritySettings | None) -> list[Route]:
+    """The routes of the page: ``/ui`` (to ``/ui/``), ``/ui/`` (the page) and its files.
+
+    ``security`` is the MCP endpoint's Host and Origin policy, applied here as well."""
+    files = static_files()
+
+    async def page_file(request: Request) -> Response:
+        refused = await TransportSecurityMiddleware(security).validate_request(request)
+        if refused is not None:
+            return refused
+        name = request.path_params.get("path") or "index.html"
+        if name not in files:
+            return Response("Not found.", status_code=404, media_type="text/plain", headers=SECURITY_HEADERS)
+        body, media_type = files[name]
+        return Response(body, media_type=media_type, headers=SECURITY_HEADERS)
+
+    async def to_page(request: Request) -> Response:
+        return RedirectResponse(f"{UI_PATH}/", status_code=307, headers=SECURITY_HEADERS)
+
+    return [
+        Route(UI_PATH, to_page, methods=["GET"]),
+        Route(f"{UI_PATH}/", page_file, methods=["GET"]),
+        Route(UI_PATH + "/{path:path}", page_file, methods=["GET"]),
+    ]
