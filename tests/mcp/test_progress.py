@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from mcp import Client, types
 
+from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import IMPORT_EMBED_BATCH
 from lore_mcp.transport.server import LoreServer
@@ -103,12 +104,12 @@ class HeldEmbedder:
     group) says it began and waits until released, so a test can cancel an import while it is
     known to be in that group, with no progress token that could fail the call another way."""
 
-    def __init__(self, service: LessonService, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.encode = service.embedder.encode_documents
+    def __init__(self, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.encode = embedder.encode_documents
         self.calls = 0
         self.second = threading.Event()
         self.release = threading.Event()
-        monkeypatch.setattr(service.embedder, "encode_documents", self.encode_documents)
+        monkeypatch.setattr(embedder, "encode_documents", self.encode_documents)
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         self.calls += 1
@@ -124,7 +125,7 @@ async def test_a_cancelled_import_stops_between_groups_and_changes_nothing(
 ) -> None:
     async with Client(server, mode=mode) as client:
         before = await stored(client)
-        held = HeldEmbedder(service, monkeypatch)
+        held = HeldEmbedder(service.embedder, monkeypatch)
         scope = anyio.CancelScope()
 
         async def importing() -> None:

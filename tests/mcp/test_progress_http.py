@@ -7,39 +7,16 @@ the server must notice that and stop. The legacy era sends ``notifications/cance
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Sequence
-
 import anyio
 import httpx2
-import numpy as np
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from lore_mcp.embedding.embedder import Embedder
 from stores.store import LessonStore
-from tests.mcp.test_progress import MODES, N, Notices, lessons, stored
+from tests.mcp.test_progress import MODES, HeldEmbedder, N, Notices, lessons, stored
 from tests.support.team import team_server
-
-
-class HeldGroups:
-    """The embedder's ``encode_documents``, held at the import's second group until released,
-    so a test cancels an import while it is known to be inside that group."""
-
-    def __init__(self, embedder: Embedder, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.encode = embedder.encode_documents
-        self.calls = 0
-        self.second = threading.Event()
-        self.release = threading.Event()
-        monkeypatch.setattr(embedder, "encode_documents", self.encode_documents)
-
-    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        self.calls += 1
-        if self.calls == 2:
-            self.second.set()
-            self.release.wait(30)
-        return self.encode(texts)
 
 
 def http(key: str) -> httpx2.AsyncClient:
@@ -76,7 +53,7 @@ async def test_a_cancelled_import_over_http_stops_and_changes_nothing(
             Client(streamable_http_client(team.url, http_client=transport), mode=mode) as client,
         ):
             before = await stored(client)
-            held = HeldGroups(embedder, monkeypatch)
+            held = HeldEmbedder(embedder, monkeypatch)
             scope = anyio.CancelScope()
 
             async def importing() -> None:
