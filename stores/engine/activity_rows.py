@@ -249,6 +249,11 @@ class ActivityReads:
 Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time and note
 
 
+# How long closing waits for the writer thread's write in progress (a statement's own timeout
+# bounds it on Postgres; this bounds a close on a database that stopped answering).
+CLOSE_WAIT_S = 10.0
+
+
 class HeldEntries:
     """Entries of their own (recalls, failures) held back and written together within
     ``delay_s``, by ``write`` on a thread of its own, or sooner: by ``flush``, or by a write
@@ -311,9 +316,14 @@ class HeldEntries:
             raise
 
     def close(self) -> None:
-        """Stop the writer thread (``flush`` what is left first, if it should be kept)."""
+        """Stop the writer thread and wait for a write it is in (``flush`` what is left after,
+        if it should be kept): a store closes its connections next, and a write still running
+        would check one out of a pool already disposed, leaving it open for the collector."""
         self._stop.set()
         self._wake.set()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(CLOSE_WAIT_S)
 
     def _writer(self) -> None:
         while not self._stop.is_set():
