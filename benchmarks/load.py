@@ -38,9 +38,9 @@ What is done, per backend (``--store local|postgres|both``):
     .venv/bin/python benchmarks/load.py --auth both        # an OAuth access token beside the key
     .venv/bin/python benchmarks/load.py --scenario tenants --duration 30   # one org's heavy applies
                                                                          # beside another org's saves
-    .venv/bin/python benchmarks/load.py --replicas 2 --duration 20 --warmup 5 --clients 16
+    .venv/bin/python benchmarks/load_replicas.py --replicas 2 --duration 20 --warmup 5 --clients 16
         # two servers on one Postgres, each client alternating between them, against one
-        # (benchmarks/load_replicas.py; writes results-load-replicas.json)
+        # (the same options; writes results-load-replicas.json)
 """
 
 from __future__ import annotations
@@ -751,8 +751,20 @@ def parse_args(argv: list[str] | None = None) -> Config:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+@dataclass(frozen=True)
+class ReplicaBench:
+    """What ``load_replicas.py`` hands ``main`` for ``--replicas``: this module does not import it
+    (it imports this one), so each stays importable on its own."""
+
+    bench: Callable[[Config, Embedder, str | None, int | None], list[dict[str, Any]]]
+    render: Callable[[dict[str, Any]], str]
+
+
+def main(argv: list[str] | None = None, replicas: ReplicaBench | None = None) -> int:
     cfg = parse_args(argv)
+    if cfg.replicas > 1 and replicas is None:
+        print("--replicas runs through benchmarks/load_replicas.py (the same options)", file=sys.stderr)
+        return 2
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     backends = ["local", "postgres"] if cfg.store == "both" else [cfg.store]
     if cfg.replicas > 1:
@@ -768,10 +780,8 @@ def main(argv: list[str] | None = None) -> int:
         database_url, pg = start_postgres(cfg) if backend == "postgres" else (None, None)
         try:
             pid = pg.get_pid() if pg is not None else None
-            if cfg.replicas > 1:
-                from load_replicas import bench_replicas  # it imports this module
-
-                results.extend(bench_replicas(cfg, embedder, database_url, pid))
+            if replicas is not None and cfg.replicas > 1:
+                results.extend(replicas.bench(cfg, embedder, database_url, pid))
             elif cfg.scenario == "tenants":
                 results.append(bench_tenants_on(backend, cfg, database_url))
             else:
@@ -796,10 +806,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     cfg.out.parent.mkdir(parents=True, exist_ok=True)
     cfg.out.write_text(json.dumps(report, indent=2) + "\n")
-    if cfg.replicas > 1:
-        from load_replicas import render_replicas
-
-        print(render_replicas(report))
+    if replicas is not None and cfg.replicas > 1:
+        print(replicas.render(report))
     else:
         print(render_tenants(results) if cfg.scenario == "tenants" else render_markdown(report))
     log(f"wrote {cfg.out}")

@@ -1,4 +1,4 @@
-"""``load.py --replicas N``: N team servers on one Postgres against one, on the same machine.
+"""``load_replicas.py --replicas N`` (``load.py``'s options): N team servers on one Postgres against one, on the same machine.
 
 Why: a team deploys Lore as several replicas behind a load balancer with no session affinity.
 That must cost little: each replica keeps nothing another lacks (``LORE_STATELESS_HTTP``, one
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import secrets
 import subprocess
+import sys
 import time
 from typing import Any
 
@@ -39,10 +40,12 @@ from http_server import free_port, wait_healthy
 from load import (
     CALL_TIMEOUT_S,
     Config,
+    ReplicaBench,
     Run,
     cpu_seconds,
     drive,
     first_recall,
+    main,
     postgres_cpu_seconds,
     preload_backend,
     root_key,
@@ -279,3 +282,7 @@ def compare(results: list[dict[str, Any]]) -> list[str]:
         f"({mean(many, 'p95'):.0f} / {mean(1, 'p95'):.0f} ms), server CPU per request "
         f"{mean(many, 'cpu'):.0f} / {mean(1, 'cpu'):.0f} ms; errors in all phases {errors}"
     ]
+
+
+if __name__ == "__main__":
+    sys.exit(main(replicas=ReplicaBench(bench_replicas, render_replicas)))
