@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -61,44 +61,55 @@ class ActivityLog:
         self._lock = threading.Lock()
 
     def append(
-        self, sql: SqlTx, scope: Scope, note: ActivityNote, made: tuple[str, datetime] | None = None
+        self,
+        sql: SqlTx,
+        scope: Scope,
+        note: ActivityNote,
+        made: tuple[str, datetime] | None = None,
+        *,
+        before: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> str:
         """Write ``note`` as a new entry in the transaction ``sql`` holds (``made``: the id and
-        time it was given when it was held back, ``HeldEntries``); every ``trim_every``-th
+        time it was given when it was held back, ``HeldEntries``), in one round trip with the
+        writes ``before`` it (a change's commit: ``SqlTx.together``); every ``trim_every``-th
         append of this process trims the project's log there too."""
         if made is None:  # the time first: an id is never older than its time, which trimming compares
             now = datetime.now(UTC)
             made = (new_id(), now)
         entry_id, now = made
         key = {"org": scope.org, "project": scope.project}
-        sql.rows(
-            f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
-            f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')}) "
-            # A held entry written again after a flush that half failed (one org of several).
-            "ON CONFLICT (org_id, project, id) DO NOTHING",
-            {
-                **key,
-                "id": entry_id,
-                "at": sql.stamp(now),
-                "kind": note.kind,
-                "key_id": note.key_id,
-                "client": note.client,
-                "commit_id": note.commit_id,
-                "error": note.error,
-                "detail": sql.dump(_detail(note)),
-            },
-        )
+        entry = {
+            **key,
+            "id": entry_id,
+            "at": sql.stamp(now),
+            "kind": note.kind,
+            "key_id": note.key_id,
+            "client": note.client,
+            "commit_id": note.commit_id,
+            "error": note.error,
+            "detail": sql.dump(_detail(note)),
+        }
+        writes = [
+            *before,
+            (
+                f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
+                f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')}) "
+                # A held entry written again after a flush that half failed (one org of several).
+                "ON CONFLICT (org_id, project, id) DO NOTHING",
+                entry,
+            ),
+        ]
         # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
-        # lessons are found through its commit's targets, so a save pays one statement, not two.
-        named = [r.id for r in note.results]
-        sql.many(
-            "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
-            "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
-            [
-                {**key, "lesson": i, "entry": entry_id, "kind": note.kind, "at": sql.stamp(now)}
-                for i in dict.fromkeys(named)
-            ],
-        )
+        # lessons are found through its commit's targets, so a save adds one statement, not two.
+        for lesson in dict.fromkeys(r.id for r in note.results):
+            writes.append(
+                (
+                    "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
+                    "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
+                    {**key, "lesson": lesson, "entry": entry_id, "kind": note.kind, "at": entry["at"]},
+                )
+            )
+        sql.together(writes)
         if self._due():
             trim(sql, scope, self.bounds, now)
         return entry_id

@@ -101,11 +101,11 @@ class LessonWrites:
                 else SaveResult(id=str(draft.id), merged=False, skipped=True)
                 for i, draft in enumerate(drafts)
             ]
-            commit = None
             if batch.changes:
                 single = "merge" if results[0].merged else "save"
-                commit = record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes)
-            _log(tx, activity, commit)
+                record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes, activity)
+            else:
+                _log(tx, activity)
         return results
 
     def update(
@@ -125,14 +125,14 @@ class LessonWrites:
             after = tx.write(row.key, patched(row.lesson, patch, tx.now), vec)
             embedding = row.embedding if vec is None else vec.tobytes()
             changes: list[Change] = [(lesson_id, image(tx, row), image(tx, Row(row.key, after, embedding)))]
-            _log(tx, activity, record(tx, "update", changes))
+            record(tx, "update", changes, activity)
             return after
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         with self._lesson_writer(scope, []) as tx:
             row = live_row(tx, lesson_id)
             tx.remove(row.key)
-            _log(tx, activity, record(tx, "delete", [(lesson_id, image(tx, row), None)]))
+            record(tx, "delete", [(lesson_id, image(tx, row), None)], activity)
             return row.lesson
 
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
@@ -144,7 +144,7 @@ class LessonWrites:
             before = dataclasses.replace(
                 after, upvotes=after.upvotes - int(up), downvotes=after.downvotes - int(not up)
             )
-            _log(tx, activity, record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))]))
+            record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))], activity)
             return after
 
     @contextlib.contextmanager
@@ -231,10 +231,11 @@ class _Batch:
         )
 
 
-def _log(tx: LessonTx, note: ActivityNote | None, commit: structured.Commit | None) -> None:
-    """The call's entry in the project's activity log, in the transaction of its change."""
+def _log(tx: LessonTx, note: ActivityNote | None) -> None:
+    """The call's entry in the project's activity log when it changed nothing (a change's entry
+    is written with its commit: ``record``)."""
     if note is not None:
-        tx.project(structured.read_only_lessons).append_activity(note, commit)
+        tx.project(structured.read_only_lessons).append_activity(note)
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:

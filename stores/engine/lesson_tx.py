@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from stores.engine import structured
+from stores.engine.activity import ActivityNote
 from stores.engine.lesson_images import image_lesson, lesson_image, restored_embedding
 from stores.engine.lessons import Lesson, LessonPatch, Scope
 from stores.engine.structured import ProjectTx
@@ -143,10 +144,12 @@ def image(tx: LessonTx, row: Row) -> dict[str, Any]:
     return lesson_image(row.lesson, row.embedding, tx.generation())
 
 
-def record(tx: LessonTx, kind: str, changes: list[Change]) -> structured.Commit:
-    """The commit of this transaction's lesson changes."""
+def record(
+    tx: LessonTx, kind: str, changes: list[Change], activity: ActivityNote | None = None
+) -> structured.Commit:
+    """The commit of this transaction's lesson changes, with the call's ``activity`` entry."""
     project = tx.project(structured.read_only_lessons)
-    return structured.record_lessons(project, kind, tx.scope.actor, changes)
+    return structured.record_lessons(project, kind, tx.scope.actor, changes, activity)
 
 
 def restore(tx: LessonTx, lesson_id: str, image: Mapping[str, Any] | None) -> None:

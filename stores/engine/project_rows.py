@@ -20,6 +20,8 @@ from stores.engine.sql import SqlTx
 from stores.engine.structured import Commit, TableDef
 
 _SCOPE = "org_id = :org AND project = :project"
+# A commit of at most this many targets is written in one statement with them (and its entry).
+TOGETHER_MAX_TARGETS = 16
 
 
 class SqlProjectTx:
@@ -111,9 +113,12 @@ class SqlProjectTx:
         )
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
-    def add_commit(self, commit: Commit) -> None:
+    def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
+        """Write ``commit`` with its targets and, when given, the call's ``activity`` entry: for a
+        commit of a few targets (a save, an edit, a vote) in one round trip (``SqlTx.together``);
+        a large import or apply sends its targets as one batch and the entry after them."""
         self._added = commit
-        self.tx.rows(
+        insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
             "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
             f":kind, :message, :actor, :created_at, :before, :after, {self.tx.json('effects')})",
@@ -131,21 +136,36 @@ class SqlProjectTx:
                 "effects": self.tx.dump(commit.effects),
             },
         )
-        self.tx.many(
+        target = (
             "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
-            "ON CONFLICT DO NOTHING",
-            [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets],
+            "ON CONFLICT DO NOTHING"
         )
+        targets = [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets]
+        if len(targets) <= TOGETHER_MAX_TARGETS:
+            writes = [insert, *((target, t) for t in targets)]
+            if activity is None:
+                self.tx.together(writes)
+            else:
+                self._append(activity, commit, before=writes)
+            return
+        self.tx.together([insert])
+        self.tx.many(target, targets)
+        if activity is not None:
+            self._append(activity, commit)
 
     def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
         """The call's entry in the project's activity log, in this transaction: with ``commit``
         (else the one this transaction recorded, if any) naming its kind, lessons and tables."""
+        self._append(note, commit or self._added)
+
+    def _append(
+        self, note: ActivityNote, commit: Commit | None, before: Sequence[tuple[str, Mapping[str, Any]]] = ()
+    ) -> None:
         if self._activity is None:
             raise AssertionError("this transaction was opened without the store's activity log")
-        commit = commit or self._added
         if commit is not None:
             note = note.with_commit(commit.kind, commit.id, commit.targets)
-        self._activity.append(self.tx, self.scope, note)
+        self._activity.append(self.tx, self.scope, note, before=before)
 
     def get_commit(self, commit_id: str) -> Commit | None:
         rows = self._commits(

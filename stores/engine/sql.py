@@ -26,6 +26,12 @@ class SqlTx(Protocol):
         """Run a write once for each set of parameters (nothing when there is none)."""
         ...
 
+    def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Run ``INSERT`` statements (each with its own parameters) in one round trip where the
+        database has round trips: a commit, its targets and the call's activity entry cost a
+        Postgres write one trip, not three. Every statement is the engine's own text."""
+        ...
+
     def json(self, param: str) -> str:
         """The SQL that binds parameter ``param`` (a ``dump``) as the database's JSON value."""
         ...

@@ -78,7 +78,8 @@ class ProjectTx(Protocol):
 
     def last_commit(self) -> tuple[str, int] | None: ...
 
-    def add_commit(self, commit: Commit) -> None: ...
+    def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
+        """Write ``commit``, with the call's ``activity`` entry naming it when given."""
 
     def get_commit(self, commit_id: str) -> Commit | None: ...
 
@@ -297,8 +298,10 @@ def record(
     actor: str,
     hash_before: str,
     hash_after: str | None = None,
+    activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit after the project's last one; every 100th also snapshots the tables."""
+    """Add a commit after the project's last one, with the call's ``activity`` entry when
+    given (written together: ``ProjectTx.add_commit``); every 100th also snapshots the tables."""
     last = tx.last_commit()
     commit = Commit(
         id=new_id(),
@@ -313,7 +316,7 @@ def record(
         effects=effects,
         targets=targets_of(effects),
     )
-    tx.add_commit(commit)
+    tx.add_commit(commit, activity)
     if commit.seq % SNAPSHOT_EVERY == 0:
         tables = tx.tables()
         tx.put_snapshot(
@@ -326,14 +329,19 @@ def record(
     return commit
 
 
-def record_lessons(tx: ProjectTx, kind: str, actor: str, changes: list[Any]) -> Commit:
-    """The commit for lesson changes: (lesson id, before image, after image) each."""
+def record_lessons(
+    tx: ProjectTx, kind: str, actor: str, changes: list[Any], activity: ActivityNote | None = None
+) -> Commit:
+    """The commit for lesson changes: (lesson id, before image, after image) each, with the
+    call's ``activity`` entry when given."""
     effects = {
         "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
         "schema": [],
         "tables": {},
     }
-    return record(tx, effects, kind=kind, message=kind, actor=actor, hash_before=current_hash(tx))
+    return record(
+        tx, effects, kind=kind, message=kind, actor=actor, hash_before=current_hash(tx), activity=activity
+    )
 
 
 def read_only_lessons(lesson_id: str, image: Any) -> None:

@@ -9,6 +9,7 @@ the cancelled statement aborts the transaction, which rolls back.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,6 +20,8 @@ from sqlalchemy.exc import DBAPIError
 from stores import deadline
 from stores.engine.json_numbers import jsonb_text
 
+# A bound parameter in the engine's statements (":name", not the second colon of a "::" cast).
+_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 # SQLSTATE query_canceled: what a statement stopped by statement_timeout raises.
 _QUERY_CANCELED = "57014"
 
@@ -38,6 +41,24 @@ class PostgresSqlTx:
     def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
         if params:
             self._execute(sql, [dict(p) for p in params])
+
+    def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """One statement: every write but the last as a data-modifying ``WITH`` part (Postgres
+        runs each exactly once, on one snapshot: these inserts read nothing the others write),
+        each part's parameters renamed ``w<i>_<name>`` so that none collide."""
+        if len(writes) <= 1:
+            for sql, params in writes:
+                self._execute(sql, dict(params))
+            return
+        parts: list[str] = []
+        bound: dict[str, Any] = {}
+        for i, (sql, params) in enumerate(writes):
+            if not sql.lstrip().upper().startswith("INSERT"):
+                raise ValueError("together() runs INSERT statements only")
+            parts.append(_PARAMETER.sub(lambda m, i=i: f":w{i}_{m.group(1)}", sql))  # type: ignore[misc]
+            bound.update({f"w{i}_{name}": value for name, value in params.items()})
+        head = ", ".join(f"w{i} AS ({part})" for i, part in enumerate(parts[:-1]))
+        self._execute(f"WITH {head} {parts[-1]}", bound)
 
     def json(self, param: str) -> str:
         return f"CAST(:{param} AS jsonb)"

@@ -31,6 +31,13 @@ class LocalSqlTx:
     def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
         self.conn.executemany(sql, params)
 
+    def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        # In process: no round trip to save, so one after another (refusing what Postgres would).
+        if any(not sql.lstrip().upper().startswith("INSERT") for sql, _ in writes):
+            raise ValueError("together() runs INSERT statements only")
+        for sql, params in writes:
+            self.conn.execute(sql, params)
+
     def json(self, param: str) -> str:
         return f":{param}"
 

@@ -119,10 +119,12 @@ async def test_a_failed_call_changes_nothing_but_leaves_its_code(
     and its commit roll back with it, and the failure is then recorded on its own."""
     append = ActivityLog.append
 
-    def failing_for_saves(self: ActivityLog, sql: Any, scope: Scope, note: ActivityNote) -> str:
+    def failing_for_saves(
+        self: ActivityLog, sql: Any, scope: Scope, note: ActivityNote, *a: Any, **kw: Any
+    ) -> str:
         if note.kind == "save" and note.error is None:
             raise ConflictError("the log refused this entry, for this test")
-        return append(self, sql, scope, note)
+        return append(self, sql, scope, note, *a, **kw)
 
     async with agent(server) as client:
         monkeypatch.setattr(ActivityLog, "append", failing_for_saves)
