@@ -197,6 +197,26 @@ def test_a_denial_a_shared_refresh_and_an_ended_sign_in(
     assert driver.find_element(By.ID, "signin").is_displayed()
     assert driver.current_url == f"{local_lore.base}/ui/", "the error left the address bar"
 
+    # Answers that are not this tab's, or not from this server, or an error of any text: one
+    # sentence each, the address bar cleaned, nothing of the parameters parsed as markup.
+    base = local_lore.base
+    pending = {"state": "s1", "verifier": "v" * 43, "issuer": base, "client": "c", "token": f"{base}/token"}
+    for query, sentence in (
+        ("code=lore_ac_x&state=s1&iss=https%3A%2F%2Fevil.example", "did not come from this page's server"),
+        (f"code=lore_ac_x&state=other&iss={base}", "not for a sign-in this tab started"),
+        (
+            f"error=%3Cimg%20src%3Dx%20onerror%3Dwindow.__lorePwned%3D1%3E&state=s1&iss={base}",
+            "did not complete",
+        ),
+    ):
+        driver.execute_script(
+            "sessionStorage.setItem('lore.oauth.pending', JSON.stringify(arguments[0]))", pending
+        )
+        driver.get(f"{base}/ui/?{query}")
+        ui.wait_for(driver, lambda d, s=sentence: s in ui.text_of(d, "error"), sentence)
+        assert driver.current_url == f"{base}/ui/" and not driver.find_elements(By.CSS_SELECTOR, "img")
+        assert driver.execute_script("return window.__lorePwned") is None
+
     to_consent(driver, local_lore)
     approve(driver, local_lore, bob.key)
     ui.show(driver, "lessons")
