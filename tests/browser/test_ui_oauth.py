@@ -125,11 +125,9 @@ def refused_within(url: str, token: str, seconds: float = 10) -> bool:
     return False
 
 
-def test_a_person_signs_in_with_oauth_sees_one_project_and_signs_out(driver: Any, lore: TeamServer) -> None:
-    from selenium.webdriver.common.by import By
-
-    root = lore.keys.init_org("acme").key
-    alpha = ui.mcp(
+def two_projects(lore: TeamServer, root: str) -> dict[str, Any]:
+    """A lesson in project alpha (returned) and one in beta, recalled there, saved with ``root``."""
+    alpha: dict[str, Any] = ui.mcp(
         lore,
         root,
         lambda c: call(c, "save_lesson", problem="Alpha deploy needs VPN", resolution="Connect VPN first.",
@@ -140,7 +138,35 @@ def test_a_person_signs_in_with_oauth_sees_one_project_and_signs_out(driver: Any
                                    resolution="Rotate monthly.", project="beta")
     )  # fmt: skip
     ui.mcp(lore, root, lambda c: call(c, "recall_lessons", query="beta secret rotation", project="beta"))
+    return alpha
 
+
+def foreign_answers_are_refused(driver: Any, base: str) -> None:
+    """Answers that are not this tab's, or not from this server, or an error of any text: one
+    sentence each, the address bar cleaned, nothing of the parameters parsed as markup."""
+    from selenium.webdriver.common.by import By
+
+    pending = {"state": "s1", "verifier": "v" * 43, "issuer": base, "client": "c", "token": f"{base}/token"}
+    hostile = "%3Cimg%20src%3Dx%20onerror%3Dwindow.__lorePwned%3D1%3E"
+    for query, sentence in (
+        ("code=lore_ac_x&state=s1&iss=https%3A%2F%2Fevil.example", "did not come from this page's server"),
+        (f"code=lore_ac_x&state=other&iss={base}", "not for a sign-in this tab started"),
+        (f"error={hostile}&state=s1&iss={base}", "did not complete"),
+    ):
+        driver.execute_script(
+            "sessionStorage.setItem('lore.oauth.pending', JSON.stringify(arguments[0]))", pending
+        )
+        driver.get(f"{base}/ui/?{query}")
+        ui.wait_for(driver, lambda d, s=sentence: s in ui.text_of(d, "error"), sentence)
+        assert driver.current_url == f"{base}/ui/" and not driver.find_elements(By.CSS_SELECTOR, "img")
+        assert driver.execute_script("return window.__lorePwned") is None
+
+
+def test_a_person_signs_in_with_oauth_sees_one_project_and_signs_out(driver: Any, lore: TeamServer) -> None:
+    from selenium.webdriver.common.by import By
+
+    root = lore.keys.init_org("acme").key
+    alpha = two_projects(lore, root)
     to_consent(driver, lore)
     approve(driver, lore, root, project="alpha")
     tokens = stored_tokens(driver)
@@ -181,7 +207,7 @@ def test_a_person_signs_in_with_oauth_sees_one_project_and_signs_out(driver: Any
               "client_id": f"{lore.base}/ui/oauth-client.json"},
         timeout=30,
     )  # fmt: skip
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    assert again.status_code == 400 and again.json()["error"] == "invalid_grant", "and the refresh token"
 
 
 def test_a_denial_a_shared_refresh_and_an_ended_sign_in(
@@ -197,26 +223,7 @@ def test_a_denial_a_shared_refresh_and_an_ended_sign_in(
     assert driver.find_element(By.ID, "signin").is_displayed()
     assert driver.current_url == f"{local_lore.base}/ui/", "the error left the address bar"
 
-    # Answers that are not this tab's, or not from this server, or an error of any text: one
-    # sentence each, the address bar cleaned, nothing of the parameters parsed as markup.
-    base = local_lore.base
-    pending = {"state": "s1", "verifier": "v" * 43, "issuer": base, "client": "c", "token": f"{base}/token"}
-    for query, sentence in (
-        ("code=lore_ac_x&state=s1&iss=https%3A%2F%2Fevil.example", "did not come from this page's server"),
-        (f"code=lore_ac_x&state=other&iss={base}", "not for a sign-in this tab started"),
-        (
-            f"error=%3Cimg%20src%3Dx%20onerror%3Dwindow.__lorePwned%3D1%3E&state=s1&iss={base}",
-            "did not complete",
-        ),
-    ):
-        driver.execute_script(
-            "sessionStorage.setItem('lore.oauth.pending', JSON.stringify(arguments[0]))", pending
-        )
-        driver.get(f"{base}/ui/?{query}")
-        ui.wait_for(driver, lambda d, s=sentence: s in ui.text_of(d, "error"), sentence)
-        assert driver.current_url == f"{base}/ui/" and not driver.find_elements(By.CSS_SELECTOR, "img")
-        assert driver.execute_script("return window.__lorePwned") is None
-
+    foreign_answers_are_refused(driver, local_lore.base)
     to_consent(driver, local_lore)
     approve(driver, local_lore, bob.key)
     ui.show(driver, "lessons")
