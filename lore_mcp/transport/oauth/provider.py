@@ -37,6 +37,7 @@ from lore_mcp.transport.oauth.clients import (
     check_redirect_uris,
     is_metadata_url,
 )
+from lore_mcp.transport.oauth.page_client import page_client
 from lore_mcp.transport.oauth.signing import Signer
 from lore_mcp.transport.oauth.tokens import (
     ACCESS_PREFIX,
@@ -69,6 +70,8 @@ class LoreOAuthProvider:
         self.issuer = issuer
         self.resource = verifier.resource
         self.documents = documents or MetadataDocuments()
+        # The page for people (/ui), known without registering and never fetched over HTTP.
+        self.page = page_client(issuer)
         self._signer: Signer | None = None
 
     async def signer(self) -> Signer:
@@ -84,6 +87,8 @@ class LoreOAuthProvider:
     # -- clients ---------------------------------------------------------------
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
+        if client_id == self.page.client_id:
+            return self.page
         if is_metadata_url(client_id):
             return await self.documents.client(client_id)
         stored = await self._store(self.keys.oauth.client, client_id)

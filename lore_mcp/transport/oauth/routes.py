@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.routes import (
+    REVOCATION_PATH,
     build_metadata,
     build_resource_metadata_url,
     cors_middleware,
@@ -32,7 +33,9 @@ from lore_mcp.errors import UNAUTHORIZED
 from lore_mcp.transport.guards import MCP_PATH
 from lore_mcp.transport.oauth.clients import MetadataDocuments
 from lore_mcp.transport.oauth.consent import ConsentPage
+from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
+from lore_mcp.transport.oauth.revocation import revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from stores.engine.keys import KeyStore
 
@@ -145,8 +148,9 @@ def oauth_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRo
             client_registration_options=registration,
             revocation_options=revocation,
         )
-        if getattr(route, "path", None) != AS_METADATA_PATH
+        if getattr(route, "path", None) not in (AS_METADATA_PATH, REVOCATION_PATH)
     ]
+    routes.append(revocation_route(provider))  # one that public clients can use
     metadata = build_metadata(issuer, None, registration, revocation)
     metadata.authorization_response_iss_parameter_supported = True
     metadata.client_id_metadata_document_supported = True
@@ -167,4 +171,5 @@ def oauth_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRo
         routes.append(Route(path, handler, methods=methods))
     page = ConsentPage(provider)
     routes.append(Route(CONSENT_PATH, page.handle, methods=["GET", "POST"]))
+    routes.append(document_route(provider.page))
     return routes

@@ -3,6 +3,7 @@
 // tool's own error sentence when it fails.
 
 import { McpClient, McpError } from "./mcp.js";
+import * as oauth from "./oauth.js";
 import { h, clear } from "./dom.js";
 import * as overview from "./views/overview.js";
 import * as lessons from "./views/lessons.js";
@@ -29,7 +30,7 @@ const VIEWS = {
   ...activity.views,
 };
 
-const state = { pending: null, client: null, project: sessionStorage.getItem(PROJECT) || "", tools: new Set(), projects: new Set() };
+const state = { pending: null, client: null, session: null, project: sessionStorage.getItem(PROJECT) || "", tools: new Set(), projects: new Set() };
 
 const ctx = {
   // A tool call in the chosen project; the tool's error comes back as McpError.
@@ -115,12 +116,19 @@ async function route() {
   }
 }
 
-async function signIn(key) {
-  const client = new McpClient(ENDPOINT, key);
+// Sign in with an API key, or with an OAuth session (`key` then unused).
+async function signIn(key, session = null) {
+  const client = new McpClient(ENDPOINT, key, session);
+  if (session) session.onEnded = (error) => signedOut(error);
   const tools = await client.toolNames();
   state.client = client;
+  state.session = session;
   state.tools = tools;
-  sessionStorage.setItem(KEY, key);
+  if (session) sessionStorage.removeItem(KEY);
+  else {
+    sessionStorage.setItem(KEY, key);
+    oauth.OAuthSession.discard();
+  }
   try {
     const stats = await client.resource("lore://stats");
     ctx.saw(stats.project);
@@ -144,6 +152,35 @@ function showSignedIn(signedIn) {
   );
 }
 
+// Back to the sign-in screen, forgetting the key or tokens; `error` says why, if anything went wrong.
+function signedOut(error) {
+  sessionStorage.removeItem(KEY);
+  if (state.session) state.session.forget();
+  state.client = null;
+  state.session = null;
+  showSignedIn(false);
+  clear(document.getElementById("view"));
+  if (error) ctx.fail(error);
+}
+
+// Offer "Sign in with OAuth" where the server has its OAuth flow and can return to this page.
+async function offerOAuth() {
+  const offer = document.getElementById("oauth-signin");
+  const metadata = await oauth.discover();
+  // Whether the server was asked, and what it said (for people's tools and for tests).
+  offer.dataset.offered = metadata ? "yes" : "no";
+  if (!metadata) return;
+  const button = document.getElementById("oauth-button");
+  button.addEventListener("click", () => {
+    button.disabled = true;
+    oauth.begin(metadata).catch((error) => {
+      button.disabled = false;
+      ctx.fail(error);
+    });
+  });
+  offer.hidden = false;
+}
+
 function wire() {
   document.getElementById("signin-form").addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -155,11 +192,11 @@ function wire() {
       ctx.fail(error);
     }
   });
-  document.getElementById("signout").addEventListener("click", () => {
-    sessionStorage.removeItem(KEY);
-    state.client = null;
-    showSignedIn(false);
-    clear(document.getElementById("view"));
+  document.getElementById("signout").addEventListener("click", async () => {
+    const session = state.session;
+    state.session = null;
+    signedOut(null);
+    if (session) await session.signOut(); // revoked at the server, and forgotten here
   });
   const project = document.getElementById("project");
   project.value = state.project;
@@ -173,7 +210,7 @@ function wire() {
   window.addEventListener("hashchange", route);
 }
 
-function start() {
+async function start() {
   wire();
   // `lore-memory ui` opens the page with its one-time key in the fragment, which never reaches
   // a server or a log; it moves to this tab's sessionStorage and leaves the address bar.
@@ -182,12 +219,21 @@ function start() {
     sessionStorage.setItem(KEY, fragment[1]);
     window.history.replaceState(null, "", `${window.location.pathname}#/overview`);
   }
+  offerOAuth();
+  let session;
+  try {
+    // Coming back from the consent page: the answer leaves the address bar before anything else.
+    session = (await oauth.finish()) || oauth.OAuthSession.load();
+  } catch (error) {
+    signedOut(error);
+    return;
+  }
   const key = sessionStorage.getItem(KEY);
-  if (!key) {
+  if (!session && !key) {
     showSignedIn(false);
     return;
   }
-  signIn(key).catch((error) => {
+  signIn(key, session).catch((error) => {
     showSignedIn(false);
     ctx.fail(error);
   });

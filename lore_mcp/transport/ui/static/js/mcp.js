@@ -60,9 +60,12 @@ async function replyTo(response, id) {
 }
 
 export class McpClient {
-  constructor(endpoint, key) {
+  // `key` is an API key; with an OAuth `session` its access token is sent instead, and a refused
+  // one is renewed once (session.renew) before the request is retried.
+  constructor(endpoint, key, session = null) {
     this.endpoint = endpoint;
     this.key = key;
+    this.session = session;
     this.nextId = 1;
   }
 
@@ -73,16 +76,16 @@ export class McpClient {
       Accept: "application/json, text/event-stream",
       "MCP-Protocol-Version": PROTOCOL_VERSION,
       "Mcp-Method": method,
-      Authorization: `Bearer ${this.key}`,
     };
     const named = NAME_PARAM[method];
     if (named && typeof params[named] === "string") headers["Mcp-Name"] = headerValue(params[named]);
     const body = JSON.stringify({ jsonrpc: "2.0", id, method, params: { ...params, _meta: META } });
-    let response;
-    try {
-      response = await fetch(this.endpoint, { method: "POST", headers, body, credentials: "omit", cache: "no-store" });
-    } catch {
-      throw new McpError("UNAVAILABLE: Lore did not answer; check that the server is still running, then try again.");
+    const bearer = this.session ? this.session.token : this.key;
+    let response = await this.post(headers, body, bearer);
+    if (response.status === 401 && this.session) {
+      const fresh = await this.session.renew(bearer);
+      if (!fresh) throw this.session.ended();
+      response = await this.post(headers, body, fresh);
     }
     const message = await replyTo(response, id);
     if (message && message.error) throw new McpError(message.error.message || `HTTP ${response.status}`);
@@ -90,6 +93,15 @@ export class McpClient {
       throw new McpError(`UNAVAILABLE: Lore answered HTTP ${response.status} without an MCP reply.`);
     }
     return message.result;
+  }
+
+  async post(headers, body, bearer) {
+    const init = { method: "POST", headers: { ...headers, Authorization: `Bearer ${bearer}` }, body };
+    try {
+      return await fetch(this.endpoint, { ...init, credentials: "omit", cache: "no-store" });
+    } catch {
+      throw new McpError("UNAVAILABLE: Lore did not answer; check that the server is still running, then try again.");
+    }
   }
 
   // A tool's structured result; a tool error is thrown with the tool's own sentence.
