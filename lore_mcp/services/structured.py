@@ -183,16 +183,21 @@ class StructuredService:
             return await self._run(project, caller, True, revert)
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        """Counts for the ``lore://stats`` resource, within what the caller may see."""
+        """Counts for the ``lore://stats`` resource, within what the caller may see, and the
+        projects it may switch to: its key's one project, or every project of the org that holds
+        lessons or commits (a person's page offers them; an agent learns where memory is)."""
         scope = self.lessons.scope(project, caller)
+        one_project = caller is not None and caller.project is not None
 
         def work() -> dict[str, Any]:
             with self.store.transaction(scope, write=False) as tx:
                 commits = tx.commits(None, 1, None)
                 tables = structured.describe_schema(tx)["tables"]
+                projects = [scope.project] if one_project else sorted({*tx.org_projects(), scope.project})
             return {
                 "org": scope.org,
                 "project": scope.project,
+                "projects": projects,
                 "lessons": self.store.count(scope.org, scope.project),
                 "tables": len(tables),
                 "rows": sum(t["row_count"] for t in tables),

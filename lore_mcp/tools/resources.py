@@ -63,7 +63,7 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
     @server.resource(
         STATS_URI,
         name="stats",
-        description="How much memory there is: lessons, projects, tables, commits.",
+        description="How much memory there is in this project (lessons, tables, rows, commits) and the projects this key can reach.",
         mime_type="application/json",
     )
     async def stats_resource() -> str:

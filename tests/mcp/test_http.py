@@ -6,6 +6,7 @@ a real socket, through the SDK's streamable-HTTP client.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +111,9 @@ async def test_a_project_key_reads_and_writes_only_its_project(team: Team) -> No
         assert err.value.code == "NOT_FOUND"
         recalled = await call(alice, "recall_lessons", query="deploy quirk")
         assert [h["project"] for h in recalled["lessons"]] == ["alpha"]
+        # lore://stats offers her only her project to switch to, though beta holds lessons.
+        stats = json.loads((await alice.read_resource("lore://stats")).contents[0].text)
+        assert (stats["project"], stats["projects"]) == ("alpha", ["alpha"])
     async with http_client(team.server.url, team.root) as root:
         listed = await call(root, "list_lessons", project="beta")
         assert [lesson["id"] for lesson in listed["lessons"]] == [beta["id"]]
@@ -124,6 +128,9 @@ async def test_a_key_without_a_project_reaches_every_project_of_its_org(team: Te
         b = await call(bob, "save_lesson", problem="beta lesson", resolution="r", project="beta")
         assert (await call(bob, "get_lesson", id=a["id"], project="alpha"))["project"] == "alpha"
         assert (await call(bob, "get_lesson", id=b["id"], project="beta"))["project"] == "beta"
+        # lore://stats lists every project of the org that holds memory, for switching to.
+        stats = json.loads((await bob.read_resource("lore://stats")).contents[0].text)
+        assert {"alpha", "beta"} <= set(stats["projects"]) and stats["projects"] == sorted(stats["projects"])
 
 
 async def test_nothing_crosses_orgs(team: Team) -> None:

@@ -128,6 +128,10 @@ async def test_schema_and_stats_resources_describe_the_memory(client: Client) ->
     )
     stats = _resource_json(await client.read_resource("lore://stats"))
     assert (stats["lessons"], stats["tables"], stats["commits"], stats["project"]) == (2, 1, 3, "default")
+    assert stats["projects"] == ["default"]
+    await call(client, "save_lesson", problem="a lesson of the ops project", resolution="r", project="ops")
+    stats = _resource_json(await client.read_resource("lore://stats"))
+    assert (stats["projects"], stats["lessons"]) == (["default", "ops"], 2)
     as_resource = _resource_json(await client.read_resource("lore://schema"))
     assert as_resource == await call(client, "schema")
 

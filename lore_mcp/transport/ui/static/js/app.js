@@ -132,6 +132,7 @@ async function signIn(key, session = null) {
   try {
     const stats = await client.resource("lore://stats");
     ctx.saw(stats.project);
+    (stats.projects || []).forEach((name) => ctx.saw(name));
     if (!state.project) document.getElementById("project").placeholder = stats.project;
   } catch (error) {
     ctx.fail(error);
