@@ -11,6 +11,10 @@ median of the per-call differences (B - A).
     mkdir -p /tmp/lore-b && git archive HEAD lore_mcp stores | tar -x -C /tmp/lore-b
     .venv/bin/python benchmarks/paired.py --a /tmp/lore-a --b /tmp/lore-b \\
         --corpus /tmp/bench/base-build/corpus.db --calls 150
+
+``--store postgres``: each version serves a database of its own in one pgserver (in the work
+directory), into which that version itself copied the corpus's lessons and vectors (so each
+database has the schema its version migrates to, and nothing is embedded again).
 """
 
 from __future__ import annotations
@@ -33,11 +37,53 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from synthetic import Generator
 
+# Run by each version (PYTHONPATH) to copy a kept corpus into its Postgres database.
+COPY_CORPUS = """
+import sqlite3, sys
+import numpy as np
+from stores import Scope, open_local_store, open_postgres_store
+from stores.engine.lessons import LessonDraft
+url, path = sys.argv[1], sys.argv[2]
+open_local_store(path).close()
+rows = sqlite3.connect(path).execute(
+    "SELECT l.problem, l.resolution, v.embedding FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk"
+).fetchall()
+store = open_postgres_store(url)
+for start in range(0, len(rows), 1000):
+    store.save_many(Scope("local", "default"), [
+        (LessonDraft(p, r), np.frombuffer(b, dtype=np.float32)) for p, r, b in rows[start : start + 1000]
+    ])
+store.close()
+"""
+
+
+def postgres_sides(args: argparse.Namespace, work: Path) -> dict[str, dict[str, str]]:
+    """A pgserver in ``work`` with one database per version, each holding the corpus as that
+    version wrote it; the environment that points each version's server at its database."""
+    import subprocess
+
+    import pgserver
+    import psycopg
+
+    uri = pgserver.get_server(work / "pg", cleanup_mode="stop").get_uri()
+    envs: dict[str, dict[str, str]] = {}
+    for side, version in (("a", args.a), ("b", args.b)):
+        with psycopg.connect(uri, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE lore_{side}")
+        url = uri.replace("/postgres?", f"/lore_{side}?", 1)
+        shutil.copyfile(args.corpus, work / f"{side}.db")
+        env = {**os.environ, "PYTHONPATH": str(version)}
+        subprocess.run(
+            [sys.executable, "-c", COPY_CORPUS, url, str(work / f"{side}.db")], env=env, check=True
+        )
+        envs[side] = {"LORE_STORE": "postgres", "LORE_DATABASE_URL": url}
+    return envs
+
 
 @contextlib.asynccontextmanager
-async def server(version: Path, db: Path, errlog: Any) -> AsyncIterator[Client]:
+async def server(version: Path, db: Path, errlog: Any, extra: dict[str, str]) -> AsyncIterator[Client]:
     lore = Path(sys.executable).with_name("lore-memory")
-    env = {"LORE_DB_PATH": str(db), "LORE_PROJECT": "default", "PYTHONPATH": str(version)}
+    env = {"LORE_DB_PATH": str(db), "LORE_PROJECT": "default", "PYTHONPATH": str(version), **extra}
     params = StdioServerParameters(command=str(lore), args=["mcp"], env=env)
     async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120) as client:
         yield client
@@ -72,9 +118,16 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         t: {"a": [], "b": []} for t in ("save_lesson", "recall_lessons")
     }
     with open(work / "servers.log", "w") as errlog:
-        for side in ("a", "b"):
-            shutil.copyfile(args.corpus, work / f"{side}.db")
-        async with server(args.a, work / "a.db", errlog) as a, server(args.b, work / "b.db", errlog) as b:
+        extra: dict[str, dict[str, str]] = {"a": {}, "b": {}}
+        if args.store == "postgres":
+            extra = postgres_sides(args, work)
+        else:
+            for side in ("a", "b"):
+                shutil.copyfile(args.corpus, work / f"{side}.db")
+        async with (
+            server(args.a, work / "a.db", errlog, extra["a"]) as a,
+            server(args.b, work / "b.db", errlog, extra["b"]) as b,
+        ):
             clients = {"a": a, "b": b}
             for i in range(args.calls + 5):
                 order = ("a", "b") if i % 2 else ("b", "a")
@@ -97,6 +150,7 @@ def main() -> int:
     parser.add_argument(
         "--corpus", type=Path, required=True, help="a kept corpus.db (benchmarks/run.py --keep)"
     )
+    parser.add_argument("--store", choices=["local", "postgres"], default="local")
     parser.add_argument("--calls", type=int, default=150, help="timed saves and recalls per version")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=None)
@@ -104,7 +158,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="lore-paired-"))
     try:
         before = list(os.getloadavg())
-        result = {"load_average_before": before, **anyio.run(run, args, work)}
+        result = {"store": args.store, "load_average_before": before, **anyio.run(run, args, work)}
         result["load_average_after"] = list(os.getloadavg())
     finally:
         shutil.rmtree(work, ignore_errors=True)
