@@ -243,7 +243,9 @@ class LessonService:
             raise
         returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
         entry = dataclasses.replace(recorded, query=text, results=returned)
-        await _run(self.store.append_activity, scope, entry)
+        # Held in memory, never a database wait (Store.append_activity): a hop to a worker
+        # thread and back would cost the recall more than holding the entry does.
+        self.store.append_activity(scope, entry)
         return hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
