@@ -33,12 +33,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from corpus_copy import SCOPE, copy_corpus
 
-from stores import ActivityBounds, Scope, Store, open_local_store, open_postgres_store
+from stores import ActivityBounds, Store, open_local_store, open_postgres_store
 from stores.engine.activity import ActivityNote, ActivityQuery, Recalled
 from stores.engine.lessons import LessonDraft
-
-SCOPE = Scope("local", "default")
 
 
 def timed(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
@@ -68,23 +67,6 @@ def open_store(args: argparse.Namespace, work: Path) -> Store:
     shutil.copyfile(args.corpus, work / "source.db")
     copy_corpus(work / "source.db", store)
     return store
-
-
-def copy_corpus(path: Path, store: Store) -> None:
-    """The kept corpus's lessons and vectors into ``store``, without embedding them again."""
-    import sqlite3
-
-    open_local_store(path).close()  # an older corpus moves its vectors to today's table
-    conn = sqlite3.connect(path)
-    rows = conn.execute(
-        "SELECT l.problem, l.resolution, v.embedding FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk"
-    ).fetchall()
-    for start in range(0, len(rows), 1000):
-        chunk = rows[start : start + 1000]
-        store.save_many(
-            SCOPE, [(LessonDraft(p, r), np.frombuffer(blob, dtype=np.float32)) for p, r, blob in chunk]
-        )
-    conn.close()
 
 
 def measure(store: Store, n: int) -> dict[str, Any]:

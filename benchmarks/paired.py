@@ -37,25 +37,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from synthetic import Generator
 
-# Run by each version (PYTHONPATH) to copy a kept corpus into its Postgres database.
-COPY_CORPUS = """
-import sqlite3, sys
-import numpy as np
-from stores import Scope, open_local_store, open_postgres_store
-from stores.engine.lessons import LessonDraft
-url, path = sys.argv[1], sys.argv[2]
-open_local_store(path).close()
-rows = sqlite3.connect(path).execute(
-    "SELECT l.problem, l.resolution, v.embedding FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk"
-).fetchall()
-store = open_postgres_store(url)
-for start in range(0, len(rows), 1000):
-    store.save_many(Scope("local", "default"), [
-        (LessonDraft(p, r), np.frombuffer(b, dtype=np.float32)) for p, r, b in rows[start : start + 1000]
-    ])
-store.close()
-"""
-
 
 def postgres_sides(args: argparse.Namespace, work: Path) -> dict[str, dict[str, str]]:
     """A pgserver in ``work`` with one database per version, each holding the corpus as that
@@ -73,9 +54,13 @@ def postgres_sides(args: argparse.Namespace, work: Path) -> dict[str, dict[str, 
         url = uri.replace("/postgres?", f"/lore_{side}?", 1)
         shutil.copyfile(args.corpus, work / f"{side}.db")
         env = {**os.environ, "PYTHONPATH": str(version)}
-        subprocess.run(
-            [sys.executable, "-c", COPY_CORPUS, url, str(work / f"{side}.db")], env=env, check=True
-        )
+        copy = [
+            sys.executable,
+            str(Path(__file__).with_name("corpus_copy.py")),
+            url,
+            str(work / f"{side}.db"),
+        ]
+        subprocess.run(copy, env=env, check=True)
         envs[side] = {"LORE_STORE": "postgres", "LORE_DATABASE_URL": url}
     return envs
 

@@ -65,6 +65,18 @@ const ctx = {
     clear(document.getElementById("error"), sentence);
   },
   refresh: () => route(),
+  // A button's action: asks `question` first (when given, for anything destructive), then runs
+  // `work`; a tool's error is shown as its own sentence.
+  act(question, work) {
+    return async (...args) => {
+      if (question && !ctx.confirm(question)) return;
+      try {
+        await work(...args);
+      } catch (error) {
+        ctx.fail(error);
+      }
+    };
+  },
 };
 
 function fillProjects() {

@@ -53,25 +53,15 @@ function merged(from, into) {
 }
 
 function side(ctx, lesson, other, pair) {
-  const mergeInto = async () => {
-    if (!ctx.confirm(`Merge the other lesson into this one and delete the other? Both are commits you can revert.`)) return;
-    try {
-      await ctx.tool("update_lesson", { id: lesson.id, ...merged(other, lesson) });
-      await ctx.tool("delete_lesson", { id: other.id });
-      ctx.go("#/duplicates", "Merged. History holds the update and the delete, each revertible.");
-    } catch (error) {
-      ctx.fail(error);
-    }
-  };
-  const remove = async () => {
-    if (!ctx.confirm("Delete this lesson? Its delete commit in History can restore it.")) return;
-    try {
-      await ctx.tool("delete_lesson", { id: lesson.id });
-      ctx.go("#/duplicates", "Deleted; revert its commit in History to restore it.");
-    } catch (error) {
-      ctx.fail(error);
-    }
-  };
+  const mergeInto = ctx.act("Merge the other lesson into this one and delete the other? Both are commits you can revert.", async () => {
+    await ctx.tool("update_lesson", { id: lesson.id, ...merged(other, lesson) });
+    await ctx.tool("delete_lesson", { id: other.id });
+    ctx.go("#/duplicates", "Merged. History holds the update and the delete, each revertible.");
+  });
+  const remove = ctx.act("Delete this lesson? Its delete commit in History can restore it.", async () => {
+    await ctx.tool("delete_lesson", { id: lesson.id });
+    ctx.go("#/duplicates", "Deleted; revert its commit in History to restore it.");
+  });
   return h(
     "article",
     { class: "card" },

@@ -53,24 +53,16 @@ function fields(lesson) {
 function actions(ctx, lesson) {
   const editor = editForm(ctx, lesson);
   editor.hidden = true;
-  const vote = (up) => async () => {
-    try {
+  const vote = (up) =>
+    ctx.act(null, async () => {
       const result = await ctx.tool(up ? "upvote_lesson" : "downvote_lesson", { id: lesson.id });
       await ctx.refresh();
       ctx.say(`Voted: ▲ ${result.upvotes} ▼ ${result.downvotes}.`);
-    } catch (error) {
-      ctx.fail(error);
-    }
-  };
-  const remove = async () => {
-    if (!ctx.confirm("Delete this lesson? Its delete commit in History can restore it.")) return;
-    try {
-      await ctx.tool("delete_lesson", { id: lesson.id });
-      ctx.go("#/history", "Deleted. Revert its delete commit (open it below) to bring the lesson back.");
-    } catch (error) {
-      ctx.fail(error);
-    }
-  };
+    });
+  const remove = ctx.act("Delete this lesson? Its delete commit in History can restore it.", async () => {
+    await ctx.tool("delete_lesson", { id: lesson.id });
+    ctx.go("#/history", "Deleted. Revert its delete commit (open it below) to bring the lesson back.");
+  });
   return h(
     "div",
     {},
@@ -113,14 +105,12 @@ function editForm(ctx, lesson) {
     if (tags.join("\n") !== lesson.tags.join("\n")) changes.tags = tags;
     if (Number(inputs.confidence.value) !== lesson.confidence) changes.confidence = Number(inputs.confidence.value);
     if (!Object.keys(changes).length) return ctx.say("Nothing changed.");
-    if (!ctx.confirm(`Change ${Object.keys(changes).join(", ")}? The edit is a commit you can revert.`)) return;
-    try {
+    const question = `Change ${Object.keys(changes).join(", ")}? The edit is a commit you can revert.`;
+    await ctx.act(question, async () => {
       await ctx.tool("update_lesson", { id: lesson.id, ...changes });
       await ctx.refresh();
       ctx.say("Saved. The change is in the history below.");
-    } catch (error) {
-      ctx.fail(error);
-    }
+    })();
   });
   return form;
 }
@@ -140,16 +130,11 @@ export async function commits(ctx, target) {
 }
 
 export function commitCard(ctx, commit) {
-  const revert = async () => {
-    if (!ctx.confirm(`Revert commit ${commit.seq} (${commit.kind})? The revert is itself a commit.`)) return;
-    try {
-      const result = await ctx.tool("revert_commit", { commit_id: commit.id });
-      await ctx.refresh();
-      ctx.say(`Reverted commit ${commit.seq}${result && result.seq ? ` as commit ${result.seq}` : ""}.`);
-    } catch (error) {
-      ctx.fail(error);
-    }
-  };
+  const revert = ctx.act(`Revert commit ${commit.seq} (${commit.kind})? The revert is itself a commit.`, async () => {
+    const result = await ctx.tool("revert_commit", { commit_id: commit.id });
+    await ctx.refresh();
+    ctx.say(`Reverted commit ${commit.seq}${result && result.seq ? ` as commit ${result.seq}` : ""}.`);
+  });
   return h(
     "article",
     { class: "card commit", "data-commit": commit.id, "data-kind": commit.kind },
