@@ -3,8 +3,9 @@
 ``RateLimit`` (inside the SDK's authentication, ``lore_mcp.transport.call_limit``) limits tool
 calls per API key and
 ``BusyGuard`` refuses a heavy tool call whose org's queue is full (``lore_mcp.transport.admission``);
-``AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the key store cannot be
-asked and limits failed authentication per client address before any lookup. Their
+``lore_mcp.transport.auth_guard.AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the
+key store cannot be asked and limits failed authentication per client address before any
+lookup; this module holds the pieces they share. Their
 errors are JSON-RPC errors carrying the id of the request they refuse, so an MCP client
 shows the reason on the call that was refused. ``lore_mcp.transport.http`` assembles them.
 """
@@ -24,7 +25,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lore_mcp.auth import KeyLookupUnavailable, caller_of
+from lore_mcp.auth import caller_of
 from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
 
 MCP_PATH = "/mcp"
@@ -45,7 +46,8 @@ MESSAGE_KEY = "lore.jsonrpc"
 class SlidingWindowLimiter:
     """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log).
 
-    In memory, per process: each replica of a server counts on its own.
+    In memory, per process: each replica of a server counts on its own (``AuthGuard`` also
+    counts failed authentications across replicas where the store can).
     """
 
     def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
@@ -84,6 +86,13 @@ class SlidingWindowLimiter:
         if key not in self._hits and len(self._hits) >= MAX_TRACKED:
             self._forget_stale()
         self._hits.setdefault(key, collections.deque()).extend([self.clock()] * calls)
+
+    def fill(self, key: str) -> None:
+        """Count ``key`` as having spent its limit now (it was spent elsewhere: on other
+        replicas), so ``wait`` refuses it for the next window."""
+        missing = self.limit - len(self._hits.get(key, ()))
+        if missing > 0:
+            self.record(key, missing)
 
     def _forget_stale(self) -> None:
         """Drop keys with no hit in the window; if that is not enough, the oldest half."""
@@ -212,81 +221,6 @@ def bearer_digest(scope: Scope) -> str | None:
         if name == b"authorization" and value[:7].lower() == b"bearer ":
             return hashlib.sha256(value[7:]).hexdigest()
     return None
-
-
-class AuthGuard:
-    """ASGI middleware outside the SDK's authentication.
-
-    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
-      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
-      be fine.
-    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
-      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
-      from that address get 429 with ``Retry-After`` before any lookup, unless they
-      carry a key this server accepted before (so one misconfigured client behind a
-      shared address does not lock out its neighbours; that key is still checked).
-      The 401 itself is unchanged: every kind of failure gets the same answer. A
-      ``/healthz`` that carries a key is limited the same way, since it checks the key.
-    """
-
-    def __init__(self, app: ASGIApp, failures: SlidingWindowLimiter) -> None:
-        self.app = app
-        self.failures = failures
-        self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        address = client_address(scope)
-        path = scope.get("path", "")
-        if path.startswith(MCP_PATH) or (path == HEALTH_PATH and has_authorization(scope)):
-            wait = self.failures.wait(address)
-            if wait is not None and bearer_digest(scope) not in self._accepted:
-                why = f"{self.failures.limit} failed authentications in a minute from this address"
-                await refuse_too_many(scope, receive, send, wait, why, " with a valid API key")
-                return
-        started = read = False
-
-        async def watch(message: Any) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                self._note(scope, address, message["status"])
-            await send(message)
-
-        async def reading() -> Any:
-            nonlocal read
-            read = True
-            return await receive()
-
-        try:
-            await self.app(scope, reading, watch)
-        except KeyLookupUnavailable:
-            if started:
-                raise
-            await send_jsonrpc_error(
-                send,
-                status=503,
-                code=UNAVAILABLE_JSONRPC_CODE,
-                message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
-                "could not check the API key; nothing was done. Try again shortly.",
-                retry_after=5,
-                # The key is checked before the body is read, so the body is normally still there.
-                id=None if read else await request_id(scope, receive),
-            )
-
-    def _note(self, scope: Scope, address: str, status: int) -> None:
-        if status == 401:
-            self.failures.record(address)
-            return
-        if isinstance(scope.get("user"), AuthenticatedUser):
-            digest = bearer_digest(scope)
-            if digest is not None:
-                self._accepted[digest] = None
-                self._accepted.move_to_end(digest)
-                while len(self._accepted) > MAX_TRACKED:
-                    self._accepted.popitem(last=False)
 
 
 class BusyGuard:

@@ -44,6 +44,7 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp import __version__
 from lore_mcp.auth import caller_of
+from lore_mcp.transport.auth_guard import AuthGuard
 from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
 from lore_mcp.transport.capabilities import sessionless_handshake
 from lore_mcp.transport.draining import DRAIN_TIMEOUT_S, DrainingServer
@@ -51,7 +52,6 @@ from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
     MCP_PATH,
-    AuthGuard,
     BusyGuard,
     SlidingWindowLimiter,
     has_authorization,
@@ -137,7 +137,7 @@ def build_app(
     Serve it with ``server_config``, which leaves forwarded headers to this app: only a
     request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
     address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
-    calls (``Store.call_counts``); without one, each process counts its own. ``stateless`` serves
+    calls and failed authentications (``Store.call_counts``); without one, each process counts its own. ``stateless`` serves
     handshake-era requests without sessions (``LORE_STATELESS_HTTP``); ``request_state_keys`` is
     ``LORE_REQUEST_STATE_SECRET``'s ring (empty: the SDK's key of this process alone).
     """
@@ -157,6 +157,7 @@ def build_app(
         limiter=call_limiter(rate_limit_per_minute, call_counts),
         failed_auth_per_minute=failed_auth_per_minute,
         trusted_proxies=trusted_proxies,
+        call_counts=call_counts,
     )
     return app
 
@@ -246,12 +247,14 @@ def _install_guards(
     limiter: CallLimiter,
     failed_auth_per_minute: int,
     trusted_proxies: Sequence[str],
+    call_counts: CallCounts | None,
 ) -> None:
     """Wrap the SDK's app in the guards, each placed for what it must see: the auth guard and
     the proxy headers outside the SDK's authentication, the limits and counters inside it."""
     # First, so it runs outside the SDK's authentication and sees what it raises and answers.
     app.user_middleware.insert(
-        0, Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute))
+        0,
+        Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute), shared=call_counts),
     )
     if trusted_proxies:
         # Outermost: every guard counts against the client the trusted proxy names.

@@ -15,16 +15,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
+import httpx2
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from lore_mcp.services.keys import KeyService
+from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE
 from stores import open_postgres_store
 from tests.support.clients import no_deprecation_warnings
 from tests.support.helpers import call
 from tests.support.processes import lore, lore_http, server_env
 from tests.support.replicas import alternating_client
 from tests.support.stores import empty_postgres
+from tests.support.team import initialize_body
 
 LIMIT = 6
 ERAS = ["2026-07-28", "legacy"]
@@ -43,6 +46,8 @@ def replicas(tmp_path_factory: pytest.TempPathFactory, postgres_url: str) -> Ite
         LORE_RATE_LIMIT_PER_MINUTE=str(LIMIT),
         LORE_STATELESS_HTTP="true",
         LORE_REQUEST_STATE_SECRET=secrets.token_hex(32),
+        # So a test can act as a client address of its own (X-Forwarded-For from loopback).
+        LORE_TRUSTED_PROXIES="127.0.0.1",
     )
     with lore_http(env, logs / "a.log") as a, lore_http(env, logs / "b.log") as b:
         yield [a, b]
@@ -168,3 +173,30 @@ async def test_without_sessions_the_handshake_promises_no_subscriptions_or_log_l
     else:
         assert capabilities.logging is not None
         assert capabilities.resources.subscribe
+
+
+def test_failed_logins_from_one_address_are_limited_across_both_replicas(replicas: list[str]) -> None:
+    """Bad keys from one address, alternating between the replicas: each replica alone would
+    allow FAILED_AUTH_PER_MINUTE of them (twice that in all); counted in Postgres, the address
+    gets its limit plus one failure per replica (the one that tells that replica), then 429
+    on both, before any key lookup."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "X-Forwarded-For": "203.0.113.77",  # an address no other test of this module uses
+    }
+    statuses: list[int] = []
+    for i in range(FAILED_AUTH_PER_MINUTE + 6):
+        bad = {**headers, "Authorization": f"Bearer lore_sk_{i:032d}"}
+        response = httpx2.post(replicas[i % 2], json=initialize_body(), headers=bad, timeout=30)
+        statuses.append(response.status_code)
+    assert statuses[: FAILED_AUTH_PER_MINUTE + 2] == [401] * (FAILED_AUTH_PER_MINUTE + 2), statuses
+    assert statuses[FAILED_AUTH_PER_MINUTE + 2 :] == [429] * 4, statuses
+    # Another address is not held back by this one's failures.
+    other = {**headers, "X-Forwarded-For": "203.0.113.78", "Authorization": "Bearer lore_sk_" + "Z" * 32}
+    assert [
+        httpx2.post(url, json=initialize_body(), headers=other, timeout=30).status_code for url in replicas
+    ] == [
+        401,
+        401,
+    ]

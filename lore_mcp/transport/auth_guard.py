@@ -1,0 +1,143 @@
+"""``AuthGuard``: the team server's answer to a key store it cannot ask, and its limit on failed
+authentication per client address, both outside the SDK's authentication.
+
+``lore_mcp.transport.http`` installs it first, so it sees what the SDK's bearer check answers
+and raises. The pieces it shares with the other guards live in ``lore_mcp.transport.guards``.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from lore_mcp.auth import KeyLookupUnavailable
+from lore_mcp.transport.guards import (
+    HEALTH_PATH,
+    MAX_TRACKED,
+    MCP_PATH,
+    UNAVAILABLE_JSONRPC_CODE,
+    SlidingWindowLimiter,
+    bearer_digest,
+    client_address,
+    has_authorization,
+    refuse_too_many,
+    request_id,
+    send_jsonrpc_error,
+)
+
+if TYPE_CHECKING:
+    from stores.store import CallCounts
+
+logger = logging.getLogger("lore_mcp.transport.http")
+
+# Where a failed authentication is counted across replicas (``CallCounts``, beside API key ids).
+FAILED_AUTH_PREFIX = "failed-auth:"
+
+
+class AuthGuard:
+    """ASGI middleware outside the SDK's authentication.
+
+    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
+      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
+      be fine.
+    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
+      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
+      from that address get 429 with ``Retry-After`` before any lookup, unless they
+      carry a key this server accepted before (so one misconfigured client behind a
+      shared address does not lock out its neighbours; that key is still checked).
+      The 401 itself is unchanged: every kind of failure gets the same answer. A
+      ``/healthz`` that carries a key is limited the same way, since it checks the key.
+    - With ``shared`` (the store's ``CallCounts``: Postgres, which every replica reaches),
+      each failure is also counted there under the address. Once an address has spent its
+      limit across all replicas, the next failure on any replica fills that replica's own
+      count, so N replicas allow about the limit plus N failures a minute, not N times the
+      limit; only failures cost that statement, never an accepted request.
+    """
+
+    def __init__(
+        self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None
+    ) -> None:
+        self.app = app
+        self.failures = failures
+        self.shared = shared
+        self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = client_address(scope)
+        path = scope.get("path", "")
+        if path.startswith(MCP_PATH) or (path == HEALTH_PATH and has_authorization(scope)):
+            wait = self.failures.wait(address)
+            if wait is not None and bearer_digest(scope) not in self._accepted:
+                why = f"{self.failures.limit} failed authentications in a minute from this address"
+                await refuse_too_many(scope, receive, send, wait, why, " with a valid API key")
+                return
+        started = read = False
+
+        async def watch(message: Any) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                self._note(scope, address, message["status"])
+                if message["status"] == 401 and self.shared is not None:
+                    await self._count_shared(address)
+            await send(message)
+
+        async def reading() -> Any:
+            nonlocal read
+            read = True
+            return await receive()
+
+        try:
+            await self.app(scope, reading, watch)
+        except KeyLookupUnavailable:
+            if started:
+                raise
+            await send_jsonrpc_error(
+                send,
+                status=503,
+                code=UNAVAILABLE_JSONRPC_CODE,
+                message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+                "could not check the API key; nothing was done. Try again shortly.",
+                retry_after=5,
+                # The key is checked before the body is read, so the body is normally still there.
+                id=None if read else await request_id(scope, receive),
+            )
+
+    async def _count_shared(self, address: str) -> None:
+        """Count a failure from ``address`` where every replica counts; when the address has
+        spent its limit there, fill this replica's count too. A count that cannot be made
+        leaves this replica's own, which still holds."""
+        assert self.shared is not None
+        try:
+            wait = await anyio.to_thread.run_sync(
+                self.shared.take,
+                FAILED_AUTH_PREFIX + address,
+                1,
+                self.failures.limit,
+                int(self.failures.window),
+            )
+        except Exception as exc:
+            logger.warning("could not count a failed authentication across replicas: %s", exc)
+            return
+        if wait is not None:
+            self.failures.fill(address)
+
+    def _note(self, scope: Scope, address: str, status: int) -> None:
+        if status == 401:
+            self.failures.record(address)
+            return
+        if isinstance(scope.get("user"), AuthenticatedUser):
+            digest = bearer_digest(scope)
+            if digest is not None:
+                self._accepted[digest] = None
+                self._accepted.move_to_end(digest)
+                while len(self._accepted) > MAX_TRACKED:
+                    self._accepted.popitem(last=False)
