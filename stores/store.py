@@ -22,7 +22,9 @@ from stores.engine.structured import ProjectTx
 
 class CallCounts(Protocol):
     """Tool calls per API key, counted in the database so that every server process on it
-    shares one count (the team server's rate limit; ``stores.postgres.call_counts``)."""
+    shares one count (the team server's rate limit; ``stores.postgres.call_counts``); the
+    same counts hold failed authentications per client address, under keys that cannot be a
+    key id (``lore_mcp.transport.auth_guard.FAILED_AUTH_PREFIX``)."""
 
     def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
         """Count ``calls`` more for ``key_id`` if its window of ``window_s`` seconds leaves room

@@ -1,5 +1,6 @@
 """Tool calls per API key in Postgres, so every team-server process on one database shares a
 key's rate limit (``stores.store.CallCounts``; the table is migration 10's ``call_counts``).
+The failed-login limit counts a client address's failures here too, as ``failed-auth:<address>``.
 
 The window is **fixed, one per key, starting at the key's first call after its previous window
 ended** (not at the top of the clock's minute). Why this rather than a sliding log or the usual
