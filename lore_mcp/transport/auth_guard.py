@@ -8,10 +8,8 @@ and raises. The pieces it shares with the other guards live in ``lore_mcp.transp
 from __future__ import annotations
 
 import collections
-import logging
 from typing import TYPE_CHECKING, Any
 
-import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -24,6 +22,7 @@ from lore_mcp.transport.guards import (
     SlidingWindowLimiter,
     bearer_digest,
     client_address,
+    count_failure,
     has_authorization,
     refuse_too_many,
     request_id,
@@ -33,10 +32,8 @@ from lore_mcp.transport.guards import (
 if TYPE_CHECKING:
     from stores.store import CallCounts
 
-logger = logging.getLogger("lore_mcp.transport.http")
-
-# Where a failed authentication is counted across replicas (``CallCounts``, beside API key ids).
-FAILED_AUTH_PREFIX = "failed-auth:"
+# How ``/mcp``'s failed authentications are counted across replicas (``count_failure``).
+FAILED_AUTH_DOOR = "failed-auth"
 
 
 class AuthGuard:
@@ -85,9 +82,10 @@ class AuthGuard:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
-                self._note(scope, address, message["status"])
-                if message["status"] == 401 and self.shared is not None:
-                    await self._count_shared(address)
+                if message["status"] == 401:
+                    await count_failure(self.failures, address, self.shared, door=FAILED_AUTH_DOOR)
+                else:
+                    self._accept(scope)
             await send(message)
 
         async def reading() -> Any:
@@ -111,29 +109,8 @@ class AuthGuard:
                 id=None if read else await request_id(scope, receive),
             )
 
-    async def _count_shared(self, address: str) -> None:
-        """Count a failure from ``address`` where every replica counts; when the address has
-        spent its limit there, fill this replica's count too. A count that cannot be made
-        leaves this replica's own, which still holds."""
-        assert self.shared is not None
-        try:
-            wait = await anyio.to_thread.run_sync(
-                self.shared.take,
-                FAILED_AUTH_PREFIX + address,
-                1,
-                self.failures.limit,
-                int(self.failures.window),
-            )
-        except Exception as exc:
-            logger.warning("could not count a failed authentication across replicas: %s", exc)
-            return
-        if wait is not None:
-            self.failures.fill(address)
-
-    def _note(self, scope: Scope, address: str, status: int) -> None:
-        if status == 401:
-            self.failures.record(address)
-            return
+    def _accept(self, scope: Scope) -> None:
+        """Remember the key of an answered request, which the lock lets through (see above)."""
         if isinstance(scope.get("user"), AuthenticatedUser):
             digest = bearer_digest(scope)
             if digest is not None:

@@ -16,17 +16,24 @@ import collections
 import hashlib
 import ipaddress
 import json
+import logging
 import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore_mcp.auth import caller_of
 from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
+
+if TYPE_CHECKING:
+    from stores.store import CallCounts
+
+logger = logging.getLogger("lore_mcp.transport.http")
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
@@ -102,6 +109,29 @@ class SlidingWindowLimiter:
         if len(self._hits) >= MAX_TRACKED:
             for key in list(self._hits)[: len(self._hits) // 2]:
                 del self._hits[key]
+
+
+async def count_failure(
+    limiter: SlidingWindowLimiter, address: str, shared: CallCounts | None, *, door: str
+) -> None:
+    """Count a failed authentication from ``address`` in this process's ``limiter`` and, with
+    ``shared`` (the store's ``CallCounts``: Postgres, which every replica reaches), where every
+    replica counts it, as ``<door>:<address>``. Once the address has spent its limit there,
+    this replica's count is filled too, so N replicas allow about the limit plus N failures a
+    minute, not N times the limit. A shared count that cannot be made leaves this replica's own,
+    which still holds."""
+    limiter.record(address)
+    if shared is None:
+        return
+    try:
+        wait = await anyio.to_thread.run_sync(
+            shared.take, f"{door}:{address}", 1, limiter.limit, int(limiter.window)
+        )
+    except Exception as exc:
+        logger.warning("could not count a failed authentication across replicas: %s", exc)
+        return
+    if wait is not None:
+        limiter.fill(address)
 
 
 async def request_id(scope: Scope, receive: Receive) -> str | int | None:

@@ -13,7 +13,13 @@ import httpx2
 import pytest
 
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE, client_address
+from lore_mcp.transport.guards import (
+    FAILED_AUTH_PER_MINUTE,
+    SlidingWindowLimiter,
+    client_address,
+    count_failure,
+)
+from stores import open_postgres_store
 from tests.support.team import TeamServer, raw_post, team_server
 
 
@@ -109,3 +115,33 @@ def test_failures_count_per_address_and_an_ipv6_client_per_slash_64() -> None:
     assert of("2001:db8:1:2::1") == of("2001:db8:1:2:ffff::9")
     assert of("2001:db8:1:2::1") != of("2001:db8:1:3::1")
     assert of("::ffff:192.0.2.1") == of("192.0.2.1")
+
+
+@pytest.mark.parametrize("door", ["failed-auth", "failed-consent"])
+async def test_failures_counted_in_postgres_lock_an_address_on_every_replica(
+    postgres_url: str, door: str
+) -> None:
+    """``count_failure`` as two replicas run it (``/mcp``'s guard and the consent page each
+    count their own door): each replica alone would allow the limit, twice it in all; with the
+    count in Postgres, the address is locked on both after the limit plus one failure each."""
+    store = open_postgres_store(postgres_url)
+    try:
+        shared = store.call_counts
+        assert shared is not None
+        replicas = [SlidingWindowLimiter(4), SlidingWindowLimiter(4)]
+        address = f"198.51.100.{7 if door == 'failed-auth' else 8}"
+        locked_after = []
+        for i in range(6):
+            replica = replicas[i % 2]
+            assert replica.wait(address) is None, i  # let through to the (failing) lookup
+            await count_failure(replica, address, shared, door=door)
+            locked_after.append([r.wait(address) is not None for r in replicas])
+        # Four failures fill the shared count; the fifth and sixth each tell their replica.
+        assert locked_after[3] == [False, False] and locked_after[5] == [True, True], locked_after
+        # Without the shared count, six failures alternating lock neither replica.
+        alone = [SlidingWindowLimiter(4), SlidingWindowLimiter(4)]
+        for i in range(6):
+            await count_failure(alone[i % 2], address, None, door=door)
+        assert [r.wait(address) for r in alone] == [None, None]
+    finally:
+        store.close()

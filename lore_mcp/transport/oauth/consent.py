@@ -7,7 +7,7 @@ browser approved with before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie nami
 never holding it). Approving issues a code bound to that key and sends the browser back to
 the client; denying sends it back with ``access_denied``. The form carries a CSRF token that
 must match a ``SameSite=Strict`` cookie, a POST from another origin is refused, and failed
-keys are limited per client address as on ``/mcp``. Nothing here logs a key, code or token.
+keys are limited per client address as on ``/mcp`` (across replicas where the store counts). Nothing here logs a key, code or token.
 """
 
 from __future__ import annotations
@@ -23,11 +23,19 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from lore_mcp.auth import KEY_PATTERN, secret_digest
-from lore_mcp.transport.guards import FAILED_AUTH_PER_MINUTE, SlidingWindowLimiter, client_address
+from lore_mcp.transport.guards import (
+    FAILED_AUTH_PER_MINUTE,
+    SlidingWindowLimiter,
+    client_address,
+    count_failure,
+)
 from lore_mcp.transport.oauth.provider import LoreOAuthProvider
 from lore_mcp.transport.oauth.signing import REMEMBER_MAX_AGE_S
 from stores.engine.keys import ApiKey
+from stores.store import CallCounts
 
+# How the consent page's wrong keys are counted across replicas (``guards.count_failure``).
+FAILED_CONSENT_DOOR = "failed-consent"
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
 PROJECT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -50,9 +58,11 @@ STYLE = (
 class ConsentPage:
     """``GET`` shows the page, ``POST`` takes the person's answer."""
 
-    def __init__(self, provider: LoreOAuthProvider) -> None:
+    def __init__(self, provider: LoreOAuthProvider, shared: CallCounts | None = None) -> None:
+        """``shared``: the store's ``CallCounts``, where every replica counts wrong keys."""
         self.provider = provider
         self.failures = SlidingWindowLimiter(FAILED_AUTH_PER_MINUTE)
+        self.shared = shared
         self.secure = urlsplit(provider.issuer).scheme == "https"
 
     async def handle(self, request: Request) -> Response:
@@ -131,7 +141,7 @@ class ConsentPage:
             )
         key, error = await self._key(request, fields)
         if key is None:
-            self.failures.record(address)
+            await count_failure(self.failures, address, self.shared, door=FAILED_CONSENT_DOOR)
             return await self._page(request, signed, pending, error=error, status=401)
         project, refused = project_for(key, fields.get("project", "").strip())
         if refused is not None:

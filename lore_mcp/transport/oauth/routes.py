@@ -38,6 +38,7 @@ from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
 from lore_mcp.transport.oauth.revocation import revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from stores.engine.keys import KeyStore
+from stores.store import CallCounts
 
 # The JSON-RPC error code of a refused credential, beside lore_mcp.transport.guards' codes.
 UNAUTHORIZED_JSONRPC_CODE = -32028
@@ -115,10 +116,15 @@ def oauth_possible(issuer: str) -> bool:
 
 
 def team_auth(
-    keys: KeyStore, issuer: str, *, documents: MetadataDocuments | None = None
+    keys: KeyStore,
+    issuer: str,
+    *,
+    documents: MetadataDocuments | None = None,
+    call_counts: CallCounts | None = None,
 ) -> tuple[LoreBearerVerifier, AuthSettings]:
     """The bearer verifier and auth settings of a team server reached at ``issuer``: OAuth with
-    its routes where ``issuer`` can be one (``oauth_possible``), API keys alone otherwise."""
+    its routes where ``issuer`` can be one (``oauth_possible``), API keys alone otherwise.
+    ``call_counts``: the store's, where the consent page counts wrong keys across replicas."""
     issuer = issuer.rstrip("/")
     resource = issuer + MCP_PATH
     verifier = LoreBearerVerifier(keys, resource)
@@ -130,11 +136,13 @@ def team_auth(
         {"issuer_url": issuer, "resource_server_url": resource, "validate_token_resource": False}
     )
     provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
-    verifier.routes = oauth_routes(provider, settings.issuer_url)
+    verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts)
     return verifier, settings
 
 
-def oauth_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRoute]:
+def oauth_routes(
+    provider: LoreOAuthProvider, issuer: AnyHttpUrl, call_counts: CallCounts | None = None
+) -> list[BaseRoute]:
     """Every OAuth route: the SDK's, Lore's metadata, and the consent page. ``issuer`` is parsed
     as ``AuthSettings`` parses it (no trailing slash added), since clients compare the
     metadata's ``issuer`` with the ``iss`` of the authorization response character by character."""
@@ -169,7 +177,7 @@ def oauth_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl) -> list[BaseRo
     prm_path = "/" + prm_path.split("/", 1)[1]
     for path in dict.fromkeys([prm_path, PRM_ROOT_PATH]):
         routes.append(Route(path, handler, methods=methods))
-    page = ConsentPage(provider)
+    page = ConsentPage(provider, call_counts)
     routes.append(Route(CONSENT_PATH, page.handle, methods=["GET", "POST"]))
     routes.append(document_route(provider.page))
     return routes
