@@ -10,17 +10,15 @@ after its transaction rolled back, so a failed call changes nothing stored but t
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import logging
 from collections.abc import AsyncIterator
 
-import anyio.to_thread
 from pydantic import ValidationError
 
 from lore_mcp.auth import Caller
 from lore_mcp.errors import INTERNAL_ERROR, UNAVAILABLE, LoreError, describe
 from lore_mcp.redaction import fit, redact
-from stores import Store, deadline
+from stores import Store
 from stores.engine.activity import ActivityNote
 from stores.engine.lessons import Scope
 from stores.errors import StoreError
@@ -28,9 +26,6 @@ from stores.errors import StoreError
 logger = logging.getLogger("lore_mcp.activity")
 
 MAX_CLIENT_CHARS = 100
-# How long a failed call may take to record its code once it failed (its own deadline may have
-# passed already: that is often why it failed).
-FAILURE_RECORD_S = 2.0
 
 
 def clean_client(name: str | None) -> str | None:
@@ -68,21 +63,11 @@ async def failures_recorded(store: Store, scope: Scope, recorded: ActivityNote) 
         code = error_code(exc)
         if code == UNAVAILABLE:
             # The database could not be reached or written, or the call ran out of time: its
-            # entry would wait on what just failed, and delay the answer by as much.
+            # entry would only queue behind what just failed.
             raise
-        failed = recorded.failed(code)
         try:
-            await anyio.to_thread.run_sync(_append_afresh, store, scope, failed)
+            # Held in memory and written later (Store.append_activity): no thread, no deadline.
+            store.append_activity(scope, recorded.failed(code))
         except Exception as log_exc:  # the call's own failure is the answer
             logger.warning("could not record a failed %s in the activity log: %s", recorded.kind, log_exc)
         raise
-
-
-def _append_afresh(store: Store, scope: Scope, failed: ActivityNote) -> None:
-    """``store.append_activity`` under a deadline of its own, not the failed call's."""
-
-    def bounded() -> None:
-        with deadline.limit(FAILURE_RECORD_S):
-            store.append_activity(scope, failed)
-
-    contextvars.Context().run(bounded)

@@ -137,9 +137,10 @@ def build_app(
     Serve it with ``server_config``, which leaves forwarded headers to this app: only a
     request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
     address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
-    calls and failed authentications (``Store.call_counts``); without one, each process counts its own. ``stateless`` serves
-    handshake-era requests without sessions (``LORE_STATELESS_HTTP``); ``request_state_keys`` is
-    ``LORE_REQUEST_STATE_SECRET``'s ring (empty: the SDK's key of this process alone).
+    calls and failed authentications (``Store.call_counts``); without one, each process counts
+    its own. ``stateless`` serves handshake-era requests without sessions
+    (``LORE_STATELESS_HTTP``); ``request_state_keys`` is ``LORE_REQUEST_STATE_SECRET``'s ring
+    (empty: the SDK's key of this process alone).
     """
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)

@@ -215,26 +215,33 @@ def stale(
 
 
 class ActivityReads:
-    """The store's reads of its log, for a store whose ``_lesson_reader`` opens a read
-    transaction on a project (its ``sql`` the one SQL layer) and whose ``_activity_writer``
-    opens a short write transaction for an entry of its own (a recall's, a failure's)."""
+    """The store's log beyond the writes that carry their entry: entries that belong to no
+    change (a recall's, a failed call's), held back in ``_held`` (``HeldEntries``) and written
+    by the store's ``_write_held``, and the reads of the log, each of which writes what is held
+    first. For a store whose ``_lesson_reader`` opens a read transaction on a project."""
 
     _activity: ActivityLog
+    _held: HeldEntries
 
     def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[Any]:
         raise NotImplementedError
 
-    def _activity_writer(self, scope: Scope) -> contextlib.AbstractContextManager[SqlTx]:
-        raise NotImplementedError
-
     def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        """An entry in a transaction of its own: a recall's (which changed nothing) or a failed
-        call's (whose effect was rolled back)."""
-        with self._activity_writer(scope) as sql:
-            return self._activity.append(sql, scope, note)
+        """``stores.Store.append_activity``: held in memory and written within ``delay_s`` with
+        others (``HeldEntries`` says why), never a wait on the database."""
+        return self._held.add(scope, note)
 
     def _flush_activity(self) -> None:
-        """Write entries held back (``HeldEntries``), before the log is read; none by default."""
+        self._held.flush()
+
+    def _close_activity(self) -> None:
+        """Stop the writer thread and write what is left; closing goes on if that fails (only
+        recalls' and failures' entries are lost, never a change to memory)."""
+        self._held.close()
+        try:
+            self._held.flush()
+        except Exception as exc:
+            logger.warning("could not write held activity entries on close: %s", exc)
 
     def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
         self._flush_activity()

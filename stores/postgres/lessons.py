@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import logging
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -20,7 +19,7 @@ import numpy as np
 from sqlalchemy import Connection, text
 
 from stores.engine import ranking
-from stores.engine.activity import ActivityBounds, ActivityNote
+from stores.engine.activity import ActivityBounds
 from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
@@ -42,8 +41,6 @@ from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
 from stores.postgres.sql import PostgresSqlTx
-
-logger = logging.getLogger("stores.postgres")
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
 
@@ -172,20 +169,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     def close(self) -> None:
         self._notices.close()
-        self._held.close()
-        try:
-            self._held.flush()
-        except Exception as exc:  # closing goes on: only recalls' entries are lost
-            logger.warning("could not write held activity entries on close: %s", exc)
+        self._close_activity()
         self._engine.dispose()
-
-    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        """``stores.Store.append_activity``: held back and written within 2 s with others
-        (``HeldEntries``): a transaction of its own cost a recall several round trips."""
-        return self._held.add(scope, note)
-
-    def _flush_activity(self) -> None:
-        self._held.flush()
 
     def _write_held(self, held: builtins.list[Held]) -> None:
         """Held entries, one transaction per org (row-level security checks each row's org)."""
@@ -230,7 +215,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     @contextlib.contextmanager
     def _activity_writer(self, scope: Scope) -> Iterator[PostgresSqlTx]:
-        """A transaction for an entry of its own (``ActivityReads.append_activity``), whose commit
+        """A transaction for held entries (``_write_held``), whose commit
         waits for no WAL flush (``synchronous_commit`` off for it alone): a recall then pays one
         short round trip for its entry, and a crash may lose the last entries written, never
         the memory they describe."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import logging
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -21,7 +20,7 @@ import numpy as np
 
 from stores import deadline
 from stores.engine import ranking
-from stores.engine.activity import ActivityBounds, ActivityNote
+from stores.engine.activity import ActivityBounds
 from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
@@ -43,8 +42,6 @@ from stores.sqlite.lesson_rows import LocalLessonRows
 from stores.sqlite.models import LocalModelDb
 from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
-
-logger = logging.getLogger("stores.sqlite")
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
 PROBE_WAIT_S = 4.0
@@ -167,14 +164,6 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         checks = ModelChecks(self._models, lambda: meta.generation(conn))
         return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, checks, activity=self._activity)
 
-    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        """``stores.Store.append_activity``: held back and written within a second with others
-        (``HeldEntries`` says why), or with the next write transaction."""
-        return self._held.add(scope, note)
-
-    def _flush_activity(self) -> None:
-        self._held.flush()
-
     def _write_held(self, held: builtins.list[Held]) -> None:
         """Held entries in one write transaction: no lesson changes, so no revision to stamp."""
         with self._conns.writing() as conn:
@@ -215,11 +204,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
         return None
 
     def close(self) -> None:
-        self._held.close()
-        try:
-            self._held.flush()
-        except Exception as exc:  # closing goes on: only recalls' entries are lost
-            logger.warning("could not write held activity entries on close: %s", exc)
+        self._close_activity()
         self._conns.close()
 
     def _centred_similarities(

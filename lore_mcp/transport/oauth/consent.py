@@ -7,7 +7,8 @@ browser approved with before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie nami
 never holding it). Approving issues a code bound to that key and sends the browser back to
 the client; denying sends it back with ``access_denied``. The form carries a CSRF token that
 must match a ``SameSite=Strict`` cookie, a POST from another origin is refused, and failed
-keys are limited per client address as on ``/mcp`` (across replicas where the store counts). Nothing here logs a key, code or token.
+keys are limited per client address as on ``/mcp`` (across replicas where the store counts).
+Nothing here logs a key, code or token.
 """
 
 from __future__ import annotations
