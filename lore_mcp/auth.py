@@ -13,23 +13,15 @@ because the database cannot be asked raises ``KeyLookupUnavailable`` instead, wh
 
 from __future__ import annotations
 
-import collections
 import hashlib
 import logging
 import re
 import secrets
 import string
-import time
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
-
-import anyio.to_thread
-from mcp.server.auth.provider import AccessToken
 
 from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
-from stores.engine.keys import ApiKey, KeyStore
-from stores.errors import StoreError
+from stores.engine.keys import ApiKey
 
 logger = logging.getLogger("lore_mcp.auth")
 
@@ -109,86 +101,3 @@ class Caller:
     def require_root(self, what: str) -> None:
         if not self.root:
             raise Forbidden(f"Only a root key can {what}; this key is not one.")
-
-
-class LoreAccessToken(AccessToken):
-    """The SDK's access token carrying the Lore caller it was issued to."""
-
-    caller: Caller
-
-
-class ApiKeyVerifier:
-    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is immediate.
-
-    Only a key that is well formed and not refused moments ago costs a lookup (see
-    ``NEGATIVE_TTL_S``). A lookup that fails or does not answer within
-    ``LOOKUP_TIMEOUT_S`` raises ``KeyLookupUnavailable``; it never reads as a bad key.
-    """
-
-    def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
-        self.keys = keys
-        self.lookup_timeout_s = lookup_timeout_s
-        self._touched: dict[str, float] = {}
-        self._refused: collections.OrderedDict[str, float] = collections.OrderedDict()
-
-    async def verify_token(self, token: str) -> AccessToken | None:
-        if not KEY_PATTERN.fullmatch(token):
-            return None
-        digest = secret_digest(token)
-        if self._refused_recently(digest):
-            return None
-        key = await self.bounded(self.keys.key_by_hash, digest)
-        if key is None or key.revoked_at is not None:
-            self._remember_refused(digest)
-            return None
-        await self._touch(key)
-        caller = Caller.of(key)
-        return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
-
-    async def bounded(self, lookup: Any, *args: Any) -> Any:
-        """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns.
-
-        The thread is abandoned at the deadline rather than waited for: a database that
-        stopped answering must not hold the request (``stores.postgres.hang`` frees the thread).
-        """
-        try:
-            with anyio.fail_after(self.lookup_timeout_s):
-                return await anyio.to_thread.run_sync(lookup, *args, abandon_on_cancel=True)
-        except TimeoutError:
-            logger.warning("API key lookup did not answer within %.0f s", self.lookup_timeout_s)
-            raise KeyLookupUnavailable(
-                f"The key store did not answer within {self.lookup_timeout_s:.0f} s."
-            ) from None
-        except StoreError as exc:
-            logger.warning("API key lookup failed: %s", exc)
-            raise KeyLookupUnavailable(str(exc)) from exc
-
-    def _refused_recently(self, digest: str) -> bool:
-        until = self._refused.get(digest)
-        if until is None:
-            return False
-        if until > time.monotonic():
-            return True
-        del self._refused[digest]
-        return False
-
-    def _remember_refused(self, digest: str) -> None:
-        self._refused[digest] = time.monotonic() + NEGATIVE_TTL_S
-        self._refused.move_to_end(digest)
-        while len(self._refused) > NEGATIVE_CACHE_MAX:
-            self._refused.popitem(last=False)
-
-    async def _touch(self, key: ApiKey) -> None:
-        now = time.monotonic()
-        if now - self._touched.get(key.id, -TOUCH_INTERVAL_S) < TOUCH_INTERVAL_S:
-            return
-        self._touched[key.id] = now
-        try:
-            await self.bounded(self.keys.touch_key, key.org, key.id, datetime.now(UTC))
-        except KeyLookupUnavailable as exc:  # last-used is informative; never refuse a valid key over it
-            logger.warning("could not record key use: %s", exc.message)
-
-
-def caller_of(token: Any) -> Caller | None:
-    """The Lore caller behind an SDK access token, if it is one of ours."""
-    return token.caller if isinstance(token, LoreAccessToken) else None

@@ -22,7 +22,7 @@ import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore_mcp.auth import caller_of
+from lore_mcp.key_tokens import caller_of
 from lore_mcp.transport.guards import (
     MCP_PATH,
     WINDOW_S,

@@ -27,7 +27,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lore_mcp.auth import caller_of
+from lore_mcp.key_tokens import caller_of
 from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
 
 if TYPE_CHECKING:

@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp import __version__
-from lore_mcp.auth import caller_of
+from lore_mcp.key_tokens import caller_of
 from lore_mcp.transport.auth_guard import AuthGuard
 from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
 from lore_mcp.transport.capabilities import sessionless_handshake

@@ -30,7 +30,7 @@ import anyio
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from lore_mcp.auth import caller_of
+from lore_mcp.key_tokens import caller_of
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken, TokenVerifier

@@ -91,3 +91,44 @@ def test_a_key_for_one_project_sees_nothing_of_anothers_activity(driver: Any, lo
     assert ui.text_of(driver, "activity"), "the alpha key sees its own project's log"
     ui.open_page(driver, logged, alpha, "activity?kind=recall")
     assert "beta" not in driver.page_source
+
+
+def test_a_person_sees_what_reached_the_agents_unasked(
+    driver: Any, tmp_path: Path, embedder: Embedder
+) -> None:
+    """Issue 33: injections and asks to save are in the timeline, with their session and bytes,
+    and the kind filter finds them."""
+    from selenium.webdriver.common.by import By
+
+    store = open_local_store(tmp_path / "loop.db")
+    try:
+        with team_server(store, embedder, tools=(*GROUPS, "loop")) as server:
+            key = server.keys.init_org("local").key
+            saved = ui.mcp(
+                server,
+                key,
+                lambda c: call(c, "save_lesson", problem="Flaky DNS in CI", resolution="Pin resolv.conf."),
+            )
+            given = ui.mcp(server, key, lambda c: call(c, "session_context", session_id="sess-42"))
+            ui.mcp(
+                server,
+                key,
+                lambda c: call(c, "ask_to_save", session_id="sess-42", signal="`pytest` failed, then passed"),
+            )
+            ui.open_page(driver, server, key, "activity")
+            kinds = [
+                e.get_attribute("data-kind") for e in driver.find_elements(By.CSS_SELECTOR, "#activity > li")
+            ]
+            assert kinds[:2] == ["ask", "inject"], kinds
+            text = ui.text_of(driver, "activity")
+            size = len(given["hookSpecificOutput"]["additionalContext"].encode())
+            assert "session sess-42" in text and f"{size} bytes" in text and saved["id"] in text
+            driver.find_element(By.ID, "activity-kind").send_keys("inject")
+            driver.find_element(By.CSS_SELECTOR, "form[aria-label='Filter activity'] button").click()
+            ui.wait_for(driver, lambda d: "kind=inject" in str(ui.shown(d)), "the filtered timeline")
+            shown = [
+                e.get_attribute("data-kind") for e in driver.find_elements(By.CSS_SELECTOR, "#activity > li")
+            ]
+            assert shown == ["inject"]
+    finally:
+        store.close()

@@ -23,8 +23,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.server.auth.settings import AuthSettings
 
 from lore_mcp.app import build_server
-from lore_mcp.auth import ApiKeyVerifier
 from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.key_tokens import ApiKeyVerifier
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.admission import HeavyGate

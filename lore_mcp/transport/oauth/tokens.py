@@ -18,7 +18,8 @@ from typing import Any
 from mcp.server.auth.provider import AccessToken
 from starlette.routing import BaseRoute
 
-from lore_mcp.auth import ApiKeyVerifier, Caller, LoreAccessToken, secret_digest
+from lore_mcp.auth import Caller, secret_digest
+from lore_mcp.key_tokens import ApiKeyVerifier, LoreAccessToken
 from stores.engine.keys import ApiKey, KeyStore
 from stores.engine.oauth_rows import OAuthGrant, OAuthTokenRow
 

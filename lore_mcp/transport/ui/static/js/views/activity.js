@@ -7,7 +7,8 @@ import { bars } from "../plot.js";
 import { pager, queryString } from "./parts.js";
 
 const TOOL = "recent_activity";
-const KINDS = ["save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"];
+// The last three are what reached agents unasked (the hooks): lessons injected, asks to save.
+const KINDS = ["save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key", "inject", "ask", "would_ask"];
 const FILTERS = ["lesson_id", "key_id", "client_name"];
 // Lessons older than this that no recall returned are "stale" on the overview.
 const STALE_DAYS = 30;
@@ -29,6 +30,8 @@ function entryItem(entry) {
       entry.client ? h("a", { href: `#/activity${queryString({ client_name: entry.client })}` }, entry.client) : null,
       entry.commit_id ? h("a", { href: `#/commit/${entry.commit_id}` }, "commit") : null,
       entry.error ? h("span", { class: "error" }, `failed: ${entry.error}`) : null,
+      entry.session ? h("span", { class: "mono" }, `session ${entry.session}`) : null,
+      entry.bytes != null ? h("span", {}, `${entry.bytes} bytes`) : null,
     ),
     entry.query ? h("p", { class: "text query" }, `“${entry.query}”`) : null,
     entry.lesson_ids.length ? h("p", {}, "Lessons: ", entry.lesson_ids.map((id) => [lessonLink(id), " "])) : null,
