@@ -273,6 +273,8 @@ class App:
 
     def close(self) -> None:
         self.store.close()
+        if "embedder" in self.__dict__:  # made (cached_property): let a load in progress finish
+            self.embedder.close()
 
     def __enter__(self) -> App:
         return self

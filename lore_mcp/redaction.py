@@ -7,8 +7,9 @@ a stable string: the kind of the rule in ``lore_mcp.secret_rules`` that found it
 lists them with the shapes each one takes).
 
 Matching sees the text normalised: Unicode compatibility forms folded (NFKC, so a
-fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (zero-width spaces
-and joiners, word joiner, BOM, soft hyphen) removed, so neither hides a secret. What is
+fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (every
+default-ignorable code point and format character: zero-width spaces and joiners, soft hyphen,
+variation selectors, tags...) removed, so neither hides a secret. What is
 stored keeps the caller's own characters: each match is mapped back to the span of the
 original text it came from, and only that span becomes a marker.
 """
@@ -25,9 +26,18 @@ from lore_mcp.secret_rules import FILLER, RULES, Rule
 
 # What a redacted secret becomes; other code uses it to keep markers whole.
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
-# Invisible characters that can split a secret without showing: soft hyphen, zero-width
-# space, non-joiner and joiner, word joiner, BOM (zero-width no-break space).
-INVISIBLE = "\u00ad\u200b\u200c\u200d\u2060\ufeff"
+# Characters that can split a secret without showing: every default-ignorable code point
+# (Unicode's Default_Ignorable_Code_Point, DerivedCoreProperties.txt, unassigned ones included:
+# a later Unicode may give them meaning) and every format character (category Cf), as ranges.
+# tests/unit/redaction/test_shapes.py checks the table against this Python's Unicode whole.
+_IGNORABLE_RANGES = (
+    (0xAD, 0xAD), (0x34F, 0x34F), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
+    (0x890, 0x891), (0x8E2, 0x8E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
+    (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+INVISIBLE = frozenset(chr(cp) for first, last in _IGNORABLE_RANGES for cp in range(first, last + 1))
 # Where the characters live whose compatibility form (NFKC) holds ASCII: fullwidth forms,
 # mathematical letters, circled and parenthesised letters, ligatures, superscripts, odd
 # spaces... Only these can dress up an ASCII secret, and folding only them keeps the table
@@ -41,12 +51,12 @@ _FOLDING_RANGES = (
     (0x1D400, 0x1D6A3), (0x1D7CE, 0x1D7FF), (0x1F100, 0x1F190), (0x1FBF0, 0x1FBF9),
 )  # fmt: skip
 # What each such character reads as while matching ("" for the invisible ones).
-FOLD: dict[str, str] = {char: "" for char in INVISIBLE} | {
+FOLD: dict[str, str] = {
     chr(cp): folded
     for first, last in _FOLDING_RANGES
     for cp in range(first, last + 1)
     if (folded := unicodedata.normalize("NFKC", chr(cp))) != chr(cp)
-}
+} | dict.fromkeys(INVISIBLE, "")
 
 
 # A class of the BMP characters in FOLD exactly (the regex engine compiles it to one table
@@ -54,7 +64,9 @@ FOLD: dict[str, str] = {char: "" for char in INVISIBLE} | {
 # character of them that does not fold as it is). One class of every range would be tested
 # range by range: ten times slower on a long CJK or emoji text.
 _BMP_FOLDABLE = "".join(re.escape(c) for c in sorted(FOLD) if ord(c) < 0x10000)
-_ASTRAL_BLOCKS = "".join(f"{chr(first)}-{chr(last)}" for first, last in _FOLDING_RANGES if first >= 0x10000)
+_ASTRAL_BLOCKS = "".join(
+    f"{chr(first)}-{chr(last)}" for first, last in _FOLDING_RANGES + _IGNORABLE_RANGES if first >= 0x10000
+)
 _FOLDABLE = re.compile(f"[{_BMP_FOLDABLE}]|[{_ASTRAL_BLOCKS}]")
 
 

@@ -27,6 +27,20 @@ FILLER = "\u200b"
 # used in look-behinds: a key character just before a prefix glues it to a longer
 # identifier ("task-force" contains "sk-force", which is not a key).
 _KEY = r"[A-Za-z0-9_-]"
+# A body that looks random: a digit, a lower- and an upper-case letter within its first 80
+# characters. Identifiers and words seldom hold all three; real keys of most vendors always do.
+_RANDOM = "".join(f"(?={_KEY}{{0,80}}?[{c}])" for c in ("0-9", "a-z", "A-Z"))
+
+
+def _unglued(*before: str) -> str:
+    """A prefix's left boundary: none of the look-behinds ``before`` matches (no key character
+    glued in front: "task-force" holds "sk-force"), or what follows looks random, since a key
+    pasted against a word ("xsk_live_...") is still a key. Prefixes whose keys lack one of the
+    classes (Slack's, Hugging Face's) or that are words themselves ("sk-", "ey") keep the plain
+    boundary."""
+    return "(?:" + "".join(f"(?<!{b})" for b in before) + f"|{_RANDOM})"
+
+
 # What a value may not start with: text already redacted, or a marker in the input.
 _NOT_REDACTED = rf"(?!{FILLER}|\[REDACTED:)"
 
@@ -203,27 +217,27 @@ RULES: tuple[Rule, ...] = (
             r"(?:\r?\nPrivate-MAC:[^\r\n]*)?"
         ),
     ),
-    Rule("lore_api_key", re.compile(rf"lore_sk_(?<!{_KEY}lore_sk_){_KEY}{{20,}}")),
+    Rule("lore_api_key", re.compile(rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}")),
     # What the team server's OAuth issues (lore_mcp.transport.oauth.tokens): access and refresh
     # tokens and authorization codes, each its prefix and 43 base64url characters.
-    Rule("lore_oauth_token", re.compile(rf"lore_(?<!{_KEY}lore_)(?:at|rt|ac)_{_KEY}{{20,}}")),
-    Rule("anthropic_key", re.compile(rf"sk-ant-(?<!{_KEY}sk-ant-){_KEY}{{20,}}")),
+    Rule("lore_oauth_token", re.compile(rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}")),
+    Rule("anthropic_key", re.compile(rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}")),
     # The digit requirement keeps hyphenated prose ("sk-learn-compatible-api") while real
     # keys (random or hex bodies) essentially always have one.
     Rule("openai_key", re.compile(rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}")),
     Rule(
         "stripe_key",
-        re.compile(r"(?<![A-Za-z0-9])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+        re.compile(rf"[rs]k_(?:live|test)_{_unglued('[A-Za-z0-9][rs]k_(?:live|test)_')}[A-Za-z0-9]{{16,}}"),
         ("k_live_", "k_test_"),
     ),
-    Rule("github_token", re.compile(rf"gh[pousr]_(?<!{_KEY}gh._)[A-Za-z0-9_]{{36,}}")),
-    Rule("github_token", re.compile(rf"github_pat_(?<!{_KEY}github_pat_)[A-Za-z0-9_]{{20,}}")),
+    Rule("github_token", re.compile(rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}")),
+    Rule("github_token", re.compile(rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}")),
     Rule(
         "gitlab_token",
-        re.compile(rf"gl(?<!{_KEY}gl)(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}"),
+        re.compile(rf"gl{_unglued(_KEY + 'gl')}(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}"),
     ),
-    Rule("gitlab_token", re.compile(rf"GR1348941(?<!{_KEY}GR1348941){_KEY}{{20,}}")),
-    Rule("google_api_key", re.compile(rf"AIza(?<!{_KEY}AIza){_KEY}{{35}}")),
+    Rule("gitlab_token", re.compile(rf"GR1348941{_unglued(_KEY + 'GR1348941')}{_KEY}{{20,}}")),
+    Rule("google_api_key", re.compile(rf"AIza{_unglued(_KEY + 'AIza')}{_KEY}{{35}}")),
     Rule("huggingface_token", re.compile(rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}")),
     Rule(
         # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
@@ -263,13 +277,18 @@ RULES: tuple[Rule, ...] = (
         )
     ),
     Rule("azure_storage_key", re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
-    Rule("sendgrid_key", re.compile(rf"SG\.(?<!{_KEY}SG\.){_KEY}{{22}}\.{_KEY}{{43}}")),
-    Rule("square_token", re.compile(rf"sq0(?:csp|atp)-(?<!{_KEY}sq0csp-)(?<!{_KEY}sq0atp-){_KEY}{{22,}}")),
+    Rule("sendgrid_key", re.compile(rf"SG\.{_unglued(_KEY + 'SG[.]')}{_KEY}{{22}}\.{_KEY}{{43}}")),
+    Rule(
+        "square_token",
+        re.compile(rf"sq0(?:csp|atp)-{_unglued(_KEY + 'sq0csp-', _KEY + 'sq0atp-')}{_KEY}{{22,}}"),
+    ),
     Rule("pypi_token", re.compile(rf"pypi-AgE{_KEY}{{50,}}")),
     Rule(
         # npm's own tokens, and whatever an .npmrc gives as a registry's _authToken.
         "npm_token",
-        re.compile(rf"(?<!{_KEY})npm_[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)"),
+        re.compile(
+            rf"npm_{_unglued(_KEY + 'npm_')}[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)"
+        ),
         ("npm_", "_authtoken="),
     ),
     Rule("mailchimp_key", re.compile(r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"), ("-us",)),

@@ -147,6 +147,9 @@ def _server_memory(text: str) -> Conversion:
         except json.JSONDecodeError as exc:
             out.error(where, f"not JSON ({exc.msg})")
             continue
+        except RecursionError:
+            out.error(where, "not JSON (nested too deeply)")
+            continue
         if not isinstance(data, dict):
             out.error(where, "expected a JSON object")
             continue
@@ -209,6 +212,9 @@ def _mcp_memory_service(text: str) -> Conversion:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         out.error(f"line {exc.lineno}", f"not JSON ({exc.msg})")
+        return out.result
+    except RecursionError:
+        out.error("line 1", "not JSON (nested too deeply)")
         return out.result
     memories = data.get("memories") if isinstance(data, dict) else data
     if not isinstance(memories, list):

@@ -10,8 +10,8 @@ from urllib.parse import urlsplit
 
 # Imported with this module, so before the store opens and the model starts loading: the
 # start-up order whose timings the benchmarks measured (the tools' modules take longer to
-# import than the default model takes to load, and a model load still running when stdin
-# closes makes the process abort as it exits, so the order shows in `mcp`'s exit status).
+# import than the default model takes to load). Closing the app waits for a load still running,
+# which would abort the process as it exits.
 import lore_mcp.transport.server  # noqa: F401
 from lore_mcp.cli.common import open_or_report
 from lore_mcp.settings import Settings

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger("lore_mcp.embedding.embedder")
 
 QUERY_CACHE_SIZE = 1024
+# How long closing waits for a model still loading (the default loads in about 0.3 s).
+CLOSE_WAIT_S = 60.0
 BATCH_SIZE = 64
 # Batches at least this large are bulk work (imports, reembed, benchmarks) and may use every core.
 BULK_TEXTS = 16
@@ -231,6 +233,13 @@ class Embedder:
         tests and ``doctor``."""
         self.start()
         return self._loaded.wait(timeout)
+
+    def close(self, timeout: float = CLOSE_WAIT_S) -> None:
+        """Wait for a load in progress to finish (starting none): a process that exits while
+        ONNX Runtime builds its session on the loader thread aborts ("terminate called without
+        an active exception", SIGABRT)."""
+        if self._started:
+            self._loaded.wait(timeout)
 
     @property
     def dimension(self) -> int:

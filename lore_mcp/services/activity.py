@@ -21,7 +21,7 @@ from lore_mcp.services.activity_models import (
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import LessonService
 from stores import Store
-from stores.engine.activity import KINDS, ActivityQuery
+from stores.engine.activity import KINDS, ROOT_ONLY_KINDS, ActivityQuery
 from stores.engine.lessons import MAX_LIST_LIMIT, Scope
 
 
@@ -63,7 +63,7 @@ class ActivityService:
         query = ActivityQuery(
             kinds=tuple(kinds or ()),
             # Key changes are the org's business: root keys (and the local user) see them.
-            hidden_kinds=("key",) if caller is not None and not caller.root else (),
+            hidden_kinds=ROOT_ONLY_KINDS if caller is not None and not caller.root else (),
             since=_utc(since),
             until=_utc(until),
             lesson_id=check_id(lesson_id) if lesson_id is not None else None,

@@ -368,6 +368,8 @@ def _parse_line(number: int, line: str) -> tuple[LessonIn, LessonDraft, tuple[st
         data = json.loads(line)
     except json.JSONDecodeError as exc:
         return f"line {number}: not JSON ({exc.msg})"
+    except RecursionError:
+        return f"line {number}: not JSON (nested too deeply)"
     if not isinstance(data, dict):
         return f"line {number}: expected a JSON object"
     kind = data.get("type", "lesson")

@@ -163,12 +163,13 @@ async def read_body(receive: Receive, *, limit: int | None = None) -> bytes | No
 
 
 def parsed_json(body: bytes) -> Any:
-    """A request body as JSON; None when it is not JSON or is over the SDK's size limit."""
+    """A request body as JSON; None when it is not JSON, nests deeper than Python's recursion
+    limit (a 2 KB body can) or is over the SDK's size limit: the SDK then answers it."""
     if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
         return None
     try:
         return json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

@@ -8,7 +8,8 @@ nesting past its recursion limit, lone surrogate escapes), -32600 for JSON that
 is not a JSON-RPC message, and -32600 for a line over ``MAX_LINE_BYTES`` (the same
 limit the SDK puts on an HTTP request body), which is never read whole into memory.
 The reply carries the request's id when it can be recovered, else ``null`` as
-JSON-RPC 2.0 prescribes.
+JSON-RPC 2.0 prescribes. At the end of input the requests still running are answered before
+the server stops (within ``EOF_DRAIN_S``).
 
 While serving, fd 1 points at stderr so a stray ``print`` in a library cannot
 corrupt the protocol stream; frames go out on a private duplicate of the
@@ -45,6 +46,8 @@ MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
 _HEAD_BYTES = 4096
 _SKIP_BYTES = 1 << 20
 # An id that appears before any nested object or array opens belongs to the top level.
+# How long the end of input waits for the requests still running to be answered.
+EOF_DRAIN_S = 60.0
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -61,14 +64,20 @@ async def stdio_transport(
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
     out = anyio.wrap_file(stdout)
+    unanswered = _Unanswered()
 
     async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
         async with read_send, errors:
-            await _read_messages(stdin, read_send, errors)
+            await _read_messages(stdin, read_send, errors, unanswered)
+            # End of input ends the server, which cancels the requests still running: a client
+            # that pipes its requests and closes stdin would get no answers. Let them finish.
+            with anyio.move_on_after(EOF_DRAIN_S):
+                await unanswered.none()
 
     async def writer() -> None:
         async with write_recv:
             async for item in write_recv:
+                unanswered.answered(item.message)
                 data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
                 await out.write(data.encode("utf-8", errors="replace") + b"\n")
                 await out.flush()
@@ -86,10 +95,40 @@ async def stdio_transport(
             restore()
 
 
+class _Unanswered:
+    """The ids of the requests read and not yet answered (a listen stream, which stays open
+    until the client leaves, is not waited for; nor is a request the client cancelled)."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self._empty = anyio.Event()
+
+    def read(self, message: Any) -> None:
+        if isinstance(message, types.JSONRPCRequest) and message.method != "subscriptions/listen":
+            self.ids.add(message.id)
+        elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+            self.answered_id((message.params or {}).get("requestId"))
+
+    def answered(self, message: Any) -> None:
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self.answered_id(message.id)
+
+    def answered_id(self, request_id: Any) -> None:
+        self.ids.discard(request_id)
+        if not self.ids:
+            self._empty.set()
+
+    async def none(self) -> None:
+        if self.ids:
+            self._empty = anyio.Event()
+            await self._empty.wait()
+
+
 async def _read_messages(
     stdin: BinaryIO,
     messages: MemoryObjectSendStream[Any],
     errors: MemoryObjectSendStream[SessionMessage],
+    unanswered: _Unanswered,
 ) -> None:
     """Hand each line of ``stdin`` on as a message until end of input. A line that is too
     long or not JSON-RPC is answered with an error on ``errors`` (when it has an id to
@@ -110,6 +149,7 @@ async def _read_messages(
             if reply is not None:
                 await errors.send(SessionMessage(reply))
             continue
+        unanswered.read(message)
         await messages.send(SessionMessage(message))
 
 

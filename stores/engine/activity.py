@@ -22,6 +22,9 @@ KINDS: tuple[str, ...] = (
     *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
     *("inject", "ask", "would_ask"),
 )
+# Kinds only root keys see (key changes are the org's business): kept within a bound of their
+# own, so a project key's traffic never pushes out entries it cannot see.
+ROOT_ONLY_KINDS = ("key",)
 # A recall's query is kept to this many characters: a 16,000-character query in every entry of
 # a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500
@@ -32,7 +35,7 @@ MAX_IDS = 100
 @dataclass(frozen=True)
 class ActivityBounds:
     """How much log a project keeps: entries younger than ``max_age_days`` and at most
-    ``max_entries`` of them. A write trims its project's log once every ``trim_every``
+    ``max_entries`` of them, counted apart for the root-only kinds. A write trims its project's log once every ``trim_every``
     appends of this process (one indexed DELETE), so a log may briefly hold that many more.
 
     5,000 entries of a busy project (recalls of 5 lessons with a 100-character query, about

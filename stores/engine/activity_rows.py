@@ -9,7 +9,7 @@ security policy holds as well).
 
 ``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
 trims the project's log once every ``ActivityBounds.trim_every`` appends: one DELETE per
-table, below the oldest id the bounds keep.
+table and audience (root-only kinds apart), below the oldest id the bounds keep.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from ulid import ULID
 from stores.engine.activity import (
     MAX_IDS,
     MAX_QUERY_CHARS,
+    ROOT_ONLY_KINDS,
     ActivityBounds,
     ActivityEntry,
     ActivityNote,
@@ -121,18 +122,23 @@ class ActivityLog:
 
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
-    """Delete the project's entries older than ``bounds.max_age_days`` or beyond its newest
-    ``bounds.max_entries``, and their lesson rows."""
-    key = {"org": scope.org, "project": scope.project}
-    floor = id_floor(now - timedelta(days=bounds.max_age_days))
-    kept = sql.rows(
-        f"SELECT id FROM activity WHERE {_SCOPE} ORDER BY id DESC LIMIT 1 OFFSET :n",
-        {**key, "n": max(0, bounds.max_entries - 1)},
-    )
-    if kept:
-        floor = max(floor, kept[0]["id"])
-    sql.rows(f"DELETE FROM activity WHERE {_SCOPE} AND id < :floor", {**key, "floor": floor})
-    sql.rows(f"DELETE FROM activity_lessons WHERE {_SCOPE} AND entry_id < :floor", {**key, "floor": floor})
+    """Delete the project's entries older than ``bounds.max_age_days`` and, of each audience's
+    (the entries every key of the project sees; the ``ROOT_ONLY_KINDS``), those beyond its newest
+    ``bounds.max_entries``, with their lesson rows: one key's traffic never trims what it cannot see."""
+    key = {"org": scope.org, "project": scope.project, "root": sql.listed(ROOT_ONLY_KINDS)}
+    age = id_floor(now - timedelta(days=bounds.max_age_days))
+    root_only = sql.in_list("kind", "root")
+    for audience in (f"NOT ({root_only})", root_only):
+        kept = sql.rows(
+            f"SELECT id FROM activity WHERE {_SCOPE} AND {audience} ORDER BY id DESC LIMIT 1 OFFSET :n",
+            {**key, "n": max(0, bounds.max_entries - 1)},
+        )
+        floor = max(age, kept[0]["id"]) if kept else age
+        for table, column in (("activity", "id"), ("activity_lessons", "entry_id")):
+            sql.rows(
+                f"DELETE FROM {table} WHERE {_SCOPE} AND {audience} AND {column} < :floor",
+                {**key, "floor": floor},
+            )
 
 
 def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:

@@ -9,10 +9,13 @@ each other.
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from stores import deadline
 from stores.sqlite.db import Connection, connect, read_transaction, write_transaction
 from stores.sqlite.migrations import migrate
 
@@ -27,6 +30,8 @@ class LocalConnections:
         self.reader = connect(path)
         self.write_lock = threading.Lock()
         self.read_lock = threading.Lock()
+        # When the write under way must end by (``writing``): a writer held longer is stuck.
+        self.writer_until: float | None = None
         self._closed = False
 
     @contextlib.contextmanager
@@ -37,9 +42,16 @@ class LocalConnections:
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Connection]:
-        """The writer under this process's write lock, in ``BEGIN IMMEDIATE``."""
-        with self.write_lock, write_transaction(self.writer) as conn:
-            yield conn
+        """The writer under this process's write lock, in ``BEGIN IMMEDIATE``; while it is held,
+        ``writer_until`` is when its holder's deadline passes (``math.inf`` without one)."""
+        with self.write_lock:
+            left = deadline.remaining()
+            self.writer_until = math.inf if left is None else time.monotonic() + left
+            try:
+                with write_transaction(self.writer) as conn:
+                    yield conn
+            finally:
+                self.writer_until = None
 
     def close(self) -> None:
         if self._closed:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import time
 from collections.abc import Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -175,11 +176,17 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
-        that is rolled back."""
-        if not self._write_lock.acquire(timeout=PROBE_WAIT_S):
-            raise UnavailableError(
-                f"The Lore database's writer in this server has been taken for over {PROBE_WAIT_S:.0f} s."
-            )
+        that is rolled back. A write of this server still within its deadline holds the writer:
+        that is busy, not down, and the probe passes at once, so heavy work never turns
+        ``/healthz`` to 503; one held past its deadline is stuck."""
+        if not self._write_lock.acquire(blocking=False):
+            until = self._conns.writer_until
+            if until is not None and time.monotonic() < until + PROBE_WAIT_S:
+                return
+            if not self._write_lock.acquire(timeout=PROBE_WAIT_S):
+                raise UnavailableError(
+                    f"The Lore database's writer in this server has been taken for over {PROBE_WAIT_S:.0f} s."
+                )
         try:
             with deadline.limit(PROBE_WAIT_S), write_transaction(self._writer) as conn:
                 conn.execute("UPDATE lore_meta SET value = value WHERE key = 'rev'")

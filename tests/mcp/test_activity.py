@@ -258,6 +258,30 @@ def test_the_log_keeps_its_bounds(store: Any, request: pytest.FixtureRequest) ->
         aged.close()
 
 
+def test_a_projects_traffic_never_trims_the_root_only_entries(
+    store: Any, request: pytest.FixtureRequest
+) -> None:
+    """Issue 34, item 9: the bound holds per audience. A project key's recalls fill the entries
+    it sees; key changes, which only root keys see, keep a bound of their own."""
+    scope = Scope("local", "alpha")
+    counted = reopened(store, request, ActivityBounds(max_entries=3, trim_every=1))
+    try:
+        for n in range(2):
+            counted.append_activity(scope, ActivityNote("key", target=f"created:key-{n}"))
+        for n in range(12):
+            counted.append_activity(scope, ActivityNote("recall", query=f"query {n}"))
+        kept = [
+            e.note.target or e.note.query for e in counted.activity(scope, ActivityQuery(limit=100)).entries
+        ]
+        assert kept == ["query 11", "query 10", "query 9", "created:key-1", "created:key-0"]
+        for n in range(2, 6):
+            counted.append_activity(scope, ActivityNote("key", target=f"created:key-{n}"))
+        keys = counted.activity(scope, ActivityQuery(kinds=("key",), limit=100)).entries
+        assert [e.note.target for e in keys] == ["created:key-5", "created:key-4", "created:key-3"]
+    finally:
+        counted.close()
+
+
 async def test_key_changes_are_logged_for_root_keys_only(store: Any, embedder: Embedder) -> None:
     with team_server(store, embedder, tools=GROUPS) as team:
         root = team.keys.init_org("acme")

@@ -6,7 +6,10 @@ a real socket, through the SDK's streamable-HTTP client.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +19,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from lore_mcp.embedding.embedder import Embedder
+from stores import deadline
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.team import TeamServer, http_client, raw_post, raw_session, team_server, tool_call_body
@@ -276,3 +280,43 @@ async def test_http_client_without_key_cannot_connect(team: Team) -> None:
 
 
 __all__ = ["connected"]
+
+
+def test_healthz_stays_200_while_a_write_within_its_deadline_holds_the_writer(
+    store: Any, embedder: Embedder, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34, item 6: heavy applies on SQLite hold its one writer for seconds, and /healthz
+    waited for it and answered 503, so a liveness probe would restart a busy server. A write of
+    this server still within its deadline is busy work; one held past it is a stuck writer."""
+    if backend != "local":
+        pytest.skip("SQLite's one writer; Postgres's health probe waits on no writer of the app")
+    import stores.sqlite.lessons
+
+    monkeypatch.setattr(stores.sqlite.lessons, "PROBE_WAIT_S", 0.0)  # no grace past a deadline
+    holding, release = threading.Event(), threading.Event()
+
+    def write(seconds: float) -> None:  # a write of the server's own, as an apply runs it
+        with contextlib.suppress(deadline.DeadlineExceeded), deadline.limit(seconds), store._conns.writing():
+            holding.set()
+            release.wait(30)  # the stuck one ends past its deadline: stopped, it changes nothing
+
+    with team_server(store, embedder) as server:
+        key = server.keys.init_org("local").key
+        busy = threading.Thread(target=write, args=(30.0,))
+        busy.start()
+        holding.wait(10)
+        during = httpx2.get(f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+        release.set()
+        busy.join()
+        holding.clear(), release.clear()
+        stuck = threading.Thread(target=write, args=(0.5,))
+        stuck.start()
+        holding.wait(10)
+        while time.monotonic() <= store._conns.writer_until:  # held on the event past its deadline
+            time.sleep(0.01)
+        past = httpx2.get(f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10)
+        release.set()
+        stuck.join()
+    assert during.status_code == 200, during.text
+    assert during.elapsed.total_seconds() < 4.0  # answered at once, not after waiting for the writer
+    assert past.status_code == 503 and "writer" in past.json()["detail"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +124,45 @@ async def test_a_tool_error_over_stdio_carries_its_code(tmp_path: Path) -> None:
         with pytest.raises(ToolFailed) as err:
             await call(client, "recall_lessons", query="x", limit=500)
         assert err.value.code == "VALIDATION_ERROR"
+
+
+PIPED = "\n".join(
+    json.dumps(m)
+    for m in (
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+)
+
+
+@pytest.mark.parametrize("run", range(6))
+def test_input_closed_at_once_is_answered_in_full_and_the_process_exits_cleanly(
+    tmp_path: Path, run: int
+) -> None:
+    """Issue 34, item 8: requests piped in and stdin closed while the model still loads (the
+    MCP Inspector CLI does this). Each request is answered before the server stops, and the exit
+    waits for the model's loader thread: one still inside ONNX Runtime aborted the process
+    (SIGABRT, "terminate called without an active exception"). A race, so run several times."""
+    done = subprocess.run(
+        [sys.executable, "-m", "lore_mcp", "mcp"],
+        input=PIPED + "\n",
+        env=server_env(tmp_path / "lore.db"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    replies = {r["id"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert sorted(replies) == [1, 2]
+    assert "recall_lessons" in {t["name"] for t in replies[2]["result"]["tools"]}
+    assert "terminate called" not in done.stderr

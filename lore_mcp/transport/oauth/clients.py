@@ -120,7 +120,7 @@ class MetadataDocuments:
             return cached[1]
         try:
             client = await self._fetch(url)
-        except (ValueError, httpx2.HTTPError, ValidationError) as exc:
+        except (ValueError, RecursionError, httpx2.HTTPError, ValidationError) as exc:
             logger.warning("client ID metadata document %s refused: %s", url, exc)
             return None
         self._cache[url] = (time.monotonic() + CIMD_TTL_S, client)

@@ -425,3 +425,25 @@ async def test_a_recall_query_holding_a_secret_is_redacted_before_it_is_embedded
     assert embedded == [
         "deploy failed [REDACTED:stripe_key] with PASSWORD=[REDACTED:secret_assignment] and [REDACTED:openai_key]"
     ]
+
+
+# Issue 34, item 5: characters of the invisible class the first table missed (combining
+# grapheme joiner, Mongolian vowel separator, invisible separator), and a key glued to a word.
+HIDDEN = {
+    "\u034f": ("google_api_key", GOOGLE_KEY[:4] + "\u034f" + GOOGLE_KEY[4:]),
+    "\u180e": ("stripe_key", STRIPE_KEY[:9] + "\u180e" + STRIPE_KEY[9:]),
+    "\u2063": ("github_token", GITHUB_TOKEN[:5] + "\u2063" + GITHUB_TOKEN[5:]),
+    "glued": ("stripe_key", "x" + STRIPE_KEY),
+}
+
+
+@pytest.mark.parametrize("how", list(HIDDEN), ids=["U+034F", "U+180E", "U+2063", "glued"])
+async def test_a_key_split_by_any_invisible_character_or_glued_is_redacted_everywhere(
+    client: Client, how: str
+) -> None:
+    kind, secret = HIDDEN[how]
+    saved = await call(client, "save_lesson", **secret_fields(kind, secret))
+    assert saved["redacted"] == [kind]
+    reads = await read_backs(client, saved["id"])
+    assert_gone(reads, secret, secret.replace(how, "")[-20:])
+    assert_fields_redacted(reads[0], kind)

@@ -9,6 +9,7 @@ finds nothing left. Prose and code that only talk about secrets stay as they are
 
 from __future__ import annotations
 
+import string
 import time
 import unicodedata
 from pathlib import Path
@@ -16,14 +17,16 @@ from pathlib import Path
 import pytest
 from detect_secrets.core.scan import scan_file
 from detect_secrets.settings import default_settings
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from lore_mcp.redaction import FOLD, Redacted, redact
+from lore_mcp.redaction import FOLD, INVISIBLE, Redacted, redact
 from tests.support.secrets import (
     AWS_ACCESS_KEY,
     GITHUB_CLASSIC_TOKEN,
     GOOGLE_KEY,
     JWT,
+    KINDS,
     OPENAI_CLASSIC_KEY,
     RSA_BODY,
     RSA_PRIVATE_KEY,
@@ -190,7 +193,22 @@ def test_the_shapes_issue_21_names_are_all_redacted() -> None:
     assert result.kinds == ("google_api_key", "openai_key", "secret_assignment", "stripe_key")
 
 
-@pytest.mark.parametrize("invisible", ["\u00ad", "\u200b", "\u200c", "\u200d", "\u2060", "\ufeff"])
+@pytest.mark.parametrize(
+    "invisible",
+    [
+        "\u00ad",
+        "\u200b",
+        "\u200c",
+        "\u200d",
+        "\u2060",
+        "\ufeff",
+        "\u034f",
+        "\u180e",
+        "\u2063",
+        "\ufe0f",
+        "\U000e0041",
+    ],
+)
 def test_an_invisible_character_inside_a_secret_or_its_name_does_not_hide_it(invisible: str) -> None:
     assert redact(f"key {AWS_ACCESS_KEY[:6]}{invisible}{AWS_ACCESS_KEY[6:]} ok").text == (
         "key [REDACTED:aws_access_key] ok"
@@ -218,6 +236,76 @@ def test_every_character_whose_compatibility_form_holds_ascii_is_folded_before_m
         and any(c.isascii() for c in folded)
     ]
     assert missing == []
+
+
+# Default_Ignorable_Code_Point as DerivedCoreProperties.txt derives it: Other_Default_Ignorable_
+# Code_Point (PropList.txt) + Cf + Variation_Selector, less White_Space and some Cf that show
+# (which Lore strips anyway: it takes every Cf).
+OTHER_DEFAULT_IGNORABLE = [
+    (0x34F, 0x34F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x2065, 0x2065), (0x3164, 0x3164),
+    (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0xE0000, 0xE0000), (0xE0002, 0xE001F), (0xE0080, 0xE00FF),
+    (0xE01F0, 0xE0FFF),
+]  # fmt: skip
+
+
+def test_every_default_ignorable_and_format_character_is_removed_before_matching() -> None:
+    """The table of invisible characters is this Python's Unicode whole: every Cf character,
+    every variation selector and every other default-ignorable one, and nothing else but code
+    points a later Unicode may assign."""
+    wanted = {
+        chr(cp)
+        for cp in range(0x110000)
+        if unicodedata.category(chr(cp)) == "Cf" or "VARIATION SELECTOR" in unicodedata.name(chr(cp), "")
+    } | {chr(cp) for first, last in OTHER_DEFAULT_IGNORABLE for cp in range(first, last + 1)}
+    assert sorted(f"U+{ord(c):04X}" for c in wanted - INVISIBLE) == []
+    assert sorted(f"U+{ord(c):04X}" for c in INVISIBLE - wanted if unicodedata.category(c) != "Cn") == []
+    assert all(FOLD[c] == "" for c in INVISIBLE)
+
+
+@pytest.mark.parametrize("glue", ["x", "Bearer", "token9", "a_"])
+def test_a_key_glued_to_text_in_front_is_redacted(glue: str) -> None:
+    for secret, kind in (
+        (STRIPE_KEY, "stripe_key"),
+        (GOOGLE_KEY, "google_api_key"),
+        (GITHUB_CLASSIC_TOKEN, "github_token"),
+    ):
+        assert redact(f"see {glue}{secret} ok").text == f"see {glue}[REDACTED:{kind}] ok"
+
+
+# Kinds whose prefix is distinctive and whose keys always look random (digits, lower and upper
+# case): glued to text in front they are still keys.
+GLUED_KINDS = (
+    "lore_api_key", "lore_oauth_token", "anthropic_key", "stripe_key", "github_token", "gitlab_token",
+    "google_api_key", "sendgrid_key", "square_token", "npm_token",
+)  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    secret=st.sampled_from(GLUED_KINDS).flatmap(lambda kind: KINDS[kind].map(lambda pair: (kind, *pair))),
+    glue=st.text(string.ascii_letters + string.digits + "_", min_size=1, max_size=6),
+)
+def test_a_generated_key_glued_to_text_in_front_is_redacted(secret: tuple[str, str, str], glue: str) -> None:
+    kind, value, needle = secret
+    assume(
+        all(
+            any(c in chars for c in value[12:40])
+            for chars in (string.digits, string.ascii_lowercase, string.ascii_uppercase)
+        )
+    )
+    result = redact(f"before {glue}{value} after")
+    assert needle not in result.text and kind in result.kinds
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "test_risk_test_computesEverythingRight and bookshelf_ItemsCollectionManagerFactoryBuilder",
+        "laughs_and_giggles_with_friends_forever_more, explore_at_the_beginning_of_everything_here",
+    ],
+)
+def test_identifiers_that_hold_a_prefix_stay(text: str) -> None:
+    assert redact(text) == Redacted(text=text, kinds=())
 
 
 # --- against a secret scanner: detect-secrets, default plugins, as a library -------------------
