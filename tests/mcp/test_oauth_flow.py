@@ -123,7 +123,7 @@ async def test_the_client_refreshes_quietly_once_its_access_token_expires(
         assert tokens.tokens.access_token != first.access_token
 
 
-def test_a_metadata_document_that_lies_or_is_too_big_is_refused(
+def test_a_metadata_document_that_lies_or_is_too_big_is_refused_saying_why(
     store: Any, embedder: Embedder, tmp_path: Path
 ) -> None:
     honest = {"client_id": "{base}/ok.json", "client_name": "ok", "redirect_uris": [REDIRECT]}
@@ -143,7 +143,7 @@ def test_a_metadata_document_that_lies_or_is_too_big_is_refused(
     ):
         _, challenge = pkce()
 
-        def authorize(client_id: str, redirect: str = REDIRECT) -> httpx2.Response:
+        def authorize(client_id: str, redirect: str = REDIRECT, method: str = "GET") -> httpx2.Response:
             query = {
                 "response_type": "code",
                 "client_id": client_id,
@@ -151,10 +151,26 @@ def test_a_metadata_document_that_lies_or_is_too_big_is_refused(
                 "code_challenge": challenge,
                 "state": "s",
             }
+            if method == "POST":
+                return httpx2.post(f"{lore.base}/authorize", data=query, timeout=30)
             return httpx2.get(f"{lore.base}/authorize", params=query, timeout=30)
 
         assert authorize(f"{base}/ok.json").status_code == 302
         assert authorize(f"{base}/ok.json", "http://127.0.0.1:9/elsewhere").status_code == 400
-        for name in ("lies", "big", "secret", "missing"):
+        reasons = {
+            "lies": "its client_id is not the URL it was fetched from",
+            "big": "it is larger than 5120 bytes",
+            "secret": "only public clients",
+            "missing": "it answered HTTP 404",
+        }
+        for name, reason in reasons.items():
             refused = authorize(f"{base}/{name}.json")
             assert refused.status_code == 400 and "location" not in refused.headers, name
+            assert refused.json()["error"] == "invalid_request"
+            described = refused.json()["error_description"]
+            assert described.startswith(
+                f"The client ID metadata document {base}/{name}.json is refused: {reason}"
+            )
+        assert authorize(f"{base}/ok.json", method="POST").status_code == 302
+        posted = authorize(f"{base}/lies.json", method="POST").json()["error_description"]
+        assert reasons["lies"] in posted

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import InvalidRedirectUriError
 from pydantic import AnyUrl
 
 from lore_mcp.transport.oauth.clients import (
+    DocumentRefused,
     LoreClient,
     MetadataDocuments,
     check_redirect_uris,
@@ -87,13 +90,28 @@ def test_a_metadata_document_must_name_itself_and_its_redirects() -> None:
 
 
 @pytest.mark.parametrize(
-    "url",
+    "host",
     [
-        "https://127.0.0.1/c.json",
-        "https://localhost/c.json",
-        "https://10.1.2.3/c.json",
-        "https://[::1]/c.json",
+        "127.0.0.1",
+        "127.1",
+        "2130706433",
+        "0x7f000001",
+        "017700000001",
+        "0",
+        "localhost",
+        "[::1]",
+        "[::ffff:127.0.0.1]",
+        "10.1.2.3",
     ],
 )
-async def test_a_document_on_this_machine_or_network_is_not_fetched(url: str) -> None:
-    assert await MetadataDocuments().client(url) is None
+async def test_no_spelling_of_this_machine_or_its_network_is_fetched(host: str) -> None:
+    """Every address the host resolves to is checked before anything connects: a listener on
+    this machine's port is never reached, and the reason is one the client can be told."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        listener.setblocking(False)
+        url = f"https://{host}:{listener.getsockname()[1]}/c.json"
+        assert await MetadataDocuments().client(url) is None
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+        with pytest.raises(DocumentRefused, match=r"is not a public address \(this machine or a private"):
+            await MetadataDocuments().fetch(url)

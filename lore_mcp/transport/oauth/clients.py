@@ -2,8 +2,12 @@
 
 A client ID metadata document is the MCP specification's way for a client to be known
 without registering: its ``client_id`` is an HTTPS URL, and the JSON there names it and its
-redirect URIs. Lore fetches it with a size and time limit, refuses one whose ``client_id``
-is not its own URL, and caches it for ``CIMD_TTL_S``. A redirect URI must match one the
+redirect URIs. Any caller can make the server fetch such a URL, so the fetch reaches only
+public addresses (every address the host resolves to is checked, and the connection goes to
+the checked one, so no spelling of ``127.0.0.1`` and no DNS answer reaches this machine or its
+network), ends within a total deadline, reads a bounded body, runs a bounded number at once,
+refuses a document whose ``client_id`` is not its own URL, and remembers a document for
+``CIMD_TTL_S`` and a refusal for ``CIMD_REFUSED_TTL_S``. A redirect URI must match one the
 client declared exactly, except that a loopback one (``http://127.0.0.1``, ``[::1]``,
 ``localhost``) may use any port, as RFC 8252 §7.3 lets native apps pick a free port.
 """
@@ -13,12 +17,14 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import socket
 import ssl
 import time
 from collections import OrderedDict
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 import httpx2
 from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
@@ -28,11 +34,14 @@ logger = logging.getLogger("lore_mcp.transport.oauth")
 
 # The largest metadata document read; a real one is a few hundred bytes.
 CIMD_MAX_BYTES = 5 * 1024
-# How long a fetch of one may take, connection included.
+# How long a fetch of one may take in all: resolving, connecting and reading.
 CIMD_TIMEOUT_S = 5.0
-# How long a fetched document is used before it is fetched again.
+# How long a fetched document is used, and a refused one refused, before it is fetched again.
 CIMD_TTL_S = 300.0
+CIMD_REFUSED_TTL_S = 60.0
 CIMD_CACHE_MAX = 1000
+# How many fetches may run at once; one more is refused at once rather than queued.
+CIMD_CONCURRENT = 8
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 
 
@@ -101,6 +110,10 @@ def is_metadata_url(client_id: str) -> bool:
     return parts.scheme == "https" and bool(parts.hostname) and parts.path not in ("", "/")
 
 
+class DocumentRefused(ValueError):
+    """Why a client ID metadata document is not used: a clause for the client's error description."""
+
+
 class MetadataDocuments:
     """Client ID metadata documents, fetched and cached.
 
@@ -112,65 +125,120 @@ class MetadataDocuments:
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
         self.allow_private = allow_private
         self.verify = verify
-        self._cache: OrderedDict[str, tuple[float, LoreClient]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[float, LoreClient | str]] = OrderedDict()
+        self._fetching = 0
 
     async def client(self, url: str) -> LoreClient | None:
+        try:
+            return await self.fetch(url)
+        except DocumentRefused:
+            return None
+
+    async def fetch(self, url: str) -> LoreClient:
+        """The client ``url`` describes; ``DocumentRefused`` saying why where it cannot be used."""
         cached = self._cache.get(url)
         if cached is not None and cached[0] > time.monotonic():
+            if isinstance(cached[1], str):
+                raise DocumentRefused(cached[1])
             return cached[1]
+        if self._fetching >= CIMD_CONCURRENT:
+            raise DocumentRefused("the server is fetching too many client documents at once; try again soon")
+        self._fetching += 1
         try:
-            client = await self._fetch(url)
-        except (ValueError, RecursionError, httpx2.HTTPError, ValidationError) as exc:
-            logger.warning("client ID metadata document %s refused: %s", url, exc)
-            return None
-        self._cache[url] = (time.monotonic() + CIMD_TTL_S, client)
+            with anyio.fail_after(CIMD_TIMEOUT_S):
+                outcome: LoreClient | str = await self._fetch(url)
+        except TimeoutError:
+            outcome = f"it did not arrive within {CIMD_TIMEOUT_S:g} seconds"
+        except DocumentRefused as exc:
+            outcome = str(exc)
+        except (ValueError, RecursionError, ValidationError):
+            outcome = "it is not a valid JSON client description"
+        except httpx2.InvalidURL:
+            outcome = "its URL is not one that can be fetched"
+        except (httpx2.HTTPError, OSError) as exc:
+            logger.warning("client ID metadata document %s could not be fetched: %r", url, exc)
+            outcome = "it could not be fetched"
+        finally:
+            self._fetching -= 1
+        ttl = CIMD_REFUSED_TTL_S if isinstance(outcome, str) else CIMD_TTL_S
+        self._cache[url] = (time.monotonic() + ttl, outcome)
         self._cache.move_to_end(url)
         while len(self._cache) > CIMD_CACHE_MAX:
             self._cache.popitem(last=False)
-        return client
+        if isinstance(outcome, str):
+            logger.warning("client ID metadata document %s refused: %s", url, outcome)
+            raise DocumentRefused(outcome)
+        return outcome
 
     async def _fetch(self, url: str) -> LoreClient:
-        self._check_host(url)
-        async with (
-            httpx2.AsyncClient(timeout=CIMD_TIMEOUT_S, verify=self.verify, follow_redirects=False) as http,
-            http.stream("GET", url, headers={"Accept": "application/json"}) as response,
-        ):
-            if response.status_code != 200:
-                raise ValueError(f"it answered HTTP {response.status_code}")
-            body = b""
-            async for chunk in response.aiter_bytes():
-                body += chunk
-                if len(body) > CIMD_MAX_BYTES:
-                    raise ValueError(f"it is larger than {CIMD_MAX_BYTES} bytes")
+        target = httpx2.URL(url)
+        addresses = await self._addresses(target.raw_host.decode("ascii"), target.port or 443)
+        async with httpx2.AsyncClient(verify=self.verify, follow_redirects=False, trust_env=False) as http:
+            response = await self._send(http, target, addresses)
+            try:
+                if response.status_code != 200:
+                    raise DocumentRefused(f"it answered HTTP {response.status_code}")
+                body = b""
+                async for chunk in response.aiter_raw():
+                    body += chunk
+                    if len(body) > CIMD_MAX_BYTES:
+                        raise DocumentRefused(f"it is larger than {CIMD_MAX_BYTES} bytes")
+            finally:
+                await response.aclose()
         return client_from_document(url, json.loads(body))
 
-    def _check_host(self, url: str) -> None:
-        host = urlsplit(url).hostname or ""
-        if self.allow_private:
-            return
-        if host == "localhost" or host.endswith(".localhost"):
-            raise ValueError("its host is this machine")
+    async def _addresses(self, host: str, port: int) -> list[str]:
+        """What ``host`` resolves to, each address public (an IPv4-mapped one judged as IPv4), so
+        neither a name nor a numeric spelling that the resolver reads as a local address
+        (``127.1``, ``2130706433``, ``0x7f000001``, ``0``) reaches this machine or its network."""
         try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return
-        if not address.is_global:
-            raise ValueError("its host is not a public address")
+            found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError:
+            raise DocumentRefused(f"its host {host} does not resolve") from None
+        addresses = [ipaddress.ip_address(info[4][0]) for info in found]
+        for address in addresses:
+            mapped = address.ipv4_mapped if isinstance(address, ipaddress.IPv6Address) else None
+            if not (self.allow_private or (mapped or address).is_global):
+                raise DocumentRefused(
+                    f"its host {host} is not a public address (this machine or a private network)"
+                )
+        return [str(address) for address in addresses]
+
+    @staticmethod
+    async def _send(http: httpx2.AsyncClient, target: httpx2.URL, addresses: list[str]) -> httpx2.Response:
+        """The response of the first checked address that connects: never a second lookup, while
+        TLS verifies, and the Host header names, the host itself. Identity encoding, since a
+        compressed body could swell far past the size limit within one chunk."""
+        host = target.raw_host.decode("ascii")
+        headers = {
+            "Accept": "application/json",
+            "Accept-Encoding": "identity",
+            "Host": target.netloc.decode(),
+        }
+        for address in addresses:
+            request = http.build_request(
+                "GET", target.copy_with(host=address), headers=headers, extensions={"sni_hostname": host}
+            )
+            try:
+                return await http.send(request, stream=True)
+            except httpx2.ConnectError as exc:
+                failed = exc
+        raise failed
 
 
 def client_from_document(url: str, document: Any) -> LoreClient:
     """The client a metadata document describes: a public client (no secret) whose id is ``url``."""
     if not isinstance(document, dict) or document.get("client_id") != url:
-        raise ValueError("its client_id is not the URL it was fetched from")
+        raise DocumentRefused("its client_id is not the URL it was fetched from")
     uris = document.get("redirect_uris")
     if not isinstance(uris, list) or not uris or not all(isinstance(u, str) for u in uris):
-        raise ValueError("it names no redirect_uris")
+        raise DocumentRefused("it names no redirect_uris")
     if document.get("token_endpoint_auth_method", "none") != "none":
-        raise ValueError("only public clients (token_endpoint_auth_method none) are supported")
+        raise DocumentRefused("only public clients (token_endpoint_auth_method none) are supported")
     try:
         check_redirect_uris(uris)
     except RegistrationError as exc:
-        raise ValueError(exc.error_description) from None
+        raise DocumentRefused(exc.error_description or "a redirect URI is refused") from None
     fields = {
         k: document[k] for k in ("client_name", "client_uri", "logo_uri") if isinstance(document.get(k), str)
     }

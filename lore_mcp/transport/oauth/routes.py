@@ -5,6 +5,8 @@ The SDK's authorization-server routes (``/authorize``, ``/token``, ``/register``
 authorization response carries ``iss`` (RFC 9207) and that client ID metadata documents
 are accepted. The protected-resource metadata (RFC 9728) is served at the path the
 specification derives from ``/mcp`` and at the bare well-known path some clients try first.
+``/authorize`` says why a client ID metadata document was refused, where the SDK's handler
+would say only that the client is not found.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.routes import (
+    AUTHORIZATION_PATH,
     REVOCATION_PATH,
     build_metadata,
     build_resource_metadata_url,
@@ -23,15 +27,17 @@ from mcp.server.auth.routes import (
     create_auth_routes,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
+from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.auth import ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute, Route
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import Send
 
 from lore_mcp.errors import UNAUTHORIZED
 from lore_mcp.transport.guards import MCP_PATH
-from lore_mcp.transport.oauth.clients import MetadataDocuments
+from lore_mcp.transport.oauth.clients import DocumentRefused, MetadataDocuments, is_metadata_url
 from lore_mcp.transport.oauth.consent import ConsentPage
 from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
@@ -156,8 +162,9 @@ def oauth_routes(
             client_registration_options=registration,
             revocation_options=revocation,
         )
-        if getattr(route, "path", None) not in (AS_METADATA_PATH, REVOCATION_PATH)
+        if getattr(route, "path", None) not in (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH)
     ]
+    routes.append(authorize_route(provider))
     routes.append(revocation_route(provider))  # one that public clients can use
     metadata = build_metadata(issuer, None, registration, revocation)
     metadata.authorization_response_iss_parameter_supported = True
@@ -181,3 +188,25 @@ def oauth_routes(
     routes.append(Route(CONSENT_PATH, page.handle, methods=["GET", "POST"]))
     routes.append(document_route(provider.page))
     return routes
+
+
+def authorize_route(provider: LoreOAuthProvider) -> Route:
+    """The SDK's ``/authorize`` (same body limit), answering a refused client ID metadata
+    document with why (``invalid_request``) instead of "Client ID '…' not found"."""
+    handler = AuthorizationHandler(provider).handle
+
+    async def authorize(request: Request) -> Response:
+        params = request.query_params if request.method == "GET" else await request.form()
+        client_id = params.get("client_id")
+        if isinstance(client_id, str) and is_metadata_url(client_id) and client_id != provider.page.client_id:
+            try:
+                await provider.documents.fetch(client_id)  # remembered: the SDK's handler fetches nothing
+            except DocumentRefused as exc:
+                reason = str(exc).rstrip(".")
+                description = f"The client ID metadata document {client_id} is refused: {reason}."
+                body = {"error": "invalid_request", "error_description": description}
+                return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
+        return await handler(request)
+
+    endpoint = RequestBodyLimitMiddleware(request_response(authorize), DEFAULT_MAX_REQUEST_BODY_SIZE)
+    return Route(AUTHORIZATION_PATH, endpoint, methods=["GET", "POST"])
