@@ -258,7 +258,12 @@ class App:
             return self.server(with_keys=True, log_level=log_level, shared=True)
         from lore_mcp.transport.oauth.routes import team_auth
 
-        verifier, auth = team_auth(self.store.keys, issuer_url, call_counts=self.store.call_counts)
+        verifier, auth = team_auth(
+            self.store.keys,
+            issuer_url,
+            call_counts=self.store.call_counts,
+            registration=self.settings.oauth_registration,
+        )
         return self.server(
             with_keys=True, log_level=log_level, shared=True, token_verifier=verifier, auth=auth
         )

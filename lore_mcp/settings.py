@@ -211,6 +211,12 @@ class Settings(BaseSettings):
         "`resources/subscribe` notices and no `logging/setLevel` (2026-07-28 clients are always served "
         "without sessions). On Postgres it needs `LORE_REQUEST_STATE_SECRET`.",
     )
+    oauth_registration: Literal["open", "key"] = Field(
+        "open",
+        description="Who may register OAuth clients at `/register` (RFC 7591): `open`, anyone, within the "
+        "limits on size, rate and unused clients per address; `key`, only a request carrying a Lore API key "
+        "(`Authorization: Bearer lore_sk_…`). Clients known by a client ID metadata document need neither.",
+    )
     request_state_secret: SecretStr | None = Field(
         None,
         description="The key every replica seals and opens a request's `requestState` with (2026-07-28 "

@@ -55,6 +55,11 @@ _SETTING_FLAGS = [
         "request_state_secret",
         "key every replica seals requestState with (32+ characters; comma-separated to rotate)",
     ),
+    (
+        "--oauth-registration",
+        "oauth_registration",
+        "who may register OAuth clients at /register: open (default, within limits) or key (an API key)",
+    ),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
     ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]"),
     ("--project-from-repo", "project_from_repo", "true: the git repository's name is the project"),

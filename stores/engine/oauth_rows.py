@@ -6,7 +6,8 @@ SHA-256 digest, as for API keys. Every code and token names the Lore API key tha
 entered on the consent page (its org, and the project it reaches), so the MCP layer can
 refuse a token whose key has since been revoked. Tokens of one authorization share a
 ``family`` (the digest of the code they came from): replaying a used code or a rotated
-refresh token revokes the whole family.
+refresh token revokes the whole family. A registered client remembers the address it came
+from and when it first got a token, so clients nobody used are counted per address and forgotten.
 
 Clients and the signing secret belong to no org (a client registers before anyone signs
 in), so they are read and written in a transaction scoped to ``NO_ORG``; these tables hold
@@ -20,7 +21,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from stores.engine.sql import SqlTx
@@ -69,6 +70,20 @@ class OAuthStore(Protocol):
 
     def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
         """Record a registered client's metadata (RFC 7591), replacing what was stored under its id."""
+        ...
+
+    def register_client(
+        self,
+        client_id: str,
+        metadata: Mapping[str, Any],
+        address: str,
+        now: datetime,
+        cap: int,
+        unused_for: timedelta,
+    ) -> float | None:
+        """Record a client registered from ``address`` unless that address already has ``cap``
+        clients that never got a token: None when recorded, else the seconds until its oldest
+        expires. First deletes every client that got no token within ``unused_for`` of registering."""
         ...
 
     def client(self, client_id: str) -> dict[str, Any] | None:
@@ -139,11 +154,48 @@ class SqlOAuthStore:
 
     def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
         with self._db.scoped(NO_ORG, write=True) as tx:
-            tx.rows(
-                f"INSERT INTO oauth_clients (client_id, metadata, created_at) VALUES (:id, {tx.json('m')}, :now) "
-                "ON CONFLICT (client_id) DO UPDATE SET metadata = excluded.metadata",
-                {"id": client_id, "m": tx.dump(dict(metadata)), "now": tx.stamp(_now())},
+            self._insert_client(tx, client_id, metadata, _now())
+
+    @staticmethod
+    def _insert_client(tx: SqlTx, client_id: str, metadata: Mapping[str, Any], now: datetime) -> None:
+        tx.rows(
+            f"INSERT INTO oauth_clients (client_id, metadata, created_at) VALUES (:id, {tx.json('m')}, :now) "
+            "ON CONFLICT (client_id) DO UPDATE SET metadata = excluded.metadata",
+            {"id": client_id, "m": tx.dump(dict(metadata)), "now": tx.stamp(now)},
+        )
+
+    def register_client(
+        self,
+        client_id: str,
+        metadata: Mapping[str, Any],
+        address: str,
+        now: datetime,
+        cap: int,
+        unused_for: timedelta,
+    ) -> float | None:
+        with self._db.scoped(NO_ORG, write=True) as tx:
+            stale = {"cutoff": tx.stamp(now - unused_for)}
+            unused = (
+                "SELECT client_id FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff"
             )
+            tx.rows(f"DELETE FROM oauth_clients WHERE client_id IN ({unused})", stale)
+            tx.rows(
+                "DELETE FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff", stale
+            )
+            held = tx.rows(
+                "SELECT count(*) AS n, min(registered_at) AS oldest FROM oauth_registrations "
+                "WHERE address = :address AND used_at IS NULL",
+                {"address": address},
+            )[0]
+            if held["n"] >= cap:
+                return max(0.0, (tx.time(held["oldest"]) + unused_for - now).total_seconds())
+            self._insert_client(tx, client_id, metadata, now)
+            tx.rows(
+                "INSERT INTO oauth_registrations (client_id, address, registered_at, used_at) "
+                "VALUES (:id, :address, :now, NULL)",
+                {"id": client_id, "address": address, "now": tx.stamp(now)},
+            )
+            return None
 
     def client(self, client_id: str) -> dict[str, Any] | None:
         with self._db.lookup(NO_ORG) as tx:
@@ -203,6 +255,10 @@ class SqlOAuthStore:
                     "expires": tx.stamp(token.expires_at),
                     "now": tx.stamp(_now()),
                 },
+            )
+            tx.rows(  # the client is in use: no longer counted against its address, never expired
+                "UPDATE oauth_registrations SET used_at = :now WHERE client_id = :id AND used_at IS NULL",
+                {"now": tx.stamp(_now()), "id": token.grant.client_id},
             )
 
     def token(self, token_hash: str) -> OAuthTokenRow | None:

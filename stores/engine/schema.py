@@ -107,6 +107,20 @@ def oauth_tables(t: Types) -> str:
         """
 
 
+def oauth_registration_table(t: Types) -> str:
+    """Who registered each client (RFC 7591) and when, and when it first got a token
+    (``oauth_rows.SqlOAuthStore.register_client``): the per-address cap counts a client address's
+    unused clients, and unused ones are deleted once old. Clients registered before it have no
+    row here and are neither counted nor deleted. ``IF NOT EXISTS`` as for the OAuth tables."""
+    return f"""
+        CREATE TABLE IF NOT EXISTS oauth_registrations (
+            client_id {t.text} PRIMARY KEY, address {t.text} NOT NULL,
+            registered_at {t.time} NOT NULL, used_at {t.time}
+        );
+        CREATE INDEX IF NOT EXISTS oauth_registrations_address ON oauth_registrations (address, registered_at)
+        """
+
+
 def activity_tables(t: Types) -> str:
     """The activity log (``stores.engine.activity_rows``): one row per entry, its ULID id the
     scope's order (and its time bounds), and one row per lesson an entry names, with the

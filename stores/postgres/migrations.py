@@ -10,7 +10,14 @@ import logging
 from sqlalchemy import Connection, Engine, text
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, activity_tables, key_tables, oauth_tables, structured_tables
+from stores.engine.schema import (
+    Types,
+    activity_tables,
+    key_tables,
+    oauth_registration_table,
+    oauth_tables,
+    structured_tables,
+)
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
 from stores.postgres.sql import PostgresSqlTx
@@ -293,6 +300,10 @@ MIGRATIONS.append(
             for table in ("activity", "activity_lessons")
         ),
     )
+)
+
+MIGRATIONS.append(
+    (12, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

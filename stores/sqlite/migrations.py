@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from stores.engine.migrations import apply_pending
-from stores.engine.schema import Types, activity_tables, key_tables, oauth_tables, structured_tables
+from stores.engine.schema import (
+    Types,
+    activity_tables,
+    key_tables,
+    oauth_registration_table,
+    oauth_tables,
+    structured_tables,
+)
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
 from stores.sqlite.sql import LocalSqlTx
 
@@ -183,6 +190,10 @@ MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_w
 MIGRATIONS.append((7, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
 
 MIGRATIONS.append((8, "the activity log", activity_tables(_TYPES)))
+
+MIGRATIONS.append(
+    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
+)
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -55,3 +55,16 @@ def test_a_public_url_with_a_path_is_refused_at_start(tmp_path: Path) -> None:
     started = lore(env, "mcp", "--transport", "http", "--public-url", "https://lore.example.com/team")
     assert started.returncode == 2
     assert "--public-url must be the base URL" in started.stderr
+
+
+def test_oauth_registration_key_asks_register_for_an_api_key(tmp_path: Path) -> None:
+    env = lore_env(tmp_path / "team.db")
+    assert lore(env, "init", "--json").returncode == 0
+    key = json.loads(lore(env, "keys", "create", "--name", "admin", "--json").stdout)["key"]
+    body = {"client_name": "Pre-registered", "redirect_uris": ["https://claude.ai/api/mcp/auth_callback"]}
+    with lore_http({**env, "LORE_OAUTH_REGISTRATION": "key"}, tmp_path / "server.log") as url:
+        register = url.removesuffix("/mcp") + "/register"
+        refused = httpx2.post(register, json=body, timeout=30)
+        assert refused.status_code == 401 and refused.json()["error"] == "invalid_token"
+        made = httpx2.post(register, json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+        assert made.status_code == 201 and made.json()["client_name"] == "Pre-registered"

@@ -95,3 +95,26 @@ def test_expired_rows_are_pruned_and_keys_are_found_by_id(store) -> None:
     assert oauth.token(digest("old")) is None and oauth.token(digest("new")) is not None
     assert store.keys.key_by_id("acme", g.key_id).name == "k"  # type: ignore[union-attr]
     assert store.keys.key_by_id("other", g.key_id) is None
+
+
+def test_unused_clients_are_capped_per_address_and_forgotten_after_a_day(store) -> None:
+    oauth: OAuthStore = store.keys.oauth
+    day, start = timedelta(hours=24), datetime.now(UTC)
+    first, second, third, fourth = (f"reg-{uuid.uuid4()}" for _ in range(4))
+    meta = {"redirect_uris": ["http://127.0.0.1/cb"]}
+    assert oauth.register_client(first, meta, "198.51.100.7", start, 2, day) is None
+    assert oauth.register_client(second, meta, "198.51.100.7", start + timedelta(hours=1), 2, day) is None
+    # The address is full until its oldest unused client expires; nothing is stored meanwhile.
+    wait = oauth.register_client(third, meta, "198.51.100.7", start + timedelta(hours=2), 2, day)
+    assert wait == 22 * 3600 and oauth.client(third) is None
+    assert oauth.register_client(third, meta, "203.0.113.9", start + timedelta(hours=2), 2, day) is None
+    # A client that got a token is in use: not counted, never forgotten.
+    oauth.add_token(
+        digest(second), token(second, OAuthGrant(**{**grant(store).__dict__, "client_id": second}))
+    )
+    assert (
+        oauth.register_client(fourth, meta, "198.51.100.7", start + day + timedelta(seconds=1), 2, day)
+        is None
+    )
+    assert oauth.client(first) is None, "unused for a day: deleted"
+    assert oauth.client(second) == meta and oauth.client(third) == meta and oauth.client(fourth) == meta

@@ -65,14 +65,21 @@ def serve_in_thread(app: Any, port: int, **config: Any) -> Iterator[uvicorn.Serv
 
 
 @contextlib.contextmanager
-def oauth_server(store: Any, embedder: Embedder, *, trusted_ca: str | None = None) -> Iterator[OAuthServer]:
+def oauth_server(
+    store: Any, embedder: Embedder, *, trusted_ca: str | None = None, registration: str = "open"
+) -> Iterator[OAuthServer]:
     """The team server on 127.0.0.1 with OAuth; ``trusted_ca`` is the certificate file its
-    fetches of client ID metadata documents trust (loopback hosts allowed)."""
+    fetches of client ID metadata documents trust (loopback hosts allowed); ``registration``
+    is ``LORE_OAUTH_REGISTRATION``. Two on one Postgres store are two replicas."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=trusted_ca) if trusted_ca else True
     verifier, auth = team_auth(
-        store.keys, base, documents=MetadataDocuments(allow_private=True, verify=verify)
+        store.keys,
+        base,
+        documents=MetadataDocuments(allow_private=True, verify=verify),
+        call_counts=store.call_counts,
+        registration=registration,
     )
     service = LessonService(store, embedder, default_project="default")
     server = build_server(service, keys=KeyService(store.keys), token_verifier=verifier, auth=auth)

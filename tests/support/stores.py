@@ -30,6 +30,9 @@ def empty_postgres(url: str) -> None:
             # Tool calls counted per key (migration 10): a test's limit starts from nothing.
             if conn.execute("SELECT to_regclass('call_counts') IS NOT NULL").fetchone()[0]:
                 conn.execute("TRUNCATE call_counts")
+            # Who registered each OAuth client (migration 12): a test's address has registered nothing.
+            if conn.execute("SELECT to_regclass('oauth_registrations') IS NOT NULL").fetchone()[0]:
+                conn.execute("TRUNCATE oauth_registrations")
         # Orgs and keys came with migration 3; a database still at 2 has none to remove.
         if conn.execute("SELECT to_regclass('api_keys') IS NOT NULL").fetchone()[0]:
             conn.execute("TRUNCATE api_keys, orgs")

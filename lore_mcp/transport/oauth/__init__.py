@@ -13,6 +13,7 @@ they leave to a server is here:
   to the Lore key a person entered;
 - ``page_client``: the page for people (``/ui``) as a public client known without registering,
   returning only to the page's own address;
+- ``registration``: ``/register`` with limits on size, rate and unused clients per address;
 - ``revocation``: ``/revoke`` as public clients can use it (the SDK's asks them for a secret);
 - ``consent``: the page where that person approves or denies a client;
 - ``routes``: the metadata documents (RFC 9728, RFC 8414) and the routes, and the one 401

@@ -10,6 +10,12 @@ refuses a document whose ``client_id`` is not its own URL, and remembers a docum
 ``CIMD_TTL_S`` and a refusal for ``CIMD_REFUSED_TTL_S``. A redirect URI must match one the
 client declared exactly, except that a loopback one (``http://127.0.0.1``, ``[::1]``,
 ``localhost``) may use any port, as RFC 8252 §7.3 lets native apps pick a free port.
+
+Which redirect URIs a client may have at all is an allow-list (``redirect_allowed``), so a
+scheme the browser runs or reads itself (``javascript:``, ``data:``, ``file:``, ``blob:``, …)
+can never receive a code or an error: https, http on a loopback host (RFC 8252 §7.3), and a
+native app's private-use scheme (RFC 8252 §7.1: reverse-domain, such as ``com.example.app:``,
+or one of ``APP_SCHEMES``, the editors whose MCP clients register ``cursor://`` and the like).
 """
 
 from __future__ import annotations
@@ -43,11 +49,30 @@ CIMD_CACHE_MAX = 1000
 # How many fetches may run at once; one more is refused at once rather than queued.
 CIMD_CONCURRENT = 8
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
+# Private-use schemes of native MCP clients that are not in reverse-domain form (Cursor
+# registers cursor://anysphere.cursor-mcp/oauth/callback; VS Code's own URI handlers).
+APP_SCHEMES = ("cursor", "vscode", "vscode-insiders")
+REDIRECT_RULE = (
+    "use https, http on a loopback address (127.0.0.1, [::1], localhost), or an app's own scheme in "
+    "reverse-domain form (com.example.app:/callback) or cursor:, vscode:, without a fragment."
+)
 
 
 def is_loopback_redirect(uri: str) -> bool:
     parts = urlsplit(uri)
     return parts.scheme == "http" and (parts.hostname or "") in LOOPBACK_HOSTS
+
+
+def redirect_allowed(uri: str) -> bool:
+    """Whether ``uri`` may receive a code: https with a host, http on a loopback host, or a
+    private-use scheme (RFC 8252 §7.1); never with a fragment (RFC 6749 §3.1.2)."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme  # urlsplit lowers it
+    if parts.fragment or not scheme:
+        return False
+    if scheme in ("http", "https"):
+        return is_loopback_redirect(uri) if scheme == "http" else bool(parts.hostname)
+    return "." in scheme or scheme in APP_SCHEMES
 
 
 def _without_port(uri: str) -> str:
@@ -79,28 +104,25 @@ class LoreClient(OAuthClientInformationFull):
 
     def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
         registered = [str(uri) for uri in self.redirect_uris or []]
-        if redirect_uri is None:
-            if len(registered) == 1:
-                return AnyUrl(registered[0])
+        if redirect_uri is None and len(registered) != 1:
             raise InvalidRedirectUriError("redirect_uri is required: this client declared several.")
-        if any(redirect_matches(str(redirect_uri), uri) for uri in registered):
-            return redirect_uri
+        chosen = str(redirect_uri) if redirect_uri is not None else registered[0]
+        if not redirect_allowed(chosen):  # a client stored before the rule, say
+            raise InvalidRedirectUriError(f"The redirect_uri {chosen!r} is refused: {REDIRECT_RULE}")
+        if any(redirect_matches(chosen, uri) for uri in registered):
+            return AnyUrl(chosen) if redirect_uri is None else redirect_uri
         raise InvalidRedirectUriError(
-            f"The redirect_uri {str(redirect_uri)!r} is not one this client declared; it must match one exactly "
+            f"The redirect_uri {chosen!r} is not one this client declared; it must match one exactly "
             "(a loopback http URI may differ only in its port)."
         )
 
 
 def check_redirect_uris(uris: list[str]) -> None:
-    """A registered client's redirect URIs: HTTPS, loopback HTTP, or a native app's own scheme;
-    never plain HTTP to another host, and never with a fragment (RFC 6749 §3.1.2)."""
+    """A client's redirect URIs, each as ``redirect_allowed`` says."""
     for uri in uris:
-        parts = urlsplit(uri)
-        if parts.fragment or (parts.scheme == "http" and not is_loopback_redirect(uri)):
+        if not redirect_allowed(uri):
             raise RegistrationError(
-                "invalid_redirect_uri",
-                f"The redirect URI {uri!r} is refused: use https, http on a loopback address, or an app's own "
-                "scheme, without a fragment.",
+                "invalid_redirect_uri", f"The redirect URI {uri!r} is refused: {REDIRECT_RULE}"
             )
 
 

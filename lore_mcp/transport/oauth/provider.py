@@ -12,9 +12,10 @@ replay is refused and revokes every token the authorization produced.
 from __future__ import annotations
 
 import logging
+import re
 import secrets
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp.server.auth.provider import (
@@ -57,6 +58,20 @@ from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
 logger = logging.getLogger("lore_mcp.transport.oauth")
 
 CONSENT_PATH = "/oauth/consent"
+# Clients one address may have registered that never got a token (``registration``), and how
+# long such a client is kept: a person approves a client minutes after it registers.
+UNUSED_CLIENTS_PER_ADDRESS = 20
+UNUSED_CLIENT_TTL = timedelta(hours=24)
+# RFC 7636 §4.2: S256 gives 43 characters; the grammar allows 43 to 128 of these.
+CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+
+
+class ClientsCrowded(Exception):
+    """An address already has ``UNUSED_CLIENTS_PER_ADDRESS`` unused clients; room in ``wait`` s."""
+
+    def __init__(self, wait: float) -> None:
+        super().__init__(wait)
+        self.wait = wait
 
 
 class LoreOAuthProvider:
@@ -94,16 +109,36 @@ class LoreOAuthProvider:
         stored = await self._store(self.keys.oauth.client, client_id)
         return LoreClient.model_validate(stored) if stored is not None else None
 
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+    async def register_client(
+        self, client_info: OAuthClientInformationFull, address: str = "unknown"
+    ) -> None:
+        """Store a client registered from ``address``; ``ClientsCrowded`` when that address has too
+        many clients nobody used (clients unused for ``UNUSED_CLIENT_TTL`` are deleted first)."""
         check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
         metadata = client_info.model_dump(mode="json", exclude_none=True)
-        await self._store(self.keys.oauth.save_client, client_info.client_id, metadata)
+        wait = await self._store(
+            self.keys.oauth.register_client,
+            client_info.client_id,
+            metadata,
+            address,
+            datetime.now(UTC),
+            UNUSED_CLIENTS_PER_ADDRESS,
+            UNUSED_CLIENT_TTL,
+        )
+        if wait is not None:
+            raise ClientsCrowded(wait)
 
     # -- authorization ---------------------------------------------------------
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         """The consent page's URL, carrying the request signed (nothing is stored until the
         person approves)."""
+        if not CODE_CHALLENGE.fullmatch(params.code_challenge):
+            raise AuthorizeError(
+                "invalid_request",
+                "The code_challenge must be 43 to 128 letters, digits and -._~ (RFC 7636): the S256 hash "
+                "of the code verifier, base64url-encoded.",
+            )
         if params.resource is not None and not same_resource(params.resource, self.resource):
             raise AuthorizeError(
                 "invalid_target",

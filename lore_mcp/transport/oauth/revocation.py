@@ -51,11 +51,17 @@ class LoreRevocationHandler(RevocationHandler):
 
 
 def revocation_route(provider: Any) -> Route:
-    """The ``/revoke`` route, wrapped as the SDK wraps its own (a body limit, CORS for browsers)."""
-    handler = LoreRevocationHandler(provider, ClientAuthenticator(provider))
+    """The ``/revoke`` route."""
+    return client_route(
+        REVOCATION_PATH, LoreRevocationHandler(provider, ClientAuthenticator(provider)).handle
+    )
+
+
+def client_route(path: str, handle: Any) -> Route:
+    """A route clients post a form to, wrapped as the SDK wraps its own (a body limit, CORS for browsers)."""
     methods = ["POST", "OPTIONS"]
-    limited = RequestBodyLimitMiddleware(request_response(handler.handle), DEFAULT_MAX_REQUEST_BODY_SIZE)
+    limited = RequestBodyLimitMiddleware(request_response(handle), DEFAULT_MAX_REQUEST_BODY_SIZE)
     cors = CORSMiddleware(
         limited, allow_origins="*", allow_methods=methods, allow_headers=[MCP_PROTOCOL_VERSION_HEADER]
     )
-    return Route(REVOCATION_PATH, endpoint=cors, methods=methods)
+    return Route(path, endpoint=cors, methods=methods)

@@ -12,15 +12,20 @@ would say only that the client is not found.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
+from mcp.server.auth.middleware.client_auth import ClientAuthenticator
 from mcp.server.auth.routes import (
     AUTHORIZATION_PATH,
+    REGISTRATION_PATH,
     REVOCATION_PATH,
+    TOKEN_PATH,
     build_metadata,
     build_resource_metadata_url,
     cors_middleware,
@@ -41,8 +46,9 @@ from lore_mcp.transport.oauth.clients import DocumentRefused, MetadataDocuments,
 from lore_mcp.transport.oauth.consent import ConsentPage
 from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
-from lore_mcp.transport.oauth.revocation import revocation_route
-from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
+from lore_mcp.transport.oauth.registration import registration_route
+from lore_mcp.transport.oauth.revocation import client_route, revocation_route
+from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
 from stores.engine.keys import KeyStore
 from stores.store import CallCounts
 
@@ -113,6 +119,23 @@ class LoreRequireAuth(RequireAuthMiddleware):
         await send({"type": "http.response.body", "body": payload})
 
 
+@dataclass
+class LoreTokenHandler(TokenHandler):
+    """The SDK's ``/token``, which ignores a ``resource``: one naming another server is refused with
+    ``invalid_target`` (RFC 8707 §2.2), as ``/authorize`` refuses it."""
+
+    resource: str = ""
+
+    async def handle(self, request: Request) -> Response:
+        asked = (await request.form()).get("resource")
+        if isinstance(asked, str) and not same_resource(asked, self.resource):
+            sentence = (
+                f"This server issues tokens only for {self.resource}; the resource {asked!r} is another one."
+            )
+            return self.response(TokenErrorResponse(error="invalid_target", error_description=sentence))
+        return await super().handle(request)
+
+
 def oauth_possible(issuer: str) -> bool:
     """Whether ``issuer`` can be an OAuth issuer: HTTPS, or HTTP on a loopback address (RFC 8414)."""
     parts = urlsplit(issuer)
@@ -127,10 +150,12 @@ def team_auth(
     *,
     documents: MetadataDocuments | None = None,
     call_counts: CallCounts | None = None,
+    registration: str = "open",
 ) -> tuple[LoreBearerVerifier, AuthSettings]:
     """The bearer verifier and auth settings of a team server reached at ``issuer``: OAuth with
     its routes where ``issuer`` can be one (``oauth_possible``), API keys alone otherwise.
-    ``call_counts``: the store's, where the consent page counts wrong keys across replicas."""
+    ``call_counts``: the store's, where the consent page counts wrong keys and ``/register``
+    registrations across replicas; ``registration``: ``LORE_OAUTH_REGISTRATION``."""
     issuer = issuer.rstrip("/")
     resource = issuer + MCP_PATH
     verifier = LoreBearerVerifier(keys, resource)
@@ -142,34 +167,47 @@ def team_auth(
         {"issuer_url": issuer, "resource_server_url": resource, "validate_token_resource": False}
     )
     provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
-    verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts)
+    verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts, registration=registration)
     return verifier, settings
 
 
 def oauth_routes(
-    provider: LoreOAuthProvider, issuer: AnyHttpUrl, call_counts: CallCounts | None = None
+    provider: LoreOAuthProvider,
+    issuer: AnyHttpUrl,
+    call_counts: CallCounts | None = None,
+    *,
+    registration: str = "open",
 ) -> list[BaseRoute]:
     """Every OAuth route: the SDK's, Lore's metadata, and the consent page. ``issuer`` is parsed
     as ``AuthSettings`` parses it (no trailing slash added), since clients compare the
     metadata's ``issuer`` with the ``iss`` of the authorization response character by character."""
-    registration = ClientRegistrationOptions(enabled=True)
+    options = ClientRegistrationOptions(enabled=True)
     revocation = RevocationOptions(enabled=True)
     routes: list[BaseRoute] = [
         route
         for route in create_auth_routes(
             provider,
             issuer_url=issuer,
-            client_registration_options=registration,
+            client_registration_options=options,
             revocation_options=revocation,
         )
-        if getattr(route, "path", None) not in (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH)
+        if getattr(route, "path", None)
+        not in (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH, REGISTRATION_PATH, TOKEN_PATH)
     ]
     routes.append(authorize_route(provider))
     routes.append(revocation_route(provider))  # one that public clients can use
-    metadata = build_metadata(issuer, None, registration, revocation)
+    routes.append(registration_route(provider, require_key=registration == "key", shared=call_counts))
+    tokens = LoreTokenHandler(provider, ClientAuthenticator(provider), resource=provider.resource)
+    routes.append(client_route(TOKEN_PATH, tokens.handle))
+    metadata = build_metadata(issuer, None, options, revocation)
     metadata.authorization_response_iss_parameter_supported = True
     metadata.client_id_metadata_document_supported = True
     metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
+    metadata.revocation_endpoint_auth_methods_supported = [
+        "none",
+        "client_secret_post",
+        "client_secret_basic",
+    ]
     methods = ["GET", "OPTIONS"]
     routes.append(
         Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, methods), methods=methods)

@@ -1,0 +1,189 @@
+"""``/register`` (RFC 7591) with limits that fit what real clients send, so that anyone who can
+reach the server cannot fill its database through it.
+
+The SDK's registration handler accepts any size and any number of clients, from anyone. Here,
+before it runs: a per-address rate (``REGISTRATIONS_PER_MINUTE``, counted across replicas the
+way failed logins are, ``guards.count_failure``), optionally an API key
+(``LORE_OAUTH_REGISTRATION=key``), a bound on the body and on every field. Claude Desktop,
+claude.ai, Cursor and the MCP Inspector send under 1 KiB: a name, at most three redirect URIs
+and a few short lists. Storing the client then counts it against its address until it first
+gets a token (``provider.UNUSED_CLIENTS_PER_ADDRESS``), and a client that never does is deleted
+after ``provider.UNUSED_CLIENT_TTL``. Refusals are RFC 7591 error JSON with one sentence; the
+rate and the cap answer 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, cast
+
+from mcp.server.auth.handlers.register import RegistrationHandler
+from mcp.server.auth.routes import REGISTRATION_PATH, cors_middleware
+from mcp.server.auth.settings import ClientRegistrationOptions
+from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import Message
+
+from lore_mcp.transport.guards import SlidingWindowLimiter, client_address, count_failure
+from lore_mcp.transport.oauth.provider import ClientsCrowded, LoreOAuthProvider
+from stores.store import CallCounts
+
+REGISTRATION_MAX_BYTES = 16 * 1024
+MAX_REDIRECT_URIS = 10
+# Entries of any other list (grant_types, contacts, ...), characters of any text, of a name.
+MAX_ENTRIES = MAX_REDIRECT_URIS
+MAX_TEXT = 2000
+MAX_NAME = 200
+REGISTRATIONS_PER_MINUTE = 10
+REGISTER_DOOR = "register"
+HEADERS = {"Cache-Control": "no-store"}
+
+
+def metadata_problem(body: bytes) -> tuple[str, str] | None:
+    """The RFC 7591 error and sentence for metadata over a limit; None when within them (or not
+    JSON at all, which the SDK's handler then says). Only fields the SDK keeps are looked at:
+    it drops the others."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    uris = document.get("redirect_uris")
+    if isinstance(uris, list) and len(uris) > MAX_REDIRECT_URIS:
+        return "invalid_redirect_uri", f"A client may register at most {MAX_REDIRECT_URIS} redirect URIs."
+    for name in OAuthClientMetadata.model_fields:
+        why = _oversized(document.get(name), MAX_NAME if name == "client_name" else MAX_TEXT)
+        if why:
+            return "invalid_client_metadata", f"The field {name} {why}; send what the client needs."
+    return None
+
+
+def _oversized(value: Any, limit: int) -> str | None:
+    """Why ``value`` is over the limits (a text of ``limit`` characters, ``MAX_ENTRIES`` entries)."""
+    if isinstance(value, str):
+        return f"is longer than {limit} characters" if len(value) > limit else None
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return None
+    if len(value) > MAX_ENTRIES:
+        return f"has more than {MAX_ENTRIES} entries"
+    inner = (_oversized(item, MAX_TEXT) for item in value)
+    return next(
+        (f"holds a value that {why.removeprefix('holds a value that ')}" for why in inner if why), None
+    )
+
+
+def error(status: int, code: str, sentence: str, wait: float | None = None) -> Response:
+    headers = dict(HEADERS)
+    if wait is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return JSONResponse({"error": code, "error_description": sentence}, status_code=status, headers=headers)
+
+
+class _From:
+    """The provider as the SDK's handler sees it for one registration from ``address``."""
+
+    def __init__(self, provider: LoreOAuthProvider, address: str) -> None:
+        self.provider = provider
+        self.address = address
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        await self.provider.register_client(client_info, self.address)
+
+
+class Registration:
+    """``POST /register``: the limits, then the SDK's handler."""
+
+    def __init__(self, provider: LoreOAuthProvider, *, require_key: bool, shared: CallCounts | None) -> None:
+        """``require_key``: only a request carrying a Lore API key may register;
+        ``shared``: the store's ``CallCounts``, where every replica counts registrations."""
+        self.provider = provider
+        self.require_key = require_key
+        self.shared = shared
+        self.limiter = SlidingWindowLimiter(REGISTRATIONS_PER_MINUTE)
+
+    async def handle(self, request: Request) -> Response:
+        address = client_address(request.scope)
+        wait = self.limiter.wait(address)
+        if wait is not None:
+            return error(
+                429,
+                "temporarily_unavailable",
+                f"More than {REGISTRATIONS_PER_MINUTE} registrations a minute came from your address; "
+                "retry later.",
+                wait,
+            )
+        # Each registration spends the address's allowance, counted as a failed login is.
+        await count_failure(self.limiter, address, self.shared, door=REGISTER_DOOR)
+        if self.require_key and not await self._has_key(request):
+            refused = error(
+                401,
+                "invalid_token",
+                "This server registers clients only for a request with the header Authorization: Bearer "
+                "and a current Lore API key (lore_sk_…); ask your Lore admin to register the client.",
+            )
+            refused.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'  # RFC 6750 §3
+            return refused
+        body = await _read(request)
+        if body is None:
+            return error(
+                413,
+                "invalid_client_metadata",
+                f"Client metadata is limited to {REGISTRATION_MAX_BYTES} bytes.",
+            )
+        problem = metadata_problem(body)
+        if problem is not None:
+            return error(400, *problem)
+        sdk = RegistrationHandler(
+            cast(Any, _From(self.provider, address)), ClientRegistrationOptions(enabled=True)
+        )
+        try:
+            return await sdk.handle(Request(request.scope, _replay(body)))
+        except ClientsCrowded as crowded:
+            return error(
+                429,
+                "temporarily_unavailable",
+                "Your address has registered too many clients that nobody has signed in with yet; "
+                "use one of them, or retry once the oldest expires.",
+                crowded.wait,
+            )
+
+    async def _has_key(self, request: Request) -> bool:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.startswith("lore_sk_"):
+            return False
+        return await self.provider.verifier.api_keys.verify_token(token) is not None
+
+
+async def _read(request: Request) -> bytes | None:
+    """The body, or None once it is over ``REGISTRATION_MAX_BYTES`` (the rest left unread)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > REGISTRATION_MAX_BYTES:
+            return None
+    return bytes(body)
+
+
+def _replay(body: bytes) -> Any:
+    async def receive() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return receive
+
+
+def registration_route(
+    provider: LoreOAuthProvider, *, require_key: bool = False, shared: CallCounts | None = None
+) -> Route:
+    """``/register`` as the SDK serves it (CORS, for the Inspector in a browser), with the limits."""
+    methods = ["POST", "OPTIONS"]
+    handler = Registration(provider, require_key=require_key, shared=shared)
+    return Route(REGISTRATION_PATH, cors_middleware(handler.handle, methods), methods=methods)
