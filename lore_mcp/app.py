@@ -12,6 +12,7 @@ opens the store without making an embedder or importing the lesson tools, and
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
     from lore_mcp.services.keys import KeyService
     from lore_mcp.services.lessons import LessonService
+    from lore_mcp.services.loop import LoopSettings
     from lore_mcp.services.structured import StructuredService
     from lore_mcp.services.transfer import Transfer
     from lore_mcp.tools.context import Services
@@ -115,7 +117,8 @@ def remote_server(
 ) -> RemoteLoreServer:
     """Remote mode's stdio server: Lore's tools, each call forwarded to the team server at
     ``api_url`` (raises ``ValueError`` for a URL that cannot be one)."""
-    from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer, mcp_url
+    from lore_mcp.settings import mcp_url
+    from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer
     from lore_mcp.transport.server import lore_server
 
     remote = RemoteConnection(mcp_url(api_url), api_key)
@@ -129,6 +132,34 @@ def remote_server(
     )
     assert isinstance(server, RemoteLoreServer)
     return server
+
+
+def default_project(settings: Settings) -> str:
+    """The project a call that names none acts on: ``LORE_PROJECT``, or with
+    ``LORE_PROJECT_FROM_REPO`` (and LORE_PROJECT unset) the git repository this process runs in."""
+    if settings.project_from_repo and "project" not in settings.model_fields_set:
+        from lore_mcp.services.workdir import workdir_of
+
+        found = workdir_of(os.getcwd()).project
+        if found:
+            return found
+    return settings.project
+
+
+def loop_settings(settings: Settings) -> LoopSettings:
+    """What the agent-loop tools and hooks give and ask (``LORE_LOOP_*``)."""
+    from lore_mcp.services.loop import LoopSettings
+
+    return LoopSettings(
+        inject=settings.loop_inject,
+        session_chars=settings.loop_session_chars,
+        prompt_chars=settings.loop_prompt_chars,
+        prompt_min_score=settings.loop_prompt_min_score,
+        capture=settings.loop_capture,
+        asks_per_hour=settings.loop_asks_per_hour,
+        dry_run=settings.loop_dry_run,
+        half_life_days=settings.decay_half_life_days,
+    )
 
 
 def open_app(settings: Settings) -> App:
@@ -162,7 +193,9 @@ class App:
         from lore_mcp.services.lessons import LessonService
 
         settings = self.settings
-        return LessonService(self.store, self.embedder, default_project=settings.project, org=settings.org)
+        return LessonService(
+            self.store, self.embedder, default_project=default_project(settings), org=settings.org
+        )
 
     @cached_property
     def keys(self) -> KeyService:
@@ -193,7 +226,8 @@ class App:
         ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
         from lore_mcp.tools.context import Services
 
-        services = Services(self.lessons, self.transfer, self.structured, self.keys if with_keys else None)
+        keys = self.keys if with_keys else None
+        services = Services(self.lessons, self.transfer, self.structured, keys, loop_settings(self.settings))
         return serve(
             services,
             tools=self.settings.tool_groups,

@@ -21,7 +21,7 @@ from lore_mcp.redaction import secret_kinds
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.tools.registry.TOOL_GROUPS (named here so settings import nothing heavy).
-TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin")
+TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin", "loop")
 
 
 def embeddings_url(url: str) -> str:
@@ -113,6 +113,17 @@ ExpandedPath = Annotated[Path, BeforeValidator(_expanded_path)]
 def default_db_path() -> Path:
     """The user's data directory: ~/.local/share/lore-memory on Linux, ~/Library/Application Support on macOS."""
     return Path(platformdirs.user_data_dir("lore-memory", appauthor=False)) / "lore.db"
+
+
+def mcp_url(api_url: str) -> str:
+    """``LORE_API_URL`` may be the server's base URL or its ``/mcp`` endpoint."""
+    parts = urlsplit(api_url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(f"LORE_API_URL must be an http(s) URL, got {api_url!r}.")
+    path = parts.path.rstrip("/")
+    if not path.endswith("/mcp"):
+        path += "/mcp"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 class Settings(BaseSettings):
@@ -216,7 +227,8 @@ class Settings(BaseSettings):
     )
     tools: str = Field(
         "lessons,structured,history",
-        description="Tool groups to serve, comma-separated: lessons, structured, history, activity, admin.",
+        description="Tool groups to serve, comma-separated: lessons, structured, history, activity, admin, "
+        "loop (the clients' hooks: lessons at session start and with prompts, asks to save).",
     )
     activity_max_age_days: float = Field(
         30.0,
@@ -230,6 +242,37 @@ class Settings(BaseSettings):
         le=10_000_000,
         description="Entries the activity log keeps per project, newest first (5,000 is under 3 MB "
         "for a busy project).",
+    )
+
+    project_from_repo: bool = Field(
+        False,
+        description="With LORE_PROJECT unset, a local server and the hooks use the name of the git "
+        "repository they run in as the project (the Claude Code plugin sets it).",
+    )
+    loop_inject: bool = Field(
+        True, description="Hooks give agents lessons at session start and with matching prompts."
+    )
+    loop_session_chars: int = Field(
+        1500, ge=200, le=10_000, description="Characters of lessons at most at a session's start."
+    )
+    loop_prompt_chars: int = Field(
+        1000, ge=200, le=10_000, description="Characters of lessons at most with one prompt."
+    )
+    loop_prompt_min_score: float = Field(
+        0.5,
+        ge=0.0,
+        le=2.0,
+        description="Recall score a lesson needs to be given with a prompt (measured: README, "
+        "Lore in the agent's loop).",
+    )
+    loop_capture: bool = Field(
+        True, description="Stop hooks ask the agent to save what a struggle taught it."
+    )
+    loop_asks_per_hour: int = Field(
+        3, ge=0, le=60, description="Asks to save per caller and hour at most (#remember asks anyway)."
+    )
+    loop_dry_run: bool = Field(
+        False, description="Stop hooks only record (would_ask) what they would have asked."
     )
 
     @field_validator("org", "project")

@@ -191,7 +191,8 @@ def check_vectors(settings: Settings) -> Check:
 def check_remote(settings: Settings) -> Check:
     import httpx2
 
-    from lore_mcp.transport.remote import api_url_fix, mcp_url, no_endpoint
+    from lore_mcp.settings import mcp_url
+    from lore_mcp.transport.remote import api_url_fix, no_endpoint
 
     if not settings.api_url or not settings.api_key:
         return Check("team server", False, "LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.")

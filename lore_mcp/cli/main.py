@@ -56,7 +56,15 @@ _SETTING_FLAGS = [
         "key every replica seals requestState with (32+ characters; comma-separated to rotate)",
     ),
     ("--pool-size", "pool_size", "Postgres connections per server process"),
-    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin]"),
+    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]"),
+    ("--project-from-repo", "project_from_repo", "true: the git repository's name is the project"),
+    ("--loop-inject", "loop_inject", "false: hooks give agents no lessons"),
+    ("--loop-session-chars", "loop_session_chars", "characters of lessons at most at session start"),
+    ("--loop-prompt-chars", "loop_prompt_chars", "characters of lessons at most with a prompt"),
+    ("--loop-prompt-min-score", "loop_prompt_min_score", "recall score a prompt's lesson needs"),
+    ("--loop-capture", "loop_capture", "false: stop hooks never ask the agent to save"),
+    ("--loop-asks-per-hour", "loop_asks_per_hour", "asks to save per caller and hour at most"),
+    ("--loop-dry-run", "loop_dry_run", "true: stop hooks only record what they would ask"),
     ("--activity-max-age-days", "activity_max_age_days", "days the activity log keeps an entry"),
     ("--activity-max-entries", "activity_max_entries", "activity log entries kept per project"),
     ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
@@ -82,9 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
     keys = _key_commands(sub)
     moving = _transfer_commands(sub)
     upkeep = _upkeep_commands(sub)
+    loop = _loop_commands(sub)
     # These take --project for what they act on, not for the setting of that name.
-    own_project = {keys[0], *moving}
-    for command in (*serving, *keys, *moving, *upkeep):
+    own_project = {keys[0], *moving, *loop[1:]}
+    for command in (*serving, *keys, *moving, *upkeep, *loop):
         _add_common_flags(command, settings_project=command not in own_project)
     return parser
 
@@ -179,6 +188,34 @@ def _upkeep_commands(sub: Commands) -> list[argparse.ArgumentParser]:
         "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
     )
     return [doctor, reembed]
+
+
+def _loop_commands(sub: Commands) -> list[argparse.ArgumentParser]:
+    """hook (what a client runs), hooks install, hooks uninstall."""
+    hook = sub.add_parser(
+        "hook", help="answer a client's hook: hook input JSON on stdin, its answer on stdout"
+    )
+    hook.add_argument("event", choices=["session-start", "prompt", "stop", "pre-compact"])
+    hook.add_argument(
+        "--client",
+        choices=["claude-code", "cursor"],
+        default=None,
+        help="the answer's format (default: cursor where CURSOR_VERSION is set, else claude-code)",
+    )
+    hooks = sub.add_parser("hooks", help="add Lore's hooks to a client's settings, or remove them")
+    hooks_sub = hooks.add_subparsers(dest="hooks_command", required=True)
+    made = []
+    for name, text in (("install", "merge Lore's hooks in"), ("uninstall", "remove exactly Lore's hooks")):
+        command = hooks_sub.add_parser(name, help=f"{text} (other hooks stay as they are)")
+        command.add_argument("client", choices=["claude-code", "cursor"])
+        command.add_argument(
+            "--project",
+            dest="in_project",
+            action="store_true",
+            help="this project's settings (.claude/settings.json, .cursor/hooks.json) instead of the user's",
+        )
+        made.append(command)
+    return [hook, *made]
 
 
 def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: bool) -> None:
@@ -300,6 +337,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         from lore_mcp.cli.admin import administer_keys, migrate
 
         return migrate(settings) if args.command == "migrate" else administer_keys(args, settings)
+    if args.command in ("hook", "hooks"):
+        from lore_mcp.cli.hooks_command import run_loop_command
+
+        return run_loop_command(args, settings)
     if args.command == "doctor":
         from lore_mcp.cli.doctor import run_checks
 

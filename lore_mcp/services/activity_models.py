@@ -11,7 +11,19 @@ from pydantic import BaseModel, Field
 from stores.engine.activity import ActivityEntry, StaleLesson
 
 ActivityKind = Literal[
-    "save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"
+    "save",
+    "update",
+    "merge",
+    "vote",
+    "delete",
+    "recall",
+    "apply",
+    "revert",
+    "import",
+    "key",
+    "inject",
+    "ask",
+    "would_ask",
 ]
 
 
@@ -40,6 +52,12 @@ class ActivityEntryOut(BaseModel):
     target: str | None = Field(
         default=None, description="What a key change changed: `created:<key id>` or `revoked:<key id>`."
     )
+    session: str | None = Field(
+        default=None, description="The agent session an injection or an ask to save belongs to."
+    )
+    bytes: int | None = Field(
+        default=None, description="Bytes of text an injection or an ask gave the agent."
+    )
 
     @classmethod
     def of(cls, entry: ActivityEntry) -> ActivityEntryOut:
@@ -57,6 +75,8 @@ class ActivityEntryOut(BaseModel):
             results=[RecalledOut(id=r.id, rank=r.rank, score=r.score) for r in note.results],
             error=note.error,
             target=note.target,
+            session=note.session,
+            bytes=note.size,
         )
 
 

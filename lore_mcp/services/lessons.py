@@ -226,6 +226,25 @@ class LessonService:
     ) -> list[ScoredLesson]:
         """``recall``'s lessons, best first, and its entry in the activity log: the redacted
         query and the ids returned with their ranks."""
+        text, hits = await self.search(scope, query, tags=tags, limit=limit, min_confidence=min_confidence)
+        returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
+        entry = dataclasses.replace(recorded, query=text, results=returned)
+        # Held in memory, never a database wait (Store.append_activity): a hop to a worker
+        # thread and back would cost the recall more than holding the entry does.
+        self.store.append_activity(scope, entry)
+        return hits
+
+    async def search(
+        self,
+        scope: Scope,
+        query: str,
+        *,
+        tags: Sequence[str] = (),
+        limit: int = 5,
+        min_confidence: float = 0.0,
+    ) -> tuple[str, list[ScoredLesson]]:
+        """The redacted query and its lessons best first, recording nothing: ``recall`` records
+        its own entry, and an injection (``lore_mcp.services.loop``) records one of its kind."""
         checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
@@ -241,12 +260,7 @@ class LessonService:
         except ModelChangedError:
             await _run(self.require_model)
             raise
-        returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
-        entry = dataclasses.replace(recorded, query=text, results=returned)
-        # Held in memory, never a database wait (Store.append_activity): a hop to a worker
-        # thread and back would cost the recall more than holding the entry does.
-        self.store.append_activity(scope, entry)
-        return hits
+        return text, hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
         """The store's full-text search and the query's embedding at once, then one ranking.

@@ -8,7 +8,7 @@ completion's ``list_lessons`` does), the caller is the request's access token.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -18,6 +18,7 @@ from lore_mcp.auth import Caller, Forbidden, caller_of
 from lore_mcp.services.activity import ActivityService
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.loop import LoopService, LoopSettings
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import Transfer
 
@@ -30,11 +31,19 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
+    loop_settings: LoopSettings = field(
+        default_factory=LoopSettings
+    )  # what the agent-loop tools give and ask
 
     @property
     def activity(self) -> ActivityService:
         """Reading the activity log (no state of its own: it reads through ``lessons``' store)."""
         return ActivityService(self.lessons)
+
+    @property
+    def loop(self) -> LoopService:
+        """The agent-loop tools' logic (no state of its own: the activity log holds it)."""
+        return LoopService(self.lessons, self.loop_settings)
 
     @classmethod
     def over(cls, lessons: LessonService, keys: KeyService | None = None) -> Services:

@@ -27,6 +27,7 @@ from lore_mcp.tools.lessons import (
     update_lesson,
     upvote_lesson,
 )
+from lore_mcp.tools.loop import ask_to_save, prompt_context, session_context
 from lore_mcp.tools.structured import apply, plan, query_rows, schema
 from lore_mcp.tools.transfer import export_lessons, import_lessons
 
@@ -99,6 +100,11 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(revert_commit, "history", "Revert a commit", DESTRUCTIVE),
     # Off by default (not in DEFAULT_TOOL_GROUPS): an agent pays its listing only when asked for.
     ToolSpec(recent_activity, "activity", "Show recent activity", READ_ONLY),
+    # Off by default too: the clients' hooks call them (LORE_TOOLS=...,loop; the Claude Code
+    # plugin asks for it). Each records what it gave in the activity log, so none is read-only.
+    ToolSpec(session_context, "loop", "Lessons for a session's start", ADDITIVE),
+    ToolSpec(prompt_context, "loop", "Lessons matching a prompt", ADDITIVE),
+    ToolSpec(ask_to_save, "loop", "Ask an agent to save a lesson", ADDITIVE),
     ToolSpec(create_key, "admin", "Create an API key", ADDITIVE),
     ToolSpec(list_keys, "admin", "List API keys", READ_ONLY),
     ToolSpec(revoke_key, "admin", "Revoke an API key", EDITING),

@@ -19,7 +19,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import anyio
 import httpx2
@@ -49,17 +49,6 @@ class RemoteUnavailable(LoreError):
 
 class RemoteUnauthorized(LoreError):
     code = UNAUTHORIZED
-
-
-def mcp_url(api_url: str) -> str:
-    """``LORE_API_URL`` may be the server's base URL or its ``/mcp`` endpoint."""
-    parts = urlsplit(api_url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"LORE_API_URL must be an http(s) URL, got {api_url!r}.")
-    path = parts.path.rstrip("/")
-    if not path.endswith("/mcp"):
-        path += "/mcp"
-    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def no_endpoint(url: str, consequence: str) -> str:

@@ -15,7 +15,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 # What a call did, as an entry names it: a lesson write names its commit's kind.
-KINDS = ("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key")
+# The last three: what reached an agent without its asking (``lore_mcp.services.loop``), lessons
+# injected at a session's start or with a prompt, an ask to save what a session learned, and an
+# ask that a dry run only recorded.
+KINDS: tuple[str, ...] = (
+    *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
+    *("inject", "ask", "would_ask"),
+)
 # A recall's query is kept to this many characters: a 16,000-character query in every entry of
 # a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500
@@ -65,6 +71,10 @@ class ActivityNote:
     error: str | None = None
     # What a key change changed: ``created:<key id>`` or ``revoked:<key id>``.
     target: str | None = None
+    # The agent's session an injection or an ask belongs to (the client's own id for it), and
+    # how many bytes of text reached the agent.
+    session: str | None = None
+    size: int | None = None
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""

@@ -369,8 +369,9 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
         detail["query"] = note.query[:MAX_QUERY_CHARS]
     if note.results:
         detail["results"] = [[r.id, r.rank, round(r.score, 6)] for r in note.results]
-    if note.target is not None:
-        detail["target"] = note.target
+    for name in ("target", "session", "size"):
+        if getattr(note, name) is not None:
+            detail[name] = getattr(note, name)
     return detail
 
 
@@ -387,5 +388,7 @@ def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
         results=tuple(Recalled(i, rank, score) for i, rank, score in detail.get("results", ())),
         error=row["error"],
         target=detail.get("target"),
+        session=detail.get("session"),
+        size=detail.get("size"),
     )
     return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)

@@ -202,7 +202,7 @@ async def test_each_http_configuration_reaches_a_team_server(
 
 
 def test_the_openclaw_skill_names_only_real_tools() -> None:
-    skill = (ROOT / "skills" / "lore" / "SKILL.md").read_text()
+    skill = (ROOT / "plugins" / "lore" / "skills" / "lore" / "SKILL.md").read_text()
     front = re.match(r"^---\n(.*?)\n---\n", skill, re.DOTALL)
     assert front, "SKILL.md needs YAML frontmatter"
     fields = dict(line.split(": ", 1) for line in front.group(1).splitlines())

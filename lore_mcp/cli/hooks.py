@@ -1,0 +1,314 @@
+"""``lore-memory hook EVENT``: the clients' command hooks, answering on stdout in their format.
+
+Each reads the client's hook input (JSON on stdin), asks Lore through the same service the
+``loop`` tools use (in this process on a local or Postgres store; over HTTP, as those tools, in
+remote mode), and prints the answer in Claude Code's format or, with ``--client cursor``,
+Cursor's. A hook never fails the client's turn: on any error it prints nothing, exits 0 and
+logs one line on stderr.
+
+The stop hook reads the transcript since its last check (``transcript.examine``), and asks once
+when it shows a struggle that no lesson was saved for; ``pre-compact`` keeps what it finds for
+the next stop, since a compacted session still learned it. What it read is kept as a line
+offset per session in the user's state directory; nothing of the transcript leaves the machine
+but a few words of what happened (a command's name), redacted as everything stored is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from lore_mcp.settings import Settings
+
+logger = logging.getLogger("lore_mcp.hooks")
+
+EVENTS = ("session-start", "prompt", "stop", "pre-compact")
+CLIENTS = ("claude-code", "cursor")
+# Session states older than this are removed as new ones are written.
+STATE_DAYS = 7
+
+
+@dataclass(frozen=True)
+class HookInput:
+    """What every client's hook input says, under one set of names."""
+
+    session: str
+    cwd: str | None = None
+    prompt: str = ""
+    transcript: str | None = None
+    stop_active: bool = False
+    source: str | None = None
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> HookInput:
+        roots = data.get("workspace_roots")
+        cwd = data.get("cwd") or (roots[0] if isinstance(roots, list) and roots else None)
+        session = data.get("session_id") or data.get("conversation_id") or ""
+        return cls(
+            session=str(session),
+            cwd=str(cwd) if cwd else None,
+            prompt=str(data.get("prompt") or ""),
+            transcript=data.get("transcript_path") or None,
+            # Claude Code says a stop hook already blocked this stop; Cursor counts its follow-ups.
+            stop_active=bool(data.get("stop_hook_active")) or int(data.get("loop_count") or 0) > 0,
+            source=data.get("source"),
+        )
+
+
+@dataclass
+class SessionState:
+    """What the stop hook keeps between checks of one session."""
+
+    offset: int = 0  # transcript lines already examined
+    pending: str | None = None  # a signal found before compaction, asked about at the next stop
+    skip: bool = False  # the person wrote #skip (Cursor's prompt hook sees prompts the stop hook cannot)
+    remember: bool = False
+    saved_at: float = field(default_factory=time.time)
+
+
+def state_dir() -> Path:
+    """Where session states are kept: ``$XDG_STATE_HOME/lore-memory/hooks`` or the platform's own."""
+    import platformdirs
+
+    return Path(platformdirs.user_state_dir("lore-memory", appauthor=False)) / "hooks"
+
+
+def _state_path(session: str) -> Path:
+    return state_dir() / (hashlib.sha256(session.encode()).hexdigest()[:32] + ".json")
+
+
+def load_state(session: str) -> SessionState:
+    try:
+        data = json.loads(_state_path(session).read_text(encoding="utf-8"))
+        return SessionState(**{k: v for k, v in data.items() if k in SessionState.__dataclass_fields__})
+    except (OSError, ValueError, TypeError):
+        return SessionState()
+
+
+def save_state(session: str, state: SessionState) -> None:
+    folder = state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    state.saved_at = time.time()
+    path = _state_path(session)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")
+    temporary.replace(path)
+    cutoff = time.time() - STATE_DAYS * 86_400
+    for old in folder.glob("*.json"):
+        try:
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+        except OSError:
+            continue
+
+
+def ask_text(signal: str, project: str | None) -> str:
+    """The one ask the agent gets: save what it learned, or say nothing is worth keeping."""
+    where = f', project "{project}"' if project else ""
+    return (
+        f"Lore: this session showed {signal}, and no lesson was saved for it. If you learned "
+        "something another agent should know next time, save it now with save_lesson (problem: "
+        f"the symptom as first seen; resolution: what fixed it and why{where}), one call per "
+        "lesson. If nothing is worth keeping, say so in one line and stop."
+    )
+
+
+Call = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout: IO[str]) -> int:
+    """One hook: its answer on ``stdout`` (nothing when there is none), always exit 0."""
+    try:
+        raw = stdin.read()
+        data = json.loads(raw) if raw.strip() else {}
+        if not isinstance(data, dict):
+            raise ValueError("the hook input is not a JSON object")
+        hook = HookInput.of(data)
+        if not hook.session:
+            raise ValueError("the hook input names no session (session_id or conversation_id)")
+        with _connection(settings) as call:
+            answer = _answer(event, client, hook, settings, call)
+    except Exception as exc:  # a hook never fails the client's turn
+        print(f"lore-memory hook {event}: answered nothing: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 0
+    if answer:
+        stdout.write(json.dumps(answer) + "\n")
+    return 0
+
+
+def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: Call) -> dict[str, Any]:
+    from lore_mcp.services.workdir import workdir_of
+
+    where = workdir_of(hook.cwd)
+    project = hook_project(settings, where.project)
+    scoped = {"project": project} if project else {}
+    if event == "session-start":
+        if not settings.loop_inject:
+            return {}
+        found = call(
+            "session_context",
+            {"session_id": hook.session, "repository": where.repository, "branch": where.branch, **scoped},
+        )
+        return _in_format(client, "SessionStart", found)
+    if event == "prompt":
+        _note_markers(hook)
+        if not settings.loop_inject or client == "cursor":
+            # Cursor's beforeSubmitPrompt cannot add context: it only lets the prompt through.
+            return {"continue": True} if client == "cursor" else {}
+        found = call("prompt_context", {"prompt": hook.prompt[:16_000], "session_id": hook.session, **scoped})
+        return _in_format(client, "UserPromptSubmit", found)
+    return _capture(event, client, hook, settings, call, project)
+
+
+def _capture(
+    event: str, client: str, hook: HookInput, settings: Settings, call: Call, project: str | None
+) -> dict[str, Any]:
+    """``stop`` and ``pre-compact``: examine the transcript since the last check; a stop asks."""
+    from lore_mcp.services.transcript import examine, read_lines
+
+    state = load_state(hook.session)
+    lines, total = read_lines(hook.transcript, state.offset) if hook.transcript else ([], state.offset)
+    finding = examine(lines)
+    state.offset = total
+    if hook.stop_active or not settings.loop_capture:
+        save_state(hook.session, _cleared(state))  # never twice in a row
+        return {}
+    signal = finding.signal or state.pending
+    skip, remember = finding.skip or state.skip, finding.remember or state.remember
+    if skip or finding.saved or not (signal or remember):
+        save_state(hook.session, _cleared(state))
+        return {}
+    if event == "pre-compact":
+        state.pending, state.remember = signal, remember
+        save_state(hook.session, state)
+        return {}
+    words = signal or "the person asked to remember it (#remember)"
+    decision = call(
+        "ask_to_save",
+        {
+            "session_id": hook.session,
+            "signal": words,
+            "remember": remember,
+            **({"project": project} if project else {}),
+        },
+    )
+    save_state(hook.session, _cleared(state))
+    if not decision.get("ask"):
+        return {}
+    reason = ask_text(str(decision.get("why") or words), project)
+    return {"followup_message": reason} if client == "cursor" else {"decision": "block", "reason": reason}
+
+
+def _cleared(state: SessionState) -> SessionState:
+    state.pending, state.skip, state.remember = None, False, False
+    return state
+
+
+def _note_markers(hook: HookInput) -> None:
+    """Keep the person's ``#skip`` / ``#remember`` for the stop hook (Cursor's stop hook may
+    have no transcript to find them in)."""
+    from lore_mcp.services.transcript import examine_prompt
+
+    skip, remember = examine_prompt(hook.prompt)
+    if skip or remember:
+        state = load_state(hook.session)
+        state.skip |= skip
+        state.remember |= remember
+        save_state(hook.session, state)
+
+
+def hook_project(settings: Settings, repository_project: str | None) -> str | None:
+    """The project the hooks name: ``LORE_PROJECT``, else with ``LORE_PROJECT_FROM_REPO`` the
+    repository's name, else none (the server's default, or a team key's own project). Remote
+    mode names LORE_PROJECT only: a team's projects are its keys'."""
+    if "project" in settings.model_fields_set:
+        return settings.project
+    if settings.project_from_repo and settings.store != "remote":
+        return repository_project
+    return None
+
+
+def _in_format(client: str, event: str, found: dict[str, Any]) -> dict[str, Any]:
+    """A ``loop`` tool's Claude Code answer in ``client``'s format."""
+    text = (found.get("hookSpecificOutput") or {}).get("additionalContext")
+    if not text:
+        return {}
+    if client == "cursor":
+        return {"additional_context": text}
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+
+
+class _connection:
+    """The ``loop`` calls: in this process on a local or Postgres store, over HTTP in remote mode."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._close: Callable[[], None] | None = None
+
+    def __enter__(self) -> Call:
+        if self.settings.store == "remote":
+            from lore_mcp.cli.hook_remote import remote_call
+
+            return remote_call(self.settings)
+        return self._local()
+
+    def _local(self) -> Call:
+        import anyio
+
+        from lore_mcp.app import loop_settings, open_app
+        from lore_mcp.services.loop import LoopService, hook_output
+        from lore_mcp.services.workdir import Workdir
+
+        app = open_app(self.settings)
+        self._close = app.close
+        loop = LoopService(app.lessons, loop_settings(self.settings))
+
+        async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
+            if name == "session_context":
+                where = Workdir(repository=args.get("repository"), branch=args.get("branch"))
+                found = await loop.session_context(
+                    session_id=args["session_id"],
+                    where=where,
+                    project=args.get("project"),
+                    client=CLIENT_NAME,
+                )
+                return hook_output("SessionStart", found)
+            if name == "prompt_context":
+                found = await loop.prompt_context(
+                    prompt=args["prompt"],
+                    session_id=args["session_id"],
+                    project=args.get("project"),
+                    client=CLIENT_NAME,
+                )
+                return hook_output("UserPromptSubmit", found)
+            decision = await loop.ask_to_save(
+                session_id=args["session_id"],
+                signal=args["signal"],
+                remember=bool(args.get("remember")),
+                project=args.get("project"),
+                client=CLIENT_NAME,
+            )
+            return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
+
+        return lambda name, args: anyio.run(run, name, args)
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._close is not None:
+            self._close()
+
+
+# The client name a command hook's activity entries carry.
+CLIENT_NAME = "lore-memory hook"
+
+
+def hook_env_client() -> str:
+    """The client a hook answers for when ``--client`` is not given: Cursor sets CURSOR_VERSION."""
+    return "cursor" if os.environ.get("CURSOR_VERSION") else "claude-code"

@@ -1,0 +1,181 @@
+"""``lore-memory hooks install|uninstall CLIENT``: Lore's hooks in a client's settings, and out again.
+
+Installing merges Lore's entries into the client's file and touches nothing else: other hooks,
+other settings and their order stay. Installing twice changes nothing more. Uninstalling removes
+exactly Lore's entries (found by their command, ``… hook <event>``); when nothing else in the
+file changed meanwhile, the file comes back byte for byte as it was before the install (its
+bytes are kept beside it, ``<file>.lore-backup``), and otherwise as its JSON minus Lore's part.
+
+Claude Code: ``~/.claude/settings.json`` (``--project``: ``.claude/settings.json``), command
+hooks for SessionStart, UserPromptSubmit, Stop and PreCompact. Cursor: ``~/.cursor/hooks.json``
+(``--project``: ``.cursor/hooks.json``), sessionStart, beforeSubmitPrompt, stop and preCompact.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+from pathlib import Path
+from typing import Any
+
+# Each client's events, and the ``lore-memory hook`` event each runs.
+EVENTS = {
+    "claude-code": {
+        "SessionStart": "session-start",
+        "UserPromptSubmit": "prompt",
+        "Stop": "stop",
+        "PreCompact": "pre-compact",
+    },
+    "cursor": {
+        "sessionStart": "session-start",
+        "beforeSubmitPrompt": "prompt",
+        "stop": "stop",
+        "preCompact": "pre-compact",
+    },
+}
+# Seconds a client waits for a hook (Claude Code's `timeout`); Lore's answer well within it.
+TIMEOUT_S = 10
+_OURS = re.compile(r"lore-memory(\.exe)?['\"]? hook (session-start|prompt|stop|pre-compact)\b")
+
+
+def settings_file(client: str, *, project: bool, home: Path | None = None, cwd: Path | None = None) -> Path:
+    """The file ``client`` reads its hooks from, for the user or (``project``) this project."""
+    folder = ".claude" if client == "claude-code" else ".cursor"
+    name = "settings.json" if client == "claude-code" else "hooks.json"
+    base = (cwd or Path.cwd()) if project else (home or Path.home())
+    return base / folder / name
+
+
+def hook_command(event: str, client: str, program: str | None = None) -> str:
+    """The command a client runs for ``event``: this install's ``lore-memory`` when on PATH, else
+    uvx (which starts the published package)."""
+    found = program or shutil.which("lore-memory")
+    base = shlex.quote(found) if found else "uvx --from lore-memory-mcp lore-memory"
+    return f"{base} hook {event}" + (" --client cursor" if client == "cursor" else "")
+
+
+def is_ours(entry: object) -> bool:
+    return (
+        isinstance(entry, dict)
+        and isinstance(entry.get("command"), str)
+        and bool(_OURS.search(entry["command"]))
+    )
+
+
+def install(path: Path, client: str, program: str | None = None) -> bool:
+    """Merge Lore's hooks into ``path``; whether the file changed."""
+    before = path.read_bytes() if path.exists() else None
+    data = _load(before)
+    wanted = _without_ours(data, client)
+    hooks = wanted.setdefault("hooks", {})
+    if client == "cursor":
+        wanted.setdefault("version", 1)
+    for client_event, event in EVENTS[client].items():
+        command = hook_command(event, client, program)
+        if client == "cursor":
+            hooks.setdefault(client_event, []).append({"command": command})
+        else:
+            handler = {"type": "command", "command": command, "timeout": TIMEOUT_S}
+            hooks.setdefault(client_event, []).append({"hooks": [handler]})
+    if data == wanted:
+        return False
+    backup = _backup(path)
+    if not backup.exists():  # the file as it was before Lore's first install
+        backup.write_bytes(before if before is not None else b"")
+    _write(path, wanted, before)
+    return True
+
+
+def uninstall(path: Path, client: str) -> bool:
+    """Remove Lore's hooks from ``path``; whether the file changed."""
+    if not path.exists():
+        return False
+    current = path.read_bytes()
+    data = _load(current)
+    cleaned = _without_ours(data, client)
+    backup = _backup(path)
+    if cleaned == data:
+        backup.unlink(missing_ok=True)
+        return False
+    original = backup.read_bytes() if backup.exists() else None
+    if original is not None and _load(original) == cleaned:
+        if original:
+            path.write_bytes(original)
+        else:
+            path.unlink()  # the install made the file: uninstalling removes it
+    else:
+        _write(path, cleaned, current)
+    backup.unlink(missing_ok=True)
+    return True
+
+
+def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
+    """``data`` without Lore's handlers, and without the groups and events they alone filled."""
+    copy = json.loads(json.dumps(data))
+    hooks = copy.get("hooks")
+    if not isinstance(hooks, dict):
+        return copy
+    for event in list(hooks):
+        entries = hooks[event]
+        if not isinstance(entries, list):
+            continue
+        kept = []
+        for entry in entries:
+            if is_ours(entry):
+                continue
+            inner = entry.get("hooks") if isinstance(entry, dict) else None
+            if isinstance(inner, list) and inner and all(is_ours(h) for h in inner):
+                continue
+            if isinstance(inner, list):
+                entry = {**entry, "hooks": [h for h in inner if not is_ours(h)]}
+            kept.append(entry)
+        if kept or len(kept) == len(entries):
+            hooks[event] = kept
+        else:
+            del hooks[event]
+    if not hooks and "hooks" in copy and not _had_hooks(data):
+        del copy["hooks"]
+    return copy
+
+
+def _had_hooks(data: dict[str, Any]) -> bool:
+    """Whether ``data`` holds hooks of anyone but Lore."""
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    for entries in hooks.values():
+        for entry in entries if isinstance(entries, list) else []:
+            inner = entry.get("hooks") if isinstance(entry, dict) else None
+            if not is_ours(entry) and not (
+                isinstance(inner, list) and inner and all(is_ours(h) for h in inner)
+            ):
+                return True
+    return False
+
+
+def _load(raw: bytes | None) -> dict[str, Any]:
+    if not raw or not raw.strip():
+        return {}
+    data = json.loads(raw.decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError("the settings file does not hold a JSON object")
+    return data
+
+
+def _write(path: Path, data: dict[str, Any], like: bytes | None) -> None:
+    """Write ``data`` indented as the file was (two spaces when new), atomically."""
+    indent = 2
+    if like:
+        match = re.search(rb"\n([ \t]+)\S", like)
+        if match:
+            indent = len(match.group(1).expandtabs(4))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".lore-tmp")
+    temporary.write_text(json.dumps(data, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")
+    temporary.replace(path)
+
+
+def _backup(path: Path) -> Path:
+    return path.with_name(path.name + ".lore-backup")

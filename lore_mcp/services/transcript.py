@@ -1,0 +1,222 @@
+"""Whether a stretch of an agent's transcript taught something: read by the stop hook, never stored.
+
+The signals are the ones a person would see in the session, with no model to ask:
+
+- a failing step that later succeeded: a command (its program and first argument) or tool
+  that failed, then ran again and passed;
+- the person correcting the agent ("no, …", "that's wrong", "instead …") after it acted;
+- a long struggle: many failed steps in one stretch, fixed or not.
+
+And the facts that silence or force an ask: the agent already called ``save_lesson`` in the
+stretch, the person wrote ``#skip`` (never ask) or ``#remember`` (always ask).
+
+The transcript is Claude Code's JSON Lines (``type`` user/assistant, ``message.content`` text or
+blocks: ``tool_use``, ``tool_result`` with ``is_error``); Cursor's carries the same roles and
+blocks. Lines that are not JSON, or of another shape, are skipped: a hook never fails on them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+# Failed steps in one stretch that make a long struggle even when nothing passed afterwards.
+STRUGGLE_FAILURES = 4
+# What a failed command's output says when the client did not mark it as an error.
+_FAILED_OUTPUT = re.compile(r"^(Exit code [1-9]\d*|Error:|error:|Traceback \(most recent call last\))", re.M)
+# A person correcting the agent: at the start of the prompt, or a plain "that's wrong".
+_CORRECTION = re.compile(
+    r"^\s*(no\b|nope\b|wrong\b|stop\b|don'?t\b|do not\b|not like that|that'?s not|that is not|"
+    r"that didn'?t|that did not|you broke|it'?s still|still (fails|failing|broken|wrong)|instead\b|"
+    r"actually,|revert\b|undo\b)"
+    r"|\b(that'?s wrong|that is wrong|not what i (asked|meant|wanted)|you should have|i said)\b",
+    re.I,
+)
+_SKIP = re.compile(r"(?<!\S)#skip\b", re.I)
+_REMEMBER = re.compile(r"(?<!\S)#remember\b", re.I)
+
+
+@dataclass(frozen=True)
+class Step:
+    """One tool call and how it ended: ``family`` names what ran (``pytest``, ``npm test``, a
+    tool's name), so a later success of the same family is the fix of an earlier failure."""
+
+    tool: str
+    family: str
+    failed: bool
+    command: bool = False
+
+
+@dataclass
+class Finding:
+    """What a stretch of transcript shows (``signal``: why to ask, in a few words, or None)."""
+
+    signal: str | None = None
+    saved: bool = False
+    skip: bool = False
+    remember: bool = False
+    lines: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def should_ask(self) -> bool:
+        """Ask unless the person said ``#skip`` or a lesson was saved; ``#remember`` asks even
+        without a signal."""
+        if self.skip or self.saved:
+            return False
+        return self.remember or self.signal is not None
+
+
+def read_lines(path: str, start: int) -> tuple[list[str], int]:
+    """The transcript's lines from line ``start`` on, and its line count (0 when unreadable)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return [], 0
+    if start > len(lines):  # a new or rewritten transcript: read it whole
+        start = 0
+    return lines[start:], len(lines)
+
+
+def entries(lines: Iterable[str]) -> Iterator[dict[str, Any]]:
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(entry, dict):
+            yield entry
+
+
+def examine(lines: Iterable[str]) -> Finding:
+    """The signals of one stretch of transcript (the lines since the last check)."""
+    finding = Finding()
+    calls: dict[str, tuple[str, str | None]] = {}  # tool_use id -> (tool, command family)
+    steps: list[Step] = []
+    acted = corrected = False
+    for entry in entries(lines):
+        finding.lines += 1
+        for kind, block in _blocks(entry):
+            if kind == "prompt":
+                text = str(block)
+                finding.skip |= bool(_SKIP.search(text))
+                finding.remember |= bool(_REMEMBER.search(text))
+                corrected |= acted and bool(_CORRECTION.search(text))
+            elif kind == "tool_use":
+                name = str(block.get("name", ""))
+                finding.saved |= name.endswith("save_lesson")
+                calls[str(block.get("id", ""))] = (name, _family(name, block.get("input")))
+                acted = True
+            elif kind == "tool_result":
+                tool, family = calls.get(str(block.get("tool_use_id", "")), ("", None))
+                steps.append(Step(tool, family or tool, _failed(block), command=family is not None))
+    finding.failures = [s.family for s in steps if s.failed and s.command]
+    finding.signal = _signal(steps, corrected)
+    return finding
+
+
+def _signal(steps: list[Step], corrected: bool) -> str | None:
+    failed_families: dict[str, int] = {}
+    fixed: list[str] = []
+    # Only commands count: a file edit that missed its text and then matched taught nothing.
+    for step in (s for s in steps if s.command):
+        if step.failed:
+            failed_families[step.family] = failed_families.get(step.family, 0) + 1
+        elif step.family in failed_families and step.family not in fixed:
+            fixed.append(step.family)
+    failures = sum(failed_families.values())
+    if fixed:
+        return f"`{fixed[0]}` failed {failed_families[fixed[0]]} time(s), then passed"
+    if corrected:
+        return "the person corrected the agent"
+    if failures >= STRUGGLE_FAILURES:
+        return f"a long struggle ({failures} failed steps)"
+    return None
+
+
+def _blocks(entry: dict[str, Any]) -> Iterator[tuple[str, Any]]:
+    """(kind, block) of an entry: the person's ``prompt`` text, ``tool_use`` and ``tool_result``."""
+    if entry.get("isMeta") or entry.get("isCompactSummary"):
+        return
+    message = entry.get("message")
+    if not isinstance(message, dict):
+        return
+    role = message.get("role") or entry.get("type")
+    content = message.get("content")
+    if role == "user" and isinstance(content, str):
+        if not content.lstrip().startswith("<"):  # slash commands and hook output come tagged
+            yield "prompt", content
+        return
+    if not isinstance(content, list):
+        return
+    texts = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("tool_use", "tool_result"):
+            yield kind, block
+        elif kind == "text" and role == "user":
+            texts.append(str(block.get("text", "")))
+    if texts and not any(b.get("type") == "tool_result" for b in content if isinstance(b, dict)):
+        text = "\n".join(texts)
+        if not text.lstrip().startswith("<"):
+            yield "prompt", text
+
+
+def _failed(block: dict[str, Any]) -> bool:
+    if block.get("is_error"):
+        return True
+    content = block.get("content")
+    if isinstance(content, list):
+        content = "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+    return isinstance(content, str) and bool(_FAILED_OUTPUT.search(content[:2000]))
+
+
+def _family(tool: str, arguments: object) -> str | None:
+    """What a shell command ran, coarsely: its program and, for runners, the first argument that
+    is no flag (``pytest``; ``npm test``; ``python -m pytest`` gives ``python pytest``). None
+    for a call that ran no command."""
+    command = arguments.get("command") if isinstance(arguments, dict) else None
+    if not isinstance(command, str) or not command.strip():
+        return None
+    try:
+        words = shlex.split(command.split("&&")[-1].split("|")[0])
+    except ValueError:
+        words = command.split()
+    words = [w for w in words if "=" not in w.split("/")[0] or w.startswith("-")]  # no VAR=value
+    plain = [w for w in words if not w.startswith("-")]
+    if not plain:
+        return None
+    program = plain[0].rsplit("/", 1)[-1]
+    return f"{program} {plain[1]}" if len(plain) > 1 and program in _RUNNERS else program
+
+
+# Programs whose first argument says what ran (``npm test`` and ``npm run build`` differ).
+_RUNNERS = frozenset(
+    {
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "python",
+        "python3",
+        "uv",
+        "cargo",
+        "go",
+        "make",
+        "git",
+        "docker",
+        "poetry",
+    }
+)
+
+
+def examine_prompt(prompt: str) -> tuple[bool, bool]:
+    """Whether one prompt says ``#skip`` and whether it says ``#remember``."""
+    return bool(_SKIP.search(prompt)), bool(_REMEMBER.search(prompt))

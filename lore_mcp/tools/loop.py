@@ -1,0 +1,82 @@
+"""The agent-loop tools: what the clients' hooks call so memory reaches agents unasked.
+
+Each answers in the hook output of Claude Code (``hookSpecificOutput.additionalContext``), so a
+Claude Code ``mcp_tool`` hook injects its text with no process started per prompt; the
+``lore-memory hook`` commands call the same service and answer in each client's format.
+Nothing is given when nothing fits: the answer is then ``{}``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from lore_mcp.services.loop import hook_output
+from lore_mcp.services.workdir import Workdir
+from lore_mcp.tools.arguments import Project, Text
+from lore_mcp.tools.context import call_of
+
+SessionId = Annotated[str, Field(min_length=1, max_length=200, description="The client's id of the session.")]
+Name = Annotated[str | None, Field(max_length=200)]
+
+
+async def session_context(
+    ctx: Context,
+    session_id: SessionId,
+    repository: Annotated[Name, Field(description="The repository's name, if the session is in one.")] = None,
+    branch: Annotated[Name, Field(description="Its checked-out branch.")] = None,
+    project: Project = None,
+) -> dict[str, Any]:
+    """For hooks at session start: the project's best lessons and those about the repository and
+    branch, within the server's budget, as a Claude Code hook answer."""
+    call = call_of(ctx)
+    injection = await call.services.loop.session_context(
+        session_id=session_id,
+        where=Workdir(repository=repository, branch=branch),
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )
+    return hook_output("SessionStart", injection)
+
+
+async def prompt_context(
+    ctx: Context,
+    prompt: Annotated[Text, Field(description="The person's prompt, as the hook received it.")],
+    session_id: SessionId,
+    project: Project = None,
+) -> dict[str, Any]:
+    """For hooks on each prompt: lessons that clearly match it and were not given earlier in the
+    session, as a Claude Code hook answer; {} when none does."""
+    call = call_of(ctx)
+    injection = await call.services.loop.prompt_context(
+        prompt=prompt, session_id=session_id, project=project, caller=call.caller, client=call.client
+    )
+    return hook_output("UserPromptSubmit", injection)
+
+
+async def ask_to_save(
+    ctx: Context,
+    session_id: SessionId,
+    signal: Annotated[
+        str, Field(min_length=1, max_length=500, description="What the hook saw, in a few words.")
+    ],
+    remember: Annotated[
+        bool, Field(description="The person wrote #remember: ask whatever the hour's count.")
+    ] = False,
+    project: Project = None,
+) -> dict[str, Any]:
+    """For stop hooks: whether to ask the agent to save what the session learned (the server's
+    settings and this hour's asks decide); records the ask in the activity log."""
+    call = call_of(ctx)
+    decision = await call.services.loop.ask_to_save(
+        session_id=session_id,
+        signal=signal,
+        remember=remember,
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )
+    return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
