@@ -82,6 +82,7 @@ def install(path: Path, client: str, program: str | None = None) -> bool:
     if data == wanted:
         return False
     backup = _backup(path)
+    path.parent.mkdir(parents=True, exist_ok=True)  # a project's .claude may not be there yet
     if not backup.exists():  # the file as it was before Lore's first install
         backup.write_bytes(before if before is not None else b"")
     _write(path, wanted, before)

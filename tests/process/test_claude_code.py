@@ -342,3 +342,33 @@ def test_a_hook_that_cannot_run_never_keeps_the_agent_going(workspace: Workspace
     run = workspace.run("Make `python3 check.py` pass.", STRUGGLE, LORE_LOOP_ASKS_PER_HOUR="many")
     assert not any("Stop hook feedback" in s for s in run.model.seen())
     assert len(run.model.messages()) == 3 and run.result["result"] == "The check passes now."
+
+
+def test_hooks_installed_by_the_cli_reach_the_model(workspace: Workspace) -> None:
+    # `lore-memory hooks install claude-code --project` in a repository with no .claude yet: its
+    # command hooks (no plugin) give the session's lessons and the prompt's.
+    workspace.seed(CONFIDENT, confidence=0.9)
+    [webhook] = workspace.seed([WEBHOOK])
+    lore = lore_bin() / "lore-memory"
+    env = workspace.env(workspace.root)
+    done = subprocess.run(
+        [str(lore), "hooks", "install", "claude-code", "--project"],
+        cwd=workspace.repo,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    project = {"LORE_PROJECT_FROM_REPO": "true"}  # what the plugin's launcher sets
+    run = workspace.run(
+        "The Stripe webhook signature verification fails behind our nginx. Why?", plugin_dir=False, **project
+    )
+    assert f"repository {REPOSITORY}" in run.context(SESSION_CONTEXT)
+    assert f"[{webhook}] {WEBHOOK[0]}" in run.context(PROMPT_CONTEXT)
+    # A setting Lore refuses: the installed stop hook fails quietly, never blocking the stop.
+    (workspace.repo / "check.py").write_text(CHECK)
+    run = workspace.run(
+        "Make `python3 check.py` pass.", STRUGGLE, plugin_dir=False, LORE_LOOP_ASKS_PER_HOUR="many"
+    )
+    assert not any("Stop hook feedback" in s for s in run.model.seen())
+    assert len(run.model.messages()) == 3
