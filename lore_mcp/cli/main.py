@@ -317,7 +317,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             f"lore-memory: VALIDATION_ERROR: invalid configuration: {configuration_problem(exc)}.",
             file=sys.stderr,
         )
-        return 2
+        # A client reads a hook's status 2 as "block": the prompt refused, the agent kept from stopping.
+        return 0 if args.command == "hook" else 2
     # Each command's module is imported only when it runs: `--help` and `keys list` stay quick.
     if args.command == "mcp":
         from lore_mcp.cli.serve import serve, serve_http
