@@ -134,7 +134,7 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
         hook = HookInput.of(data)
         if not hook.session:
             raise ValueError("the hook input names no session (session_id or conversation_id)")
-        with _connection(settings) as call:
+        with _connection(settings, warm=_needs_model(event, hook)) as call:
             answer = _answer(event, client, hook, settings, call)
     except Exception as exc:  # a hook never fails the client's turn
         print(f"lore-memory hook {event}: answered nothing: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -142,6 +142,17 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
     if answer:
         stdout.write(json.dumps(answer) + "\n")
     return 0
+
+
+def _needs_model(event: str, hook: HookInput) -> bool:
+    """Whether the hook will embed text: a prompt does; a session start on a topic branch does."""
+    if event == "prompt":
+        return True
+    if event != "session-start":
+        return False
+    from lore_mcp.services.workdir import workdir_of
+
+    return bool(workdir_of(hook.cwd).topic)
 
 
 def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: Call) -> dict[str, Any]:
@@ -249,8 +260,9 @@ def _in_format(client: str, event: str, found: dict[str, Any]) -> dict[str, Any]
 class _connection:
     """The ``loop`` calls: in this process on a local or Postgres store, over HTTP in remote mode."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, warm: bool = False) -> None:
         self.settings = settings
+        self.warm = warm
         self._close: Callable[[], None] | None = None
 
     def __enter__(self) -> Call:
@@ -269,6 +281,8 @@ class _connection:
 
         app = open_app(self.settings)
         self._close = app.close
+        if self.warm:  # the model loads while the store answers what needs no vector
+            app.embedder.start()
         loop = LoopService(app.lessons, loop_settings(self.settings))
 
         async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -117,7 +117,9 @@ class LoopService:
         if where.topic:  # the branch names the work: its best lessons first, whatever their score
             _, hits = await self.lessons.search(scope, where.topic, limit=TOPIC_LESSONS)
             chosen += [(h.lesson, h.score) for h in hits if h.score > 0]
-        elif where.name_words:  # a repository's name matches only lessons that clearly name it
+        elif where.name_words and where.project != scope.project:
+            # In a project of its own, every lesson is about the repository: only a shared project
+            # has lessons that name it, and those must clearly match.
             _, hits = await self.lessons.search(scope, where.name_words, limit=TOPIC_LESSONS)
             chosen += [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
         page = await anyio.to_thread.run_sync(self.lessons.store.list, scope, (), MAX_LIST_LIMIT, None)
