@@ -7,6 +7,8 @@ The signals are the ones a person would see in the session, with no model to ask
 - the person correcting the agent ("no, …", "that's wrong", "instead …") after it acted;
 - a long struggle: many failed steps in one stretch, fixed or not.
 
+A failure the person asked for ("write a failing test first") is the plan, not a struggle.
+
 And the facts that silence or force an ask: the agent already called ``save_lesson`` in the
 stretch, the person wrote ``#skip`` (never ask) or ``#remember`` (always ask).
 
@@ -40,6 +42,11 @@ _CORRECTION = re.compile(
 _NOT_CORRECTION = re.compile(r"^\s*no (problem|worries|thanks|need|rush)\b", re.I)
 # Programs whose exit status 1 answers a question ("no match", "differs") rather than failing.
 _ANSWERING = frozenset({"grep", "rg", "egrep", "fgrep", "test", "[", "diff", "cmp", "find", "git diff"})
+# The person asked for a failure first (test-driven work): a test that fails and then passes is
+# the plan, not a struggle.
+_EXPECTED_FAILURE = re.compile(
+    r"\b(failing tests?|tests? (first|that fails?)|test[- ]first|tdd|red[- ]green|should fail first)\b", re.I
+)
 _SKIP = re.compile(r"(?<!\S)#skip\b", re.I)
 _REMEMBER = re.compile(r"(?<!\S)#remember\b", re.I)
 
@@ -102,7 +109,7 @@ def examine(lines: Iterable[str]) -> Finding:
     finding = Finding()
     calls: dict[str, tuple[str, str | None]] = {}  # tool_use id -> (tool, command family)
     steps: list[Step] = []
-    acted = corrected = False
+    acted = corrected = expected = False
     for entry in entries(lines):
         finding.lines += 1
         for kind, block in _blocks(entry):
@@ -110,6 +117,7 @@ def examine(lines: Iterable[str]) -> Finding:
                 text = str(block)
                 finding.skip |= bool(_SKIP.search(text))
                 finding.remember |= bool(_REMEMBER.search(text))
+                expected |= bool(_EXPECTED_FAILURE.search(text))
                 corrected |= acted and bool(_CORRECTION.search(text)) and not _NOT_CORRECTION.search(text)
             elif kind == "tool_use":
                 name = str(block.get("name", ""))
@@ -121,11 +129,11 @@ def examine(lines: Iterable[str]) -> Finding:
                 failed = _failed(block) and family not in _ANSWERING
                 steps.append(Step(tool, family or tool, failed, command=family is not None))
     finding.failures = [s.family for s in steps if s.failed and s.command]
-    finding.signal = _signal(steps, corrected)
+    finding.signal = _signal(steps, corrected, expected)
     return finding
 
 
-def _signal(steps: list[Step], corrected: bool) -> str | None:
+def _signal(steps: list[Step], corrected: bool, expected: bool = False) -> str | None:
     failed_families: dict[str, int] = {}
     fixed: list[str] = []
     # Only commands count: a file edit that missed its text and then matched taught nothing.
@@ -135,7 +143,7 @@ def _signal(steps: list[Step], corrected: bool) -> str | None:
         elif step.family in failed_families and step.family not in fixed:
             fixed.append(step.family)
     failures = sum(failed_families.values())
-    if fixed:
+    if fixed and not expected:
         return f"`{fixed[0]}` failed {failed_families[fixed[0]]} time(s), then passed"
     if corrected:
         return "the person corrected the agent"

@@ -124,3 +124,12 @@ def test_lines_that_are_not_entries_are_skipped(tmp_path: Any) -> None:
     later, _ = read_lines(str(path), 5)
     assert examine(later).signal is None, "only what came after the last check counts"
     assert read_lines(str(tmp_path / "missing.jsonl"), 0) == ([], 0)
+
+
+def test_a_failure_the_person_asked_for_is_the_plan() -> None:
+    t = Transcript().prompt("Write a failing test for the parser first, then make it pass")
+    t.run("pytest tests/test_parser.py", failed=True).edit().run("pytest tests/test_parser.py", failed=False)
+    assert not examine(t.lines).should_ask
+    for _ in range(4):
+        t.run("pytest", failed=True)
+    assert examine(t.lines).signal == "a long struggle (5 failed steps)", "a real struggle still counts"
