@@ -108,6 +108,7 @@ async def tour(t: Tour) -> None:
     await table_tools(t)
     await admin_tools(t)
     await activity_tools(t, lesson_id)
+    await loop_tools(t, lesson_id)
     await resources(t, lesson_id)
     await prompts(t)
     assert await refused(t.client, "save_lesson", problem="", resolution="x")
@@ -197,6 +198,14 @@ async def activity_tools(t: Tour, lesson_id: str) -> None:
     """The activity group: this run's lesson has its save, recall, votes and update logged."""
     entries = (await t.call("recent_activity", lesson_id=lesson_id, limit=100))["entries"]
     assert {e["kind"] for e in entries} >= {"save", "recall", "vote", "update"}, entries
+
+
+async def loop_tools(t: Tour, lesson_id: str) -> None:
+    """One tool of the loop group: a session's start gives this run's lesson, in Claude Code's
+    hook answer."""
+    answer = await t.call("session_context", session_id=f"tour-{t.era}")
+    assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    assert lesson_id in answer["hookSpecificOutput"]["additionalContext"]
 
 
 async def resources(t: Tour, lesson_id: str) -> None:
