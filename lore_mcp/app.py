@@ -249,11 +249,18 @@ class App:
         total = max(1, self.settings.pool_size - 2) if self.settings.store == "postgres" else 2
         return HeavyGate(total, per_org=max(1, min(total - 1, (os.cpu_count() or 2) // 2)))
 
-    def team_server(self, *, issuer_url: str | None, log_level: LogLevel = "WARNING") -> LoreServer:
+    def team_server(
+        self,
+        *,
+        issuer_url: str | None,
+        log_level: LogLevel = "WARNING",
+        people_keys: frozenset[str] = frozenset(),
+    ) -> LoreServer:
         """The server for streamable HTTP: API keys and OAuth tokens checked on every request,
         with ``issuer_url`` the server's public URL (``LORE_PUBLIC_URL``, or where it binds);
         OAuth is on where that URL can be an issuer (``oauth.routes.oauth_possible``).
-        None serves without authentication (``--dev-no-auth``)."""
+        None serves without authentication (``--dev-no-auth``). ``people_keys``: ids of keys
+        only a person's page holds (``lore-memory ui``'s)."""
         if issuer_url is None:
             return self.server(with_keys=True, log_level=log_level, shared=True)
         from lore_mcp.transport.oauth.routes import team_auth
@@ -264,6 +271,7 @@ class App:
             call_counts=self.store.call_counts,
             registration=self.settings.oauth_registration,
         )
+        verifier.api_keys.people = people_keys
         return self.server(
             with_keys=True, log_level=log_level, shared=True, token_verifier=verifier, auth=auth
         )

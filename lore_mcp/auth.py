@@ -77,10 +77,15 @@ class Caller:
     name: str
     project: str | None  # None: every project of the org
     root: bool
+    # A person on Lore's page, as the server knows from the credential (never from a name the
+    # client gives): a token of the page's own OAuth client, or the ``lore-memory ui`` run's key.
+    person: bool = False
 
     @classmethod
-    def of(cls, key: ApiKey) -> Caller:
-        return cls(key_id=key.id, org=key.org, name=key.name, project=key.project, root=key.root)
+    def of(cls, key: ApiKey, *, person: bool = False) -> Caller:
+        return cls(
+            key_id=key.id, org=key.org, name=key.name, project=key.project, root=key.root, person=person
+        )
 
     @property
     def actor(self) -> str:

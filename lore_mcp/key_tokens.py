@@ -53,6 +53,9 @@ class ApiKeyVerifier:
         self.lookup_timeout_s = lookup_timeout_s
         self._touched: dict[str, float] = {}
         self._refused: collections.OrderedDict[str, float] = collections.OrderedDict()
+        # Ids of keys a person's page holds (``lore-memory ui``'s key for its run): their
+        # callers are people (``Caller.person``), known from the key, never from a client's name.
+        self.people: frozenset[str] = frozenset()
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not KEY_PATTERN.fullmatch(token):
@@ -65,7 +68,7 @@ class ApiKeyVerifier:
             self._remember_refused(digest)
             return None
         await self._touch(key)
-        caller = Caller.of(key)
+        caller = Caller.of(key, person=key.id in self.people)
         return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
 
     async def bounded(self, lookup: Any, *args: Any) -> Any:

@@ -88,6 +88,15 @@ class Store(LessonStore, Protocol):
         """For each lesson, how often and when last the kept log's recalls returned it."""
         ...
 
+    def duplicate_pairs(self, scope: Scope, threshold: float) -> list[tuple[str, str, float]]:
+        """Pairs of live lessons with cosine similarity >= ``threshold``, most similar first, but
+        pairs kept apart (``stores.engine.curation``)."""
+        ...
+
+    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
+        """Remember that the live lessons ``a`` and ``b`` stay two; idempotent."""
+        ...
+
     def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
         """Live lessons created before ``before`` that no recall in the kept log returned."""
         ...

@@ -99,7 +99,7 @@ def _serve(
     from lore_mcp.transport import http
 
     base = f"http://{HOST}:{listening.getsockname()[1]}"
-    server = app.team_server(issuer_url=base, log_level=log_level)
+    server = app.team_server(issuer_url=base, log_level=log_level, people_keys=frozenset({key.id}))
     url = f"{base}/ui/#key={key.key}"
     print(f"lore-memory: the page for people is at {url}\nlore-memory: Ctrl-C stops it.", flush=True)
     if open_browser:

@@ -44,6 +44,7 @@ class ActivityService:
         lesson_id: str | None = None,
         key_id: str | None = None,
         client_name: str | None = None,
+        agents_only: bool = False,
         stale_days: float | None = None,
         limit: int = 20,
         cursor: str | None = None,
@@ -69,6 +70,7 @@ class ActivityService:
             lesson_id=check_id(lesson_id) if lesson_id is not None else None,
             key_id=key_id,
             client=client_name,
+            agents_only=agents_only,
             limit=limit,
             cursor=cursor,
         )

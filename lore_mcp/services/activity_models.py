@@ -58,6 +58,11 @@ class ActivityEntryOut(BaseModel):
     bytes: int | None = Field(
         default=None, description="Bytes of text an injection or an ask gave the agent."
     )
+    person: bool = Field(
+        default=False,
+        description="A person on Lore's page made the call (known from its credential, not a name); "
+        "such a recall counts as no agent's recall.",
+    )
 
     @classmethod
     def of(cls, entry: ActivityEntry) -> ActivityEntryOut:
@@ -77,6 +82,7 @@ class ActivityEntryOut(BaseModel):
             target=note.target,
             session=note.session,
             bytes=note.size,
+            person=note.person,
         )
 
 

@@ -42,7 +42,8 @@ def clean_client(name: str | None) -> str | None:
 def note(kind: str, caller: Caller | None, client: str | None, **fields: object) -> ActivityNote:
     """What a call of ``kind`` records of its caller (the key's id; none over stdio) and client."""
     key_id = caller.key_id if caller is not None else None
-    return ActivityNote(kind=kind, key_id=key_id, client=clean_client(client), **fields)  # type: ignore[arg-type]
+    person = caller is not None and caller.person
+    return ActivityNote(kind=kind, key_id=key_id, client=clean_client(client), person=person, **fields)  # type: ignore[arg-type]
 
 
 def error_code(exc: BaseException) -> str:

@@ -8,6 +8,7 @@ revert) either lands whole with its commit or not at all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -220,6 +221,10 @@ def _recorded(fn: Callable[[ProjectTx], T], recorded: ActivityNote) -> Callable[
     return work
 
 
+# A commit named by its number in the project, as history and the page show it.
+COMMIT_SEQ = re.compile(r"#?[0-9]{1,12}")
+
+
 def history_target(target: str | None) -> str | None:
     """A lesson id or a table name, as the commit target it stands for."""
     if target is None:
@@ -232,9 +237,10 @@ def history_target(target: str | None) -> str | None:
 
 
 def check_commit_id(commit_id: str) -> None:
-    if not ULID_PATTERN.fullmatch(commit_id):
+    if not (ULID_PATTERN.fullmatch(commit_id) or COMMIT_SEQ.fullmatch(commit_id)):
         raise InvalidArgument(
-            f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history."
+            f"{commit_id[:80]!r} is not a commit id: ids are 26-character ULIDs from history, "
+            "or a commit's number as #12."
         )
 
 

@@ -32,6 +32,10 @@ async def recent_activity(
     client_name: Annotated[
         str | None, Field(max_length=100, description="Only calls from the client of this name.")
     ] = None,
+    agents_only: Annotated[
+        bool,
+        Field(description="Leave out what people did on Lore's page (told apart by their credential)."),
+    ] = False,
     stale_days: Annotated[
         float | None,
         Field(
@@ -57,6 +61,7 @@ async def recent_activity(
         lesson_id=lesson_id,
         key_id=key_id,
         client_name=client_name,
+        agents_only=agents_only,
         stale_days=stale_days,
         limit=limit,
         cursor=cursor,

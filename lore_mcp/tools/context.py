@@ -17,6 +17,7 @@ from mcp.server.mcpserver import Context
 from lore_mcp.auth import Caller, Forbidden
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.services.activity import ActivityService
+from lore_mcp.services.curation import CurationService
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.loop import LoopService, LoopSettings
@@ -40,6 +41,11 @@ class Services:
     def activity(self) -> ActivityService:
         """Reading the activity log (no state of its own: it reads through ``lessons``' store)."""
         return ActivityService(self.lessons)
+
+    @property
+    def curation(self) -> CurationService:
+        """Near-duplicates, pairs kept apart and merges (no state of its own)."""
+        return CurationService(self.lessons)
 
     @property
     def loop(self) -> LoopService:

@@ -15,6 +15,7 @@ from typing import Any
 from mcp_types import ToolAnnotations
 
 from lore_mcp.tools.activity import recent_activity
+from lore_mcp.tools.curation import find_duplicates, keep_both, merge_lessons
 from lore_mcp.tools.history import get_commit, history, revert_commit
 from lore_mcp.tools.keys import create_key, list_keys, revoke_key
 from lore_mcp.tools.lessons import (
@@ -100,6 +101,10 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(revert_commit, "history", "Revert a commit", DESTRUCTIVE),
     # Off by default (not in DEFAULT_TOOL_GROUPS): an agent pays its listing only when asked for.
     ToolSpec(recent_activity, "activity", "Show recent activity", READ_ONLY),
+    # Off by default too: what a person curating on the page (and an agent tidying) uses.
+    ToolSpec(find_duplicates, "curation", "Find near-duplicate lessons", READ_ONLY),
+    ToolSpec(keep_both, "curation", "Keep two similar lessons", EDITING),
+    ToolSpec(merge_lessons, "curation", "Merge two lessons", DESTRUCTIVE),
     # Off by default too: the clients' hooks call them (LORE_TOOLS=...,loop; the Claude Code
     # plugin asks for it). Each records what it gave in the activity log, so none is read-only.
     ToolSpec(session_context, "loop", "Lessons for a session's start", ADDITIVE),

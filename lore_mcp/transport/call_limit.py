@@ -11,6 +11,10 @@ database, one statement per counted call (``stores.postgres.call_counts``: a fix
 key), so N replicas behind a load balancer give a key its limit, not N times it; on SQLite,
 which one process serves by design, in that process's memory (an exact sliding window,
 ``SlidingWindowLimiter``).
+
+A person on Lore's page (``Caller.person``: the page's OAuth client or ``lore-memory ui``'s
+key, known from the credential) counts in a second budget of the same size under the same key,
+so a curating session never uses up the calls that key's agents have, nor gets more than a key.
 """
 
 from __future__ import annotations
@@ -107,9 +111,13 @@ class RateLimit:
             return
         message, receive = await jsonrpc_message(scope, receive)
         calls = tool_calls(message)
-        wait = await self.limiter.take(caller.key_id, calls) if calls else None
+        # A person's page counts in a budget of its own, as large as a key's: curating never
+        # spends what the key's agents may call, and the page gets no more than one key does.
+        budget = f"{caller.key_id}/page" if caller.person else caller.key_id
+        wait = await self.limiter.take(budget, calls) if calls else None
         if wait is not None:
-            why = f"{self.limiter.limit} tool calls in a minute with this API key"
+            who = "on Lore's page" if caller.person else "with this API key"
+            why = f"{self.limiter.limit} tool calls in a minute {who}"
             await refuse_too_many(scope, receive, send, wait, why)
             return
         await self.app(scope, receive, send)

@@ -78,11 +78,19 @@ class ActivityNote:
     # how many bytes of text reached the agent.
     session: str | None = None
     size: int | None = None
+    # The call came with a person's credential (the page's OAuth client, the ``lore-memory ui``
+    # key): its recall returned lessons to a person, which counts as no agent's recall.
+    person: bool = False
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""
         return ActivityNote(
-            kind=self.kind, key_id=self.key_id, client=self.client, query=self.query, error=code
+            kind=self.kind,
+            key_id=self.key_id,
+            client=self.client,
+            query=self.query,
+            error=code,
+            person=self.person,
         )
 
     def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
@@ -118,6 +126,7 @@ class ActivityQuery:
     client: str | None = None
     limit: int = 20
     cursor: str | None = None
+    agents_only: bool = False  # leave out what people did on the page (``ActivityNote.person``)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from stores.ids import new_id
 logger = logging.getLogger("stores.activity")
 
 _SCOPE = "org_id = :org AND project = :project"
-_ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, detail"
+_ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, person, detail"
 
 
 def id_floor(when: datetime) -> str:
@@ -88,13 +88,14 @@ class ActivityLog:
             "client": note.client,
             "commit_id": note.commit_id,
             "error": note.error,
+            "person": note.person,
             "detail": sql.dump(_detail(note)),
         }
         writes = [
             *before,
             (
                 f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
-                f":kind, :key_id, :client, :commit_id, :error, {sql.json('detail')}) "
+                f":kind, :key_id, :client, :commit_id, :error, :person, {sql.json('detail')}) "
                 # A held entry written again after a flush that half failed (one org of several).
                 "ON CONFLICT (org_id, project, id) DO NOTHING",
                 entry,
@@ -102,12 +103,14 @@ class ActivityLog:
         ]
         # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
         # lessons are found through its commit's targets, so a save adds one statement, not two.
+        # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
+        kind = "read" if note.person and note.kind == "recall" else note.kind
         for lesson in dict.fromkeys(r.id for r in note.results):
             writes.append(
                 (
                     "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
                     "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
-                    {**key, "lesson": lesson, "entry": entry_id, "kind": note.kind, "at": entry["at"]},
+                    {**key, "lesson": lesson, "entry": entry_id, "kind": kind, "at": entry["at"]},
                 )
             )
         sql.together(writes)
@@ -158,6 +161,8 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     if query.kinds:
         where.append(sql.in_list("kind", "kinds"))
         params["kinds"] = sql.listed(query.kinds)
+    if query.agents_only:
+        where.append("NOT person")
     if query.hidden_kinds:
         where.append(f"NOT ({sql.in_list('kind', 'hidden')})")
         params["hidden"] = sql.listed(query.hidden_kinds)
@@ -396,5 +401,6 @@ def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
         target=detail.get("target"),
         session=detail.get("session"),
         size=detail.get("size"),
+        person=bool(row["person"]),
     )
     return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)

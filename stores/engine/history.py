@@ -1,7 +1,8 @@
 """History's reads and its one write: undoing a commit with a new commit.
 
-A revert is refused (CONFLICT) when a later commit touched what it would undo: a row, a
-lesson, or a table whose shape it changed. Otherwise it restores the commit's "before"
+A revert is refused (CONFLICT, naming the blocking commits by their ``#seq``) when a later
+commit touched what it would undo: a row, a table whose shape it changed, or a field of a lesson
+that it changed (a later vote does not block reverting an edit of the text). Otherwise it restores the commit's "before"
 images in a working copy and writes them as one new commit, so a revert is itself revertible.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from stores import deadline
@@ -30,34 +32,81 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     target = tx.get_commit(commit_id)
     if target is None:
         raise NotFoundError(f"No commit {commit_id} in this project.")
-    later = tx.later_commits_touching(target.seq, conflict_targets(targets_of(target.effects)))
-    if later:
+    touching = tx.later_commits_touching(target.seq, conflict_targets(targets_of(target.effects)))
+    later = [c for c in map(tx.get_commit, touching) if c is not None]
+    blocking = [c for c in later if _blocks(target, c)]
+    if blocking:
+        named = ", ".join(f"#{c.seq} {c.kind}" for c in blocking[:20])
         raise ConflictError(
-            f"Commit {commit_id} cannot be reverted: later commits changed the same rows or tables "
-            f"({', '.join(later[:20])}{f' and {len(later) - 20} more' if len(later) > 20 else ''}). "
+            f"Commit #{target.seq} cannot be reverted: later commits changed the same rows, lesson fields "
+            f"or tables ({named}{f' and {len(blocking) - 20} more' if len(blocking) > 20 else ''}). "
             "Revert those first, newest first."
         )
     before = current_hash(tx)
     ws = Workspace(tx)
-    lesson_effects = _undo(tx, ws, target)
+    lesson_effects = _undo(tx, ws, target, later)
     effects = ws.effects()
     effects["rows"] = lesson_effects + effects["rows"]
     commit = write(
-        tx, ws, effects, kind="revert", message=f"Revert {commit_id}", actor=actor, hash_before=before
+        tx, ws, effects, kind="revert", message=f"Revert #{target.seq}", actor=actor, hash_before=before
     )
     return {
         "commit_id": commit.id,
         "seq": commit.seq,
-        "reverted": commit_id,
+        "reverted": target.id,
         "schema_hash": commit.schema_hash_after,
         "effects": summarize(effects),
     }
 
 
-def _undo(tx: ProjectTx, ws: Workspace, target: Commit) -> list[dict[str, Any]]:
+# Fields a lesson's vector is made from: restored together, with the vector, or not at all.
+_TEXT = frozenset({"problem", "resolution"})
+_EVERYTHING = frozenset({"*"})
+
+
+def changed_fields(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> frozenset[str]:
+    """The fields of a lesson a change wrote (all, ``*``, when it made or removed the lesson);
+    its vector and ``updated_at`` follow the others, so they are not counted."""
+    if before is None or after is None:
+        return _EVERYTHING
+    fields = {k for k in {*before, *after} - {"updated_at", "embedding"} if before.get(k) != after.get(k)}
+    return frozenset(fields | _TEXT if fields & _TEXT else fields)
+
+
+def _lesson_fields(commit: Commit) -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for row in commit.effects.get("rows", []):
+        if row["table"] == LESSONS_TABLE:
+            out[row["id"]] = out.get(row["id"], frozenset()) | changed_fields(row["before"], row["after"])
+    return out
+
+
+def _blocks(target: Commit, later: Commit) -> bool:
+    """Whether ``later`` changed what reverting ``target`` would undo: a row or table it touched,
+    or a field of a lesson it changed (a vote after an edit of the text does not block the edit's
+    revert: it changed the counts, not the text)."""
+    shared = set(conflict_targets(targets_of(target.effects))) & set(targets_of(later.effects))
+    mine, theirs = _lesson_fields(target), _lesson_fields(later)
+    for name in shared:
+        kind, _, lesson_id = name.partition(":")
+        if kind != "lesson":
+            return True
+        a, b = mine.get(lesson_id, _EVERYTHING), theirs.get(lesson_id, _EVERYTHING)
+        if "*" in a or "*" in b or a & b:
+            return True
+    return False
+
+
+def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> list[dict[str, Any]]:
     """Restore ``target``'s before images: tables in ``ws``, lessons in ``tx`` (whose effects
-    are returned, since lessons are not part of the working copy)."""
+    are returned, since lessons are not part of the working copy). A lesson later commits changed
+    in other fields gets back only the fields ``target`` changed, on top of its latest image."""
     lesson_effects = []
+    latest: dict[str, Any] = {}
+    for commit in later:  # oldest first: the last image of a lesson is what it is now
+        for row in commit.effects.get("rows", []):
+            if row["table"] == LESSONS_TABLE:
+                latest[row["id"]] = row["after"]
     # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
     # JSON text in the order written, and the revert's effects list tables in this order.
     tables = dict(sorted(target.effects.get("tables", {}).items()))
@@ -70,10 +119,14 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit) -> list[dict[str, Any]]:
     for row in reversed(target.effects.get("rows", [])):
         deadline.check()
         if row["table"] == LESSONS_TABLE:
-            tx.restore_lesson(row["id"], row["before"])
-            lesson_effects.append(
-                {"table": LESSONS_TABLE, "id": row["id"], "before": row["after"], "after": row["before"]}
-            )
+            now, back = latest.get(row["id"], row["after"]), row["before"]
+            if now is not row["after"] and back is not None:
+                fields = changed_fields(back, row["after"])
+                back = {**now, **{k: v for k, v in back.items() if k in fields or k == "embedding"}}
+                if not fields & _TEXT:
+                    back["embedding"] = now.get("embedding")
+            tx.restore_lesson(row["id"], back)
+            lesson_effects.append({"table": LESSONS_TABLE, "id": row["id"], "before": now, "after": back})
         elif row["table"] in ws.defs:
             ws.set_row(row["table"], row["id"], copy.deepcopy(row["before"]))
     for name, change in tables.items():

@@ -150,6 +150,14 @@ class SqlLessonTx:
             for hits in found
         ]
 
+    def live_vectors(self) -> list[tuple[str, bytes | None]]:
+        """Every live lesson's id and vector (float32 bytes), by id (``stores.engine.curation``)."""
+        rows = self.sql.rows(
+            f"SELECT pk, id{self._dialect.embedding_select} FROM lessons WHERE {SCOPE} AND {LIVE} ORDER BY id",
+            self._scope,
+        )
+        return [(r["id"], self._dialect.embedding(r)) for r in rows]
+
     def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
         extra = self._dialect.embedding_select if embedding else ""
         where = f"{SCOPE} AND {LIVE}" if live else SCOPE

@@ -42,6 +42,7 @@ from stores.engine.lesson_tx import (
 from stores.engine.lessons import Lesson, LessonDraft, LessonPatch, Neighbour, SaveResult, Scope
 from stores.engine.structured import ProjectTx
 from stores.engine.vectors import unit_vector
+from stores.errors import InvalidInputError
 from stores.ids import new_id
 
 
@@ -145,6 +146,40 @@ class LessonWrites:
                 after, upvotes=after.upvotes - int(up), downvotes=after.downvotes - int(not up)
             )
             record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))], activity)
+            return after
+
+    def merge_lessons(
+        self,
+        scope: Scope,
+        keep_id: str,
+        drop_id: str,
+        patch: LessonPatch,
+        vector: Sequence[float] | np.ndarray | None,
+        *,
+        activity: ActivityNote | None = None,
+    ) -> Lesson:
+        """``drop_id`` folded into ``keep_id`` as one ``merge`` commit: the kept lesson takes the
+        patch (the combined text) and both lessons' votes, summed; the other is deleted."""
+        if keep_id == drop_id:
+            raise InvalidInputError("A lesson cannot be merged into itself; name two lessons.")
+        vec = unit_vector(vector) if vector is not None else None
+        with self._lesson_writer(scope, [vec] if vec is not None else []) as tx:
+            if vec is not None:
+                tx.guard()
+            keep, drop = live_row(tx, keep_id), live_row(tx, drop_id)
+            merged = dataclasses.replace(
+                patched(keep.lesson, patch, tx.now),
+                upvotes=keep.lesson.upvotes + drop.lesson.upvotes,
+                downvotes=keep.lesson.downvotes + drop.lesson.downvotes,
+            )
+            after = tx.write(keep.key, merged, vec)
+            tx.remove(drop.key)
+            embedding = keep.embedding if vec is None else vec.tobytes()
+            changes: list[Change] = [
+                (keep_id, image(tx, keep), image(tx, Row(keep.key, after, embedding))),
+                (drop_id, image(tx, drop), None),
+            ]
+            record(tx, "merge", changes, activity)
             return after
 
     @contextlib.contextmanager

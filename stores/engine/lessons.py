@@ -258,6 +258,20 @@ class LessonStore(Protocol):
         """Delete a lesson and return it as it was."""
         ...
 
+    def merge_lessons(
+        self,
+        scope: Scope,
+        keep_id: str,
+        drop_id: str,
+        patch: LessonPatch,
+        vector: Sequence[float] | np.ndarray | None,
+        *,
+        activity: ActivityNote | None = None,
+    ) -> Lesson:
+        """Fold ``drop_id`` into ``keep_id`` in one ``merge`` commit: the patch (and ``vector``,
+        when the text changed) on the kept lesson, both lessons' votes summed, the other deleted."""
+        ...
+
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         """Count one vote up or down."""
         ...

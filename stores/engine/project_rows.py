@@ -168,9 +168,10 @@ class SqlProjectTx:
         self._activity.append(self.tx, self.scope, note, before=before)
 
     def get_commit(self, commit_id: str) -> Commit | None:
-        rows = self._commits(
-            f"SELECT * FROM commits WHERE id = :id AND {_SCOPE}", {**self._key, "id": commit_id}
-        )
+        # "#12" (or "12") is commit 12 of the project, as history and the page number them.
+        seq = commit_id.lstrip("#")
+        by, value = ("seq", int(seq)) if seq.isdigit() else ("id", commit_id)
+        rows = self._commits(f"SELECT * FROM commits WHERE {by} = :v AND {_SCOPE}", {**self._key, "v": value})
         return rows[0] if rows else None
 
     def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]:

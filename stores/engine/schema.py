@@ -121,6 +121,20 @@ def oauth_registration_table(t: Types) -> str:
         """
 
 
+def curation_tables(t: Types) -> str:
+    """Pairs of lessons a curator chose to keep both of, so ``find_duplicates`` lists them to no
+    one again (``stores.engine.curation``), and whether an activity entry was a person's (the
+    page's credential) rather than an agent's: people's reads are no recalls."""
+    return f"""
+        CREATE TABLE IF NOT EXISTS kept_pairs (
+            org_id {t.text} NOT NULL, project {t.text} NOT NULL, a {t.text} NOT NULL, b {t.text} NOT NULL,
+            at {t.time} NOT NULL, actor {t.text} NOT NULL,
+            PRIMARY KEY (org_id, project, a, b)
+        ){t.keyed};
+        ALTER TABLE activity ADD COLUMN person {t.flag}
+        """
+
+
 def activity_tables(t: Types) -> str:
     """The activity log (``stores.engine.activity_rows``): one row per entry, its ULID id the
     scope's order (and its time bounds), and one row per lesson an entry names, with the

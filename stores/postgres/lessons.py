@@ -21,6 +21,7 @@ from sqlalchemy import Connection, text
 from stores.engine import ranking
 from stores.engine.activity import ActivityBounds
 from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
+from stores.engine.curation import CurationRows
 from stores.engine.embedding_model import GENERATION_KEY
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
@@ -87,7 +88,7 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
-class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
+class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, CurationRows):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
     over ``PostgresLessonTx``."""
 

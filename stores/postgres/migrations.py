@@ -13,6 +13,7 @@ from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    curation_tables,
     key_tables,
     oauth_registration_table,
     oauth_tables,
@@ -304,6 +305,20 @@ MIGRATIONS.append(
 
 MIGRATIONS.append(
     (12, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
+)
+
+MIGRATIONS.append(
+    (
+        13,
+        "pairs kept apart, and people's activity",
+        curation_tables(_TYPES)
+        + """;
+        ALTER TABLE kept_pairs ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE kept_pairs FORCE ROW LEVEL SECURITY;
+        CREATE POLICY kept_pairs_org ON kept_pairs
+            USING (org_id = current_setting('lore.org', true))
+            WITH CHECK (org_id = current_setting('lore.org', true))""",
+    )
 )
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

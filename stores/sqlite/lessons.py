@@ -23,6 +23,7 @@ from stores import deadline
 from stores.engine import ranking
 from stores.engine.activity import ActivityBounds
 from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
+from stores.engine.curation import CurationRows
 from stores.engine.key_rows import SqlKeyStore
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
@@ -58,7 +59,7 @@ _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads):
+class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, CurationRows):
     """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
     ``LocalLessonTx``."""
 

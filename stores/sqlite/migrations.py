@@ -12,6 +12,7 @@ from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    curation_tables,
     key_tables,
     oauth_registration_table,
     oauth_tables,
@@ -194,6 +195,8 @@ MIGRATIONS.append((8, "the activity log", activity_tables(_TYPES)))
 MIGRATIONS.append(
     (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
 )
+
+MIGRATIONS.append((10, "pairs kept apart, and people's activity", curation_tables(_TYPES)))
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -386,7 +386,7 @@ async def test_a_revert_may_not_undo_what_a_later_commit_built_on(client: Client
     filled = await apply_ops(client, insert("notes", *NOTES_ROWS), project="p1")
     before = await state(client, "p1")
     err = await expect_failure(client, "revert_commit", commit_id=made["commit_id"], project="p1")
-    assert err.code == "CONFLICT" and filled["commit_id"] in err.message
+    assert err.code == "CONFLICT" and f"#{filled['seq']} apply" in err.message
     assert await state(client, "p1") == before
 
     await apply_ops(client, create_table("notes", *NOTES_COLUMNS), project="p2")
@@ -394,7 +394,7 @@ async def test_a_revert_may_not_undo_what_a_later_commit_built_on(client: Client
     dropped = await apply_ops(client, {"op": "drop_table", "table": "notes"}, project="p2")
     before = await state(client, "p2")
     err = await expect_failure(client, "revert_commit", commit_id=filled["commit_id"], project="p2")
-    assert err.code == "CONFLICT" and dropped["commit_id"] in err.message
+    assert err.code == "CONFLICT" and f"#{dropped['seq']} apply" in err.message
     assert await state(client, "p2") == before
 
 
@@ -415,14 +415,17 @@ async def test_reverting_a_vote_restores_the_counts(client: Client) -> None:
     await call(client, "upvote_lesson", id=saved["id"])
     await call(client, "upvote_lesson", id=saved["id"])
     await call(client, "downvote_lesson", id=saved["id"])
-    down, second_up, _first_up, _save = await history(client)
+    down, second_up, first_up, _save = await history(client)
     await call(client, "revert_commit", commit_id=down["id"])
     lesson = await call(client, "get_lesson", id=saved["id"])
     assert (lesson["upvotes"], lesson["downvotes"]) == (2, 0)
-    # The second upvote is now the latest change to the lesson's counts apart from the revert,
-    # which touched the same row: reverting it conflicts with that revert.
-    err = await expect_failure(client, "revert_commit", commit_id=second_up["id"])
-    assert err.code == "CONFLICT"
+    # The downvote and its revert changed the downvotes only: the second upvote still reverts.
+    undo = await call(client, "revert_commit", commit_id=second_up["id"])
+    lesson = await call(client, "get_lesson", id=saved["id"])
+    assert (lesson["upvotes"], lesson["downvotes"]) == (1, 0)
+    # The first upvote's count was changed again since (by that revert): it conflicts.
+    err = await expect_failure(client, "revert_commit", commit_id=first_up["id"])
+    assert err.code == "CONFLICT" and f"#{undo['seq']} revert" in err.message
 
 
 async def test_reverting_a_lesson_delete_brings_it_back_and_recallable(client: Client) -> None:
@@ -483,7 +486,7 @@ async def test_a_revert_is_refused_when_a_later_commit_changed_the_same_rows(cli
     before = await state(client)
     err = await expect_failure(client, "revert_commit", commit_id=filled["commit_id"])
     assert err.code == "CONFLICT"
-    assert edited["commit_id"] in err.message
+    assert f"#{edited['seq']} apply" in err.message
     assert await state(client) == before
 
 
@@ -497,8 +500,8 @@ async def test_a_revert_conflict_names_every_later_commit_on_the_same_rows(clien
     )
     err = await expect_failure(client, "revert_commit", commit_id=filled["commit_id"])
     assert err.code == "CONFLICT"
-    assert first["commit_id"] in err.message and second["commit_id"] in err.message
-    assert unrelated["commit_id"] not in err.message
+    assert f"#{first['seq']} apply, #{second['seq']} apply" in err.message
+    assert f"#{unrelated['seq']}" not in err.message
 
 
 async def test_a_revert_is_refused_when_a_later_commit_changed_the_same_tables_schema(client: Client) -> None:
@@ -507,7 +510,7 @@ async def test_a_revert_is_refused_when_a_later_commit_changed_the_same_tables_s
     before = await state(client)
     err = await expect_failure(client, "revert_commit", commit_id=made["commit_id"])
     assert err.code == "CONFLICT"
-    assert widened["commit_id"] in err.message
+    assert f"#{widened['seq']} apply" in err.message
     assert await state(client) == before
 
 
@@ -517,9 +520,32 @@ async def test_a_lesson_revert_is_refused_when_a_later_commit_changed_the_lesson
     vote, save = await history(client)
     err = await expect_failure(client, "revert_commit", commit_id=save["id"])
     assert err.code == "CONFLICT"
-    assert vote["id"] in err.message
+    assert f"#{vote['seq']} vote" in err.message
     assert (await call(client, "get_lesson", id=saved["id"]))["upvotes"] == 1
     assert len(await history(client)) == 2
+
+
+async def test_a_later_vote_does_not_block_reverting_an_edit_of_the_text(client: Client) -> None:
+    """A vote changes the counts, not the text: the edit before it reverts, and the vote stays.
+    A later edit of the same text does block it, named as history numbers it (#seq)."""
+    saved = await call(client, "save_lesson", **STRIPE)
+    await call(client, "update_lesson", id=saved["id"], resolution="A bad edit", tags=["oops"])
+    edit = (await history(client))[0]
+    await call(client, "upvote_lesson", id=saved["id"])
+    reverted = await call(client, "revert_commit", commit_id=edit["id"])
+    lesson = await call(client, "get_lesson", id=saved["id"])
+    assert (lesson["resolution"], lesson["tags"], lesson["upvotes"]) == (STRIPE["resolution"], ["stripe"], 1)
+    got = await call(client, "recall_lessons", query="raw request body re-serialising JSON")
+    assert [x["id"] for x in got["lessons"]][:1] == [saved["id"]]
+    # Reverting the revert redoes the edit, also past the vote; a later edit of the text blocks.
+    await call(client, "revert_commit", commit_id=f"#{reverted['seq']}")
+    assert (await call(client, "get_lesson", id=saved["id"]))["resolution"] == "A bad edit"
+    await call(client, "update_lesson", id=saved["id"], resolution="Another edit")
+    later = (await history(client))[0]
+    err = await expect_failure(client, "revert_commit", commit_id=edit["id"])
+    assert err.code == "CONFLICT" and f"#{later['seq']} update" in err.message
+    assert f"#{edit['seq']} cannot be reverted" in err.message
+    assert (await call(client, "get_commit", commit_id=f"#{later['seq']}"))["id"] == later["id"]
 
 
 async def test_reverting_the_same_commit_twice_conflicts_with_the_first_revert(client: Client) -> None:
@@ -529,7 +555,7 @@ async def test_reverting_the_same_commit_twice_conflicts_with_the_first_revert(c
     before = await state(client)
     err = await expect_failure(client, "revert_commit", commit_id=edited["commit_id"])
     assert err.code == "CONFLICT"
-    assert undo["commit_id"] in err.message
+    assert f"#{undo['seq']} revert" in err.message
     assert await state(client) == before
 
 

@@ -508,7 +508,7 @@ async def test_the_readme_worked_example_runs_as_written(client: Client) -> None
 
     with pytest.raises(ToolFailed) as err:
         await call(client, "revert_commit", commit_id=created["commit_id"])
-    assert err.value.code == "CONFLICT" and updated["commit_id"] in err.value.message
+    assert err.value.code == "CONFLICT" and f"#{updated['seq']} apply" in err.value.message
 
     assert revert_call["arguments"]["commit_id"].startswith("<")  # a placeholder for the update's id
     reverted = await call(

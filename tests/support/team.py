@@ -73,16 +73,20 @@ def team_server(
     heavy_gate: HeavyGate | None = None,
     request_timeout_s: float | None = 30.0,
     tools: Collection[str] | None = None,
+    people: Collection[str] = (),
 ) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
     ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``; ``heavy_gate`` admits heavy calls, as
-    ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None)."""
+    ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None;
+    ``people`` the ids of keys a person's page holds, as ``lore-memory ui`` names its key)."""
     port = free_port()
+    verifier = ApiKeyVerifier(store.keys)
+    verifier.people = frozenset(people)
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
         service,
         keys=KeyService(store.keys),
-        token_verifier=ApiKeyVerifier(store.keys),
+        token_verifier=verifier,
         auth=AuthSettings(issuer_url=f"http://127.0.0.1:{port}", resource_server_url=None),
         heavy_gate=heavy_gate,
         request_timeout_s=request_timeout_s,

@@ -167,6 +167,7 @@ def team_auth(
         {"issuer_url": issuer, "resource_server_url": resource, "validate_token_resource": False}
     )
     provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
+    verifier.page_client_id = provider.page.client_id
     verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts, registration=registration)
     return verifier, settings
 

@@ -44,10 +44,14 @@ def same_resource(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def caller_for(key: ApiKey, grant: OAuthGrant) -> Caller:
+def caller_for(key: ApiKey, grant: OAuthGrant, page_client_id: str | None = None) -> Caller:
     """The caller an OAuth token acts as: its key's org and name, the project it was granted,
-    and never root (a connector reads and writes memory; it does not manage keys)."""
-    return Caller(key_id=key.id, org=key.org, name=key.name, project=grant.project or key.project, root=False)
+    and never root (a connector reads and writes memory; it does not manage keys); a person
+    when the grant went to the page's own client (``page_client``), whose tokens only ever
+    return to the page's address."""
+    person = page_client_id is not None and grant.client_id == page_client_id
+    project = grant.project or key.project
+    return Caller(key_id=key.id, org=key.org, name=key.name, project=project, root=False, person=person)
 
 
 class LoreBearerVerifier:
@@ -61,6 +65,8 @@ class LoreBearerVerifier:
         # The routes of the authorization server issuing this resource's tokens, which the HTTP
         # app serves beside /mcp (``routes.team_auth`` sets them); empty: API keys only.
         self.routes: list[BaseRoute] = []
+        # The page's OAuth client id (``page_client``), where this server offers OAuth.
+        self.page_client_id: str | None = None
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not token.startswith(ACCESS_PREFIX):
@@ -79,7 +85,7 @@ class LoreBearerVerifier:
             scopes=list(row.grant.scopes),
             expires_at=int(row.expires_at.timestamp()),
             resource=row.grant.resource,
-            caller=caller_for(key, row.grant),
+            caller=caller_for(key, row.grant, self.page_client_id),
         )
 
     async def live_key(self, grant: OAuthGrant) -> ApiKey | None:

@@ -23,7 +23,7 @@ const VIEWS = {
   search: { module: lessons, nav: "Search" },
   lessons: { module: lessons, nav: "Lessons" },
   lesson: { module: lesson },
-  duplicates: { module: duplicates, nav: "Duplicates" },
+  duplicates: { module: duplicates, nav: "Duplicates", needs: "find_duplicates" },
   tables: { module: tables, nav: "Tables" },
   history: { module: commits, nav: "History" },
   commit: { module: commits },
@@ -62,7 +62,9 @@ const ctx = {
   },
   fail(error) {
     const sentence = error instanceof McpError ? error.message : `ERROR: ${error.message || error}`;
-    clear(document.getElementById("error"), sentence);
+    // Commits a sentence names as history numbers them (#12) link to their page.
+    const parts = sentence.split(/(#\d+)/).map((part, i) => (i % 2 ? h("a", { href: `#/commit/${part.slice(1)}` }, part) : part));
+    clear(document.getElementById("error"), parts);
   },
   refresh: () => route(),
   // A button's action: asks `question` first (when given, for anything destructive), then runs

@@ -47,18 +47,27 @@ function filterForm(ctx, query) {
   const kind = h("select", { id: "activity-kind" }, h("option", { value: "" }, "any"), KINDS.map((k) => h("option", { value: k }, k)));
   kind.value = query.get("kind") || "";
   const inputs = Object.fromEntries(FILTERS.map((name) => [name, h("input", { id: `activity-${name}`, value: query.get(name) || "" })]));
+  // Agents only: leave out what people did on this page (the server knows them by credential).
+  const agents = h("input", { id: "activity-agents", type: "checkbox" });
+  agents.checked = query.get("agents") === "1";
+  const since = h("select", { id: "activity-since" }, [["", "any time"], ["today", "today"], ["7d", "last 7 days"]].map(([v, label]) => h("option", { value: v }, label)));
+  since.value = query.get("since") || "";
   const form = h(
     "form",
     { class: "card", "aria-label": "Filter activity" },
     h("label", { for: "activity-kind" }, "Kind"),
     kind,
     FILTERS.map((name) => [h("label", { for: `activity-${name}` }, name.replace("_", " ")), inputs[name]]),
+    h("label", { for: "activity-since" }, "When"),
+    since,
+    h("label", { for: "activity-agents" }, "Agents only"),
+    agents,
     h("button", { type: "submit" }, "Filter"),
   );
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     const values = Object.fromEntries(FILTERS.map((name) => [name, inputs[name].value.trim()]));
-    ctx.go(`#/activity${queryString({ kind: kind.value, ...values })}`);
+    ctx.go(`#/activity${queryString({ kind: kind.value, ...values, since: since.value, agents: agents.checked ? "1" : "" })}`);
   });
   return form;
 }
@@ -67,6 +76,10 @@ async function render(ctx, param, query) {
   const args = { limit: 50 };
   if (query.get("kind")) args.kinds = [query.get("kind")];
   for (const name of [...FILTERS, "cursor"]) if (query.get(name)) args[name] = query.get(name);
+  if (query.get("agents") === "1") args.agents_only = true;
+  const start = new Date();
+  if (query.get("since") === "today") args.since = new Date(start.getFullYear(), start.getMonth(), start.getDate()).toISOString();
+  if (query.get("since") === "7d") args.since = new Date(start.getTime() - 7 * 86400000).toISOString();
   const page = await ctx.tool(TOOL, args);
   const kept = Object.fromEntries([...query].filter(([name]) => name !== "cursor"));
   return h(
@@ -88,7 +101,7 @@ export const views = { activity: { module: { render }, nav: "Activity", needs: T
 export async function overviewCards(ctx, lessons) {
   if (!ctx.has(TOOL)) return [];
   const [recalls, stale] = await Promise.all([
-    ctx.tool(TOOL, { kinds: ["recall"], limit: 100 }),
+    ctx.tool(TOOL, { kinds: ["recall"], agents_only: true, limit: 100 }),
     ctx.tool(TOOL, { stale_days: STALE_DAYS, limit: 10 }),
   ]);
   const problems = new Map(lessons.map((lesson) => [lesson.id, lesson.problem]));

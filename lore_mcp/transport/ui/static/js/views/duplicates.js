@@ -1,62 +1,29 @@
-// Near-duplicates to review: for each of the newest lessons, its closest neighbours as
-// recall_lessons finds them, side by side, with "keep both", "merge into" (an update of the
-// one kept, then a delete of the other: two commits, each revertible) and "delete".
+// Near-duplicates to review: every pair of the project's lessons whose vectors' cosine
+// similarity is from the threshold up, most similar first, as the server finds them in one call
+// (find_duplicates), side by side, with "keep both" (stored on the server, for every curator),
+// "merge into" (one merge commit that keeps both lessons' votes, previewed first) and "delete".
 
 import { h, button } from "../dom.js";
 import { tagList } from "./parts.js";
 
-const KEPT = "lore.kept";
-// Each lesson scanned costs one recall; 20 stay well inside a key's calls per minute.
-const SCAN = 20;
-// Recall's scores are relative to the lessons it weighs (a lesson recalls itself at about 0.75,
-// an unrelated one near 0, a restatement anywhere between), so a pair is each lesson's closest
-// other lesson, kept from this score up; pairs that are each other's closest come first.
-const MIN_SCORE = 0.1;
+// Cosine similarity from which a pair is listed (find_duplicates' own default).
+const MIN_SCORE = 0.8;
 
-function kept() {
-  return new Set(JSON.parse(sessionStorage.getItem(KEPT) || "[]"));
+async function pairs(ctx, threshold, cursor) {
+  const page = await ctx.tool("find_duplicates", { threshold, limit: 20, cursor: cursor || null });
+  return { ...page, pairs: page.pairs.map((p) => ({ key: [p.a.id, p.b.id].join("|"), a: p.a, b: p.b, score: p.similarity })) };
 }
 
-function keep(pair) {
-  sessionStorage.setItem(KEPT, JSON.stringify([...kept(), pair]));
-}
-
-async function pairs(ctx, threshold) {
-  const page = await ctx.tool("list_lessons", { limit: SCAN, verbose: true });
-  const found = new Map();
-  const skip = kept();
-  for (const lesson of page.lessons) {
-    const recalled = await ctx.tool("recall_lessons", { query: `${lesson.problem}\n${lesson.resolution}`, limit: 3, verbose: true });
-    const other = recalled.lessons.find((candidate) => candidate.id !== lesson.id);
-    if (!other || other.score < threshold) continue;
-    const key = [lesson.id, other.id].sort().join("|");
-    if (skip.has(key)) continue;
-    const pair = found.get(key);
-    if (pair) {
-      pair.mutual = true;
-      pair.score = Math.max(pair.score, other.score);
-    } else {
-      found.set(key, { key, a: lesson, b: other, score: other.score, mutual: false });
-    }
-  }
-  return [...found.values()].sort((x, y) => Number(y.mutual) - Number(x.mutual) || y.score - x.score);
-}
-
-// The text of `into` with what `from` adds: its resolution and context where they differ, its tags.
-function merged(from, into) {
-  const join = (a, b) => (!b || (a || "").includes(b) ? a : a ? `${a}\n\n${b}` : b);
-  return {
-    resolution: join(into.resolution, from.resolution),
-    context: join(into.context || "", from.context || ""),
-    tags: [...new Set([...into.tags, ...from.tags])],
-  };
-}
+const HOW = { kept: "this lesson's", other: "the other's", both: "both joined" };
 
 function side(ctx, lesson, other, pair) {
-  const mergeInto = ctx.act("Merge the other lesson into this one and delete the other? Both are commits you can revert.", async () => {
-    await ctx.tool("update_lesson", { id: lesson.id, ...merged(other, lesson) });
-    await ctx.tool("delete_lesson", { id: other.id });
-    ctx.go("#/duplicates", "Merged. History holds the update and the delete, each revertible.");
+  const mergeInto = ctx.act(null, async () => {
+    const preview = await ctx.tool("merge_lessons", { keep: lesson.id, other: other.id, dry_run: true });
+    const how = Object.entries(preview.combined).map(([field, way]) => `${field}: ${HOW[way]}`).join("; ");
+    const votes = `▲ ${preview.lesson.upvotes} ▼ ${preview.lesson.downvotes}`;
+    if (!ctx.confirm(`Merge the other lesson into this one (${how}; votes ${votes})?\n\n${preview.lesson.resolution}\n\nOne commit you can revert.`)) return;
+    await ctx.tool("merge_lessons", { keep: lesson.id, other: other.id });
+    ctx.go("#/duplicates", `Merged in one commit: ${how}; votes ${votes}.`);
   });
   const remove = ctx.act("Delete this lesson? Its delete commit in History can restore it.", async () => {
     await ctx.tool("delete_lesson", { id: lesson.id });
@@ -75,9 +42,9 @@ function side(ctx, lesson, other, pair) {
 
 export async function render(ctx, param, query) {
   const threshold = Number(query.get("min") || MIN_SCORE);
-  const found = await pairs(ctx, threshold);
-  const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: 0.05, value: threshold });
-  const form = h("form", { class: "card" }, h("label", { for: "dup-min" }, "Minimum score"), min, h("button", { type: "submit" }, "Look again"));
+  const found = await pairs(ctx, threshold, query.get("cursor"));
+  const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: "any", value: threshold });
+  const form = h("form", { class: "card" }, h("label", { for: "dup-min" }, "Minimum similarity (cosine)"), min, h("button", { type: "submit" }, "Look again"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     ctx.go(`#/duplicates?min=${encodeURIComponent(min.value)}`);
@@ -86,18 +53,19 @@ export async function render(ctx, param, query) {
     "section",
     {},
     h("h2", {}, "Near-duplicates"),
-    h("p", { class: "muted" }, `Each of the newest ${SCAN} lessons beside the other lesson it recalls first, from this score up.`),
+    h("p", { class: "muted" }, `${found.total} pairs of lessons from this similarity up, most similar first.`),
     form,
-    found.length
-      ? found.map((pair) =>
+    found.pairs.length
+      ? found.pairs.map((pair) =>
           h(
             "div",
             { class: "dup", "data-pair": pair.key },
-            h("h3", {}, `Score ${pair.score.toFixed(3)}${pair.mutual ? ", each the other's closest" : ""}`),
+            h("h3", {}, `Similarity ${pair.score.toFixed(3)}`),
             h("div", { class: "pair" }, side(ctx, pair.a, pair.b, pair), side(ctx, pair.b, pair.a, pair)),
-            h("div", { class: "actions" }, button("Keep both", async () => { keep(pair.key); ctx.refresh(); })),
+            h("div", { class: "actions" }, button("Keep both", ctx.act(null, async () => { await ctx.tool("keep_both", { a: pair.a.id, b: pair.b.id }); ctx.refresh(); }))),
           ),
         )
-      : h("p", { class: "muted", id: "no-duplicates" }, "No near-duplicates above this score."),
+      : h("p", { class: "muted", id: "no-duplicates" }, "No near-duplicates from this similarity up."),
+    found.next_cursor ? h("a", { href: `#/duplicates?min=${threshold}&cursor=${found.next_cursor}` }, "More pairs") : null,
   );
 }

@@ -1,0 +1,90 @@
+"""Curating a project's lessons: near-duplicate pairs across all of them, and pairs kept apart.
+
+A person (or an agent) reviewing memory wants every pair of lessons that say nearly the same,
+not each lesson's nearest few by recall's blended score. Cosine similarity of the stored
+vectors is the measure that means the same on every project: a pair is listed from a threshold
+up, most similar first, over every live lesson of the project, in blocks of rows so that
+memory stays bounded (``BLOCK`` rows times the project's lessons). Pairs a curator chose to
+keep both of are rows of ``kept_pairs`` (the smaller id first) and are never listed again,
+for every curator. Written once over the one SQL layer for both backends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from stores.engine.lesson_rows import SCOPE, SqlLessonTx
+from stores.engine.lesson_tx import live_row
+from stores.engine.lessons import Scope
+
+# Rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32.
+BLOCK = 512
+
+Pair = tuple[str, str, float]  # the smaller id, the other, their cosine similarity
+
+
+def similar_pairs(
+    ids: list[str], vectors: np.ndarray, threshold: float, kept: set[tuple[str, str]]
+) -> list[Pair]:
+    """Every pair of ``ids`` whose unit ``vectors`` have cosine similarity >= ``threshold``,
+    except ``kept`` ones, most similar first (ties by ids)."""
+    found: list[Pair] = []
+    for start in range(0, len(ids), BLOCK):
+        sims = vectors[start : start + BLOCK] @ vectors.T
+        rows, cols = np.nonzero(sims >= threshold)
+        for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
+            if j > start + i:
+                a, b = sorted((ids[start + i], ids[j]))
+                if (a, b) not in kept:
+                    found.append((a, b, float(sims[i, j])))
+    return sorted(found, key=lambda p: (-p[2], p[0], p[1]))
+
+
+class CurationRows:
+    """``stores.Store.duplicate_pairs`` and ``keep_pair``, for a store whose ``_lesson_reader``
+    and ``_lesson_writer`` open transactions on a project as ``SqlLessonTx``."""
+
+    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
+        raise NotImplementedError
+
+    def _lesson_writer(
+        self, scope: Scope, vectors: Sequence[np.ndarray]
+    ) -> contextlib.AbstractContextManager[SqlLessonTx]:
+        raise NotImplementedError
+
+    def duplicate_pairs(self, scope: Scope, threshold: float) -> list[Pair]:
+        with self._lesson_reader(scope) as tx:
+            found = tx.live_vectors()
+            kept = {
+                (r["a"], r["b"])
+                for r in tx.sql.rows(f"SELECT a, b FROM kept_pairs WHERE {SCOPE}", _key(scope))
+            }
+        present = [(i, raw) for i, raw in found if raw]
+        if len(present) < 2:
+            return []
+        matrix = np.stack([np.frombuffer(raw, dtype=np.float32) for _, raw in present])
+        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+        return similar_pairs([i for i, _ in present], matrix, threshold, kept)
+
+    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
+        """Remember that ``a`` and ``b`` stay two lessons (both must be live); idempotent."""
+        a, b = sorted((a, b))
+        with self._lesson_writer(scope, []) as tx:
+            for lesson_id in (a, b):
+                live_row(tx, lesson_id, embedding=False)
+            row: dict[str, Any] = {**_key(scope), "a": a, "b": b, "actor": scope.actor}
+            row["at"] = tx.sql.stamp(datetime.now(UTC))
+            tx.sql.rows(
+                "INSERT INTO kept_pairs (org_id, project, a, b, at, actor) "
+                "VALUES (:org, :project, :a, :b, :at, :actor) ON CONFLICT DO NOTHING",
+                row,
+            )
+
+
+def _key(scope: Scope) -> dict[str, str]:
+    return {"org": scope.org, "project": scope.project}
