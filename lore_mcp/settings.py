@@ -21,7 +21,7 @@ from lore_mcp.redaction import secret_kinds
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 DEFAULT_REQUEST_TIMEOUT_S = 30.0
 # The groups of lore_mcp.tools.registry.TOOL_GROUPS (named here so settings import nothing heavy).
-TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin", "loop")
+TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin", "loop", "curation")
 
 
 def embeddings_url(url: str) -> str:
@@ -234,7 +234,8 @@ class Settings(BaseSettings):
     tools: str = Field(
         "lessons,structured,history",
         description="Tool groups to serve, comma-separated: lessons, structured, history, activity, admin, "
-        "loop (the clients' hooks: lessons at session start and with prompts, asks to save).",
+        "loop (the clients' hooks: lessons at session start and with prompts, asks to save), curation "
+        "(near-duplicates across a project, keep both, merge).",
     )
     activity_max_age_days: float = Field(
         30.0,

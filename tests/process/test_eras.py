@@ -109,6 +109,7 @@ async def tour(t: Tour) -> None:
     await admin_tools(t)
     await activity_tools(t, lesson_id)
     await loop_tools(t, lesson_id)
+    await curation_tools(t)
     await resources(t, lesson_id)
     await prompts(t)
     assert await refused(t.client, "save_lesson", problem="", resolution="x")
@@ -206,6 +207,13 @@ async def loop_tools(t: Tour, lesson_id: str) -> None:
     answer = await t.call("session_context", session_id=f"tour-{t.era}")
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     assert lesson_id in answer["hookSpecificOutput"]["additionalContext"]
+
+
+async def curation_tools(t: Tour) -> None:
+    """One tool of the curation group: the project's near-duplicate pairs, most similar first."""
+    pairs = (await t.call("find_duplicates", threshold=0.5))["pairs"]
+    scores = [p["similarity"] for p in pairs]
+    assert scores == sorted(scores, reverse=True)
 
 
 async def resources(t: Tour, lesson_id: str) -> None:
