@@ -3,7 +3,7 @@
 // one kept, then a delete of the other: two commits, each revertible) and "delete".
 
 import { h, button } from "../dom.js";
-import { tagList } from "./parts.js";
+import { field, tagList } from "./parts.js";
 
 const KEPT = "lore.kept";
 // Each lesson scanned costs one recall; 20 stay well inside a key's calls per minute.
@@ -76,8 +76,8 @@ function side(ctx, lesson, other, pair) {
 export async function render(ctx, param, query) {
   const threshold = Number(query.get("min") || MIN_SCORE);
   const found = await pairs(ctx, threshold);
-  const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: 0.05, value: threshold });
-  const form = h("form", { class: "card" }, h("label", { for: "dup-min" }, "Minimum score"), min, h("button", { type: "submit" }, "Look again"));
+  const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: "any", value: threshold });
+  const form = h("form", { class: "card" }, field("Minimum score", min), h("button", { type: "submit" }, "Look again"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     ctx.go(`#/duplicates?min=${encodeURIComponent(min.value)}`);
