@@ -312,3 +312,15 @@ def test_screenshots_of_the_main_views(page: Any, seeded: Seeded, screenshots: P
 
 
 screenshots = ui.screenshots
+
+
+def test_the_skip_link_moves_to_the_content_and_stays_on_the_view(page: Any) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    ui.show(page, "lessons")
+    skip = page.find_element("css selector", "a.skip")
+    page.execute_script("arguments[0].focus()", skip)
+    page.switch_to.active_element.send_keys(Keys.ENTER)
+    assert page.switch_to.active_element.get_attribute("id") == "view"
+    assert page.execute_script("return window.location.hash") == "#/lessons"
+    assert ui.shown(page) == "#/lessons"

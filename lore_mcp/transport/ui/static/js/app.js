@@ -234,6 +234,11 @@ function wire() {
     route();
   });
   window.addEventListener("hashchange", route);
+  // The hash is the router's: the skip link moves the focus without changing it.
+  document.querySelector(".skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    document.getElementById("view").focus();
+  });
 }
 
 async function start() {
