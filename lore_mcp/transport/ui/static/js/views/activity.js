@@ -81,17 +81,16 @@ async function render(ctx, param, query) {
 export const views = { activity: { module: { render }, nav: "Activity", needs: TOOL } };
 
 // The overview's cards from the log: the lessons the latest recalls returned most, and the
-// stale ones (old, and returned by no recall the log kept). `lessons` name the recalled ids.
-export async function overviewCards(ctx, lessons) {
+// stale ones (old, and returned by no recall the log kept), named by the log's own titles.
+export async function overviewCards(ctx) {
   if (!ctx.has(TOOL)) return [];
   const [recalls, stale] = await Promise.all([
     ctx.tool(TOOL, { kinds: ["recall"], limit: 100 }),
     ctx.tool(TOOL, { stale_days: STALE_DAYS, limit: 10 }),
   ]);
-  const problems = new Map(lessons.map((lesson) => [lesson.id, lesson.problem]));
   const counts = new Map();
   for (const entry of recalls.entries) for (const r of entry.results) counts.set(r.id, (counts.get(r.id) || 0) + 1);
-  const most = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, value]) => ({ label: problems.get(id) || id, value, href: `#/lesson/${id}` }));
+  const most = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, value]) => ({ label: (recalls.titles || {})[id] || id, value, href: `#/lesson/${id}` }));
   return [
     h(
       "article",
