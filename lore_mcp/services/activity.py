@@ -75,11 +75,17 @@ class ActivityService:
             cursor=cursor,
         )
         page = await anyio.to_thread.run_sync(self.store.activity, scope, query)
+        entries = [ActivityEntryOut.of(e) for e in page.entries]
+        named = {i for e in entries for i in [*e.lesson_ids, *(r.id for r in e.results)]}
+        titles = await anyio.to_thread.run_sync(self._titles, scope, sorted(named)) if named else {}
         return ActivityResult(
-            project=scope.project,
-            entries=[ActivityEntryOut.of(e) for e in page.entries],
-            next_cursor=page.next_cursor,
+            project=scope.project, entries=entries, titles=titles, next_cursor=page.next_cursor
         )
+
+    def _titles(self, scope: Scope, ids: list[str]) -> dict[str, str]:
+        """People read lessons by their problem, not their id: one query for a page's worth."""
+        with self.store.transaction(scope, write=False) as tx:
+            return tx.lesson_titles(ids)
 
     async def _stale(self, scope: Scope, days: float, limit: int, cursor: str | None) -> ActivityResult:
         if not 0 <= days <= 36_500:

@@ -107,6 +107,9 @@ class ActivityResult(BaseModel):
         default_factory=list,
         description="With stale_days: lessons older than that never recalled, oldest first.",
     )
+    titles: dict[str, str] = Field(
+        default_factory=dict, description="The problem of each stored lesson the entries name, by id."
+    )
     next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last page.")
 
 

@@ -150,7 +150,7 @@ class StructuredService:
             page = commits[:limit]
             more = len(commits) > limit
             return {
-                "commits": [commit_summary(c) for c in page],
+                "commits": [{**commit_summary(c), "changed": changed(c)} for c in page],
                 "next_cursor": str(page[-1].seq) if more else None,
             }
 
@@ -165,7 +165,11 @@ class StructuredService:
             commit = tx.get_commit(commit_id)
             if commit is None:
                 raise NotFoundError(f"No commit {commit_id} in this project.")
-            return {**commit_summary(commit), "effects": public_effects(commit.effects)}
+            return {
+                **commit_summary(commit),
+                "changed": changed(commit),
+                "effects": public_effects(commit.effects),
+            }
 
         return await self._run(project, caller, False, read)
 
@@ -301,6 +305,27 @@ def commit_summary(commit: Commit) -> dict[str, Any]:
     """A commit as history lists it: every field but its effects and targets."""
     summary = {name: getattr(commit, name) for name in SUMMARY_FIELDS}
     return {**summary, "created_at": commit.created_at.isoformat()}  # keeps its place among the keys
+
+
+# Fields every lesson change touches, so naming them says nothing.
+UNTOLD_FIELDS = frozenset({"updated_at", "embedding"})
+CHANGED_ROWS = 3
+TITLE_CHARS = 80
+
+
+def changed(commit: Commit) -> list[dict[str, Any]]:
+    """What a commit changed, for people reading history: its first few rows, each with its
+    table, id, title (a lesson's problem, cut at a word) and the fields that differ."""
+    told = []
+    for row in commit.effects.get("rows", [])[:CHANGED_ROWS]:
+        before, after = row.get("before") or {}, row.get("after") or {}
+        image = after or before
+        fields = sorted(f for f in {*before, *after} - UNTOLD_FIELDS if before.get(f) != after.get(f))
+        title = str(image.get("problem", "")) if row["table"] == structured.LESSONS_TABLE else ""
+        if len(title) > TITLE_CHARS:
+            title = title[:TITLE_CHARS].rsplit(" ", 1)[0] + "…"
+        told.append({"table": row["table"], "id": row["id"], "title": title, "fields": fields})
+    return told
 
 
 def public_effects(effects: Any) -> dict[str, Any]:

@@ -219,6 +219,13 @@ class SqlProjectTx:
         )
         return {r["id"] for r in rows}
 
+    def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
+        rows = self.tx.rows(
+            f"SELECT id, problem FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
+            {**self._key, "ids": self.tx.listed(ids)},
+        )
+        return {r["id"]: r["problem"] for r in rows}
+
     def org_projects(self) -> list[str]:
         rows = self.tx.rows(
             "SELECT project FROM lessons WHERE org_id = :org UNION SELECT project FROM commits WHERE org_id = :org "

@@ -99,6 +99,9 @@ class ProjectTx(Protocol):
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
 
+    def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
+        """The problem of each of ``ids`` still stored in this project, by id."""
+
     def org_projects(self) -> list[str]:
         """Every project of this org that has lessons or commits, sorted."""
 

@@ -36,6 +36,11 @@ HOSTILE_NAME = '<img src=x onerror="document.title=1">Sneaky & "quoted"'
 
 @pytest.fixture
 def driver() -> Iterator[Any]:
+    yield from chromium()
+
+
+def chromium() -> Iterator[Any]:
+    """Headless Chromium through chromedriver until the generator closes (a skip without it)."""
     if CHROMIUM is None or CHROMEDRIVER is None:
         reason = (
             "Debian's chromium and chromium-driver are not installed "

@@ -356,5 +356,6 @@ def test_a_key_for_one_project_sees_nothing_of_another(driver: Any, local_lore: 
     project.clear()
     project.send_keys("beta")
     project.submit()
-    wait_for(driver, lambda d: text_of(d, "error").startswith("FORBIDDEN: "), "the FORBIDDEN sentence")
+    # The switcher offers only the key's projects, and refuses any other name before asking.
+    wait_for(driver, lambda d: text_of(d, "error").startswith("NOT_FOUND: beta is not one"), "the refusal")
     assert "Beta secret" not in text_of(driver, "view")

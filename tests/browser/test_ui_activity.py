@@ -122,7 +122,9 @@ def test_a_person_sees_what_reached_the_agents_unasked(
             assert kinds[:2] == ["ask", "inject"], kinds
             text = ui.text_of(driver, "activity")
             size = len(given["hookSpecificOutput"]["additionalContext"].encode())
-            assert "session sess-42" in text and f"{size} bytes" in text and saved["id"] in text
+            assert "session sess-42" in text and f"{size} bytes" in text
+            injected = f"#activity [data-kind='inject'] a[href='#/lesson/{saved['id']}']"
+            assert driver.find_element(By.CSS_SELECTOR, injected).text == "Flaky DNS in CI"
             driver.find_element(By.ID, "activity-kind").send_keys("inject")
             driver.find_element(By.CSS_SELECTOR, "form[aria-label='Filter activity'] button").click()
             ui.wait_for(driver, lambda d: "kind=inject" in str(ui.shown(d)), "the filtered timeline")

@@ -303,3 +303,29 @@ async def test_key_changes_are_logged_for_root_keys_only(store: Any, embedder: E
     ]
     assert all(e["key_id"] == root.id and created["key"] not in json.dumps(e) for e in seen_by_root)
     assert seen_by_member == [] and asked_by_member == []
+
+
+async def test_the_log_and_history_name_lessons_by_their_problem(server: LoreServer) -> None:
+    """People read ``titles`` (each named lesson's problem) and ``changed`` (each commit's
+    lessons with the fields that differ), not ids; the fields every change touches are left out."""
+    async with agent(server) as client:
+        saved = await call(client, "save_lesson", **STRIPE)
+        other = await call(client, "save_lesson", **REDIS)
+        await call(client, "recall_lessons", query="stripe webhook signature")
+        await call(client, "upvote_lesson", id=saved["id"])
+        await call(
+            client, "update_lesson", id=saved["id"], resolution="Verify the raw body, not the parsed one"
+        )
+        await call(client, "delete_lesson", id=other["id"])
+        log = await call(client, "recent_activity", limit=10)
+        commits = (await call(client, "history", limit=10))["commits"]
+        full = await call(client, "get_commit", commit_id=commits[1]["id"])
+    # A deleted lesson has no title: the page shows its id.
+    assert log["titles"] == {saved["id"]: STRIPE["problem"]}
+    changed = {c["kind"]: c["changed"] for c in commits}
+    assert changed["vote"] == [
+        {"table": "lessons", "id": saved["id"], "title": STRIPE["problem"], "fields": ["upvotes"]}
+    ]
+    assert changed["update"][0]["fields"] == ["resolution"]
+    assert changed["delete"][0]["title"] == REDIS["problem"]
+    assert full["changed"] == changed["update"]

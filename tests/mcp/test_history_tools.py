@@ -47,6 +47,7 @@ COMMIT_FIELDS = {
     "created_at",
     "schema_hash_before",
     "schema_hash_after",
+    "changed",
 }
 
 

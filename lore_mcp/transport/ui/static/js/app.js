@@ -134,7 +134,14 @@ async function route() {
 async function signIn(key, session = null) {
   const client = new McpClient(ENDPOINT, key, session);
   if (session) session.onEnded = (error) => signedOut(error);
-  const tools = await client.toolNames();
+  let tools;
+  try {
+    tools = await client.toolNames();
+  } catch (error) {
+    // The server's sentence is written for protocol clients; a person needs only this.
+    if (error.code === "UNAUTHORIZED" && !session) throw new McpError("UNAUTHORIZED: Lore does not accept this API key; check it and try again.");
+    throw error;
+  }
   state.client = client;
   state.session = session;
   state.tools = tools;
@@ -217,12 +224,23 @@ function wire() {
   project.value = state.project;
   document.getElementById("project-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    state.project = project.value.trim();
+    const name = project.value.trim();
+    if (name && !state.projects.has(name)) {
+      clear(document.getElementById("notice"));
+      ctx.fail(new McpError(`NOT_FOUND: ${name} is not one of this key's projects; pick one from the list.`));
+      return;
+    }
+    state.project = name;
     sessionStorage.setItem(PROJECT, state.project);
     state.pending = state.project ? `Showing project ${state.project}.` : "Showing the key's default project.";
     route();
   });
   window.addEventListener("hashchange", route);
+  // The hash is the router's: the skip link moves the focus without changing it.
+  document.querySelector(".skip").addEventListener("click", (event) => {
+    event.preventDefault();
+    document.getElementById("view").focus();
+  });
 }
 
 async function start() {

@@ -4,7 +4,7 @@
 
 import { h, when } from "../dom.js";
 import { bars } from "../plot.js";
-import { pager, queryString } from "./parts.js";
+import { field, lessonLink, pager, queryString } from "./parts.js";
 
 const TOOL = "recent_activity";
 // The last three are what reached agents unasked (the hooks): lessons injected, asks to save.
@@ -13,11 +13,9 @@ const FILTERS = ["lesson_id", "key_id", "client_name"];
 // Lessons older than this that no recall returned are "stale" on the overview.
 const STALE_DAYS = 30;
 
-function lessonLink(id) {
-  return h("a", { href: `#/lesson/${id}`, class: "mono" }, id);
-}
-
-function entryItem(entry) {
+// One entry; `titles` name its lessons (by id, from the same page of the log).
+function entryItem(entry, titles) {
+  const lesson = (id) => lessonLink(id, titles[id]);
   return h(
     "li",
     { class: "card entry", "data-kind": entry.kind },
@@ -34,11 +32,11 @@ function entryItem(entry) {
       entry.bytes != null ? h("span", {}, `${entry.bytes} bytes`) : null,
     ),
     entry.query ? h("p", { class: "text query" }, `“${entry.query}”`) : null,
-    entry.lesson_ids.length ? h("p", {}, "Lessons: ", entry.lesson_ids.map((id) => [lessonLink(id), " "])) : null,
+    entry.lesson_ids.length ? h("p", {}, "Lessons: ", entry.lesson_ids.map((id) => [lesson(id), " "])) : null,
     entry.tables.length ? h("p", {}, "Tables: ", entry.tables.map((name) => [h("a", { href: `#/tables/${encodeURIComponent(name)}` }, name), " "])) : null,
     entry.target ? h("p", { class: "mono" }, entry.target) : null,
     entry.results.length
-      ? h("ol", { class: "results" }, entry.results.map((r) => h("li", {}, lessonLink(r.id), ` score ${r.score.toFixed(3)}`)))
+      ? h("ol", { class: "results" }, entry.results.map((r) => h("li", {}, lesson(r.id), ` score ${r.score.toFixed(3)}`)))
       : null,
   );
 }
@@ -55,13 +53,10 @@ function filterForm(ctx, query) {
   const form = h(
     "form",
     { class: "card", "aria-label": "Filter activity" },
-    h("label", { for: "activity-kind" }, "Kind"),
-    kind,
-    FILTERS.map((name) => [h("label", { for: `activity-${name}` }, name.replace("_", " ")), inputs[name]]),
-    h("label", { for: "activity-since" }, "When"),
-    since,
-    h("label", { for: "activity-agents" }, "Agents only"),
-    agents,
+    field("Kind", kind),
+    FILTERS.map((name) => field(name.replace("_", " "), inputs[name])),
+    field("When", since),
+    field("Agents only", agents),
     h("button", { type: "submit" }, "Filter"),
   );
   form.addEventListener("submit", (event) => {
@@ -88,7 +83,7 @@ async function render(ctx, param, query) {
     h("h2", {}, "Activity"),
     h("p", { class: "muted" }, "What was done to this project's memory, newest first, as Lore logged it."),
     filterForm(ctx, query),
-    page.entries.length ? h("ol", { id: "activity" }, page.entries.map(entryItem)) : h("p", { class: "muted" }, "Nothing logged."),
+    page.entries.length ? h("ol", { id: "activity" }, page.entries.map((entry) => entryItem(entry, page.titles || {}))) : h("p", { class: "muted" }, "Nothing logged."),
     pager(page.next_cursor, (next) => `#/activity${queryString({ ...kept, cursor: next })}`, !query.get("cursor")),
   );
 }
@@ -97,17 +92,16 @@ async function render(ctx, param, query) {
 export const views = { activity: { module: { render }, nav: "Activity", needs: TOOL } };
 
 // The overview's cards from the log: the lessons the latest recalls returned most, and the
-// stale ones (old, and returned by no recall the log kept). `lessons` name the recalled ids.
-export async function overviewCards(ctx, lessons) {
+// stale ones (old, and returned by no recall the log kept), named by the log's own titles.
+export async function overviewCards(ctx) {
   if (!ctx.has(TOOL)) return [];
   const [recalls, stale] = await Promise.all([
     ctx.tool(TOOL, { kinds: ["recall"], agents_only: true, limit: 100 }),
     ctx.tool(TOOL, { stale_days: STALE_DAYS, limit: 10 }),
   ]);
-  const problems = new Map(lessons.map((lesson) => [lesson.id, lesson.problem]));
   const counts = new Map();
   for (const entry of recalls.entries) for (const r of entry.results) counts.set(r.id, (counts.get(r.id) || 0) + 1);
-  const most = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, value]) => ({ label: problems.get(id) || id, value }));
+  const most = [...counts].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([id, value]) => ({ label: (recalls.titles || {})[id] || id, value, href: `#/lesson/${id}` }));
   return [
     h(
       "article",

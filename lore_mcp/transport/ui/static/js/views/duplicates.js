@@ -4,7 +4,7 @@
 // "merge into" (one merge commit that keeps both lessons' votes, previewed first) and "delete".
 
 import { h, button } from "../dom.js";
-import { tagList } from "./parts.js";
+import { field, tagList } from "./parts.js";
 
 // Cosine similarity from which a pair is listed (find_duplicates' own default).
 const MIN_SCORE = 0.8;
@@ -44,7 +44,7 @@ export async function render(ctx, param, query) {
   const threshold = Number(query.get("min") || MIN_SCORE);
   const found = await pairs(ctx, threshold, query.get("cursor"));
   const min = h("input", { id: "dup-min", type: "number", min: 0, max: 1, step: "any", value: threshold });
-  const form = h("form", { class: "card" }, h("label", { for: "dup-min" }, "Minimum similarity (cosine)"), min, h("button", { type: "submit" }, "Look again"));
+  const form = h("form", { class: "card" }, field("Minimum similarity (cosine)", min), h("button", { type: "submit" }, "Look again"));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     ctx.go(`#/duplicates?min=${encodeURIComponent(min.value)}`);

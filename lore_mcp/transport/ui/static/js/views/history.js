@@ -1,14 +1,14 @@
 // The commit history: every change to lessons and tables, newest first, a page at a time;
 // one commit with its effects and a revert button (a CONFLICT comes back as its sentence).
 
-import { h, when, show } from "../dom.js";
+import { h, when } from "../dom.js";
 import { commitCard } from "./lesson.js";
-import { pager, queryString } from "./parts.js";
+import { describe, pager, queryString } from "./parts.js";
 
 export async function render(ctx, param, query, name) {
   if (name === "commit") {
     const commit = await ctx.tool("get_commit", { commit_id: param });
-    return h("section", {}, h("h2", {}, `Commit ${commit.seq}`), commitCard(ctx, commit));
+    return h("section", {}, h("h2", {}, `Commit #${commit.seq}`), commitCard(ctx, commit, "h3"));
   }
   const target = query.get("target") || "";
   const cursor = query.get("cursor");
@@ -18,8 +18,7 @@ export async function render(ctx, param, query, name) {
       "tr",
       { "data-commit": commit.id, "data-kind": commit.kind },
       h("td", {}, h("a", { href: `#/commit/${commit.id}` }, String(commit.seq))),
-      h("td", {}, commit.kind),
-      h("td", { class: "text" }, show(commit.message)),
+      h("td", { class: "text" }, describe(commit)),
       h("td", {}, commit.actor),
       h("td", {}, when(commit.created_at)),
     ),
@@ -35,7 +34,7 @@ export async function render(ctx, param, query, name) {
       h(
         "table",
         { id: "commits" },
-        h("thead", {}, h("tr", {}, ["#", "Kind", "Message", "Actor", "Time"].map((label) => h("th", { scope: "col" }, label)))),
+        h("thead", {}, h("tr", {}, ["#", "Change", "Actor", "Time"].map((label) => h("th", { scope: "col" }, label)))),
         h("tbody", {}, rows),
       ),
     ),

@@ -1,8 +1,8 @@
 // One lesson: its fields and votes; edit, vote and delete it; and every commit that touched
 // it with its before/after, each revertible. Destructive actions ask first.
 
-import { h, button, when, show } from "../dom.js";
-import { effectsTable, tagList, splitTags } from "./parts.js";
+import { h, button, when } from "../dom.js";
+import { describe, effectsTable, tagList, splitTags } from "./parts.js";
 import { lessonActivity } from "./activity.js";
 
 const EDITABLE = ["problem", "resolution", "context", "source"];
@@ -88,11 +88,11 @@ function editForm(ctx, lesson) {
     inputs[field].value = lesson[field] ?? "";
   }
   inputs.tags = h("input", { id: "edit-tags", name: "tags", value: lesson.tags.join(", ") });
-  inputs.confidence = h("input", { id: "edit-confidence", name: "confidence", type: "number", min: 0, max: 1, step: 0.05, value: lesson.confidence });
+  inputs.confidence = h("input", { id: "edit-confidence", name: "confidence", type: "number", min: 0, max: 1, step: "any", value: lesson.confidence });
   const form = h(
     "form",
     { class: "card edit", "aria-label": "Edit the lesson" },
-    Object.entries(inputs).map(([field, input]) => [h("label", { for: input.id }, field), input]),
+    Object.entries(inputs).map(([name, input]) => [h("label", { for: input.id }, name), input]),
     h("div", { class: "actions" }, h("button", { type: "submit", class: "primary", id: "save-edit" }, "Save changes")),
   );
   form.addEventListener("submit", async (event) => {
@@ -129,7 +129,8 @@ export async function commits(ctx, target) {
   );
 }
 
-export function commitCard(ctx, commit) {
+// `level`: the heading's tag, one below the section it sits in.
+export function commitCard(ctx, commit, level = "h4") {
   const revert = ctx.act(`Revert commit ${commit.seq} (${commit.kind})? The revert is itself a commit.`, async () => {
     const result = await ctx.tool("revert_commit", { commit_id: commit.id });
     await ctx.refresh();
@@ -138,7 +139,7 @@ export function commitCard(ctx, commit) {
   return h(
     "article",
     { class: "card commit", "data-commit": commit.id, "data-kind": commit.kind },
-    h("h4", {}, h("a", { href: `#/commit/${commit.id}` }, `#${commit.seq} ${commit.kind}`), " ", h("span", { class: "muted" }, show(commit.message))),
+    h(level, {}, h("a", { href: `#/commit/${commit.id}` }, `#${commit.seq}`), " ", h("span", { class: "text" }, describe(commit))),
     h("p", { class: "meta" }, h("span", {}, commit.actor), h("span", {}, when(commit.created_at))),
     effectsTable(commit.effects),
     h("div", { class: "actions" }, button("Revert", revert, { class: "danger revert" })),

@@ -2,7 +2,7 @@
 // newest-first list (list_lessons, a page at a time).
 
 import { h } from "../dom.js";
-import { lessonCard, pager, queryString, splitTags } from "./parts.js";
+import { field, lessonCard, pager, queryString, splitTags } from "./parts.js";
 
 export async function render(ctx, param, query, name) {
   return name === "search" ? search(ctx, query) : list(ctx, query);
@@ -11,19 +11,15 @@ export async function render(ctx, param, query, name) {
 function searchForm(ctx, query) {
   const q = h("input", { id: "search-query", type: "search", name: "q", value: query.get("q") || "", required: true });
   const tags = h("input", { id: "search-tags", name: "tags", value: query.get("tags") || "", placeholder: "tag, tag" });
-  const min = h("input", { id: "search-min", name: "min", type: "number", min: 0, max: 1, step: 0.05, value: query.get("min") || "0" });
+  const min = h("input", { id: "search-min", name: "min", type: "number", min: 0, max: 1, step: "any", value: query.get("min") || "0" });
   const limit = h("input", { id: "search-limit", name: "limit", type: "number", min: 1, max: 50, value: query.get("limit") || "10" });
   const form = h(
     "form",
     { role: "search", class: "card" },
-    h("label", { for: "search-query" }, "Problem"),
-    q,
-    h("label", { for: "search-tags" }, "Tags"),
-    tags,
-    h("label", { for: "search-min" }, "Min confidence"),
-    min,
-    h("label", { for: "search-limit" }, "Results"),
-    limit,
+    field("Problem", q),
+    field("Tags", tags),
+    field("Min confidence", min),
+    field("Results", limit),
     h("button", { type: "submit", class: "primary", id: "search-button" }, "Search"),
   );
   form.addEventListener("submit", (event) => {
@@ -62,7 +58,7 @@ async function list(ctx, query) {
   const page = await ctx.tool("list_lessons", { limit: 20, cursor: cursor || null, tags: splitTags(tags), verbose: true });
   page.lessons.forEach((lesson) => ctx.saw(lesson.project));
   const tagInput = h("input", { id: "list-tags", value: tags, placeholder: "tag, tag" });
-  const filter = h("form", { class: "card" }, h("label", { for: "list-tags" }, "Only with tags"), tagInput, h("button", { type: "submit" }, "Filter"));
+  const filter = h("form", { class: "card" }, field("Only with tags", tagInput), h("button", { type: "submit" }, "Filter"));
   filter.addEventListener("submit", (event) => {
     event.preventDefault();
     ctx.go(`#/lessons${queryString({ tags: tagInput.value.trim() })}`);

@@ -2,6 +2,38 @@
 
 import { h, show, when } from "../dom.js";
 
+// A lesson named for people: its problem, cut at a word after `max` characters.
+export function cut(text, max = 80) {
+  const flat = String(text || "").replace(/\s+/g, " ").trim();
+  if (flat.length <= max) return flat;
+  const head = flat.slice(0, max);
+  return `${head.slice(0, head.lastIndexOf(" ") > max / 2 ? head.lastIndexOf(" ") : max)}…`;
+}
+
+// A link to a lesson, by its title where known (else its id).
+export function lessonLink(id, title) {
+  return title ? h("a", { href: `#/lesson/${id}`, class: "text", title: id }, cut(title)) : h("a", { href: `#/lesson/${id}`, class: "mono" }, id);
+}
+
+// A label above its own input, kept together when a form's row wraps.
+export function field(label, input) {
+  return h("span", { class: "field" }, h("label", { for: input.id }, label), input);
+}
+
+const VOTES = { upvotes: "▲", downvotes: "▼" };
+
+// What a commit did, in words: "vote ▲ on “title”", "edit of “title”: resolution".
+export function describe(commit) {
+  const rows = commit.changed || [];
+  const names = rows.map((row) => (row.title ? `“${cut(row.title, 60)}”` : `${row.table} ${row.id}`)).join(", ");
+  const fields = [...new Set(rows.flatMap((row) => row.fields))];
+  const message = commit.message && commit.message !== commit.kind && commit.kind !== "revert" ? commit.message : "";
+  if (commit.kind === "vote") return `vote ${fields.map((f) => VOTES[f] || f).join(" ")} on ${names}`;
+  if (commit.kind === "update") return `edit of ${names}: ${fields.join(", ")}`;
+  if (commit.kind === "apply") return `apply: ${message}`;
+  return [commit.kind, names ? ` of ${names}` : "", message ? `: ${message}` : ""].join("");
+}
+
 export function tagList(tags) {
   return h("ul", { class: "tags", "aria-label": "Tags" }, (tags || []).map((tag) => h("li", {}, tag)));
 }
@@ -26,7 +58,8 @@ export function lessonCard(lesson) {
   );
 }
 
-const HIDDEN_FIELDS = new Set(["embedding"]);
+// Fields every change touches: showing them only hides what changed.
+const HIDDEN_FIELDS = new Set(["embedding", "updated_at"]);
 
 // The rows a commit changed, each field that differs with its value before and after.
 export function effectsTable(effects) {
@@ -44,7 +77,7 @@ export function effectsTable(effects) {
       h(
         "table",
         { class: "diff" },
-        h("caption", {}, `${row.table} ${row.id}: ${change}`),
+        h("caption", {}, (before.problem || after.problem) ? `Lesson “${cut(after.problem || before.problem)}”: ${change}` : `${row.table} ${row.id}: ${change}`),
         h("thead", {}, h("tr", {}, h("th", {}, "Field"), h("th", {}, "Before"), h("th", {}, "After"))),
         h(
           "tbody",

@@ -2,7 +2,7 @@
 // and a page at a time (schema and query_rows, as an agent reads them).
 
 import { h, show } from "../dom.js";
-import { pager, queryString } from "./parts.js";
+import { field, pager, queryString } from "./parts.js";
 
 const OPERATORS = ["=", "!=", "<", "<=", ">", ">=", "like", "in", "is_null"];
 
@@ -32,7 +32,7 @@ function overview(schema) {
     "section",
     {},
     h("h2", {}, "Tables"),
-    h("p", { class: "muted mono" }, `schema_hash ${schema.schema_hash}`),
+    h("p", { class: "muted" }, "schema_hash ", h("code", { class: "token" }, schema.schema_hash)),
     schema.tables.length
       ? h(
           "div",
@@ -63,12 +63,9 @@ function filterForm(ctx, table, query) {
   const form = h(
     "form",
     { class: "card", "aria-label": "Filter rows" },
-    h("label", { for: "filter-column" }, "Where"),
-    column,
-    h("label", { for: "filter-op" }, "is"),
-    op,
-    h("label", { for: "filter-value" }, "value"),
-    value,
+    field("Where", column),
+    field("is", op),
+    field("value", value),
     h("button", { type: "submit" }, "Filter"),
     h("a", { href: `#/tables/${encodeURIComponent(table.name)}` }, "Clear"),
   );
