@@ -73,10 +73,12 @@ def team_server(
     heavy_gate: HeavyGate | None = None,
     request_timeout_s: float | None = 30.0,
     tools: Collection[str] | None = None,
+    stateless: bool = False,
 ) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
     ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``; ``heavy_gate`` admits heavy calls, as
-    ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None)."""
+    ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None;
+    ``stateless`` is ``LORE_STATELESS_HTTP``)."""
     port = free_port()
     service = LessonService(store, embedder, default_project="default")
     server = build_server(
@@ -96,6 +98,7 @@ def team_server(
         rate_limit_per_minute=rate_limit_per_minute,
         trusted_proxies=trusted_proxies,
         call_counts=store.call_counts,
+        stateless=stateless,
     )
     if record is not None:
         app = RecordBodies(app, record)
@@ -126,12 +129,13 @@ def running(server: uvicorn.Server) -> Iterator[uvicorn.Server]:
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
-    """An MCP client over streamable HTTP sending ``Authorization: Bearer key``."""
+async def http_client(url: str, key: str | None, mode: str = "auto") -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP sending ``Authorization: Bearer key`` (``mode`` as
+    for ``connected``)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        connected(streamable_http_client(url, http_client=http)) as client,
+        connected(streamable_http_client(url, http_client=http), mode) as client,
     ):
         yield client
 
