@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from mcp import Client
 
 from lore_mcp.app import build_server
@@ -37,6 +38,11 @@ from tests.support.markers import kinds_of, timeout_for
 from tests.support.stores import database_per_worker, open_store
 
 BACKENDS = ["local", "postgres"]
+
+# Every Hypothesis test's defaults: how long an example takes is never the property (a busy
+# machine stretches it, generation included), so no deadline and no "too slow" health check.
+settings.register_profile("lore", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("lore")
 
 
 def pytest_configure(config: pytest.Config) -> None:

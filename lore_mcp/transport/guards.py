@@ -26,6 +26,7 @@ import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
@@ -240,6 +241,35 @@ def client_address(scope: Scope) -> str:
             return str(address.ipv4_mapped)
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     return str(address)
+
+
+class ForwardedClient:
+    """uvicorn's ``ProxyHeadersMiddleware`` (from a trusted proxy, the client is the right-most
+    ``X-Forwarded-For`` entry that is not a trusted proxy), except that an entry that is not an
+    IP address (``unknown``, RFC 7239's ``_hidden``, or whatever a client wrote into a header its
+    proxy passes on verbatim) names nobody: the client stays the TCP peer, the proxy. Otherwise
+    each such token would be a client of its own, with a failed-login count of its own."""
+
+    def __init__(self, app: ASGIApp, trusted_hosts: list[str]) -> None:
+        self.app = app
+        addressed: Any = self._addressed  # uvicorn types an ASGI app more narrowly than Starlette
+        self.proxy: Any = ProxyHeadersMiddleware(addressed, trusted_hosts=trusted_hosts)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        scope[PEER_KEY] = scope.get("client")
+        await self.proxy(scope, receive, send)
+
+    async def _addressed(self, scope: Scope, receive: Receive, send: Send) -> None:
+        client = scope.get("client")
+        if client is not None and client is not scope[PEER_KEY]:
+            try:
+                ipaddress.ip_address(client[0])
+            except ValueError:
+                scope["client"] = scope[PEER_KEY]
+        await self.app(scope, receive, send)
+
+
+PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedClient``
 
 
 def has_authorization(scope: Scope) -> bool:

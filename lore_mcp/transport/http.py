@@ -15,7 +15,7 @@ authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key 
 cannot be asked (an outage is not a bad key) and limits failed authentication per client
 address before any lookup. The client address is the TCP peer's, or, from a trusted
 reverse proxy (``LORE_TRUSTED_PROXIES``), the right-most address in ``X-Forwarded-For``
-that is not itself a trusted proxy. Errors the guards answer carry the JSON-RPC id of
+that is not itself a trusted proxy (the proxy's own if that entry is not an address). Errors the guards answer carry the JSON-RPC id of
 the request they refuse. Shutdown on SIGTERM stops accepting connections, lets every MCP
 request in flight finish for up to the drain time, then exits whatever is still running.
 """
@@ -40,7 +40,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp import __version__
 from lore_mcp.key_tokens import caller_of
@@ -53,6 +52,7 @@ from lore_mcp.transport.guards import (
     HEALTH_PATH,
     MCP_PATH,
     BusyGuard,
+    ForwardedClient,
     SlidingWindowLimiter,
     has_authorization,
 )
@@ -259,7 +259,7 @@ def _install_guards(
     )
     if trusted_proxies:
         # Outermost: every guard counts against the client the trusted proxy names.
-        app.user_middleware.insert(0, Middleware(ProxyHeadersMiddleware, trusted_hosts=list(trusted_proxies)))
+        app.user_middleware.insert(0, Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies)))
     # Appended, so these run inside the SDK's authentication middleware and see the caller.
     app.user_middleware.append(Middleware(RateLimit, limiter=limiter))
     if server.heavy_gate is not None:

@@ -114,6 +114,27 @@ def test_from_a_trusted_proxy_the_client_is_the_right_most_untrusted_forwarded_a
         assert post(proxy, server.url, f"Bearer {root.key}", "198.51.100.9") == 200
 
 
+def test_forwarded_entries_that_are_not_addresses_name_no_client_of_their_own(
+    local_store: Any, embedder: Embedder
+) -> None:
+    """A proxy that writes ``unknown`` or passes the client's header on verbatim: an entry that
+    is not an IP address names nobody, so failures behind it count against the proxy, not
+    against a fresh ``unknown-N`` each (issue 34, item 4)."""
+    tokens = ["unknown-{}", "_hidden{}", "client{}.example", "198.51.100.7, unknown-{}", "[bad{}]:80"]
+    with (
+        team_server(local_store, embedder, trusted_proxies=("127.0.0.1", "10.0.0.0/8")) as server,
+        peer("127.0.0.1") as proxy,
+    ):
+        server.keys.init_org("acme")
+        statuses = [
+            post(proxy, server.url, BAD, tokens[i % len(tokens)].format(i) + ", 10.1.2.3")
+            for i in range(FAILED_AUTH_PER_MINUTE + 5)
+        ]
+        assert statuses == [401] * FAILED_AUTH_PER_MINUTE + [429] * 5, statuses
+        # A client the proxy names by its address is still a client of its own.
+        assert post(proxy, server.url, BAD, "198.51.100.8") == 401
+
+
 def test_the_team_server_process_believes_only_the_proxies_its_setting_names(tmp_path: Path) -> None:
     env = lore_env(tmp_path / "team.db")
     for trusted, counted_as in (("", "the proxy"), ("127.0.0.1", "the forwarded client")):

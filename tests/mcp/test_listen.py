@@ -34,7 +34,7 @@ from stores import LessonStore, open_postgres_store
 from tests.support.clients import no_deprecation_warnings
 from tests.support.helpers import call
 from tests.support.stores import empty_postgres
-from tests.support.team import team_server
+from tests.support.team import http_client, team_server
 
 MODERN = "2026-07-28"
 TAKEN = "01JTAKENBYA11STENERS000000"  # one id several orgs and projects hold here
@@ -136,6 +136,29 @@ async def test_listen_is_refused_on_the_legacy_handshake_and_subscribe_on_the_cu
                 with pytest.raises(MCPError) as refused:
                     await request
                 assert refused.value.code == METHOD_NOT_FOUND
+
+
+async def test_a_server_without_sessions_refuses_subscribe_and_set_level_on_the_handshake(
+    store: Any, embedder: Embedder
+) -> None:
+    """``LORE_STATELESS_HTTP``: ``initialize`` offers neither (a subscription or a level would be
+    forgotten when its request ends), so each is method not found, as on the current revision,
+    not an empty result that looks like a subscription (issue 34)."""
+    with team_server(store, embedder, stateless=True) as server:
+        key = server.keys.init_org("acme").key
+        async with http_client(server.url, key, mode="legacy") as client:
+            assert client.server_capabilities is not None
+            assert client.server_capabilities.logging is None
+            for request in (
+                client.subscribe_resource,
+                client.unsubscribe_resource,
+                lambda _: client.set_logging_level("debug"),
+            ):
+                with no_deprecation_warnings(), pytest.raises(MCPError) as refused:
+                    await request(STATS)
+                assert refused.value.code == METHOD_NOT_FOUND
+                assert "keeps no sessions" in refused.value.error.message
+            assert (await client.read_resource(STATS)).contents  # what a client does instead
 
 
 # -- logs on the request's own stream ---------------------------------------------------------

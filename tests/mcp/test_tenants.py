@@ -36,10 +36,32 @@ from tests.support.team import http_client, team_server
 
 # Rows that make one ``like`` slow without backtracking (as in test_hardening_filters): each
 # search for 197 a's and a b in 20,000 a's takes a few million steps (tens of ms); 5 a row
-# over 12 rows make a plan of a few seconds.
+# over 60 rows make a plan of seconds, well past a deadline of 1 s.
 SLOW_VALUE = "a" * 20_000 + "b"
 SLOW_WHERE = [cond("v", "like", "%" + "a" * 197 + "b%")] * 5
-SLOW_ROWS = 12
+
+
+def hold_first_run(
+    monkeypatch: pytest.MonkeyPatch, table: str
+) -> tuple[threading.Event, threading.Event, list[Any]]:
+    """Hold the next plan run on ``table`` inside its run (its slot, snapshot and deadline
+    taken) until ``release`` is set; ``running`` says it got there, later runs go through, and
+    the list collects every run on ``table``. Not timed: how long a real plan takes depends on
+    the machine (and a CPU-bound one slows other threads through the GIL), so a test that needs
+    a call still running holds it instead."""
+    running, release, runs = threading.Event(), threading.Event(), []
+    execute = structured.execute
+
+    def held_execute(source: Any, plan: Any, step: Any = None) -> Any:
+        if any(op.get("table") == table for op in plan.operations):
+            runs.append(plan)
+            if not running.is_set():
+                running.set()
+                release.wait(60)
+        return execute(source, plan, step)
+
+    monkeypatch.setattr(structured, "execute", held_execute)
+    return running, release, runs
 
 
 async def test_a_long_apply_lets_other_writes_through_while_it_runs(
@@ -51,18 +73,7 @@ async def test_a_long_apply_lets_other_writes_through_while_it_runs(
     async with connected(server) as setup:
         await apply_ops(setup, create_table("notes", column("v", "text")), insert("notes", {"v": "a"}))
         await apply_ops(setup, create_table("small", column("v", "text")))
-    running, release = threading.Event(), threading.Event()
-    execute = structured.execute
-    notes_runs = []
-
-    def held_execute(source: Any, plan: Any, step: Any = None) -> Any:
-        if any(op.get("table") == "notes" for op in plan.operations):
-            notes_runs.append(plan)
-            running.set()
-            release.wait(60)
-        return execute(source, plan, step)
-
-    monkeypatch.setattr(structured, "execute", held_execute)
+    running, release, notes_runs = hold_first_run(monkeypatch, "notes")
     async with connected(server) as heavy, connected(server) as other:
         plan = make_plan(
             await schema_hash(heavy), {"op": "update", "table": "notes", "where": [], "set": {"v": "changed"}}
@@ -134,20 +145,20 @@ async def until(condition: Callable[[], bool]) -> None:
     raise AssertionError("the heavy calls never reached the expected state")
 
 
-async def slow_table(client: Client, rows: int = SLOW_ROWS) -> None:
-    await apply_ops(
-        client, create_table("notes", column("v", "text")), insert("notes", *[{"v": SLOW_VALUE}] * rows)
+ROWS = 3
+
+
+async def notes_table(client: Client) -> None:
+    await apply_ops(client, create_table("notes", column("v", "text")), insert("notes", *[{"v": "a"}] * ROWS))
+
+
+async def rewrite_notes(client: Client) -> dict[str, Any]:
+    """An apply that changes every row it finds, so one after it on the same table finds none."""
+    plan = make_plan(
+        await schema_hash(client),
+        {"op": "update", "table": "notes", "where": [cond("v", "=", "a")], "set": {"v": "x"}},
     )
-
-
-# The gate tests hold a slot with a real apply while the next call arrives: long enough that
-# it is still running then on a quiet machine (a few seconds), not only on a busy one.
-GATED_ROWS = 120
-# Three applies run here, one after another on acme's slot and one beside them on globex's:
-# the waiting one must start and finish within the gate's 30 s wait and the request's
-# deadline even on two busy cores, so each is shorter (still seconds, and the test waits on
-# the gate's own counts rather than on time).
-SHARE_ROWS = 50
+    return await call(client, "apply", plan=plan)
 
 
 async def slow_apply(client: Client) -> dict[str, Any]:
@@ -157,68 +168,82 @@ async def slow_apply(client: Client) -> dict[str, Any]:
     return await call(client, "apply", plan=plan)
 
 
+# The gate tests hold a slot with a real apply, held inside its run (hold_first_run) until the
+# next calls have been admitted, queued or refused: on a busy machine as on a quiet one.
+
+
 async def test_one_orgs_heavy_calls_past_its_share_are_busy_while_another_orgs_run(
-    store: Any, embedder: Embedder
+    store: Any, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gate = HeavyGate(2, queue_per_org=1, max_wait_s=30)  # one slot for each org; one may wait
+    gate = HeavyGate(2, queue_per_org=1, max_wait_s=120)  # one slot for each org; one may wait
     with team_server(store, embedder, heavy_gate=gate) as server:
         acme, globex = server.keys.init_org("acme").key, server.keys.init_org("globex").key
         async with http_client(server.url, acme) as a1, http_client(server.url, globex) as g:
-            await slow_table(a1, SHARE_ROWS)
-            await slow_table(g, SHARE_ROWS)
+            await notes_table(a1)
+            await notes_table(g)
+            running, release, _ = hold_first_run(monkeypatch, "notes")
             async with http_client(server.url, acme) as a2, http_client(server.url, acme) as a3:
-                running = asyncio.create_task(slow_apply(a1))
-                await until(lambda: gate.load().running == 1)
-                waiting = asyncio.create_task(slow_apply(a2))
-                await until(lambda: gate.load().waiting == 1)
-                health = httpx2.get(f"{server.base}/healthz", timeout=10)
-                assert health.status_code == 200 and health.json() == {"status": "ok"}  # a slot is free
-                with pytest.raises(MCPError) as refused:  # acme's queue is full
-                    await a3.call_tool("query_rows", {"table": "notes"})
-                other = await slow_apply(g)  # globex's slot is its own
-                outcomes = await asyncio.gather(running, waiting)
+                first = asyncio.create_task(rewrite_notes(a1))
+                try:
+                    assert await asyncio.to_thread(running.wait, 30)
+                    assert gate.load().running == 1
+                    waiting = asyncio.create_task(rewrite_notes(a2))
+                    await until(lambda: gate.load().waiting == 1)
+                    health = httpx2.get(f"{server.base}/healthz", timeout=10)
+                    with pytest.raises(MCPError) as refused:  # acme's queue is full
+                        await a3.call_tool("query_rows", {"table": "notes"})
+                    other = await rewrite_notes(g)  # globex's slot is its own
+                    assert not first.done() and not waiting.done()
+                finally:
+                    release.set()
+                outcomes = await asyncio.gather(first, waiting)
+            assert health.status_code == 200 and health.json() == {"status": "ok"}  # a slot is free
             text = refused.value.error.message
             assert text.startswith("BUSY: The server is busy with other heavy work")
             assert "changed nothing" in text and re.search(r"Try again in \d+ s\.$", text)
-            assert other["effects"]["rows"]["updated"] == SHARE_ROWS
+            assert other["effects"]["rows"]["updated"] == ROWS
             # The waiting apply ran after the first had rewritten every row: none matched any more.
-            assert [o["effects"]["rows"]["updated"] for o in outcomes] == [SHARE_ROWS, 0]
+            assert [o["effects"]["rows"]["updated"] for o in outcomes] == [ROWS, 0]
             saved = await call(g, "save_lesson", problem="after the heavy work", resolution="still saves")
             assert saved["id"]
 
 
 async def test_a_refused_heavy_call_gets_429_with_retry_after_and_its_id(
-    store: Any, embedder: Embedder
+    store: Any, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gate = HeavyGate(1, queue_per_org=1, max_wait_s=30)
+    gate = HeavyGate(1, queue_per_org=1, max_wait_s=120)
     with team_server(store, embedder, heavy_gate=gate) as server:
         key = server.keys.init_org("acme").key
         async with http_client(server.url, key) as a1, http_client(server.url, key) as a2:
-            await slow_table(a1, GATED_ROWS)
-            running = asyncio.create_task(slow_apply(a1))
-            await until(lambda: gate.load().running == 1)
-            waiting = asyncio.create_task(slow_apply(a2))
-            await until(lambda: gate.load().waiting == 1)
-            raw = httpx2.post(
-                server.url,
-                headers={
-                    "Authorization": f"Bearer {key}",
-                    "Accept": "application/json, text/event-stream",
-                    "Content-Type": "application/json",
-                    "MCP-Protocol-Version": "2025-11-25",
-                },
-                json={
-                    "jsonrpc": "2.0",
-                    "id": 77,
-                    "method": "tools/call",
-                    "params": {"name": "apply", "arguments": {}},
-                },
-                timeout=30,
-            )
-            health = httpx2.get(
-                f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10
-            )
-            await asyncio.gather(running, waiting)
+            await notes_table(a1)
+            running, release, _ = hold_first_run(monkeypatch, "notes")
+            first = asyncio.create_task(rewrite_notes(a1))
+            try:
+                assert await asyncio.to_thread(running.wait, 30)
+                waiting = asyncio.create_task(rewrite_notes(a2))
+                await until(lambda: gate.load().waiting == 1)
+                raw = httpx2.post(
+                    server.url,
+                    headers={
+                        "Authorization": f"Bearer {key}",
+                        "Accept": "application/json, text/event-stream",
+                        "Content-Type": "application/json",
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                    json={
+                        "jsonrpc": "2.0",
+                        "id": 77,
+                        "method": "tools/call",
+                        "params": {"name": "apply", "arguments": {}},
+                    },
+                    timeout=30,
+                )
+                health = httpx2.get(
+                    f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10
+                )
+            finally:
+                release.set()
+            await asyncio.gather(first, waiting)
     assert health.status_code == 200  # busy is not down
     assert health.json()["status"] == "busy"
     assert health.json()["heavy_calls"] == {"running": 1, "waiting": 1, "slots": 1}

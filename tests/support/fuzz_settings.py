@@ -18,7 +18,9 @@ ORG = "local"
 ALL_GROUPS = ("lessons", "structured", "history", "admin")
 TOOLS = sorted({name for group in ALL_GROUPS for name in TOOL_GROUPS[group]})
 EXAMPLES = int(os.environ.get("LORE_FUZZ_EXAMPLES", "25"))
-# Generous: an in-memory call takes milliseconds; the issue asks that none can freeze the server.
+# Seconds of this process's CPU a call may spend (not wall-clock time, which a busy neighbour
+# stretches): generous, an in-memory call takes milliseconds; the issue asks that none can
+# freeze the server. A call that waits instead of computing meets the server's own deadline.
 CALL_SECONDS = float(os.environ.get("LORE_FUZZ_CALL_SECONDS", "10"))
 # Set by ``benchmarks/fuzz.py --collect``: failures are written here and the run goes on, so a
 # long run lists every distinct failure instead of stopping at the first.

@@ -74,11 +74,13 @@ def team_server(
     request_timeout_s: float | None = 30.0,
     tools: Collection[str] | None = None,
     people: Collection[str] = (),
+    stateless: bool = False,
 ) -> Iterator[TeamServer]:
     """Serve ``store`` over HTTP until the block ends (``record`` collects request bodies;
     ``trusted_proxies`` is ``LORE_TRUSTED_PROXIES``; ``heavy_gate`` admits heavy calls, as
     ``App.heavy_gate`` does for the real team server; ``tools`` the groups, the default ones if None;
-    ``people`` the ids of keys a person's page holds, as ``lore-memory ui`` names its key)."""
+    ``people`` the ids of keys a person's page holds, as ``lore-memory ui`` names its key;
+    ``stateless`` is ``LORE_STATELESS_HTTP``)."""
     port = free_port()
     verifier = ApiKeyVerifier(store.keys)
     verifier.people = frozenset(people)
@@ -100,6 +102,7 @@ def team_server(
         rate_limit_per_minute=rate_limit_per_minute,
         trusted_proxies=trusted_proxies,
         call_counts=store.call_counts,
+        stateless=stateless,
     )
     if record is not None:
         app = RecordBodies(app, record)
@@ -130,12 +133,13 @@ def running(server: uvicorn.Server) -> Iterator[uvicorn.Server]:
 
 
 @contextlib.asynccontextmanager
-async def http_client(url: str, key: str | None) -> AsyncIterator[Client]:
-    """An MCP client over streamable HTTP sending ``Authorization: Bearer key``."""
+async def http_client(url: str, key: str | None, mode: str = "auto") -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP sending ``Authorization: Bearer key`` (``mode`` as
+    for ``connected``)."""
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     async with (
         httpx2.AsyncClient(headers=headers, timeout=60) as http,
-        connected(streamable_http_client(url, http_client=http)) as client,
+        connected(streamable_http_client(url, http_client=http), mode) as client,
     ):
         yield client
 
