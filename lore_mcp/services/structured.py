@@ -35,6 +35,11 @@ APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress
 MAX_HISTORY_LIMIT = 100
 
 
+# Commits a history page carries in full (each as get_commit gives it): a lesson's page shows its
+# newest ten with their diffs in one call instead of eleven.
+MAX_FULL_COMMITS = 20
+
+
 class StructuredService:
     """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
 
@@ -140,17 +145,24 @@ class StructuredService:
         cursor: str | None,
         project: str | None = None,
         *,
+        effects: bool = False,
         caller: Caller | None = None,
     ) -> dict[str, Any]:
         key = history_target(target)
         before = history.parse_cursor(cursor)
+        if effects and limit > MAX_FULL_COMMITS:
+            raise InvalidArgument(f"With effects, limit must be at most {MAX_FULL_COMMITS}.")
+
+        def full(c: Commit) -> dict[str, Any]:
+            shown = {**commit_summary(c), "changed": changed(c)}
+            return {**shown, "effects": public_effects(c.effects)} if effects else shown
 
         def read(tx: ProjectTx) -> dict[str, Any]:
             commits = tx.commits(key, limit + 1, before)
             page = commits[:limit]
             more = len(commits) > limit
             return {
-                "commits": [{**commit_summary(c), "changed": changed(c)} for c in page],
+                "commits": [full(c) for c in page],
                 "next_cursor": str(page[-1].seq) if more else None,
             }
 

@@ -19,10 +19,15 @@ async def history(
     limit: Annotated[int, Field(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Field(max_length=20)] = None,
     project: Project = None,
+    effects: Annotated[
+        bool, Field(description="Each commit in full, as get_commit shows it (limit at most 20).")
+    ] = False,
 ) -> dict[str, Any]:
     """List this project's commits newest first: every lesson change, apply and revert."""
     call = call_of(ctx)
-    return await call.services.tables.history(target, limit, cursor, project, caller=call.caller)
+    return await call.services.tables.history(
+        target, limit, cursor, project, effects=effects, caller=call.caller
+    )
 
 
 async def get_commit(

@@ -8,7 +8,7 @@ import json
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
-from lore_mcp.errors import InvalidArgument, describe
+from lore_mcp.errors import InvalidArgument, LoreError, describe
 from lore_mcp.tools.context import Services, caller
 from stores.errors import StoreError
 
@@ -16,6 +16,7 @@ LESSON_TEMPLATE = "lore://lessons/{id}"
 SCHEMA_URI = "lore://schema"
 STATS_URI = "lore://stats"
 ACTIVITY_URI = "lore://activity"
+OVERVIEW_TEMPLATE = "lore://overview/{project}"
 # Entries ``lore://activity`` shows: the latest, as ``recent_activity`` pages them.
 ACTIVITY_RESOURCE_ENTRIES = 50
 
@@ -68,6 +69,21 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
     )
     async def stats_resource() -> str:
         return json.dumps(await services.tables.stats(None, caller=caller()))
+
+    @server.resource(
+        OVERVIEW_TEMPLATE,
+        name="overview",
+        description="A project's counts (as lore://stats), lessons saved per day, top tags, and the "
+        "most and least voted lessons, in one read.",
+        mime_type="application/json",
+    )
+    async def overview_resource(project: str) -> str:
+        from lore_mcp.services.overview import overview
+
+        try:
+            return json.dumps(await overview(services.tables, project, caller()))
+        except (InvalidArgument, StoreError, LoreError) as exc:
+            raise ResourceNotFoundError(describe(exc)[1]) from None
 
     @server.resource(
         ACTIVITY_URI,

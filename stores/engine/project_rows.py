@@ -9,6 +9,7 @@ nothing else (on Postgres the org's row-level security policy holds as well).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from stores import deadline
@@ -225,6 +226,16 @@ class SqlProjectTx:
             {**self._key, "ids": self.tx.listed(ids)},
         )
         return {r["id"]: r["problem"] for r in rows}
+
+    def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
+        rows = self.tx.rows(
+            "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
+            f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",
+            {**self._key, "now": self.tx.stamp(now)},
+        )
+        return [
+            {**r, "tags": self.tx.load(r["tags"]), "created_at": self.tx.time(r["created_at"])} for r in rows
+        ]
 
     def org_projects(self) -> list[str]:
         rows = self.tx.rows(

@@ -105,6 +105,10 @@ class ProjectTx(Protocol):
     def org_projects(self) -> list[str]:
         """Every project of this org that has lessons or commits, sorted."""
 
+    def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
+        """Every live lesson's id, problem, tags, created_at and votes (no text beyond the
+        problem, no vector): what an overview of the project counts."""
+
 
 def tables_hash(tables: Mapping[str, TableDef]) -> str:
     return schema_hash({name: list(t.columns) for name, t in tables.items()})

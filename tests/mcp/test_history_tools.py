@@ -690,3 +690,19 @@ async def test_reverting_an_apply_that_dropped_tables_restores_them_in_name_orde
     assert reverted["effects"]["schema"] == [
         {"op": "restore_table", "table": t} for t in sorted(TABLES_OUT_OF_ORDER)
     ]
+
+
+async def test_a_history_page_can_carry_each_commit_in_full(client: Client) -> None:
+    """Issue 35: a lesson's page reads its commits with their diffs in one call, not eleven."""
+    saved = await call(client, "save_lesson", problem="Cron runs twice", resolution="Use a lock file")
+    await call(client, "upvote_lesson", id=saved["id"])
+    await call(client, "update_lesson", id=saved["id"], resolution="Use flock on a lock file")
+    page = await call(client, "history", target=saved["id"], limit=10, effects=True)
+    assert [c["kind"] for c in page["commits"]] == ["update", "vote", "save"]
+    for commit in page["commits"]:
+        assert commit == await call(client, "get_commit", commit_id=commit["id"])
+    plain = await call(client, "history", target=saved["id"])
+    assert all("effects" not in c for c in plain["commits"])
+    with pytest.raises(ToolFailed) as refused:
+        await call(client, "history", limit=21, effects=True)
+    assert refused.value.code == "VALIDATION_ERROR" and "at most 20" in str(refused.value)

@@ -37,7 +37,7 @@ from tests.support.stores import empty_postgres
 # Every group, so the admin group (off by default) is served too.
 ALL_GROUPS = ",".join(TOOL_GROUPS)
 RESOURCES = {"lore://stats", "lore://schema", "lore://activity"}
-TEMPLATES = {"lore://lessons/{id}"}
+TEMPLATES = {"lore://lessons/{id}", "lore://overview/{project}"}
 PROMPTS = {"recall_before_task", "record_lesson"}
 
 

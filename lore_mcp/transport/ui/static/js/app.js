@@ -43,6 +43,10 @@ const ctx = {
   get project() {
     return state.project;
   },
+  // The project a call naming none acts on (the key's own, or the server's default).
+  get home() {
+    return state.home;
+  },
   // Projects seen so far, offered by the switcher.
   saw(project) {
     if (project && !state.projects.has(project)) {
@@ -152,6 +156,7 @@ async function signIn(key, session = null) {
   }
   try {
     const stats = await client.resource("lore://stats");
+    state.home = stats.project;
     ctx.saw(stats.project);
     (stats.projects || []).forEach((name) => ctx.saw(name));
     if (!state.project) document.getElementById("project").placeholder = stats.project;

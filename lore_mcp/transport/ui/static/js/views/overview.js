@@ -1,79 +1,48 @@
-// The overview: counts from lore://stats and plots over the project's lessons (read with
-// export_lessons, a page at a time): lessons over time, by tag, most and least voted.
+// The overview: a project's counts and plots (lessons over time, by tag, most and least voted),
+// all from one read of lore://overview/{project}, which sums every live lesson on the server.
 
 import { h } from "../dom.js";
 import { bars, columns } from "../plot.js";
 import { overviewCards } from "./activity.js";
 
-// The overview reads at most this many lessons (pages of 100), so a large project stays quick.
-const MAX_LESSONS = 2000;
-
-async function allLessons(ctx) {
-  const lessons = [];
-  let cursor = null;
-  do {
-    const page = await ctx.tool("export_lessons", { limit: 100, cursor });
-    lessons.push(...page.lessons);
-    cursor = page.next_cursor;
-  } while (cursor && lessons.length < MAX_LESSONS);
-  return { lessons, partial: Boolean(cursor) };
-}
-
-function perDay(lessons) {
-  const counts = new Map();
-  for (const lesson of lessons) {
-    const day = String(lesson.created_at).slice(0, 10);
-    counts.set(day, (counts.get(day) || 0) + 1);
-  }
-  const days = [...counts.keys()].sort();
+// Lessons saved per day, from the first day to the last, days without a lesson at 0.
+function perDay(days) {
+  const counts = new Map(days.map((d) => [d.day, d.lessons]));
   if (!days.length) return [];
   const points = [];
-  for (let day = new Date(`${days[0]}T00:00:00Z`); day <= new Date(`${days[days.length - 1]}T00:00:00Z`); day.setUTCDate(day.getUTCDate() + 1)) {
+  for (let day = new Date(`${days[0].day}T00:00:00Z`); day <= new Date(`${days[days.length - 1].day}T00:00:00Z`); day.setUTCDate(day.getUTCDate() + 1)) {
     const key = day.toISOString().slice(0, 10);
     points.push({ label: key, value: counts.get(key) || 0 });
   }
   return points;
 }
 
-function byTag(lessons) {
-  const counts = new Map();
-  for (const lesson of lessons) for (const tag of lesson.tags) counts.set(tag, (counts.get(tag) || 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])).slice(0, 10).map(([label, value]) => ({ label, value, href: `#/lessons?tags=${encodeURIComponent(label)}` }));
+function byTag(tags) {
+  return tags.map((t) => ({ label: t.tag, value: t.lessons, href: `#/lessons?tags=${encodeURIComponent(t.tag)}` }));
 }
 
-function byVotes(lessons, most) {
-  const scored = lessons.map((lesson) => ({ label: lesson.problem, value: lesson.upvotes - lesson.downvotes, href: `#/lesson/${lesson.id}` }));
-  scored.sort((a, b) => (most ? b.value - a.value : a.value - b.value));
-  return scored.slice(0, 5);
+function byVotes(lessons) {
+  return lessons.map((lesson) => ({ label: lesson.problem, value: lesson.net_votes, href: `#/lesson/${lesson.id}` }));
 }
 
 function plotCard(title, points, plot) {
   return h("article", { class: "card" }, h("h3", {}, title), points.length ? plot : h("p", { class: "muted" }, "Nothing to plot yet."));
 }
 
-// lore://stats counts the key's default project; a chosen one is counted from its schema and
-// its newest commit's sequence number.
-async function projectStats(ctx) {
-  if (!ctx.project) return ctx.resource("lore://stats");
-  const [schema, history] = await Promise.all([ctx.tool("schema", {}), ctx.tool("history", { limit: 1 })]);
-  const rows = schema.tables.reduce((sum, table) => sum + table.row_count, 0);
-  return { project: ctx.project, tables: schema.tables.length, rows, commits: history.commits.length ? history.commits[0].seq : 0 };
-}
-
 export async function render(ctx) {
-  // The log's cards need nothing from the lessons: all three are read at once.
-  const [stats, { lessons, partial }, cards] = await Promise.all([projectStats(ctx), allLessons(ctx), overviewCards(ctx)]);
-  const counts = [["lessons", stats.lessons ?? lessons.length], ["tables", stats.tables], ["rows", stats.rows], ["commits", stats.commits]];
-  const days = perDay(lessons);
-  const tags = byTag(lessons);
-  const most = byVotes(lessons, true);
-  const least = byVotes(lessons, false);
+  // One read for the counts and the plots (lore://overview/{project}); the log's cards beside it.
+  const project = ctx.project || ctx.home;
+  const [stats, cards] = await Promise.all([ctx.resource(`lore://overview/${encodeURIComponent(project)}`), overviewCards(ctx)]);
+  const counts = [["lessons", stats.lessons], ["tables", stats.tables], ["rows", stats.rows], ["commits", stats.commits]];
+  const days = perDay(stats.per_day);
+  const tags = byTag(stats.tags);
+  const most = byVotes(stats.most_voted);
+  const least = byVotes(stats.least_voted);
   return h(
     "section",
     {},
     h("h2", {}, `Overview of ${ctx.project || (stats && stats.project) || "this project"}`),
     h("div", { class: "counts", id: "counts" }, counts.map(([label, value]) => h("div", { class: "card" }, h("div", { class: "stat" }, String(value)), h("div", { class: "muted" }, label)))),
-    partial ? h("p", { class: "muted" }, `Plots use the newest ${lessons.length} lessons.`) : null,
     h(
       "div",
       { class: "grid" },
