@@ -90,7 +90,9 @@ def main() -> None:
     results: dict[str, Any] = {"lessons": args.lessons, "runs": args.runs, "views": {}}
     driver = browser()
     try:
-        with team_server(store, embedder, tools=("lessons", "structured", "history", "activity", "curation")) as server:
+        with team_server(
+            store, embedder, tools=("lessons", "structured", "history", "activity", "curation")
+        ) as server:
             key = server.keys.init_org("local").key
             driver.get(f"{server.base}/ui/#key={key}")
             while not driver.execute_script("return document.getElementById('view').dataset.shown"):

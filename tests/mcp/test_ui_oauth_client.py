@@ -135,3 +135,43 @@ def test_revoking_still_needs_a_confidential_clients_secret(lore: OAuthServer) -
     client_id, _ = page_of(lore)
     missing = httpx2.post(f"{lore.base}/revoke", data={"client_id": client_id}, timeout=30)
     assert missing.status_code == 400 and missing.json()["error"] == "invalid_request"
+
+
+def test_a_token_the_page_holds_makes_its_caller_a_person(lore: OAuthServer, store: Any) -> None:
+    """Issue 35: a person on the page is known by the credential (a token issued to the page's own
+    client), not by a name a client chooses: their recall is logged as a person's and counts as no
+    agent's recall, while the same key used by an agent counts."""
+    import anyio
+
+    from stores import Scope
+    from stores.engine.activity import ActivityQuery
+    from tests.support.helpers import call
+    from tests.support.team import http_client
+
+    key = lore.keys.init_org("acme").key
+    client_id, redirect = page_of(lore)
+    verifier, challenge = pkce()
+    with httpx2.Client(timeout=30) as browser:
+        answer = redirect_params(consent(browser, str(authorize(lore, redirect, challenge).url), key=key))
+    tokens = httpx2.post(
+        f"{lore.base}/token",
+        data={"client_id": client_id, "resource": lore.url, "grant_type": "authorization_code",
+              "code": answer["code"], "code_verifier": verifier, "redirect_uri": redirect},
+        timeout=30,
+    ).json()  # fmt: skip
+
+    async def visit() -> str:
+        async with http_client(lore.url, tokens["access_token"]) as page:
+            saved = await call(page, "save_lesson", problem="Flaky DNS in CI", resolution="Pin resolv.conf")
+            await call(page, "recall_lessons", query="flaky dns")
+        async with http_client(lore.url, key) as agent:
+            await call(agent, "recall_lessons", query="flaky dns")
+        return str(saved["id"])
+
+    lesson_id = anyio.run(visit)
+    scope = Scope(org="acme", project="default")
+    recalls = store.activity(scope, ActivityQuery(kinds=("recall",))).entries
+    assert [entry.note.person for entry in recalls] == [False, True], (
+        "newest first: the agent's, then the page's"
+    )
+    assert store.recall_stats(scope, [lesson_id])[lesson_id].count == 1
