@@ -130,9 +130,15 @@ def curation_tables(t: Types) -> str:
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, a {t.text} NOT NULL, b {t.text} NOT NULL,
             at {t.time} NOT NULL, actor {t.text} NOT NULL,
             PRIMARY KEY (org_id, project, a, b)
-        ){t.keyed};
-        ALTER TABLE activity ADD COLUMN person {t.flag}
+        ){t.keyed}
         """
+
+
+def person_column(t: Types) -> str:
+    """``activity.person``: whether an entry was a person's (``curation_tables`` says why). Its
+    ``ALTER`` runs only where the column is missing: SQLite has no ``ADD COLUMN IF NOT EXISTS``,
+    and a file whose recorded schema was wound back runs this migration again."""
+    return f"person {t.flag}"
 
 
 def activity_tables(t: Types) -> str:

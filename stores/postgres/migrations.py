@@ -17,6 +17,7 @@ from stores.engine.schema import (
     key_tables,
     oauth_registration_table,
     oauth_tables,
+    person_column,
     structured_tables,
 )
 from stores.errors import UnavailableError
@@ -312,7 +313,7 @@ MIGRATIONS.append(
         13,
         "pairs kept apart, and people's activity",
         curation_tables(_TYPES)
-        + """;
+        + f"""; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};
         ALTER TABLE kept_pairs ENABLE ROW LEVEL SECURITY;
         ALTER TABLE kept_pairs FORCE ROW LEVEL SECURITY;
         CREATE POLICY kept_pairs_org ON kept_pairs

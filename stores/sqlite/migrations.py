@@ -16,6 +16,7 @@ from stores.engine.schema import (
     key_tables,
     oauth_registration_table,
     oauth_tables,
+    person_column,
     structured_tables,
 )
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
@@ -196,7 +197,15 @@ MIGRATIONS.append(
     (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
 )
 
-MIGRATIONS.append((10, "pairs kept apart, and people's activity", curation_tables(_TYPES)))
+
+def _curation(conn: Connection) -> None:
+    """Pairs kept apart, and ``activity.person`` where a file lacks it."""
+    _run(conn, curation_tables(_TYPES))
+    if "person" not in {row[1] for row in conn.execute("PRAGMA table_info(activity)")}:
+        conn.execute(f"ALTER TABLE activity ADD COLUMN {person_column(_TYPES)}")
+
+
+MIGRATIONS.append((10, "pairs kept apart, and people's activity", _curation))
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
