@@ -63,11 +63,15 @@ def test_a_repeated_query_is_not_embedded_again(embedder: Embedder, monkeypatch:
     assert np.array_equal(first, second)
 
 
+# A model name other than the built-in one goes to sentence-transformers, whose import of torch
+# alone took over a minute on two cores beside two busy loops: the test's own bound, not the
+# default 60 s, lest a busy machine end the worker (and, under --max-worker-restart=0, the run).
+@pytest.mark.timeout(600)
 def test_a_model_that_cannot_load_is_reported_as_unavailable(tmp_path) -> None:
     broken = Embedder(str(tmp_path / "missing-model"))
     broken.start()
     with pytest.raises(ModelUnavailable, match="missing-model"):
-        broken.wait(timeout=120)
+        broken.wait(timeout=540)
     assert broken.wait_settled(5) and broken.runtime == "torch"
 
 

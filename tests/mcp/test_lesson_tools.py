@@ -194,7 +194,7 @@ async def test_projects_are_separate_and_default_to_the_configured_one(
 async def test_the_lesson_resource_serves_json(client: Client) -> None:
     saved = await call(client, "save_lesson", **STRIPE)
     templates = (await client.list_resource_templates()).resource_templates
-    assert [t.uri_template for t in templates] == ["lore://lessons/{id}"]
+    assert sorted(t.uri_template for t in templates) == ["lore://lessons/{id}", "lore://overview/{project}"]
     result = await client.read_resource(f"lore://lessons/{saved['id']}")
     body = json.loads(result.contents[0].text)
     assert body["id"] == saved["id"] and body["problem"] == STRIPE["problem"]
