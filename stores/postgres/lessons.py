@@ -83,6 +83,19 @@ _GENERATION = (
 )
 
 
+# pgvector 0.8+ scans the HNSW index on until the filters leave k rows (iterative index scans),
+# so a small project's nearest come from the index, not the exact scan below that is the
+# fallback on older servers (the one pgserver ships is 0.6.2).
+_ITERATIVE = ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",)
+
+
+def _pgvector_version(engine: Any) -> tuple[int, ...]:
+    """The installed pgvector's version, as numbers (``(0, 6, 2)``)."""
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    return tuple(int(part) for part in str(found or "0").split(".") if part.isdigit())
+
+
 class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
@@ -108,6 +121,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
         self._notices = PostgresNotices(self._engine)
+        self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -116,7 +130,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         k = ranking.candidate_count(query.limit, self._ranking)
         q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
+        with self._begin(scope.org, ef_search, *self._scan, ef=str(min(1000, 2 * k))) as conn:
             self._models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
