@@ -54,9 +54,10 @@ def timed(fn: Any, n: int) -> list[float]:
     return out
 
 
-def postgres_rss() -> float:
-    found = [p for p in psutil.process_iter(["name"]) if (p.info["name"] or "").startswith("postgres")]
-    return round(sum(p.memory_info().rss for p in found) / 2**20, 1)
+def postgres_rss(pgdata: Path) -> float:
+    """This run's server: its postmaster (``postmaster.pid``) and the backends it started."""
+    main = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+    return round(sum(p.memory_info().rss for p in [main, *main.children()]) / 2**20, 1)
 
 
 def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> dict[str, Any]:
@@ -133,7 +134,7 @@ def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> 
         out["recall_at_10_vs_exact"] = "1.0 (SQLite searches exactly)"
     out["rss_mb"] = {"lore_process_peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
     if backend == "postgres":
-        out["rss_mb"]["postgres_processes"] = postgres_rss()
+        out["rss_mb"]["postgres_processes"] = postgres_rss(work / f"pg-{n}")
         with open_pg(url) as conn:
             out["database_mb"] = round(
                 conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20, 1
