@@ -5,7 +5,11 @@ among many others still finds its own nearest lessons (filtered recall against e
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -13,7 +17,7 @@ import numpy as np
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import FILE_BATCH, Transfer
-from stores import LessonStore
+from stores import LessonStore, open_local_store
 from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from tests.support.fuzz_settings import HashEngine
@@ -138,3 +142,34 @@ def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(store: LessonSt
         store.save_many(Scope("local", "big"), batch)
     for found, wanted in zip(answers(), exact, strict=True):
         assert len(wanted) == 10 and len(set(found) & set(wanted)) >= 0.95 * 10, (found, wanted)
+
+
+def test_the_cli_exports_vectors_and_imports_them_without_the_model(tmp_path: Path) -> None:
+    """`lore-memory export --with-vectors` then `import` into another file, with a configured
+    model that cannot load: neither command needs it."""
+    source = open_local_store(tmp_path / "source.db")
+    try:
+        filled(source, 30)
+    finally:
+        source.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env.update(LORE_EMBEDDING_MODEL="no-such/model", HF_HUB_OFFLINE="1")
+    out = tmp_path / "export.jsonl"
+    for db, args in (
+        ("source.db", ("export", "--with-vectors", "--out", str(out))),
+        ("target.db", ("import", str(out))),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "lore_mcp", *args],
+            env={**env, "LORE_DB_PATH": str(tmp_path / db)},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+    assert "imported 30 lessons" in done.stderr and "30 kept the vector the file carried" in done.stderr
+    target = open_local_store(tmp_path / "target.db")
+    try:
+        assert target.count("local", "a") == 30 and target.models.recorded() == MODEL
+    finally:
+        target.close()
