@@ -142,31 +142,23 @@ class VectorIndex:
         with similarity >= ``min_similarity``, best first. A few matrix products for the whole
         batch instead of one scan per vector, which is what keeps bulk loads fast on a large store."""
         code = self._scope_codes.get(scope)
-        if code is None or self._n == 0:
+        live = np.flatnonzero(self._live_mask(code, now, 0.0, None)) if code is not None else []
+        if len(live) == 0:
             return [[] for _ in range(len(queries))]
-        dead = np.flatnonzero(~self._live_mask(code, now, 0.0, None))
-        if dead.size == self._n:
-            return [[] for _ in range(len(queries))]
-        matrix = self._vectors[: self._n]
-        k = min(k, self._n)
+        # Only the scope's live rows: a batch costs its project's size, not the whole store's.
+        matrix = self._vectors[live]
+        k = min(k, len(live))
         out: list[list[tuple[int, float]]] = []
         for start in range(0, len(queries), 64):
-            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, n)
-            sims[:, dead] = -np.inf
+            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, live)
             top = (
                 np.argpartition(-sims, k - 1, axis=1)[:, :k]
-                if k < self._n
-                else np.tile(np.arange(self._n), (sims.shape[0], 1))
+                if k < len(live)
+                else np.tile(np.arange(len(live)), (sims.shape[0], 1))
             )
             for i, row in enumerate(top):
-                ranked = sorted(((float(sims[i, j]), int(j)) for j in row), key=lambda p: (-p[0], p[1]))
-                out.append(
-                    [
-                        (int(self._keys[j]), sim)
-                        for sim, j in ranked
-                        if sim >= min_similarity and sim > -np.inf
-                    ]
-                )
+                ranked = sorted(((float(sims[i, j]), int(live[j])) for j in row), key=lambda p: (-p[0], p[1]))
+                out.append([(int(self._keys[j]), sim) for sim, j in ranked if sim >= min_similarity])
         return out
 
     def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:

@@ -59,11 +59,15 @@ class PostgresLessonRows:
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """COPY into a temporary table, then one ``INSERT ... SELECT`` (a COPY straight into
-        ``lessons`` would skip its row-level security, which Postgres refuses)."""
+        ``lessons`` would skip its row-level security, which Postgres refuses). The table is
+        the connection's, made once and emptied by every commit."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
+        typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
         self._conn.execute(
-            text(f"CREATE TEMP TABLE lore_copy ON COMMIT DROP AS SELECT {columns} FROM lessons LIMIT 0")
+            text(
+                f"CREATE TEMP TABLE IF NOT EXISTS lore_copy ON COMMIT DELETE ROWS AS SELECT {typed} FROM lessons LIMIT 0"
+            )
         )
         raw = self._conn.connection.driver_connection
         assert raw is not None
@@ -75,9 +79,7 @@ class PostgresLessonRows:
         inserted = self._conn.execute(
             text(f"INSERT INTO lessons ({columns}) SELECT {columns} FROM lore_copy RETURNING {COLUMNS}")
         )
-        found = [dict(row._mapping) for row in inserted]
-        self._conn.execute(text("DROP TABLE lore_copy"))
-        return found
+        return [dict(row._mapping) for row in inserted]
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """Nothing more: the row holds the vector, and its words are a generated column."""
