@@ -142,8 +142,10 @@ class VectorIndex:
         with similarity >= ``min_similarity``, best first. A few matrix products for the whole
         batch instead of one scan per vector, which is what keeps bulk loads fast on a large store."""
         code = self._scope_codes.get(scope)
-        live = np.flatnonzero(self._live_mask(code, now, 0.0, None)) if code is not None else []
-        if len(live) == 0:
+        if code is None or self._n == 0:
+            return [[] for _ in range(len(queries))]
+        live = np.flatnonzero(self._live_mask(code, now, 0.0, None))
+        if live.size == 0:
             return [[] for _ in range(len(queries))]
         # Only the scope's live rows: a batch costs its project's size, not the whole store's.
         matrix = self._vectors[live]
