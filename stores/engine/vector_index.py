@@ -119,15 +119,16 @@ class VectorIndex:
             )
             if positions.size == 0:
                 return []
-            sims = self._vectors[positions] @ q
         else:
             positions = None
-            sims = self._vectors[: self._n] @ q
-        mask = self._live_mask(code, now, min_confidence, positions)
-        candidates = np.flatnonzero(mask)
+        candidates = np.flatnonzero(self._live_mask(code, now, min_confidence, positions))
         if candidates.size == 0:
             return []
-        cand_sims = sims[candidates]
+        rows = positions[candidates] if positions is not None else candidates
+        # A small project's rows alone (a copy of a few); a large one's by the whole product,
+        # which costs less than copying most of the matrix.
+        whole = positions is None and 4 * candidates.size >= self._n
+        cand_sims = (self._vectors[: self._n] @ q)[candidates] if whole else self._vectors[rows] @ q
         if candidates.size > k:
             top = np.argpartition(-cand_sims, k - 1)[:k]
             candidates, cand_sims = candidates[top], cand_sims[top]
