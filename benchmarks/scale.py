@@ -18,6 +18,7 @@ the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -57,7 +58,11 @@ def timed(fn: Any, n: int) -> list[float]:
 def postgres_rss(pgdata: Path) -> float:
     """This run's server: its postmaster (``postmaster.pid``) and the backends it started."""
     main = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
-    return round(sum(p.memory_info().rss for p in [main, *main.children()]) / 2**20, 1)
+    total = 0
+    for process in [main, *main.children()]:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a backend that ended meanwhile
+            total += process.memory_info().rss
+    return round(total / 2**20, 1)
 
 
 def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> dict[str, Any]:
