@@ -941,6 +941,11 @@ class Generator:
         return topic, slots
 
     def lesson(self) -> Lesson:
+        return self.topic_lesson()[1]
+
+    def topic_lesson(self) -> tuple[str, Lesson]:
+        """A lesson and the topic it was drawn from (``benchmarks/scale_corpus.py`` mixes
+        vectors of the same topic)."""
         r = self.rng
         topic, slots = self._slots()
         tags = TOPICS[topic][4]
@@ -948,7 +953,7 @@ class Generator:
         if r.random() < 0.02:  # a pasted connection string, so redaction has something to do
             secret = "".join(r.choices(string.ascii_letters + string.digits, k=16))
             context += f", DATABASE_URL=postgres://app:{secret}@db-{r.randint(1, 9)}.internal:5432/app"
-        return Lesson(
+        return topic, Lesson(
             problem=r.choice(PROBLEM_TEMPLATES).format(**slots),
             resolution=r.choice(RESOLUTION_TEMPLATES).format(**slots),
             context=context if r.random() < 0.7 else None,

@@ -156,6 +156,12 @@ def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
     export.add_argument("--out", type=path_argument, default=None, help="file to write (default: stdout)")
     export.add_argument("--with-history", action="store_true", help="also write every commit")
+    export.add_argument(
+        "--with-vectors",
+        action="store_true",
+        help="also write each lesson's vector and the model that made it: an import into a store of "
+        "that model embeds nothing",
+    )
     importing = sub.add_parser("import", help="import an export file; importing twice adds nothing")
     importing.add_argument(
         "file", metavar="FILE", type=path_argument, help="a JSON Lines file written by `lore-memory export`"

@@ -38,9 +38,12 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
         print(f"lore-memory: VALIDATION_ERROR: cannot write {args.out}: {exc.strerror}.", file=sys.stderr)
         return 2
     try:
-        for line in app.transfer.export_lines(settings.org, project, with_history=args.with_history):
+        lines = app.transfer.export_lines(
+            settings.org, project, with_history=args.with_history, with_vectors=args.with_vectors
+        )
+        for line in lines:
             out.write(json.dumps(line, ensure_ascii=False) + "\n")
-            counts[line["type"]] += 1
+            counts[line["type"]] = counts.get(line["type"], 0) + 1
     except StoreError as exc:
         return report_failure(exc)
     finally:
@@ -125,6 +128,8 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
 def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool) -> int:
     """Every malformed line (the converter's first), then one summary line; the exit status
     is 1 when any line was malformed, so a script notices a partial import."""
+    from lore_mcp.embedding.identity import describe_model
+
     report.errors[:0] = foreign
     for error in report.errors:
         print(f"lore-memory: {error}", file=sys.stderr)
@@ -134,11 +139,18 @@ def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool
             file=sys.stderr,
         )
         return 1
+    if report.foreign_model is not None:
+        print(
+            f"lore-memory: the file's vectors come from {describe_model(report.foreign_model)}, not this "
+            "store's model; its lessons were embedded anew.",
+            file=sys.stderr,
+        )
     redacted = f"; redacted {', '.join(sorted(report.redacted))}" if report.redacted else ""
+    kept = f"; {report.kept_vectors} kept the vector the file carried" if report.kept_vectors else ""
     print(
         f"lore-memory: imported {report.added} lessons, skipped {report.skipped} already present, "
         f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed, "
-        f"{report.merged} merged into a stored lesson they added nothing to{redacted}.",
+        f"{report.merged} merged into a stored lesson they added nothing to{redacted}{kept}.",
         file=sys.stderr,
     )
     return 1 if report.errors else 0

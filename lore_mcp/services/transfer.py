@@ -1,8 +1,12 @@
 """Moving memory in and out: export to JSON Lines, import idempotently by id.
 
 An export file has one JSON object per line: ``{"type": "lesson", ...}`` for each
-live lesson (every field a client sees, no vector: vectors belong to the model
-that made them) and, with history, ``{"type": "commit", ...}`` for each commit.
+live lesson (every field a client sees) and, with history, ``{"type": "commit", ...}`` for
+each commit. With vectors, a first ``{"type": "model", ...}`` line names the model that made
+them (``EmbeddingModel``) and each lesson carries its ``vector`` (base64 of little-endian
+float32): an import into a store of that same model keeps them and embeds nothing, which is
+what makes loading a large store take minutes, not hours; a lesson whose text redaction
+changes is embedded anew, since its vector was made from the text as it was.
 Import reads lessons back under their own ids, so importing a file twice adds
 nothing; it checks, redacts, re-embeds and saves them as ``save_lesson`` does a new
 lesson (``make_draft``, ``LessonService.store_drafts``: the same near-duplicate rule),
@@ -12,6 +16,8 @@ other change. Commit lines are history of the other store and are counted, not r
 
 from __future__ import annotations
 
+import base64
+import binascii
 import dataclasses
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -21,6 +27,7 @@ from typing import Any
 
 import anyio.lowlevel
 import anyio.to_thread
+import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.auth import Caller
@@ -34,6 +41,7 @@ from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
 from stores.engine.activity import ActivityNote
+from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import (
     MAX_SHORT_CHARS,
     MAX_TAGS,
@@ -111,6 +119,8 @@ class FileReport:
     skipped: int = 0
     merged: int = 0
     commits: int = 0
+    kept_vectors: int = 0  # lessons stored with the vector the file carried
+    foreign_model: EmbeddingModel | None = None  # the file's vectors' model, when not the store's
     redacted: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)  # "line N: why"
 
@@ -174,15 +184,36 @@ class Transfer:
             before = chunk[-1].seq
         return list(reversed(found))
 
-    def export_lines(self, org: str, project: str | None, *, with_history: bool) -> Iterator[dict[str, Any]]:
+    def export_lines(
+        self, org: str, project: str | None, *, with_history: bool, with_vectors: bool = False
+    ) -> Iterator[dict[str, Any]]:
         projects = [project] if project is not None else self.projects(org)
+        model = self.store.models.recorded() if with_vectors else None
+        if model is not None:
+            yield {"type": "model", **json.loads(model.to_json())}
         for name in projects:
             scope = Scope(org=org, project=name)
+            page: list[StoredLesson] = []
             for lesson in self.lessons_of(scope):
-                yield lesson_line(lesson)
+                page.append(lesson)
+                if model is None:
+                    yield lesson_line(lesson)
+                elif len(page) == EXPORT_PAGE:
+                    yield from self._with_vectors(scope, page)
+            if model is not None:
+                yield from self._with_vectors(scope, page)
             if with_history:
                 for commit in self.commits_of(scope):
                     yield commit_line(name, commit)
+
+    def _with_vectors(self, scope: Scope, page: list[StoredLesson]) -> Iterator[dict[str, Any]]:
+        """The page's lesson lines, each with its vector; the page is emptied."""
+        found = self.store.embeddings(scope, [lesson.id for lesson in page])
+        for lesson in page:
+            vector = found.get(lesson.id)
+            extra = {"vector": base64.b64encode(vector).decode("ascii")} if vector else {}
+            yield {**lesson_line(lesson), **extra}
+        page.clear()
 
     async def export_page(
         self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
@@ -258,45 +289,74 @@ class Transfer:
         transaction per project; otherwise bad lines are reported and skipped, and lessons
         are written a batch at a time (a re-run skips what landed, by id)."""
         report = FileReport()
-        by_project = self._group_lines(lines, project, report)
+        by_project, model = self._group_lines(lines, project, report)
         if strict and report.errors:
             return report
-        started(sum(len(drafts) for drafts in by_project.values()))
-        for name, drafts in by_project.items():
+        carried = any(vector is not None for items in by_project.values() for _, vector in items)
+        if carried and model is not None and not self._takes(model):
+            report.foreign_model = model
+        started(sum(len(items) for items in by_project.values()))
+        for name, items in by_project.items():
             scope = Scope(org=org, project=name, actor=actor)
+            drafts: list[LessonDraft] = []
             vectors: list[Any] = []
-            for start in range(0, len(drafts), FILE_BATCH):
-                batch = drafts[start : start + FILE_BATCH]
+            for start in range(0, len(items), FILE_BATCH):
+                batch = items[start : start + FILE_BATCH]
+                batch_vectors = self._vectors(
+                    batch, report, kept=model is not None and not report.foreign_model
+                )
                 if strict:
-                    vectors.extend(self.lessons.vectors_of(batch))
+                    drafts.extend(draft for draft, _ in batch)
+                    vectors.extend(batch_vectors)
                 else:
-                    report.count(self._store(scope, batch, None))
+                    report.count(self._store(scope, [draft for draft, _ in batch], batch_vectors))
                 progress(len(batch))
             if strict:
                 report.count(self._store(scope, drafts, vectors))
         return report
 
+    def _takes(self, model: EmbeddingModel) -> bool:
+        """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
+        return self.store.models.adopt(model).makes_same_vectors(model)
+
+    def _vectors(
+        self, batch: Sequence[tuple[LessonDraft, np.ndarray | None]], report: FileReport, *, kept: bool
+    ) -> list[np.ndarray]:
+        """The batch's vectors: those the file carried when ``kept``, the rest embedded (only
+        then is the model loaded)."""
+        vectors = [vector if kept else None for _, vector in batch]
+        missing = [i for i, vector in enumerate(vectors) if vector is None]
+        made = self.lessons.vectors_of([batch[i][0] for i in missing]) if missing else []
+        for i, vector in zip(missing, made, strict=True):
+            vectors[i] = vector
+        report.kept_vectors += len(batch) - len(missing)
+        return [vector for vector in vectors if vector is not None]
+
     def _group_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport
-    ) -> dict[str, list[LessonDraft]]:
-        """Every line checked and redacted before anything is written, the lessons grouped by
-        the project they land in; bad lines, commit lines and redactions go on ``report``."""
-        by_project: dict[str, list[LessonDraft]] = {}
+    ) -> tuple[dict[str, list[tuple[LessonDraft, np.ndarray | None]]], EmbeddingModel | None]:
+        """Every line checked and redacted before anything is written, the lessons (with the
+        vector they carry, unless redaction changed them) grouped by the project they land in,
+        and the model the file's vectors come from; bad lines, commit lines and redactions go
+        on ``report``."""
+        by_project: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
+        model: EmbeddingModel | None = None
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
-            parsed = _parse_line(number, line)
+            parsed = _parse_line(number, line, model)
             if isinstance(parsed, str):
                 report.errors.append(parsed)
-                continue
-            if parsed is None:
+            elif isinstance(parsed, EmbeddingModel):
+                model = parsed
+            elif parsed is None:
                 report.commits += 1
-                continue
-            item, draft, kinds = parsed
-            report.redacted.update(kinds)
-            target = project or item.project or self.lessons.default_project
-            by_project.setdefault(target, []).append(draft)
-        return by_project
+            else:
+                item, draft, kinds, vector = parsed
+                report.redacted.update(kinds)
+                target = project or item.project or self.lessons.default_project
+                by_project.setdefault(target, []).append((draft, None if kinds else vector))
+        return by_project, model
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
@@ -362,8 +422,12 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
     return {"added": len(saved) - skipped - merged, "skipped": skipped, "merged": merged}
 
 
-def _parse_line(number: int, line: str) -> tuple[LessonIn, LessonDraft, tuple[str, ...]] | str | None:
-    """A checked lesson, None for a commit line, or an error sentence naming the line."""
+Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
+
+
+def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
+    """A checked lesson and its vector, the model of a model line (``model``: the one read
+    so far), None for a commit line, or an error sentence naming the line."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:
@@ -375,9 +439,33 @@ def _parse_line(number: int, line: str) -> tuple[LessonIn, LessonDraft, tuple[st
     kind = data.get("type", "lesson")
     if kind == "commit":
         return None
+    if kind == "model":
+        try:
+            return EmbeddingModel.from_json(json.dumps(data))
+        except (KeyError, TypeError, ValueError):
+            return f"line {number}: a model line needs a name, a dimension and a fingerprint"
     if kind != "lesson":
-        return f"line {number}: unknown type {kind!r} (expected 'lesson' or 'commit')"
+        return f"line {number}: unknown type {kind!r} (expected 'lesson', 'commit' or 'model')"
     try:
-        return checked_lesson(data)
+        vector = _vector(data.get("vector"), model)
+        return (*checked_lesson(data), vector)
     except (ValidationError, InvalidArgument) as exc:
         return f"line {number}: {refusal(exc)}"
+
+
+def _vector(value: Any, model: EmbeddingModel | None) -> np.ndarray | None:
+    """A lesson line's ``vector`` (base64 float32 of the model line's dimension), or None."""
+    if value is None or model is None:
+        return None
+    try:
+        raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != 4 * model.dimension:
+        raise InvalidArgument(
+            f"vector must be {model.dimension} float32 values in base64, as export writes it."
+        )
+    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.isfinite(vector).all():
+        raise InvalidArgument("vector must hold finite numbers.")
+    return vector

@@ -70,6 +70,13 @@ class LessonDialect(Protocol):
         row holds it, and what the backend stamps on every write."""
         ...
 
+    def copy_rows(
+        self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]] | None:
+        """Insert ``rows`` (columns of ``lessons`` but the scope's) in one go and return them as
+        stored (``COLUMNS``, any order); None where single inserts cost no round trip (a file)."""
+        ...
+
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """After row ``key`` was inserted (``new``) or rewritten: index its words, store its vector
         (when given) where the row does not hold it."""
@@ -182,6 +189,22 @@ class SqlLessonTx:
         self._dialect.written(row["pk"], lesson, vector, new=True)
         return Row(row["pk"], self._lesson(row), vector.tobytes())
 
+    def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
+        values = [
+            {**self._fields(lesson), **self._dialect.columns(vec), "id": lesson.id}
+            for lesson, vec in zip(lessons, vectors, strict=True)
+        ]
+        copied = self._dialect.copy_rows(self._scope, values) if len(lessons) > 1 else None
+        if copied is None:
+            return [self.insert(lesson, vec) for lesson, vec in zip(lessons, vectors, strict=True)]
+        by_id = {row["id"]: row for row in copied}
+        found: list[Row] = []
+        for lesson, vec in zip(lessons, vectors, strict=True):
+            row = by_id[lesson.id]
+            self._dialect.written(row["pk"], lesson, vec, new=True)
+            found.append(Row(row["pk"], self._lesson(row), vec.tobytes()))
+        return found
+
     def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
         values = {**self._fields(lesson), **self._dialect.columns(vector)}
         sets = ", ".join(f"{name} = {self._mark(name)}" for name in values)
@@ -253,6 +276,11 @@ class LessonReads:
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
         with self._lesson_reader(scope) as tx:
             return tx.page(tags, limit, cursor)
+
+    def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
+        with self._lesson_reader(scope) as tx:
+            rows = (tx.by_id(lesson_id, live=False) for lesson_id in lesson_ids)
+            return {row.lesson.id: row.embedding for row in rows if row is not None and row.embedding}
 
 
 def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:

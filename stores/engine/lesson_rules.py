@@ -93,7 +93,7 @@ class LessonWrites:
         vectors = [unit_vector(vec) for _, vec in items]
         with self._lesson_writer(scope, vectors) as tx:
             tx.guard()
-            batch = _Batch(tx, keep_ids=keep_ids)
+            batch = _Batch(tx, keep_ids=keep_ids, capacity=len(items))
             saving = batch.fresh(drafts)
             nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving]), strict=True))
             results = [
@@ -102,6 +102,7 @@ class LessonWrites:
                 else SaveResult(id=str(draft.id), merged=False, skipped=True)
                 for i, draft in enumerate(drafts)
             ]
+            batch.flush()
             if batch.changes:
                 single = "merge" if results[0].merged else "save"
                 record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes, activity)
@@ -201,13 +202,18 @@ class LessonWrites:
 
 class _Batch:
     """Drafts saved one after another in one transaction: each is checked against the stored
-    lessons and those saved before it in the batch."""
+    lessons and those saved before it in the batch. New rows are written together
+    (``LessonTx.insert_many``: one COPY on Postgres) when the batch ends, or before a draft
+    merges into one of them; until then they go by a stand-in key above every real one."""
 
-    def __init__(self, tx: LessonTx, *, keep_ids: bool) -> None:
+    def __init__(self, tx: LessonTx, *, keep_ids: bool, capacity: int) -> None:
         self.tx = tx
         self.keep_ids = keep_ids
+        self.capacity = capacity
         self.changes: list[Change] = []
-        self.pending: list[tuple[Near, np.ndarray]] = []  # saved earlier in this batch
+        self.pending: list[Near] = []  # saved earlier in this batch
+        self.matrix: np.ndarray | None = None  # their vectors, one row each
+        self.unwritten: list[tuple[int, int, Lesson, np.ndarray]] = []  # change index, key, lesson, vector
         self.texts: dict[int, Text] = {}  # text of rows written in this batch, as it is now
 
     def fresh(self, drafts: Sequence[LessonDraft]) -> list[int]:
@@ -233,22 +239,43 @@ class _Batch:
         similar = tuple((n.id, round(n.similarity, 6)) for n in neighbours if n.key != target)
         if target is not None:
             lesson_id = next(n.id for n in neighbours if n.key == target)
+            if target >= _UNWRITTEN:
+                self.flush()
             self.merge(lesson_id, draft)
             return SaveResult(id=lesson_id, merged=True, similar=similar)
-        row = self.tx.insert(drafted(draft, self.tx.scope, self.tx.now, keep_id=self.keep_ids), vec)
-        self.pending.append((Near(row.key, 1.0, row.lesson.id, text), vec))
-        self.texts[row.key] = text
-        self.changes.append((row.lesson.id, None, image(self.tx, row)))
-        return SaveResult(id=row.lesson.id, merged=False, similar=similar)
+        lesson = drafted(draft, self.tx.scope, self.tx.now, keep_id=self.keep_ids)
+        key = _UNWRITTEN + len(self.pending)
+        self.unwritten.append((len(self.changes), key, lesson, vec))
+        self.changes.append((lesson.id, None, None))  # its image once written (``flush``)
+        if self.matrix is None:
+            self.matrix = np.empty((self.capacity, vec.shape[0]), dtype=np.float32)
+        self.matrix[len(self.pending)] = vec
+        self.pending.append(Near(key, 1.0, lesson.id, text))
+        self.texts[key] = text
+        return SaveResult(id=lesson.id, merged=False, similar=similar)
+
+    def flush(self) -> None:
+        """Write the rows saved since the last flush, and give them their real keys."""
+        if not self.unwritten:
+            return
+        rows = self.tx.insert_many([u[2] for u in self.unwritten], [u[3] for u in self.unwritten])
+        real: dict[int, int] = {}
+        for (change, key, _, _), row in zip(self.unwritten, rows, strict=True):
+            self.changes[change] = (row.lesson.id, None, image(self.tx, row))
+            real[key] = row.key
+        self.pending = [dataclasses.replace(n, key=real.get(n.key, n.key)) for n in self.pending]
+        self.texts = {real.get(key, key): text for key, text in self.texts.items()}
+        self.unwritten = []
 
     def neighbours(self, vec: np.ndarray, stored: list[Near]) -> list[Near]:
         """The draft's near neighbours, stored or saved earlier in this batch, most similar
         first, at most ``dedup.MAX_SIMILAR``, each with its text as it is now."""
         found = {n.key: n for n in stored}
-        for near, other in self.pending:
-            sim = float(other @ vec)
-            if sim >= dedup.CANDIDATE_SIMILARITY:
-                found[near.key] = dataclasses.replace(near, similarity=sim)
+        if self.pending and self.matrix is not None:
+            sims = self.matrix[: len(self.pending)] @ vec
+            for i in np.flatnonzero(sims >= dedup.CANDIDATE_SIMILARITY):
+                near = self.pending[i]
+                found[near.key] = dataclasses.replace(near, similarity=float(sims[i]))
         ordered = sorted(found.values(), key=lambda n: (-n.similarity, n.key))[: dedup.MAX_SIMILAR]
         return [dataclasses.replace(n, text=self.texts.get(n.key, n.text)) for n in ordered]
 
@@ -264,6 +291,11 @@ class _Batch:
         self.changes.append(
             (lesson_id, image(self.tx, row), image(self.tx, Row(row.key, after, row.embedding)))
         )
+
+
+# Stand-in keys of rows a batch has not written yet: above every real key, as a row written
+# later in the batch would have had.
+_UNWRITTEN = 2**62
 
 
 def _log(tx: LessonTx, note: ActivityNote | None) -> None:

@@ -101,6 +101,11 @@ class LessonTx(Protocol):
         """Store a new lesson in this project, every field as given; the row as stored."""
         ...
 
+    def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
+        """``insert`` for each lesson, in one statement where the backend has round trips;
+        the rows in the lessons' order."""
+        ...
+
     def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
         """Replace every field of row ``key`` but its id (and its vector, when given);
         the lesson as stored."""

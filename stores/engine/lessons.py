@@ -280,6 +280,11 @@ class LessonStore(Protocol):
         """Live lessons newest first, carrying all of ``tags``."""
         ...
 
+    def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
+        """The stored vectors (float32 bytes) of those of ``lesson_ids`` the project holds, for
+        an export that carries them."""
+        ...
+
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
         """Live lessons best first by the hybrid score in ``stores.engine.ranking``:
         ``rank(scope, query, match_words(scope, query))``."""

@@ -119,15 +119,16 @@ class VectorIndex:
             )
             if positions.size == 0:
                 return []
-            sims = self._vectors[positions] @ q
         else:
             positions = None
-            sims = self._vectors[: self._n] @ q
-        mask = self._live_mask(code, now, min_confidence, positions)
-        candidates = np.flatnonzero(mask)
+        candidates = np.flatnonzero(self._live_mask(code, now, min_confidence, positions))
         if candidates.size == 0:
             return []
-        cand_sims = sims[candidates]
+        rows = positions[candidates] if positions is not None else candidates
+        # A small project's rows alone (a copy of a few); a large one's by the whole product,
+        # which costs less than copying most of the matrix.
+        whole = positions is None and 4 * candidates.size >= self._n
+        cand_sims = (self._vectors[: self._n] @ q)[candidates] if whole else self._vectors[rows] @ q
         if candidates.size > k:
             top = np.argpartition(-cand_sims, k - 1)[:k]
             candidates, cand_sims = candidates[top], cand_sims[top]
@@ -144,29 +145,23 @@ class VectorIndex:
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0:
             return [[] for _ in range(len(queries))]
-        dead = np.flatnonzero(~self._live_mask(code, now, 0.0, None))
-        if dead.size == self._n:
+        live = np.flatnonzero(self._live_mask(code, now, 0.0, None))
+        if live.size == 0:
             return [[] for _ in range(len(queries))]
-        matrix = self._vectors[: self._n]
-        k = min(k, self._n)
+        # Only the scope's live rows: a batch costs its project's size, not the whole store's.
+        matrix = self._vectors[live]
+        k = min(k, len(live))
         out: list[list[tuple[int, float]]] = []
         for start in range(0, len(queries), 64):
-            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, n)
-            sims[:, dead] = -np.inf
+            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, live)
             top = (
                 np.argpartition(-sims, k - 1, axis=1)[:, :k]
-                if k < self._n
-                else np.tile(np.arange(self._n), (sims.shape[0], 1))
+                if k < len(live)
+                else np.tile(np.arange(len(live)), (sims.shape[0], 1))
             )
             for i, row in enumerate(top):
-                ranked = sorted(((float(sims[i, j]), int(j)) for j in row), key=lambda p: (-p[0], p[1]))
-                out.append(
-                    [
-                        (int(self._keys[j]), sim)
-                        for sim, j in ranked
-                        if sim >= min_similarity and sim > -np.inf
-                    ]
-                )
+                ranked = sorted(((float(sims[i, j]), int(live[j])) for j in row), key=lambda p: (-p[0], p[1]))
+                out.append([(int(self._keys[j]), sim) for sim, j in ranked if sim >= min_similarity])
         return out
 
     def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:

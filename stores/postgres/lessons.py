@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import math
+import time
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -84,6 +86,19 @@ _GENERATION = (
 )
 
 
+# pgvector 0.8+ scans the HNSW index on until the filters leave k rows (iterative index scans),
+# so a small project's nearest come from the index, not the exact scan below that is the
+# fallback on older servers (the one pgserver ships is 0.6.2).
+_ITERATIVE = ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",)
+
+
+def _pgvector_version(engine: Any) -> tuple[int, ...]:
+    """The installed pgvector's version, as numbers (``(0, 6, 2)``)."""
+    with engine.connect() as conn:
+        found = conn.execute(text("SELECT extversion FROM pg_extension WHERE extname = 'vector'")).scalar()
+    return tuple(int(part) for part in str(found or "0").split(".") if part.isdigit())
+
+
 class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
@@ -109,6 +124,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
         self._notices = PostgresNotices(self._engine)
+        self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
+        self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
         """Recall's second transaction: the nearest vectors and every candidate's row in
@@ -117,7 +134,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         k = ranking.candidate_count(query.limit, self._ranking)
         q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        with self._begin(scope.org, ef_search, ef=str(min(1000, 2 * k))) as conn:
+        ef = 2 * k if self._scan else math.ceil(1.5 * k / self._share(scope))
+        with self._begin(scope.org, ef_search, *self._scan, ef=str(min(1000, max(2 * k, ef)))) as conn:
             self._models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
@@ -144,6 +162,25 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
             )
             rows = PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": lexical})
         return scored_lessons(rows, query, terms, now, self._ranking)
+
+    def _share(self, scope: Scope) -> float:
+        """The project's share of the table's rows, counted at most once a minute. The HNSW
+        index filters after its search, so it finds about ``ef_search`` times the share of the
+        project's rows: recall sizes ``ef_search`` by it, and only when even 1,000 is too few
+        (a project under a few percent of the rows) does the exact scan of the project take
+        over (``_VECTOR_CANDIDATES``), which is cheap for such a project."""
+        key, now = (scope.org, scope.project), time.monotonic()
+        known = self._shares.get(key)
+        if known is not None and now - known[1] < 60:
+            return known[0]
+        with transaction(self._engine, scope.org) as conn:
+            total = conn.execute(
+                text("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass")
+            ).scalar()
+            rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, _now())
+        share = min(1.0, max(rows, 1) / float(total or 1))
+        self._shares[key] = (share, now)
+        return share
 
     def count(self, org: str, project: str | None = None) -> int:
         with transaction(self._engine, org) as conn:

@@ -58,6 +58,10 @@ class LocalLessonRows:
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         return {"rev": self.rev}
 
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
+        """None: an insert into the file is a call, not a round trip (``LessonDialect.copy_rows``)."""
+        del scope, rows
+
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         conn = self._conn
         if not new:

@@ -1,0 +1,196 @@
+"""Lore at scale: a generated corpus (``scale_corpus.py``) loaded through Lore's own import
+path, then saves and recalls timed in process, per backend and size.
+
+What is measured, per size: the load rate (``Transfer.import_file``, vectors supplied, the way
+``lore-memory import`` loads an export made with ``--with-vectors``); ``save_lesson`` p50/p95
+(``LessonService.save``, embedding included); recall p50/p95/p99 (``LessonService.recall``,
+query embedding included) in the largest project, in the 1 % and 0.01 % projects, and with tag
+and confidence filters; recall@10 against exact search (Postgres: the same queries on a
+second connection with index scans off, so every candidate comes from an exact scan; SQLite
+searches exactly, so 1.0 by construction); this process's peak RSS and Postgres's; the
+database's size. The load average is printed beside every figure: absolute times move with
+the machine.
+
+    .venv/bin/python benchmarks/scale.py --backend local --sizes 10000,100000
+    .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import psutil
+from scale_corpus import ONE_PERCENT, TINY, Corpus, write
+from synthetic import TOPICS
+
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.transfer import Transfer
+from stores import open_local_store, open_postgres_store
+from stores.engine.lessons import RecallQuery, Scope
+
+
+def pct(samples: list[float]) -> dict[str, float]:
+    ms = np.array(samples) * 1000
+    return {f"p{p}": round(float(np.percentile(ms, p)), 1) for p in (50, 95, 99)}
+
+
+def timed(fn: Any, n: int) -> list[float]:
+    out = []
+    for i in range(n):
+        started = time.perf_counter()
+        anyio.run(fn, i)
+        out.append(time.perf_counter() - started)
+    return out
+
+
+def postgres_rss(pgdata: Path) -> float:
+    """This run's server: its postmaster (``postmaster.pid``) and the backends it started."""
+    main = psutil.Process(int((pgdata / "postmaster.pid").read_text().split()[0]))
+    total = 0
+    for process in [main, *main.children()]:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a backend that ended meanwhile
+            total += process.memory_info().rss
+    return round(total / 2**20, 1)
+
+
+def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> dict[str, Any]:
+    path = work / f"corpus-{n}.jsonl"
+    sizes = write(path, n, corpus)
+    largest = max((p for p in sizes if p not in (TINY, ONE_PERCENT)), key=sizes.__getitem__)
+    if backend == "postgres":
+        import pgserver
+
+        server = pgserver.get_server(work / f"pg-{n}")
+        url = server.get_uri()
+        store = open_postgres_store(url)
+        exact = open_postgres_store(
+            url + ("&" if "?" in url else "?") + "options=-c%20enable_indexscan%3Doff"
+        )
+    else:
+        store, exact = open_local_store(work / f"lore-{n}.db"), None
+    service = LessonService(store, corpus.embedder, default_project=largest)
+    transfer = Transfer(service)
+    load_avg = os.getloadavg()
+    started = time.perf_counter()
+    with path.open() as f:
+        report = transfer.import_file(f, org="local", project=None, strict=False)
+    load_s = time.perf_counter() - started
+    out: dict[str, Any] = {
+        "backend": backend,
+        "lessons": n,
+        "projects": {
+            "largest": sizes[largest],
+            ONE_PERCENT: sizes[ONE_PERCENT],
+            TINY: sizes[TINY],
+            "count": len(sizes),
+        },
+        "load": {
+            "lessons_per_s": round(n / load_s, 1),
+            "seconds": round(load_s, 1),
+            "kept_vectors": report.kept_vectors,
+            "merged": report.merged,
+            "load_average": [round(x, 2) for x in load_avg],
+        },
+    }
+    asked = corpus.generator.queries(queries)
+    for text in asked[:5]:  # warm: model, caches, first index load
+        anyio.run(lambda text=text: service.recall(query=text, project=largest))
+    topics = list(TOPICS)
+
+    async def save(i: int) -> None:
+        lesson = corpus.generator.lesson()
+        await service.save(**lesson.arguments(), project=largest)
+
+    runs = {
+        "save": timed(save, max(20, queries // 4)),
+        "recall_largest": timed(lambda i: service.recall(query=asked[i], project=largest, limit=5), queries),
+        "recall_1pct": timed(lambda i: service.recall(query=asked[i], project=ONE_PERCENT, limit=5), queries),
+        "recall_tiny": timed(lambda i: service.recall(query=asked[i], project=TINY, limit=5), queries),
+        "recall_tag_confidence": timed(
+            lambda i: service.recall(
+                query=asked[i],
+                project=largest,
+                tags=[TOPICS[topics[i % len(topics)]][4][0]],
+                min_confidence=0.6,
+            ),
+            queries,
+        ),
+    }
+    out["latency_ms"] = {name: pct(samples) for name, samples in runs.items()}
+    out["latency_load_average"] = [round(x, 2) for x in os.getloadavg()]
+    if exact is not None:
+        out["recall_at_10_vs_exact"] = {
+            p: agreement(store, exact, corpus, p, asked[:50]) for p in (largest, ONE_PERCENT, TINY)
+        }
+        exact.close()
+    else:
+        out["recall_at_10_vs_exact"] = "1.0 (SQLite searches exactly)"
+    out["rss_mb"] = {"lore_process_peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if backend == "postgres":
+        out["rss_mb"]["postgres_processes"] = postgres_rss(work / f"pg-{n}")
+        with open_pg(url) as conn:
+            out["database_mb"] = round(
+                conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20, 1
+            )
+    else:
+        out["database_mb"] = round(sum(p.stat().st_size for p in work.glob(f"lore-{n}.db*")) / 2**20, 1)
+    store.close()
+    return out
+
+
+def open_pg(url: str) -> Any:
+    import psycopg
+
+    return psycopg.connect(url)
+
+
+def agreement(store: Any, exact: Any, corpus: Corpus, project: str, asked: list[str]) -> float:
+    """Mean overlap of the top 10 (tag and confidence filters on every other query)."""
+    scope, overlaps = Scope("local", project), []
+    for i, text in enumerate(asked):
+        filters = (
+            {"tags": (TOPICS[list(TOPICS)[i % len(TOPICS)]][4][0],), "min_confidence": 0.5} if i % 2 else {}
+        )
+        query = RecallQuery(text=text, limit=10, **filters).with_vector(corpus.embedder.encode_query(text))
+        got = {hit.lesson.id for hit in store.recall(scope, query)}
+        want = {hit.lesson.id for hit in exact.recall(scope, query)}
+        if want:
+            overlaps.append(len(got & want) / len(want))
+    return round(float(np.mean(overlaps)), 3) if overlaps else 1.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--backend", choices=("local", "postgres"), default="local")
+    parser.add_argument("--sizes", default="10000")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--sample", type=int, default=2000)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    corpus = Corpus(Embedder(), sample=args.sample)
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in (int(s) for s in args.sizes.split(",")):
+            results.append(run_size(args.backend, n, corpus, Path(tmp), args.queries))
+            print(json.dumps(results[-1]), file=sys.stderr)
+    if args.out:
+        args.out.write_text(json.dumps(results, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""Issue 37: an export that carries its vectors loads without the model, in batched writes,
+keeping redaction, the near-duplicate rule and one commit per batch; and a small project
+among many others still finds its own nearest lessons (filtered recall against exact search)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.transfer import FILE_BATCH, Transfer
+from stores import LessonStore, open_local_store
+from stores.engine.embedding_model import EmbeddingModel
+from stores.engine.lessons import LessonDraft, RecallQuery, Scope
+from tests.support.fuzz_settings import HashEngine
+
+GITHUB_TOKEN = "ghp_" + "a1B2" * 9
+
+MODEL = EmbeddingModel(name="hash", dimension=HashEngine.dimension, fingerprint=HashEngine.fingerprint)
+
+
+class FailingEngine(HashEngine):
+    """The model's identity, but any use of the model fails the test."""
+
+    def load(self) -> None:
+        raise AssertionError("the model was loaded")
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        raise AssertionError(f"the model embedded {texts!r}")
+
+
+class CountingEngine(HashEngine):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
+        self.texts.extend(t for t in texts if "\nfix " in t)  # lessons, not the warm-up
+        return super().encode(texts, bulk=bulk)
+
+
+def unit_rows(n: int, seed: int) -> np.ndarray:
+    rows = np.random.default_rng(seed).standard_normal((n, HashEngine.dimension)).astype(np.float32)
+    return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+
+def filled(store: LessonStore, n: int) -> list[dict[str, Any]]:
+    """``n`` lessons with random vectors in org local, project a, exported with their vectors."""
+    store.models.adopt(MODEL)
+    drafts = [LessonDraft(problem=f"problem {i}", resolution=f"fix {i}", tags=("t",)) for i in range(n)]
+    store.save_many(Scope("local", "a"), list(zip(drafts, unit_rows(n, 1), strict=True)))
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    return list(Transfer(service).export_lines("local", None, with_history=False, with_vectors=True))
+
+
+def test_an_import_with_vectors_embeds_nothing_and_commits_once_per_batch(store: LessonStore) -> None:
+    n = FILE_BATCH + 20
+    lines = filled(store, n)
+    assert lines[0] == {"type": "model", "name": "hash", "dimension": 384, "fingerprint": MODEL.fingerprint}
+    twin = {**lines[1], "id": "01JABCDEFGHJKMNPQRSTVWXYZ9"}  # the same text and vector: merged
+    text = [json.dumps(line) for line in [*lines, twin]]
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    done: list[int] = []
+    report = Transfer(service).import_file(text, org="copy", project=None, strict=False, progress=done.append)
+    assert (report.added, report.merged, report.kept_vectors, report.errors) == (n, 1, n + 1, [])
+    assert done == [FILE_BATCH, n + 1 - FILE_BATCH]
+    with store.transaction(Scope("copy", "a"), write=False) as tx:
+        assert [c.kind for c in tx.commits(None, 10, None)] == ["import", "import"]
+    ids = [line["id"] for line in lines[1:]]
+    copied, source = (store.embeddings(Scope(org, "a"), ids) for org in ("copy", "local"))
+    assert copied.keys() == source.keys() == set(ids)
+    for lesson_id in ids:  # unit vectors normalised again: equal but for the last bit
+        assert np.allclose(
+            np.frombuffer(copied[lesson_id], np.float32),
+            np.frombuffer(source[lesson_id], np.float32),
+            atol=1e-6,
+        )
+
+
+def test_a_lesson_that_redaction_changes_is_embedded_anew(store: LessonStore) -> None:
+    lines = filled(store, 3)
+    lines[1] = {**lines[1], "problem": f"token {GITHUB_TOKEN} leaked"}
+    engine = CountingEngine()
+    service = LessonService(store, Embedder("hash", engine=engine), default_project="a")
+    report = Transfer(service).import_file(
+        [json.dumps(line) for line in lines], org="copy", project=None, strict=True
+    )
+    assert (report.added, report.kept_vectors, len(engine.texts)) == (3, 2, 1)
+    assert GITHUB_TOKEN not in engine.texts[0] and "leaked" in engine.texts[0]
+    [kept] = store.embeddings(Scope("copy", "a"), [lines[1]["id"]]).values()
+    [source] = store.embeddings(Scope("local", "a"), [lines[1]["id"]]).values()
+    assert not np.allclose(np.frombuffer(kept, np.float32), np.frombuffer(source, np.float32), atol=1e-3)
+
+
+def test_vectors_of_another_model_are_embedded_anew(store: LessonStore) -> None:
+    lines = filled(store, 2)
+    lines[0] = {**lines[0], "fingerprint": "sha256:another"}
+    engine = CountingEngine()
+    service = LessonService(store, Embedder("hash", engine=engine), default_project="a")
+    report = Transfer(service).import_file(
+        [json.dumps(line) for line in lines], org="copy", project=None, strict=False
+    )
+    assert (report.added, report.kept_vectors, len(engine.texts)) == (2, 0, 2)
+    assert report.foreign_model is not None and report.foreign_model.fingerprint == "sha256:another"
+
+
+def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(store: LessonStore) -> None:
+    """The filtered-ANN failure: an index that returns the nearest of the whole table finds
+    few of a small project's lessons once the filter removes the others'. Recall@10 against
+    exact search: what the project answered while it was alone in the store (an exact scan),
+    before 3,000 lessons of another project came, with and without tag and confidence filters."""
+    tiny = unit_rows(40, 3)
+    drafts = [
+        LessonDraft(problem=f"tiny {i}", resolution="r", tags=("t",), confidence=0.5 + (i % 5) / 10)
+        for i in range(len(tiny))
+    ]
+    store.save_many(Scope("local", "tiny"), list(zip(drafts, tiny, strict=True)))
+    now = datetime.now(UTC) + timedelta(days=1)
+    queries = [
+        RecallQuery(text="", limit=10, now=now, **filters).with_vector(vector)
+        for vector in unit_rows(5, 4)
+        for filters in ({}, {"tags": ("t",), "min_confidence": 0.6})
+    ]
+
+    def answers() -> list[list[str]]:
+        return [[hit.lesson.problem for hit in store.recall(Scope("local", "tiny"), q)] for q in queries]
+
+    exact = answers()
+    big = unit_rows(3000, 2)
+    for start in range(0, len(big), 500):
+        batch = [
+            (LessonDraft(problem=f"big {start + i}", resolution="r", tags=("t",)), v)
+            for i, v in enumerate(big[start : start + 500])
+        ]
+        store.save_many(Scope("local", "big"), batch)
+    for found, wanted in zip(answers(), exact, strict=True):
+        assert len(wanted) == 10 and len(set(found) & set(wanted)) >= 0.95 * 10, (found, wanted)
+
+
+def test_the_cli_exports_vectors_and_imports_them_without_the_model(tmp_path: Path) -> None:
+    """`lore-memory export --with-vectors` then `import` into another file, with a configured
+    model that cannot load: neither command needs it."""
+    source = open_local_store(tmp_path / "source.db")
+    try:
+        filled(source, 30)
+    finally:
+        source.close()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
+    env.update(LORE_EMBEDDING_MODEL="no-such/model", HF_HUB_OFFLINE="1")
+    out = tmp_path / "export.jsonl"
+    for db, args in (
+        ("source.db", ("export", "--with-vectors", "--out", str(out))),
+        ("target.db", ("import", str(out))),
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "lore_mcp", *args],
+            env={**env, "LORE_DB_PATH": str(tmp_path / db)},
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert done.returncode == 0, done.stderr
+    assert "imported 30 lessons" in done.stderr and "30 kept the vector the file carried" in done.stderr
+    target = open_local_store(tmp_path / "target.db")
+    try:
+        assert target.count("local", "a") == 30 and target.models.recorded() == MODEL
+    finally:
+        target.close()
