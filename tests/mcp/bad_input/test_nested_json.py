@@ -60,6 +60,6 @@ def test_a_deeply_nested_body_gets_a_json_rpc_parse_error_and_one_log_line(
 @pytest.mark.parametrize("source", ["server-memory", "mcp-memory-service"])
 def test_a_file_to_import_nested_too_deeply_is_refused_naming_the_line(source: str) -> None:
     """``lore-memory import`` reads files from elsewhere: a line nested too deeply is a bad line."""
-    assert _parse_line(2, DEEP) == "line 2: not JSON (nested too deeply)"
+    assert _parse_line(2, DEEP, None) == "line 2: not JSON (nested too deeply)"
     with pytest.raises(ValueError, match=r"line 1: not JSON \(nested too deeply\)"):
         lesson_lines(source, DEEP)
