@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 def _help_texts(parser: argparse.ArgumentParser, path: str = "lore-memory") -> list[str]:
     os.environ["COLUMNS"] = "100"
     out = [f"## {path}\n{parser.format_help()}"]
-    for action in parser._actions:  # noqa: SLF001 - argparse keeps subcommands only here
-        if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
             for name, sub in sorted(action.choices.items()):
                 out += _help_texts(sub, f"{path} {name}")
     return out
@@ -63,14 +63,20 @@ async def _listings() -> list[str]:
         for mode in ("legacy", "2026-07-28"):
             async with Client(server, mode=mode) as client:  # type: ignore[arg-type]
                 tools = await client.list_tools()
-                out.append(f"## tools ({mode})\n" + json.dumps(tools.model_dump(mode="json"), indent=1, sort_keys=True))
+                out.append(
+                    f"## tools ({mode})\n"
+                    + json.dumps(tools.model_dump(mode="json"), indent=1, sort_keys=True)
+                )
                 for name, call in (
                     ("resources", client.list_resources),
                     ("templates", client.list_resource_templates),
                     ("prompts", client.list_prompts),
                 ):
                     listed = await call()
-                    out.append(f"## {name} ({mode})\n" + json.dumps(listed.model_dump(mode="json"), indent=1, sort_keys=True))
+                    out.append(
+                        f"## {name} ({mode})\n"
+                        + json.dumps(listed.model_dump(mode="json"), indent=1, sort_keys=True)
+                    )
         store.close()
     return out
 
