@@ -6,7 +6,7 @@ view, in either theme.
 One browser and one seeded server (SQLite: what is checked here is the page, not the backend)
 for the whole module, so the many views stay quick. axe-core is a vendored test asset
 (``assets/axe.min.js``, MPL-2.0), injected into the page through WebDriver. Screenshots of the
-main views at 1280x800 and 390x844 in both themes go to ``LORE_UI_SCREENSHOTS`` (the README's
+main views at 1280x800 and 390x844 in both themes go to ``LORE_UI_SCREENSHOTS`` (docs/ui.md's
 come from ``docs/screenshots``).
 """
 

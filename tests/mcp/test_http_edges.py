@@ -68,7 +68,7 @@ def test_without_trusted_proxies_forwarded_addresses_are_ignored(
 ) -> None:
     with team_server(local_store, embedder) as server, peer("127.0.0.1") as local:
         server.keys.init_org("acme")
-        # A client on the server's own machine (where the proxy of the README's setup runs)
+        # A client on the server's own machine (where the proxy of docs/team-server.md's setup runs)
         # names a new forwarded address with every bad key: its failures still count against it.
         statuses = [
             post(local, server.url, BAD, f"198.51.100.{i}") for i in range(FAILED_AUTH_PER_MINUTE + 5)

@@ -19,29 +19,38 @@ from lore_mcp.tools.registry import ADMIN_TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+# The reference of every tool, error code and setting; the loop's settings are on their own page.
+TOOLS_PAGE = (DOCS / "tools.md").read_text()
+SETTINGS_PAGES = TOOLS_PAGE + (DOCS / "agent-loop.md").read_text()
+STRUCTURED_PAGE = (DOCS / "structured-memory.md").read_text()
+# The README and every page of the documentation site, where users copy configurations from.
+ALL_DOCS = "\n".join([README, *(p.read_text() for p in sorted(DOCS.rglob("*.md")))])
 
 
-async def test_every_tool_is_documented_in_the_readme(client: Client) -> None:
+async def test_every_tool_is_documented_in_the_tool_reference(client: Client) -> None:
     names = {tool.name for tool in (await client.list_tools()).tools} | ADMIN_TOOLS
     for name in names:
-        assert f"`{name}(" in README, f"{name} is missing from the README tool reference"
+        assert f"`{name}(" in TOOLS_PAGE, f"{name} is missing from the tool reference, docs/tools.md"
 
 
 def test_every_setting_is_an_env_var_and_a_flag_and_is_documented() -> None:
     flags = build_parser()._subparsers._group_actions[0].choices["mcp"].format_help()  # type: ignore[union-attr]
     for name, field in Settings.model_fields.items():
         assert field.description, f"setting {name} needs a description"
-        assert f"`LORE_{name.upper()}`" in README, f"LORE_{name.upper()} is missing from the README"
+        assert f"`LORE_{name.upper()}`" in SETTINGS_PAGES, (
+            f"LORE_{name.upper()} is missing from docs/tools.md"
+        )
         assert "--" + name.replace("_", "-") in flags, f"--{name} flag missing from lore-memory mcp"
 
 
 def test_every_error_code_is_documented() -> None:
     for code in CODES:
-        assert f"`{code}`" in README
+        assert f"`{code}`" in TOOLS_PAGE, f"{code} is missing from docs/tools.md"
 
 
 def test_every_json_snippet_in_the_docs_parses_and_names_lore_memory_mcp() -> None:
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", README, re.DOTALL)]
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", ALL_DOCS, re.DOTALL)]
     configs = [b for b in blocks if "tool" not in b]
     assert len(configs) >= 4
     configs.append(json.loads((ROOT / "claude_desktop_config.example.json").read_text()))
@@ -59,6 +68,7 @@ def test_every_json_snippet_in_the_docs_parses_and_names_lore_memory_mcp() -> No
 def test_the_readme_test_command_is_what_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()[-1]
     assert ci in README
+    assert ci in (DOCS / "getting-started.md").read_text()
 
 
 def test_lore_memory_command_reports_its_version() -> None:
@@ -88,8 +98,8 @@ def test_a_backend_that_cannot_start_exits_with_a_clear_message() -> None:
         assert "Traceback" not in out.stderr
 
 
-async def test_the_structured_memory_example_in_the_readme_runs_as_written(client: Client) -> None:
-    section = README[README.index("### A worked example") :]
+async def test_the_structured_memory_example_in_the_docs_runs_as_written(client: Client) -> None:
+    section = STRUCTURED_PAGE[STRUCTURED_PAGE.index("## A worked example") :]
     calls = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section, re.DOTALL) if '"tool"' in b]
     assert [c["tool"] for c in calls] == [
         "schema",
@@ -111,7 +121,7 @@ async def test_the_structured_memory_example_in_the_readme_runs_as_written(clien
         assert not result.is_error, (step["tool"], result.content[0].text)
         results.append(result.structured_content)
     schema, planned, created, updated, open_tasks, history, reverted = results
-    assert schema["schema_hash"] in README and created["schema_hash"] in README
+    assert schema["schema_hash"] in STRUCTURED_PAGE and created["schema_hash"] in STRUCTURED_PAGE
     assert planned["ok"] and planned["risk"] == "low" and planned["effects"]["rows"]["inserted"] == 2
     assert created["seq"] == 1 and updated["seq"] == 2
     assert [row["title"] for row in open_tasks["rows"]] == ["Tag the release"]

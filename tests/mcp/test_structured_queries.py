@@ -1,5 +1,5 @@
 """Structured memory through the MCP tools: query_rows, plans and their staleness, isolation between
-projects and the README flow, on every backend (split from ``test_structured_tools.py``).
+projects and the worked example of docs/structured-memory.md, on every backend (split from ``test_structured_tools.py``).
 
 The helpers that build plans and call these tools are in ``tests/support/plans.py``; the
 ``notes`` and ``fruit`` tables are fixtures of ``tests/mcp/conftest.py``.
@@ -66,8 +66,8 @@ FILTERS: list[tuple[list[dict[str, Any]], list[int]]] = [
     ([cond("name", "like", "ap%")], [1, 2]),
     ([cond("name", "like", "_anana")], [3]),
     ([cond("name", "like", "%rr%")], [4]),
-    ([cond("name", "like", "AP%")], [1, 2]),  # LIKE is case-insensitive (README)
-    ([cond("note", "!=", "x")], [3]),  # a comparison with null is false (README)
+    ([cond("name", "like", "AP%")], [1, 2]),  # LIKE is case-insensitive (docs/structured-memory.md)
+    ([cond("note", "!=", "x")], [3]),  # a comparison with null is false (docs/structured-memory.md)
     ([cond("note", "is_null", True)], [2, 4]),
     ([cond("note", "is_null", False)], [1, 3]),
     ([cond("ripe", "=", True)], [1, 3]),
@@ -426,10 +426,10 @@ async def test_structured_writes_leave_lessons_alone_and_lessons_stay_out_of_tab
     assert [x["id"] for x in got["lessons"]] == [saved["id"]]
 
 
-# --- the README flow --------------------------------------------------------------------------
+# --- the worked example of docs/structured-memory.md ----------------------------------------
 
 
-async def test_the_readme_flow_schema_plan_apply_history_revert_runs(client: Client) -> None:
+async def test_the_documented_flow_schema_plan_apply_history_revert_runs(client: Client) -> None:
     base = (await call(client, "schema"))["schema_hash"]
     plan = make_plan(
         base,
@@ -458,19 +458,20 @@ async def test_the_readme_flow_schema_plan_apply_history_revert_runs(client: Cli
     assert (await call(client, "history"))["commits"][0]["kind"] == "revert"
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+STRUCTURED_PAGE = Path(__file__).resolve().parents[2] / "docs" / "structured-memory.md"
 
 
-def readme_example_calls() -> list[dict[str, Any]]:
-    """The JSON tool calls of the README's worked example, in order."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### A worked example") :]
-    section = section[: section.index("\n## ")]
+def worked_example_calls() -> list[dict[str, Any]]:
+    """The JSON tool calls of the worked example in docs/structured-memory.md, in order."""
+    text = STRUCTURED_PAGE.read_text(encoding="utf-8")
+    section = text[text.index("## A worked example") :]
+    end = section.find("\n## ")  # the example's own section: up to the next one, if any
+    section = section if end == -1 else section[:end]
     return [json.loads(block) for block in re.findall(r"```json\n(.*?)```", section, re.DOTALL)]
 
 
-async def test_the_readme_worked_example_runs_as_written(client: Client) -> None:
-    calls = readme_example_calls()
+async def test_the_docs_worked_example_runs_as_written(client: Client) -> None:
+    calls = worked_example_calls()
     assert [c["tool"] for c in calls] == [
         "schema",
         "plan",
@@ -495,7 +496,7 @@ async def test_the_readme_worked_example_runs_as_written(client: Client) -> None
 
     created = await call(client, "apply", **create_call["arguments"])
     assert created["seq"] == 1
-    # The README's next plan was written against the hash this apply returns, on any backend.
+    # The example's next plan was written against the hash this apply returns, on any backend.
     assert update_call["arguments"]["plan"]["baseSchemaHash"] == created["schema_hash"]
     assert (await call(client, "plan", **update_call["arguments"]))["risk"] == "medium"
     updated = await call(client, "apply", **update_call["arguments"])

@@ -1,9 +1,10 @@
 """Every client configuration in the docs works as written, and the OpenClaw skill is accurate.
 
-Each JSON snippet of the README and the example file is parsed, and the server each entry
-names is started and spoken to: `uvx lore-memory-mcp …` runs this checkout's `lore-memory`
-with the same arguments and environment; a `url` entry is connected to a real team server
-with the headers it gives (its placeholder key replaced by a real one).
+Each JSON snippet of the README, of every page under docs/ and of the example file is parsed,
+and the server each entry names is started and spoken to: `uvx [--from <clone>]
+lore-memory-mcp …` runs this checkout's `lore-memory` with the same arguments and environment;
+a `url` entry is connected to a real team server with the headers it gives (its placeholder key
+replaced by a real one).
 """
 
 from __future__ import annotations
@@ -27,17 +28,26 @@ from tests.support.team import http_client, team_server
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+DOCS = ROOT / "docs"
+# Where users copy configurations from: the README, then every page of the documentation site.
+PAGES = [("README", README)] + [
+    (str(page.relative_to(ROOT)), page.read_text()) for page in sorted(DOCS.rglob("*.md"))
+]
 ALL_TOOLS = {name for names in TOOL_GROUPS.values() for name in names}
 
 
 def config_entries() -> list[tuple[str, dict[str, Any]]]:
-    sources = [("README", json.loads(b)) for b in re.findall(r"```json\n(.*?)```", README, re.DOTALL)]
+    sources = [
+        (where, json.loads(b))
+        for where, text in PAGES
+        for b in re.findall(r"```json\n(.*?)```", text, re.DOTALL)
+    ]
     sources.append(("example", json.loads((ROOT / "claude_desktop_config.example.json").read_text())))
     entries = []
     for i, (where, config) in enumerate(sources):
         servers = config.get("mcpServers") or config.get("context_servers")
         if servers is None:
-            continue  # a tool result or plan shown in the README, not a configuration
+            continue  # a tool result or plan shown in the docs, not a configuration
         entries += [(f"{where}-{i}:{name}", entry) for name, entry in servers.items()]
     return entries
 
@@ -74,9 +84,8 @@ VALUED = {
 }
 
 
-def uvx_distribution(args: list[str]) -> tuple[str, str]:
-    """(distribution, command) that ``uvx ARGS`` runs: ``--from``'s requirement, else the command's
-    own name (uvx installs the package named like the command), without extras or version."""
+def uvx_command_index(args: list[str]) -> tuple[int, str | None]:
+    """Where the command stands in ``uvx ARGS`` (after uvx's own options), and ``--from``'s value."""
     source, i = None, 0
     while i < len(args) and args[i].startswith("-"):
         option, _, inline = args[i].partition("=")
@@ -86,6 +95,13 @@ def uvx_distribution(args: list[str]) -> tuple[str, str]:
         if option == "--from":
             source = inline
         i += 1
+    return i, source
+
+
+def uvx_distribution(args: list[str]) -> tuple[str, str]:
+    """(distribution, command) that ``uvx ARGS`` runs: ``--from``'s requirement, else the command's
+    own name (uvx installs the package named like the command), without extras or version."""
+    i, source = uvx_command_index(args)
     command = args[i] if i < len(args) else ""
     requirement = source or command
     if requirement.startswith(("/", ".", "<")) or requirement.endswith(".whl"):
@@ -134,7 +150,7 @@ def uvx_snippets() -> list[tuple[str, list[str]]]:
 
 def test_every_uvx_in_the_repo_runs_lore_not_a_namesake() -> None:
     snippets = uvx_snippets()
-    assert len(snippets) >= 5  # the README's three clients, the example's two entries, and more
+    assert len(snippets) >= 5  # the docs' clients, the example's two entries, and more
     wrong = [
         f"{where} runs {dist!r} ({command!r})"
         for where, args in snippets
@@ -159,14 +175,16 @@ def test_the_docs_have_every_kind_of_configuration() -> None:
     kinds = {("url" if "url" in e else e.get("env", {}).get("LORE_STORE", "local")) for _, e in ENTRIES}
     assert kinds == {"local", "remote", "url"}
     assert any(name.startswith("example") and e["env"].get("LORE_STORE") == "remote" for name, e in ENTRIES)
-    assert "context_servers" in README and ".cursor/mcp.json" in README
+    assert "context_servers" in (DOCS / "clients" / "zed.md").read_text()
+    assert ".cursor/mcp.json" in (DOCS / "clients" / "cursor.md").read_text()
 
 
 def stdio_command(entry: dict[str, Any], tmp_path: Path) -> StdioServerParameters:
     command, args = entry["command"], list(entry["args"])
-    if command == "uvx":
-        assert uvx_distribution(args) == (OURS, args[0])
-        args = args[1:]
+    if command == "uvx":  # `uvx [--from <clone>] lore-memory-mcp ARGS`: this checkout's ARGS
+        i, _ = uvx_command_index(args)
+        assert uvx_distribution(args) == (OURS, args[i]) and args[i] in COMMANDS
+        args = args[i + 1 :]
     else:
         assert command.endswith("/lore-memory")
     env = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}

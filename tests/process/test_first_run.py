@@ -4,8 +4,8 @@ On the terminal that is one ``lore-memory: CODE: sentence`` line and no tracebac
 ``--debug``); over MCP it is the tool error. The cases: ``~`` and ``$VARS`` in path settings,
 a database file or directory this user cannot write (made read-only for real: the child
 processes drop root's permission override, ``tests/support/privileges.py``), remote mode at
-a wrong path of a live team server, and the README's error examples, each checked against
-what Lore answers for the input the README describes.
+a wrong path of a live team server, and the error examples of docs/tools.md, each checked against
+what Lore answers for the input the page describes.
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from tests.support.processes import lore_command, lore_env, lore_http, remote_pa
 from tests.support.team import free_port, raw_post, team_server
 
 ROOT = Path(__file__).resolve().parents[2]
-README = (ROOT / "README.md").read_text(encoding="utf-8")
-# The README's examples name these in place of the test's own directory and server.
+# The "Errors" section of the tool reference (it was the README's "### Errors").
+TOOLS_PAGE = (ROOT / "docs" / "tools.md").read_text(encoding="utf-8")
+# The page's examples name these in place of the test's own directory and server.
 EXAMPLE_DIR = "/srv/lore"
 EXAMPLE_SERVER = "https://lore.example.com"
 
@@ -334,13 +335,13 @@ async def test_remote_mode_at_a_wrong_path_of_a_live_server_says_there_is_no_lor
     assert down.message.startswith("Cannot reach the team server at")
 
 
-# -- the README's error examples are Lore's actual text -------------------------------------------
+# -- the docs' error examples are Lore's actual text -------------------------------------------
 
 
-def readme_error_examples() -> list[str]:
-    """Every ``CODE: sentence`` quoted as inline code in the README's "### Errors" section."""
-    start = README.index("### Errors")
-    section = README[start : README.index("\n## ", start)]
+def docs_error_examples() -> list[str]:
+    """Every ``CODE: sentence`` quoted as inline code in docs/tools.md's "## Errors" section."""
+    start = TOOLS_PAGE.index("\n## Errors\n")
+    section = TOOLS_PAGE[start : TOOLS_PAGE.index("\n## ", start + 1)]
     examples = []
     for _, text in re.findall(r"(`+)(.+?)\1", section, re.DOTALL):
         text = " ".join(text.split())
@@ -518,7 +519,7 @@ async def remote_server_down(request: pytest.FixtureRequest) -> str:
     return str(await remote_error(base, "lore_sk_" + "a" * 32)).replace(base, EXAMPLE_SERVER)
 
 
-# Each README example's first words, and how to make Lore answer it.
+# Each example's first words (docs/tools.md, "Errors"), and how to make Lore answer it.
 PRODUCERS: dict[str, Callable[[pytest.FixtureRequest], Awaitable[str]]] = {
     "VALIDATION_ERROR: Invalid arguments: confidence": confidence_out_of_range,
     "UNAVAILABLE: The request took longer": past_the_deadline,
@@ -537,23 +538,25 @@ PRODUCERS: dict[str, Callable[[pytest.FixtureRequest], Awaitable[str]]] = {
 
 def producer_of(example: str) -> Callable[[pytest.FixtureRequest], Awaitable[str]]:
     found = [produce for prefix, produce in PRODUCERS.items() if example.startswith(prefix)]
-    assert len(found) == 1, f"no single way to produce the README's example {example!r}; add one to PRODUCERS"
+    assert len(found) == 1, f"no single way to produce the docs' example {example!r}; add one to PRODUCERS"
     return found[0]
 
 
-def test_the_readme_quotes_what_a_first_run_mistake_answers() -> None:
-    examples = readme_error_examples()
+def test_the_docs_quote_what_a_first_run_mistake_answers() -> None:
+    examples = docs_error_examples()
     first_run = [prefix for prefix in PRODUCERS if "LORE_DB_PATH" in prefix or "/srv/lore" in prefix]
     first_run += ["UNAVAILABLE: There is no Lore endpoint", "UNAVAILABLE: Cannot reach the team server"]
     for prefix in first_run:
-        assert any(e.startswith(prefix) for e in examples), f"the README has no example starting {prefix!r}"
+        assert any(e.startswith(prefix) for e in examples), (
+            f"docs/tools.md has no example starting {prefix!r}"
+        )
 
 
-@pytest.mark.parametrize("example", readme_error_examples(), ids=lambda example: example[:60])
-async def test_each_error_example_in_the_readme_is_what_lore_answers(
+@pytest.mark.parametrize("example", docs_error_examples(), ids=lambda example: example[:60])
+async def test_each_error_example_in_the_docs_is_what_lore_answers(
     example: str, request: pytest.FixtureRequest
 ) -> None:
     started = time.monotonic()
     actual = await producer_of(example)(request)
-    assert matches(example, actual), f"README: {example}\nLore:   {actual}"
+    assert matches(example, actual), f"docs:  {example}\nLore:   {actual}"
     assert time.monotonic() - started < 60
