@@ -160,15 +160,27 @@ class MetadataDocuments:
         """The client ``url`` describes; ``DocumentRefused`` saying why where it cannot be used."""
         cached = self._cache.get(url)
         if cached is not None and cached[0] > time.monotonic():
-            if isinstance(cached[1], str):
-                raise DocumentRefused(cached[1])
-            return cached[1]
+            outcome = cached[1]
+        else:
+            outcome = await self._outcome(url)
+            ttl = CIMD_REFUSED_TTL_S if isinstance(outcome, str) else CIMD_TTL_S
+            self._cache[url] = (time.monotonic() + ttl, outcome)
+            self._cache.move_to_end(url)
+            while len(self._cache) > CIMD_CACHE_MAX:
+                self._cache.popitem(last=False)
+        if isinstance(outcome, str):
+            raise DocumentRefused(outcome)
+        return outcome
+
+    async def _outcome(self, url: str) -> LoreClient | str:
+        """The client fetched, or why it is refused (logged); too many fetches at once is not
+        remembered, so it raises."""
         if self._fetching >= CIMD_CONCURRENT:
             raise DocumentRefused("the server is fetching too many client documents at once; try again soon")
         self._fetching += 1
         try:
             with anyio.fail_after(CIMD_TIMEOUT_S):
-                outcome: LoreClient | str = await self._fetch(url)
+                return await self._fetch(url)
         except TimeoutError:
             outcome = f"it did not arrive within {CIMD_TIMEOUT_S:g} seconds"
         except DocumentRefused as exc:
@@ -182,14 +194,7 @@ class MetadataDocuments:
             outcome = "it could not be fetched"
         finally:
             self._fetching -= 1
-        ttl = CIMD_REFUSED_TTL_S if isinstance(outcome, str) else CIMD_TTL_S
-        self._cache[url] = (time.monotonic() + ttl, outcome)
-        self._cache.move_to_end(url)
-        while len(self._cache) > CIMD_CACHE_MAX:
-            self._cache.popitem(last=False)
-        if isinstance(outcome, str):
-            logger.warning("client ID metadata document %s refused: %s", url, outcome)
-            raise DocumentRefused(outcome)
+        logger.warning("client ID metadata document %s refused: %s", url, outcome)
         return outcome
 
     async def _fetch(self, url: str) -> LoreClient:

@@ -39,6 +39,7 @@ from stores.store import CallCounts
 FAILED_CONSENT_DOOR = "failed-consent"
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
+EXPIRED_LINK = "This sign-in link has expired or was altered; start connecting again from your client."
 PROJECT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HEADERS = {
     "Cache-Control": "no-store",
@@ -69,13 +70,10 @@ class ConsentPage:
     async def handle(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._answer(request)
-        signer = await self.provider.signer()
         signed = request.query_params.get("request", "")
-        pending = signer.load_request(signed)
+        pending = (await self.provider.signer()).load_request(signed)
         if pending is None:
-            return _problem(
-                "This sign-in link has expired or was altered; start connecting again from your client."
-            )
+            return _problem(EXPIRED_LINK)
         return await self._page(request, signed, pending, error=None)
 
     async def _page(
@@ -86,13 +84,12 @@ class ConsentPage:
             return _problem(
                 "The client asking to connect is no longer known to this server; start again from it."
             )
-        remembered = await self._remembered(request)
         csrf = secrets.token_urlsafe(32)
+        returns_to = urlsplit(pending["redirect_uri"])
         body = render(
             client_name=client.client_name or "An unnamed client",
-            redirect_host=urlsplit(pending["redirect_uri"]).hostname
-            or urlsplit(pending["redirect_uri"]).scheme,
-            remembered=remembered,
+            redirect_host=returns_to.hostname or returns_to.scheme,
+            remembered=await self._remembered(request),
             signed=signed,
             csrf=csrf,
             error=error,
@@ -112,34 +109,36 @@ class ConsentPage:
     async def _answer(self, request: Request) -> Response:
         form = await request.form()
         fields = {name: value for name, value in form.items() if isinstance(value, str)}
-        cookie = request.cookies.get(CSRF_COOKIE, "")
-        origin = request.headers.get("origin")
-        issuer = urlsplit(self.provider.issuer)
-        if (
-            not cookie
-            or not hmac.compare_digest(cookie, fields.get("csrf", ""))
-            or (origin is not None and origin != f"{issuer.scheme}://{issuer.netloc}")
-        ):
+        if not self._same_site(request, fields.get("csrf", "")):
             return _problem(
                 "This form expired or was sent from another site; reload the page and try again.", 403
             )
         signed = fields.get("request", "")
         pending = (await self.provider.signer()).load_request(signed)
         if pending is None:
-            return _problem(
-                "This sign-in link has expired or was altered; start connecting again from your client."
-            )
+            return _problem(EXPIRED_LINK)
         if fields.get("decision") != "approve":
             return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
+        return await self._approve(request, fields, signed, pending)
+
+    def _same_site(self, request: Request, csrf: str) -> bool:
+        """The form's CSRF token matches its cookie, and no other origin posted it."""
+        cookie = request.cookies.get(CSRF_COOKIE, "")
+        issuer = urlsplit(self.provider.issuer)
+        origin = request.headers.get("origin")
+        return (
+            bool(cookie)
+            and hmac.compare_digest(cookie, csrf)
+            and origin in (None, f"{issuer.scheme}://{issuer.netloc}")
+        )
+
+    async def _approve(
+        self, request: Request, fields: dict[str, str], signed: str, pending: dict[str, Any]
+    ) -> Response:
         address = client_address(request.scope)
         if self.failures.wait(address) is not None:
-            return await self._page(
-                request,
-                signed,
-                pending,
-                error="Too many wrong keys from this address; wait a minute.",
-                status=429,
-            )
+            error = "Too many wrong keys from this address; wait a minute."
+            return await self._page(request, signed, pending, error=error, status=429)
         key, error = await self._key(request, fields)
         if key is None:
             await count_failure(self.failures, address, self.shared, door=FAILED_CONSENT_DOOR)
