@@ -1,21 +1,18 @@
 """The consent page: where a person lets a client reach Lore with one of their API keys.
 
-``/authorize`` sends the browser here with the request signed in the URL. The page shows
-the client's name (stored text from the client: always escaped), the host it will return
-to and the project it will reach, and asks for a Lore API key, or offers the key this
-browser approved with before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming the key,
-never holding it). Approving issues a code bound to that key and sends the browser back to
-the client; denying sends it back with ``access_denied``. The form carries a CSRF token that
-must match a ``SameSite=Strict`` cookie, a POST from another origin is refused, and failed
-keys are limited per client address as on ``/mcp`` (across replicas where the store counts).
-Nothing here logs a key, code or token.
+``/authorize`` sends the browser here with the request signed in the URL. The page shows the
+client's name (the client's own text: always escaped), the host it returns to and the project
+it reaches, and asks for a Lore API key or offers the one this browser approved with before (a
+signed ``HttpOnly`` ``SameSite=Lax`` cookie naming the key, never holding it). Approving issues a
+code bound to that key; denying returns ``access_denied``. The form's CSRF token must match a
+``SameSite=Strict`` cookie, a POST from another origin is refused, and wrong keys are limited per
+address as on ``/mcp``. Nothing here logs a key, code or token.
 """
 
 from __future__ import annotations
 
 import hmac
 import html
-import re
 import secrets
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from lore_mcp.auth import KEY_PATTERN, secret_digest
+from lore_mcp.services.lesson_input import PROJECT_PATTERN
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     SlidingWindowLimiter,
@@ -40,7 +38,6 @@ FAILED_CONSENT_DOOR = "failed-consent"
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
 EXPIRED_LINK = "This sign-in link has expired or was altered; start connecting again from your client."
-PROJECT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
