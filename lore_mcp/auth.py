@@ -10,7 +10,6 @@ database cannot answer raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): a
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import secrets
 import string
@@ -18,8 +17,6 @@ from dataclasses import dataclass
 
 from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
 from stores.engine.keys import ApiKey
-
-logger = logging.getLogger("lore_mcp.auth")
 
 KEY_PREFIX = "lore_sk_"
 KEY_BODY_CHARS = 32

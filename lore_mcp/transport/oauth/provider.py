@@ -10,7 +10,6 @@ a replay is refused and revokes every token the authorization produced.
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
 import time
@@ -53,8 +52,6 @@ from lore_mcp.transport.oauth.tokens import (
 )
 from stores.engine.keys import ApiKey
 from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
-
-logger = logging.getLogger("lore_mcp.transport.oauth")
 
 CONSENT_PATH = "/oauth/consent"
 # Clients one address may have registered that never got a token (``registration``), and how
