@@ -93,9 +93,14 @@ def _scrub(text: str, found: set[str]) -> str:
         return text
     if folded:
         spans = _map_back(text, spans)
+    return _splice(text, [(start, end, f"[REDACTED:{kind}]") for start, end, kind in spans])
+
+
+def _splice(text: str, replacements: list[tuple[int, int, str]]) -> str:
+    """``text`` with each of the sorted, disjoint (start, end) spans replaced by its string."""
     pieces, last = [], 0
-    for start, end, kind in spans:
-        pieces += [text[last:start], f"[REDACTED:{kind}]"]
+    for start, end, new in replacements:
+        pieces += [text[last:start], new]
         last = end
     pieces.append(text[last:])
     return "".join(pieces)
@@ -155,15 +160,10 @@ def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
         span = rule.validator(m) if rule.validator else m.span("secret" if partial and m["secret"] else 0)
         if span is not None and span[0] < span[1]:
             found.append(span)
-    if not found:
-        return masked
-    pieces, last = [], 0
-    for start, end in found:
-        pieces += [masked[last:start], FILLER * (end - start)]
-        last = end
-        spans.append((start, end, rule.kind))
-    pieces.append(masked[last:])
-    return "".join(pieces)
+    spans += [(start, end, rule.kind) for start, end in found]
+    return (
+        _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found]) if found else masked
+    )
 
 
 def _lower(text: str) -> str:
