@@ -78,6 +78,8 @@ def _oversized(value: Any, limit: int) -> str | None:
 
 
 def error(status: int, code: str, sentence: str, wait: float | None = None) -> Response:
+    """An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2): never cached, ``Retry-After`` when
+    ``wait`` says when to come back."""
     headers = dict(HEADERS)
     if wait is not None:
         headers["Retry-After"] = str(max(1, math.ceil(wait)))

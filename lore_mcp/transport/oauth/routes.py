@@ -47,7 +47,7 @@ from lore_mcp.transport.oauth.clients import (
 from lore_mcp.transport.oauth.consent import ConsentPage
 from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
-from lore_mcp.transport.oauth.registration import registration_route
+from lore_mcp.transport.oauth.registration import error, registration_route
 from lore_mcp.transport.oauth.revocation import client_route, revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
 from stores.engine.keys import KeyStore
@@ -215,9 +215,8 @@ def authorize_route(provider: LoreOAuthProvider) -> Route:
                 await provider.documents.fetch(client_id)  # remembered: the SDK's handler fetches nothing
             except DocumentRefused as exc:
                 reason = str(exc).rstrip(".")
-                description = f"The client ID metadata document {client_id} is refused: {reason}."
-                body = {"error": "invalid_request", "error_description": description}
-                return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
+                sentence = f"The client ID metadata document {client_id} is refused: {reason}."
+                return error(400, "invalid_request", sentence)
         return await handler(request)
 
     endpoint = RequestBodyLimitMiddleware(request_response(authorize), DEFAULT_MAX_REQUEST_BODY_SIZE)
