@@ -9,14 +9,16 @@ FAST = not postgres and not process and not network
 BENCH_ARGS ?= --quick
 # Two workers, whole modules each; PARALLEL= runs in one process.
 PARALLEL ?= -n 2 --dist loadscope
+# `make test` measures coverage as CI does ([tool.coverage] in pyproject.toml holds the floor); COV= skips it.
+COV ?= --cov=lore_mcp --cov=stores --cov-report=term:skip-covered
 
-.PHONY: test-fast test lint typecheck contracts bench
+.PHONY: test-fast test lint typecheck contracts lock bench
 
 test-fast:  ## the fast lane: in-process tests on SQLite, real model and real MCP client (about 40 s on two workers)
 	$(PY) -m pytest $(PARALLEL) -m "$(FAST)"
 
-test:  ## the whole suite, both backends, real processes, conformance and uvx (CI runs it so, on two workers)
-	$(PY) -m pytest $(PARALLEL)
+test:  ## the whole suite, both backends, real processes, conformance and uvx, with coverage (CI runs it so, on two workers)
+	$(PY) -m pytest $(PARALLEL) $(COV)
 
 lint:  ## ruff: lint and formatting, as CI checks them
 	$(RUFF) check . && $(RUFF) format --check .
@@ -26,6 +28,9 @@ typecheck:  ## mypy on lore_mcp and stores (settings in pyproject.toml), as CI c
 
 contracts:  ## the import contracts of pyproject.toml [tool.importlinter] (layers, stores/MCP seam, no circles), as CI checks them
 	.venv/bin/lint-imports --no-cache
+
+lock:  ## uv.lock still matches pyproject.toml, as CI checks it (after changing a dependency: .venv/bin/uv lock)
+	.venv/bin/uv lock --check
 
 bench:  ## a smoke run of the benchmarks; BENCH_ARGS= for the full 1k/10k/100k run (30-60 minutes)
 	$(PY) benchmarks/run.py $(BENCH_ARGS)

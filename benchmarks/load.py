@@ -290,7 +290,7 @@ async def client_loop(run: Run, index: int, connected: list[int]) -> None:
             run.statuses[response.status_code] += 1
 
     while time.perf_counter() < run.end:
-        pending: tuple[str, float] | None = None
+        pending: list[tuple[str, float]] = []  # the call in flight, sampled if the session breaks
         try:
             async with (
                 httpx2.AsyncClient(
@@ -307,37 +307,45 @@ async def client_loop(run: Run, index: int, connected: list[int]) -> None:
                 if not connected[index]:
                     connected[index] = 1
                     await run.go.wait()
-                while (t0 := time.perf_counter()) < run.end:
-                    if rng.random() < run.cfg.recall_share:
-                        op, tool, arguments = "recall", "recall_lessons", {"query": run.queries.query()}
-                    else:
-                        op, tool, arguments = "save", "save_lesson", run.saves.lesson().arguments()
-                    pending = (op, t0)
-                    error: str | None = None
-                    try:
-                        result = await client.call_tool(tool, arguments)
-                    except MCPError as exc:
-                        error = mcp_error_kind(exc)
-                    else:
-                        if result.is_error or result.structured_content is None:
-                            error = tool_error_kind(result)
-                        elif op == "recall":
-                            run.hits.append(len(result.structured_content["lessons"]))
-                        else:
-                            run.merged += bool(result.structured_content["merged"])
-                    pending = None
-                    run.samples.append(Sample(op, t0, (time.perf_counter() - t0) * 1000, error))
-                    if error == "429 rate limited":
+                while time.perf_counter() < run.end:
+                    if await call_once(run, client, rng, pending) == "429 rate limited":
                         await anyio.sleep(1.0)
         except Exception as exc:  # the session broke: count it, then reconnect
             kind = exception_kind(exc)
-            if pending is not None:
-                op, t0 = pending
+            if pending:
+                op, t0 = pending[0]
                 run.samples.append(Sample(op, t0, (time.perf_counter() - t0) * 1000, kind))
             else:
                 run.connect_errors[kind] += 1
             log(f"  client {index}: {kind}; reconnecting")
             await anyio.sleep(0.5)
+
+
+async def call_once(
+    run: Run, client: Client, rng: random.Random, pending: list[tuple[str, float]]
+) -> str | None:
+    """One recall or save, sampled; its error's kind, or None. ``pending`` holds it while it runs."""
+    t0 = time.perf_counter()
+    if rng.random() < run.cfg.recall_share:
+        op, tool, arguments = "recall", "recall_lessons", {"query": run.queries.query()}
+    else:
+        op, tool, arguments = "save", "save_lesson", run.saves.lesson().arguments()
+    pending[:] = [(op, t0)]
+    error: str | None = None
+    try:
+        result = await client.call_tool(tool, arguments)
+    except MCPError as exc:
+        error = mcp_error_kind(exc)
+    else:
+        if result.is_error or result.structured_content is None:
+            error = tool_error_kind(result)
+        elif op == "recall":
+            run.hits.append(len(result.structured_content["lessons"]))
+        else:
+            run.merged += bool(result.structured_content["merged"])
+    pending.clear()
+    run.samples.append(Sample(op, t0, (time.perf_counter() - t0) * 1000, error))
+    return error
 
 
 async def drive(run: Run) -> dict[str, Any]:
@@ -760,22 +768,11 @@ class ReplicaBench:
     render: Callable[[dict[str, Any]], str]
 
 
-def main(argv: list[str] | None = None, replicas: ReplicaBench | None = None) -> int:
-    cfg = parse_args(argv)
-    if cfg.replicas > 1 and replicas is None:
-        print("--replicas runs through benchmarks/load_replicas.py (the same options)", file=sys.stderr)
-        return 2
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    backends = ["local", "postgres"] if cfg.store == "both" else [cfg.store]
-    if cfg.replicas > 1:
-        backends = ["postgres"]  # replicas share one Postgres; SQLite is one process by design
-    log(f"work directory {cfg.workdir}")
-    load_before, code_before = load_average(), code_fingerprint()
-    started = time.perf_counter()
-    embedder = Embedder()
-    embedder.start()
-    embedder.wait()
-    results = []
+def bench_backends(
+    cfg: Config, backends: list[str], embedder: Embedder, replicas: ReplicaBench | None
+) -> list[dict[str, Any]]:
+    """The results of the scenario on each backend in turn, each Postgres started for it alone."""
+    results: list[dict[str, Any]] = []
     for backend in backends:
         database_url, pg = start_postgres(cfg) if backend == "postgres" else (None, None)
         try:
@@ -791,6 +788,25 @@ def main(argv: list[str] | None = None, replicas: ReplicaBench | None = None) ->
                 pg.cleanup()
         for r in results if cfg.scenario == "mixed" else []:
             log(f"{r['store']} ({r['auth']}): {r['requests_per_s']} req/s, {r['error_count']} errors")
+    return results
+
+
+def main(argv: list[str] | None = None, replicas: ReplicaBench | None = None) -> int:
+    cfg = parse_args(argv)
+    if cfg.replicas > 1 and replicas is None:
+        print("--replicas runs through benchmarks/load_replicas.py (the same options)", file=sys.stderr)
+        return 2
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    backends = ["local", "postgres"] if cfg.store == "both" else [cfg.store]
+    if cfg.replicas > 1:
+        backends = ["postgres"]  # replicas share one Postgres; SQLite is one process by design
+    log(f"work directory {cfg.workdir}")
+    load_before, code_before = load_average(), code_fingerprint()
+    started = time.perf_counter()
+    embedder = Embedder()
+    embedder.start()
+    embedder.wait()
+    results = bench_backends(cfg, backends, embedder, replicas)
     config = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(cfg).items()}
     if config["database_url"]:
         config["database_url"] = "(given)"

@@ -542,19 +542,12 @@ def remove_database(path: Path) -> None:
 # -- the run -----------------------------------------------------------------------------
 
 
-def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
-    corpus, save_gen, query_gen = Generator(cfg.seed), Generator(cfg.seed + 1), Generator(cfg.seed + 2)
-    embedder = Embedder()
-    embedder.start()
-    embedder.wait()
-    db_path = cfg.workdir / "corpus.db"
-    loaded, results = 0, []
+def reused_corpus(cfg: Config, db_path: Path, corpus: Generator) -> int:
+    """How many lessons of an earlier run's corpus ``db_path`` holds (0: none reused), with
+    ``corpus`` moved past them so that the sizes after it are the lessons that follow."""
     if cfg.loaded:
         # --database-url already holds a corpus an earlier run loaded (same generator).
-        loaded = stored_count(db_path)
-        for _ in corpus.lessons(loaded):
-            pass
-        log(f"reusing the corpus in {DATABASE_URL}: {loaded} lessons")
+        source = f"the corpus in {DATABASE_URL}"
     elif cfg.corpus is not None:
         # Start from a corpus an earlier run built (same generator), so a large size can be
         # measured again without re-embedding it; its lessons are not re-timed.
@@ -562,10 +555,23 @@ def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
             copy_database(cfg.corpus, db_path)
         else:
             transfer_corpus(cfg.corpus, db_path)
-        loaded = stored_count(db_path)
-        for _ in corpus.lessons(loaded):
-            pass
-        log(f"reusing {cfg.corpus}: {loaded} lessons")
+        source = str(cfg.corpus)
+    else:
+        return 0
+    loaded = stored_count(db_path)
+    for _ in corpus.lessons(loaded):
+        pass
+    log(f"reusing {source}: {loaded} lessons")
+    return loaded
+
+
+def bench_sizes(cfg: Config, errlog: TextIO) -> list[dict[str, Any]]:
+    corpus, save_gen, query_gen = Generator(cfg.seed), Generator(cfg.seed + 1), Generator(cfg.seed + 2)
+    embedder = Embedder()
+    embedder.start()
+    embedder.wait()
+    db_path = cfg.workdir / "corpus.db"
+    loaded, results = reused_corpus(cfg, db_path, corpus), []
     for size in cfg.sizes:
         load = None
         if size > loaded:

@@ -1,20 +1,15 @@
-"""API keys and who is calling: key format, the bearer-token verifier, the caller.
+"""API keys and who is calling: the key format, what is stored of it, the caller and its rules.
 
-A key is ``lore_sk_`` followed by 32 random letters and digits. Only its SHA-256
-is stored (``stores.engine.keys``), so a leaked database does not leak keys. Over HTTP
-every request is checked by ``ApiKeyVerifier`` (the SDK's ``token_verifier``);
-the tools then read the caller from the request's access token (``caller_of``) to
-pick the org and check the project. Over stdio there is no caller: the local user is trusted.
-
-A key that does not exist or is revoked is refused (401). A lookup that fails
-because the database cannot be asked raises ``KeyLookupUnavailable`` instead, which
-``lore_mcp.transport.http`` answers with 503 / ``UNAVAILABLE``: an outage is not a bad key.
+A key is ``lore_sk_`` and 32 random letters and digits; only its SHA-256 is stored, so a leaked
+database leaks no key. Over HTTP ``key_tokens.ApiKeyVerifier`` checks every request and the tools
+read the caller from its access token to pick the org and check the project; over stdio there is
+no caller (the local user is trusted). An unknown or revoked key is refused (401); a lookup the
+database cannot answer raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): an outage is not a bad key.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import re
 import secrets
 import string
@@ -22,8 +17,6 @@ from dataclasses import dataclass
 
 from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
 from stores.engine.keys import ApiKey
-
-logger = logging.getLogger("lore_mcp.auth")
 
 KEY_PREFIX = "lore_sk_"
 KEY_BODY_CHARS = 32
@@ -83,9 +76,7 @@ class Caller:
 
     @classmethod
     def of(cls, key: ApiKey, *, person: bool = False) -> Caller:
-        return cls(
-            key_id=key.id, org=key.org, name=key.name, project=key.project, root=key.root, person=person
-        )
+        return cls(key.id, key.org, key.name, key.project, key.root, person)
 
     @property
     def actor(self) -> str:

@@ -1,9 +1,7 @@
-"""The one place failures become what a client sees.
-
-Every tool failure reaches the client as an MCP tool error whose text is
-``CODE: sentence``: a stable code from the list below and a sentence a person can
-act on. Unexpected exceptions are logged with their traceback and reported
-without any detail, so no stack trace or internal text ever leaves the server.
+"""The one place failures become what a client sees: an MCP tool error whose text is
+``CODE: sentence``, a stable code below and a sentence a person can act on. Unexpected
+exceptions are logged with their traceback and reported without detail, so no stack trace or
+internal text ever leaves the server.
 """
 
 from __future__ import annotations
@@ -67,12 +65,12 @@ class ModelUnavailable(LoreError):
     code = UNAVAILABLE
 
 
-_STORE_CODES: list[tuple[type[StoreError], str]] = [
-    (NotFoundError, NOT_FOUND),
-    (InvalidInputError, VALIDATION_ERROR),
-    (ConflictError, CONFLICT),
-    (UnavailableError, UNAVAILABLE),
-]
+_STORE_CODES: dict[type[StoreError], str] = {
+    NotFoundError: NOT_FOUND,
+    InvalidInputError: VALIDATION_ERROR,
+    ConflictError: CONFLICT,
+    UnavailableError: UNAVAILABLE,
+}
 
 
 def describe(exc: BaseException) -> tuple[str, str]:
@@ -87,7 +85,7 @@ def describe(exc: BaseException) -> tuple[str, str]:
             return describe(exc.error)[0], str(exc)
         if isinstance(exc, StalePlanError):
             return STALE_PLAN, str(exc)
-        for cls, code in _STORE_CODES:
+        for cls, code in _STORE_CODES.items():
             if isinstance(exc, cls):
                 return code, str(exc)
     if isinstance(exc, ValidationError):
@@ -98,10 +96,8 @@ def describe(exc: BaseException) -> tuple[str, str]:
 
 def validation_message(exc: ValidationError) -> str:
     """Pydantic's errors as one sentence naming each field, without echoing the values."""
-    parts = []
-    for err in exc.errors(include_url=False, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or "arguments"
-        parts.append(f"{field}: {err['msg']}")
+    errors = exc.errors(include_url=False, include_input=False)
+    parts = [f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}" for err in errors]
     return "Invalid arguments: " + "; ".join(parts) + "."
 
 

@@ -1,9 +1,6 @@
 """The bearer-token side of API keys: the SDK's ``TokenVerifier`` for Lore keys and the caller
-behind a verified token.
-
-Apart from ``lore_mcp.auth`` (key format, the caller and its rules) because this half needs the
-MCP SDK: a process that never serves HTTP (the hooks, the CLI's key commands) then never
-imports it.
+behind a verified token. Apart from ``lore_mcp.auth`` because this half needs the MCP SDK, which
+a process that never serves HTTP (the hooks, the CLI's key commands) then never imports.
 """
 
 from __future__ import annotations
@@ -41,12 +38,8 @@ class LoreAccessToken(AccessToken):
 
 
 class ApiKeyVerifier:
-    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is immediate.
-
-    Only a key that is well formed and not refused moments ago costs a lookup (see
-    ``NEGATIVE_TTL_S``). A lookup that fails or does not answer within
-    ``LOOKUP_TIMEOUT_S`` raises ``KeyLookupUnavailable``; it never reads as a bad key.
-    """
+    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is
+    immediate. Only a well-formed key not refused moments ago (``NEGATIVE_TTL_S``) costs a lookup."""
 
     def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
         self.keys = keys
@@ -72,11 +65,9 @@ class ApiKeyVerifier:
         return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
 
     async def bounded(self, lookup: Any, *args: Any) -> Any:
-        """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns.
-
-        The thread is abandoned at the deadline rather than waited for: a database that
-        stopped answering must not hold the request (``stores.postgres.hang`` frees the thread).
-        """
+        """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns
+        ``lookup_timeout_s`` (never as a bad key). The thread is abandoned at the deadline: a
+        database that stopped answering must not hold the request (``stores.postgres.hang`` frees it)."""
         try:
             with anyio.fail_after(self.lookup_timeout_s):
                 return await anyio.to_thread.run_sync(lookup, *args, abandon_on_cancel=True)

@@ -1,17 +1,14 @@
 """Remove secrets from text before Lore stores or embeds it.
 
-Agents paste logs, configs and shell sessions into memories. Anything saved is kept
-forever, shared with a team and sent to an embedding model, so credentials must be
-stripped first, on every save. Each secret becomes ``[REDACTED:kind]``, where ``kind`` is
-a stable string: the kind of the rule in ``lore_mcp.secret_rules`` that found it (the README
-lists them with the shapes each one takes).
+Agents paste logs, configs and shell sessions into memories, and anything saved is kept, shared
+with a team and sent to an embedding model, so credentials are stripped first, on every save.
+Each secret becomes ``[REDACTED:kind]``, ``kind`` being the stable kind of the rule in
+``lore_mcp.secret_rules`` that found it (the README lists them).
 
-Matching sees the text normalised: Unicode compatibility forms folded (NFKC, so a
-fullwidth "sk-" (U+FF53 U+FF4B) reads as "sk-") and invisible characters (every
-default-ignorable code point and format character: zero-width spaces and joiners, soft hyphen,
-variation selectors, tags...) removed, so neither hides a secret. What is
-stored keeps the caller's own characters: each match is mapped back to the span of the
-original text it came from, and only that span becomes a marker.
+Matching sees the text normalised, compatibility forms folded (NFKC: a fullwidth "sk-" reads as
+"sk-") and invisible characters removed (default-ignorable and format characters: zero-width
+spaces and joiners, soft hyphen, variation selectors, tags...), so neither hides a secret. What is
+stored keeps the caller's own characters: each match is mapped back to its span of the original.
 """
 
 from __future__ import annotations
@@ -79,8 +76,7 @@ class Redacted:
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:kind]``."""
     found: set[str] = set()
-    text = _scrub(text, found)
-    return Redacted(text=text, kinds=tuple(sorted(found)))
+    return Redacted(text=_scrub(text, found), kinds=tuple(sorted(found)))
 
 
 def secret_kinds(text: str) -> tuple[str, ...]:
@@ -97,9 +93,14 @@ def _scrub(text: str, found: set[str]) -> str:
         return text
     if folded:
         spans = _map_back(text, spans)
+    return _splice(text, [(start, end, f"[REDACTED:{kind}]") for start, end, kind in spans])
+
+
+def _splice(text: str, replacements: list[tuple[int, int, str]]) -> str:
+    """``text`` with each of the sorted, disjoint (start, end) spans replaced by its string."""
     pieces, last = [], 0
-    for start, end, kind in spans:
-        pieces += [text[last:start], f"[REDACTED:{kind}]"]
+    for start, end, new in replacements:
+        pieces += [text[last:start], new]
         last = end
     pieces.append(text[last:])
     return "".join(pieces)
@@ -133,12 +134,9 @@ def _map_back(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, i
 
 
 def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
-    """The secrets in ``view`` as sorted, disjoint (start, end, kind) spans.
-
-    Rules run in order; each match is blanked with ``FILLER`` (same length, so positions
-    hold) before the next rule looks, so no rule matches inside an earlier secret. Hints
-    are looked up once, in the text as given.
-    """
+    """The secrets in ``view`` as sorted, disjoint (start, end, kind) spans. Rules run in order,
+    each match blanked with ``FILLER`` (same length: positions hold) before the next rule looks,
+    so none matches inside an earlier secret."""
     lowered = view.lower()
     # Markers already in the text (redacted text redacted again) are blanked first, so
     # that no rule reads one as part of a secret: redacting twice changes nothing more.
@@ -162,15 +160,10 @@ def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
         span = rule.validator(m) if rule.validator else m.span("secret" if partial and m["secret"] else 0)
         if span is not None and span[0] < span[1]:
             found.append(span)
-    if not found:
-        return masked
-    pieces, last = [], 0
-    for start, end in found:
-        pieces += [masked[last:start], FILLER * (end - start)]
-        last = end
-        spans.append((start, end, rule.kind))
-    pieces.append(masked[last:])
-    return "".join(pieces)
+    spans += [(start, end, rule.kind) for start, end in found]
+    return (
+        _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found]) if found else masked
+    )
 
 
 def _lower(text: str) -> str:
@@ -205,11 +198,8 @@ def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[st
 
 def redact_json(value: Any) -> tuple[Any, tuple[str, ...]]:
     """Redact every string in a JSON value, object keys included; kinds is the sorted union.
-
-    Callers bound the value's depth first (``lessons_service.check_json``): this
-    walks it recursively. Two keys of one object that redact to the same text are
-    kept apart with a ``#2``, ``#3`` ... suffix, so no value is lost.
-    """
+    Callers bound the depth first (``lesson_input.check_json``): this recurses. Two keys that
+    redact to the same text are kept apart with a ``#2``, ``#3`` ... suffix, so no value is lost."""
     found: set[str] = set()
     return _redact_json(value, found), tuple(sorted(found))
 
@@ -244,11 +234,8 @@ def lower_outside_markers(text: str) -> str:
 
 
 def fit(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters without cutting a marker in two.
-
-    A marker can be longer than the secret it replaced, so redacted text may
-    outgrow a field's limit; a marker that would be cut is dropped whole.
-    """
+    """``text`` cut to ``limit`` characters without cutting a marker in two: a marker can be
+    longer than its secret, so redacted text may outgrow a field; one that would be cut goes whole."""
     if len(text) <= limit:
         return text
     cut = limit

@@ -1,15 +1,11 @@
-"""The shapes of secret that ``lore_mcp.redaction`` removes, one rule per shape.
+"""The shapes of secret that ``lore_mcp.redaction`` removes, one rule per shape, apart from the
+engine so that each stays readable: what ``detect-secrets``' default plugins catch (the patterns
+are Lore's own; ``tests/unit/redaction/test_shapes.py`` checks it finds nothing left), plus the
+vendors an agent's memory meets most.
 
-Apart from the redaction engine so that each stays readable. The shapes follow what a
-well-kept secret scanner's default rules catch (the ``detect-secrets`` plugins were the
-reference; these patterns are Lore's own), plus the vendors an agent's memory meets most.
-``tests/unit/redaction/test_shapes.py`` checks, over generated texts, that ``detect-secrets`` finds
-nothing left once Lore has redacted them.
-
-Every pattern is compiled once, starts on a literal or a bounded run and has no nested
-ambiguous repetition, so a 1 MB text is scanned in linear time. A pattern that starts with
-its literal and checks what precedes it with a look-behind lets the regex engine skip
-ahead quickly instead of testing every position.
+Every pattern starts on a literal or a bounded run and has no nested ambiguous repetition, so a
+1 MB text is scanned in linear time; one that starts with its literal and checks what precedes it
+with a look-behind lets the engine skip ahead instead of testing every position.
 """
 
 from __future__ import annotations
@@ -18,14 +14,12 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-# Stands in for text already redacted while later rules look: same length, so positions
-# stay valid, and never part of the text matched (normalisation removes every U+200B).
-# Neither whitespace nor a word character, so it separates what is on either side of it.
+# Stands in for text already redacted while later rules look: same length, so positions hold;
+# never in the text matched (normalisation removes U+200B); neither space nor word character.
 FILLER = "\u200b"
 
-# A key character: base64url, which covers most vendors' key alphabets. The same class is
-# used in look-behinds: a key character just before a prefix glues it to a longer
-# identifier ("task-force" contains "sk-force", which is not a key).
+# A key character (base64url: most vendors' alphabets); in look-behinds, one just before a
+# prefix glues it to a longer identifier ("task-force" holds "sk-force", not a key).
 _KEY = r"[A-Za-z0-9_-]"
 # A body that looks random: a digit, a lower- and an upper-case letter within its first 80
 # characters. Identifiers and words seldom hold all three; real keys of most vendors always do.
@@ -50,24 +44,20 @@ Span = tuple[int, int]
 class Rule(NamedTuple):
     kind: str
     pattern: re.Pattern[str]
-    # Lowercase substrings, one of which any match must contain. Checking them with `in`
-    # first skips most regex scans: a plain-prose save costs almost nothing. A rule with
-    # none (a shape with no fixed literal) always runs.
+    # Lowercase substrings, one of which any match contains: checked with `in` first, they skip
+    # most scans, so plain prose costs almost nothing. A rule with none always runs.
     hints: tuple[str, ...] = ()
-    # Returns the span to redact, or None to leave the match alone. Without one, the
-    # "secret" group is redacted when the pattern has it, else the whole match.
+    # The span to redact, or None to leave the match; without one, the "secret" group or the match.
     validator: Callable[[re.Match[str]], Span | None] | None = None
-    # The pattern is written in lower case and looks at the lower-cased text, so that it can
-    # start with its literal (a case-insensitive pattern makes the engine try every position).
+    # Written in lower case for the lower-cased text, so it can start with its literal (a
+    # case-insensitive pattern makes the engine try every position).
     lowered: bool = False
 
 
 # --- validators -------------------------------------------------------------------------------
 
-# Luhn doubles every second digit from the right and adds the digits of the product:
-# 0->0, 1->2, ... 5->1 (10), 9->9 (18). Translating those digits and summing the bytes
-# keeps the check in C; a digit-rich 1 MB text can hold tens of thousands of card-shaped
-# runs, so a Python-level loop shows up.
+# Luhn doubles every second digit from the right and adds the product's digits (5->1, 9->9).
+# Translating and summing bytes keeps it in C: a 1 MB text can hold thousands of card-shaped runs.
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 
 

@@ -1,7 +1,5 @@
-"""Every setting of Lore in one place, read from LORE_* variables or CLI flags.
-
-Read once at the entry point and passed down, so library code stays testable.
-"""
+"""Every setting of Lore in one place, read from LORE_* variables or CLI flags once, at the entry
+point, and passed down, so library code stays testable."""
 
 from __future__ import annotations
 
@@ -26,9 +24,8 @@ TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin", "lo
 
 def embeddings_url(url: str) -> str:
     """The URL ``lore_mcp.embedding.endpoint`` POSTs to (here, so the setting is checked without
-    importing the client): a base URL ending in /v1 (or any other base) gets ``/embeddings``
-    appended, a URL already ending in ``/embeddings`` is used as it is, and a bare host
-    gets ``/v1/embeddings``, the path every OpenAI-compatible server uses."""
+    importing the client): ``/embeddings`` appended to a base URL unless it ends so already, and
+    ``/v1/embeddings``, every OpenAI-compatible server's path, to a bare host."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
@@ -42,15 +39,11 @@ def embeddings_url(url: str) -> str:
 
 
 def proxy_networks(value: str) -> tuple[str, ...]:
-    """``LORE_TRUSTED_PROXIES`` as normalised addresses and networks (``10.0.0.0/8``).
-
-    Checked here because uvicorn, which applies the list, silently keeps an entry it cannot
-    parse as a literal that never matches; ``*`` (trust everyone) is refused, since any client
-    that reaches the server directly could then pick the address its failures count against.
-    """
-    entries = [entry.strip() for entry in value.split(",") if entry.strip()]
+    """``LORE_TRUSTED_PROXIES`` as normalised addresses and networks (``10.0.0.0/8``). Checked here
+    since uvicorn keeps an entry it cannot parse as a literal that never matches; ``*`` is refused:
+    any client reaching the server directly could pick the address its failures count against."""
     networks = []
-    for entry in entries:
+    for entry in filter(None, (entry.strip() for entry in value.split(","))):
         try:
             parsed = (
                 ipaddress.ip_network(entry, strict=False) if "/" in entry else ipaddress.ip_address(entry)
@@ -80,13 +73,9 @@ _UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def expand_path(value: str | os.PathLike[str]) -> Path:
-    """A path setting or CLI path as a shell would have read it: ``~`` and ``$VAR`` expanded.
-
-    Clients such as Claude Desktop pass ``env`` values without a shell, so an unexpanded
-    ``~/lore.db`` would otherwise become a directory named ``~`` wherever the client runs.
-    A variable that is not set is refused rather than kept as literal text in a path.
-    Used by ``Settings`` (every ``Path`` field) and as the argparse ``type`` of path arguments.
-    """
+    """A path setting or CLI path as a shell would read it, ``~`` and ``$VAR`` expanded: clients
+    such as Claude Desktop pass ``env`` without a shell, and ``~/lore.db`` would become a directory
+    named ``~``. A variable that is not set is refused rather than kept as literal text."""
     text = os.path.expandvars(os.path.expanduser(os.fspath(value)))
     unset = _UNSET_VARIABLE.search(text)
     if unset:
@@ -238,10 +227,7 @@ class Settings(BaseSettings):
         "(near-duplicates across a project, keep both, merge).",
     )
     activity_max_age_days: float = Field(
-        30.0,
-        gt=0,
-        le=36_500,
-        description="Days the activity log keeps an entry (trimmed as it writes).",
+        30.0, gt=0, le=36_500, description="Days the activity log keeps an entry (trimmed as it writes)."
     )
     activity_max_entries: int = Field(
         5_000,

@@ -1,21 +1,18 @@
 """OAuth clients: registered ones (RFC 7591) and client ID metadata documents, and their redirect URIs.
 
-A client ID metadata document is the MCP specification's way for a client to be known
-without registering: its ``client_id`` is an HTTPS URL, and the JSON there names it and its
-redirect URIs. Any caller can make the server fetch such a URL, so the fetch reaches only
-public addresses (every address the host resolves to is checked, and the connection goes to
-the checked one, so no spelling of ``127.0.0.1`` and no DNS answer reaches this machine or its
-network), ends within a total deadline, reads a bounded body, runs a bounded number at once,
-refuses a document whose ``client_id`` is not its own URL, and remembers a document for
-``CIMD_TTL_S`` and a refusal for ``CIMD_REFUSED_TTL_S``. A redirect URI must match one the
-client declared exactly, except that a loopback one (``http://127.0.0.1``, ``[::1]``,
-``localhost``) may use any port, as RFC 8252 §7.3 lets native apps pick a free port.
+A client ID metadata document lets a client be known without registering: its ``client_id`` is
+an HTTPS URL whose JSON names it and its redirect URIs. Any caller can make the server fetch
+such a URL, so the fetch reaches only public addresses (every address the host resolves to is
+checked and the connection goes to a checked one: no spelling of ``127.0.0.1`` and no DNS answer
+reaches this machine or its network), within a total deadline, a bounded body and a bounded
+number at once; a document whose ``client_id`` is not its own URL is refused, and documents and
+refusals are remembered a while.
 
-Which redirect URIs a client may have at all is an allow-list (``redirect_allowed``), so a
-scheme the browser runs or reads itself (``javascript:``, ``data:``, ``file:``, ``blob:``, …)
-can never receive a code or an error: https, http on a loopback host (RFC 8252 §7.3), and a
-native app's private-use scheme (RFC 8252 §7.1: reverse-domain, such as ``com.example.app:``,
-or one of ``APP_SCHEMES``, the editors whose MCP clients register ``cursor://`` and the like).
+A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252
+§7.3: native apps pick a free port). The schemes allowed at all are an allow-list, so one the
+browser runs or reads itself (``javascript:``, ``data:``, ``file:``, ``blob:``, …) never receives
+a code or an error: https, http on a loopback host, and a native app's private-use scheme (RFC
+8252 §7.1: reverse-domain such as ``com.example.app:``, or one of ``APP_SCHEMES``).
 """
 
 from __future__ import annotations
@@ -137,12 +134,8 @@ class DocumentRefused(ValueError):
 
 
 class MetadataDocuments:
-    """Client ID metadata documents, fetched and cached.
-
-    ``allow_private`` lets a document live on a loopback or private address (tests, and a
-    team on one network); otherwise such a host is refused, so a client ID cannot make the
-    server fetch from inside its own network. ``verify`` is httpx's TLS verification.
-    """
+    """Client ID metadata documents, fetched and cached. ``allow_private`` lets one live on a
+    loopback or private address (tests, a team on one network); ``verify`` is httpx's TLS check."""
 
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
         self.allow_private = allow_private
@@ -160,15 +153,27 @@ class MetadataDocuments:
         """The client ``url`` describes; ``DocumentRefused`` saying why where it cannot be used."""
         cached = self._cache.get(url)
         if cached is not None and cached[0] > time.monotonic():
-            if isinstance(cached[1], str):
-                raise DocumentRefused(cached[1])
-            return cached[1]
+            outcome = cached[1]
+        else:
+            outcome = await self._outcome(url)
+            ttl = CIMD_REFUSED_TTL_S if isinstance(outcome, str) else CIMD_TTL_S
+            self._cache[url] = (time.monotonic() + ttl, outcome)
+            self._cache.move_to_end(url)
+            while len(self._cache) > CIMD_CACHE_MAX:
+                self._cache.popitem(last=False)
+        if isinstance(outcome, str):
+            raise DocumentRefused(outcome)
+        return outcome
+
+    async def _outcome(self, url: str) -> LoreClient | str:
+        """The client fetched, or why it is refused (logged); too many fetches at once is not
+        remembered, so it raises."""
         if self._fetching >= CIMD_CONCURRENT:
             raise DocumentRefused("the server is fetching too many client documents at once; try again soon")
         self._fetching += 1
         try:
             with anyio.fail_after(CIMD_TIMEOUT_S):
-                outcome: LoreClient | str = await self._fetch(url)
+                return await self._fetch(url)
         except TimeoutError:
             outcome = f"it did not arrive within {CIMD_TIMEOUT_S:g} seconds"
         except DocumentRefused as exc:
@@ -182,14 +187,7 @@ class MetadataDocuments:
             outcome = "it could not be fetched"
         finally:
             self._fetching -= 1
-        ttl = CIMD_REFUSED_TTL_S if isinstance(outcome, str) else CIMD_TTL_S
-        self._cache[url] = (time.monotonic() + ttl, outcome)
-        self._cache.move_to_end(url)
-        while len(self._cache) > CIMD_CACHE_MAX:
-            self._cache.popitem(last=False)
-        if isinstance(outcome, str):
-            logger.warning("client ID metadata document %s refused: %s", url, outcome)
-            raise DocumentRefused(outcome)
+        logger.warning("client ID metadata document %s refused: %s", url, outcome)
         return outcome
 
     async def _fetch(self, url: str) -> LoreClient:

@@ -1,21 +1,18 @@
 """The consent page: where a person lets a client reach Lore with one of their API keys.
 
-``/authorize`` sends the browser here with the request signed in the URL. The page shows
-the client's name (stored text from the client: always escaped), the host it will return
-to and the project it will reach, and asks for a Lore API key, or offers the key this
-browser approved with before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming the key,
-never holding it). Approving issues a code bound to that key and sends the browser back to
-the client; denying sends it back with ``access_denied``. The form carries a CSRF token that
-must match a ``SameSite=Strict`` cookie, a POST from another origin is refused, and failed
-keys are limited per client address as on ``/mcp`` (across replicas where the store counts).
-Nothing here logs a key, code or token.
+``/authorize`` sends the browser here with the request signed in the URL. The page shows the
+client's name (the client's own text: always escaped), the host it returns to and the project
+it reaches, and asks for a Lore API key or offers the one this browser approved with before (a
+signed ``HttpOnly`` ``SameSite=Lax`` cookie naming the key, never holding it). Approving issues a
+code bound to that key; denying returns ``access_denied``. The form's CSRF token must match a
+``SameSite=Strict`` cookie, a POST from another origin is refused, and wrong keys are limited per
+address as on ``/mcp``. Nothing here logs a key, code or token.
 """
 
 from __future__ import annotations
 
 import hmac
 import html
-import re
 import secrets
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from lore_mcp.auth import KEY_PATTERN, secret_digest
+from lore_mcp.services.lesson_input import PROJECT_PATTERN
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     SlidingWindowLimiter,
@@ -39,7 +37,7 @@ from stores.store import CallCounts
 FAILED_CONSENT_DOOR = "failed-consent"
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
-PROJECT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+EXPIRED_LINK = "This sign-in link has expired or was altered; start connecting again from your client."
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
@@ -69,13 +67,10 @@ class ConsentPage:
     async def handle(self, request: Request) -> Response:
         if request.method == "POST":
             return await self._answer(request)
-        signer = await self.provider.signer()
         signed = request.query_params.get("request", "")
-        pending = signer.load_request(signed)
+        pending = (await self.provider.signer()).load_request(signed)
         if pending is None:
-            return _problem(
-                "This sign-in link has expired or was altered; start connecting again from your client."
-            )
+            return _problem(EXPIRED_LINK)
         return await self._page(request, signed, pending, error=None)
 
     async def _page(
@@ -86,13 +81,12 @@ class ConsentPage:
             return _problem(
                 "The client asking to connect is no longer known to this server; start again from it."
             )
-        remembered = await self._remembered(request)
         csrf = secrets.token_urlsafe(32)
+        returns_to = urlsplit(pending["redirect_uri"])
         body = render(
             client_name=client.client_name or "An unnamed client",
-            redirect_host=urlsplit(pending["redirect_uri"]).hostname
-            or urlsplit(pending["redirect_uri"]).scheme,
-            remembered=remembered,
+            redirect_host=returns_to.hostname or returns_to.scheme,
+            remembered=await self._remembered(request),
             signed=signed,
             csrf=csrf,
             error=error,
@@ -112,34 +106,36 @@ class ConsentPage:
     async def _answer(self, request: Request) -> Response:
         form = await request.form()
         fields = {name: value for name, value in form.items() if isinstance(value, str)}
-        cookie = request.cookies.get(CSRF_COOKIE, "")
-        origin = request.headers.get("origin")
-        issuer = urlsplit(self.provider.issuer)
-        if (
-            not cookie
-            or not hmac.compare_digest(cookie, fields.get("csrf", ""))
-            or (origin is not None and origin != f"{issuer.scheme}://{issuer.netloc}")
-        ):
+        if not self._same_site(request, fields.get("csrf", "")):
             return _problem(
                 "This form expired or was sent from another site; reload the page and try again.", 403
             )
         signed = fields.get("request", "")
         pending = (await self.provider.signer()).load_request(signed)
         if pending is None:
-            return _problem(
-                "This sign-in link has expired or was altered; start connecting again from your client."
-            )
+            return _problem(EXPIRED_LINK)
         if fields.get("decision") != "approve":
             return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
+        return await self._approve(request, fields, signed, pending)
+
+    def _same_site(self, request: Request, csrf: str) -> bool:
+        """The form's CSRF token matches its cookie, and no other origin posted it."""
+        cookie = request.cookies.get(CSRF_COOKIE, "")
+        issuer = urlsplit(self.provider.issuer)
+        origin = request.headers.get("origin")
+        return (
+            bool(cookie)
+            and hmac.compare_digest(cookie, csrf)
+            and origin in (None, f"{issuer.scheme}://{issuer.netloc}")
+        )
+
+    async def _approve(
+        self, request: Request, fields: dict[str, str], signed: str, pending: dict[str, Any]
+    ) -> Response:
         address = client_address(request.scope)
         if self.failures.wait(address) is not None:
-            return await self._page(
-                request,
-                signed,
-                pending,
-                error="Too many wrong keys from this address; wait a minute.",
-                status=429,
-            )
+            error = "Too many wrong keys from this address; wait a minute."
+            return await self._page(request, signed, pending, error=error, status=429)
         key, error = await self._key(request, fields)
         if key is None:
             await count_failure(self.failures, address, self.shared, door=FAILED_CONSENT_DOOR)

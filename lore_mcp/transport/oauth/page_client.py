@@ -1,13 +1,10 @@
 """The page for people (``/ui``) as an OAuth client that its own server knows without registering.
 
-The page signs a person in through this server's OAuth flow as a public client (no secret,
-PKCE S256). Registering it on each sign-in would leave a row per sign-in, and a client ID
-metadata document would have the server fetch itself over HTTP; instead the provider knows
-the page's client by its id, ``{issuer}/ui/oauth-client.json``, built here in process. The
-same document is served at that URL, so the id means what any client ID metadata document
-means. Its one redirect URI is the page's own address, ``{issuer}/ui/``, matched exactly:
-unlike other clients' loopback URIs, not even the port may differ, since another port on the
-same machine is another program.
+The page signs a person in as a public client (no secret, PKCE S256). Registering would leave a
+row per sign-in, and a client ID metadata document would have the server fetch itself; instead
+the provider knows the client by its id, ``{issuer}/ui/oauth-client.json``, built in process, and
+serves that document there, so the id means what any such document means. Its one redirect URI,
+``{issuer}/ui/``, is matched exactly, port included: another port is another program.
 """
 
 from __future__ import annotations

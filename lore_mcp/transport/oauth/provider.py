@@ -1,17 +1,15 @@
 """The SDK's ``OAuthAuthorizationServerProvider`` over the store's OAuth rows.
 
-The SDK's handlers parse and check each request (PKCE S256, the code's client, expiry and
-redirect URI, client secrets); this decides what they cannot: which clients exist, where a
-person consents, what a code and a token are bound to. A code is issued only on the consent
-page (``lore_mcp.transport.oauth.consent``), for the key the person entered there. Tokens
-are bound to that key, its org and the project granted, and to this server's resource
-(RFC 8707); each use of a code or refresh token is checked and recorded in the store, so a
-replay is refused and revokes every token the authorization produced.
+The SDK's handlers check each request (PKCE S256, the code's client, expiry and redirect URI,
+client secrets); this decides what they cannot: which clients exist, where a person consents,
+what a code and a token are bound to. A code is issued only on the consent page, for the key
+the person entered there; tokens are bound to that key, its org, the project granted and this
+server's resource (RFC 8707). Each use of a code or refresh token is recorded in the store, so
+a replay is refused and revokes every token the authorization produced.
 """
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets
 import time
@@ -54,8 +52,6 @@ from lore_mcp.transport.oauth.tokens import (
 )
 from stores.engine.keys import ApiKey
 from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
-
-logger = logging.getLogger("lore_mcp.transport.oauth")
 
 CONSENT_PATH = "/oauth/consent"
 # Clients one address may have registered that never got a token (``registration``), and how
@@ -258,16 +254,12 @@ class LoreOAuthProvider:
         if await self.verifier.live_key(grant) is None:
             raise TokenError("invalid_grant", "The Lore API key that approved this client was revoked.")
         access, refresh = new_secret(ACCESS_PREFIX), new_secret(REFRESH_PREFIX)
-        await self._store(
-            self.keys.oauth.add_token,
-            secret_digest(access),
-            token_row("access", family, grant, ACCESS_TOKEN_TTL_S),
-        )
-        await self._store(
-            self.keys.oauth.add_token,
-            secret_digest(refresh),
-            token_row("refresh", family, grant, REFRESH_TOKEN_TTL_S),
-        )
+        for secret, kind, ttl_s in (
+            (access, "access", ACCESS_TOKEN_TTL_S),
+            (refresh, "refresh", REFRESH_TOKEN_TTL_S),
+        ):
+            row = token_row(kind, family, grant, ttl_s)
+            await self._store(self.keys.oauth.add_token, secret_digest(secret), row)
         return OAuthToken(
             access_token=access,
             token_type="Bearer",

@@ -1,21 +1,20 @@
 """``/register`` (RFC 7591) with limits that fit what real clients send, so that anyone who can
 reach the server cannot fill its database through it.
 
-The SDK's registration handler accepts any size and any number of clients, from anyone. Here,
-before it runs: a per-address rate (``REGISTRATIONS_PER_MINUTE``, counted across replicas the
-way failed logins are, ``guards.count_failure``), optionally an API key
-(``LORE_OAUTH_REGISTRATION=key``), a bound on the body and on every field. Claude Desktop,
-claude.ai, Cursor and the MCP Inspector send under 1 KiB: a name, at most three redirect URIs
-and a few short lists. Storing the client then counts it against its address until it first
-gets a token (``provider.UNUSED_CLIENTS_PER_ADDRESS``), and a client that never does is deleted
-after ``provider.UNUSED_CLIENT_TTL``. Refusals are RFC 7591 error JSON with one sentence; the
-rate and the cap answer 429 with ``Retry-After``.
+The SDK's handler accepts any size and number of clients, from anyone. Before it runs: a
+per-address rate (counted across replicas as failed logins are), optionally an API key
+(``LORE_OAUTH_REGISTRATION=key``), a bound on the body and on every field (Claude Desktop,
+claude.ai, Cursor and the MCP Inspector send under 1 KiB). A stored client counts against its
+address until it first gets a token, and one that never does is deleted
+(``provider.UNUSED_CLIENTS_PER_ADDRESS``, ``UNUSED_CLIENT_TTL``). Refusals are RFC 7591 error
+JSON with one sentence; the rate and the cap answer 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, cast
 
 from mcp.server.auth.handlers.register import RegistrationHandler
@@ -25,7 +24,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message
+from starlette.types import Message, Receive
 
 from lore_mcp.transport.guards import SlidingWindowLimiter, client_address, count_failure
 from lore_mcp.transport.oauth.provider import ClientsCrowded, LoreOAuthProvider
@@ -79,18 +78,20 @@ def _oversized(value: Any, limit: int) -> str | None:
 
 
 def error(status: int, code: str, sentence: str, wait: float | None = None) -> Response:
+    """An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2): never cached, ``Retry-After`` when
+    ``wait`` says when to come back."""
     headers = dict(HEADERS)
     if wait is not None:
         headers["Retry-After"] = str(max(1, math.ceil(wait)))
     return JSONResponse({"error": code, "error_description": sentence}, status_code=status, headers=headers)
 
 
+@dataclass
 class _From:
     """The provider as the SDK's handler sees it for one registration from ``address``."""
 
-    def __init__(self, provider: LoreOAuthProvider, address: str) -> None:
-        self.provider = provider
-        self.address = address
+    provider: LoreOAuthProvider
+    address: str
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         await self.provider.register_client(client_info, self.address)
@@ -109,25 +110,8 @@ class Registration:
 
     async def handle(self, request: Request) -> Response:
         address = client_address(request.scope)
-        wait = self.limiter.wait(address)
-        if wait is not None:
-            return error(
-                429,
-                "temporarily_unavailable",
-                f"More than {REGISTRATIONS_PER_MINUTE} registrations a minute came from your address; "
-                "retry later.",
-                wait,
-            )
-        # Each registration spends the address's allowance, counted as a failed login is.
-        await count_failure(self.limiter, address, self.shared, door=REGISTER_DOOR)
-        if self.require_key and not await self._has_key(request):
-            refused = error(
-                401,
-                "invalid_token",
-                "This server registers clients only for a request with the header Authorization: Bearer "
-                "and a current Lore API key (lore_sk_…); ask your Lore admin to register the client.",
-            )
-            refused.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'  # RFC 6750 §3
+        refused = await self._refused(request, address)
+        if refused is not None:
             return refused
         body = await _read(request)
         if body is None:
@@ -143,7 +127,7 @@ class Registration:
             cast(Any, _From(self.provider, address)), ClientRegistrationOptions(enabled=True)
         )
         try:
-            return await sdk.handle(Request(request.scope, _replay(body)))
+            answer: Response = await sdk.handle(Request(request.scope, _replay(body)))
         except ClientsCrowded as crowded:
             return error(
                 429,
@@ -152,6 +136,26 @@ class Registration:
                 "use one of them, or retry once the oldest expires.",
                 crowded.wait,
             )
+        return answer
+
+    async def _refused(self, request: Request, address: str) -> Response | None:
+        """The answer to a registration over the address's rate, or without the key it needs."""
+        wait = self.limiter.wait(address)
+        if wait is not None:
+            sentence = f"More than {REGISTRATIONS_PER_MINUTE} registrations a minute came from your address; retry later."
+            return error(429, "temporarily_unavailable", sentence, wait)
+        # Each registration spends the address's allowance, counted as a failed login is.
+        await count_failure(self.limiter, address, self.shared, door=REGISTER_DOOR)
+        if not self.require_key or await self._has_key(request):
+            return None
+        refused = error(
+            401,
+            "invalid_token",
+            "This server registers clients only for a request with the header Authorization: Bearer "
+            "and a current Lore API key (lore_sk_…); ask your Lore admin to register the client.",
+        )
+        refused.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'  # RFC 6750 §3
+        return refused
 
     async def _has_key(self, request: Request) -> bool:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -173,7 +177,7 @@ async def _read(request: Request) -> bytes | None:
     return bytes(body)
 
 
-def _replay(body: bytes) -> Any:
+def _replay(body: bytes) -> Receive:
     async def receive() -> Message:
         return {"type": "http.request", "body": body, "more_body": False}
 

@@ -1,12 +1,10 @@
 """Token revocation (RFC 7009) that public clients can use.
 
-The SDK's ``/revoke`` handler validates its form with a model whose ``client_secret`` field is
-required, so a public client (``token_endpoint_auth_method`` none), which by RFC 7009 §2.1 and
-RFC 6749 §2.3 sends only its ``client_id``, was refused with ``invalid_request`` and could not
-revoke at all: the page for people signing out is one. This handler authenticates the client
-exactly as the SDK does (``ClientAuthenticator``: a confidential client still needs its
-secret), then revokes the token when it is that client's, and, like the SDK's, answers 200 for
-a token it does not know, so the answer says nothing about which tokens exist.
+The SDK's ``/revoke`` requires a ``client_secret`` in its form, so a public client, which sends
+only its ``client_id`` (RFC 7009 §2.1, RFC 6749 §2.3), could not revoke at all: the page for
+people signing out is one. This authenticates the client as the SDK does (a confidential one
+still needs its secret), revokes the token when it is that client's, and answers 200 for a token
+it does not know, so the answer says nothing about which tokens exist.
 """
 
 from __future__ import annotations

@@ -1,19 +1,15 @@
 """The OAuth routes of the team server, and the one 401 every refused credential gets.
 
-The SDK's authorization-server routes (``/authorize``, ``/token``, ``/register``,
-``/revoke``) run on ``LoreOAuthProvider``; its metadata (RFC 8414) also says that the
-authorization response carries ``iss`` (RFC 9207) and that client ID metadata documents
-are accepted. The protected-resource metadata (RFC 9728) is served at the path the
-specification derives from ``/mcp`` and at the bare well-known path some clients try first.
-``/authorize`` says why a client ID metadata document was refused, where the SDK's handler
-would say only that the client is not found.
+The SDK's authorization-server routes run on ``LoreOAuthProvider``. Its metadata (RFC 8414)
+also says that the authorization response carries ``iss`` (RFC 9207) and that client ID
+metadata documents are accepted; ``/authorize`` says why such a document was refused, where the
+SDK's would say only that the client is not found. The protected-resource metadata (RFC 9728) is
+served at the path the specification derives from ``/mcp`` and at the bare well-known path.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
@@ -33,7 +29,7 @@ from mcp.server.auth.routes import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
-from mcp.shared.auth import ProtectedResourceMetadata
+from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
 from pydantic import AnyHttpUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -42,11 +38,16 @@ from starlette.types import Send
 
 from lore_mcp.errors import UNAUTHORIZED
 from lore_mcp.transport.guards import MCP_PATH
-from lore_mcp.transport.oauth.clients import DocumentRefused, MetadataDocuments, is_metadata_url
+from lore_mcp.transport.oauth.clients import (
+    LOOPBACK_HOSTS,
+    DocumentRefused,
+    MetadataDocuments,
+    is_metadata_url,
+)
 from lore_mcp.transport.oauth.consent import ConsentPage
 from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
-from lore_mcp.transport.oauth.registration import registration_route
+from lore_mcp.transport.oauth.registration import error, registration_route
 from lore_mcp.transport.oauth.revocation import client_route, revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
 from stores.engine.keys import KeyStore
@@ -58,15 +59,11 @@ AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
 
 
-def refusal(metadata_url: str | None) -> tuple[dict[str, Any], str]:
-    """The body and ``WWW-Authenticate`` of a 401: one sentence for every way a credential can be
-    wrong (missing, malformed, unknown, revoked, expired), so a guesser learns nothing, naming
-    the header, what it must hold, and where to read more.
-
-    OAuth clients read the header (RFC 6750 §3, RFC 9728 §5.1); the body is a JSON-RPC error
-    carrying the same sentence, which is what MCP clients show a person (the Python SDK
-    client surfaces a JSON-RPC error body, and only a generic failure otherwise).
-    """
+def refused_response(metadata_url: str | None) -> JSONResponse:
+    """The 401 of every refused credential (missing, malformed, unknown, revoked, expired): one
+    sentence for all, so a guesser learns nothing, naming the header, its form and where to read
+    more. OAuth clients read ``WWW-Authenticate`` (RFC 6750 §3, RFC 9728 §5.1); MCP clients show
+    a person the JSON-RPC error body (the Python SDK client shows nothing more specific)."""
     where = (
         f"connect with OAuth as {metadata_url} describes, or "
         if metadata_url
@@ -82,17 +79,9 @@ def refusal(metadata_url: str | None) -> tuple[dict[str, Any], str]:
     if metadata_url:
         parts.insert(0, f'resource_metadata="{metadata_url}"')
     data = {"error": "invalid_token", "resource_metadata": metadata_url}
-    body = {
-        "jsonrpc": "2.0",
-        "id": None,
-        "error": {"code": UNAUTHORIZED_JSONRPC_CODE, "message": sentence, "data": data},
-    }
-    return body, "Bearer " + ", ".join(parts)
-
-
-def refused_response(metadata_url: str | None) -> JSONResponse:
-    body, header = refusal(metadata_url)
-    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": header})
+    error = {"code": UNAUTHORIZED_JSONRPC_CODE, "message": sentence, "data": data}
+    body = {"jsonrpc": "2.0", "id": None, "error": error}
+    return JSONResponse(body, status_code=401, headers={"WWW-Authenticate": "Bearer " + ", ".join(parts)})
 
 
 class LoreRequireAuth(RequireAuthMiddleware):
@@ -102,21 +91,9 @@ class LoreRequireAuth(RequireAuthMiddleware):
         if status_code != 401:
             await super()._send_auth_error(send, status_code, error, description)
             return
-        url = str(self.resource_metadata_url) if self.resource_metadata_url else None
-        body, header = refusal(url)
-        payload = json.dumps(body).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"www-authenticate", header.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        refused = refused_response(str(self.resource_metadata_url) if self.resource_metadata_url else None)
+        await send({"type": "http.response.start", "status": 401, "headers": refused.raw_headers})
+        await send({"type": "http.response.body", "body": refused.body})
 
 
 @dataclass
@@ -132,16 +109,18 @@ class LoreTokenHandler(TokenHandler):
             sentence = (
                 f"This server issues tokens only for {self.resource}; the resource {asked!r} is another one."
             )
-            return self.response(TokenErrorResponse(error="invalid_target", error_description=sentence))
-        return await super().handle(request)
+            answer: Response = self.response(
+                TokenErrorResponse(error="invalid_target", error_description=sentence)
+            )
+        else:
+            answer = await super().handle(request)
+        return answer
 
 
 def oauth_possible(issuer: str) -> bool:
     """Whether ``issuer`` can be an OAuth issuer: HTTPS, or HTTP on a loopback address (RFC 8414)."""
     parts = urlsplit(issuer)
-    return parts.scheme == "https" or (
-        parts.scheme == "http" and parts.hostname in ("localhost", "127.0.0.1", "::1")
-    )
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS)
 
 
 def team_auth(
@@ -179,53 +158,47 @@ def oauth_routes(
     *,
     registration: str = "open",
 ) -> list[BaseRoute]:
-    """Every OAuth route: the SDK's, Lore's metadata, and the consent page. ``issuer`` is parsed
-    as ``AuthSettings`` parses it (no trailing slash added), since clients compare the
-    metadata's ``issuer`` with the ``iss`` of the authorization response character by character."""
+    """Every OAuth route: the SDK's, Lore's own versions of five of them, and the consent page.
+    ``issuer`` is parsed as ``AuthSettings`` parses it (no trailing slash added), since clients
+    compare the metadata's ``issuer`` with the authorization response's ``iss`` character by character."""
     options = ClientRegistrationOptions(enabled=True)
     revocation = RevocationOptions(enabled=True)
-    routes: list[BaseRoute] = [
-        route
-        for route in create_auth_routes(
-            provider,
-            issuer_url=issuer,
-            client_registration_options=options,
-            revocation_options=revocation,
-        )
-        if getattr(route, "path", None)
-        not in (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH, REGISTRATION_PATH, TOKEN_PATH)
-    ]
-    routes.append(authorize_route(provider))
-    routes.append(revocation_route(provider))  # one that public clients can use
-    routes.append(registration_route(provider, require_key=registration == "key", shared=call_counts))
+    replaced = (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH, REGISTRATION_PATH, TOKEN_PATH)
+    sdk = create_auth_routes(
+        provider, issuer_url=issuer, client_registration_options=options, revocation_options=revocation
+    )
     tokens = LoreTokenHandler(provider, ClientAuthenticator(provider), resource=provider.resource)
-    routes.append(client_route(TOKEN_PATH, tokens.handle))
-    metadata = build_metadata(issuer, None, options, revocation)
+    return [
+        *(route for route in sdk if getattr(route, "path", None) not in replaced),
+        authorize_route(provider),
+        revocation_route(provider),  # one that public clients can use
+        registration_route(provider, require_key=registration == "key", shared=call_counts),
+        client_route(TOKEN_PATH, tokens.handle),
+        *metadata_routes(provider, issuer, build_metadata(issuer, None, options, revocation)),
+        Route(CONSENT_PATH, ConsentPage(provider, call_counts).handle, methods=["GET", "POST"]),
+        document_route(provider.page),
+    ]
+
+
+def metadata_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl, metadata: OAuthMetadata) -> list[Route]:
+    """The authorization-server metadata (RFC 8414) saying what the SDK's leaves out, and the
+    protected-resource metadata (RFC 9728) at ``/mcp``'s derived path and the bare one."""
     metadata.authorization_response_iss_parameter_supported = True
     metadata.client_id_metadata_document_supported = True
-    metadata.token_endpoint_auth_methods_supported = ["none", "client_secret_post", "client_secret_basic"]
-    metadata.revocation_endpoint_auth_methods_supported = [
-        "none",
-        "client_secret_post",
-        "client_secret_basic",
+    methods = ["none", "client_secret_post", "client_secret_basic"]
+    metadata.token_endpoint_auth_methods_supported = methods
+    metadata.revocation_endpoint_auth_methods_supported = list(methods)
+    verbs = ["GET", "OPTIONS"]
+    routes = [
+        Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, verbs), methods=verbs)
     ]
-    methods = ["GET", "OPTIONS"]
-    routes.append(
-        Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, methods), methods=methods)
-    )
     resource = ProtectedResourceMetadata(
-        resource=AnyHttpUrl(provider.resource),
-        authorization_servers=[issuer],
-        resource_name="Lore",
+        resource=AnyHttpUrl(provider.resource), authorization_servers=[issuer], resource_name="Lore"
     )
-    handler = cors_middleware(ProtectedResourceMetadataHandler(resource).handle, methods)
-    prm_path = str(build_resource_metadata_url(AnyHttpUrl(provider.resource))).split("://", 1)[1]
-    prm_path = "/" + prm_path.split("/", 1)[1]
-    for path in dict.fromkeys([prm_path, PRM_ROOT_PATH]):
-        routes.append(Route(path, handler, methods=methods))
-    page = ConsentPage(provider, call_counts)
-    routes.append(Route(CONSENT_PATH, page.handle, methods=["GET", "POST"]))
-    routes.append(document_route(provider.page))
+    handler = cors_middleware(ProtectedResourceMetadataHandler(resource).handle, verbs)
+    derived = str(build_resource_metadata_url(AnyHttpUrl(provider.resource))).split("://", 1)[1]
+    for path in dict.fromkeys(["/" + derived.split("/", 1)[1], PRM_ROOT_PATH]):
+        routes.append(Route(path, handler, methods=verbs))
     return routes
 
 
@@ -242,9 +215,8 @@ def authorize_route(provider: LoreOAuthProvider) -> Route:
                 await provider.documents.fetch(client_id)  # remembered: the SDK's handler fetches nothing
             except DocumentRefused as exc:
                 reason = str(exc).rstrip(".")
-                description = f"The client ID metadata document {client_id} is refused: {reason}."
-                body = {"error": "invalid_request", "error_description": description}
-                return JSONResponse(body, status_code=400, headers={"Cache-Control": "no-store"})
+                sentence = f"The client ID metadata document {client_id} is refused: {reason}."
+                return error(400, "invalid_request", sentence)
         return await handler(request)
 
     endpoint = RequestBodyLimitMiddleware(request_response(authorize), DEFAULT_MAX_REQUEST_BODY_SIZE)

@@ -1,8 +1,7 @@
 """Signed, expiring values the consent page hands to a browser and gets back: the pending
-authorization request in its URL, and the cookie that remembers which key a browser used.
-
-Signed with itsdangerous (HMAC-SHA1 over a key derived per purpose) under one secret kept in the
-store, so every replica accepts what another signed; a value altered or past its age is refused.
+authorization request in its URL, and the cookie naming the key a browser approved with. Signed
+with itsdangerous (HMAC-SHA1, a key per purpose) under one secret in the store, so every replica
+accepts what another signed; a value altered or past its age is refused.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """What ``/mcp`` accepts as a bearer token: a Lore API key, or an access token this server issued.
 
-OAuth credentials are random strings with a prefix that says what they are (so a pasted
-one is recognised, and redacted, like an API key); only their SHA-256 is stored. An access
-token is good for ``ACCESS_TOKEN_TTL_S`` and only at the resource it was issued for; the
-key a person approved it with is looked up on every request, so revoking that key ends the
-token at the next request, as it ends the key itself.
+OAuth credentials are random strings with a prefix that says what they are (so a pasted one is
+recognised, and redacted, like an API key); only their SHA-256 is stored. An access token works
+only at its resource, and the key a person approved it with is looked up on every request, so
+revoking that key ends the token at the next request.
 """
 
 from __future__ import annotations
@@ -45,10 +44,9 @@ def same_resource(a: str, b: str) -> bool:
 
 
 def caller_for(key: ApiKey, grant: OAuthGrant, page_client_id: str | None = None) -> Caller:
-    """The caller an OAuth token acts as: its key's org and name, the project it was granted,
-    and never root (a connector reads and writes memory; it does not manage keys); a person
-    when the grant went to the page's own client (``page_client``), whose tokens only ever
-    return to the page's address."""
+    """The caller an OAuth token acts as: its key's org and name, the project granted, never root
+    (a connector does not manage keys); a person when the grant went to the page's own client,
+    whose tokens only ever return to the page's address."""
     person = page_client_id is not None and grant.client_id == page_client_id
     project = grant.project or key.project
     return Caller(key_id=key.id, org=key.org, name=key.name, project=project, root=False, person=person)

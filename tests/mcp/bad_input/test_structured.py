@@ -294,32 +294,47 @@ async def refusal_problem(client: Client, before: dict[str, Any], bad: Any, acce
     """What is wrong with how one bad operation (as operation 1) was refused, if anything."""
     plan = make_plan(before["schema"]["schema_hash"], OK_INSERT, bad)
     planned = await client.call_tool("plan", {"plan": plan})
+    problem = _plan_problem(planned, accepted)
+    if problem is not None:
+        return problem
+    if await state(client) != before:
+        return "plan() changed something"
+    applied = await client.call_tool("apply", {"plan": plan})
+    if not applied.is_error:
+        return f"apply() succeeded: {applied.structured_content!r:.300}"
+    problem = _apply_problem(applied.content[0].text, accepted, names_index=not planned.is_error)
+    if problem is not None:
+        return problem
+    if await state(client) != before:
+        return "apply() changed something"
+    return None
+
+
+def _plan_problem(planned: Any, accepted: set[str]) -> str | None:
+    """What is wrong with plan()'s answer: operation 1 alone refused, with an accepted code."""
     if planned.is_error:
         # A plan that does not even parse may be refused outright, but only as a validation error.
         if not planned.content[0].text.startswith("VALIDATION_ERROR: ") or "VALIDATION_ERROR" not in accepted:
             return f"plan() failed with {planned.content[0].text[:300]!r}"
-    else:
-        result = planned.structured_content
-        if result["ok"] is not False or [e["index"] for e in result["errors"]] != [1]:
-            return f"plan() gave {result!r:.300}"
-        if result["errors"][0]["code"] not in accepted:
-            return f"plan() gave {result['errors']!r:.300}"
-    if await state(client) != before:
-        return "plan() changed something"
+        return None
+    result = planned.structured_content
+    if result["ok"] is not False or [e["index"] for e in result["errors"]] != [1]:
+        return f"plan() gave {result!r:.300}"
+    if result["errors"][0]["code"] not in accepted:
+        return f"plan() gave {result['errors']!r:.300}"
+    return None
 
-    applied = await client.call_tool("apply", {"plan": plan})
-    if not applied.is_error:
-        return f"apply() succeeded: {applied.structured_content!r:.300}"
-    text = applied.content[0].text
+
+def _apply_problem(text: str, accepted: set[str], *, names_index: bool) -> str | None:
+    """What is wrong with apply()'s error text: an accepted code and a sentence, naming
+    operation 1 where plan() could name it."""
     code, _, message = text.partition(": ")
     if code not in accepted:
         return f"apply() failed with {text[:300]!r}"
     if len(text) >= 1000 or "Traceback" in text or 'File "' in text:
         return f"apply() error is not a sentence: {text[:300]!r}"
-    if not planned.is_error and "operation 1" not in message:
+    if names_index and "operation 1" not in message:
         return f"apply() error does not name operation 1: {text[:300]!r}"
-    if await state(client) != before:
-        return "apply() changed something"
     return None
 
 
