@@ -3,7 +3,7 @@
 Why: a team server shares one database among orgs. On Postgres, twelve concurrent heavy
 ``apply`` calls of one org held every pooled connection, so another org's key check waited
 for a connection and was told the database was unreachable; on SQLite, heavy work queued on
-the one writer ahead of everyone's saves. So the calls that can take long (``HEAVY_TOOLS``)
+the one writer ahead of everyone's saves. So the calls that can take long (``heavy`` in their registry entry)
 take a slot before they run: at most ``total`` in this process, ``per_org`` for one org and
 ``per_key`` for one key. ``total`` stays below the Postgres pool, so key checks and cheap
 calls (saves, votes, recalls, reads), which take no slot, always find a connection.
@@ -29,8 +29,6 @@ from lore_mcp.errors import BUSY, LoreError
 from stores import deadline
 
 QUEUE_FULL = "this org already has the most heavy calls waiting"
-# Tools whose work grows with their input (plans, imports, reverts, table scans, exports).
-HEAVY_TOOLS = frozenset({"apply", "plan", "import_lessons", "revert_commit", "query_rows", "export_lessons"})
 
 
 class Busy(LoreError):

@@ -29,7 +29,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
+from lore_mcp.tools.registry import HEAVY_TOOLS
+from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
 
 if TYPE_CHECKING:
     from stores.store import CallCounts

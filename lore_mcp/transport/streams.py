@@ -12,7 +12,7 @@ closes that gap twice over:
   process: a ``revoke_key`` call, ``lore-memory keys revoke``, another replica), or that
   cannot be checked because the database is down, ends the stream and the message is not
   sent. So nothing reaches a revoked key, and an idle stream ends at its next ping.
-- A ``revoke_key`` call answered by this process ends the revoked key's streams at once.
+- A key revoked by a call this process answers ends the revoked key's streams at once.
 
 The stream ends as a complete HTTP response; a client that reopens it is asked for its
 key again (401 once revoked).
@@ -31,6 +31,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore_mcp.key_tokens import caller_of
+from lore_mcp.tools.registry import SPECS
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken, TokenVerifier
@@ -136,10 +137,11 @@ class StandingStreams:
         return len(streams)
 
     async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        """MCP server middleware: once ``revoke_key`` has revoked a key, end its streams."""
+        """MCP server middleware: once a tool that ``revokes`` (registry) has revoked a key, end
+        its streams."""
         result = await call_next(ctx)
-        params = ctx.params or {}
-        if ctx.method == "tools/call" and params.get("name") == "revoke_key" and isinstance(result, Mapping):
+        spec = SPECS.get(str((ctx.params or {}).get("name")))
+        if ctx.method == "tools/call" and spec is not None and spec.revokes and isinstance(result, Mapping):
             revoked = (result.get("structuredContent") or {}).get("id")
             if not result.get("isError") and isinstance(revoked, str):
                 self.close(revoked)
