@@ -51,6 +51,10 @@ EDITING = ToolAnnotations(
 DESTRUCTIVE = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=False, open_world_hint=False
 )
+# Lessons whose ids are already there are skipped, so importing twice adds nothing more.
+IMPORTING = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 
 # Finds the lesson ids a successful call changed in its arguments and structured result;
 # None when it cannot tell, which counts as "any resource".
@@ -89,9 +93,11 @@ ONE_LESSON = Changes(frozenset({STATS_URI}), lambda arguments, result: _one(argu
 IMPORTED = Changes(frozenset({STATS_URI}), _imported)
 TABLES = Changes(frozenset({SCHEMA_URI, STATS_URI}))
 
-# What a call stopped at its deadline can do about it: only plans and filters can be made smaller.
+# What a call stopped at its deadline can do about it: only plans, imports and filters can shrink.
 BUSY_ADVICE = "The server was busy; try again shortly."
-SMALLER_PLANS = "Split the plan into smaller ones, or try again when the server is less busy."
+SMALLER = "Split the plan into smaller ones, or try again when the server is less busy."
+FEWER = "Import fewer lessons at a time, or try again when the server is less busy."
+NARROWER = "Narrow the filter, or try again when the server is less busy."
 
 
 @dataclass(frozen=True)
@@ -103,7 +109,7 @@ class ToolSpec:
     - ``heavy``: its work grows with its input, so it takes an admission slot
       (``lore_mcp.transport.admission``);
     - ``changed``: what a successful call changes (default: nothing if read-only, else anything);
-    - ``deadline_advice``: what a caller stopped at the deadline can do;
+    - ``advice``: what a caller stopped at its deadline can do;
     - ``completes``: the resource template whose ids its pages list (for completion);
     - ``revokes``: its result's ``id`` is a key it revoked, whose open streams must end.
     """
@@ -114,7 +120,7 @@ class ToolSpec:
     hints: ToolAnnotations
     heavy: bool = False
     changed: Changes | None = None
-    deadline_advice: str = BUSY_ADVICE
+    advice: str = BUSY_ADVICE
     completes: str | None = None
     revokes: bool = False
 
@@ -145,39 +151,15 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(delete_lesson, "lessons", "Delete a lesson", EDITING, changed=ONE_LESSON),
     ToolSpec(list_lessons, "lessons", "List lessons", READ_ONLY, completes=LESSON_TEMPLATE),
     ToolSpec(export_lessons, "lessons", "Export lessons", READ_ONLY, heavy=True),
-    # Lessons whose ids are already there are skipped, so importing twice adds nothing more.
     ToolSpec(
-        import_lessons,
-        "lessons",
-        "Import lessons",
-        ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-        ),
-        heavy=True,
-        changed=IMPORTED,
-        deadline_advice="Import fewer lessons at a time, or try again when the server is less busy.",
+        import_lessons, "lessons", "Import lessons", IMPORTING, heavy=True, changed=IMPORTED, advice=FEWER
     ),
     ToolSpec(schema, "structured", "Read the table schema", READ_ONLY),
+    ToolSpec(plan, "structured", "Dry-run a table plan", READ_ONLY, heavy=True, advice=SMALLER),
     ToolSpec(
-        plan, "structured", "Dry-run a table plan", READ_ONLY, heavy=True, deadline_advice=SMALLER_PLANS
+        apply, "structured", "Apply a table plan", DESTRUCTIVE, heavy=True, changed=TABLES, advice=SMALLER
     ),
-    ToolSpec(
-        apply,
-        "structured",
-        "Apply a table plan",
-        DESTRUCTIVE,
-        heavy=True,
-        changed=TABLES,
-        deadline_advice=SMALLER_PLANS,
-    ),
-    ToolSpec(
-        query_rows,
-        "structured",
-        "Query table rows",
-        READ_ONLY,
-        heavy=True,
-        deadline_advice="Narrow the filter, or try again when the server is less busy.",
-    ),
+    ToolSpec(query_rows, "structured", "Query table rows", READ_ONLY, heavy=True, advice=NARROWER),
     ToolSpec(history, "history", "List history", READ_ONLY),
     ToolSpec(get_commit, "history", "Show a commit", READ_ONLY),
     # A revert may touch lessons and tables alike: which, only the commit knows.

@@ -1,15 +1,8 @@
-"""Remote mode: a local stdio server that forwards every tool call to a team server.
-
-Desktop clients that only speak stdio reach a team's Lore this way
-(``LORE_STORE=remote`` with ``LORE_API_URL`` and ``LORE_API_KEY``). The tools it
-lists are Lore's own, defined locally, so ``initialize`` and ``tools/list`` answer
-even when the team server is down; each call redacts secrets from its arguments
-*before* anything leaves the machine, then goes over one kept-open MCP
-streamable-HTTP connection. Failures become the usual codes: ``UNAVAILABLE``
-(cannot reach the server, it took too long, or it cannot reach its own database:
-then it could not check the key either, so this is not ``UNAUTHORIZED``),
-``UNAUTHORIZED`` (the key was refused) and the server's own errors, passed
-through as they are.
+"""Remote mode (``LORE_STORE=remote``): a local stdio server that forwards every tool call to a
+team server, for desktop clients that only speak stdio. It lists Lore's own tools, so the
+listings answer with the team server down; each call is redacted *before* it leaves the machine
+and goes over one kept-open streamable-HTTP session. ``UNAVAILABLE`` also covers a team server
+that cannot reach its database (it could not check the key either, so not ``UNAUTHORIZED``).
 """
 
 from __future__ import annotations
@@ -33,7 +26,7 @@ from mcp_types import CallToolResult, TextContent
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
 from lore_mcp.tools.registry import ADMIN_TOOLS
-from lore_mcp.transport.server import LoreServer
+from lore_mcp.transport.server import LoreServer, no_such_tool
 
 logger = logging.getLogger("lore_mcp.transport.remote")
 T = TypeVar("T")
@@ -185,23 +178,8 @@ class RemoteConnection:
         exc = _unwrapped(exc)
         message = str(exc)
         statuses = (self._last_status, _status_of(exc))
-        if message.startswith("UNAVAILABLE") and 503 in statuses:
-            # The team server answered, but its database did not: the key was never checked.
-            return RemoteUnavailable(
-                f"The team server at {self.url} is running but its database is unreachable or not "
-                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
-                "Try again shortly; if it lasts, tell the team server's admin."
-            )
-        if 503 in statuses:
-            return RemoteUnavailable(
-                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
-                "Try again shortly; if it lasts, tell the team server's admin."
-            )
-        if 401 in statuses:
-            return RemoteUnauthorized(
-                f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
-                "ask an admin for a key (`lore-memory keys create`)."
-            )
+        if 503 in statuses or 401 in statuses:
+            return self._refused(message, statuses)
         if isinstance(exc, TimeoutError):
             return RemoteUnavailable(
                 f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
@@ -227,6 +205,25 @@ class RemoteConnection:
         return RemoteUnavailable(
             f"Cannot reach the team server at {self.url}, so nothing was changed: check LORE_API_URL "
             "and that the server is running, then try again."
+        )
+
+    def _refused(self, message: str, statuses: tuple[int | None, ...]) -> LoreError:
+        """A team server that answered 503 (itself or its database down) or 401 (the key)."""
+        if message.startswith("UNAVAILABLE") and 503 in statuses:
+            # The team server answered, but its database did not: the key was never checked.
+            return RemoteUnavailable(
+                f"The team server at {self.url} is running but its database is unreachable or not "
+                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 503 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        return RemoteUnauthorized(
+            f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
+            "ask an admin for a key (`lore-memory keys create`)."
         )
 
 
@@ -259,9 +256,7 @@ class RemoteLoreServer(LoreServer):
         """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
         schema = self.tool_schemas.get(name)
         if schema is None and name not in ADMIN_TOOLS:
-            raise ToolError(
-                wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
-            )
+            raise ToolError(wire_text("NOT_FOUND", no_such_tool(name)))
         # Checked here too: an older team server would drop an unknown argument, and the
         # client would send NaN on as null (no expiry, say) without a word.
         self.check_call(name, arguments)

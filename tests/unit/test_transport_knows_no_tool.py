@@ -81,5 +81,5 @@ def test_each_tool_declares_what_it_changes() -> None:
 def test_heavy_tools_and_their_advice() -> None:
     heavy = {spec.name for spec in TOOLS if spec.heavy}
     assert heavy == {"apply", "plan", "import_lessons", "revert_commit", "query_rows", "export_lessons"}
-    assert "smaller" in SPECS["plan"].deadline_advice and "filter" in SPECS["query_rows"].deadline_advice
-    assert SPECS["save_lesson"].deadline_advice == "The server was busy; try again shortly."
+    assert "smaller" in SPECS["plan"].advice and "filter" in SPECS["query_rows"].advice
+    assert SPECS["save_lesson"].advice == "The server was busy; try again shortly."
