@@ -1,11 +1,7 @@
-"""``completion/complete``, and ``prompts/get`` errors as the specification words them.
-
-Ids complete the argument of a resource template that a tool's registry entry ``completes``
-(``lore://lessons/{id}``), by prefix, among the newest the caller can see; nothing, but no
-error, for prompt arguments (free text) and for resources without arguments. An unknown prompt,
-template or argument is invalid params (-32602), as the specification asks, also from
-``prompts/get``, where the SDK would answer error code 0.
-"""
+"""``completion/complete``: ids, by prefix, for the template a tool's registry entry
+``completes``, among the newest the caller can see; nothing (but no error) for free-text prompt
+arguments and plain resources. An unknown prompt, template or argument is invalid params
+(-32602), as the specification asks, also from ``prompts/get`` (the SDK answers code 0)."""
 
 from __future__ import annotations
 
@@ -38,8 +34,6 @@ LISTERS = {spec.completes: spec.name for spec in TOOLS if spec.completes is not 
 
 
 class Completer:
-    """Completes arguments and checks prompt names for ``server``."""
-
     def __init__(self, server: MCPServer) -> None:
         self.server = server
 
@@ -65,8 +59,8 @@ class Completer:
         raise MCPError(INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
 
     async def ids(self, lister: str, prefix: str) -> Completion:
-        """Ids starting with ``prefix`` among the newest of the caller's default project, read
-        through tool ``lister`` so that the caller's key scopes them (and remote mode forwards)."""
+        """Ids starting with ``prefix``, read through tool ``lister`` so that the caller's key
+        scopes them (and remote mode forwards them)."""
         prefix = prefix.strip().upper()  # ULIDs are upper case
         found: list[str] = []
         cursor: str | None = None

@@ -1,10 +1,7 @@
-"""Log messages on the stream of the request they are about.
-
-Every ``tools/call`` reports its duration as a ``debug`` message. A legacy session picks the
-least severe level it wants with ``logging/setLevel`` (it hears nothing until it does); on the
-2026-07-28 revision each request asks with ``_meta["io.modelcontextprotocol/logLevel"]`` and
-hears nothing without it. Server log lines are not forwarded: they can carry internal detail
-(database errors) that tools keep from clients.
+"""Log messages on the stream of the request they are about: each ``tools/call``'s duration at
+``debug``. A legacy session picks its level with ``logging/setLevel``, a 2026-07-28 request
+with ``_meta["io.modelcontextprotocol/logLevel"]``; neither hears anything without. Server log
+lines are not forwarded: they can carry detail (database errors) that tools keep from clients.
 """
 
 from __future__ import annotations

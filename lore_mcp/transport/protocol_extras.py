@@ -1,16 +1,9 @@
-"""MCP features beyond tools, resources and prompts, each in a module of its own, wired here.
-
-- Log messages on the stream of the request they are about (``logging_level``).
-- ``completion/complete`` and ``prompts/get``'s errors (``completion``).
-- Change notices (``change_notices``) on the server's ``NoticeBus``, heard by legacy sessions
-  through ``resources/subscribe`` (``subscriptions``) and by current-revision clients through
-  ``subscriptions/listen`` (``notices.ScopedListen``), both as
-  ``notifications/resources/updated``.
-- ``server/discover`` (2026-07-28) advertises what that era is served: ``resources.subscribe``
-  (through ``subscriptions/listen``) and ``logging`` (per request), but no ``listChanged``,
-  since Lore publishes none. The legacy handshake's capabilities follow from the handlers
-  registered here (``logging``, ``completions``, ``resources.subscribe``).
-"""
+"""MCP features beyond tools, resources and prompts, each in a module of its own, wired here:
+logs on the request's stream (``logging_level``), completion and ``prompts/get``'s errors
+(``completion``), change notices (``change_notices``) heard through ``resources/subscribe``
+(``subscriptions``) or ``subscriptions/listen`` (``notices.ScopedListen``), and an honest
+``server/discover`` (``capabilities``). The legacy handshake's capabilities follow from the
+handlers registered here."""
 
 from __future__ import annotations
 
@@ -40,10 +33,9 @@ if TYPE_CHECKING:
 def add_protocol_extras(
     server: MCPServer, lowlevel: Server[Any], lessons: LessonService | None, bus: NoticeBus | None = None
 ) -> ScopedListen:
-    """Register the extras on ``server``, whose low-level server (where request handlers live)
-    is ``lowlevel``. ``lessons`` resolves where a call acts (None: remote mode, where the team
-    server does); ``bus`` carries change notices (in this process if None). Returns the listen
-    handler, whose ``close`` ends the open listen streams (a server shutting down calls it)."""
+    """Register the extras on ``server`` and its ``lowlevel`` server (where request handlers
+    live). ``lessons`` resolves where a call acts (None: remote mode, where the team server
+    does). Returns the listen handler, whose ``close`` shutdown calls."""
     bus = bus or NoticeBus()
     reach = caller_reach(server, lessons)
     legacy = LegacySubscriptions(bus, reach)

@@ -1,9 +1,6 @@
-"""Legacy ``resources/subscribe`` and ``resources/unsubscribe``: a session hears
-``notifications/resources/updated`` on its standing stream for a watched URI that a change
-notice (``lore_mcp.transport.notices``) names in the project its reads of that URI show.
-
-Any URI may be subscribed, also one that does not exist yet (``import_lessons`` keeps ids), as
-the SDK's own ``subscriptions/listen`` allows.
+"""Legacy ``resources/subscribe``: a session hears ``notifications/resources/updated`` for a
+watched URI that a change notice names in the project its reads of that URI show. Any URI may
+be subscribed, also one that does not exist yet (an import keeps ids), as the SDK's listen allows.
 """
 
 from __future__ import annotations
