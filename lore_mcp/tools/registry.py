@@ -1,10 +1,6 @@
-"""Every tool Lore can list: its function, its group, its annotations and what the transport
-must know of it (heavy, what it changes, its deadline advice), in listing order.
-
-The one source that the server, remote mode, the protocol extras and the tests read, so the
-transport knows no tool by name; a tool's name is its function's.
-``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every
-turn, and a group is served by listing only its tools (``lore_mcp.tools.lore_tools``).
+"""Every tool Lore can list, in listing order: its function (whose name is the tool's), group,
+annotations and what the transport must know of it, so the transport knows no tool by name.
+``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every turn.
 """
 
 from __future__ import annotations

@@ -34,21 +34,12 @@ FAILED_AUTH_DOOR = "failed-auth"
 
 
 class AuthGuard:
-    """ASGI middleware outside the SDK's authentication.
-
-    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
-      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
-      be fine.
-    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
-      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
-      from that address get 429 with ``Retry-After`` before any lookup, unless they
-      carry a key this server accepted before (so one misconfigured client behind a
-      shared address does not lock out its neighbours; that key is still checked).
-      The 401 itself is unchanged: every kind of failure gets the same answer. A
-      ``/healthz`` that carries a key is limited the same way, since it checks the key.
-    - With ``shared`` (the store's ``CallCounts``: Postgres), each failure is also counted
-      where every replica counts it (``count_failure``); only failures cost that statement.
-    """
+    """ASGI middleware outside the SDK's authentication. A key lookup that could not be made
+    (``KeyLookupUnavailable``) is 503 / ``UNAVAILABLE``, not 401: the key may be fine. Failed
+    authentications (any 401, all worded alike) are counted per client address (and with
+    ``shared`` across replicas); past the limit, requests to ``/mcp`` (or a ``/healthz`` with a
+    key) from that address get 429 before any lookup, unless their key was accepted before, so
+    one misconfigured client behind a shared address does not lock out its neighbours."""
 
     def __init__(
         self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None

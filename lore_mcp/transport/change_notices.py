@@ -1,9 +1,6 @@
-"""After a tool call changes memory, one ``Notice`` on the server's ``NoticeBus``
-(``lore_mcp.transport.notices``): the URIs its registry entry says it changed, in the org and
-project the call acted on. Subscribers of either era hear it only for the project their reads of
-those URIs show: the key's project, or for a key of every project (and stdio) the server's
-default project, in the key's org. Lesson ids are unique per project, so the same id in another
-project, or another org, is another lesson and never notifies.
+"""After a tool call changes memory, one ``Notice`` on the server's ``NoticeBus``: the URIs its
+registry entry says it changed, where the call acted. Subscribers hear it only for the project
+their reads show (lesson ids are unique per project: the same id elsewhere is another lesson).
 """
 
 from __future__ import annotations
@@ -24,11 +21,9 @@ if TYPE_CHECKING:
 
 
 def caller_reach(server: MCPServer, lessons: LessonService | None) -> Callable[[str | None], Reach]:
-    """Where a call of the current request acts when it asks for project ``requested`` (None:
-    the default), as ``lessons.scope`` resolves it; ``reach(None)`` is what every lessons
-    resource shows. A project the key cannot reach is dropped, as the loop's hooks drop it.
-    Without ``lessons`` (remote mode) the team server decides: the org and, unless named, the
-    project are unknown here."""
+    """Where a call of the current request acts when it asks for project ``requested``, as
+    ``lessons.scope`` resolves it (``reach(None)``: what the resources show). Without ``lessons``
+    (remote mode) the team server decides: org and, unless named, project are unknown here."""
 
     def reach(requested: str | None) -> Reach:
         if lessons is None:

@@ -200,11 +200,9 @@ def client_address(scope: Scope) -> str:
 
 
 class ForwardedClient:
-    """uvicorn's ``ProxyHeadersMiddleware`` (from a trusted proxy, the client is the right-most
-    ``X-Forwarded-For`` entry that is not a trusted proxy), except that an entry that is not an
-    IP address (``unknown``, RFC 7239's ``_hidden``, or whatever a client wrote into a header its
-    proxy passes on verbatim) names nobody: the client stays the TCP peer, the proxy. Otherwise
-    each such token would be a client of its own, with a failed-login count of its own."""
+    """uvicorn's ``ProxyHeadersMiddleware``, except that a forwarded entry that is not an IP
+    address (``unknown``, ``_hidden``, whatever a client wrote) names nobody and the client stays
+    the proxy: otherwise each such token would have a failed-login count of its own."""
 
     def __init__(self, app: ASGIApp, trusted_hosts: list[str]) -> None:
         self.app = app

@@ -210,7 +210,7 @@ class ScopedListen:
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
         subscription_id = ctx.request_id
-        token = get_access_token() if self.verifier is not None else None
+        verifier, token = self.verifier, get_access_token()
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id.")
         watched = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -231,11 +231,7 @@ class ScopedListen:
                 SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
             )
             async for event in recv:
-                if (
-                    token is not None
-                    and self.verifier is not None
-                    and not await still_verifies(self.verifier, token)
-                ):
+                if verifier is not None and token is not None and not await still_verifies(verifier, token):
                     logger.info("ending a listen stream: its credential no longer verifies")
                     break
                 notification = event_to_notification(event, meta)

@@ -75,11 +75,8 @@ def redact_arguments(value: Any, found: set[str]) -> Any:
 
 
 class RemoteConnection:
-    """One MCP session to the team server, opened on first use and reopened after a failure.
-
-    The SDK client must be entered and left in one task, so a background task owns
-    it; calls from any task use its session.
-    """
+    """One MCP session to the team server, opened on first use and reopened after a failure; a
+    background task owns the SDK client (entered and left in one task), any task uses it."""
 
     def __init__(self, url: str, api_key: str) -> None:
         self.url = url
@@ -175,9 +172,10 @@ class RemoteConnection:
             self._client = None
 
     def _explain(self, exc: BaseException) -> LoreError:
-        exc = _unwrapped(exc)
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]  # a failure while connecting arrives in task-group wrappers
         message = str(exc)
-        statuses = (self._last_status, _status_of(exc))
+        statuses = (self._last_status, getattr(getattr(exc, "response", None), "status_code", None))
         if 503 in statuses or 401 in statuses:
             return self._refused(message, statuses)
         if isinstance(exc, TimeoutError):
@@ -225,18 +223,6 @@ class RemoteConnection:
             f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
             "ask an admin for a key (`lore-memory keys create`)."
         )
-
-
-def _unwrapped(exc: BaseException) -> BaseException:
-    """The one error inside task-group wrappers (a failure while connecting arrives nested)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _status_of(exc: BaseException) -> int | None:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
 
 
 class RemoteLoreServer(LoreServer):

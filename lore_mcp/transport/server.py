@@ -90,7 +90,9 @@ class LoreServer(MCPServer):
         )
 
     async def list_tools(self) -> list[Any]:
-        tools = [
+        caller = self.caller()
+        root = caller is not None and caller.root
+        return [
             t.model_copy(
                 update={
                     "input_schema": lean_schema(t.input_schema),
@@ -98,11 +100,8 @@ class LoreServer(MCPServer):
                 }
             )
             for t in await super().list_tools()
+            if root or t.name not in ADMIN_TOOLS
         ]
-        caller = self.caller()
-        if caller is not None and caller.root:
-            return tools
-        return [t for t in tools if t.name not in ADMIN_TOOLS]
 
     def caller(self) -> Caller | None:
         """Who makes the current request: its API key, or the trusted local user (stdio)."""
