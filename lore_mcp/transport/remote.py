@@ -26,7 +26,7 @@ from mcp_types import CallToolResult, TextContent
 from lore_mcp.errors import UNAUTHORIZED, UNAVAILABLE, LoreError, wire_text
 from lore_mcp.redaction import redact
 from lore_mcp.tools.registry import ADMIN_TOOLS
-from lore_mcp.transport.server import LoreServer, no_such_tool
+from lore_mcp.transport.server import LoreServer
 
 logger = logging.getLogger("lore_mcp.transport.remote")
 T = TypeVar("T")
@@ -242,7 +242,9 @@ class RemoteLoreServer(LoreServer):
         """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
         schema = self.tool_schemas.get(name)
         if schema is None and name not in ADMIN_TOOLS:
-            raise ToolError(wire_text("NOT_FOUND", no_such_tool(name)))
+            raise ToolError(
+                wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
+            )
         # Checked here too: an older team server would drop an unknown argument, and the
         # client would send NaN on as null (no expiry, say) without a word.
         self.check_call(name, arguments)

@@ -162,12 +162,8 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
     if anticipated:
         return describe(cause)  # type: ignore[arg-type]
     if cause is None and not isinstance(exc, UnexpectedToolError):
-        return "NOT_FOUND", no_such_tool(name)
+        return "NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them."
     return describe(cause or exc)
-
-
-def no_such_tool(name: str) -> str:
-    return f"There is no tool named {name!r}; call tools/list to see them."
 
 
 def lean_schema(schema: Any) -> Any:
