@@ -98,17 +98,12 @@ NARROWER = "Narrow the filter, or try again when the server is less busy."
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: the function whose signature is its schema and whose docstring its
-    description, with what the signature cannot say: its group, a title for people
-    (directories and clients' tool pickers show it), its hints, and for the transport:
-
-    - ``heavy``: its work grows with its input, so it takes an admission slot
-      (``lore_mcp.transport.admission``);
-    - ``changed``: what a successful call changes (default: nothing if read-only, else anything);
-    - ``advice``: what a caller stopped at its deadline can do;
-    - ``completes``: the resource template whose ids its pages list (for completion);
-    - ``revokes``: its result's ``id`` is a key it revoked, whose open streams must end.
-    """
+    """One tool: the function (signature: schema, docstring: description) and what it cannot
+    say: its group, a title for people's tool pickers, its hints, and for the transport:
+    ``heavy`` (its work grows with its input: it takes an admission slot), ``changed`` (what a
+    successful call changes; default nothing if read-only, else anything), ``advice`` (for a
+    call stopped at its deadline), ``completes`` (the template whose ids its pages list) and
+    ``revokes`` (its result's ``id`` is a revoked key, whose open streams must end)."""
 
     function: Callable[..., Any]
     group: str

@@ -1,7 +1,5 @@
-"""MCP over stdio that answers malformed frames instead of dropping them.
-
-The SDK's stdio transport drops a line that fails to parse without a reply, so the client waits
-for its own timeout. Here a bad line that could be a request is answered: -32700 for text that
+"""MCP over stdio that answers malformed frames, which the SDK drops, leaving the client to wait
+for its own timeout. A bad line that could be a request is answered: -32700 for text that
 is not JSON (or that the SDK's parser refuses: deep nesting, lone surrogates), -32600 for JSON
 that is not JSON-RPC and for a line over ``MAX_LINE_BYTES`` (never read whole), with the id when
 it can be recovered, else ``null`` as JSON-RPC 2.0 prescribes. At the end of input the requests
