@@ -1,19 +1,12 @@
 """Admission for expensive tool calls, so that one org's heavy work cannot stall another's.
 
-Why: a team server shares one database among orgs. On Postgres, twelve concurrent heavy
-``apply`` calls of one org held every pooled connection, so another org's key check waited
-for a connection and was told the database was unreachable; on SQLite, heavy work queued on
-the one writer ahead of everyone's saves. So the calls that can take long (``HEAVY_TOOLS``)
-take a slot before they run: at most ``total`` in this process, ``per_org`` for one org and
-``per_key`` for one key. ``total`` stays below the Postgres pool, so key checks and cheap
-calls (saves, votes, recalls, reads), which take no slot, always find a connection.
-
-A call that finds no free slot waits its turn, first come first served among the calls
-that may run; a call waits at most ``max_wait_s`` (and never past its request deadline),
-and an org may have at most ``queue_per_org`` calls waiting. Past either bound the call is
-refused with ``BUSY``: a sentence that says the server is busy with heavy work, that
-nothing was changed, and when to try again. Nothing here touches the database, so being
-refused for load can never be mistaken for the database being down.
+On Postgres, twelve concurrent heavy ``apply`` calls of one org once held every pooled
+connection, so another org's key check was told the database was unreachable; on SQLite heavy
+work queued on the one writer ahead of everyone's saves. So a tool whose registry entry says
+``heavy`` takes a slot: at most ``total`` in this process (below the pool, so cheap calls always
+find a connection), ``per_org`` per org, ``per_key`` per key. Waiters go first come first served,
+at most ``max_wait_s`` (never past the deadline) and ``queue_per_org`` per org; past either the
+call is refused with ``BUSY``, which touches no database, so load is never mistaken for an outage.
 """
 
 from __future__ import annotations
@@ -29,8 +22,6 @@ from lore_mcp.errors import BUSY, LoreError
 from stores import deadline
 
 QUEUE_FULL = "this org already has the most heavy calls waiting"
-# Tools whose work grows with their input (plans, imports, reverts, table scans, exports).
-HEAVY_TOOLS = frozenset({"apply", "plan", "import_lessons", "revert_commit", "query_rows", "export_lessons"})
 
 
 class Busy(LoreError):

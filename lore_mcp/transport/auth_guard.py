@@ -1,9 +1,6 @@
 """``AuthGuard``: the team server's answer to a key store it cannot ask, and its limit on failed
-authentication per client address, both outside the SDK's authentication.
-
-``lore_mcp.transport.http`` installs it first, so it sees what the SDK's bearer check answers
-and raises. The pieces it shares with the other guards live in ``lore_mcp.transport.guards``.
-"""
+authentication per client address, both outside the SDK's authentication (``http`` installs it
+first, so it sees what the SDK's bearer check answers and raises)."""
 
 from __future__ import annotations
 
@@ -37,24 +34,12 @@ FAILED_AUTH_DOOR = "failed-auth"
 
 
 class AuthGuard:
-    """ASGI middleware outside the SDK's authentication.
-
-    - A key lookup that could not be made (``KeyLookupUnavailable``: the database is
-      down or not answering) is answered 503 / ``UNAVAILABLE``, not 401: the key may
-      be fine.
-    - Failed authentication (any 401: no key, a malformed, unknown or revoked one) is
-      counted per client address. Past ``FAILED_AUTH_PER_MINUTE``, requests to ``/mcp``
-      from that address get 429 with ``Retry-After`` before any lookup, unless they
-      carry a key this server accepted before (so one misconfigured client behind a
-      shared address does not lock out its neighbours; that key is still checked).
-      The 401 itself is unchanged: every kind of failure gets the same answer. A
-      ``/healthz`` that carries a key is limited the same way, since it checks the key.
-    - With ``shared`` (the store's ``CallCounts``: Postgres, which every replica reaches),
-      each failure is also counted there under the address. Once an address has spent its
-      limit across all replicas, the next failure on any replica fills that replica's own
-      count, so N replicas allow about the limit plus N failures a minute, not N times the
-      limit; only failures cost that statement, never an accepted request.
-    """
+    """ASGI middleware outside the SDK's authentication. A key lookup that could not be made
+    (``KeyLookupUnavailable``) is 503 / ``UNAVAILABLE``, not 401: the key may be fine. Failed
+    authentications (any 401, all worded alike) are counted per client address (and with
+    ``shared`` across replicas); past the limit, requests to ``/mcp`` (or a ``/healthz`` with a
+    key) from that address get 429 before any lookup, unless their key was accepted before, so
+    one misconfigured client behind a shared address does not lock out its neighbours."""
 
     def __init__(
         self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None
@@ -98,16 +83,20 @@ class AuthGuard:
         except KeyLookupUnavailable:
             if started:
                 raise
-            await send_jsonrpc_error(
-                send,
-                status=503,
-                code=UNAVAILABLE_JSONRPC_CODE,
-                message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
-                "could not check the API key; nothing was done. Try again shortly.",
-                retry_after=5,
-                # The key is checked before the body is read, so the body is normally still there.
-                id=None if read else await request_id(scope, receive),
-            )
+            # The key is checked before the body is read, so the body is normally still there.
+            await self._unavailable(send, None if read else await request_id(scope, receive))
+
+    @staticmethod
+    async def _unavailable(send: Send, id: str | int | None) -> None:
+        await send_jsonrpc_error(
+            send,
+            status=503,
+            code=UNAVAILABLE_JSONRPC_CODE,
+            message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+            "could not check the API key; nothing was done. Try again shortly.",
+            retry_after=5,
+            id=id,
+        )
 
     def _accept(self, scope: Scope) -> None:
         """Remember the key of an answered request, which the lock lets through (see above)."""

@@ -1,20 +1,11 @@
-"""The team server's per-key rate limit: it counts tool calls, and on Postgres every server
-process shares the count.
+"""The team server's per-key rate limit on ``tools/call`` requests (one per such element of a
+batch); everything else a client sends is free, so handshakes and listings never eat into the
+budget. On Postgres the count is in the database (``stores.postgres.call_counts``: a fixed
+window per key, one statement per counted call), so N replicas give a key its limit, not N
+times it; on SQLite, which one process serves, in memory (``SlidingWindowLimiter``).
 
-What is counted is a JSON-RPC request whose method is ``tools/call`` (one per such element of
-a batch). Everything else a client sends is free: ``initialize``, discovery, ``tools/list``,
-``resources/*``, ``prompts/*``, pings, notifications, a GET stream, a DELETE. A client's
-handshake and listings therefore never eat into the budget its tool calls need.
-
-Where the count lives follows the store (``stores.Store.call_counts``): on Postgres, in the
-database, one statement per counted call (``stores.postgres.call_counts``: a fixed window per
-key), so N replicas behind a load balancer give a key its limit, not N times it; on SQLite,
-which one process serves by design, in that process's memory (an exact sliding window,
-``SlidingWindowLimiter``).
-
-A person on Lore's page (``Caller.person``: the page's OAuth client or ``lore-memory ui``'s
-key, known from the credential) counts in a second budget of the same size under the same key,
-so a curating session never uses up the calls that key's agents have, nor gets more than a key.
+A person on Lore's page (``Caller.person``) counts in a second budget of the same size under the
+same key: curating never spends what the key's agents may call, nor gets more than a key.
 """
 
 from __future__ import annotations
@@ -23,14 +14,13 @@ import logging
 from typing import Any, Protocol
 
 import anyio.to_thread
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from lore_mcp.key_tokens import caller_of
 from lore_mcp.transport.guards import (
     MCP_PATH,
     WINDOW_S,
     SlidingWindowLimiter,
+    authenticated_post,
     jsonrpc_message,
     refuse_too_many,
 )
@@ -48,8 +38,7 @@ class CallLimiter(Protocol):
     limit: int
 
     async def take(self, key_id: str, calls: int) -> float | None:
-        """Count ``calls`` for ``key_id`` if they fit: None when counted, else the seconds until
-        they would fit (nothing counted)."""
+        """Count ``calls`` if they fit (None); else the seconds until they would."""
         ...
 
 
@@ -65,9 +54,8 @@ class LocalCallLimiter:
 
 
 class SharedCallLimiter:
-    """The count in the database every server process shares (Postgres), asked on a worker
-    thread. When the database cannot be asked, the call is let through, not refused: the
-    limit guards capacity, and the call itself will say the database is unavailable."""
+    """The count every process shares (Postgres). A database that cannot be asked lets the call
+    through: the limit guards capacity, and the call itself will say the database is down."""
 
     def __init__(self, counts: CallCounts, limit: int) -> None:
         self.limit = limit
@@ -94,25 +82,21 @@ def tool_calls(message: Any) -> int:
 
 class RateLimit:
     """ASGI middleware (inside auth): at most ``limiter.limit`` tool calls per API key per
-    minute; beyond, 429 ``RATE_LIMITED`` with ``Retry-After``, carrying the call's id.
-
-    Only an authenticated POST to ``/mcp`` can hold a tool call, so only its body is read
-    (once: see ``jsonrpc_message``); ``/healthz``, GET streams and DELETE pass untouched."""
+    minute; beyond, 429 ``RATE_LIMITED`` with ``Retry-After``. Only an authenticated POST to
+    ``/mcp`` can hold a tool call, so only its body is read (once: ``jsonrpc_message``)."""
 
     def __init__(self, app: ASGIApp, limiter: CallLimiter) -> None:
         self.app = app
         self.limiter = limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user") if scope["type"] == "http" else None
-        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
-        if caller is None or scope.get("method") != "POST" or not scope.get("path", "").startswith(MCP_PATH):
+        caller = authenticated_post(scope)
+        if caller is None or not scope.get("path", "").startswith(MCP_PATH):
             await self.app(scope, receive, send)
             return
         message, receive = await jsonrpc_message(scope, receive)
         calls = tool_calls(message)
-        # A person's page counts in a budget of its own, as large as a key's: curating never
-        # spends what the key's agents may call, and the page gets no more than one key does.
+        # A person's page counts in a budget of its own (see the module docstring).
         budget = f"{caller.key_id}/page" if caller.person else caller.key_id
         wait = await self.limiter.take(budget, calls) if calls else None
         if wait is not None:

@@ -1,17 +1,12 @@
-"""What each era's handshake advertises, so a client is promised only what it will be served.
+"""What each era's handshake advertises, so a client is promised only what it will be served
+(the SDK derives capabilities from the registered handlers, and promises more than Lore does):
 
-The SDK derives capabilities from the handlers a server registers. Two of its answers promise
-more than Lore delivers:
-
-- ``server/discover`` (2026-07-28) sets ``listChanged`` wherever ``subscriptions/listen`` is
-  served; Lore's tool, prompt and resource lists never change while it runs, so it never sends
-  those notices (and its listen streams do not honour them). ``honest_discover`` drops them.
-- ``initialize`` on a server without sessions (``LORE_STATELESS_HTTP``) still advertises
-  ``logging`` and ``resources.subscribe``; but with no session, ``logging/setLevel`` and
-  ``resources/subscribe`` are forgotten when their request ends and nothing ever follows.
-  ``sessionless_handshake`` drops both, so a handshake-era client knows to re-read instead, and
-  answers those methods (and ``resources/unsubscribe``) method not found, as the current
-  revision does, rather than an empty result that looks like a subscription.
+- ``honest_discover``: 2026-07-28's ``server/discover`` without ``listChanged``; Lore's lists
+  never change while it runs, so it sends no such notice.
+- ``sessionless_handshake``: without sessions (``LORE_STATELESS_HTTP``) a log level or a
+  subscription is forgotten when its request ends, so ``initialize`` offers neither and those
+  methods answer method not found, as the current revision does, not a subscription that never
+  notifies; a handshake-era client then knows to re-read.
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ def honest_discover(inner: Any) -> Any:
 
 
 def sessionless_handshake(lowlevel: Server[Any]) -> None:
-    """Make ``initialize`` advertise neither ``logging`` nor ``resources.subscribe``, and their
-    methods answer method not found (see the module docstring); 2026-07-28's ``server/discover``
-    is left as it is, since its logs ride each request and its notices ride
-    ``subscriptions/listen``, neither needing a session."""
+    """See the module docstring; 2026-07-28's ``server/discover`` stays as it is, since its logs
+    ride each request and its notices ``subscriptions/listen``, neither needing a session."""
     options = lowlevel.create_initialization_options
 
     def without_session_features(*args: Any, **kwargs: Any) -> Any:

@@ -32,22 +32,12 @@ class InFlightCount(Protocol):
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn, but shutdown waits for MCP requests in flight rather than for every connection.
-
-    A client's GET notification stream stays open for as long as its session lives, so
-    waiting for all connections to close would always run into the timeout.
-
-    Shutdown is bounded whatever a request is doing. A request blocked in a worker
-    thread (on a database that stopped answering, say) cannot be cancelled, and the
-    interpreter would wait for that thread at exit; so once the drain time is over with
-    requests still running, the process exits at once (status ``EXIT_AFTER_DEADLINE``),
-    and a timer started with the shutdown exits it ``EXIT_GRACE_S`` later if anything
-    else (closing sessions, the store, leftover threads) still holds it.
-    ``hard_exit=False`` leaves the process alone (for a server run inside another program).
-    ``closing`` runs as shutdown begins: it ends the streams that would otherwise stay open
-    until the drain time runs out (``subscriptions/listen`` streams, answered as the revision
-    says a graceful end is).
-    """
+    """uvicorn, but shutdown waits for MCP requests in flight, not for every connection (a GET
+    notification stream lives as long as its session). It is bounded whatever a request does: a
+    worker thread blocked on a silent database cannot be cancelled and would hold the exit, so
+    past the drain time the process exits at once (``EXIT_AFTER_DEADLINE``), and a timer exits it
+    ``EXIT_GRACE_S`` later if anything else still holds it (``hard_exit=False``: neither, for a
+    server inside another program). ``closing`` ends the listen streams as shutdown begins."""
 
     def __init__(
         self,

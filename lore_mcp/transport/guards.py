@@ -1,13 +1,7 @@
-"""The team server's guards around the SDK's app: per-key rate limits and failed-login limits.
-
-``RateLimit`` (inside the SDK's authentication, ``lore_mcp.transport.call_limit``) limits tool
-calls per API key and
-``BusyGuard`` refuses a heavy tool call whose org's queue is full (``lore_mcp.transport.admission``);
-``lore_mcp.transport.auth_guard.AuthGuard`` (outside it) answers 503 / ``UNAVAILABLE`` when the
-key store cannot be asked and limits failed authentication per client address before any
-lookup; this module holds the pieces they share. Their
-errors are JSON-RPC errors carrying the id of the request they refuse, so an MCP client
-shows the reason on the call that was refused. ``lore_mcp.transport.http`` assembles them.
+"""What the team server's guards share: sliding-window limits, failed-login counting, the
+client's address, and JSON-RPC errors that carry the id of the request they refuse (so an MCP
+client shows the reason on that call). ``BusyGuard`` lives here too; ``call_limit.RateLimit``
+and ``auth_guard.AuthGuard`` are the others, and ``lore_mcp.transport.http`` assembles them.
 """
 
 from __future__ import annotations
@@ -29,9 +23,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.transport.admission import HEAVY_TOOLS, QUEUE_FULL, Busy, HeavyGate
+from lore_mcp.tools.registry import HEAVY_TOOLS
+from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
 
 if TYPE_CHECKING:
+    from lore_mcp.auth import Caller
     from stores.store import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
@@ -49,14 +45,12 @@ UNAVAILABLE_JSONRPC_CODE = -32030
 BUSY_JSONRPC_CODE = -32031
 # Where the guards keep the JSON of a POST's body, so that it is read off the wire once.
 MESSAGE_KEY = "lore.jsonrpc"
+PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedClient``
 
 
 class SlidingWindowLimiter:
-    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log).
-
-    In memory, per process: each replica of a server counts on its own (``AuthGuard`` also
-    counts failed authentications across replicas where the store can).
-    """
+    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log), in this
+    process's memory: each replica counts on its own."""
 
     def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
         self.limit = limit
@@ -65,16 +59,14 @@ class SlidingWindowLimiter:
         self._hits: dict[str, collections.deque[float]] = {}
 
     def hit(self, key: str, calls: int = 1) -> float | None:
-        """Record ``calls`` hits if they all fit; returns None when they did, else the seconds
-        until they would (recording nothing)."""
+        """Record ``calls`` hits if they all fit (None); else the seconds until they would."""
         wait = self.wait(key, calls)
         if wait is None:
             self.record(key, calls)
         return wait
 
     def wait(self, key: str, calls: int = 1) -> float | None:
-        """Without recording anything: None when ``calls`` hits would be allowed, else the
-        seconds until they would."""
+        """``hit`` without recording anything."""
         if calls > self.limit:
             return self.window
         hits = self._hits.get(key)
@@ -96,8 +88,7 @@ class SlidingWindowLimiter:
         self._hits.setdefault(key, collections.deque()).extend([self.clock()] * calls)
 
     def fill(self, key: str) -> None:
-        """Count ``key`` as having spent its limit now (it was spent elsewhere: on other
-        replicas), so ``wait`` refuses it for the next window."""
+        """Count ``key``'s limit as spent now (spent on other replicas), so ``wait`` refuses it."""
         missing = self.limit - len(self._hits.get(key, ()))
         if missing > 0:
             self.record(key, missing)
@@ -115,12 +106,10 @@ class SlidingWindowLimiter:
 async def count_failure(
     limiter: SlidingWindowLimiter, address: str, shared: CallCounts | None, *, door: str
 ) -> None:
-    """Count a failed authentication from ``address`` in this process's ``limiter`` and, with
-    ``shared`` (the store's ``CallCounts``: Postgres, which every replica reaches), where every
-    replica counts it, as ``<door>:<address>``. Once the address has spent its limit there,
-    this replica's count is filled too, so N replicas allow about the limit plus N failures a
-    minute, not N times the limit. A shared count that cannot be made leaves this replica's own,
-    which still holds."""
+    """Count a failed authentication from ``address`` here and, with ``shared`` (Postgres), as
+    ``<door>:<address>`` where every replica counts it. Once the address has spent its limit
+    there, this replica's count is filled too, so N replicas allow about the limit plus N
+    failures a minute, not N times it. A shared count that fails leaves this replica's own."""
     limiter.record(address)
     if shared is None:
         return
@@ -136,31 +125,12 @@ async def count_failure(
 
 
 async def request_id(scope: Scope, receive: Receive) -> str | int | None:
-    """The JSON-RPC id of a request about to be refused, read from its body, so the client
-    matches the error to the call it made; None for a GET or DELETE, a notification, a batch,
-    or a body that is not JSON or is over the SDK's size limit (which it would refuse)."""
+    """The JSON-RPC id of a POST about to be refused, so the client matches the error to its
+    call; None for other methods, a notification, a batch, or a body that is not JSON."""
     if scope.get("method") != "POST":
         return None
-    if MESSAGE_KEY in scope:  # a guard has read the body already (``jsonrpc_message``)
-        return jsonrpc_id(scope[MESSAGE_KEY])
-    body = await read_body(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
-    return jsonrpc_id(parsed_json(body)) if body is not None else None
-
-
-async def read_body(receive: Receive, *, limit: int | None = None) -> bytes | None:
-    """The request's body as far as it was sent; None once it is over ``limit`` bytes (the
-    rest is then left unread)."""
-    body = bytearray()
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        body += message.get("body", b"")
-        if limit is not None and len(body) > limit:
-            return None
-        if not message.get("more_body"):
-            break
-    return bytes(body)
+    message, _ = await jsonrpc_message(scope, receive)
+    return jsonrpc_id(message)
 
 
 def parsed_json(body: bytes) -> Any:
@@ -181,31 +151,20 @@ def jsonrpc_id(message: Any) -> str | int | None:
 
 
 async def send_jsonrpc_error(
-    send: Send,
-    *,
-    status: int,
-    code: int,
-    message: str,
-    retry_after: int,
-    data: dict[str, Any] | None = None,
-    id: str | int | None = None,
+    send: Send, *, status: int, code: int, message: str, retry_after: int, id: str | int | None = None
 ) -> None:
-    """An HTTP error whose body is a JSON-RPC error, so MCP clients show the reason, not a bare status."""
+    """An HTTP error whose body is a JSON-RPC error, so MCP clients show the reason, not a bare
+    status; with ``Retry-After``, also in the error's data when it refuses for load (429)."""
     error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
+    if status == 429:
+        error["data"] = {"retry_after": retry_after}
     body = json.dumps({"jsonrpc": "2.0", "id": id, "error": error}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                (b"retry-after", str(retry_after).encode()),
-            ],
-        }
-    )
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(retry_after).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -220,16 +179,13 @@ async def refuse_too_many(
         code=RATE_LIMITED_JSONRPC_CODE,
         message=f"RATE_LIMITED: more than {why}; retry after {retry_after} s{advice}.",
         retry_after=retry_after,
-        data={"retry_after": retry_after},
         id=await request_id(scope, receive),
     )
 
 
 def client_address(scope: Scope) -> str:
     """Whom to count failed authentication against: the client's IP (an IPv6 client's /64).
-
-    ``scope["client"]`` is the TCP peer, which the outermost middleware replaces with the
-    forwarded client only for a request from a trusted proxy (see ``build_app``)."""
+    ``scope["client"]`` is the TCP peer, or the client a trusted proxy names (``ForwardedClient``)."""
     client = scope.get("client")
     host = client[0] if client else "unknown"
     try:
@@ -244,11 +200,9 @@ def client_address(scope: Scope) -> str:
 
 
 class ForwardedClient:
-    """uvicorn's ``ProxyHeadersMiddleware`` (from a trusted proxy, the client is the right-most
-    ``X-Forwarded-For`` entry that is not a trusted proxy), except that an entry that is not an
-    IP address (``unknown``, RFC 7239's ``_hidden``, or whatever a client wrote into a header its
-    proxy passes on verbatim) names nobody: the client stays the TCP peer, the proxy. Otherwise
-    each such token would be a client of its own, with a failed-login count of its own."""
+    """uvicorn's ``ProxyHeadersMiddleware``, except that a forwarded entry that is not an IP
+    address (``unknown``, ``_hidden``, whatever a client wrote) names nobody and the client stays
+    the proxy: otherwise each such token would have a failed-login count of its own."""
 
     def __init__(self, app: ASGIApp, trusted_hosts: list[str]) -> None:
         self.app = app
@@ -269,9 +223,6 @@ class ForwardedClient:
         await self.app(scope, receive, send)
 
 
-PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedClient``
-
-
 def has_authorization(scope: Scope) -> bool:
     return any(name == b"authorization" for name, _ in scope.get("headers", ()))
 
@@ -284,50 +235,52 @@ def bearer_digest(scope: Scope) -> str | None:
     return None
 
 
+def authenticated_post(scope: Scope) -> Caller | None:
+    """The caller of an authenticated POST, the only request that can hold a tool call."""
+    user = scope.get("user") if scope["type"] == "http" else None
+    caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
+    return caller if scope.get("method") == "POST" else None
+
+
 class BusyGuard:
     """ASGI middleware (inside auth): a heavy tool call that ``gate`` would refuse at once, its
-    org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` in a
-    JSON-RPC error carrying the call's id, before it reaches MCP (whose answer to a tool call
-    goes out as a stream that can no longer carry such a header). The body is looked at only
-    while the caller's org is at that bound (``RateLimit`` has normally read it already, see
-    ``jsonrpc_message``); otherwise the request passes untouched."""
+    org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` before it
+    reaches MCP (whose answer to a tool call is a stream that can no longer carry the header).
+    The body is looked at only while the caller's org is at that bound."""
 
     def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
         self.app = app
         self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        user = scope.get("user") if scope["type"] == "http" else None
-        caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
-        if caller is None or scope.get("method") != "POST" or not self.gate.queue_full(caller.org):
+        caller = authenticated_post(scope)
+        if caller is None or not self.gate.queue_full(caller.org):
             await self.app(scope, receive, send)
             return
         message, receive = await jsonrpc_message(scope, receive)
         params = message.get("params") if isinstance(message, dict) else None
         if (
-            isinstance(message, dict)
-            and message.get("method") == "tools/call"
-            and isinstance(params, dict)
-            and params.get("name") in HEAVY_TOOLS
+            not isinstance(params, dict)
+            or message.get("method") != "tools/call"
+            or params.get("name") not in HEAVY_TOOLS
         ):
-            busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
-            await send_jsonrpc_error(
-                send,
-                status=429,
-                code=BUSY_JSONRPC_CODE,
-                message=f"{busy.code}: {busy.message}",
-                retry_after=busy.retry_after_s,
-                data={"retry_after": busy.retry_after_s},
-                id=jsonrpc_id(message),
-            )
+            await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+        busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
+        await send_jsonrpc_error(
+            send,
+            status=429,
+            code=BUSY_JSONRPC_CODE,
+            message=f"{busy.code}: {busy.message}",
+            retry_after=busy.retry_after_s,
+            id=jsonrpc_id(message),
+        )
 
 
 async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]:
     """A POST's body as JSON (None when it is not JSON or is over the SDK's size limit), and a
-    ``receive`` that hands the body on to the app as sent. The first guard to ask reads the body
-    off the wire; it keeps the JSON in the scope, and later guards take it from there."""
+    ``receive`` that hands the body on as sent. The first guard to ask reads it off the wire and
+    keeps the JSON in the scope for the others."""
     if MESSAGE_KEY in scope:
         return scope[MESSAGE_KEY], receive
     body, receive = await buffered(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)

@@ -1,23 +1,14 @@
 """The team server: MCP streamable HTTP at ``/mcp`` with API keys or OAuth, rate limits and ``/healthz``.
 
-The app is the SDK's own streamable-HTTP app (bearer auth through ``LoreBearerVerifier``:
-API keys, and OAuth access tokens where the server offers OAuth; or ``ApiKeyVerifier``
-alone), with these additions: the OAuth routes and consent page
-(``lore_mcp.transport.oauth``); one 401 for every refused credential, naming the
-protected-resource metadata; a per-key limit on tool calls, shared by every
-process on one Postgres (``lore_mcp.transport.call_limit``), that answers 429 with
-``Retry-After``; ``GET /healthz``, which checks the database and the
-``Host`` header as ``/mcp`` does, and shows details only to a root key; standing streams
-that end when their key is revoked (``lore_mcp.transport.streams``); replicas without affinity
-(``stateless``: handshake-era requests served without sessions, as 2026-07-28 ones always are;
-``request_state_keys``: one request-state key ring for every replica); and, outside the SDK's
-authentication, ``AuthGuard``, which answers 503 / ``UNAVAILABLE`` when the key store
-cannot be asked (an outage is not a bad key) and limits failed authentication per client
-address before any lookup. The client address is the TCP peer's, or, from a trusted
-reverse proxy (``LORE_TRUSTED_PROXIES``), the right-most address in ``X-Forwarded-For``
-that is not itself a trusted proxy (the proxy's own if that entry is not an address). Errors the guards answer carry the JSON-RPC id of
-the request they refuse. Shutdown on SIGTERM stops accepting connections, lets every MCP
-request in flight finish for up to the drain time, then exits whatever is still running.
+The SDK's own streamable-HTTP app, with what a team needs around it: the OAuth routes and
+consent page (``oauth``), one 401 for every refused credential naming the protected-resource
+metadata, a per-key limit on tool calls shared by every process on one Postgres (``call_limit``),
+``/healthz`` (under ``/mcp``'s Host checks; details only for a root key), standing streams that
+end when their key is revoked (``streams``), replicas without affinity (``stateless``,
+``request_state_keys``), the page for people (``ui``), and outside the SDK's authentication
+``AuthGuard`` (an outage is not a bad key; failed logins limited per client address, which a
+trusted proxy may name: ``guards.ForwardedClient``). SIGTERM drains the requests in flight
+(``draining``).
 """
 
 from __future__ import annotations
@@ -80,35 +71,10 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class InFlight:
-    """ASGI middleware counting MCP requests being answered, so shutdown can wait for them.
-
-    A GET on ``/mcp`` is a client's standing notification stream, not a request: it
-    would never end by itself, so it is not counted.
-    """
-
-    def __init__(self, app: ASGIApp, counter: RequestCounter) -> None:
-        self.app = app
-        self.counter = counter
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") == "GET":
-            await self.app(scope, receive, send)
-            return
-        self.counter.active += 1
-        self.counter.started += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.counter.active -= 1
-
-
 class RequestCounter:
-    """MCP requests (POST and DELETE) running now and started since the process began.
-
-    Shutdown drains on ``active``; ``/healthz`` reports both, so an operator (or a test)
-    can see what a SIGTERM would wait for.
-    """
+    """MCP requests (POST and DELETE) running now and started since the process began:
+    shutdown drains on ``active``, ``/healthz`` reports both. ``middleware`` counts them; a GET
+    on ``/mcp`` is a standing stream that never ends by itself, so it is not counted."""
 
     def __init__(self) -> None:
         self.active = 0
@@ -116,6 +82,20 @@ class RequestCounter:
 
     def as_json(self) -> dict[str, int]:
         return {"in_flight": self.active, "started": self.started}
+
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        async def counted(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http" or scope.get("method") == "GET":
+                await app(scope, receive, send)
+                return
+            self.active += 1
+            self.started += 1
+            try:
+                await app(scope, receive, send)
+            finally:
+                self.active -= 1
+
+        return counted
 
 
 def build_app(
@@ -132,16 +112,11 @@ def build_app(
     stateless: bool = False,
     request_state_keys: Sequence[str] = (),
 ) -> Any:
-    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request count.
-
-    Serve it with ``server_config``, which leaves forwarded headers to this app: only a
-    request whose TCP peer is in ``trusted_proxies`` (addresses and networks) has its client
-    address taken from ``X-Forwarded-For``. ``call_counts`` is the store's shared count of tool
-    calls and failed authentications (``Store.call_counts``); without one, each process counts
-    its own. ``stateless`` serves handshake-era requests without sessions
-    (``LORE_STATELESS_HTTP``); ``request_state_keys`` is ``LORE_REQUEST_STATE_SECRET``'s ring
-    (empty: the SDK's key of this process alone).
-    """
+    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request
+    count; serve it with ``server_config``. Only a request whose TCP peer is in
+    ``trusted_proxies`` has its client address taken from ``X-Forwarded-For``. ``call_counts``
+    (``Store.call_counts``) shares the counts across processes; ``stateless`` is
+    ``LORE_STATELESS_HTTP``, ``request_state_keys`` ``LORE_REQUEST_STATE_SECRET``'s ring."""
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     if request_state_keys:
@@ -150,7 +125,8 @@ def build_app(
         sessionless_handshake(server.lowlevel)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
     _install_oauth(app, resource_metadata_url(server))
-    _install_ui(app, server)
+    # The page for people (``ui``): static files that call /mcp like any client, same Host checks.
+    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
     _install_guards(
         app,
         server,
@@ -164,12 +140,9 @@ def build_app(
 
 
 def share_request_state(server: LoreServer, keys: Sequence[str]) -> None:
-    """Seal and open ``requestState`` with ``keys`` (the first seals, all open) instead of the key
-    the SDK made for this process alone, so a round that one replica sealed is opened by any other.
-
-    The SDK installs its boundary when the server is built; it is swapped here, in place, so the
-    middleware order (inside OpenTelemetry, outside Lore's own) stays the SDK's.
-    """
+    """Seal ``requestState`` with ``keys[0]`` and open it with any, not with the SDK's key of this
+    process alone, so any replica opens what another sealed. Swapped in place, so the SDK's
+    middleware order stays."""
     boundary = RequestStateBoundary(RequestStateSecurity(keys=list(keys)), default_audience=server.name)
     chain = server.middleware
     chain[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in chain]
@@ -185,9 +158,8 @@ def resource_metadata_url(server: LoreServer) -> str | None:
 
 
 def _install_oauth(app: Any, metadata_url: str | None) -> None:
-    """Serve the OAuth routes of the verifier's authorization server (none for API keys alone),
-    first so that they answer their paths rather than the SDK's defaults, and let ``/mcp``
-    answer a refused credential with Lore's 401 (``lore_mcp.transport.oauth.routes.refusal``)."""
+    """Serve the verifier's OAuth routes first, so they answer rather than the SDK's defaults, and
+    let ``/mcp`` answer a refused credential with Lore's 401 (``oauth.routes``)."""
     verifier = token_verifier_of(app)
     if isinstance(verifier, LoreBearerVerifier):
         app.router.routes[0:0] = verifier.routes
@@ -199,19 +171,12 @@ def _install_oauth(app: Any, metadata_url: str | None) -> None:
             )
 
 
-def _install_ui(app: Any, server: LoreServer) -> None:
-    """Serve the page for people at ``/ui`` (``lore_mcp.transport.ui``): static files that
-    call ``/mcp`` like any client, under the same Host and Origin checks."""
-    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
-
-
 def _add_healthz(
     server: LoreServer, *, health: Callable[[], Any], store_name: str, requests: RequestCounter
 ) -> None:
     """Route /healthz on ``server``, before its app is built: plain status for anyone, the
     store, version and load for a root caller, 503 when the store does not answer in time."""
 
-    @server.custom_route(HEALTH_PATH, methods=["GET"], include_in_schema=False)
     async def healthz(request: Request) -> Response:
         # The same Host and Origin checks as /mcp (DNS-rebinding protection on loopback).
         refused = await TransportSecurityMiddleware(
@@ -229,15 +194,22 @@ def _add_healthz(
                 await anyio.to_thread.run_sync(health, abandon_on_cancel=True)
         except (StoreError, TimeoutError) as exc:
             detail = str(exc) or f"The database did not answer within {HEALTH_TIMEOUT_S:.0f} s."
-            down = {"status": "unavailable", "store": store_name, "version": __version__, "detail": detail}
-            return JSONResponse(health_body(down, requests) if details else {"status": "unavailable"}, 503)
+            return answer({"status": "unavailable", "detail": detail}, details, 503)
         # Heavy calls waiting for a slot mean a busy server, not a broken one: still 200.
         load = server.heavy_gate.load() if server.heavy_gate is not None else None
-        status = "busy" if load is not None and load.saturated else "ok"
-        body: dict[str, Any] = {"status": status, "store": store_name, "version": __version__}
+        body: dict[str, Any] = {"status": "busy" if load is not None and load.saturated else "ok"}
         if load is not None:
             body["heavy_calls"] = {"running": load.running, "waiting": load.waiting, "slots": load.total}
-        return JSONResponse(health_body(body, requests) if details else {"status": status})
+        return answer(body, details)
+
+    def answer(body: dict[str, Any], details: bool, status_code: int = 200) -> JSONResponse:
+        if not details:
+            return JSONResponse({"status": body["status"]}, status_code)
+        full = {"status": body.pop("status"), "store": store_name, "version": __version__, **body}
+        return JSONResponse({**full, "requests": requests.as_json()}, status_code)
+
+    route: Any = server.custom_route  # the SDK leaves its decorator untyped
+    route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(healthz)
 
 
 def _install_guards(
@@ -250,28 +222,23 @@ def _install_guards(
     trusted_proxies: Sequence[str],
     call_counts: CallCounts | None,
 ) -> None:
-    """Wrap the SDK's app in the guards, each placed for what it must see: the auth guard and
-    the proxy headers outside the SDK's authentication, the limits and counters inside it."""
-    # First, so it runs outside the SDK's authentication and sees what it raises and answers.
-    app.user_middleware.insert(
-        0,
-        Middleware(AuthGuard, failures=SlidingWindowLimiter(failed_auth_per_minute), shared=call_counts),
-    )
-    if trusted_proxies:
-        # Outermost: every guard counts against the client the trusted proxy names.
-        app.user_middleware.insert(0, Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies)))
-    # Appended, so these run inside the SDK's authentication middleware and see the caller.
-    app.user_middleware.append(Middleware(RateLimit, limiter=limiter))
-    if server.heavy_gate is not None:
-        app.user_middleware.append(Middleware(BusyGuard, gate=server.heavy_gate))
-    app.user_middleware.append(Middleware(InFlight, counter=requests))
+    """Wrap the SDK's app in the guards, each where it sees what it must: the auth guard and the
+    proxy headers outside the SDK's authentication, the limits and counters inside."""
+    proxies = [Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies))] if trusted_proxies else []
+    failures = SlidingWindowLimiter(failed_auth_per_minute)
+    # Outside the SDK's authentication, so AuthGuard sees what it raises and answers; the proxy
+    # headers outermost, so every guard counts against the client a trusted proxy names.
+    app.user_middleware[:0] = [*proxies, Middleware(AuthGuard, failures=failures, shared=call_counts)]
+    gate = [Middleware(BusyGuard, gate=server.heavy_gate)] if server.heavy_gate is not None else []
     streams = StandingStreams(MCP_PATH, token_verifier_of(app))
-    app.user_middleware.append(Middleware(streams.middleware))
+    # Inside it, so these see the caller.
+    app.user_middleware += [
+        Middleware(RateLimit, limiter=limiter),
+        *gate,
+        Middleware(requests.middleware),
+        Middleware(streams.middleware),
+    ]
     server.middleware.append(streams.after_revoke)
-
-
-def health_body(body: dict[str, Any], requests: RequestCounter) -> dict[str, Any]:
-    return {**body, "requests": requests.as_json()}
 
 
 def token_verifier_of(app: Any) -> Any:
@@ -286,13 +253,9 @@ def token_verifier_of(app: Any) -> Any:
 def server_config(
     app: Any, *, host: str, port: int, log_level: str, drain_timeout_s: float
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the team server.
-
-    uvicorn's own proxy-header handling is off: by default it believes ``X-Forwarded-For``
-    from any loopback peer (and ``FORWARDED_ALLOW_IPS``), which would let every client of a
-    server bound to 127.0.0.1 behind a proxy choose the address its failed logins count
-    against. ``build_app`` applies the same middleware with ``LORE_TRUSTED_PROXIES`` instead.
-    """
+    """uvicorn's configuration for the team server, with its proxy headers off: it would believe
+    ``X-Forwarded-For`` from any loopback peer, letting every client behind a proxy choose the
+    address its failed logins count against (``build_app`` trusts ``LORE_TRUSTED_PROXIES``)."""
     return uvicorn.Config(
         app,
         host=host,
@@ -310,32 +273,16 @@ async def serve_http(
     *,
     host: str,
     port: int,
-    health: Callable[[], Any],
-    store_name: str,
-    rate_limit_per_minute: int,
     log_level: str = "WARNING",
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
-    trusted_proxies: Sequence[str] = (),
-    call_counts: CallCounts | None = None,
-    stateless: bool = False,
-    request_state_keys: Sequence[str] = (),
     sockets: Sequence[socket.socket] | None = None,
+    **app_options: Any,
 ) -> None:
-    """Serve until SIGTERM or SIGINT, then drain for up to ``drain_timeout_s`` (see ``DrainingServer``);
-    on ``sockets`` already listening where given (``lore-memory ui``), else on ``host`` and ``port``."""
+    """Serve ``build_app(server, **app_options)`` until SIGTERM or SIGINT, then drain for up to
+    ``drain_timeout_s`` (``DrainingServer``); on ``sockets`` already listening where given
+    (``lore-memory ui``), else on ``host`` and ``port``."""
     counter = RequestCounter()
-    app = build_app(
-        server,
-        host=host,
-        health=health,
-        store_name=store_name,
-        rate_limit_per_minute=rate_limit_per_minute,
-        counter=counter,
-        trusted_proxies=trusted_proxies,
-        call_counts=call_counts,
-        stateless=stateless,
-        request_state_keys=request_state_keys,
-    )
+    app = build_app(server, host=host, counter=counter, **app_options)
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
     listen = server.listen_streams
     closing = listen.close if listen is not None else None

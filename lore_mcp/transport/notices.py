@@ -1,23 +1,12 @@
 """Change notices: one bus for both eras, scoped to an org and project, across processes on Postgres.
 
-A tool call that changes memory publishes one ``Notice``: which resources changed
-(``lore://lessons/<id>``, ``lore://stats``, ``lore://schema``; or "any", when the change
-cannot be told apart) and where (``Reach``: org and project). Two kinds of subscriber hear it:
-
-- legacy sessions that sent ``resources/subscribe`` (``protocol_extras``), told with
-  ``notifications/resources/updated`` on their standing stream;
-- current-revision (2026-07-28) ``subscriptions/listen`` streams (``ScopedListen``), told with
-  the same notification on the listen request's own stream, stamped with its subscription id.
-
-Both hear only notices their caller would see (``Reach.hears``): another org, or another
-project, hears nothing. Lore's tool, prompt and resource lists never change while it runs, so
-it publishes no list-changed events and a listen stream honours (acknowledges) only resource
-subscriptions.
-
-``NoticeBus`` fans notices out in this process; over a store's ``NoticeFeed`` (Postgres
-``LISTEN/NOTIFY``, ``stores.postgres.notices``) it publishes them as small JSON objects to every
-process on the database instead, itself included, so a change made on one replica reaches
-subscribers (either era) on another. SQLite serves one process: there the bus is in-process.
+A tool call that changes memory publishes one ``Notice``: which resources changed (or "any") and
+where (``Reach``). Legacy ``resources/subscribe`` sessions (``subscriptions``) and 2026-07-28
+``subscriptions/listen`` streams (``ScopedListen``, stamped with the subscription id) hear only
+what their caller would see (``Reach.hears``). Lore's lists never change while it runs, so a
+listen stream honours only resource subscriptions. Over a store's ``NoticeFeed`` (Postgres
+``LISTEN/NOTIFY``) the bus reaches every process on the database, itself included; on SQLite,
+which serves one process, it stays in process.
 """
 
 from __future__ import annotations
@@ -70,12 +59,8 @@ MAX_BUFFERED = 1024  # notices waiting for a listen stream's client; a fuller st
 
 @dataclass(frozen=True)
 class Reach:
-    """One org and project: where a change happened, or what a subscription watches.
-
-    ``org`` is None without API keys (stdio and --dev-no-auth serve a single org);
-    ``project`` is None where this process cannot tell (remote mode, where the team
-    server picks the project), which then matches any project of the org.
-    """
+    """Where a change happened, or what a subscription watches. ``project`` None: this process
+    cannot tell (remote mode, where the team server picks it), which matches any project."""
 
     org: str | None
     project: str | None
@@ -99,13 +84,12 @@ class Notice:
         return [uri for uri in watched if self.uris is None or uri in self.uris]
 
     def events(self, watched: Iterable[str]) -> list[ResourceUpdated]:
-        """The notice as the SDK's events: one per changed resource, and for "any resource"
-        one per ``watched`` URI (the only ones a subscriber can be told of)."""
+        """The SDK's events: one per changed resource, or for "any" one per ``watched`` URI."""
         uris = sorted(self.uris) if self.uris is not None else list(watched)
         return [ResourceUpdated(uri=uri) for uri in uris]
 
     def payloads(self) -> list[dict[str, Any]]:
-        """This notice as the JSON objects a ``NoticeFeed`` carries, each small enough for one."""
+        """The JSON objects a ``NoticeFeed`` carries, each small enough for one."""
         base = {"org": self.reach.org, "project": self.reach.project}
         if self.uris is None:
             return [{**base, "uris": None}]
@@ -130,9 +114,8 @@ NoticeListener = Callable[[Notice], None]
 
 
 class NoticeBus:
-    """Fan-out of notices to this process's subscribers, over ``feed`` when there is one (see
-    the module docstring). Listeners run on the event loop they subscribed from, must not
-    block and must not raise."""
+    """Fan-out of notices to this process's subscribers, over ``feed`` when there is one.
+    Listeners run on the event loop they subscribed from, must not block and must not raise."""
 
     def __init__(self, feed: NoticeFeed | None = None) -> None:
         self.feed = feed
@@ -141,9 +124,8 @@ class NoticeBus:
         self._fed = False
 
     async def publish(self, notice: Notice) -> None:
-        """Tell every subscriber, of every process on the feed, of ``notice``. A feed that
-        cannot be reached costs the other processes the notice, never the caller its call:
-        this process's subscribers are then told directly."""
+        """Tell every subscriber of every process on the feed. A feed that cannot be reached
+        costs the other processes the notice, never the caller its call."""
         if self.feed is None:
             self._fan_out(notice)
             await anyio.lowlevel.checkpoint()
@@ -156,8 +138,7 @@ class NoticeBus:
             self._fan_out(notice)
 
     def subscribe(self, listener: NoticeListener) -> Callable[[], None]:
-        """Call ``listener`` on the running event loop with each notice from now on; returns
-        the callable that stops it."""
+        """Call ``listener`` on the running loop with each notice; returns what stops it."""
         loop = asyncio.get_running_loop()
         token = object()
         with self._lock:
@@ -175,8 +156,7 @@ class NoticeBus:
         return unsubscribe
 
     async def ready(self) -> None:
-        """Wait (a few seconds at most) until notices published from now on reach this process:
-        the feed's listening connection may still be opening after a first subscription."""
+        """Wait (a few seconds at most) until the feed's listening connection is open."""
         if self.feed is not None:
             await anyio.to_thread.run_sync(self.feed.wait_listening, READY_TIMEOUT_S)
 
@@ -212,15 +192,11 @@ def _call(listener: NoticeListener, notice: Notice) -> None:
 
 
 class ScopedListen:
-    """Serves ``subscriptions/listen`` (2026-07-28) as the SDK's ``ListenHandler`` does (the
-    acknowledgement first, every frame stamped with the subscription id, a stream whose client
-    stopped reading ended at ``MAX_BUFFERED``), but fed from a ``NoticeBus`` and only with the
-    notices that ``reach()``, the caller of the listen request, would see.
-
-    With a ``verifier`` (the team server's), the caller's credential is verified again before
-    each notice, as ``streams.StandingStreams`` does for legacy standing streams: a key revoked
-    by any process, or one that can no longer be checked, ends the stream and hears nothing more.
-    """
+    """``subscriptions/listen`` as the SDK's ``ListenHandler`` serves it (acknowledgement first,
+    frames stamped with the subscription id, a client that stops reading ended at
+    ``MAX_BUFFERED``), but fed from a ``NoticeBus`` with only what ``reach()`` would see. With a
+    ``verifier``, the credential is verified again before each notice (as
+    ``streams.StandingStreams`` does): a revoked or uncheckable key ends the stream."""
 
     def __init__(
         self, bus: NoticeBus, reach: Callable[[], Reach], verifier: TokenVerifier | None = None
@@ -234,7 +210,7 @@ class ScopedListen:
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
         subscription_id = ctx.request_id
-        token = get_access_token() if self.verifier is not None else None
+        verifier, token = self.verifier, get_access_token()
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id.")
         watched = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -255,11 +231,7 @@ class ScopedListen:
                 SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
             )
             async for event in recv:
-                if (
-                    token is not None
-                    and self.verifier is not None
-                    and not await still_verifies(self.verifier, token)
-                ):
+                if verifier is not None and token is not None and not await still_verifies(verifier, token):
                     logger.info("ending a listen stream: its credential no longer verifies")
                     break
                 notification = event_to_notification(event, meta)

@@ -1,15 +1,8 @@
-"""Remote mode: a local stdio server that forwards every tool call to a team server.
-
-Desktop clients that only speak stdio reach a team's Lore this way
-(``LORE_STORE=remote`` with ``LORE_API_URL`` and ``LORE_API_KEY``). The tools it
-lists are Lore's own, defined locally, so ``initialize`` and ``tools/list`` answer
-even when the team server is down; each call redacts secrets from its arguments
-*before* anything leaves the machine, then goes over one kept-open MCP
-streamable-HTTP connection. Failures become the usual codes: ``UNAVAILABLE``
-(cannot reach the server, it took too long, or it cannot reach its own database:
-then it could not check the key either, so this is not ``UNAUTHORIZED``),
-``UNAUTHORIZED`` (the key was refused) and the server's own errors, passed
-through as they are.
+"""Remote mode (``LORE_STORE=remote``): a local stdio server that forwards every tool call to a
+team server, for desktop clients that only speak stdio. It lists Lore's own tools, so the
+listings answer with the team server down; each call is redacted *before* it leaves the machine
+and goes over one kept-open streamable-HTTP session. ``UNAVAILABLE`` also covers a team server
+that cannot reach its database (it could not check the key either, so not ``UNAUTHORIZED``).
 """
 
 from __future__ import annotations
@@ -82,11 +75,8 @@ def redact_arguments(value: Any, found: set[str]) -> Any:
 
 
 class RemoteConnection:
-    """One MCP session to the team server, opened on first use and reopened after a failure.
-
-    The SDK client must be entered and left in one task, so a background task owns
-    it; calls from any task use its session.
-    """
+    """One MCP session to the team server, opened on first use and reopened after a failure; a
+    background task owns the SDK client (entered and left in one task), any task uses it."""
 
     def __init__(self, url: str, api_key: str) -> None:
         self.url = url
@@ -182,26 +172,12 @@ class RemoteConnection:
             self._client = None
 
     def _explain(self, exc: BaseException) -> LoreError:
-        exc = _unwrapped(exc)
+        while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+            exc = exc.exceptions[0]  # a failure while connecting arrives in task-group wrappers
         message = str(exc)
-        statuses = (self._last_status, _status_of(exc))
-        if message.startswith("UNAVAILABLE") and 503 in statuses:
-            # The team server answered, but its database did not: the key was never checked.
-            return RemoteUnavailable(
-                f"The team server at {self.url} is running but its database is unreachable or not "
-                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
-                "Try again shortly; if it lasts, tell the team server's admin."
-            )
-        if 503 in statuses:
-            return RemoteUnavailable(
-                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
-                "Try again shortly; if it lasts, tell the team server's admin."
-            )
-        if 401 in statuses:
-            return RemoteUnauthorized(
-                f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
-                "ask an admin for a key (`lore-memory keys create`)."
-            )
+        statuses = (self._last_status, getattr(getattr(exc, "response", None), "status_code", None))
+        if 503 in statuses or 401 in statuses:
+            return self._refused(message, statuses)
         if isinstance(exc, TimeoutError):
             return RemoteUnavailable(
                 f"The team server at {self.url} did not answer within {CONNECT_TIMEOUT_S:.0f} s; "
@@ -229,17 +205,24 @@ class RemoteConnection:
             "and that the server is running, then try again."
         )
 
-
-def _unwrapped(exc: BaseException) -> BaseException:
-    """The one error inside task-group wrappers (a failure while connecting arrives nested)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _status_of(exc: BaseException) -> int | None:
-    response = getattr(exc, "response", None)
-    return getattr(response, "status_code", None)
+    def _refused(self, message: str, statuses: tuple[int | None, ...]) -> LoreError:
+        """A team server that answered 503 (itself or its database down) or 401 (the key)."""
+        if message.startswith("UNAVAILABLE") and 503 in statuses:
+            # The team server answered, but its database did not: the key was never checked.
+            return RemoteUnavailable(
+                f"The team server at {self.url} is running but its database is unreachable or not "
+                "answering, so it could not check LORE_API_KEY or do anything; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        if 503 in statuses:
+            return RemoteUnavailable(
+                f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
+                "Try again shortly; if it lasts, tell the team server's admin."
+            )
+        return RemoteUnauthorized(
+            f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
+            "ask an admin for a key (`lore-memory keys create`)."
+        )
 
 
 class RemoteLoreServer(LoreServer):

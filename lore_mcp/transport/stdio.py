@@ -1,19 +1,10 @@
-"""MCP over stdio that answers malformed frames instead of dropping them.
-
-The SDK's stdio transport forwards a line that fails to parse as an exception,
-and the server drops it without a reply, so the client waits until its own
-timeout. Here every bad line that could be a request gets a JSON-RPC error
-reply: -32700 for text that is not JSON (or that the SDK's parser refuses:
-nesting past its recursion limit, lone surrogate escapes), -32600 for JSON that
-is not a JSON-RPC message, and -32600 for a line over ``MAX_LINE_BYTES`` (the same
-limit the SDK puts on an HTTP request body), which is never read whole into memory.
-The reply carries the request's id when it can be recovered, else ``null`` as
-JSON-RPC 2.0 prescribes. At the end of input the requests still running are answered before
-the server stops (within ``EOF_DRAIN_S``).
-
-While serving, fd 1 points at stderr so a stray ``print`` in a library cannot
-corrupt the protocol stream; frames go out on a private duplicate of the
-original stdout.
+"""MCP over stdio that answers malformed frames, which the SDK drops, leaving the client to wait
+for its own timeout. A bad line that could be a request is answered: -32700 for text that
+is not JSON (or that the SDK's parser refuses: deep nesting, lone surrogates), -32600 for JSON
+that is not JSON-RPC and for a line over ``MAX_LINE_BYTES`` (never read whole), with the id when
+it can be recovered, else ``null`` as JSON-RPC 2.0 prescribes. At the end of input the requests
+still running are answered (within ``EOF_DRAIN_S``). While serving, fd 1 points at stderr so a
+stray ``print`` cannot corrupt the protocol stream; frames go out on a private duplicate.
 """
 
 from __future__ import annotations
@@ -45,9 +36,9 @@ MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
 # How much of an over-long line is kept (to find its id) and how much is skipped per read.
 _HEAD_BYTES = 4096
 _SKIP_BYTES = 1 << 20
-# An id that appears before any nested object or array opens belongs to the top level.
 # How long the end of input waits for the requests still running to be answered.
 EOF_DRAIN_S = 60.0
+# An id that appears before any nested object or array opens belongs to the top level.
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 
 
@@ -59,11 +50,9 @@ async def stdio_transport(
     restore = None
     if stdout is None:
         stdout, restore = _claim_stdout()
-    if stdin is None:
-        stdin = sys.stdin.buffer
+    stdin = stdin or sys.stdin.buffer
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
-    out = anyio.wrap_file(stdout)
     unanswered = _Unanswered()
 
     async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
@@ -74,18 +63,10 @@ async def stdio_transport(
             with anyio.move_on_after(EOF_DRAIN_S):
                 await unanswered.none()
 
-    async def writer() -> None:
-        async with write_recv:
-            async for item in write_recv:
-                unanswered.answered(item.message)
-                data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await out.write(data.encode("utf-8", errors="replace") + b"\n")
-                await out.flush()
-
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader, write_send.clone())
-            tg.start_soon(writer)
+            tg.start_soon(_write_messages, write_recv, anyio.wrap_file(stdout), unanswered)
             try:
                 yield read_recv, write_send
             finally:
@@ -93,6 +74,17 @@ async def stdio_transport(
     finally:
         if restore is not None:
             restore()
+
+
+async def _write_messages(
+    messages: MemoryObjectReceiveStream[SessionMessage], out: Any, unanswered: _Unanswered
+) -> None:
+    async with messages:
+        async for item in messages:
+            unanswered.answered(item.message)
+            data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+            await out.write(data.encode("utf-8", errors="replace") + b"\n")
+            await out.flush()
 
 
 class _Unanswered:

@@ -1,21 +1,11 @@
 """Standing streams of the team server, and how revocation ends them.
 
-A ``GET /mcp`` is a session's standing stream: the server sends change notices on it
-(``notifications/resources/updated``) for as long as the session lives, long after the
-request that opened it was authenticated. Without more, a key revoked while its stream is
-open would go on hearing of every change its subscriptions watch. ``StandingStreams``
-closes that gap twice over:
-
-- Before any message passes on a standing stream (a notice, or the keep-alive ping that
-  sse-starlette sends every 15 s), the stream's credential is verified again with the
-  verifier that authenticated it. One that no longer verifies (a key revoked by any
-  process: a ``revoke_key`` call, ``lore-memory keys revoke``, another replica), or that
-  cannot be checked because the database is down, ends the stream and the message is not
-  sent. So nothing reaches a revoked key, and an idle stream ends at its next ping.
-- A ``revoke_key`` call answered by this process ends the revoked key's streams at once.
-
-The stream ends as a complete HTTP response; a client that reopens it is asked for its
-key again (401 once revoked).
+A ``GET /mcp`` stream carries change notices long after the request that opened it was
+authenticated, so a key revoked meanwhile would go on hearing. ``StandingStreams`` verifies the
+credential again before any message passes (a notice, or sse-starlette's ping every 15 s): one
+revoked by any process, or that cannot be checked (database down), ends the stream as a complete
+response, and the client is asked for its key again. A key revoked by a call this process
+answers ends its streams at once.
 """
 
 from __future__ import annotations
@@ -31,6 +21,7 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lore_mcp.key_tokens import caller_of
+from lore_mcp.tools.registry import SPECS
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken, TokenVerifier
@@ -40,16 +31,14 @@ logger = logging.getLogger("lore_mcp.transport.http")
 
 
 def credential_of(token: AccessToken) -> str:
-    """What revocation names: the Lore key behind the token (the key id of a key, and of a
-    token bound to a key), else the token's client."""
+    """What revocation names: the Lore key behind the token, else the token's client."""
     caller = caller_of(token)
     return caller.key_id if caller is not None else token.client_id
 
 
 async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
     """Whether ``token`` still verifies as the same credential, unexpired; a check that fails
-    (the database is down) is a no. Also what ends a revoked key's ``subscriptions/listen``
-    stream (``lore_mcp.transport.notices``)."""
+    (the database is down) is a no."""
     try:
         current = await verifier.verify_token(token.token)
     except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
@@ -61,11 +50,8 @@ async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
 
 
 class StandingStreams:
-    """The open standing streams, by credential; see the module docstring.
-
-    Built once per app: ``middleware`` wraps the ASGI app (inside the SDK's
-    authentication, so it sees the caller), ``after_revoke`` is MCP server middleware.
-    """
+    """The open standing streams, by credential. ``middleware`` wraps the ASGI app (inside the
+    SDK's authentication, so it sees the caller), ``after_revoke`` is MCP server middleware."""
 
     def __init__(self, path: str, verifier: TokenVerifier | None) -> None:
         self.path = path
@@ -136,10 +122,11 @@ class StandingStreams:
         return len(streams)
 
     async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        """MCP server middleware: once ``revoke_key`` has revoked a key, end its streams."""
+        """MCP server middleware: once a tool that ``revokes`` (registry) has revoked a key, end
+        its streams."""
         result = await call_next(ctx)
-        params = ctx.params or {}
-        if ctx.method == "tools/call" and params.get("name") == "revoke_key" and isinstance(result, Mapping):
+        spec = SPECS.get(str((ctx.params or {}).get("name")))
+        if ctx.method == "tools/call" and spec is not None and spec.revokes and isinstance(result, Mapping):
             revoked = (result.get("structuredContent") or {}).get("id")
             if not result.get("isError") and isinstance(revoked, str):
                 self.close(revoked)

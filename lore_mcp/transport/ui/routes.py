@@ -1,11 +1,9 @@
 """Serve the page's static files at ``/ui``, with headers that keep stored text inert.
 
-The files ship in the wheel (``static/``, package data) and are read once, at start-up: the
-page is a fixed set of files, so a request can only ever name one of them. Every answer
-carries a Content-Security-Policy that allows scripts and styles from this origin only (no
-inline script, no eval), connections to this origin only (the page talks to ``/mcp`` here)
-and no framing, so even a lesson that slipped past the page's text-only rendering could not
-run script. The Host and Origin checks are the ones ``/mcp`` applies (DNS rebinding).
+The files (package data) are read once at start-up, so a request can only name one of them.
+The Content-Security-Policy allows scripts, styles and connections from this origin only (no
+inline script, no eval) and no framing, so even a lesson that slipped past the page's text-only
+rendering could not run script. The Host and Origin checks are ``/mcp``'s (DNS rebinding).
 """
 
 from __future__ import annotations
