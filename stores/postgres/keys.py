@@ -1,4 +1,4 @@
-"""Orgs, API keys and the activity log in Postgres: the dialect of ``stores.engine.key_rows``
+"""Orgs, API keys and the activity log in Postgres: the dialect of ``stores.engine.keys``
 and ``stores.engine.activity_rows``.
 
 Every call but one names its org and sets ``lore.org`` for the row-level security
@@ -19,7 +19,7 @@ from stores.postgres.sql import PostgresSqlTx
 
 
 class PostgresKeyDb:
-    """``stores.engine.key_rows.KeyDb`` (and ``ActivityDb``) on the engine of a ``PostgresLessonStore``."""
+    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on the engine of a ``PostgresLessonStore``."""
 
     orgs_together = False  # row-level security checks each row's org: one transaction per org
 

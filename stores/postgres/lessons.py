@@ -30,15 +30,13 @@ from stores.engine.activity import (
     StalePage,
 )
 from stores.engine.activity_rows import ActivityRecords
-from stores.engine.embedding_model import GENERATION_KEY
-from stores.engine.key_rows import SqlKeyStore
+from stores.engine.embedding_model import GENERATION_KEY, ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
 from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
-from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
@@ -128,7 +126,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         self._key_db = PostgresKeyDb(self._engine)
         self._activity = ActivityRecords(self._key_db, activity_bounds)
         self._dims = PostgresDims(self._engine)
-        self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
+        self._models = ModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
         self._notices = PostgresNotices(self._engine)
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
@@ -355,7 +353,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> SqlModelRecords:
+    def models(self) -> ModelRecords:
         """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -363,7 +361,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
-        return SqlKeyStore(self._key_db, self._activity.log)
+        return KeyStore(self._key_db, self._activity.log)
 
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:

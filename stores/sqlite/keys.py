@@ -1,5 +1,5 @@
 """Orgs, API keys and the activity log in the local SQLite file: the dialect of
-``stores.engine.key_rows`` and ``stores.engine.activity_rows``.
+``stores.engine.keys`` and ``stores.engine.activity_rows``.
 
 Shares the lesson store's two connections and their locks (``LocalConnections``), so key
 writes queue behind lesson writes in the same ``BEGIN IMMEDIATE`` discipline and never
@@ -24,7 +24,7 @@ TOUCH_WAIT_S = 0.2
 
 
 class LocalKeyDb:
-    """``stores.engine.key_rows.KeyDb`` (and ``ActivityDb``) on one SQLite file's connections."""
+    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on one SQLite file's connections."""
 
     orgs_together = True  # one file, one writer: held entries of every org in one write
 

@@ -30,14 +30,13 @@ from stores.engine.activity import (
     StalePage,
 )
 from stores.engine.activity_rows import ActivityRecords
-from stores.engine.key_rows import SqlKeyStore
+from stores.engine.embedding_model import ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LessonReads, SqlLessonTx, count_live, decoded
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
 from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
-from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
@@ -86,7 +85,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         self._writer, self._reader = self._conns.writer, self._conns.reader
         self._write_lock = self._conns.write_lock
         self._vectors = LocalVectors()
-        self._models = SqlModelRecords(LocalModelDb(self._conns))
+        self._models = ModelRecords(LocalModelDb(self._conns))
 
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
@@ -318,7 +317,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> SqlModelRecords:
+    def models(self) -> ModelRecords:
         """The model that made this file's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -326,7 +325,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
-        return SqlKeyStore(self._key_db, self._activity.log)
+        return KeyStore(self._key_db, self._activity.log)
 
 
 def _any_of(terms: list[str]) -> str:
