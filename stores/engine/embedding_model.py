@@ -71,8 +71,7 @@ class EmbeddingModel:
     def to_json(self) -> str:
         """The record as lore_meta keeps it."""
         return json.dumps(
-            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint},
-            sort_keys=True,
+            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint}, sort_keys=True
         )
 
     @classmethod

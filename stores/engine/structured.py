@@ -26,21 +26,8 @@ from typing import Any, Protocol
 
 from stores import deadline
 from stores.engine.activity import ActivityNote
-from stores.engine.plans import (
-    ID_COLUMN,
-    Plan,
-    PlanError,
-    parse_plan,
-    risk,
-    schema_hash,
-)
-from stores.engine.workspace import (
-    TableDef,
-    TableSource,
-    Workspace,
-    columns_json,
-    run_operation,
-)
+from stores.engine.plans import ID_COLUMN, Plan, PlanError, parse_plan, risk, schema_hash
+from stores.engine.workspace import TableDef, TableSource, Workspace, columns_json, run_operation
 from stores.errors import ConflictError, NotFoundError, StoreError, UnavailableError
 from stores.ids import new_id
 

@@ -75,7 +75,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             USING (org_id = current_setting('lore.org', true))
             WITH CHECK (org_id = current_setting('lore.org', true));
         """,
-    ),
+    )
 ]
 
 MIGRATIONS.append(

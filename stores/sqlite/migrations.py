@@ -77,7 +77,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         """,
-    ),
+    )
 ]
 
 MIGRATIONS.append((2, "structured memory and history", structured_tables(_TYPES)))
