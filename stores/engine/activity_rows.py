@@ -4,8 +4,8 @@ An entry is one row of ``activity`` (its id a ULID, so ids sort by time and a ti
 id bound on the scope's index); the lessons a recall returned are rows of ``activity_lessons``
 (with the entry's kind and time), so a lesson's recall count is an index lookup, and the
 lessons a change touched are its commit's targets (``commit_targets``), so "what touched this
-lesson" is two index lookups and a save writes one row more, not two. Every statement names its org and project (on Postgres the org's row-level
-security policy holds as well).
+lesson" is two index lookups and a save writes one row more, not two. Every statement names its
+org and project (on Postgres the org's row-level security policy holds as well).
 
 ``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
 trims the project's log once every ``ActivityBounds.trim_every`` appends: one DELETE per
@@ -78,35 +78,7 @@ class ActivityLog:
             now = datetime.now(UTC)
             made = (new_id(), now)
         entry_id, now = made
-        key = {"org": scope.org, "project": scope.project}
-        at = sql.stamp(now)
-        fields = {
-            name: getattr(note, name) for name in ("kind", "key_id", "client", "commit_id", "error", "person")
-        }
-        entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
-        writes = [
-            *before,
-            (
-                f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
-                f":kind, :key_id, :client, :commit_id, :error, :person, {sql.json('detail')}) "
-                # A held entry written again after a flush that half failed (one org of several).
-                "ON CONFLICT (org_id, project, id) DO NOTHING",
-                entry,
-            ),
-        ]
-        # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
-        # lessons are found through its commit's targets, so a save adds one statement, not two.
-        # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
-        kind = "read" if note.person and note.kind == "recall" else note.kind
-        writes.extend(
-            (
-                "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
-                "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
-                {**key, "lesson": lesson, "entry": entry_id, "kind": kind, "at": at},
-            )
-            for lesson in dict.fromkeys(r.id for r in note.results)
-        )
-        sql.together(writes)
+        sql.together([*before, *_entry_writes(sql, scope, entry_id, sql.stamp(now), note)])
         if self._due():
             trim(sql, scope, self.bounds, now)
         return entry_id
@@ -361,6 +333,39 @@ class ActivityRecords:
                 self.flush()
             except Exception as exc:  # the writer thread has nobody to tell but the log
                 logger.warning("could not write %d held activity entries: %s", len(self._held), exc)
+
+
+def _entry_writes(
+    sql: SqlTx, scope: Scope, entry_id: str, at: Any, note: ActivityNote
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The entry's row, and a row per lesson a recall returned."""
+    key = {"org": scope.org, "project": scope.project}
+    fields = {
+        name: getattr(note, name) for name in ("kind", "key_id", "client", "commit_id", "error", "person")
+    }
+    entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
+    writes: list[tuple[str, Mapping[str, Any]]] = [
+        (
+            f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
+            f":kind, :key_id, :client, :commit_id, :error, :person, {sql.json('detail')}) "
+            # A held entry written again after a flush that half failed (one org of several).
+            "ON CONFLICT (org_id, project, id) DO NOTHING",
+            entry,
+        )
+    ]
+    # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
+    # lessons are found through its commit's targets, so a save adds one statement, not two.
+    # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
+    kind = "read" if note.person and note.kind == "recall" else note.kind
+    writes.extend(
+        (
+            "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
+            "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
+            {**key, "lesson": lesson, "entry": entry_id, "kind": kind, "at": at},
+        )
+        for lesson in dict.fromkeys(r.id for r in note.results)
+    )
+    return writes
 
 
 def _detail(note: ActivityNote) -> dict[str, Any]:

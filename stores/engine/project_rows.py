@@ -18,7 +18,8 @@ from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
 from stores.engine.plans import Column
 from stores.engine.sql import SqlTx
-from stores.engine.structured import Commit, TableDef
+from stores.engine.structured import Commit
+from stores.engine.workspace import TableDef
 
 _SCOPE = "org_id = :org AND project = :project"
 # A commit of at most this many targets is written in one statement with them (and its entry).

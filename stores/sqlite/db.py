@@ -49,7 +49,7 @@ LOCKED_MESSAGE = (
 
 if TYPE_CHECKING:
     # sqlean's connection is the standard library's, built with extension loading.
-    from sqlite3 import Connection
+    from sqlite3 import Connection as Connection
 else:
     Connection = sqlean.Connection
 
@@ -68,7 +68,7 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-class TrackedConnection(sqlean.Connection):
+class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
     """A connection that remembers its cursors, so a transaction can finish every statement
     left unfinished before it (``finish_statements``).
 
@@ -116,7 +116,7 @@ def connect(path: Path | str) -> Connection:
         if isinstance(exc, sqlean.Error):
             raise _cannot_open(path, exc) from exc
         raise
-    return conn
+    return conn  # type: ignore[no-any-return, unused-ignore]  # sqlean is untyped under --strict
 
 
 def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
@@ -133,7 +133,7 @@ def _is_read_only(exc: BaseException) -> bool:
     """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(exc, sqlean.OperationalError) and code is not None:
-        return code & 0xFF == 8  # SQLITE_READONLY
+        return bool(code & 0xFF == 8)  # SQLITE_READONLY
     return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
 
 
