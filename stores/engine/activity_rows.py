@@ -205,11 +205,9 @@ class ActivityDb(Protocol):
 
     def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction that may see and change ``org_id``'s rows."""
-        ...
 
     def entries(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx]:
         """A write of held entries, whose commit may be lost in a crash (never memory's)."""
-        ...
 
 
 class ActivityRecords:

@@ -132,35 +132,27 @@ class ModelDb(Protocol):
 
     def reading(self) -> contextlib.AbstractContextManager[SqlTx]:
         """A read of the record."""
-        ...
 
     def adopting(self) -> contextlib.AbstractContextManager[SqlTx]:
         """A write of the record, during which no vector storage appears with another dimension."""
-        ...
 
     def owner(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction on the record and ``lesson_reembed`` (as the tables' owner)."""
-        ...
 
     def every_org(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """``owner``, seeing every org's lessons (and keeping them from change until it ends)."""
-        ...
 
     def vector(self, vec: np.ndarray) -> Any:
         """A unit vector as bound for ``lesson_reembed.embedding``."""
-        ...
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
         """In ``tx``: every lesson's vector becomes its new one from ``lesson_reembed``."""
-        ...
 
     def swapped(self, dimension: int) -> None:
         """After the swap's commit: what the backend caches of the vectors is ``dimension``'s."""
-        ...
 
     def changed(self) -> None:
         """Another process re-embedded the store: forget what is cached of its vectors."""
-        ...
 
 
 class ModelRecords:

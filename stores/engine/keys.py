@@ -58,15 +58,12 @@ class KeyDb(Protocol):
 
     def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction that may see and change ``org_id``'s orgs and keys."""
-        ...
 
     def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
         """A read that may see the one key with this digest, whatever its org."""
-        ...
 
     def touching(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx | None]:
         """A write recording a key's use, or None when the backend skips it (writer busy)."""
-        ...
 
 
 class KeyStore:

@@ -264,25 +264,25 @@ def _revoke_family(tx: SqlTx, family: str) -> None:
     )
 
 
+# A grant's fields and their columns (scopes apart: one text of names).
+_GRANT = {
+    "client_id": "client_id",
+    "org": "org_id",
+    "key_id": "key_id",
+    "project": "project",
+    "resource": "resource",
+}
+
+
 def _grant_params(grant: OAuthGrant) -> dict[str, Any]:
-    return {
-        "client_id": grant.client_id,
-        "org_id": grant.org,
-        "key_id": grant.key_id,
-        "project": grant.project,
-        "resource": grant.resource,
-        "scopes": " ".join(grant.scopes),
+    return {column: getattr(grant, name) for name, column in _GRANT.items()} | {
+        "scopes": " ".join(grant.scopes)
     }
 
 
 def _grant(row: Mapping[str, Any]) -> OAuthGrant:
     return OAuthGrant(
-        client_id=row["client_id"],
-        org=row["org_id"],
-        key_id=row["key_id"],
-        project=row["project"],
-        resource=row["resource"],
-        scopes=tuple(row["scopes"].split()),
+        **{name: row[column] for name, column in _GRANT.items()}, scopes=tuple(row["scopes"].split())
     )
 
 
