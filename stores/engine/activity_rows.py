@@ -4,8 +4,8 @@ An entry is one row of ``activity`` (its id a ULID, so ids sort by time and a ti
 id bound on the scope's index); the lessons a recall returned are rows of ``activity_lessons``
 (with the entry's kind and time), so a lesson's recall count is an index lookup, and the
 lessons a change touched are its commit's targets (``commit_targets``), so "what touched this
-lesson" is two index lookups and a save writes one row more, not two. Every statement names its org and project (on Postgres the org's row-level
-security policy holds as well).
+lesson" is two index lookups and a save writes one row more, not two. Every statement names its
+org and project (on Postgres the org's row-level security policy holds as well).
 
 ``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
 trims the project's log once every ``ActivityBounds.trim_every`` appends: one DELETE per
@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from ulid import ULID
 
@@ -71,49 +71,14 @@ class ActivityLog:
         before: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> str:
         """Write ``note`` as a new entry in the transaction ``sql`` holds (``made``: the id and
-        time it was given when it was held back, ``HeldEntries``), in one round trip with the
-        writes ``before`` it (a change's commit: ``SqlTx.together``); every ``trim_every``-th
-        append of this process trims the project's log there too."""
+        time it was held with, ``ActivityRecords``), in one round trip with the writes ``before``
+        it (a change's commit: ``SqlTx.together``); every ``trim_every``-th append of this
+        process trims the project's log there too."""
         if made is None:  # the time first: an id is never older than its time, which trimming compares
             now = datetime.now(UTC)
             made = (new_id(), now)
         entry_id, now = made
-        key = {"org": scope.org, "project": scope.project}
-        entry = {
-            **key,
-            "id": entry_id,
-            "at": sql.stamp(now),
-            "kind": note.kind,
-            "key_id": note.key_id,
-            "client": note.client,
-            "commit_id": note.commit_id,
-            "error": note.error,
-            "person": note.person,
-            "detail": sql.dump(_detail(note)),
-        }
-        writes = [
-            *before,
-            (
-                f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
-                f":kind, :key_id, :client, :commit_id, :error, :person, {sql.json('detail')}) "
-                # A held entry written again after a flush that half failed (one org of several).
-                "ON CONFLICT (org_id, project, id) DO NOTHING",
-                entry,
-            ),
-        ]
-        # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
-        # lessons are found through its commit's targets, so a save adds one statement, not two.
-        # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
-        kind = "read" if note.person and note.kind == "recall" else note.kind
-        for lesson in dict.fromkeys(r.id for r in note.results):
-            writes.append(
-                (
-                    "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
-                    "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
-                    {**key, "lesson": lesson, "entry": entry_id, "kind": kind, "at": entry["at"]},
-                )
-            )
-        sql.together(writes)
+        sql.together([*before, *_entry_writes(sql, scope, entry_id, sql.stamp(now), note)])
         if self._due():
             trim(sql, scope, self.bounds, now)
         return entry_id
@@ -225,80 +190,41 @@ def stale(
     return StalePage(lessons, lessons[-1].id if len(rows) > limit and lessons else None)
 
 
-class ActivityReads:
-    """The store's log beyond the writes that carry their entry: entries that belong to no
-    change (a recall's, a failed call's), held back in ``_held`` (``HeldEntries``) and written
-    by the store's ``_write_held``, and the reads of the log, each of which writes what is held
-    first. For a store whose ``_lesson_reader`` opens a read transaction on a project."""
-
-    _activity: ActivityLog
-    _held: HeldEntries
-
-    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        """``stores.Store.append_activity``: held in memory and written within ``delay_s`` with
-        others (``HeldEntries`` says why), never a wait on the database."""
-        return self._held.add(scope, note)
-
-    def _flush_activity(self) -> None:
-        self._held.flush()
-
-    def _close_activity(self) -> None:
-        """Stop the writer thread and write what is left; closing goes on if that fails (only
-        recalls' and failures' entries are lost, never a change to memory)."""
-        self._held.close()
-        try:
-            self._held.flush()
-        except Exception as exc:
-            logger.warning("could not write held activity entries on close: %s", exc)
-
-    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
-        self._flush_activity()
-        with self._read_sql(scope) as sql:
-            return page(sql, scope, query)
-
-    def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
-        self._flush_activity()
-        with self._read_sql(scope) as sql:
-            return recall_stats(sql, scope, lesson_ids)
-
-    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
-        self._flush_activity()
-        with self._read_sql(scope) as sql:
-            return stale(sql, scope, before, datetime.now(UTC), limit, cursor)
-
-    @contextlib.contextmanager
-    def _read_sql(self, scope: Scope) -> Iterator[SqlTx]:
-        with self._lesson_reader(scope) as tx:
-            yield tx.sql
-
-
 Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time and note
-
 
 # How long closing waits for the writer thread's write in progress (a statement's own timeout
 # bounds it on Postgres; this bounds a close on a database that stopped answering).
 CLOSE_WAIT_S = 10.0
 
 
-class HeldEntries:
-    """Entries of their own (recalls, failures) held back and written together within
-    ``delay_s``, by ``write`` on a thread of its own, or sooner: by ``flush``, or by a write
-    transaction of the store that ``take``s them (a save costs no extra write then).
+class ActivityDb(Protocol):
+    """The transactions the activity log runs in, from its backend."""
 
-    Why, on SQLite: any write to the file makes the reader connection drop its page cache, so a
-    recall that wrote its entry at once left the next recall reading the full-text index and
-    rows afresh (about 3 ms at 10k lessons, against 0.7 ms for the write). Held back, they ride
-    along with the next save, or take one write every ``delay_s`` at most. An entry keeps the id and time it was held with;
-    the log's reads ``flush`` first, so this process always reads what it recorded; another
-    process sharing the file sees it within ``delay_s``; a process killed outright loses at
-    most that much of its recalls' entries, never a change to memory (whose entry is written
-    with the change)."""
+    # Whether held entries of several orgs may share one write (no row-level security).
+    orgs_together: bool
 
-    def __init__(self, write: Callable[[list[Held]], None], delay_s: float = 2.0) -> None:
-        self._write = write
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction that may see and change ``org_id``'s rows."""
+
+    def entries(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A write of held entries, whose commit may be lost in a crash (never memory's)."""
+
+
+class ActivityRecords:
+    """The store's log beyond the writes that carry their entry: entries of their own (recalls,
+    failures) held back and written together within ``delay_s`` by a thread of their own, or
+    sooner (``flush``, or a write transaction that carries them: ``riding``), and the log's
+    reads, each of which writes what is held first, so this process reads what it recorded.
+
+    Why held: on SQLite any write to the file makes the reader connection drop its page cache,
+    so a recall that wrote its entry at once left the next recall reading the full-text index
+    and rows afresh (about 3 ms at 10k lessons, against 0.7 ms for the write). Another process
+    sees an entry within ``delay_s``; a process killed outright loses at most that much of its
+    recalls' entries, never a change to memory (whose entry is written with the change)."""
+
+    def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
+        self.log = ActivityLog(bounds)
+        self._db = db
         self._delay_s = delay_s
         self._held: list[Held] = []
         self._lock = threading.Lock()
@@ -308,7 +234,8 @@ class HeldEntries:
         # every entry cost a recall more than the entry's own write.
         self._thread: threading.Thread | None = None
 
-    def add(self, scope: Scope, note: ActivityNote) -> str:
+    def append(self, scope: Scope, note: ActivityNote) -> str:
+        """``stores.Store.append_activity``: held in memory, never a wait on the database."""
         at = datetime.now(UTC)
         entry_id = new_id()  # after its time, as ``ActivityLog.append`` makes them
         with self._lock:
@@ -319,40 +246,80 @@ class HeldEntries:
         self._wake.set()
         return entry_id
 
-    def take(self) -> list[Held]:
-        """Every entry held so far, for a caller that writes them (``give_back`` if it cannot)."""
-        with self._lock:
-            held, self._held = self._held, []
-        return held
-
-    def give_back(self, held: list[Held]) -> None:
-        """Hold again entries ``take`` gave whose write did not commit."""
-        if held:
-            with self._lock:
-                self._held[:0] = held
-            self._wake.set()
+    @contextlib.contextmanager
+    def riding(self, sql: SqlTx) -> Iterator[None]:
+        """Every held entry written in the caller's write transaction ``sql`` (a SQLite save then
+        costs the reader no cache more); held again if the caller's work raises."""
+        held = self._take()
+        try:
+            self._write_in(sql, held)
+            yield
+        except BaseException:
+            self._give_back(held)
+            raise
 
     def flush(self) -> None:
-        """Write every entry held so far, in one transaction; raise what ``write`` raises (the
-        entries are then held again, for the next flush)."""
-        held = self.take()
+        """Write every entry held so far; raise what the write raises (held again, for the next)."""
+        held = self._take()
         if not held:
             return
         try:
-            self._write(held)
+            groups: dict[str, list[Held]] = {}
+            for item in held:
+                groups.setdefault("" if self._db.orgs_together else item[0].org, []).append(item)
+            for items in groups.values():
+                with self._db.entries(items[0][0].org) as sql:
+                    self._write_in(sql, items)
         except BaseException:
-            self.give_back(held)
+            self._give_back(held)
             raise
 
     def close(self) -> None:
-        """Stop the writer thread and wait for a write it is in (``flush`` what is left after,
-        if it should be kept): a store closes its connections next, and a write still running
-        would check one out of a pool already disposed, leaving it open for the collector."""
+        """Stop the writer thread, waiting for a write it is in (a store closes its connections
+        next, and a write still running would check one out of a disposed pool), then write what
+        is left; closing goes on if that fails (only recalls' and failures' entries are lost)."""
         self._stop.set()
         self._wake.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(CLOSE_WAIT_S)
+        try:
+            self.flush()
+        except Exception as exc:
+            logger.warning("could not write held activity entries on close: %s", exc)
+
+    def page(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
+        with self._reading(scope) as sql:
+            return page(sql, scope, query)
+
+    def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
+        with self._reading(scope) as sql:
+            return recall_stats(sql, scope, lesson_ids)
+
+    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
+        with self._reading(scope) as sql:
+            return stale(sql, scope, before, datetime.now(UTC), limit, cursor)
+
+    @contextlib.contextmanager
+    def _reading(self, scope: Scope) -> Iterator[SqlTx]:
+        self.flush()
+        with self._db.scoped(scope.org, write=False) as sql:
+            yield sql
+
+    def _write_in(self, sql: SqlTx, held: list[Held]) -> None:
+        for scope, entry_id, at, note in held:
+            self.log.append(sql, scope, note, (entry_id, at))
+
+    def _take(self) -> list[Held]:
+        with self._lock:
+            held, self._held = self._held, []
+        return held
+
+    def _give_back(self, held: list[Held]) -> None:
+        if held:
+            with self._lock:
+                self._held[:0] = held
+            self._wake.set()
 
     def _writer(self) -> None:
         while not self._stop.is_set():
@@ -360,13 +327,43 @@ class HeldEntries:
             if self._stop.wait(self._delay_s):
                 return
             self._wake.clear()
-            self._flush_quietly()
+            try:
+                self.flush()
+            except Exception as exc:  # the writer thread has nobody to tell but the log
+                logger.warning("could not write %d held activity entries: %s", len(self._held), exc)
 
-    def _flush_quietly(self) -> None:
-        try:
-            self.flush()
-        except Exception as exc:  # the writer thread has nobody to tell but the log
-            logger.warning("could not write %d held activity entries: %s", len(self._held), exc)
+
+def _entry_writes(
+    sql: SqlTx, scope: Scope, entry_id: str, at: Any, note: ActivityNote
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The entry's row, and a row per lesson a recall returned."""
+    key = {"org": scope.org, "project": scope.project}
+    fields = {
+        name: getattr(note, name) for name in ("kind", "key_id", "client", "commit_id", "error", "person")
+    }
+    entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
+    writes: list[tuple[str, Mapping[str, Any]]] = [
+        (
+            f"INSERT INTO activity (org_id, project, {_ENTRY_COLUMNS}) VALUES (:org, :project, :id, :at, "
+            f":kind, :key_id, :client, :commit_id, :error, :person, {sql.json('detail')}) "
+            # A held entry written again after a flush that half failed (one org of several).
+            "ON CONFLICT (org_id, project, id) DO NOTHING",
+            entry,
+        )
+    ]
+    # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
+    # lessons are found through its commit's targets, so a save adds one statement, not two.
+    # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
+    kind = "read" if note.person and note.kind == "recall" else note.kind
+    writes.extend(
+        (
+            "INSERT INTO activity_lessons (org_id, project, lesson_id, entry_id, kind, at) "
+            "VALUES (:org, :project, :lesson, :entry, :kind, :at) ON CONFLICT DO NOTHING",
+            {**key, "lesson": lesson, "entry": entry_id, "kind": kind, "at": at},
+        )
+        for lesson in dict.fromkeys(r.id for r in note.results)
+    )
+    return writes
 
 
 def _detail(note: ActivityNote) -> dict[str, Any]:

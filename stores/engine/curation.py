@@ -12,7 +12,6 @@ for every curator. Written once over the one SQL layer for both backends.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,45 +44,36 @@ def similar_pairs(
     return sorted(found, key=lambda p: (-p[2], p[0], p[1]))
 
 
-class CurationRows:
-    """``stores.Store.duplicate_pairs`` and ``keep_pair``, for a store whose ``_lesson_reader``
-    and ``_lesson_writer`` open transactions on a project as ``SqlLessonTx``."""
+def duplicate_pairs(reading: contextlib.AbstractContextManager[SqlLessonTx], threshold: float) -> list[Pair]:
+    """``stores.Store.duplicate_pairs`` in the project read ``reading`` opens; the pairs are
+    computed after it ends, so the read is held no longer than its two statements."""
+    with reading as tx:
+        found = tx.live_vectors()
+        kept = {
+            (r["a"], r["b"])
+            for r in tx.sql.rows(f"SELECT a, b FROM kept_pairs WHERE {SCOPE}", _key(tx.scope))
+        }
+    present = [(i, raw) for i, raw in found if raw]
+    if len(present) < 2:
+        return []
+    matrix = np.stack([np.frombuffer(raw, dtype=np.float32) for _, raw in present])
+    matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
+    return similar_pairs([i for i, _ in present], matrix, threshold, kept)
 
-    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
-        raise NotImplementedError
 
-    def _lesson_writer(
-        self, scope: Scope, vectors: Sequence[np.ndarray]
-    ) -> contextlib.AbstractContextManager[SqlLessonTx]:
-        raise NotImplementedError
-
-    def duplicate_pairs(self, scope: Scope, threshold: float) -> list[Pair]:
-        with self._lesson_reader(scope) as tx:
-            found = tx.live_vectors()
-            kept = {
-                (r["a"], r["b"])
-                for r in tx.sql.rows(f"SELECT a, b FROM kept_pairs WHERE {SCOPE}", _key(scope))
-            }
-        present = [(i, raw) for i, raw in found if raw]
-        if len(present) < 2:
-            return []
-        matrix = np.stack([np.frombuffer(raw, dtype=np.float32) for _, raw in present])
-        matrix /= np.maximum(np.linalg.norm(matrix, axis=1, keepdims=True), 1e-12)
-        return similar_pairs([i for i, _ in present], matrix, threshold, kept)
-
-    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
-        """Remember that ``a`` and ``b`` stay two lessons (both must be live); idempotent."""
-        a, b = sorted((a, b))
-        with self._lesson_writer(scope, []) as tx:
-            for lesson_id in (a, b):
-                live_row(tx, lesson_id, embedding=False)
-            row: dict[str, Any] = {**_key(scope), "a": a, "b": b, "actor": scope.actor}
-            row["at"] = tx.sql.stamp(datetime.now(UTC))
-            tx.sql.rows(
-                "INSERT INTO kept_pairs (org_id, project, a, b, at, actor) "
-                "VALUES (:org, :project, :a, :b, :at, :actor) ON CONFLICT DO NOTHING",
-                row,
-            )
+def keep_pair(writing: contextlib.AbstractContextManager[SqlLessonTx], a: str, b: str) -> None:
+    """``stores.Store.keep_pair`` in the project write ``writing`` opens: both must be live; idempotent."""
+    a, b = sorted((a, b))
+    with writing as tx:
+        for lesson_id in (a, b):
+            live_row(tx, lesson_id, embedding=False)
+        row: dict[str, Any] = {**_key(tx.scope), "a": a, "b": b, "actor": tx.scope.actor}
+        row["at"] = tx.sql.stamp(datetime.now(UTC))
+        tx.sql.rows(
+            "INSERT INTO kept_pairs (org_id, project, a, b, at, actor) "
+            "VALUES (:org, :project, :a, :b, :at, :actor) ON CONFLICT DO NOTHING",
+            row,
+        )
 
 
 def _key(scope: Scope) -> dict[str, str]:

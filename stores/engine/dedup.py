@@ -130,10 +130,7 @@ def restates(new: str | None, stored: str | None) -> bool:
     return len(negations) == sum(1 for t in content_sequence(new) if t in _NEGATIONS)
 
 
-def adds_nothing(
-    new: tuple[str, str, str | None],
-    stored: tuple[str, str, str | None],
-) -> bool:
+def adds_nothing(new: tuple[str, str, str | None], stored: tuple[str, str, str | None]) -> bool:
     """Whether a new lesson (problem, resolution, context) carries no information
     that the stored one lacks, so merging it loses nothing."""
     same_text = normalised(new[0]) == normalised(stored[0]) and normalised(new[1]) == normalised(stored[1])
@@ -147,8 +144,7 @@ Key = TypeVar("Key")
 
 
 def merge_target(
-    new: tuple[str, str, str | None],
-    candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]],
+    new: tuple[str, str, str | None], candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]]
 ) -> Key | None:
     """The first candidate (key, similarity, stored text), most similar first, that the
     new lesson adds nothing to; None when every candidate would lose something."""

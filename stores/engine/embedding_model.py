@@ -18,10 +18,16 @@ generation at their next vector write or recall and answer ``ModelChangedError``
 instead of mixing vectors of two models. Commit images made by a store carry the
 generation of their vector, so a revert never brings back a vector of the model
 the store used before (see ``stores.engine.lessons.lesson_image``).
+
+What differs between backends comes from a ``ModelDb``: which connection each step runs on
+(Postgres re-embeds every org's lessons as the tables' owner with row-level security lifted),
+how a vector is bound, and the swap that puts every new vector in place at the end (a table
+rebuilt on SQLite; a column and its HNSW index rebuilt on Postgres).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +35,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from stores.errors import UnavailableError
+from stores.engine.sql import SqlTx
+from stores.engine.vectors import unit_vector
+from stores.errors import ConflictError, InvalidInputError, UnavailableError
 
 # The fingerprint of the vectors of a store that holds some but never recorded their model,
 # and that the model asking cannot adopt (its dimension is another).
@@ -63,8 +71,7 @@ class EmbeddingModel:
     def to_json(self) -> str:
         """The record as lore_meta keeps it."""
         return json.dumps(
-            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint},
-            sort_keys=True,
+            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint}, sort_keys=True
         )
 
     @classmethod
@@ -111,55 +118,229 @@ class ReembedProgress:
     total: int
 
 
-class ModelRecords(Protocol):
-    """A store's record of its model, and re-embedding it with another (``store.models``)."""
+# Lessons still without a new vector, or whose text changed since it was computed.
+_PENDING = "FROM lessons AS l LEFT JOIN lesson_reembed AS r ON r.pk = l.pk WHERE (r.pk IS NULL OR r.stamp <> l.updated_at)"
+
+
+class ModelDb(Protocol):
+    """What the model records need of a backend."""
+
+    # The most dimensions the backend's vector storage takes.
+    max_dimension: int
+    # Appended to the read of the re-embed's target, to hold it until commit (" FOR UPDATE"), or "".
+    row_lock: str
+
+    def reading(self) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read of the record."""
+
+    def adopting(self) -> contextlib.AbstractContextManager[SqlTx]:
+        """A write of the record, during which no vector storage appears with another dimension."""
+
+    def owner(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction on the record and ``lesson_reembed`` (as the tables' owner)."""
+
+    def every_org(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """``owner``, seeing every org's lessons (and keeping them from change until it ends)."""
+
+    def vector(self, vec: np.ndarray) -> Any:
+        """A unit vector as bound for ``lesson_reembed.embedding``."""
+
+    def swap(self, tx: SqlTx, dimension: int) -> None:
+        """In ``tx``: every lesson's vector becomes its new one from ``lesson_reembed``."""
+
+    def swapped(self, dimension: int) -> None:
+        """After the swap's commit: what the backend caches of the vectors is ``dimension``'s."""
+
+    def changed(self) -> None:
+        """Another process re-embedded the store: forget what is cached of its vectors."""
+
+
+class ModelRecords:
+    """A store's record of its model, and re-embedding it with another (``store.models``), over a
+    ``ModelDb``: the record sits in ``lore_meta`` and a re-embed's new vectors wait in
+    ``lesson_reembed`` on both backends, so the statements are written once here."""
+
+    def __init__(self, db: ModelDb) -> None:
+        self._db = db
+        # The model this process read or adopted, and the generation it read it at.
+        self._known: tuple[EmbeddingModel, int] | None = None
 
     @property
     def known(self) -> EmbeddingModel | None:
         """The model this process last read or adopted, without asking the database; None
         when it has not asked yet, or when a re-embed by another process made it stale."""
-        ...
+        known = self._known
+        return known[0] if known is not None else None
 
     def forget(self) -> None:
         """Drop what ``known`` holds, so the next ``adopt`` reads the database again."""
-        ...
+        self._known = None
 
     def recorded(self) -> EmbeddingModel | None:
         """The model the store records (read from the database); ``unrecorded(dim)`` when it
         holds vectors but no record, None when it holds neither."""
-        ...
+        with self._db.reading() as tx:
+            return _read(tx)[0]
 
     def adopt(self, model: EmbeddingModel) -> EmbeddingModel:
         """The model the store records, recording ``model`` first when the store has no record
         and no vectors of another dimension. Cached: later calls ask the database nothing."""
-        ...
+        known = self._known
+        if known is not None:
+            return known[0]
+        with self._db.reading() as tx:
+            current, generation = _read(tx)
+        if _adoptable(current, model):
+            with self._db.adopting() as tx:
+                current, generation = _read(tx)  # again, in the write
+                if _adoptable(current, model):
+                    put_meta(tx, MODEL_KEY, model.to_json())
+                    current = model
+        assert current is not None
+        if current.recorded:
+            self._known = (current, generation)
+        return current
+
+    def check(self, current: int) -> int:
+        """Inside a transaction that writes or compares vectors and read the store's generation
+        ``current``: ``ModelChangedError`` when the store was re-embedded since this process
+        read its model; else ``current``."""
+        known = self._known
+        if known is not None and known[1] != current:
+            self._known = None
+            self._db.changed()
+            raise ModelChangedError()
+        return current
 
     def reembed_target(self) -> EmbeddingModel | None:
         """The model a re-embed that has not finished is heading for, if any."""
-        ...
+        with self._db.owner(write=False) as tx:
+            found = get_meta(tx, TARGET_KEY)
+        return EmbeddingModel.from_json(found) if found is not None else None
 
     def reembed_cancel(self) -> None:
         """Discard a re-embed that has not finished (the store keeps its model and vectors)."""
-        ...
+        with self._db.owner(write=True) as tx:
+            tx.rows("DELETE FROM lesson_reembed", {})
+            tx.rows("DELETE FROM lore_meta WHERE key = :k", {"k": TARGET_KEY})
 
     def reembed_begin(self, target: EmbeddingModel) -> ReembedProgress:
-        """Start (or resume) re-embedding every lesson of every org with ``target``.
-        A run towards another target left half-done is discarded."""
-        ...
+        """Start (or resume) re-embedding every lesson of every org with ``target``; a run
+        towards another target left half-done is discarded."""
+        top = self._db.max_dimension
+        if not 1 <= target.dimension <= top:
+            raise InvalidInputError(
+                f"A vector must have between 1 and {top} dimensions, not {target.dimension}."
+            )
+        with self._db.every_org(write=True) as tx:
+            if get_meta(tx, TARGET_KEY) != target.to_json():
+                tx.rows("DELETE FROM lesson_reembed", {})  # half of a run towards another model
+                put_meta(tx, TARGET_KEY, target.to_json())
+            total = _count(tx, "FROM lessons")
+            pending = _count(tx, _PENDING)
+        return ReembedProgress(done=total - pending, total=total)
 
     def reembed_pending(self, limit: int, after: int = 0) -> list[ReembedRow]:
         """Up to ``limit`` lessons with a key above ``after``, lowest first, that still need
         their new vector (a run passes its last key, so it never scans what it did)."""
-        ...
+        with self._db.every_org(write=False) as tx:
+            rows = tx.rows(
+                f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > :after "
+                "ORDER BY l.pk LIMIT :n",
+                {"n": limit, "after": after},
+            )
+        return [
+            ReembedRow(pk=r["pk"], problem=r["problem"], resolution=r["resolution"], stamp=r["updated_at"])
+            for r in rows
+        ]
 
     def reembed_put(
         self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
     ) -> None:
         """Keep these new vectors (one transaction); ``ConflictError`` if another run took over."""
-        ...
+        values = [
+            {"pk": row.pk, "stamp": row.stamp, "v": self._db.vector(_checked(vector, target.dimension))}
+            for row, vector in rows
+        ]
+        if not values:
+            return
+        with self._db.owner(write=True) as tx:
+            self._check_target(tx, target)
+            tx.many(
+                "INSERT INTO lesson_reembed (pk, stamp, embedding) VALUES (:pk, :stamp, :v) "
+                "ON CONFLICT (pk) DO UPDATE SET stamp = excluded.stamp, embedding = excluded.embedding",
+                values,
+            )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
         """In one transaction: when every lesson has its new vector, swap them all in, record
         ``target`` and bump the generation, and return 0; otherwise change nothing and
         return how many lessons (written since their batch) still need one."""
-        ...
+        with self._db.every_org(write=True) as tx:
+            self._check_target(tx, target)
+            pending = _count(tx, _PENDING)
+            if pending:
+                return pending
+            generation = read_generation(tx) + 1
+            self._db.swap(tx, target.dimension)
+            put_meta(tx, "dim", str(target.dimension))
+            put_meta(tx, MODEL_KEY, target.to_json())
+            put_meta(tx, GENERATION_KEY, str(generation))
+            tx.rows("DELETE FROM lore_meta WHERE key = :k", {"k": TARGET_KEY})
+            tx.rows("DELETE FROM lesson_reembed", {})
+        self._db.swapped(target.dimension)
+        self._known = (target, generation)
+        return 0
+
+    def _check_target(self, tx: SqlTx, target: EmbeddingModel) -> None:
+        found = tx.rows(f"SELECT value FROM lore_meta WHERE key = :k{self._db.row_lock}", {"k": TARGET_KEY})
+        if not found or found[0]["value"] != target.to_json():
+            raise ConflictError(
+                "Another `lore-memory reembed` towards a different model took over this store; "
+                "run `lore-memory reembed` again with the model you want."
+            )
+
+
+def get_meta(tx: SqlTx, key: str) -> str | None:
+    found = tx.rows("SELECT value FROM lore_meta WHERE key = :k", {"k": key})
+    return found[0]["value"] if found else None
+
+
+def put_meta(tx: SqlTx, key: str, value: str) -> None:
+    tx.rows(
+        "INSERT INTO lore_meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        {"k": key, "v": value},
+    )
+
+
+def read_generation(tx: SqlTx) -> int:
+    """The store's model generation, read in ``tx``."""
+    value = get_meta(tx, GENERATION_KEY)
+    return int(value) if value is not None else 0
+
+
+def _read(tx: SqlTx) -> tuple[EmbeddingModel | None, int]:
+    """The recorded model (``unrecorded`` for vectors without a record) and the generation."""
+    record = get_meta(tx, MODEL_KEY)
+    if record is not None:
+        return EmbeddingModel.from_json(record), read_generation(tx)
+    dim = get_meta(tx, "dim")
+    return (unrecorded(int(dim)) if dim is not None else None), read_generation(tx)
+
+
+def _count(tx: SqlTx, source: str) -> int:
+    return int(tx.rows(f"SELECT count(*) AS n {source}", {})[0]["n"])
+
+
+def _adoptable(current: EmbeddingModel | None, model: EmbeddingModel) -> bool:
+    """A store with no record adopts a model whose dimension its vectors (if any) have."""
+    return current is None or (not current.recorded and current.dimension == model.dimension)
+
+
+def _checked(vector: Sequence[float] | np.ndarray, dimension: int) -> np.ndarray:
+    vec = unit_vector(vector)
+    if vec.shape[0] != dimension:
+        raise InvalidInputError(
+            f"A re-embedded vector has {vec.shape[0]} dimensions, not the model's {dimension}."
+        )
+    return vec

@@ -40,39 +40,42 @@ def filters(raw: Any, columns: Mapping[str, Column]) -> list[Filter]:
         raise InvalidInputError("where must be a list of {column, op, value} filters.")
     if len(raw) > MAX_FILTERS:
         raise InvalidInputError(f"where may hold at most {MAX_FILTERS} filters.")
-    out = []
-    for item in raw:
-        if not isinstance(item, Mapping):
-            raise InvalidInputError("each filter must be an object with column, op and value.")
-        name = item.get("column")
-        if not isinstance(name, str) or name not in columns:
-            raise InvalidInputError(f"filter column {show_value(name)} is not a column of this table.")
-        op = item.get("op")
-        if op not in FILTER_OPS:
-            raise InvalidInputError(f"filter op {show_value(op)} is not one of {' '.join(FILTER_OPS)}.")
-        col = columns[name]
-        value = item.get("value")
-        if op == "is_null":
-            if not isinstance(value, bool):
-                raise InvalidInputError("is_null takes true or false as its value.")
-        elif op == "in":
-            if not isinstance(value, list) or len(value) > MAX_IN_VALUES:
-                raise InvalidInputError(f"in takes a list of at most {MAX_IN_VALUES} values.")
-            value = [coerce(v, col.type, name) for v in value]
-        elif op == "like":
-            if not isinstance(value, str):
-                raise InvalidInputError("like takes a text pattern with % and _.")
-            if len(value) > MAX_LIKE_CHARS:
-                raise InvalidInputError(
-                    f"like patterns may be at most {MAX_LIKE_CHARS} characters long; "
-                    "shorten the pattern or use = or in."
-                )
-        else:
-            if value is None:
-                raise InvalidInputError(f"{op} null matches nothing; use is_null.")
-            value = coerce(value, col.type, name)
-        out.append(Filter(column=name, op=op, value=value))
-    return out
+    return [_filter(item, columns) for item in raw]
+
+
+def _filter(item: Any, columns: Mapping[str, Column]) -> Filter:
+    if not isinstance(item, Mapping):
+        raise InvalidInputError("each filter must be an object with column, op and value.")
+    name = item.get("column")
+    if not isinstance(name, str) or name not in columns:
+        raise InvalidInputError(f"filter column {show_value(name)} is not a column of this table.")
+    op = item.get("op")
+    if op not in FILTER_OPS:
+        raise InvalidInputError(f"filter op {show_value(op)} is not one of {' '.join(FILTER_OPS)}.")
+    return Filter(column=name, op=op, value=_filter_value(op, item.get("value"), columns[name]))
+
+
+def _filter_value(op: str, value: Any, col: Column) -> Any:
+    if op == "is_null":
+        if not isinstance(value, bool):
+            raise InvalidInputError("is_null takes true or false as its value.")
+    elif op == "in":
+        if not isinstance(value, list) or len(value) > MAX_IN_VALUES:
+            raise InvalidInputError(f"in takes a list of at most {MAX_IN_VALUES} values.")
+        value = [coerce(v, col.type, col.name) for v in value]
+    elif op == "like":
+        if not isinstance(value, str):
+            raise InvalidInputError("like takes a text pattern with % and _.")
+        if len(value) > MAX_LIKE_CHARS:
+            raise InvalidInputError(
+                f"like patterns may be at most {MAX_LIKE_CHARS} characters long; "
+                "shorten the pattern or use = or in."
+            )
+    else:
+        if value is None:
+            raise InvalidInputError(f"{op} null matches nothing; use is_null.")
+        value = coerce(value, col.type, col.name)
+    return value
 
 
 def matches(row: Mapping[str, Any], conditions: list[Filter]) -> bool:

@@ -102,11 +102,10 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> 
     are returned, since lessons are not part of the working copy). A lesson later commits changed
     in other fields gets back only the fields ``target`` changed, on top of its latest image."""
     lesson_effects = []
-    latest: dict[str, Any] = {}
-    for commit in later:  # oldest first: the last image of a lesson is what it is now
-        for row in commit.effects.get("rows", []):
-            if row["table"] == LESSONS_TABLE:
-                latest[row["id"]] = row["after"]
+    # Oldest first: the last image of a lesson is what it is now.
+    latest = {
+        r["id"]: r["after"] for c in later for r in c.effects.get("rows", []) if r["table"] == LESSONS_TABLE
+    }
     # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
     # JSON text in the order written, and the revert's effects list tables in this order.
     tables = dict(sorted(target.effects.get("tables", {}).items()))
@@ -119,12 +118,8 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> 
     for row in reversed(target.effects.get("rows", [])):
         deadline.check()
         if row["table"] == LESSONS_TABLE:
-            now, back = latest.get(row["id"], row["after"]), row["before"]
-            if now is not row["after"] and back is not None:
-                fields = changed_fields(back, row["after"])
-                back = {**now, **{k: v for k, v in back.items() if k in fields or k == "embedding"}}
-                if not fields & _TEXT:
-                    back["embedding"] = now.get("embedding")
+            now = latest.get(row["id"], row["after"])
+            back = _lesson_back(row, now)
             tx.restore_lesson(row["id"], back)
             lesson_effects.append({"table": LESSONS_TABLE, "id": row["id"], "before": now, "after": back})
         elif row["table"] in ws.defs:
@@ -133,6 +128,17 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> 
         if change["before"] is None and name in ws.defs:
             ws.drop_table(name)
     return lesson_effects
+
+
+def _lesson_back(row: dict[str, Any], now: Any) -> Any:
+    """The image a lesson reverts to: the fields ``row`` changed put back on its image ``now``."""
+    back = row["before"]
+    if now is not row["after"] and back is not None:
+        fields = changed_fields(back, row["after"])
+        back = {**now, **{k: v for k, v in back.items() if k in fields or k == "embedding"}}
+        if not fields & _TEXT:
+            back["embedding"] = now.get("embedding")
+    return back
 
 
 def conflict_targets(targets: tuple[str, ...]) -> list[str]:

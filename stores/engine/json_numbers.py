@@ -104,7 +104,7 @@ def _key(key: Any) -> str:
     """An object key as ``json.dumps`` writes it (it turns numbers, booleans and null into text)."""
     if isinstance(key, str):
         return key
-    return next(iter(json.loads(json.dumps({key: 0}))))
+    return str(next(iter(json.loads(json.dumps({key: 0})))))
 
 
 def _float_text(value: float) -> str:

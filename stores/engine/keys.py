@@ -1,26 +1,29 @@
-"""The keys contract: orgs and API keys, as the team server's auth needs them.
+"""Orgs and API keys, as the team server's auth needs them, over the one SQL layer for both backends.
 
-A store never sees a raw key: the MCP layer generates keys and hands the store
-only the SHA-256 hex digest and a short display prefix. Lookup by digest is the
-one query that runs before an org is known; every other call names its org.
-
-Both lesson stores expose their ``KeyStore`` as the property ``keys`` (the same
-object on every access), on the same file or database as the lessons:
-both are ``stores.engine.key_rows.SqlKeyStore``, over ``stores.sqlite.keys.LocalKeyDb``
-(sharing the local store's connections and locks) or ``stores.postgres.keys.PostgresKeyDb``
-(on its engine). ``stores.Store``, what
-``stores.open_*_store`` returns, names it.
+A store never sees a raw key: the MCP layer generates keys and hands the store only the SHA-256
+hex digest and a short display prefix. Lookup by digest is the one query that runs before an
+org is known; every other call names its org. Each lesson store's ``keys`` is one ``KeyStore``
+on its own file or database, over a ``KeyDb`` (``stores.sqlite.keys``, sharing the local
+store's connections and locks; ``stores.postgres.keys``) that opens the transactions and may
+skip recording a key's use while its writer is busy.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Protocol
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from stores.engine.activity import ActivityNote
-    from stores.engine.oauth_rows import OAuthStore
+from stores.engine.activity import ActivityNote
+from stores.engine.activity_rows import ActivityLog
+from stores.engine.lessons import Scope
+from stores.engine.oauth_rows import OAuthStore
+from stores.engine.sql import SqlTx
+from stores.errors import ConflictError, NotFoundError
+from stores.ids import new_id
 
 
 @dataclass(frozen=True)
@@ -47,16 +50,51 @@ class ApiKey:
     revoked_at: datetime | None
 
 
-class KeyStore(Protocol):
+_KEY_COLUMNS = "id, org_id, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
+
+
+class KeyDb(Protocol):
+    """What the key store needs of a backend (its ``ActivityDb`` and ``OAuthDb`` too)."""
+
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction that may see and change ``org_id``'s orgs and keys."""
+
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read that may see the one key with this digest, whatever its org."""
+
+    def touching(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx | None]:
+        """A write recording a key's use, or None when the backend skips it (writer busy)."""
+
+
+class KeyStore:
     """Orgs and keys. Raises ``NotFoundError``, ``ConflictError`` and ``UnavailableError``."""
 
+    def __init__(self, db: KeyDb, activity: ActivityLog | None = None) -> None:
+        self._db = db
+        self._oauth = OAuthStore(db)
+        self._activity = activity
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, codes and tokens, each token bound to one of these keys, in the same database."""
+        return self._oauth
+
     def create_org(self, org_id: str, name: str) -> Org:
-        """Create an org; ``ConflictError`` when one with this id exists."""
-        ...
+        """``ConflictError`` when an org with this id exists."""
+        with self._db.scoped(org_id, write=True) as tx:
+            rows = tx.rows(
+                "INSERT INTO orgs (id, name, created_at) VALUES (:id, :name, :now) "
+                "ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at",
+                {"id": org_id, "name": name, "now": tx.stamp(_now())},
+            )
+            if not rows:
+                raise ConflictError(f"An org with id {org_id!r} already exists.")
+            return _org(tx, rows[0])
 
     def get_org(self, org_id: str) -> Org | None:
-        """The org, or None when there is none with this id."""
-        ...
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows("SELECT id, name, created_at FROM orgs WHERE id = :id", {"id": org_id})
+            return _org(tx, rows[0]) if rows else None
 
     def add_key(
         self,
@@ -69,37 +107,113 @@ class KeyStore(Protocol):
         root: bool,
         activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
-        """Store a new key (its digest only); ``NotFoundError`` when the org does not exist.
+        """A new key (its digest only); ``NotFoundError`` when the org does not exist.
         ``activity``: a project of the org and the call's entry, appended to that project's
-        activity log in the same transaction, naming the key (``created:<id>``)."""
-        ...
+        log in the same transaction, naming the key (``created:<id>``)."""
+        with self._db.scoped(org_id, write=True) as tx:
+            if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
+                raise NotFoundError(f"There is no org with id {org_id!r}; create it first.")
+            rows = tx.rows(
+                "INSERT INTO api_keys (id, org_id, name, key_hash, key_prefix, project, is_root, created_at) "
+                "VALUES (:id, :org, :name, :hash, :prefix, :project, :root, :now) "
+                f"ON CONFLICT (key_hash) DO NOTHING RETURNING {_KEY_COLUMNS}",
+                {
+                    "id": new_id(),
+                    "org": org_id,
+                    "name": name,
+                    "hash": key_hash,
+                    "prefix": prefix,
+                    "project": project,
+                    "root": root,
+                    "now": tx.stamp(_now()),
+                },
+            )
+            if not rows:
+                # The digest is unique across every org (the other org's row may be invisible here).
+                raise ConflictError("A key with this digest is already stored; generate a new key.")
+            key = _key(tx, rows[0])
+            self._log(tx, org_id, activity, f"created:{key.id}")
+            return key
 
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
-        """The key with this digest, revoked or not, or None."""
-        ...
+        """The key with this digest, revoked or not."""
+        with self._db.lookup(key_hash) as tx:
+            rows = tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = :h", {"h": key_hash})
+            return _key(tx, rows[0]) if rows else None
 
     def key_by_id(self, org_id: str, key_id: str) -> ApiKey | None:
-        """The org's key with this id, revoked or not, or None."""
-        ...
-
-    @property
-    def oauth(self) -> OAuthStore:
-        """OAuth clients, codes and tokens, each token bound to one of these keys
-        (``stores.engine.oauth_rows``), in the same file or database."""
-        ...
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org AND id = :id",
+                {"org": org_id, "id": key_id},
+            )
+            return _key(tx, rows[0]) if rows else None
 
     def list_keys(self, org_id: str) -> list[ApiKey]:
         """Every key of the org, revoked ones included, oldest first."""
-        ...
+        with self._db.scoped(org_id, write=False) as tx:
+            rows = tx.rows(
+                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org ORDER BY created_at, id",
+                {"org": org_id},
+            )
+            return [_key(tx, row) for row in rows]
 
     def revoke_key(
         self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
     ) -> ApiKey:
-        """Mark a key revoked (idempotent: revoking twice keeps the first time);
-        ``NotFoundError`` when the org has no key with this id. ``activity`` as for ``add_key``."""
-        ...
+        """Idempotent: revoking twice keeps the first time; ``NotFoundError`` when the org has no
+        key with this id. ``activity`` as for ``add_key`` (``revoked:<id>``)."""
+        with self._db.scoped(org_id, write=True) as tx:
+            rows = tx.rows(
+                "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
+                f"WHERE org_id = :org AND id = :id RETURNING {_KEY_COLUMNS}",
+                {"now": tx.stamp(_now()), "org": org_id, "id": key_id},
+            )
+            if not rows:
+                raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
+            self._log(tx, org_id, activity, f"revoked:{key_id}")
+            return _key(tx, rows[0])
+
+    def _log(self, tx: SqlTx, org_id: str, activity: tuple[str, ActivityNote] | None, target: str) -> None:
+        """A key change's entry in the activity log of the project ``activity`` names, in the
+        transaction of the change."""
+        if activity is None:
+            return
+        if self._activity is None:
+            raise AssertionError("this key store was made without the store's activity log")
+        project, note = activity
+        self._activity.append(tx, Scope(org_id, project), dataclasses.replace(note, target=target))
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
-        """Record that the key was used at ``when`` (no error when it is gone); a ``when``
-        earlier than the time already recorded leaves it, so racing requests never move it back."""
-        ...
+        """Record the key's use at ``when`` (no error when it is gone); an earlier ``when`` than
+        the one recorded leaves it, so racing requests never move it back."""
+        with self._db.touching(org_id) as tx:
+            if tx is not None:
+                tx.rows(
+                    "UPDATE api_keys SET last_used_at = :when WHERE org_id = :org AND id = :id "
+                    "AND (last_used_at IS NULL OR last_used_at < :when)",
+                    {"when": tx.stamp(when), "org": org_id, "id": key_id},
+                )
+
+
+def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
+    return Org(id=row["id"], name=row["name"], created_at=tx.time(row["created_at"]))
+
+
+def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:
+    time = tx.time
+    return ApiKey(
+        id=row["id"],
+        org=row["org_id"],
+        name=row["name"],
+        prefix=row["key_prefix"],
+        project=row["project"],
+        root=bool(row["is_root"]),
+        created_at=time(row["created_at"]),
+        last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
+        revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
+    )
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)

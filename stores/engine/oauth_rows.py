@@ -12,7 +12,7 @@ from and when it first got a token, so clients nobody used are counted per addre
 Clients and the signing secret belong to no org (a client registers before anyone signs
 in), so they are read and written in a transaction scoped to ``NO_ORG``; these tables hold
 no org data and have no row-level security on Postgres. The transactions are the key
-store's (``stores.engine.key_rows.KeyDb``, which is an ``OAuthDb``), so each dialect's locking
+store's (``stores.engine.keys.KeyDb``, which is an ``OAuthDb``), so each dialect's locking
 and connections apply.
 """
 
@@ -65,80 +65,13 @@ class OAuthTokenRow:
     revoked: bool
 
 
-class OAuthStore(Protocol):
-    """OAuth state of one store. Raises ``UnavailableError`` when the database cannot be asked."""
-
-    def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
-        """Record a registered client's metadata (RFC 7591), replacing what was stored under its id."""
-        ...
-
-    def register_client(
-        self,
-        client_id: str,
-        metadata: Mapping[str, Any],
-        address: str,
-        now: datetime,
-        cap: int,
-        unused_for: timedelta,
-    ) -> float | None:
-        """Record a client registered from ``address`` unless that address already has ``cap``
-        clients that never got a token: None when recorded, else the seconds until its oldest
-        expires. First deletes every client that got no token within ``unused_for`` of registering."""
-        ...
-
-    def client(self, client_id: str) -> dict[str, Any] | None:
-        """A registered client's metadata, or None."""
-        ...
-
-    def add_code(self, code_hash: str, code: OAuthCode) -> None:
-        """Store a new authorization code (its digest only)."""
-        ...
-
-    def code(self, code_hash: str) -> OAuthCode | None:
-        """The code with this digest, used or not, or None."""
-        ...
-
-    def use_code(self, code_hash: str) -> bool:
-        """Mark the code used; False when it already was (a replay), which revokes its tokens."""
-        ...
-
-    def add_token(self, token_hash: str, token: OAuthTokenRow) -> None:
-        """Store a new access or refresh token (its digest only)."""
-        ...
-
-    def token(self, token_hash: str) -> OAuthTokenRow | None:
-        """The token with this digest, revoked or expired ones included, or None."""
-        ...
-
-    def use_refresh(self, token_hash: str) -> bool:
-        """Revoke a refresh token as it is exchanged; False when it already was (a replay of a
-        rotated token), which revokes every token of its family."""
-        ...
-
-    def revoke_family(self, family: str) -> None:
-        """Revoke every token of one authorization."""
-        ...
-
-    def secret(self, name: str, candidate: str) -> str:
-        """The stored secret ``name``, storing ``candidate`` first if there is none (so every
-        replica signs with the same one)."""
-        ...
-
-    def prune(self, now: datetime) -> None:
-        """Forget codes and tokens that expired before ``now``."""
-        ...
-
-
 class OAuthDb(Protocol):
-    """The transactions the OAuth rows need: ``stores.engine.key_rows.KeyDb`` has them."""
+    """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them): one on an org
+    (``NO_ORG`` for clients and secrets), and a read before any org is known."""
 
-    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
-        """A transaction on ``org_id`` (``NO_ORG`` for clients and secrets)."""
-        ...
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]: ...
 
-    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
-        """A read before any org is known."""
-        ...
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]: ...
 
 
 _GRANT_COLUMNS = "client_id, org_id, key_id, project, resource, scopes"
@@ -146,13 +79,15 @@ _TOKEN_COLUMNS = f"kind, family, {_GRANT_COLUMNS}, expires_at, revoked_at"
 _CODE_COLUMNS = f"{_GRANT_COLUMNS}, redirect_uri, redirect_explicit, code_challenge, expires_at, used_at"
 
 
-class SqlOAuthStore:
-    """``OAuthStore`` on the key store's transactions."""
+class OAuthStore:
+    """OAuth state of one store, on the key store's transactions. Raises ``UnavailableError``
+    when the database cannot be asked."""
 
     def __init__(self, db: OAuthDb) -> None:
         self._db = db
 
     def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
+        """A registered client's metadata (RFC 7591), replacing what was stored under its id."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             self._insert_client(tx, client_id, metadata, _now())
 
@@ -173,6 +108,9 @@ class SqlOAuthStore:
         cap: int,
         unused_for: timedelta,
     ) -> float | None:
+        """Record a client registered from ``address`` unless that address already has ``cap``
+        clients that never got a token: None when recorded, else the seconds until its oldest
+        expires. First deletes every client that got no token within ``unused_for`` of registering."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             stale = {"cutoff": tx.stamp(now - unused_for)}
             unused = (
@@ -218,6 +156,7 @@ class SqlOAuthStore:
             )
 
     def code(self, code_hash: str) -> OAuthCode | None:
+        """The code with this digest, used or not."""
         with self._db.lookup(code_hash) as tx:
             rows = tx.rows(f"SELECT {_CODE_COLUMNS} FROM oauth_codes WHERE code_hash = :h", {"h": code_hash})
             if not rows:
@@ -233,6 +172,7 @@ class SqlOAuthStore:
             )
 
     def use_code(self, code_hash: str) -> bool:
+        """Mark the code used; False when it already was (a replay), which revokes its tokens."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             used = tx.rows(
                 "UPDATE oauth_codes SET used_at = :now WHERE code_hash = :h AND used_at IS NULL RETURNING code_hash",
@@ -262,6 +202,7 @@ class SqlOAuthStore:
             )
 
     def token(self, token_hash: str) -> OAuthTokenRow | None:
+        """The token with this digest, revoked or expired ones included."""
         with self._db.lookup(token_hash) as tx:
             rows = tx.rows(
                 f"SELECT {_TOKEN_COLUMNS} FROM oauth_tokens WHERE token_hash = :h", {"h": token_hash}
@@ -278,6 +219,8 @@ class SqlOAuthStore:
             )
 
     def use_refresh(self, token_hash: str) -> bool:
+        """Revoke a refresh token as it is exchanged; False when it already was (a replay of a
+        rotated token), which revokes every token of its family."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             used = tx.rows(
                 "UPDATE oauth_tokens SET revoked_at = :now WHERE token_hash = :h AND kind = 'refresh' "
@@ -296,6 +239,8 @@ class SqlOAuthStore:
             _revoke_family(tx, family)
 
     def secret(self, name: str, candidate: str) -> str:
+        """The stored secret ``name``, storing ``candidate`` first if there is none (so every
+        replica signs with the same one)."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             tx.rows(
                 "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
@@ -306,6 +251,7 @@ class SqlOAuthStore:
             )
 
     def prune(self, now: datetime) -> None:
+        """Forget codes and tokens that expired before ``now``."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             tx.rows("DELETE FROM oauth_codes WHERE expires_at < :now", {"now": tx.stamp(now)})
             tx.rows("DELETE FROM oauth_tokens WHERE expires_at < :now", {"now": tx.stamp(now)})
@@ -318,25 +264,25 @@ def _revoke_family(tx: SqlTx, family: str) -> None:
     )
 
 
+# A grant's fields and their columns (scopes apart: one text of names).
+_GRANT = {
+    "client_id": "client_id",
+    "org": "org_id",
+    "key_id": "key_id",
+    "project": "project",
+    "resource": "resource",
+}
+
+
 def _grant_params(grant: OAuthGrant) -> dict[str, Any]:
-    return {
-        "client_id": grant.client_id,
-        "org_id": grant.org,
-        "key_id": grant.key_id,
-        "project": grant.project,
-        "resource": grant.resource,
-        "scopes": " ".join(grant.scopes),
+    return {column: getattr(grant, name) for name, column in _GRANT.items()} | {
+        "scopes": " ".join(grant.scopes)
     }
 
 
 def _grant(row: Mapping[str, Any]) -> OAuthGrant:
     return OAuthGrant(
-        client_id=row["client_id"],
-        org=row["org_id"],
-        key_id=row["key_id"],
-        project=row["project"],
-        resource=row["resource"],
-        scopes=tuple(row["scopes"].split()),
+        **{name: row[column] for name, column in _GRANT.items()}, scopes=tuple(row["scopes"].split())
     )
 
 

@@ -17,7 +17,7 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -145,29 +145,29 @@ def coerce(value: Any, col_type: str, column: str) -> Any:
     """
     if value is None:
         return None
-    ok = False
-    if col_type == "text":
-        ok = isinstance(value, str)
-        if ok:
-            _check_text(value, f"column {column!r}")
-    elif col_type == "integer":
-        ok = isinstance(value, int) and not isinstance(value, bool)
-        if ok:
-            _check_int_range(value, column)
-    elif col_type == "real":
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
-        value = plain_float(float(value)) if ok else value
-    elif col_type == "boolean":
-        ok = isinstance(value, bool)
-    elif col_type == "json":
-        _check_json(value, column)
-        value = without_negative_zero(value)
-        ok = True
-    elif col_type == "timestamp":
+    if col_type == "timestamp":
         return timestamp(value, column)
-    if not ok:
+    if col_type == "json":
+        _check_json(value, column)
+        return without_negative_zero(value)
+    if not _IS.get(col_type, lambda v: False)(value):
         raise InvalidInputError(f"column {column!r} is {col_type}; {show_value(value)} is not.")
+    if col_type == "text":
+        _check_text(value, f"column {column!r}")
+    elif col_type == "integer":
+        _check_int_range(value, column)
+    elif col_type == "real":
+        value = plain_float(float(value))
     return value
+
+
+_IS: dict[str, Callable[[Any], bool]] = {
+    "text": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "real": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and _finite(v),
+    "boolean": lambda v: isinstance(v, bool),
+}
+_AS_IS = object()  # a conversion's answer for a value ``coerce`` then checks as it is
 
 
 def convert(value: Any, to_type: str, column: str) -> Any:
@@ -175,35 +175,50 @@ def convert(value: Any, to_type: str, column: str) -> Any:
     if value is None:
         return None
     try:
-        if to_type == "text":
-            return value if isinstance(value, str) else json.dumps(value)
-        if to_type == "integer":
-            if isinstance(value, bool):
-                return int(value)
-            if isinstance(value, float) and value.is_integer():
-                return _check_int_range(int(value), column, shown=value)
-            if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
-                return _check_int_range(int(value.strip()), column, shown=value)
-        if to_type == "real":
-            if isinstance(value, int | float) and not isinstance(value, bool) and _finite(value):
-                return plain_float(float(value))
-            if isinstance(value, str) and math.isfinite(float(value)):
-                return plain_float(float(value))
-        if to_type == "boolean":
-            if isinstance(value, int) and value in (0, 1):
-                return bool(value)
-            if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-                return value.strip().lower() == "true"
-        if to_type == "json":
-            return value
-        if to_type == "timestamp" and isinstance(value, str):
-            return timestamp(value, column)
-        return coerce(value, to_type, column)
+        conversion = _CONVERSIONS.get(to_type)
+        converted = conversion(value, column) if conversion is not None else _AS_IS
+        return coerce(value, to_type, column) if converted is _AS_IS else converted
     except IntegerRangeError:
         raise
     except (ValueError, OverflowError, InvalidInputError):
         pass
     raise InvalidInputError(f"column {column!r}: {show_value(value)} cannot become {to_type}.")
+
+
+def _to_integer(value: Any, column: str) -> Any:
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return _check_int_range(int(value), column, shown=value)
+    if isinstance(value, str) and _INTEGER_TEXT.fullmatch(value.strip()):
+        return _check_int_range(int(value.strip()), column, shown=value)
+    return _AS_IS
+
+
+def _to_real(value: Any, column: str) -> Any:
+    if isinstance(value, int | float) and not isinstance(value, bool) and _finite(value):
+        return plain_float(float(value))
+    if isinstance(value, str) and math.isfinite(float(value)):
+        return plain_float(float(value))
+    return _AS_IS
+
+
+def _to_boolean(value: Any, column: str) -> Any:
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return _AS_IS
+
+
+_CONVERSIONS: dict[str, Callable[[Any, str], Any]] = {
+    "text": lambda v, c: v if isinstance(v, str) else json.dumps(v),
+    "integer": _to_integer,
+    "real": _to_real,
+    "boolean": _to_boolean,
+    "json": lambda v, c: v,
+    "timestamp": lambda v, c: timestamp(v, c) if isinstance(v, str) else _AS_IS,
+}
 
 
 def timestamp(value: Any, column: str) -> str:
@@ -317,12 +332,17 @@ def _check_json(value: Any, column: str) -> None:
                 stack.append((inner, depth + 1))
         elif isinstance(item, list):
             stack.extend((inner, depth + 1) for inner in item)
-        elif isinstance(item, float) and not math.isfinite(item):
-            raise InvalidInputError(f"column {column!r}: JSON numbers must be finite, not {item}.")
-        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 1000:
-            raise InvalidInputError(f"column {column!r}: a JSON number here has more than 300 digits.")
-        elif item is not None and not isinstance(item, bool | int | float):
-            raise InvalidInputError(f"column {column!r}: {show_value(item)} is not a JSON value.")
+        else:
+            _check_json_scalar(item, column)
+
+
+def _check_json_scalar(item: Any, column: str) -> None:
+    if isinstance(item, float) and not math.isfinite(item):
+        raise InvalidInputError(f"column {column!r}: JSON numbers must be finite, not {item}.")
+    if isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 1000:
+        raise InvalidInputError(f"column {column!r}: a JSON number here has more than 300 digits.")
+    if item is not None and not isinstance(item, bool | int | float):
+        raise InvalidInputError(f"column {column!r}: {show_value(item)} is not a JSON value.")
 
 
 _INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,30}")

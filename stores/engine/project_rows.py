@@ -1,4 +1,5 @@
-"""``stores.engine.structured.ProjectTx`` over the one SQL layer, written once for both backends.
+"""One project's tables, commits and lessons inside one transaction (``stores.engine.structured``'s
+``ProjectTx``), over the one SQL layer, written once for both backends.
 
 Tables live in ``mem_tables`` (catalog) and ``mem_rows`` (one JSON object per row);
 commits in ``commits`` with their targets in ``commit_targets``, and snapshots in
@@ -9,6 +10,7 @@ nothing else (on Postgres the org's row-level security policy holds as well).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,15 +20,32 @@ from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
 from stores.engine.plans import Column
 from stores.engine.sql import SqlTx
-from stores.engine.structured import Commit, TableDef
+from stores.engine.workspace import TableDef
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    seq: int
+    parent: str | None
+    kind: str
+    message: str
+    actor: str
+    created_at: datetime
+    schema_hash_before: str
+    schema_hash_after: str
+    effects: Mapping[str, Any] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
+
 
 _SCOPE = "org_id = :org AND project = :project"
 # A commit of at most this many targets is written in one statement with them (and its entry).
 TOGETHER_MAX_TARGETS = 16
 
 
-class SqlProjectTx:
-    """One project inside a transaction the caller holds (``tx``)."""
+class ProjectTx:
+    """One project inside a transaction the caller holds (``tx``): what structured memory, history
+    and the lessons' commits run on."""
 
     def __init__(
         self,
@@ -74,6 +93,7 @@ class SqlProjectTx:
         return self._rows[table]
 
     def put_table(self, name: str, table: TableDef | None) -> None:
+        """Create, change or (None) drop a table with its rows."""
         self._tables = None
         self._rows.pop(name, None)
         params = {**self._key, "name": name}
@@ -93,6 +113,7 @@ class SqlProjectTx:
         )
 
     def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
+        """Insert, replace or (None) delete rows."""
         self._rows.pop(table, None)
         gone = [{**self._key, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
         kept = [
@@ -210,9 +231,11 @@ class SqlProjectTx:
         )
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
+        """Put a lesson back as ``image`` describes it (None: delete it)."""
         self._restore_lesson(lesson_id, image)
 
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
         # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
         rows = self.tx.rows(
             f"SELECT id FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
@@ -221,6 +244,7 @@ class SqlProjectTx:
         return {r["id"] for r in rows}
 
     def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
+        """The problem of each of ``ids`` still stored in this project, by id."""
         rows = self.tx.rows(
             f"SELECT id, problem FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
             {**self._key, "ids": self.tx.listed(ids)},
@@ -228,6 +252,8 @@ class SqlProjectTx:
         return {r["id"]: r["problem"] for r in rows}
 
     def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
+        """Every live lesson's id, problem, tags, created_at and votes (no text beyond the
+        problem, no vector): what an overview of the project counts."""
         rows = self.tx.rows(
             "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
             f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",
@@ -238,6 +264,7 @@ class SqlProjectTx:
         ]
 
     def org_projects(self) -> list[str]:
+        """Every project of this org that has lessons or commits, sorted."""
         rows = self.tx.rows(
             "SELECT project FROM lessons WHERE org_id = :org UNION SELECT project FROM commits WHERE org_id = :org "
             "ORDER BY 1",
@@ -261,3 +288,6 @@ class SqlProjectTx:
             )
             for r in self.tx.rows(sql, params)
         ]
+
+
+SqlProjectTx = ProjectTx  # the name stores.engine.lesson_rows makes it by

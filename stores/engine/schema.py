@@ -109,7 +109,7 @@ def oauth_tables(t: Types) -> str:
 
 def oauth_registration_table(t: Types) -> str:
     """Who registered each client (RFC 7591) and when, and when it first got a token
-    (``oauth_rows.SqlOAuthStore.register_client``): the per-address cap counts a client address's
+    (``oauth_rows.OAuthStore.register_client``): the per-address cap counts a client address's
     unused clients, and unused ones are deleted once old. Clients registered before it have no
     row here and are neither counted nor deleted. ``IF NOT EXISTS`` as for the OAuth tables."""
     return f"""

@@ -20,42 +20,32 @@ class SqlTx(Protocol):
 
     def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Run ``sql`` with ``params`` bound by name; every row it returns (none for most writes)."""
-        ...
 
     def many(self, sql: str, params: Sequence[Mapping[str, Any]]) -> None:
         """Run a write once for each set of parameters (nothing when there is none)."""
-        ...
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Run ``INSERT`` statements (each with its own parameters) in one round trip where the
         database has round trips: a commit, its targets and the call's activity entry cost a
         Postgres write one trip, not three. Every statement is the engine's own text."""
-        ...
 
     def json(self, param: str) -> str:
         """The SQL that binds parameter ``param`` (a ``dump``) as the database's JSON value."""
-        ...
 
     def dump(self, value: Any) -> Any:
         """A JSON value as bound for ``json``."""
-        ...
 
     def load(self, value: Any) -> Any:
         """A stored JSON column back as Python values."""
-        ...
 
     def stamp(self, when: datetime) -> Any:
         """``when`` as the database stores a time."""
-        ...
 
     def time(self, value: Any) -> datetime:
         """A stored time back as an aware ``datetime``."""
-        ...
 
     def in_list(self, column: str, param: str) -> str:
         """SQL true when ``column`` is one of the values bound as ``param`` (a ``listed``)."""
-        ...
 
     def listed(self, values: Sequence[Any]) -> Any:
         """A list of values as bound for ``in_list``."""
-        ...

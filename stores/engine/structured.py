@@ -19,95 +19,22 @@ request that runs too long stops inside its transaction, which then rolls back.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from stores import deadline
 from stores.engine.activity import ActivityNote
-from stores.engine.plans import (
-    ID_COLUMN,
-    Plan,
-    PlanError,
-    parse_plan,
-    risk,
-    schema_hash,
-)
-from stores.engine.workspace import (
-    TableDef,
-    TableSource,
-    Workspace,
-    columns_json,
-    run_operation,
-)
+from stores.engine.plans import ID_COLUMN, Plan, PlanError, parse_plan, risk, schema_hash
+from stores.engine.project_rows import Commit as Commit
+from stores.engine.project_rows import ProjectTx as ProjectTx
+from stores.engine.workspace import TableDef, TableSource, Workspace, columns_json, run_operation
 from stores.errors import ConflictError, NotFoundError, StoreError, UnavailableError
 from stores.ids import new_id
 
 LESSONS_TABLE = "lessons"
 SNAPSHOT_EVERY = 100
-
-
-@dataclass(frozen=True)
-class Commit:
-    id: str
-    seq: int
-    parent: str | None
-    kind: str
-    message: str
-    actor: str
-    created_at: datetime
-    schema_hash_before: str
-    schema_hash_after: str
-    effects: Mapping[str, Any] = field(default_factory=dict)
-    targets: tuple[str, ...] = ()
-
-
-class ProjectTx(Protocol):
-    """What the engine needs from a backend, inside one transaction on one project."""
-
-    def tables(self) -> dict[str, TableDef]: ...
-
-    def rows(self, table: str) -> dict[int, dict[str, Any]]: ...
-
-    def put_table(self, name: str, table: TableDef | None) -> None:
-        """Create, change or (None) drop a table with its rows."""
-
-    def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
-        """Insert, replace or (None) delete rows."""
-
-    def last_commit(self) -> tuple[str, int] | None: ...
-
-    def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
-        """Write ``commit``, with the call's ``activity`` entry naming it when given."""
-
-    def get_commit(self, commit_id: str) -> Commit | None: ...
-
-    def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
-        """Add the call's entry to the project's activity log in this transaction
-        (``stores.engine.activity``), naming ``commit``, else the commit this transaction added."""
-
-    def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]: ...
-
-    def commits(self, target: str | None, limit: int, before_seq: int | None) -> list[Commit]: ...
-
-    def put_snapshot(self, seq: int, state: dict[str, Any]) -> None: ...
-
-    def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
-        """Put a lesson back as ``image`` describes it (None: delete it)."""
-
-    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
-        """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
-
-    def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
-        """The problem of each of ``ids`` still stored in this project, by id."""
-
-    def org_projects(self) -> list[str]:
-        """Every project of this org that has lessons or commits, sorted."""
-
-    def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
-        """Every live lesson's id, problem, tags, created_at and votes (no text beyond the
-        problem, no vector): what an overview of the project counts."""
 
 
 def tables_hash(tables: Mapping[str, TableDef]) -> str:

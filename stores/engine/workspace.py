@@ -267,9 +267,8 @@ def _row_values(table: TableDef, raw: Any, what: str, *, fill: bool) -> dict[str
         raise NotFoundError(f"{what}: no column {unknown[0]!r} in this table.")
     values = {k: coerce(v, columns[k].type, k) for k, v in raw.items()}
     if fill:
-        for col in table.columns:
-            if values.get(col.name) is None and col.default is not None and col.name not in raw:
-                values[col.name] = col.default
+        defaults = {c.name: c.default for c in table.columns if c.default is not None and c.name not in raw}
+        values.update(defaults)
     for key, value in values.items():
         if value is None and not columns[key].nullable:
             raise InvalidInputError(f"{what}: column {key!r} cannot be null.")

@@ -51,10 +51,7 @@ CONNECT_DEFAULTS: dict[str, str] = {
 }
 # The server side, set on every new connection unless the URL's ``options`` sets it
 # (``?options=-c%20statement_timeout%3D60s``). Migrations lift the statement limit.
-SESSION_DEFAULTS: dict[str, str] = {
-    "statement_timeout": "30s",
-    "idle_in_transaction_session_timeout": "60s",
-}
+SESSION_DEFAULTS: dict[str, str] = {"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"}
 # How long a call waits for a pooled connection when all are busy.
 POOL_TIMEOUT_S = 5.0
 

@@ -1,4 +1,5 @@
-"""Orgs and API keys in Postgres: the dialect of ``stores.engine.key_rows``.
+"""Orgs, API keys and the activity log in Postgres: the dialect of ``stores.engine.keys``
+and ``stores.engine.activity_rows``.
 
 Every call but one names its org and sets ``lore.org`` for the row-level security
 policies (see ``stores.postgres.db``). The exception is the lookup by digest, which runs
@@ -13,12 +14,14 @@ from collections.abc import Iterator
 
 from sqlalchemy import Engine, text
 
-from stores.postgres.db import transaction
+from stores.postgres.db import transaction, unavailable_on_failure
 from stores.postgres.sql import PostgresSqlTx
 
 
 class PostgresKeyDb:
-    """``stores.engine.key_rows.KeyDb`` on the engine of a ``PostgresLessonStore``."""
+    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on the engine of a ``PostgresLessonStore``."""
+
+    orgs_together = False  # row-level security checks each row's org: one transaction per org
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -27,6 +30,16 @@ class PostgresKeyDb:
     def scoped(self, org_id: str, *, write: bool) -> Iterator[PostgresSqlTx]:
         del write  # row locks do the rest
         with transaction(self._engine, org_id) as conn:
+            yield PostgresSqlTx(conn)
+
+    @contextlib.contextmanager
+    def entries(self, org_id: str) -> Iterator[PostgresSqlTx]:
+        """Held entries, committed without waiting for a WAL flush (``synchronous_commit`` off
+        for this transaction alone): a recall then pays one short round trip for its entry, and
+        a crash may lose the last entries written, never the memory they describe."""
+        settings = "set_config('lore.org', :org, true), set_config('synchronous_commit', 'off', true)"
+        with unavailable_on_failure(), self._engine.begin() as conn:
+            conn.execute(text(f"SELECT {settings}"), {"org": org_id})
             yield PostgresSqlTx(conn)
 
     @contextlib.contextmanager

@@ -20,25 +20,30 @@ from typing import Any
 import numpy as np
 from sqlalchemy import Connection, text
 
-from stores.engine import ranking
-from stores.engine.activity import ActivityBounds
-from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
-from stores.engine.curation import CurationRows
-from stores.engine.embedding_model import GENERATION_KEY
-from stores.engine.key_rows import SqlKeyStore
+from stores.engine import curation, ranking
+from stores.engine.activity import (
+    ActivityBounds,
+    ActivityNote,
+    ActivityPage,
+    ActivityQuery,
+    RecallStats,
+    StalePage,
+)
+from stores.engine.activity_rows import ActivityRecords
+from stores.engine.embedding_model import GENERATION_KEY, ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
 from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
-from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import engine_for, transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
+from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
@@ -103,7 +108,7 @@ class _ProbeDone(Exception):
     """Raised inside the probe's transaction so that it rolls back."""
 
 
-class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, CurationRows):
+class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
     over ``PostgresLessonTx``."""
 
@@ -116,12 +121,12 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         activity_bounds: ActivityBounds | None = None,
     ) -> None:
         self._ranking = ranking_params or ranking.RankingParams()
-        self._activity = ActivityLog(activity_bounds)
-        self._held = HeldEntries(self._write_held)
         self._engine = engine_for(url, pool_size)
         migrate(self._engine)
+        self._key_db = PostgresKeyDb(self._engine)
+        self._activity = ActivityRecords(self._key_db, activity_bounds)
         self._dims = PostgresDims(self._engine)
-        self._models = SqlModelRecords(PostgresModelDb(self._engine, self._dims))
+        self._models = ModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
         self._notices = PostgresNotices(self._engine)
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
@@ -207,18 +212,28 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     def close(self) -> None:
         self._notices.close()
-        self._close_activity()
+        self._activity.close()
         self._engine.dispose()
 
-    def _write_held(self, held: builtins.list[Held]) -> None:
-        """Held entries, one transaction per org (row-level security checks each row's org)."""
-        by_org: dict[str, builtins.list[Held]] = {}
-        for item in held:
-            by_org.setdefault(item[0].org, []).append(item)
-        for org, items in by_org.items():
-            with self._activity_writer(Scope(org, items[0][0].project)) as sql:
-                for scope, entry_id, at, note in items:
-                    self._activity.append(sql, scope, note, (entry_id, at))
+    # -- the activity log and curation (``stores.engine.activity_rows``, ``curation``) -----
+
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        return self._activity.append(scope, note)
+
+    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
+        return self._activity.page(scope, query)
+
+    def recall_stats(self, scope: Scope, lesson_ids: builtins.list[str]) -> dict[str, RecallStats]:
+        return self._activity.recall_stats(scope, lesson_ids)
+
+    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
+        return self._activity.stale_lessons(scope, before, limit, cursor)
+
+    def duplicate_pairs(self, scope: Scope, threshold: float) -> builtins.list[curation.Pair]:
+        return curation.duplicate_pairs(self._lesson_reader(scope), threshold)
+
+    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
+        curation.keep_pair(self._lesson_writer(scope, []), a, b)
 
     # -- the transactions of stores.engine.lesson_rules -----------------------------------
 
@@ -248,19 +263,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
             rows,
             checks,
             PostgresSqlTx(conn, bounded=True),
-            activity=self._activity,
+            activity=self._activity.log,
         )
-
-    @contextlib.contextmanager
-    def _activity_writer(self, scope: Scope) -> Iterator[PostgresSqlTx]:
-        """A transaction for held entries (``_write_held``), whose commit
-        waits for no WAL flush (``synchronous_commit`` off for it alone): a recall then pays one
-        short round trip for its entry, and a crash may lose the last entries written, never
-        the memory they describe."""
-        settings = "set_config('lore.org', :org, true), set_config('synchronous_commit', 'off', true)"
-        with unavailable_on_failure(), self._engine.begin() as conn:
-            conn.execute(text(f"SELECT {settings}"), {"org": scope.org})
-            yield PostgresSqlTx(conn)
 
     # -- internals ----------------------------------------------------------------
 
@@ -349,7 +353,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> SqlModelRecords:
+    def models(self) -> ModelRecords:
         """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -357,9 +361,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
-        from stores.postgres.keys import PostgresKeyDb
-
-        return SqlKeyStore(PostgresKeyDb(self._engine), self._activity)
+        return KeyStore(self._key_db, self._activity.log)
 
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:

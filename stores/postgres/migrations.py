@@ -34,6 +34,22 @@ _TYPES = Types(
     "text", "bigint", "jsonb", "timestamptz", "bigserial PRIMARY KEY", "boolean NOT NULL DEFAULT false", ""
 )
 
+
+def _org_policy(*tables: str, column: str = "org_id") -> str:
+    """Row-level security on ``tables``: a transaction sees and writes only the rows of the org
+    it set in ``lore.org`` (``stores.postgres.db``)."""
+    return "".join(
+        f"""
+        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
+        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
+        CREATE POLICY {table}_org ON {table}
+            USING ({column} = current_setting('lore.org', true))
+            WITH CHECK ({column} = current_setting('lore.org', true));
+        """
+        for table in tables
+    )
+
+
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -69,13 +85,9 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
         CREATE INDEX lessons_tags ON lessons USING gin (tags);
         CREATE INDEX lessons_tsv ON lessons USING gin (tsv);
-        ALTER TABLE lessons ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE lessons FORCE ROW LEVEL SECURITY;
-        CREATE POLICY lessons_org ON lessons
-            USING (org_id = current_setting('lore.org', true))
-            WITH CHECK (org_id = current_setting('lore.org', true));
-        """,
-    ),
+        """
+        + _org_policy("lessons"),
+    )
 ]
 
 MIGRATIONS.append(
@@ -83,16 +95,7 @@ MIGRATIONS.append(
         2,
         "structured memory and history",
         structured_tables(_TYPES)
-        + "".join(
-            f"""
-        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
-        CREATE POLICY {table}_org ON {table}
-            USING (org_id = current_setting('lore.org', true))
-            WITH CHECK (org_id = current_setting('lore.org', true));
-        """
-            for table in ("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots")
-        ),
+        + _org_policy("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots"),
     )
 )
 
@@ -101,16 +104,9 @@ MIGRATIONS.append(
         3,
         "orgs and api keys",
         key_tables(_TYPES)
-        + """ALTER TABLE orgs ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE orgs FORCE ROW LEVEL SECURITY;
-        CREATE POLICY orgs_org ON orgs
-            USING (id = current_setting('lore.org', true))
-            WITH CHECK (id = current_setting('lore.org', true));
-        ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE api_keys FORCE ROW LEVEL SECURITY;
-        CREATE POLICY api_keys_org ON api_keys
-            USING (org_id = current_setting('lore.org', true))
-            WITH CHECK (org_id = current_setting('lore.org', true));
+        + _org_policy("orgs", column="id")
+        + _org_policy("api_keys")
+        + """
         -- Authentication looks a key up before it knows the org: a transaction that sets
         -- lore.key_hash may read exactly the one row with that digest (permissive policies
         -- add up, so for SELECT this widens the one above), and may change nothing.
@@ -291,16 +287,7 @@ MIGRATIONS.append(
         11,
         "the activity log",
         # Per org like the lessons: row-level security shows a transaction only its org's entries.
-        activity_tables(_TYPES)
-        + "".join(
-            f""";
-        ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
-        CREATE POLICY {table}_org ON {table}
-            USING (org_id = current_setting('lore.org', true))
-            WITH CHECK (org_id = current_setting('lore.org', true))"""
-            for table in ("activity", "activity_lessons")
-        ),
+        activity_tables(_TYPES) + ";" + _org_policy("activity", "activity_lessons"),
     )
 )
 
@@ -313,12 +300,8 @@ MIGRATIONS.append(
         13,
         "pairs kept apart, and people's activity",
         curation_tables(_TYPES)
-        + f"""; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};
-        ALTER TABLE kept_pairs ENABLE ROW LEVEL SECURITY;
-        ALTER TABLE kept_pairs FORCE ROW LEVEL SECURITY;
-        CREATE POLICY kept_pairs_org ON kept_pairs
-            USING (org_id = current_setting('lore.org', true))
-            WITH CHECK (org_id = current_setting('lore.org', true))""",
+        + f"; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};"
+        + _org_policy("kept_pairs"),
     )
 )
 

@@ -1,4 +1,4 @@
-"""Postgres's side of its model record and re-embedding (``stores.engine.model_rows``).
+"""Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``).
 
 One record for the whole database (``lore_meta``), since every org shares the one
 ``embedding`` column and its dimension. Re-embedding works on every org's lessons, so
@@ -19,7 +19,7 @@ import psycopg
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.exc import ProgrammingError
 
-from stores.engine.model_rows import read_generation
+from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure
@@ -35,7 +35,7 @@ NOT_OWNER = (
 
 
 class PostgresModelDb:
-    """``stores.engine.model_rows.ModelDb`` in one Postgres database."""
+    """``stores.engine.embedding_model.ModelDb`` in one Postgres database."""
 
     max_dimension = MAX_DIMENSION
     row_lock = " FOR UPDATE"

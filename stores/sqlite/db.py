@@ -49,7 +49,7 @@ LOCKED_MESSAGE = (
 
 if TYPE_CHECKING:
     # sqlean's connection is the standard library's, built with extension loading.
-    from sqlite3 import Connection
+    from sqlite3 import Connection as Connection
 else:
     Connection = sqlean.Connection
 
@@ -68,7 +68,7 @@ def parse_ts(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-class TrackedConnection(sqlean.Connection):
+class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
     """A connection that remembers its cursors, so a transaction can finish every statement
     left unfinished before it (``finish_statements``).
 
@@ -116,7 +116,7 @@ def connect(path: Path | str) -> Connection:
         if isinstance(exc, sqlean.Error):
             raise _cannot_open(path, exc) from exc
         raise
-    return conn
+    return conn  # type: ignore[no-any-return, unused-ignore]  # sqlean is untyped under --strict
 
 
 def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
@@ -133,7 +133,7 @@ def _is_read_only(exc: BaseException) -> bool:
     """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
     code = getattr(exc, "sqlite_errorcode", None)
     if isinstance(exc, sqlean.OperationalError) and code is not None:
-        return code & 0xFF == 8  # SQLITE_READONLY
+        return bool(code & 0xFF == 8)  # SQLITE_READONLY
     return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
 
 
@@ -237,29 +237,25 @@ def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
     pause = 0.01
     try:
         while True:
-            wait, by_deadline = _time_left(start)
-            if wait <= 0:
-                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
-            conn.execute(f"PRAGMA busy_timeout = {max(1, int(wait * 1000))}")
+            conn.execute(f"PRAGMA busy_timeout = {max(1, int(_time_left(start) * 1000))}")
             try:
                 return fn()
             except sqlean.OperationalError as exc:
                 message = str(exc).lower()
                 if "locked" not in message and "busy" not in message:
                     raise
-            wait, by_deadline = _time_left(start)
-            if wait <= 0:
-                raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
-            time.sleep(min(pause, wait))
+            time.sleep(min(pause, _time_left(start)))
             pause = min(pause * 2, 0.5)
     finally:
         conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_MS)}")
 
 
-def _time_left(start: float) -> tuple[float, bool]:
-    """Seconds this lock wait may still take, and whether the deadline (not the budget) bounds it."""
+def _time_left(start: float) -> float:
+    """Seconds this lock wait may still take; ``DeadlineExceeded`` when the request's deadline has
+    passed, else ``UnavailableError`` once the budget is spent."""
     budget = BUSY_TIMEOUT_MS / 1000 - (time.monotonic() - start)
     left = deadline.remaining()
-    if left is not None and left < budget:
-        return left, True
-    return budget, False
+    wait, by_deadline = (left, True) if left is not None and left < budget else (budget, False)
+    if wait <= 0:
+        raise deadline.DeadlineExceeded() if by_deadline else UnavailableError(LOCKED_MESSAGE)
+    return wait

@@ -1,4 +1,5 @@
-"""Orgs and API keys in the local SQLite file: the dialect of ``stores.engine.key_rows``.
+"""Orgs, API keys and the activity log in the local SQLite file: the dialect of
+``stores.engine.keys`` and ``stores.engine.activity_rows``.
 
 Shares the lesson store's two connections and their locks (``LocalConnections``), so key
 writes queue behind lesson writes in the same ``BEGIN IMMEDIATE`` discipline and never
@@ -23,7 +24,9 @@ TOUCH_WAIT_S = 0.2
 
 
 class LocalKeyDb:
-    """``stores.engine.key_rows.KeyDb`` on one SQLite file's connections."""
+    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on one SQLite file's connections."""
+
+    orgs_together = True  # one file, one writer: held entries of every org in one write
 
     def __init__(self, conns: LocalConnections) -> None:
         self._conns = conns
@@ -33,6 +36,9 @@ class LocalKeyDb:
         del org_id  # one process's file: every statement names its org
         with self._conns.writing() if write else self._conns.reading() as conn:
             yield LocalSqlTx(conn)
+
+    def entries(self, org_id: str) -> contextlib.AbstractContextManager[LocalSqlTx]:
+        return self.scoped(org_id, write=True)
 
     @contextlib.contextmanager
     def lookup(self, key_hash: str) -> Iterator[LocalSqlTx]:

@@ -20,18 +20,23 @@ from typing import Any
 import numpy as np
 
 from stores import deadline
-from stores.engine import ranking
-from stores.engine.activity import ActivityBounds
-from stores.engine.activity_rows import ActivityLog, ActivityReads, Held, HeldEntries
-from stores.engine.curation import CurationRows
-from stores.engine.key_rows import SqlKeyStore
+from stores.engine import curation, ranking
+from stores.engine.activity import (
+    ActivityBounds,
+    ActivityNote,
+    ActivityPage,
+    ActivityQuery,
+    RecallStats,
+    StalePage,
+)
+from stores.engine.activity_rows import ActivityRecords
+from stores.engine.embedding_model import ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LessonReads, SqlLessonTx, count_live, decoded
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
 from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
-from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
@@ -40,6 +45,7 @@ from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import Connection, write_transaction
 from stores.sqlite.db import format_ts as _ts
 from stores.sqlite.db import utc_now as _now
+from stores.sqlite.keys import LocalKeyDb
 from stores.sqlite.lesson_rows import LocalLessonRows
 from stores.sqlite.models import LocalModelDb
 from stores.sqlite.sql import LocalSqlTx
@@ -59,7 +65,7 @@ _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 _FTS_OVERSAMPLE = 4
 
 
-class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, CurationRows):
+class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
     ``LocalLessonTx``."""
 
@@ -71,15 +77,15 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
         activity_bounds: ActivityBounds | None = None,
     ) -> None:
         self.path = Path(path)
-        self._activity = ActivityLog(activity_bounds)
-        self._held = HeldEntries(self._write_held)
         self._ranking = ranking_params or ranking.RankingParams()
         self._conns = LocalConnections(path)
+        self._key_db = LocalKeyDb(self._conns)
+        self._activity = ActivityRecords(self._key_db, activity_bounds)
         # The connections and the write lock, by their old names (tests hold them).
         self._writer, self._reader = self._conns.writer, self._conns.reader
         self._write_lock = self._conns.write_lock
         self._vectors = LocalVectors()
-        self._models = SqlModelRecords(LocalModelDb(self._conns))
+        self._models = ModelRecords(LocalModelDb(self._conns))
 
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
@@ -148,13 +154,8 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
         with self._conns.writing() as conn:
             if vectors:
                 check_dims(vectors, self._vectors.ensure_dim(conn, vectors[0].shape[0]))
-            held = self._held.take()  # written in this transaction: a save costs the reader no cache more
-            try:
-                self._append_held(LocalSqlTx(conn), held)
+            with self._activity.riding(LocalSqlTx(conn)):
                 yield self._tx(conn, scope)
-            except BaseException:
-                self._held.give_back(held)
-                raise
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
@@ -164,16 +165,27 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
     def _tx(self, conn: Connection, scope: Scope) -> SqlLessonTx:
         rows = LocalLessonRows(self._vectors, conn, scope)
         checks = ModelChecks(self._models, lambda: meta.generation(conn))
-        return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, checks, activity=self._activity)
+        return SqlLessonTx(LocalSqlTx(conn), scope, _now(), rows, checks, activity=self._activity.log)
 
-    def _write_held(self, held: builtins.list[Held]) -> None:
-        """Held entries in one write transaction: no lesson changes, so no revision to stamp."""
-        with self._conns.writing() as conn:
-            self._append_held(LocalSqlTx(conn), held)
+    # -- the activity log and curation (``stores.engine.activity_rows``, ``curation``) -----
 
-    def _append_held(self, sql: LocalSqlTx, held: builtins.list[Held]) -> None:
-        for scope, entry_id, at, note in held:
-            self._activity.append(sql, scope, note, (entry_id, at))
+    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
+        return self._activity.append(scope, note)
+
+    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
+        return self._activity.page(scope, query)
+
+    def recall_stats(self, scope: Scope, lesson_ids: builtins.list[str]) -> dict[str, RecallStats]:
+        return self._activity.recall_stats(scope, lesson_ids)
+
+    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
+        return self._activity.stale_lessons(scope, before, limit, cursor)
+
+    def duplicate_pairs(self, scope: Scope, threshold: float) -> builtins.list[curation.Pair]:
+        return curation.duplicate_pairs(self._lesson_reader(scope), threshold)
+
+    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
+        curation.keep_pair(self._lesson_writer(scope, []), a, b)
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
@@ -212,7 +224,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
         return None
 
     def close(self) -> None:
-        self._close_activity()
+        self._activity.close()
         self._conns.close()
 
     def _centred_similarities(
@@ -305,7 +317,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
     # -- the embedding model -------------------------------------------------------
 
     @property
-    def models(self) -> SqlModelRecords:
+    def models(self) -> ModelRecords:
         """The model that made this file's vectors, and re-embedding (``stores.engine.embedding_model``)."""
         return self._models
 
@@ -313,9 +325,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityReads, 
 
     def _key_store(self) -> KeyStore:
         """Orgs and API keys on this same file, sharing this store's connections and locks."""
-        from stores.sqlite.keys import LocalKeyDb
-
-        return SqlKeyStore(LocalKeyDb(self._conns), self._activity)
+        return KeyStore(self._key_db, self._activity.log)
 
 
 def _any_of(terms: list[str]) -> str:

@@ -2,12 +2,12 @@
 
 Module functions over a connection the caller holds a transaction on, so the store, its
 vector cache and its model records each read them without reaching into one another; the
-entries both backends keep are read as ``stores.engine.model_rows`` reads them.
+entries both backends keep are read as ``stores.engine.embedding_model`` reads them.
 """
 
 from __future__ import annotations
 
-from stores.engine import model_rows
+from stores.engine import embedding_model
 from stores.sqlite.db import Connection
 from stores.sqlite.sql import LocalSqlTx
 
@@ -26,14 +26,14 @@ def current_rev(conn: Connection) -> int:
 
 def stored_dim(conn: Connection) -> int | None:
     """The dimension of the file's vectors; None before the first one."""
-    value = model_rows.get_meta(LocalSqlTx(conn), "dim")
+    value = embedding_model.get_meta(LocalSqlTx(conn), "dim")
     return int(value) if value is not None else None
 
 
 def put_dim(conn: Connection, dim: int) -> None:
-    model_rows.put_meta(LocalSqlTx(conn), "dim", str(dim))
+    embedding_model.put_meta(LocalSqlTx(conn), "dim", str(dim))
 
 
 def generation(conn: Connection) -> int:
     """The file's model generation (``stores.engine.embedding_model``), read in the caller's transaction."""
-    return model_rows.read_generation(LocalSqlTx(conn))
+    return embedding_model.read_generation(LocalSqlTx(conn))

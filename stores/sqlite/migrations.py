@@ -33,19 +33,8 @@ _TYPES = Types(
     " WITHOUT ROWID",
 )
 
-# Each migration runs once, in order, inside one write transaction with its version
-# recorded, so re-running is harmless and the database says where it stands.
-MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
-    (
-        1,
-        "lessons",
-        """
-        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
-        CREATE TABLE lessons (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-            org_id TEXT NOT NULL,
+# What migrations 1 and 4 both make: a lesson's columns after its id, and its tags' table.
+_LESSON_COLUMNS = """            org_id TEXT NOT NULL,
             project TEXT NOT NULL,
             problem TEXT NOT NULL,
             resolution TEXT NOT NULL,
@@ -61,14 +50,33 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             meta TEXT NOT NULL DEFAULT '{}',
             rev INTEGER NOT NULL
         );
-        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-        CREATE TABLE lesson_tags (
+"""
+_LESSON_TAGS = """        CREATE TABLE lesson_tags (
             tag TEXT NOT NULL,
             lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
             PRIMARY KEY (tag, lesson_pk)
         ) WITHOUT ROWID;
-        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
+"""
+
+# Each migration runs once, in order, inside one write transaction with its version
+# recorded, so re-running is harmless and the database says where it stands.
+MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
+        CREATE TABLE lessons (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+"""
+        + _LESSON_COLUMNS
+        + """        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+"""
+        + _LESSON_TAGS
+        + """        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
         CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
         CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
         CREATE VIRTUAL TABLE lessons_fts USING fts5 (
@@ -77,7 +85,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         """,
-    ),
+    )
 ]
 
 MIGRATIONS.append((2, "structured memory and history", structured_tables(_TYPES)))
@@ -99,23 +107,9 @@ MIGRATIONS.append(
         CREATE TABLE lessons_scoped (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
             id TEXT NOT NULL,
-            org_id TEXT NOT NULL,
-            project TEXT NOT NULL,
-            problem TEXT NOT NULL,
-            resolution TEXT NOT NULL,
-            context TEXT,
-            tags TEXT NOT NULL DEFAULT '[]',
-            confidence REAL NOT NULL,
-            source TEXT,
-            created_at TEXT NOT NULL,
-            updated_at TEXT NOT NULL,
-            expires_at TEXT,
-            upvotes INTEGER NOT NULL DEFAULT 0,
-            downvotes INTEGER NOT NULL DEFAULT 0,
-            meta TEXT NOT NULL DEFAULT '{}',
-            rev INTEGER NOT NULL
-        );
-        INSERT INTO sqlite_sequence (name, seq)
+"""
+        + _LESSON_COLUMNS
+        + """        INSERT INTO sqlite_sequence (name, seq)
             SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
         INSERT INTO lessons_scoped (pk, id, org_id, project, problem, resolution, context, tags, confidence,
                 source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
@@ -125,12 +119,9 @@ MIGRATIONS.append(
         ALTER TABLE lessons_scoped RENAME TO lessons;
         CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
         CREATE INDEX lessons_rev ON lessons (rev);
-        CREATE TABLE lesson_tags (
-            tag TEXT NOT NULL,
-            lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
-            PRIMARY KEY (tag, lesson_pk)
-        ) WITHOUT ROWID;
-        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
+"""
+        + _LESSON_TAGS
+        + """        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
         DROP TABLE lesson_tags_keep;
         CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
         """,

@@ -1,4 +1,4 @@
-"""The local file's side of its model record and re-embedding (``stores.engine.model_rows``).
+"""The local file's side of its model record and re-embedding (``stores.engine.embedding_model``).
 
 The new vectors of a re-embed wait in ``lesson_reembed`` until one ``BEGIN IMMEDIATE``
 transaction rebuilds the ``lesson_embeddings`` table from them (``swap``), so no reader ever
@@ -20,7 +20,7 @@ from stores.sqlite.vectors import MAX_DIMENSION
 
 
 class LocalModelDb:
-    """``stores.engine.model_rows.ModelDb`` on one SQLite file's connections: one process's
+    """``stores.engine.embedding_model.ModelDb`` on one SQLite file's connections: one process's
     file, so every step is a plain read or write (the write lock holds the rest)."""
 
     max_dimension = MAX_DIMENSION
