@@ -10,6 +10,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.errors import InvalidArgument, LoreError, describe
 from lore_mcp.tools.context import Services, caller
+from stores.engine.activity import ActivityQuery
 from stores.errors import StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"
@@ -92,5 +93,5 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
         mime_type="application/json",
     )
     async def activity_resource() -> str:
-        page = await services.activity.recent(limit=ACTIVITY_RESOURCE_ENTRIES, caller=caller())
+        page = await services.activity.recent(ActivityQuery(limit=ACTIVITY_RESOURCE_ENTRIES), caller=caller())
         return page.model_dump_json()
