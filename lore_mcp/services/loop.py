@@ -28,7 +28,7 @@ from lore_mcp.redaction import redact
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.recording import note
 from lore_mcp.services.workdir import Workdir
-from stores.engine.activity import ActivityQuery, Recalled
+from stores.engine.activity import ActivityEntry, ActivityQuery, Recalled
 from stores.engine.lessons import MAX_LIST_LIMIT, Lesson, Scope
 from stores.engine.ranking import RankingParams, weight
 
@@ -78,8 +78,8 @@ class AskDecision:
     """Whether to ask the agent to save (``ask``); ``recorded`` is the entry's kind, if any."""
 
     ask: bool
-    recorded: str | None
     why: str
+    recorded: str | None = None
 
 
 class LoopService:
@@ -159,14 +159,17 @@ class LoopService:
 
     async def given(self, scope: Scope, session: str, caller: Caller | None) -> set[str]:
         """The lessons injected earlier in ``session`` (the log's ``inject`` entries)."""
-        query = ActivityQuery(
-            kinds=("inject",),
-            since=datetime.now(UTC) - SESSION_LOOKBACK,
-            key_id=caller.key_id if caller is not None else None,
-            limit=SESSION_ENTRIES,
-        )
-        page = await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)
-        return {r.id for e in page.entries if e.note.session == session for r in e.note.results}
+        found = await self._entries(scope, "inject", SESSION_LOOKBACK, caller, SESSION_ENTRIES)
+        return {r.id for e in found if e.note.session == session for r in e.note.results}
+
+    async def _entries(
+        self, scope: Scope, kind: str, within: timedelta, caller: Caller | None, limit: int
+    ) -> tuple[ActivityEntry, ...]:
+        """The caller's latest ``kind`` entries of the last ``within``: the log is what counts."""
+        since = datetime.now(UTC) - within
+        key_id = caller.key_id if caller is not None else None
+        query = ActivityQuery(kinds=(kind,), since=since, key_id=key_id, limit=limit)
+        return (await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)).entries
 
     async def ask_to_save(
         self,
@@ -184,27 +187,19 @@ class LoopService:
         ``#remember``); a dry run records ``would_ask`` and asks nothing."""
         session = _session(session_id)
         if not self.settings.capture:
-            return AskDecision(ask=False, recorded=None, why="capture is off (LORE_LOOP_CAPTURE)")
+            return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")
         scope = self.scope(project, caller)
-        if not remember and await self._asks_this_hour(scope, caller) >= self.settings.asks_per_hour:
-            return AskDecision(
-                ask=False, recorded=None, why="the hour's asks are spent (LORE_LOOP_ASKS_PER_HOUR)"
+        if not remember:
+            hour = await self._entries(
+                scope, "ask", timedelta(hours=1), caller, self.settings.asks_per_hour + 1
             )
+            if len(hour) >= self.settings.asks_per_hour:
+                return AskDecision(ask=False, why="the hour's asks are spent (LORE_LOOP_ASKS_PER_HOUR)")
         kind = "would_ask" if self.settings.dry_run else "ask"
         summary = redact(signal[:500]).text
         entry = note(kind, caller, client, session=session, query=summary, size=len(summary.encode()))
         self.lessons.store.append_activity(scope, entry)
-        return AskDecision(ask=kind == "ask", recorded=kind, why=summary)
-
-    async def _asks_this_hour(self, scope: Scope, caller: Caller | None) -> int:
-        query = ActivityQuery(
-            kinds=("ask",),
-            since=datetime.now(UTC) - timedelta(hours=1),
-            key_id=caller.key_id if caller is not None else None,
-            limit=self.settings.asks_per_hour + 1,
-        )
-        page = await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)
-        return len(page.entries)
+        return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
     def _best(self, lessons: Iterable[Lesson]) -> list[Lesson]:
         """Lessons by votes, confidence and recency (recall's own multipliers), none that the

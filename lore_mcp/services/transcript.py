@@ -154,31 +154,21 @@ def _signal(steps: list[Step], corrected: bool, expected: bool = False) -> str |
 
 def _blocks(entry: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(kind, block) of an entry: the person's ``prompt`` text, ``tool_use`` and ``tool_result``."""
-    if entry.get("isMeta") or entry.get("isCompactSummary"):
-        return
     message = entry.get("message")
-    if not isinstance(message, dict):
+    if entry.get("isMeta") or entry.get("isCompactSummary") or not isinstance(message, dict):
         return
     role = message.get("role") or entry.get("type")
     content = message.get("content")
-    if role == "user" and isinstance(content, str):
-        if not content.lstrip().startswith("<"):  # slash commands and hook output come tagged
-            yield "prompt", content
-        return
+    if isinstance(content, str):  # a prompt as plain text: one text block
+        content = [{"type": "text", "text": content}]
     if not isinstance(content, list):
         return
-    texts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind in ("tool_use", "tool_result"):
-            yield kind, block
-        elif kind == "text" and role == "user":
-            texts.append(str(block.get("text", "")))
-    if texts and not any(b.get("type") == "tool_result" for b in content if isinstance(b, dict)):
+    blocks = [block for block in content if isinstance(block, dict)]
+    yield from ((b["type"], b) for b in blocks if b.get("type") in ("tool_use", "tool_result"))
+    texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+    if role == "user" and texts and not any(b.get("type") == "tool_result" for b in blocks):
         text = "\n".join(texts)
-        if not text.lstrip().startswith("<"):
+        if not text.lstrip().startswith("<"):  # slash commands and hook output come tagged
             yield "prompt", text
 
 
@@ -211,23 +201,7 @@ def _family(tool: str, arguments: object) -> str | None:
 
 
 # Programs whose first argument says what ran (``npm test`` and ``npm run build`` differ).
-_RUNNERS = frozenset(
-    {
-        "npm",
-        "npx",
-        "yarn",
-        "pnpm",
-        "python",
-        "python3",
-        "uv",
-        "cargo",
-        "go",
-        "make",
-        "git",
-        "docker",
-        "poetry",
-    }
-)
+_RUNNERS = frozenset("npm npx yarn pnpm python python3 uv cargo go make git docker poetry".split())
 
 
 def examine_prompt(prompt: str) -> tuple[bool, bool]:
