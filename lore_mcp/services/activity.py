@@ -6,7 +6,7 @@ here and never write it.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import anyio.to_thread
@@ -27,11 +27,11 @@ from stores.engine.activity import KINDS, ROOT_ONLY_KINDS, ActivityQuery
 from stores.engine.lessons import MAX_LIST_LIMIT, Scope
 
 
+@dataclass(frozen=True)
 class ActivityService:
     """``recent_activity``, ``lore://activity`` and a lesson's recall count."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     @property
     def store(self) -> Store:

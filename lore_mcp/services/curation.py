@@ -8,6 +8,7 @@ and says how it combined the texts; ``dry_run`` shows that before anything is wr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import anyio.to_thread
@@ -74,11 +75,11 @@ def combine(keep: Lesson, other: Lesson) -> tuple[dict[str, str | None], dict[st
     return fields, how
 
 
+@dataclass(frozen=True)
 class CurationService:
     """``find_duplicates``, ``keep_both`` and ``merge_lessons`` over the lessons' store."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     async def duplicates(
         self,

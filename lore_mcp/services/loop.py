@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -82,12 +82,12 @@ class AskDecision:
     recorded: str | None = None
 
 
+@dataclass(frozen=True)
 class LoopService:
     """Session context, prompt context and asks to save, over ``LessonService``."""
 
-    def __init__(self, lessons: LessonService, settings: LoopSettings | None = None) -> None:
-        self.lessons = lessons
-        self.settings = settings or LoopSettings()
+    lessons: LessonService
+    settings: LoopSettings = field(default_factory=LoopSettings)
 
     def scope(self, project: str | None, caller: Caller | None) -> Scope:
         """The call's scope; a project the caller's key cannot reach is a hint it drops (a

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio.from_thread
@@ -50,11 +51,11 @@ async def in_transaction(
     return await anyio.to_thread.run_sync(work)
 
 
+@dataclass(frozen=True)
 class StructuredService:
     """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     @property
     def store(self) -> Store:

@@ -146,12 +146,15 @@ def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
 class Transfer:
     """Export and import on one store, for the CLI and the MCP tools alike."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
-        self.store: Store = lessons.store
+    lessons: LessonService
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store
 
     # -- export --------------------------------------------------------------------
 
