@@ -1,12 +1,11 @@
 """Memory in the agent's loop: lessons that reach the agent without its asking, and asks to save.
 
-Agents rarely call memory on their own, so the clients' hooks call these instead: at a
-session's start the project's best lessons (by votes, confidence and recency, and those about
-the repository and branch), with a prompt only the lessons that clearly match it and were not
-given earlier in the session, and, when a session ends after a struggle, one ask to save what
-was learned. Each injection and ask is an entry of the activity log (kinds ``inject``, ``ask``,
-``would_ask``), which is also how a session's earlier injections and the hour's asks are
-counted: every server process on the store sees the same, and nothing is kept in memory.
+Agents rarely call memory on their own, so the clients' hooks call these instead: at a session's
+start the project's best lessons and those about the repository and branch; with a prompt only
+the lessons that clearly match it and were not given earlier in the session; when a session ends
+after a struggle, one ask to save what was learned. Each injection and ask is an activity entry
+(``inject``, ``ask``, ``would_ask``), which is also how a session's injections and the hour's asks
+are counted: every server process on the store sees the same, and nothing is kept in memory.
 
 Lesson text is shown as data inside a frame that says so: it is what agents saved, never an
 instruction. Lore runs no model here and stores nothing from the transcript.
@@ -106,9 +105,8 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """The lessons that matter where the session starts, within ``session_chars``: those
-        about its repository and branch that clear the bar, then the project's best by votes,
-        confidence and recency. Recorded as an ``inject`` entry of the session."""
+        """Within ``session_chars``, the lessons about the session's repository and branch that
+        clear the bar, then the project's best by votes, confidence and recency."""
         session = _session(session_id)
         if not self.settings.inject:
             return Injection()
@@ -138,9 +136,8 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """The lessons that clearly match ``prompt`` (recall's score at least
-        ``prompt_min_score``) and were not given earlier in the session, within
-        ``prompt_chars``; nothing at all when none does. Recorded when something is given."""
+        """Within ``prompt_chars``, the lessons that clearly match ``prompt`` (recall's score at
+        least ``prompt_min_score``) and were not given earlier in the session; often nothing."""
         session = _session(session_id)
         text = strip_markers(prompt)
         if not self.settings.inject or not text or text.startswith("/"):
@@ -181,10 +178,9 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> AskDecision:
-        """Whether the hook should ask the agent to save what ``signal`` (what the hook saw, in
-        a few words) taught it: not when capture is off, not past ``asks_per_hour`` asks of
-        this caller in the last hour unless the person asked (``remember``: they wrote
-        ``#remember``); a dry run records ``would_ask`` and asks nothing."""
+        """Whether the hook should ask the agent to save what ``signal`` taught it: not with
+        capture off, nor past the caller's ``asks_per_hour`` unless the person wrote ``#remember``;
+        a dry run records ``would_ask`` and asks nothing."""
         session = _session(session_id)
         if not self.settings.capture:
             return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")
@@ -202,8 +198,7 @@ class LoopService:
         return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
     def _best(self, lessons: Iterable[Lesson]) -> list[Lesson]:
-        """Lessons by votes, confidence and recency (recall's own multipliers), none that the
-        crowd voted down."""
+        """Lessons by votes, confidence and recency (recall's own multipliers), none voted down."""
         params = RankingParams(half_life_days=self.settings.half_life_days)
         now = datetime.now(UTC)
 
@@ -288,9 +283,8 @@ def line_of(lesson: Lesson) -> str:
 
 
 def _pack(header: str, scored: Sequence[tuple[Lesson, float]], budget: int) -> Injection:
-    """``header`` and as many whole lessons as fit in ``budget`` (counted in UTF-8 bytes, never
-    fewer than characters), in order; a lesson that does not fit is left out whole (a later,
-    shorter one may still fit), never cut."""
+    """``header`` and, in order, the whole lessons that fit in ``budget`` UTF-8 bytes: one that
+    does not fit is left out (a later, shorter one may still fit), never cut."""
     lines: list[str] = []
     ids: list[str] = []
     used = len(header.encode())

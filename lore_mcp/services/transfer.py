@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,6 @@ from lore_mcp.services.recording import failures_recorded, note
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
-from stores.engine.activity import ActivityNote
 from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import (
     MAX_SHORT_CHARS,
@@ -240,15 +240,11 @@ class Transfer:
         client: str | None = None,
         report: Progress = no_progress,
     ) -> ImportResult:
-        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
-
-        The lessons are embedded a few at a time, ``report(done, total)`` after each group but
-        the last, and then written in one transaction, reported as ``(total, total)`` once it
-        committed. A cancelled call stops at the await between groups, before anything is
-        written, so it changes nothing.
-
-        A lesson's key is (org, project, id), so only this project's own lessons make an id
-        "already there": what other projects or orgs hold neither blocks an import nor shows."""
+        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing. The
+        lessons are embedded a few at a time, reported after each group but the last, then
+        written in one transaction and reported done: a cancel between groups writes nothing.
+        Only this project's lessons make an id "already there" (a lesson's key is org, project,
+        id): what other projects or orgs hold neither blocks an import nor shows."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
@@ -261,19 +257,10 @@ class Transfer:
                 if len(vectors) < len(drafts):
                     await report(len(vectors), len(drafts))
             await anyio.lowlevel.checkpoint()  # a cancel that came during the last group lands here
-            saved = await anyio.to_thread.run_sync(self._store, scope, drafts, vectors, recorded)
+            store = functools.partial(self.lessons.store_drafts, keep_ids=True, activity=recorded)
+            saved = await anyio.to_thread.run_sync(store, scope, drafts, vectors)
         await report(len(drafts), len(drafts))
         return ImportResult(**_tally(saved), redacted=sorted(found))
-
-    def _store(
-        self,
-        scope: Scope,
-        drafts: Sequence[LessonDraft],
-        vectors: Sequence[Any] | None,
-        recorded: ActivityNote | None = None,
-    ) -> list[SaveResult]:
-        """Drafts saved as every new lesson is, keeping their ids, with the call's entry (none from the CLI)."""
-        return self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True, activity=recorded)
 
     def import_file(
         self,
@@ -328,10 +315,10 @@ class Transfer:
                 drafts += batch_drafts
                 vectors += batch_vectors
             else:
-                report.count(self._store(scope, batch_drafts, batch_vectors))
+                report.count(self.lessons.store_drafts(scope, batch_drafts, batch_vectors, keep_ids=True))
             progress(len(batch))
         if strict:
-            report.count(self._store(scope, drafts, vectors))
+            report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
 
     def _takes(self, model: EmbeddingModel) -> bool:
         """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
