@@ -24,11 +24,8 @@ MAX_NAME_CHARS = 40
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    """Refuse argument names ``schema`` does not have and numbers that are not finite.
-
-    ``schema`` is the tool's input schema as clients list it (properties by their
-    published names). Raises ``InvalidArgument``; returns nothing when all is well.
-    """
+    """Refuse (``InvalidArgument``) names the tool's input ``schema`` as clients list it does
+    not have, and numbers that are not finite."""
     accepted = list(schema.get("properties", {}))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
@@ -70,11 +67,8 @@ def _name_text(name: str) -> str:
 
 
 def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] | None:
-    """The path to the first NaN or infinite number in ``arguments``, and the number.
-
-    Iterative, so a deeply nested value costs no stack; every value is looked at, since
-    JSON itself has no such numbers and no argument may hold one anywhere.
-    """
+    """The path to the first NaN or infinite number in ``arguments``, and the number: every
+    value is looked at (JSON has no such numbers), iteratively, so deep nesting costs no stack."""
     stack: list[tuple[tuple[Any, ...], Any]] = [((key,), value) for key, value in arguments.items()]
     stack.reverse()
     while stack:
