@@ -6,6 +6,7 @@ here and never write it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import anyio.to_thread
@@ -20,16 +21,17 @@ from lore_mcp.services.activity_models import (
 )
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.structured import in_transaction
 from stores import Store
 from stores.engine.activity import KINDS, ROOT_ONLY_KINDS, ActivityQuery
 from stores.engine.lessons import MAX_LIST_LIMIT, Scope
 
 
+@dataclass(frozen=True)
 class ActivityService:
     """``recent_activity``, ``lore://activity`` and a lesson's recall count."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     @property
     def store(self) -> Store:
@@ -37,55 +39,40 @@ class ActivityService:
 
     async def recent(
         self,
+        asked: ActivityQuery,
         *,
-        kinds: list[str] | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
-        lesson_id: str | None = None,
-        key_id: str | None = None,
-        client_name: str | None = None,
-        agents_only: bool = False,
         stale_days: float | None = None,
-        limit: int = 20,
-        cursor: str | None = None,
         project: str | None = None,
         caller: Caller | None = None,
     ) -> ActivityResult:
+        """The entries ``asked`` names (its ``hidden_kinds`` are the caller's to decide, not the
+        asker's), or with ``stale_days`` the lessons no recall returned."""
         scope = self.lessons.scope(project, caller)
-        if not 1 <= limit <= MAX_LIST_LIMIT:
+        if not 1 <= asked.limit <= MAX_LIST_LIMIT:
             raise InvalidArgument(f"limit must be between 1 and {MAX_LIST_LIMIT}.")
-        if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
+        if asked.cursor is not None and not ULID_PATTERN.fullmatch(asked.cursor):
             raise InvalidArgument("cursor must be the next_cursor of a previous page.")
         if stale_days is not None:
-            return await self._stale(scope, stale_days, limit, cursor)
-        unknown = sorted(set(kinds or ()) - set(KINDS))
+            return await self._stale(scope, stale_days, asked.limit, asked.cursor)
+        unknown = sorted(set(asked.kinds) - set(KINDS))
         if unknown:
             raise InvalidArgument(f"kind must be among {', '.join(KINDS)}; not {', '.join(unknown)}.")
-        query = ActivityQuery(
-            kinds=tuple(kinds or ()),
+        query = replace(
+            asked,
             # Key changes are the org's business: root keys (and the local user) see them.
             hidden_kinds=ROOT_ONLY_KINDS if caller is not None and not caller.root else (),
-            since=_utc(since),
-            until=_utc(until),
-            lesson_id=check_id(lesson_id) if lesson_id is not None else None,
-            key_id=key_id,
-            client=client_name,
-            agents_only=agents_only,
-            limit=limit,
-            cursor=cursor,
+            since=_utc(asked.since),
+            until=_utc(asked.until),
+            lesson_id=check_id(asked.lesson_id) if asked.lesson_id is not None else None,
         )
         page = await anyio.to_thread.run_sync(self.store.activity, scope, query)
         entries = [ActivityEntryOut.of(e) for e in page.entries]
-        named = {i for e in entries for i in [*e.lesson_ids, *(r.id for r in e.results)]}
-        titles = await anyio.to_thread.run_sync(self._titles, scope, sorted(named)) if named else {}
+        named = sorted({i for e in entries for i in [*e.lesson_ids, *(r.id for r in e.results)]})
+        # People read lessons by their problem, not their id: one query for a page's worth.
+        titles = await in_transaction(self.store, scope, lambda tx: tx.lesson_titles(named)) if named else {}
         return ActivityResult(
             project=scope.project, entries=entries, titles=titles, next_cursor=page.next_cursor
         )
-
-    def _titles(self, scope: Scope, ids: list[str]) -> dict[str, str]:
-        """People read lessons by their problem, not their id: one query for a page's worth."""
-        with self.store.transaction(scope, write=False) as tx:
-            return tx.lesson_titles(ids)
 
     async def _stale(self, scope: Scope, days: float, limit: int, cursor: str | None) -> ActivityResult:
         if not 0 <= days <= 36_500:

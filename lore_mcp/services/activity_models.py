@@ -3,6 +3,7 @@ page for people among them) get structured content and an output schema."""
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Literal
 
@@ -66,24 +67,8 @@ class ActivityEntryOut(BaseModel):
 
     @classmethod
     def of(cls, entry: ActivityEntry) -> ActivityEntryOut:
-        note = entry.note
-        return cls(
-            id=entry.id,
-            at=entry.at,
-            kind=note.kind,  # type: ignore[arg-type]  # one of KINDS, as stored
-            key_id=note.key_id,
-            client=note.client,
-            lesson_ids=list(note.lesson_ids),
-            tables=list(note.tables),
-            commit_id=note.commit_id,
-            query=note.query,
-            results=[RecalledOut(id=r.id, rank=r.rank, score=r.score) for r in note.results],
-            error=note.error,
-            target=note.target,
-            session=note.session,
-            bytes=note.size,
-            person=note.person,
-        )
+        note = dataclasses.asdict(entry.note)  # its recalled lessons become dicts too
+        return cls.model_validate({**note, "id": entry.id, "at": entry.at, "bytes": note["size"]})
 
 
 class StaleLessonOut(BaseModel):

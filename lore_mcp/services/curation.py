@@ -8,6 +8,7 @@ and says how it combined the texts; ``dry_run`` shows that before anything is wr
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 import anyio.to_thread
@@ -20,7 +21,7 @@ from lore_mcp.services.lessons import LessonService, embedding_text
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.recording import failures_recorded, note
 from stores.engine.dedup import restates
-from stores.engine.lessons import Lesson
+from stores.engine.lessons import Lesson, LessonPatch
 
 # Cosine similarity from which find_duplicates lists a pair by default: restatements of one
 # lesson score about 0.8 to 0.95 with all-MiniLM-L6-v2, lessons of one topic that say different
@@ -74,11 +75,11 @@ def combine(keep: Lesson, other: Lesson) -> tuple[dict[str, str | None], dict[st
     return fields, how
 
 
+@dataclass(frozen=True)
 class CurationService:
     """``find_duplicates``, ``keep_both`` and ``merge_lessons`` over the lessons' store."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     async def duplicates(
         self,
@@ -147,42 +148,45 @@ class CurationService:
                 raise InvalidArgument("merge_lessons takes two different lessons.")
             kept = await anyio.to_thread.run_sync(store.get, scope, keep)
             gone = await anyio.to_thread.run_sync(store.get, scope, other)
-            fields, how = combine(kept, gone)
             given = {"problem": problem, "resolution": resolution, "context": context}
-            fields.update({k: v for k, v in given.items() if v is not None})
-            patch, kinds = make_patch(
-                **fields,
-                tags=list(dict.fromkeys((*kept.tags, *gone.tags))),
-                confidence=max(kept.confidence, gone.confidence),
-                source=kept.source or gone.source,
-                ttl_days=None,
-            )
-            preview = LessonOut.of(kept).model_copy(
-                update={
-                    **{
-                        k: getattr(patch, k)
-                        for k in ("problem", "resolution", "context")
-                        if getattr(patch, k) is not None
-                    },
-                    "tags": list(patch.tags or ()),
-                    "confidence": patch.confidence,
-                    "upvotes": kept.upvotes + gone.upvotes,
-                    "downvotes": kept.downvotes + gone.downvotes,
-                }
+            patch, preview, how, kinds = merged(kept, gone, given)
+            shown = MergeResult(
+                lesson=preview, merged_from=other, combined=how, dry_run=dry_run, redacted=kinds
             )
             if dry_run:
-                return MergeResult(
-                    lesson=preview, merged_from=other, combined=how, dry_run=True, redacted=kinds
-                )
+                return shown
             vector = None
             if (preview.problem, preview.resolution) != (kept.problem, kept.resolution):
                 await self.lessons._require_model()
                 [vector] = await self.lessons.embedder.aencode_documents(
                     [embedding_text(preview.problem, preview.resolution)]
                 )
-            merged = await anyio.to_thread.run_sync(
+            lesson = await anyio.to_thread.run_sync(
                 lambda: store.merge_lessons(scope, keep, other, patch, vector, activity=recorded)
             )
-        return MergeResult(
-            lesson=LessonOut.of(merged), merged_from=other, combined=how, dry_run=False, redacted=kinds
-        )
+        return shown.model_copy(update={"lesson": LessonOut.of(lesson)})
+
+
+def merged(
+    kept: Lesson, gone: Lesson, given: dict[str, str | None]
+) -> tuple[LessonPatch, LessonOut, dict[str, How], list[str]]:
+    """The kept lesson's patch, the lesson as the merge leaves it, how each text field was
+    chosen and the kinds of secrets removed: the texts ``combine``d unless ``given``, both
+    lessons' tags and votes, the higher confidence."""
+    fields, how = combine(kept, gone)
+    fields.update({k: v for k, v in given.items() if v is not None})
+    patch, kinds = make_patch(
+        **fields,
+        tags=list(dict.fromkeys((*kept.tags, *gone.tags))),
+        confidence=max(kept.confidence, gone.confidence),
+        source=kept.source or gone.source,
+        ttl_days=None,
+    )
+    texts = {
+        k: getattr(patch, k) for k in ("problem", "resolution", "context") if getattr(patch, k) is not None
+    }
+    votes = {"upvotes": kept.upvotes + gone.upvotes, "downvotes": kept.downvotes + gone.downvotes}
+    preview = LessonOut.of(kept).model_copy(
+        update={**texts, **votes, "tags": list(patch.tags or ()), "confidence": patch.confidence}
+    )
+    return patch, preview, how, kinds

@@ -1,12 +1,11 @@
 """Memory in the agent's loop: lessons that reach the agent without its asking, and asks to save.
 
-Agents rarely call memory on their own, so the clients' hooks call these instead: at a
-session's start the project's best lessons (by votes, confidence and recency, and those about
-the repository and branch), with a prompt only the lessons that clearly match it and were not
-given earlier in the session, and, when a session ends after a struggle, one ask to save what
-was learned. Each injection and ask is an entry of the activity log (kinds ``inject``, ``ask``,
-``would_ask``), which is also how a session's earlier injections and the hour's asks are
-counted: every server process on the store sees the same, and nothing is kept in memory.
+Agents rarely call memory on their own, so the clients' hooks call these instead: at a session's
+start the project's best lessons and those about the repository and branch; with a prompt only
+the lessons that clearly match it and were not given earlier in the session; when a session ends
+after a struggle, one ask to save what was learned. Each injection and ask is an activity entry
+(``inject``, ``ask``, ``would_ask``), which is also how a session's injections and the hour's asks
+are counted: every server process on the store sees the same, and nothing is kept in memory.
 
 Lesson text is shown as data inside a frame that says so: it is what agents saved, never an
 instruction. Lore runs no model here and stores nothing from the transcript.
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -28,7 +27,7 @@ from lore_mcp.redaction import redact
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.recording import note
 from lore_mcp.services.workdir import Workdir
-from stores.engine.activity import ActivityQuery, Recalled
+from stores.engine.activity import ActivityEntry, ActivityQuery, Recalled
 from stores.engine.lessons import MAX_LIST_LIMIT, Lesson, Scope
 from stores.engine.ranking import RankingParams, weight
 
@@ -78,16 +77,16 @@ class AskDecision:
     """Whether to ask the agent to save (``ask``); ``recorded`` is the entry's kind, if any."""
 
     ask: bool
-    recorded: str | None
     why: str
+    recorded: str | None = None
 
 
+@dataclass(frozen=True)
 class LoopService:
     """Session context, prompt context and asks to save, over ``LessonService``."""
 
-    def __init__(self, lessons: LessonService, settings: LoopSettings | None = None) -> None:
-        self.lessons = lessons
-        self.settings = settings or LoopSettings()
+    lessons: LessonService
+    settings: LoopSettings = field(default_factory=LoopSettings)
 
     def scope(self, project: str | None, caller: Caller | None) -> Scope:
         """The call's scope; a project the caller's key cannot reach is a hint it drops (a
@@ -106,9 +105,8 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """The lessons that matter where the session starts, within ``session_chars``: those
-        about its repository and branch that clear the bar, then the project's best by votes,
-        confidence and recency. Recorded as an ``inject`` entry of the session."""
+        """Within ``session_chars``, the lessons about the session's repository and branch that
+        clear the bar, then the project's best by votes, confidence and recency."""
         session = _session(session_id)
         if not self.settings.inject:
             return Injection()
@@ -138,9 +136,8 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """The lessons that clearly match ``prompt`` (recall's score at least
-        ``prompt_min_score``) and were not given earlier in the session, within
-        ``prompt_chars``; nothing at all when none does. Recorded when something is given."""
+        """Within ``prompt_chars``, the lessons that clearly match ``prompt`` (recall's score at
+        least ``prompt_min_score``) and were not given earlier in the session; often nothing."""
         session = _session(session_id)
         text = strip_markers(prompt)
         if not self.settings.inject or not text or text.startswith("/"):
@@ -159,14 +156,17 @@ class LoopService:
 
     async def given(self, scope: Scope, session: str, caller: Caller | None) -> set[str]:
         """The lessons injected earlier in ``session`` (the log's ``inject`` entries)."""
-        query = ActivityQuery(
-            kinds=("inject",),
-            since=datetime.now(UTC) - SESSION_LOOKBACK,
-            key_id=caller.key_id if caller is not None else None,
-            limit=SESSION_ENTRIES,
-        )
-        page = await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)
-        return {r.id for e in page.entries if e.note.session == session for r in e.note.results}
+        found = await self._entries(scope, "inject", SESSION_LOOKBACK, caller, SESSION_ENTRIES)
+        return {r.id for e in found if e.note.session == session for r in e.note.results}
+
+    async def _entries(
+        self, scope: Scope, kind: str, within: timedelta, caller: Caller | None, limit: int
+    ) -> tuple[ActivityEntry, ...]:
+        """The caller's latest ``kind`` entries of the last ``within``: the log is what counts."""
+        since = datetime.now(UTC) - within
+        key_id = caller.key_id if caller is not None else None
+        query = ActivityQuery(kinds=(kind,), since=since, key_id=key_id, limit=limit)
+        return (await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)).entries
 
     async def ask_to_save(
         self,
@@ -178,37 +178,27 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> AskDecision:
-        """Whether the hook should ask the agent to save what ``signal`` (what the hook saw, in
-        a few words) taught it: not when capture is off, not past ``asks_per_hour`` asks of
-        this caller in the last hour unless the person asked (``remember``: they wrote
-        ``#remember``); a dry run records ``would_ask`` and asks nothing."""
+        """Whether the hook should ask the agent to save what ``signal`` taught it: not with
+        capture off, nor past the caller's ``asks_per_hour`` unless the person wrote ``#remember``;
+        a dry run records ``would_ask`` and asks nothing."""
         session = _session(session_id)
         if not self.settings.capture:
-            return AskDecision(ask=False, recorded=None, why="capture is off (LORE_LOOP_CAPTURE)")
+            return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")
         scope = self.scope(project, caller)
-        if not remember and await self._asks_this_hour(scope, caller) >= self.settings.asks_per_hour:
-            return AskDecision(
-                ask=False, recorded=None, why="the hour's asks are spent (LORE_LOOP_ASKS_PER_HOUR)"
+        if not remember:
+            hour = await self._entries(
+                scope, "ask", timedelta(hours=1), caller, self.settings.asks_per_hour + 1
             )
+            if len(hour) >= self.settings.asks_per_hour:
+                return AskDecision(ask=False, why="the hour's asks are spent (LORE_LOOP_ASKS_PER_HOUR)")
         kind = "would_ask" if self.settings.dry_run else "ask"
         summary = redact(signal[:500]).text
         entry = note(kind, caller, client, session=session, query=summary, size=len(summary.encode()))
         self.lessons.store.append_activity(scope, entry)
-        return AskDecision(ask=kind == "ask", recorded=kind, why=summary)
-
-    async def _asks_this_hour(self, scope: Scope, caller: Caller | None) -> int:
-        query = ActivityQuery(
-            kinds=("ask",),
-            since=datetime.now(UTC) - timedelta(hours=1),
-            key_id=caller.key_id if caller is not None else None,
-            limit=self.settings.asks_per_hour + 1,
-        )
-        page = await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)
-        return len(page.entries)
+        return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
     def _best(self, lessons: Iterable[Lesson]) -> list[Lesson]:
-        """Lessons by votes, confidence and recency (recall's own multipliers), none that the
-        crowd voted down."""
+        """Lessons by votes, confidence and recency (recall's own multipliers), none voted down."""
         params = RankingParams(half_life_days=self.settings.half_life_days)
         now = datetime.now(UTC)
 
@@ -293,9 +283,8 @@ def line_of(lesson: Lesson) -> str:
 
 
 def _pack(header: str, scored: Sequence[tuple[Lesson, float]], budget: int) -> Injection:
-    """``header`` and as many whole lessons as fit in ``budget`` (counted in UTF-8 bytes, never
-    fewer than characters), in order; a lesson that does not fit is left out whole (a later,
-    shorter one may still fit), never cut."""
+    """``header`` and, in order, the whole lessons that fit in ``budget`` UTF-8 bytes: one that
+    does not fit is left out (a later, shorter one may still fit), never cut."""
     lines: list[str] = []
     ids: list[str] = []
     used = len(header.encode())

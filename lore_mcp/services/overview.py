@@ -11,10 +11,8 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-import anyio.to_thread
-
 from lore_mcp.auth import Caller
-from lore_mcp.services.structured import StructuredService
+from lore_mcp.services.structured import StructuredService, in_transaction
 
 TOP_TAGS = 10
 TOP_VOTED = 5
@@ -25,12 +23,7 @@ async def overview(tables: StructuredService, project: str | None, caller: Calle
     the most and least voted lessons (net votes, with their problem as the title)."""
     stats = await tables.stats(project, caller=caller)
     scope = tables.lessons.scope(project, caller)
-
-    def read() -> list[dict[str, Any]]:
-        with tables.store.transaction(scope, write=False) as tx:
-            return tx.lesson_digest(datetime.now(UTC))
-
-    rows = await anyio.to_thread.run_sync(read)
+    rows = await in_transaction(tables.store, scope, lambda tx: tx.lesson_digest(datetime.now(UTC)))
     days = Counter(r["created_at"].astimezone(UTC).date().isoformat() for r in rows)
     tags = Counter(tag for r in rows for tag in r["tags"])
     voted = sorted(rows, key=lambda r: (r["downvotes"] - r["upvotes"], r["id"]))

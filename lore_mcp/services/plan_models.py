@@ -130,14 +130,10 @@ class PlanModel(_Strict):
 
 
 def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
-    """``plan`` (as ``PlanModel.as_plan`` gives it) split into its frame and the JSON values
-    in it that are the caller's own: row values, new values, filter values, column defaults.
-
-    The frame is a copy with each such value replaced by None; each value comes with
-    where it sits (``plan.operations[1].rows[0].payload``). Limits on a value's nesting
-    are then counted from the value itself, not from the plan around it, which would
-    otherwise take five levels of the allowance from a row value and fewer from a default.
-    """
+    """``plan`` split into its frame (a copy with None for each of the caller's own values: row
+    values, new values, filter values, column defaults) and those values, each with where it sits
+    (``plan.operations[1].rows[0].payload``): a value's nesting is then limited from the value
+    itself, not from the plan around it, which would take five levels from a row value."""
     values: list[tuple[str, Any]] = []
     return map_values(plan, lambda where, value: values.append((where, value)), filters=True), values
 
@@ -151,6 +147,17 @@ def where_values(conditions: Any) -> tuple[Any, list[tuple[str, Any]]]:
 def map_values(plan: dict[str, Any], fn: Callable[[str, Any], Any], *, filters: bool) -> dict[str, Any]:
     """A copy of ``plan`` with each of the caller's own values (row values, new values, column
     defaults and, with ``filters``, filter values) replaced by ``fn(where it sits, value)``."""
+    if "operations" not in plan:
+        return dict(plan)
+    operations = [
+        _operation(f"plan.operations[{i}]", op, fn, filters) if isinstance(op, dict) else op
+        for i, op in enumerate(plan["operations"])
+    ]
+    return {**plan, "operations": operations}
+
+
+def _operation(at: str, op: dict[str, Any], fn: Callable[[str, Any], Any], filters: bool) -> dict[str, Any]:
+    """One operation of ``map_values``: its rows, new values, filters and column defaults mapped."""
 
     def cells(where: str, row: Any) -> Any:
         if not isinstance(row, dict):
@@ -162,26 +169,18 @@ def map_values(plan: dict[str, Any], fn: Callable[[str, Any], Any], *, filters: 
             return {**spec, "default": fn(f"{where}.default", spec["default"])}
         return spec
 
-    frame = dict(plan)
-    operations = []
-    for i, op in enumerate(plan.get("operations", [])):
-        at = f"plan.operations[{i}]"
-        if isinstance(op, dict):
-            op = dict(op)
-            if isinstance(op.get("rows"), list):
-                op["rows"] = [cells(f"{at}.rows[{j}]", row) for j, row in enumerate(op["rows"])]
-            if "set" in op:
-                op["set"] = cells(f"{at}.set", op["set"])
-            if filters and "where" in op:
-                op["where"] = filter_values(f"{at}.where", op["where"], fn)
-            if isinstance(op.get("columns"), list):
-                op["columns"] = [column(f"{at}.columns[{k}]", c) for k, c in enumerate(op["columns"])]
-            if isinstance(op.get("column"), dict):
-                op["column"] = column(f"{at}.column", op["column"])
-        operations.append(op)
-    if "operations" in plan:
-        frame["operations"] = operations
-    return frame
+    op = dict(op)
+    if isinstance(op.get("rows"), list):
+        op["rows"] = [cells(f"{at}.rows[{j}]", row) for j, row in enumerate(op["rows"])]
+    if "set" in op:
+        op["set"] = cells(f"{at}.set", op["set"])
+    if filters and "where" in op:
+        op["where"] = filter_values(f"{at}.where", op["where"], fn)
+    if isinstance(op.get("columns"), list):
+        op["columns"] = [column(f"{at}.columns[{k}]", c) for k, c in enumerate(op["columns"])]
+    if isinstance(op.get("column"), dict):
+        op["column"] = column(f"{at}.column", op["column"])
+    return op
 
 
 def _step(key: Any) -> str:

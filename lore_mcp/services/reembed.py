@@ -48,11 +48,9 @@ def reembed_store(
     started: Callable[[int, int], None] = lambda done, total: None,
     progress: Callable[[int], None] = lambda n: None,
 ) -> ReembedReport:
-    """Re-embed every lesson of ``store`` with ``embedder``'s model and switch the store to it.
-
-    ``started(done, total)`` is called once the store says how much is left (``done`` >
-    0 when resuming a killed run); ``progress(n)`` after each batch is kept.
-    """
+    """Re-embed every lesson of ``store`` with ``embedder``'s model and switch the store to it;
+    ``started(done, total)`` once the store says how much is left (``done`` > 0: a killed run
+    resumed), ``progress(n)`` after each batch is kept."""
     begun = time.monotonic()
     target = running_model(embedder)
     records = store.models

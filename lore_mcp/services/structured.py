@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio.from_thread
@@ -26,50 +27,52 @@ from lore_mcp.services.recording import failures_recorded, note
 from stores import Store
 from stores.engine import history, queries, structured
 from stores.engine.activity import ActivityNote
+from stores.engine.lessons import Scope
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
 from stores.engine.structured import Commit, ProjectTx
 from stores.errors import NotFoundError
 
 T = TypeVar("T")
 APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress
-MAX_HISTORY_LIMIT = 100
-
-
 # Commits a history page carries in full (each as get_commit gives it): a lesson's page shows its
 # newest ten with their diffs in one call instead of eleven.
 MAX_FULL_COMMITS = 20
 
 
+async def in_transaction(
+    store: Store, scope: Scope, fn: Callable[[ProjectTx], T], *, write: bool = False
+) -> T:
+    """``fn`` in one transaction of ``scope`` on a worker thread: the store's calls block."""
+
+    def work() -> T:
+        with store.transaction(scope, write=write) as tx:
+            return fn(tx)
+
+    return await anyio.to_thread.run_sync(work)
+
+
+@dataclass(frozen=True)
 class StructuredService:
     """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
+    lessons: LessonService
 
     @property
     def store(self) -> Store:
         return self.lessons.store
 
-    async def _run(
-        self, project: str | None, caller: Caller | None, write: bool, fn: Callable[[ProjectTx], T]
-    ) -> T:
-        scope = self.lessons.scope(project, caller)
-
-        def work() -> T:
-            with self.store.transaction(scope, write=write) as tx:
-                return fn(tx)
-
-        return await anyio.to_thread.run_sync(work)
+    async def _read(self, project: str | None, caller: Caller | None, fn: Callable[[ProjectTx], T]) -> T:
+        return await in_transaction(self.store, self.lessons.scope(project, caller), fn)
 
     async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        return await self._run(project, caller, False, structured.describe_schema)
+        return await self._read(project, caller, structured.describe_schema)
 
     async def plan(
         self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
     ) -> dict[str, Any]:
         """The dry run sees the plan as apply would store it: redacted."""
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
-        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
+        snap = await self._read(project, caller, lambda tx: structured.snapshot(tx, raw))
         # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
         result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
         return {**result, "redacted": kinds}
@@ -88,34 +91,19 @@ class StructuredService:
         ``(total, total)`` once its commit landed."""
         scope, recorded = self.lessons.scope(project, caller), note("apply", caller, client)
         async with failures_recorded(self.store, scope, recorded):
-            return await self._apply(plan, project, caller, report, recorded)
-
-    async def _apply(
-        self,
-        plan: PlanModel,
-        project: str | None,
-        caller: Caller | None,
-        report: Progress,
-        recorded: ActivityNote,
-    ) -> dict[str, Any]:
-        actor = self.lessons.scope(project, caller).actor
-        raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
-        weights = plan_rows(raw)
-        total = sum(weights)
-        step = _reporting(report, weights) if total >= APPLY_PROGRESS_ROWS else None
-        # Run on a snapshot with nothing held, then write in a short transaction (structured.Snapshot):
-        # a large plan of one org never holds the writer or a connection that other orgs need.
-        snap = await self._run(project, caller, False, lambda tx: structured.snapshot(tx, raw))
-        ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw, step)
-        result = await self._run(
-            project,
-            caller,
-            True,
-            _recorded(lambda tx: structured.apply_snapshot(tx, snap, ran, raw, actor), recorded),
-        )
-        if step is not None:
-            await report(total, total)
-        return {**result, "redacted": kinds}
+            raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
+            weights = plan_rows(raw)
+            total = sum(weights)
+            step = _reporting(report, weights) if total >= APPLY_PROGRESS_ROWS else None
+            # Run on a snapshot with nothing held, then write in a short transaction (structured.Snapshot):
+            # a large plan of one org never holds the writer or a connection that other orgs need.
+            snap = await in_transaction(self.store, scope, lambda tx: structured.snapshot(tx, raw))
+            ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw, step)
+            write = _recorded(lambda tx: structured.apply_snapshot(tx, snap, ran, raw, scope.actor), recorded)
+            result = await in_transaction(self.store, scope, write, write=True)
+            if step is not None:
+                await report(total, total)
+            return {**result, "redacted": kinds}
 
     async def query_rows(
         self,
@@ -132,7 +120,7 @@ class StructuredService:
         check_json("where", frame)
         for at, value in values:  # a value's nesting counts from the value, not the filter list
             check_json(at, value)
-        rows = await self._run(project, caller, False, lambda tx: queries.read_table(tx, table))
+        rows = await self._read(project, caller, lambda tx: queries.read_table(tx, table))
         # After the read transaction: a slow filter holds no connection or lock (queries.py).
         return await anyio.to_thread.run_sync(
             lambda: queries.select_rows(rows, where, order_by, limit, cursor)
@@ -152,38 +140,21 @@ class StructuredService:
         before = history.parse_cursor(cursor)
         if effects and limit > MAX_FULL_COMMITS:
             raise InvalidArgument(f"With effects, limit must be at most {MAX_FULL_COMMITS}.")
-
-        def full(c: Commit) -> dict[str, Any]:
-            shown = {**commit_summary(c), "changed": changed(c)}
-            return {**shown, "effects": public_effects(c.effects)} if effects else shown
-
-        def read(tx: ProjectTx) -> dict[str, Any]:
-            commits = tx.commits(key, limit + 1, before)
-            page = commits[:limit]
-            more = len(commits) > limit
-            return {
-                "commits": [full(c) for c in page],
-                "next_cursor": str(page[-1].seq) if more else None,
-            }
-
-        return await self._run(project, caller, False, read)
+        commits = await self._read(project, caller, lambda tx: tx.commits(key, limit + 1, before))
+        page = commits[:limit]
+        return {
+            "commits": [commit_view(c, effects=effects) for c in page],
+            "next_cursor": str(page[-1].seq) if len(commits) > limit else None,
+        }
 
     async def get_commit(
         self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
     ) -> dict[str, Any]:
         check_commit_id(commit_id)
-
-        def read(tx: ProjectTx) -> dict[str, Any]:
-            commit = tx.get_commit(commit_id)
-            if commit is None:
-                raise NotFoundError(f"No commit {commit_id} in this project.")
-            return {
-                **commit_summary(commit),
-                "changed": changed(commit),
-                "effects": public_effects(commit.effects),
-            }
-
-        return await self._run(project, caller, False, read)
+        commit = await self._read(project, caller, lambda tx: tx.get_commit(commit_id))
+        if commit is None:
+            raise NotFoundError(f"No commit {commit_id} in this project.")
+        return commit_view(commit)
 
     async def revert_commit(
         self,
@@ -197,7 +168,7 @@ class StructuredService:
         async with failures_recorded(self.store, scope, recorded):
             check_commit_id(commit_id)
             revert = _recorded(lambda tx: history.revert(tx, commit_id, scope.actor), recorded)
-            return await self._run(project, caller, True, revert)
+            return await in_transaction(self.store, scope, revert, write=True)
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
         """Counts for the ``lore://stats`` resource, within what the caller may see, and the
@@ -226,8 +197,8 @@ class StructuredService:
 
 
 def _recorded(fn: Callable[[ProjectTx], T], recorded: ActivityNote) -> Callable[[ProjectTx], T]:
-    """``fn`` in a write transaction, then the call's entry in the activity log in that same
-    transaction, naming the commit ``fn`` recorded."""
+    """``fn``, then the call's entry in the activity log in that same transaction, naming the
+    commit ``fn`` recorded."""
 
     def work(tx: ProjectTx) -> T:
         result = fn(tx)
@@ -283,14 +254,10 @@ def _reporting(report: Progress, weights: list[int]) -> Callable[[int], None]:
 
 
 def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
-    """The plan as Lore may store it, and the kinds of secrets taken out.
-
-    Everything a plan can store is redacted: the message (the commit's message),
-    row values of insert and update (strings nested in json values and their keys
-    too) and column defaults. Filters and names are left alone: filters are never
-    stored, and names are identifiers that cannot hold a secret's shape. The whole
-    plan is first checked for text Lore cannot store and for runaway nesting.
-    """
+    """The plan as Lore may store it, and the kinds of secrets taken out: the message, row
+    values (nested strings and keys too) and column defaults. Filters are never stored and names
+    are identifiers that cannot hold a secret's shape, so they stay. The whole plan is first
+    checked for text Lore cannot store and for runaway nesting."""
     raw = plan.as_plan()
     frame, values = plan_values(raw)  # a value's nesting counts from the value, not the plan
     check_json("plan", frame)
@@ -317,6 +284,13 @@ def commit_summary(commit: Commit) -> dict[str, Any]:
     """A commit as history lists it: every field but its effects and targets."""
     summary = {name: getattr(commit, name) for name in SUMMARY_FIELDS}
     return {**summary, "created_at": commit.created_at.isoformat()}  # keeps its place among the keys
+
+
+def commit_view(commit: Commit, *, effects: bool = True) -> dict[str, Any]:
+    """A commit as history lists it with what it changed, and with ``effects`` in full as
+    get_commit shows it."""
+    view = {**commit_summary(commit), "changed": changed(commit)}
+    return {**view, "effects": public_effects(commit.effects)} if effects else view
 
 
 # Fields every lesson change touches, so naming them says nothing.

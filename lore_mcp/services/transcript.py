@@ -1,20 +1,14 @@
 """Whether a stretch of an agent's transcript taught something: read by the stop hook, never stored.
 
-The signals are the ones a person would see in the session, with no model to ask:
-
-- a failing step that later succeeded: a command (its program and first argument) or tool
-  that failed, then ran again and passed;
-- the person correcting the agent ("no, …", "that's wrong", "instead …") after it acted;
-- a long struggle: many failed steps in one stretch, fixed or not.
-
-A failure the person asked for ("write a failing test first") is the plan, not a struggle.
-
-And the facts that silence or force an ask: the agent already called ``save_lesson`` in the
-stretch, the person wrote ``#skip`` (never ask) or ``#remember`` (always ask).
+The signals are what a person would see, with no model to ask: a command (its program and first
+argument) that failed, then ran again and passed; the person correcting the agent ("no, …",
+"that's wrong", "instead …") after it acted; a long struggle, many failed steps fixed or not. A
+failure the person asked for ("write a failing test first") is the plan, not a struggle. No ask
+when the agent already called ``save_lesson`` or the person wrote ``#skip``; ``#remember`` always asks.
 
 The transcript is Claude Code's JSON Lines (``type`` user/assistant, ``message.content`` text or
-blocks: ``tool_use``, ``tool_result`` with ``is_error``); Cursor's carries the same roles and
-blocks. Lines that are not JSON, or of another shape, are skipped: a hook never fails on them.
+``tool_use`` and ``tool_result`` blocks with ``is_error``); Cursor's has the same roles and blocks.
+Lines that are not JSON, or of another shape, are skipped: a hook never fails on them.
 """
 
 from __future__ import annotations
@@ -75,11 +69,8 @@ class Finding:
 
     @property
     def should_ask(self) -> bool:
-        """Ask unless the person said ``#skip`` or a lesson was saved; ``#remember`` asks even
-        without a signal."""
-        if self.skip or self.saved:
-            return False
-        return self.remember or self.signal is not None
+        """Ask unless the person said ``#skip`` or a lesson was saved; ``#remember`` asks even without a signal."""
+        return not (self.skip or self.saved) and (self.remember or self.signal is not None)
 
 
 def read_lines(path: str, start: int) -> tuple[list[str], int]:
@@ -154,31 +145,21 @@ def _signal(steps: list[Step], corrected: bool, expected: bool = False) -> str |
 
 def _blocks(entry: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """(kind, block) of an entry: the person's ``prompt`` text, ``tool_use`` and ``tool_result``."""
-    if entry.get("isMeta") or entry.get("isCompactSummary"):
-        return
     message = entry.get("message")
-    if not isinstance(message, dict):
+    if entry.get("isMeta") or entry.get("isCompactSummary") or not isinstance(message, dict):
         return
     role = message.get("role") or entry.get("type")
     content = message.get("content")
-    if role == "user" and isinstance(content, str):
-        if not content.lstrip().startswith("<"):  # slash commands and hook output come tagged
-            yield "prompt", content
-        return
+    if isinstance(content, str):  # a prompt as plain text: one text block
+        content = [{"type": "text", "text": content}]
     if not isinstance(content, list):
         return
-    texts = []
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind in ("tool_use", "tool_result"):
-            yield kind, block
-        elif kind == "text" and role == "user":
-            texts.append(str(block.get("text", "")))
-    if texts and not any(b.get("type") == "tool_result" for b in content if isinstance(b, dict)):
+    blocks = [block for block in content if isinstance(block, dict)]
+    yield from ((b["type"], b) for b in blocks if b.get("type") in ("tool_use", "tool_result"))
+    texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+    if role == "user" and texts and not any(b.get("type") == "tool_result" for b in blocks):
         text = "\n".join(texts)
-        if not text.lstrip().startswith("<"):
+        if not text.lstrip().startswith("<"):  # slash commands and hook output come tagged
             yield "prompt", text
 
 
@@ -211,23 +192,7 @@ def _family(tool: str, arguments: object) -> str | None:
 
 
 # Programs whose first argument says what ran (``npm test`` and ``npm run build`` differ).
-_RUNNERS = frozenset(
-    {
-        "npm",
-        "npx",
-        "yarn",
-        "pnpm",
-        "python",
-        "python3",
-        "uv",
-        "cargo",
-        "go",
-        "make",
-        "git",
-        "docker",
-        "poetry",
-    }
-)
+_RUNNERS = frozenset("npm npx yarn pnpm python python3 uv cargo go make git docker poetry".split())
 
 
 def examine_prompt(prompt: str) -> tuple[bool, bool]:

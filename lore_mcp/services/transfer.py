@@ -1,17 +1,14 @@
 """Moving memory in and out: export to JSON Lines, import idempotently by id.
 
-An export file has one JSON object per line: ``{"type": "lesson", ...}`` for each
-live lesson (every field a client sees) and, with history, ``{"type": "commit", ...}`` for
-each commit. With vectors, a first ``{"type": "model", ...}`` line names the model that made
-them (``EmbeddingModel``) and each lesson carries its ``vector`` (base64 of little-endian
-float32): an import into a store of that same model keeps them and embeds nothing, which is
-what makes loading a large store take minutes, not hours; a lesson whose text redaction
-changes is embedded anew, since its vector was made from the text as it was.
-Import reads lessons back under their own ids, so importing a file twice adds
-nothing; it checks, redacts, re-embeds and saves them as ``save_lesson`` does a new
-lesson (``make_draft``, ``LessonService.store_drafts``: the same near-duplicate rule),
-and records one ``import`` commit per batch, so an import can be reverted like any
-other change. Commit lines are history of the other store and are counted, not replayed.
+An export file has one JSON object per line: a ``lesson`` (every field a client sees) for each
+live lesson, with history a ``commit`` for each commit, and with vectors a first ``model`` line
+naming the model that made them while each lesson carries its ``vector`` (base64 of
+little-endian float32). An import into a store of that model keeps them and embeds nothing (a
+large store loads in minutes, not hours), but embeds anew a lesson whose text redaction
+changed. Import keeps each lesson's id, so importing a file twice adds nothing, and checks,
+redacts and saves lessons as ``save_lesson`` does (``make_draft``, ``store_drafts``: the same
+near-duplicate rule), with one revertible ``import`` commit per batch. Commit lines are the
+other store's history: counted, not replayed.
 """
 
 from __future__ import annotations
@@ -19,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,7 +38,6 @@ from lore_mcp.services.recording import failures_recorded, note
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import Store
 from stores.engine import structured
-from stores.engine.activity import ActivityNote
 from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import (
     MAX_SHORT_CHARS,
@@ -57,6 +54,9 @@ MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range
 EXPORT_PAGE = 100  # lessons read at a time by the CLI export
 FILE_BATCH = 256  # lessons embedded and written together by the CLI
 IMPORT_EMBED_BATCH = 25  # lessons of one import_lessons call embedded between progress reports
+# What a lesson line gives the check of every new lesson (``make_draft``), and what an import keeps.
+DRAFT_FIELDS = {"problem", "resolution", "context", "tags", "confidence", "source", "expires_at", "meta"}
+KEPT_FIELDS = {"id", "created_at", "updated_at", "upvotes", "downvotes"}
 
 
 # Only the shape of a lesson here (this docstring is the tool schema's description): what it
@@ -146,12 +146,15 @@ def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
 class Transfer:
     """Export and import on one store, for the CLI and the MCP tools alike."""
 
-    def __init__(self, lessons: LessonService) -> None:
-        self.lessons = lessons
-        self.store: Store = lessons.store
+    lessons: LessonService
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store
 
     # -- export --------------------------------------------------------------------
 
@@ -237,15 +240,11 @@ class Transfer:
         client: str | None = None,
         report: Progress = no_progress,
     ) -> ImportResult:
-        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing.
-
-        The lessons are embedded a few at a time, ``report(done, total)`` after each group but
-        the last, and then written in one transaction, reported as ``(total, total)`` once it
-        committed. A cancelled call stops at the await between groups, before anything is
-        written, so it changes nothing.
-
-        A lesson's key is (org, project, id), so only this project's own lessons make an id
-        "already there": what other projects or orgs hold neither blocks an import nor shows."""
+        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing. The
+        lessons are embedded a few at a time, reported after each group but the last, then
+        written in one transaction and reported done: a cancel between groups writes nothing.
+        Only this project's lessons make an id "already there" (a lesson's key is org, project,
+        id): what other projects or orgs hold neither blocks an import nor shows."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
@@ -258,20 +257,10 @@ class Transfer:
                 if len(vectors) < len(drafts):
                     await report(len(vectors), len(drafts))
             await anyio.lowlevel.checkpoint()  # a cancel that came during the last group lands here
-            saved = await anyio.to_thread.run_sync(self._store, scope, drafts, vectors, recorded)
+            store = functools.partial(self.lessons.store_drafts, keep_ids=True, activity=recorded)
+            saved = await anyio.to_thread.run_sync(store, scope, drafts, vectors)
         await report(len(drafts), len(drafts))
         return ImportResult(**_tally(saved), redacted=sorted(found))
-
-    def _store(
-        self,
-        scope: Scope,
-        drafts: Sequence[LessonDraft],
-        vectors: Sequence[Any] | None,
-        recorded: ActivityNote | None = None,
-    ) -> list[SaveResult]:
-        """An import's drafts saved as every new lesson is, keeping their ids, with the call's
-        entry in the activity log (none from the CLI)."""
-        return self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True, activity=recorded)
 
     def import_file(
         self,
@@ -295,25 +284,41 @@ class Transfer:
         carried = any(vector is not None for items in by_project.values() for _, vector in items)
         if carried and model is not None and not self._takes(model):
             report.foreign_model = model
+        kept = model is not None and not report.foreign_model
         started(sum(len(items) for items in by_project.values()))
         for name, items in by_project.items():
             scope = Scope(org=org, project=name, actor=actor)
-            drafts: list[LessonDraft] = []
-            vectors: list[Any] = []
-            for start in range(0, len(items), FILE_BATCH):
-                batch = items[start : start + FILE_BATCH]
-                batch_vectors = self._vectors(
-                    batch, report, kept=model is not None and not report.foreign_model
-                )
-                if strict:
-                    drafts.extend(draft for draft, _ in batch)
-                    vectors.extend(batch_vectors)
-                else:
-                    report.count(self._store(scope, [draft for draft, _ in batch], batch_vectors))
-                progress(len(batch))
-            if strict:
-                report.count(self._store(scope, drafts, vectors))
+            self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
         return report
+
+    def _import_project(
+        self,
+        scope: Scope,
+        items: Sequence[tuple[LessonDraft, np.ndarray | None]],
+        report: FileReport,
+        *,
+        strict: bool,
+        kept: bool,
+        progress: Callable[[int], None],
+    ) -> None:
+        """One project's lessons embedded a batch at a time and written per batch, or with
+        ``strict`` all in one transaction."""
+        drafts: list[LessonDraft] = []
+        vectors: list[np.ndarray] = []
+        for start in range(0, len(items), FILE_BATCH):
+            batch = items[start : start + FILE_BATCH]
+            batch_drafts, batch_vectors = (
+                [draft for draft, _ in batch],
+                self._vectors(batch, report, kept=kept),
+            )
+            if strict:
+                drafts += batch_drafts
+                vectors += batch_vectors
+            else:
+                report.count(self.lessons.store_drafts(scope, batch_drafts, batch_vectors, keep_ids=True))
+            progress(len(batch))
+        if strict:
+            report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
 
     def _takes(self, model: EmbeddingModel) -> bool:
         """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
@@ -382,25 +387,8 @@ def imported_draft(item: LessonIn) -> tuple[LessonDraft, tuple[str, ...]]:
         raise InvalidArgument("id must be a ULID as Lore exports it (26 characters).")
     if item.project is not None:
         check_project(item.project)
-    draft, kinds = make_draft(
-        problem=item.problem,
-        resolution=item.resolution,
-        context=item.context,
-        tags=item.tags,
-        confidence=item.confidence,
-        source=item.source,
-        expires_at=item.expires_at,
-        meta=item.meta,
-    )
-    kept = dataclasses.replace(
-        draft,
-        id=item.id,
-        created_at=item.created_at,
-        updated_at=item.updated_at,
-        upvotes=item.upvotes,
-        downvotes=item.downvotes,
-    )
-    return kept, kinds
+    draft, kinds = make_draft(**item.model_dump(include=DRAFT_FIELDS))
+    return dataclasses.replace(draft, **item.model_dump(include=KEPT_FIELDS)), kinds
 
 
 def checked_lesson(data: Mapping[str, Any]) -> tuple[LessonIn, LessonDraft, tuple[str, ...]]:

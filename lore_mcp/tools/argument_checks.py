@@ -1,11 +1,9 @@
 """Checks on a tool call's arguments that the SDK's own validation does not make, or words badly.
 
-The SDK validates arguments with a pydantic model of the tool's signature. That model
-ignores names it does not know, so a misspelt ``tag=`` for ``tags=`` was dropped and the
-save succeeded without its tags; and it compares NaN or Infinity (which JSON parsers on
-both transports accept) with a field's bounds, answering "should be less than or equal
-to 1" for a value that is not a number at all. ``check_arguments`` runs before that
-validation, against the tool's published input schema, so both come back as
+The SDK's pydantic model of a tool's signature ignores names it does not know (a misspelt
+``tag=`` dropped the tags and the save succeeded), and compares NaN or Infinity, which JSON
+parsers on both transports accept, with a field's bounds ("should be less than or equal to 1").
+``check_arguments`` runs first, against the published input schema, so both come back as
 ``VALIDATION_ERROR`` with a sentence that says what was wrong.
 """
 
@@ -26,11 +24,8 @@ MAX_NAME_CHARS = 40
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    """Refuse argument names ``schema`` does not have and numbers that are not finite.
-
-    ``schema`` is the tool's input schema as clients list it (properties by their
-    published names). Raises ``InvalidArgument``; returns nothing when all is well.
-    """
+    """Refuse (``InvalidArgument``) names the tool's input ``schema`` as clients list it does
+    not have, and numbers that are not finite."""
     accepted = list(schema.get("properties", {}))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
@@ -72,11 +67,8 @@ def _name_text(name: str) -> str:
 
 
 def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] | None:
-    """The path to the first NaN or infinite number in ``arguments``, and the number.
-
-    Iterative, so a deeply nested value costs no stack; every value is looked at, since
-    JSON itself has no such numbers and no argument may hold one anywhere.
-    """
+    """The path to the first NaN or infinite number in ``arguments``, and the number: every
+    value is looked at (JSON has no such numbers), iteratively, so deep nesting costs no stack."""
     stack: list[tuple[tuple[Any, ...], Any]] = [((key,), value) for key, value in arguments.items()]
     stack.reverse()
     while stack:
@@ -143,6 +135,15 @@ def _resolved(root: Mapping[str, Any], schema: Mapping[str, Any]) -> Mapping[str
     return schema
 
 
+# A number's bounds as a refusal words them, in this order.
+_BOUND_WORDS = {
+    "minimum": "at least",
+    "exclusiveMinimum": "greater than",
+    "maximum": "at most",
+    "exclusiveMaximum": "less than",
+}
+
+
 def _bounds(schema: Mapping[str, Any]) -> str:
     """`` between 0 and 1`` (or ``greater than 0 and at most 36500``) from the number's schema."""
     for option in [schema, *schema.get("anyOf", ())]:
@@ -150,19 +151,9 @@ def _bounds(schema: Mapping[str, Any]) -> str:
             continue
         low, high = option.get("minimum"), option.get("maximum")
         if low is not None and high is not None:
-            return f" between {_num(low)} and {_num(high)}"
-        parts = []
-        if low is not None:
-            parts.append(f"at least {_num(low)}")
-        if option.get("exclusiveMinimum") is not None:
-            parts.append(f"greater than {_num(option['exclusiveMinimum'])}")
-        if high is not None:
-            parts.append(f"at most {_num(high)}")
-        if option.get("exclusiveMaximum") is not None:
-            parts.append(f"less than {_num(option['exclusiveMaximum'])}")
+            return f" between {low:g} and {high:g}"
+        parts = [
+            f"{word} {option[key]:g}" for key, word in _BOUND_WORDS.items() if option.get(key) is not None
+        ]
         return (" " + " and ".join(parts)) if parts else ""
     return ""
-
-
-def _num(value: float) -> str:
-    return f"{value:g}"

@@ -21,6 +21,7 @@ from lore_mcp.services.curation import CurationService
 from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.loop import LoopService, LoopSettings
+from lore_mcp.services.progress import Progress
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import Transfer
 
@@ -33,9 +34,7 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
-    loop_settings: LoopSettings = field(
-        default_factory=LoopSettings
-    )  # what the agent-loop tools give and ask
+    loop_settings: LoopSettings = field(default_factory=LoopSettings)  # what the loop tools give and ask
 
     @property
     def activity(self) -> ActivityService:
@@ -69,6 +68,16 @@ def caller() -> Caller | None:
     """The current request's API key; None without keys (stdio, --dev-no-auth), where the
     services act on the server's own org."""
     return caller_of(get_access_token())
+
+
+def progress_of(ctx: Context[Any, Any], unit: str) -> Progress:
+    """A long call's ``report``: MCP progress in ``unit`` on the request's own token and stream
+    (nothing is sent when it carries none)."""
+
+    async def report(done: int, total: int) -> None:
+        await ctx.report_progress(done, total, f"{done} of {total} {unit}")
+
+    return report
 
 
 def client_name(ctx: Context[Any, Any]) -> str | None:

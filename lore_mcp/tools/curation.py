@@ -15,6 +15,12 @@ from lore_mcp.services.curation import DEFAULT_THRESHOLD, MAX_PAIRS_PAGE, Duplic
 from lore_mcp.tools.arguments import LessonId, Project, Text
 from lore_mcp.tools.context import call_of
 
+MergedProblem = Annotated[Text | None, Field(description="The merged problem, instead of the combined one.")]
+MergedResolution = Annotated[
+    Text | None, Field(description="The merged resolution, instead of the combined one.")
+]
+MergedContext = Annotated[Text | None, Field(description="The merged context, instead of the combined one.")]
+
 
 async def find_duplicates(
     ctx: Context,
@@ -46,15 +52,9 @@ async def merge_lessons(
     ctx: Context,
     keep: Annotated[LessonId, Field(description="The lesson that stays.")],
     other: Annotated[LessonId, Field(description="The lesson folded into it and deleted.")],
-    problem: Annotated[
-        Text | None, Field(description="The merged problem, instead of the combined one.")
-    ] = None,
-    resolution: Annotated[
-        Text | None, Field(description="The merged resolution, instead of the combined one.")
-    ] = None,
-    context: Annotated[
-        Text | None, Field(description="The merged context, instead of the combined one.")
-    ] = None,
+    problem: MergedProblem = None,
+    resolution: MergedResolution = None,
+    context: MergedContext = None,
     dry_run: Annotated[bool, Field(description="Only show the merged lesson; write nothing.")] = False,
     project: Project = None,
 ) -> MergeResult:

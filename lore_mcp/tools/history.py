@@ -10,6 +10,8 @@ from pydantic import Field
 from lore_mcp.tools.arguments import Project
 from lore_mcp.tools.context import call_of
 
+CommitId = Annotated[str, Field(max_length=64)]
+
 
 async def history(
     ctx: Context,
@@ -30,17 +32,13 @@ async def history(
     )
 
 
-async def get_commit(
-    ctx: Context, commit_id: Annotated[str, Field(max_length=64)], project: Project = None
-) -> dict[str, Any]:
+async def get_commit(ctx: Context, commit_id: CommitId, project: Project = None) -> dict[str, Any]:
     """One commit in full: its rows before and after, and its schema changes."""
     call = call_of(ctx)
     return await call.services.tables.get_commit(commit_id, project, caller=call.caller)
 
 
-async def revert_commit(
-    ctx: Context, commit_id: Annotated[str, Field(max_length=64)], project: Project = None
-) -> dict[str, Any]:
+async def revert_commit(ctx: Context, commit_id: CommitId, project: Project = None) -> dict[str, Any]:
     """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
     changed the same rows or tables; revert those first."""
     call = call_of(ctx)

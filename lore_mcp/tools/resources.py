@@ -3,13 +3,17 @@ subscriptions of ``lore_mcp.transport.protocol_extras``."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.errors import InvalidArgument, LoreError, describe
 from lore_mcp.tools.context import Services, caller
+from stores.engine.activity import ActivityQuery
 from stores.errors import StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"
@@ -26,71 +30,65 @@ def lesson_uri(lesson_id: str) -> str:
     return LESSON_TEMPLATE.replace("{id}", lesson_id)
 
 
+def _json_resource(server: MCPServer, uri: str, name: str, description: str) -> Callable[[Any], Any]:
+    return server.resource(uri, name=name, description=description, mime_type="application/json")
+
+
+@contextlib.contextmanager
+def _not_found(*refusals: type[Exception]) -> Iterator[None]:
+    """A read refused for what it named (a bad id, a project out of reach) is a resource not found."""
+    try:
+        yield
+    except refusals as exc:
+        raise ResourceNotFoundError(describe(exc)[1]) from None
+
+
 def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
     """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project, with how
     often recalls in the kept activity log returned it and when last (listed without
     ``services`` by a server that forwards every read)."""
+    description = "One lesson as JSON, with its recall count and last recall (from the activity log)."
 
-    @server.resource(
-        LESSON_TEMPLATE,
-        name="lesson",
-        description="One lesson as JSON, with its recall count and last recall (from the activity log).",
-        mime_type="application/json",
-    )
+    @_json_resource(server, LESSON_TEMPLATE, "lesson", description)
     async def lesson_resource(id: str) -> str:
-        try:
-            if services is None:
-                raise ResourceNotFoundError("This server forwards every read.")
+        if services is None:
+            raise ResourceNotFoundError("This server forwards every read.")
+        with _not_found(InvalidArgument, StoreError):
             lesson = await services.lessons.get(id, caller=caller())
             recalls = await services.activity.recalls(id, caller=caller())
-        except (InvalidArgument, StoreError) as exc:
-            raise ResourceNotFoundError(describe(exc)[1]) from None
         return json.dumps({**lesson.model_dump(mode="json"), **recalls.model_dump(mode="json")})
 
 
 def add_memory_resources(server: MCPServer, services: Services) -> None:
-    """``lore://schema``, ``lore://stats`` and ``lore://activity``: what the memory holds and
-    what was done to it, without a tool call."""
+    """``lore://schema``, ``lore://stats``, ``lore://overview/{project}`` and ``lore://activity``:
+    what the memory holds and what was done to it, without a tool call."""
+    described = "This project's tables, columns, row counts and schema_hash (as the schema tool)."
 
-    @server.resource(
-        SCHEMA_URI,
-        name="schema",
-        description="This project's tables, columns, row counts and schema_hash (as the schema tool).",
-        mime_type="application/json",
-    )
+    @_json_resource(server, SCHEMA_URI, "schema", described)
     async def schema_resource() -> str:
         return json.dumps(await services.tables.schema(None, caller=caller()))
 
-    @server.resource(
-        STATS_URI,
-        name="stats",
-        description="How much memory there is in this project (lessons, tables, rows, commits) and the projects this key can reach.",
-        mime_type="application/json",
-    )
+    counted = "How much memory there is in this project (lessons, tables, rows, commits) and the projects this key can reach."
+
+    @_json_resource(server, STATS_URI, "stats", counted)
     async def stats_resource() -> str:
         return json.dumps(await services.tables.stats(None, caller=caller()))
 
-    @server.resource(
-        OVERVIEW_TEMPLATE,
-        name="overview",
-        description="A project's counts (as lore://stats), lessons saved per day, top tags, and the "
-        "most and least voted lessons, in one read.",
-        mime_type="application/json",
+    summed = (
+        "A project's counts (as lore://stats), lessons saved per day, top tags, and the most and least "
+        "voted lessons, in one read."
     )
+
+    @_json_resource(server, OVERVIEW_TEMPLATE, "overview", summed)
     async def overview_resource(project: str) -> str:
         from lore_mcp.services.overview import overview
 
-        try:
+        with _not_found(StoreError, LoreError):
             return json.dumps(await overview(services.tables, project, caller()))
-        except (InvalidArgument, StoreError, LoreError) as exc:
-            raise ResourceNotFoundError(describe(exc)[1]) from None
 
-    @server.resource(
-        ACTIVITY_URI,
-        name="activity",
-        description="The latest entries of this project's activity log (as recent_activity), newest first.",
-        mime_type="application/json",
-    )
+    logged = "The latest entries of this project's activity log (as recent_activity), newest first."
+
+    @_json_resource(server, ACTIVITY_URI, "activity", logged)
     async def activity_resource() -> str:
-        page = await services.activity.recent(limit=ACTIVITY_RESOURCE_ENTRIES, caller=caller())
+        page = await services.activity.recent(ActivityQuery(limit=ACTIVITY_RESOURCE_ENTRIES), caller=caller())
         return page.model_dump_json()

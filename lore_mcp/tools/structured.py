@@ -9,7 +9,7 @@ from pydantic import Field
 
 from lore_mcp.services.plan_models import PlanModel, RowFilter
 from lore_mcp.tools.arguments import OrderBy, Project
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import call_of, progress_of
 
 
 async def schema(ctx: Context, project: Project = None) -> dict[str, Any]:
@@ -30,11 +30,7 @@ async def apply(ctx: Context, plan: PlanModel, project: Project = None) -> dict[
     """Apply a plan to this project's tables, all operations or none, and record it as a commit.
     A plan made against an older schema is refused with STALE_PLAN: read schema and plan again."""
     call = call_of(ctx)
-
-    async def report(done: int, total: int) -> None:
-        # The request's own progress token and stream; nothing is sent when it carries none.
-        await ctx.report_progress(done, total, f"{done} of {total} rows")
-
+    report = progress_of(ctx, "rows")
     return await call.services.tables.apply(
         plan, project, caller=call.caller, client=call.client, report=report
     )

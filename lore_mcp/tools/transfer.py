@@ -9,7 +9,7 @@ from pydantic import Field
 
 from lore_mcp.services.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
 from lore_mcp.tools.arguments import Cursor, Project
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import call_of, progress_of
 from stores.engine.lessons import MAX_LIST_LIMIT
 
 
@@ -32,11 +32,7 @@ async def import_lessons(
     """Import lessons (as export_lessons returns them) into a project, keeping their ids: an id
     already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
     call = call_of(ctx)
-
-    async def report(done: int, total: int) -> None:
-        # The request's own progress token and stream; nothing is sent when it carries none.
-        await ctx.report_progress(done, total, f"{done} of {total} lessons")
-
+    report = progress_of(ctx, "lessons")
     return await call.services.transfer.import_batch(
         lessons, project, caller=call.caller, client=call.client, report=report
     )
