@@ -162,9 +162,9 @@ def loop_settings(settings: Settings) -> LoopSettings:
     )
 
 
-def open_app(settings: Settings) -> App:
+def open_app(settings: Settings, *, embedder: Embedder | None = None) -> App:
     """``open_store`` and the services over it (raises as ``open_store`` does)."""
-    return App(settings, open_store(settings))
+    return App(settings, open_store(settings), embedder=embedder)
 
 
 class App:

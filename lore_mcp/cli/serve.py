@@ -8,11 +8,6 @@ import sys
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-# Imported with this module, so before the store opens and the model starts loading: the
-# start-up order whose timings the benchmarks measured (the tools' modules take longer to
-# import than the default model takes to load). Closing the app waits for a load still running,
-# which would abort the process as it exits.
-import lore_mcp.transport.server  # noqa: F401
 from lore_mcp.cli.common import open_or_report
 from lore_mcp.settings import Settings
 
@@ -22,16 +17,20 @@ if TYPE_CHECKING:
 
 def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
     """Open the store and serve; the model loads on a background thread from the start."""
-    import anyio
-
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
-    app = open_or_report(settings, read_only="warn")
+    from lore_mcp.embedding.embedder import embedder_for
+
+    # The model loads before the SDK, the tools and the store are imported, beside them: ONNX
+    # Runtime builds its session off the interpreter's lock, so the first save seldom waits.
+    embedder = embedder_for(settings)
+    embedder.start()
+    app = open_or_report(settings, read_only="warn", embedder=embedder)
     if app is None:
+        embedder.close()  # exiting while ONNX Runtime builds its session would abort the process
         return 1
-    # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
-    # than after the first answer makes the first save wait less and initialize no longer.
-    app.embedder.start()
+    import anyio
+
     with app, contextlib.suppress(KeyboardInterrupt):
         server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
         anyio.run(server.run_stdio_async)
