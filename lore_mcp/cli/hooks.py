@@ -286,30 +286,15 @@ class _connection:
         loop = LoopService(app.lessons, loop_settings(self.settings))
 
         async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
+            asked = {"session_id": args["session_id"], "project": args.get("project"), "client": CLIENT_NAME}
             if name == "session_context":
                 where = Workdir(repository=args.get("repository"), branch=args.get("branch"))
-                found = await loop.session_context(
-                    session_id=args["session_id"],
-                    where=where,
-                    project=args.get("project"),
-                    client=CLIENT_NAME,
-                )
-                return hook_output("SessionStart", found)
+                return hook_output("SessionStart", await loop.session_context(where=where, **asked))
             if name == "prompt_context":
-                found = await loop.prompt_context(
-                    prompt=args["prompt"],
-                    session_id=args["session_id"],
-                    project=args.get("project"),
-                    client=CLIENT_NAME,
-                )
+                found = await loop.prompt_context(prompt=args["prompt"], **asked)
                 return hook_output("UserPromptSubmit", found)
-            decision = await loop.ask_to_save(
-                session_id=args["session_id"],
-                signal=args["signal"],
-                remember=bool(args.get("remember")),
-                project=args.get("project"),
-                client=CLIENT_NAME,
-            )
+            remember = bool(args.get("remember"))
+            decision = await loop.ask_to_save(signal=args["signal"], remember=remember, **asked)
             return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
 
         return lambda name, args: anyio.run(run, name, args)

@@ -116,7 +116,7 @@ def uninstall(path: Path, client: str) -> bool:
 
 def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
     """``data`` without Lore's handlers, and without the groups and events they alone filled."""
-    copy = json.loads(json.dumps(data))
+    copy: dict[str, Any] = json.loads(json.dumps(data))
     hooks = copy.get("hooks")
     if not isinstance(hooks, dict):
         return copy

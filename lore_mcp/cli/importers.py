@@ -139,19 +139,9 @@ def _server_memory(text: str) -> Conversion:
     entities: list[tuple[int, str, str, list[str]]] = []
     relations: list[tuple[str, str, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
         where = f"line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            out.error(where, f"not JSON ({exc.msg})")
-            continue
-        except RecursionError:
-            out.error(where, "not JSON (nested too deeply)")
-            continue
-        if not isinstance(data, dict):
-            out.error(where, "expected a JSON object")
+        data = _json_object(out, where, line) if line.strip() else None
+        if data is None:
             continue
         kind = data.get("type")
         if kind == "entity":
@@ -174,6 +164,22 @@ def _server_memory(text: str) -> Conversion:
             out.error(where, f"unknown type {kind!r} (expected 'entity' or 'relation')")
     _add_observations(out, entities, relations)
     return out.result
+
+
+def _json_object(out: _Converter, where: str, line: str) -> dict[str, Any] | None:
+    """One line's JSON object, or None after noting why it is not one."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        out.error(where, f"not JSON ({exc.msg})")
+        return None
+    except RecursionError:
+        out.error(where, "not JSON (nested too deeply)")
+        return None
+    if not isinstance(data, dict):
+        out.error(where, "expected a JSON object")
+        return None
+    return data
 
 
 def _add_observations(

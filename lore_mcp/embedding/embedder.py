@@ -134,13 +134,14 @@ class SentenceTransformersEngine:
         if threads != self._threads:
             torch.set_num_threads(threads)
             self._threads = threads
-        return self._model.encode(
+        vectors: np.ndarray = self._model.encode(
             texts,
             batch_size=BATCH_SIZE,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        return vectors
 
 
 def missing_extra_message(model_name: str) -> str:
@@ -271,7 +272,7 @@ class Embedder:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        vec = self._encode([text])[0]
+        vec: np.ndarray = self._encode([text])[0]
         with self._cache_lock:
             self._cache[text] = vec
             if len(self._cache) > QUERY_CACHE_SIZE:
@@ -302,7 +303,8 @@ class Embedder:
             self._encode_group(batch)
         if request.error is not None:
             raise request.error
-        return request.vectors
+        vectors: np.ndarray = request.vectors
+        return vectors
 
     def _encode_group(self, batch: list[_Request]) -> None:
         try:

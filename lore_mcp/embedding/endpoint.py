@@ -223,7 +223,7 @@ class EndpointEngine:
 
     def _backoff(self, attempt: int) -> float:
         """Doubling waits with a little jitter, so replicas that failed together retry apart."""
-        return self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.8, 1.2)
+        return self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.8, 1.2)
 
     def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
         """The backoff, or what ``Retry-After`` asks (seconds form) if within the cap; None:
@@ -266,7 +266,8 @@ class EndpointEngine:
         norms = np.linalg.norm(matrix, axis=1)
         if not np.all(np.isfinite(matrix)) or not np.all(norms > 0):
             raise ModelUnavailable(self._malformed("a vector is zero or not a finite number"))
-        return (matrix / norms[:, None]).astype(np.float32)
+        unit: np.ndarray = (matrix / norms[:, None]).astype(np.float32)
+        return unit
 
     def _row(self, embedding: Any) -> np.ndarray:
         """One embedding: a list of numbers, or base64 float32 (``encoding_format: base64``)."""

@@ -77,7 +77,8 @@ class OnnxEncoder:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        vectors: np.ndarray = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return vectors
 
     def encode_bulk(self, texts: list[str]) -> np.ndarray:
         """Unit vectors for many texts on every core: batches of similar length run side by
