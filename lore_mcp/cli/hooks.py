@@ -1,16 +1,11 @@
 """``lore-memory hook EVENT``: the clients' command hooks, answering on stdout in their format.
 
-Each reads the client's hook input (JSON on stdin), asks Lore through the same service the
-``loop`` tools use (in this process on a local or Postgres store; over HTTP, as those tools, in
-remote mode), and prints the answer in Claude Code's format or, with ``--client cursor``,
-Cursor's. A hook never fails the client's turn: on any error it prints nothing, exits 0 and
-logs one line on stderr.
-
-The stop hook reads the transcript since its last check (``transcript.examine``), and asks once
-when it shows a struggle that no lesson was saved for; ``pre-compact`` keeps what it finds for
-the next stop, since a compacted session still learned it. What it read is kept as a line
-offset per session in the user's state directory; nothing of the transcript leaves the machine
-but a few words of what happened (a command's name), redacted as everything stored is.
+Each reads the hook input (JSON on stdin), asks the service the ``loop`` tools use (in process, or
+over HTTP in remote mode) and answers in Claude Code's format or Cursor's. A hook never fails the
+client's turn: on any error it prints nothing, exits 0 and logs one line on stderr. The stop hook
+reads the transcript since its last check and asks once when it shows a struggle no lesson was
+saved for (``pre-compact`` keeps what it finds for the next stop). What it read is a line offset
+per session in the user's state directory; of the transcript only a few redacted words leave.
 """
 
 from __future__ import annotations

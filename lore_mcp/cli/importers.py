@@ -1,32 +1,13 @@
 """Other memory servers' exports as Lore lesson lines, for ``lore-memory import --from``.
 
-Two sources are understood:
+``server-memory`` (``@modelcontextprotocol/server-memory``'s JSON Lines knowledge graph): a lesson
+per observation, its problem the entity and its type (``payments-api (service)``), its tags both,
+its context the entity's relations. ``mcp-memory-service`` (its JSON export): a lesson per memory,
+its problem the first line, its tags its own and its ``memory_type``, its times kept.
 
-``server-memory``
-    The JSON Lines file of the official ``@modelcontextprotocol/server-memory``
-    knowledge graph: ``{"type": "entity", "name", "entityType", "observations"}``
-    and ``{"type": "relation", "from", "to", "relationType"}`` lines. Each
-    observation becomes one lesson: the problem names the entity and its type
-    (``payments-api (service)``), the resolution is the observation, the tags
-    are the entity type and the entity name, and the context lists the
-    entity's relations (``payments-api depends on postgres-primary``). An
-    entity without observations has nothing to recall and adds no lesson.
-
-``mcp-memory-service``
-    The JSON file written by mcp-memory-service's exporter
-    (``{"export_metadata": ..., "memories": [...]}``; a bare list of memories
-    is read too). Each memory becomes one lesson: the problem is its first
-    line (up to 200 characters), the resolution its whole content, the tags
-    its own tags plus its ``memory_type`` (without the service's
-    ``untagged`` placeholder), and ``created_at`` / ``updated_at`` are kept.
-
-Every lesson gets a deterministic id, a ULID whose random part is a SHA-256 of
-the source and the record's identity (entity name and observation; store and
-``content_hash``) and whose time part is the record's ``created_at`` (zero when
-the source has none), so importing the same file twice adds nothing and a
-re-export that grew imports only what is new. A malformed record is reported
-as ``line N: ...`` (server-memory) or ``memory N: ...`` (mcp-memory-service)
-and left out; the rest still converts.
+Ids are ULIDs made from a hash of the record's identity and its ``created_at``, so importing a file
+twice adds nothing and a re-export that grew imports only what is new. A malformed record is
+reported (``line N: ...``, ``memory N: ...``) and left out; the rest still converts.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
 """The ``lore-memory`` command: its arguments, and which command module runs them.
 
-Every setting is an environment variable (``LORE_*``) and the same-named flag of
-``lore-memory mcp``; flags win. The CLI is for running and administering Lore,
-never a second API: everything an agent does goes through MCP tools. The commands
-live in ``cli_serve`` (mcp), ``cli_admin`` (migrate, init, keys), ``cli_transfer``
-(export, import, reembed) and ``doctor``; each opens its store and services through
-``lore_mcp.app``.
+Every setting is an environment variable (``LORE_*``) and the same-named flag; flags win. The CLI
+runs and administers Lore, never a second API: what an agent does goes through MCP tools.
 """
 
 from __future__ import annotations

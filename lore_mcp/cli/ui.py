@@ -1,12 +1,9 @@
 """``lore-memory ui``: the page for people over this machine's store, in the browser.
 
-It serves the team server's app (``lore_mcp.transport.http``: ``/mcp`` and the page at
-``/ui``) on 127.0.0.1, on a port the system picks, and opens the page. The page signs in
-as any client does, with a Lore API key checked by the same verifier: a fresh key made for
-this run (named ``ui``, root of the served org), handed to the browser in the URL's
-fragment (which is never sent to a server or logged) and revoked when the command stops.
-So the page gets exactly the rules an agent with a root key gets, and nothing outlives the run.
-It serves every tool group the page has a view for, whatever ``LORE_TOOLS`` says.
+It serves the team server's app on 127.0.0.1 and opens the page, which signs in as any client does:
+with a root key of the served org made for this run (``ui``), handed over in the URL's fragment
+(never sent to a server or logged) and revoked when the command stops. So the page gets exactly
+an agent's rules, and nothing outlives the run. It serves every tool group the page has a view for.
 """
 
 from __future__ import annotations
