@@ -2,13 +2,18 @@
 
     .venv/bin/python benchmarks/startup.py                # everything, about 2 minutes
     .venv/bin/python benchmarks/startup.py --skip-uvx --skip-venv --runs 3
+    .venv/bin/python benchmarks/startup.py --skip-uvx --skip-venv --skip-encoder --runs 7  # start-up only
 
 Measured, each printed and written to ``benchmarks/results-startup.json``:
 
 - spawn -> ``initialize`` answered and spawn -> first ``save_lesson`` answered, ``lore-memory
   mcp`` on a fresh SQLite file (raw JSON-RPC lines, as ``run.py`` does), beside a bare
-  ``MCPServer``'s spawn -> ``initialize`` in the same runs; the server's RSS right after that
-  save (VmRSS) and its high-water mark (VmHWM). Median of ``--runs``.
+  ``MCPServer`` (``bare_server.py``: spawn -> ``initialize``, spawn -> its first ``ping``)
+  spawned in the same runs in a rotating order, and Lore's own cost, the per-run difference;
+  the CPU seconds each process had used by then (steadier than the wall clock on a busy
+  machine); the server's RSS right after that save (VmRSS) and its high-water mark (VmHWM).
+  Median and range of ``--runs``. ``--baseline DIR`` adds the Lore of another checkout to
+  every run (before and after a change, on the same machine at the same moment).
 - the default encoder in this process: query p50 (distinct texts, so the cache never helps)
   and bulk lessons/s (``encode_documents`` on 2,000 synthetic lessons, every core).
 - ``uvx --find-links <dist> lore-memory-mcp mcp`` from an empty uv cache: the command the
@@ -57,44 +62,93 @@ def rss_mb(pid: int) -> dict[str, float]:
     return out
 
 
-def first_save(command: list[str], env: dict[str, str], errlog: Any) -> dict[str, Any]:
-    """Spawn a server; seconds to ``initialize`` and to the first ``save_lesson`` answer, and its RSS."""
+PING = {"name": "ping", "arguments": {}}
+
+
+def cpu_s(pid: int) -> float:
+    """CPU seconds (user and system, every thread) a live process has used: unlike the wall
+    clock, hardly changed by other work on a busy machine."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def first_call(command: list[str], env: dict[str, str], errlog: Any, call: dict[str, Any]) -> dict[str, Any]:
+    """Spawn a server; seconds from spawn to its ``initialize`` answer and to the answer of its
+    first tool call (``save_lesson`` for Lore, ``ping`` for the bare server), and its RSS then."""
     server = RawServer(command, env, errlog, timeout_s=600)
     try:
         init_s = server.initialize()
-        response, save_s = server.request("tools/call", SAVE)
+        init_cpu = cpu_s(server.proc.pid)
+        response, call_s = server.request("tools/call", call)
         if response["result"].get("isError"):
-            raise RuntimeError(f"save_lesson failed: {response['result']}")
-        return {"initialize_s": init_s, "first_save_s": save_s, **rss_mb(server.proc.pid)}
+            raise RuntimeError(f"{call['name']} failed: {response['result']}")
+        return {
+            "initialize_s": init_s,
+            "first_call_s": call_s,
+            "initialize_cpu_s": init_cpu,
+            "first_call_cpu_s": cpu_s(server.proc.pid),
+            **rss_mb(server.proc.pid),
+        }
     finally:
         server.close()
 
 
-def bench_cold(runs: int, workdir: Path, errlog: Any) -> dict[str, Any]:
-    first_save(lore_command(), {"LORE_DB_PATH": str(workdir / "warm.db")}, errlog)  # page cache, .pyc
-    lore, bare = [], []
-    for run in range(runs):
-        lore.append(first_save(lore_command(), {"LORE_DB_PATH": str(workdir / f"cold-{run}.db")}, errlog))
-        server = RawServer(bare_command(), {}, errlog)
-        try:
-            bare.append(server.initialize())
-        finally:
-            server.close()
-        log(f"  run {run + 1}: {lore[-1]}, bare initialize {bare[-1]:.3f}s")
+def first_save(command: list[str], env: dict[str, str], errlog: Any) -> dict[str, Any]:
+    """``first_call`` of Lore's ``save_lesson``, keyed as the uvx runs report it."""
+    run = first_call(command, env, errlog, SAVE)
+    run["first_save_s"] = run.pop("first_call_s")
+    run["first_save_cpu_s"] = run.pop("first_call_cpu_s")
+    return run
 
-    def median(key: str) -> float:
-        return round(statistics.median(r[key] for r in lore), 3)
 
+def spread(samples: list[float]) -> dict[str, float]:
+    """Median and range."""
     return {
-        "runs": runs,
-        "lore_initialize_s": median("initialize_s"),
-        "lore_first_save_s": median("first_save_s"),
-        "bare_initialize_s": round(statistics.median(bare), 3),
-        "first_save_over_bare_initialize": round(median("first_save_s") / statistics.median(bare), 2),
-        "rss_after_first_save_mb": median("VmRSS"),
-        "peak_rss_after_first_save_mb": median("VmHWM"),
-        "samples": lore,
+        "median": round(statistics.median(samples), 3),
+        "min": round(min(samples), 3),
+        "max": round(max(samples), 3),
     }
+
+
+def bench_cold(runs: int, workdir: Path, errlog: Any, baseline: Path | None = None) -> dict[str, Any]:
+    """Lore and the bare ``MCPServer`` (and Lore from the ``baseline`` checkout, if given)
+    spawned one after the other in every run, in an order that rotates, so a machine busy with
+    other work slows each alike; Lore's own cost is the per-run difference from the bare server."""
+    spawn = {
+        "lore": lambda db: first_save(lore_command(), {"LORE_DB_PATH": str(db)}, errlog),
+        "bare": lambda db: first_call(bare_command(), {}, errlog, PING),
+    }
+    if baseline is not None:  # the same console script, importing the other checkout's code
+        env = {"PYTHONPATH": str(baseline)}
+        spawn["baseline"] = lambda db: first_save(lore_command(), {"LORE_DB_PATH": str(db), **env}, errlog)
+    for name, start in spawn.items():  # page cache, .pyc
+        start(workdir / f"warm-{name}.db")
+    samples = []
+    for run in range(runs):
+        names = list(spawn)
+        order = names[run % len(names) :] + names[: run % len(names)]
+        got = {name: spawn[name](workdir / f"cold-{name}-{run}.db") for name in order}
+        bare = got.pop("bare")
+        sample = {f"bare_{key}": bare[key] for key in ("initialize_s", "first_call_s")}
+        sample |= {f"bare_{key}": bare[key] for key in ("initialize_cpu_s", "first_call_cpu_s")}
+        for name, lore in got.items():
+            sample |= {
+                f"{name}_initialize_s": lore["initialize_s"],
+                f"{name}_first_save_s": lore["first_save_s"],
+                f"{name}_own_initialize_s": lore["initialize_s"] - bare["initialize_s"],
+                f"{name}_own_first_save_s": lore["first_save_s"] - bare["first_call_s"],
+                f"{name}_initialize_cpu_s": lore["initialize_cpu_s"],
+                f"{name}_first_save_cpu_s": lore["first_save_cpu_s"],
+                f"{name}_VmRSS_mb": lore["VmRSS"],
+                f"{name}_VmHWM_mb": lore["VmHWM"],
+            }
+        sample = {key: round(value, 3) for key, value in sample.items()}
+        samples.append(sample)
+        log(f"  run {run + 1}: {sample}")
+    summary: dict[str, Any] = {"runs": runs, "order": "rotating: " + ", ".join(spawn)}
+    summary |= {key: spread([s[key] for s in samples]) for key in samples[0]}
+    summary["samples"] = samples
+    return summary
 
 
 def bench_encoder() -> dict[str, Any]:
@@ -176,8 +230,15 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--skip-uvx", action="store_true")
     parser.add_argument("--skip-venv", action="store_true")
+    parser.add_argument("--skip-encoder", action="store_true")
+    parser.add_argument(
+        "--baseline", type=Path, default=None, help="another checkout whose Lore runs beside this one"
+    )
     parser.add_argument("--out", type=Path, default=HERE / "results-startup.json")
     args = parser.parse_args()
+    # An installed Lore runs from bytecode: let the warm-up run write it, or every spawn would
+    # compile Lore's modules again and count that as start-up.
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     report: dict[str, Any] = {
         "machine": machine_info(),
         "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -188,9 +249,10 @@ def main() -> None:
     ):
         work = Path(tmp)
         log(f"cold start, {args.runs} runs")
-        report["cold"] = bench_cold(args.runs, work, errlog)
-        log("encoder")
-        report["encoder"] = bench_encoder()
+        report["cold"] = bench_cold(args.runs, work, errlog, args.baseline)
+        if not args.skip_encoder:
+            log("encoder")
+            report["encoder"] = bench_encoder()
         if not (args.skip_uvx and args.skip_venv):
             wheel = build_wheel(work / "dist")
             report["wheel_mb"] = round(wheel.stat().st_size / 2**20, 1)

@@ -1,13 +1,8 @@
-"""The composition root: the one place that opens the store and builds the services and servers.
+"""The composition root: the one place that opens the store and builds the services and servers,
+for every entry point (stdio, HTTP, remote mode, the administration commands, ``doctor``, tests).
 
-Every entry point gets its store, services and server here: ``lore-memory mcp`` over
-stdio, over HTTP and in remote mode, the administration commands, ``doctor``, and the
-tests (``build_server`` for a server over a service they made). Wiring then lives
-once, and no entry point borrows another's helpers.
-
-Services are built on first use, and their modules imported then: ``keys list``
-opens the store without making an embedder or importing the lesson tools, and
-``migrate`` without importing the services at all.
+Services are built, and their modules imported, on first use: ``keys list`` makes no embedder and
+imports no lesson tools, and ``migrate`` imports no service.
 """
 
 from __future__ import annotations
@@ -35,8 +30,8 @@ if TYPE_CHECKING:
 
 
 def open_store(settings: Settings) -> Store:
-    """The configured backend, migrated and ready. Raises ``StoreError`` with a sentence for
-    people, or ``SystemExit`` when the settings name no database this process can open."""
+    """The configured backend, migrated; raises ``StoreError`` with a sentence for people, or
+    ``SystemExit`` when the settings name no database this process can open."""
     from stores import ActivityBounds, RankingParams, open_local_store, open_postgres_store
 
     ranking = RankingParams(half_life_days=settings.decay_half_life_days)
@@ -46,13 +41,12 @@ def open_store(settings: Settings) -> Store:
     if settings.store == "postgres":
         if not settings.database_url:
             raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
-        store = open_postgres_store(
+        return open_postgres_store(
             settings.database_url,
             pool_size=settings.pool_size,
             ranking_params=ranking,
             activity_bounds=activity,
         )
-        return store
     if settings.store == "local":
         return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)
     raise SystemExit(
@@ -83,17 +77,14 @@ def serve(
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """The server of the ``tools`` groups (the defaults if None), the prompts and the
-    resources over ``services``; ``settings`` go to ``MCPServer`` (``log_level``, auth and
-    token_verifier). ``request_timeout_s`` bounds every tool call, ``heavy_gate`` admits the
-    heavy ones.
+    """The server of the ``tools`` groups (None: the defaults), prompts and resources over
+    ``services``; ``settings`` go to ``MCPServer`` (``log_level``, auth). ``request_timeout_s``
+    bounds every tool call, ``heavy_gate`` admits the heavy ones.
 
-    The key tools (group ``admin``) need ``services.keys``: with API keys they are there for
-    root keys whatever ``tools`` says; without (stdio), only when ``admin`` is asked for, and
-    they then act on the server's own org, as its trusted local caller.
-
-    Change notices travel on the store's feed where it has one (Postgres: every server process
-    on the database hears every change), else in this process.
+    The key tools need ``services.keys``: with API keys they are there for root keys whatever
+    ``tools`` says; without (stdio) only when ``admin`` is asked for, acting on the server's own
+    org as its trusted local caller. Change notices travel on the store's feed where it has one
+    (Postgres: every process on the database hears every change), else in this process.
     """
     from lore_mcp.auth import Caller
     from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
@@ -135,8 +126,8 @@ def remote_server(
 
 
 def default_project(settings: Settings) -> str:
-    """The project a call that names none acts on: ``LORE_PROJECT``, or with
-    ``LORE_PROJECT_FROM_REPO`` (and LORE_PROJECT unset) the git repository this process runs in."""
+    """The project of a call that names none: ``LORE_PROJECT``, or with ``LORE_PROJECT_FROM_REPO``
+    (and LORE_PROJECT unset) the git repository this process runs in."""
     if settings.project_from_repo and "project" not in settings.model_fields_set:
         from lore_mcp.services.workdir import workdir_of
 
@@ -162,16 +153,14 @@ def loop_settings(settings: Settings) -> LoopSettings:
     )
 
 
-def open_app(settings: Settings) -> App:
+def open_app(settings: Settings, *, embedder: Embedder | None = None) -> App:
     """``open_store`` and the services over it (raises as ``open_store`` does)."""
-    return App(settings, open_store(settings))
+    return App(settings, open_store(settings), embedder=embedder)
 
 
 class App:
-    """One opened store and the services over it, for one process; ``close`` closes the store.
-
-    ``embedder`` replaces the one the settings ask for (tests share one loaded model).
-    """
+    """One opened store and the services over it, for one process; ``embedder`` replaces the
+    settings' one (one already loading, or the tests' shared model)."""
 
     def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
@@ -221,9 +210,9 @@ class App:
     def server(
         self, *, with_keys: bool, log_level: LogLevel = "WARNING", shared: bool = False, **auth: Any
     ) -> LoreServer:
-        """The MCP server of the settings' tool groups; ``with_keys`` adds the admin tools'
-        service, ``shared`` (a team server) caps heavy calls fairly between orgs and keys,
-        ``auth`` goes to ``build_server`` (token verifier and auth settings)."""
+        """The MCP server of the settings' tool groups; ``with_keys`` adds the key tools' service,
+        ``shared`` (a team server) caps heavy calls fairly between orgs and keys, ``auth`` goes to
+        ``serve`` (token verifier and auth settings)."""
         from lore_mcp.tools.context import Services
 
         keys = self.keys if with_keys else None
@@ -238,12 +227,9 @@ class App:
         )
 
     def heavy_gate(self) -> HeavyGate:
-        """Slots for heavy calls: on Postgres two pooled connections fewer than the pool, so key
-        checks and cheap calls always find one; on SQLite two (one writes, one reads). One org
-        holds at most half the machine's cores' worth: heavy calls are CPU work in this
-        process, and an org that took every core would slow every other org's calls."""
-        import os
-
+        """Slots for heavy calls: on Postgres two fewer than the pool, so key checks and cheap calls
+        always find a connection; on SQLite two (one writes, one reads). One org holds at most half
+        the cores' worth: heavy calls are CPU work here, and one org must not slow every other's."""
         from lore_mcp.transport.admission import HeavyGate
 
         total = max(1, self.settings.pool_size - 2) if self.settings.store == "postgres" else 2
@@ -256,11 +242,9 @@ class App:
         log_level: LogLevel = "WARNING",
         people_keys: frozenset[str] = frozenset(),
     ) -> LoreServer:
-        """The server for streamable HTTP: API keys and OAuth tokens checked on every request,
-        with ``issuer_url`` the server's public URL (``LORE_PUBLIC_URL``, or where it binds);
-        OAuth is on where that URL can be an issuer (``oauth.routes.oauth_possible``).
-        None serves without authentication (``--dev-no-auth``). ``people_keys``: ids of keys
-        only a person's page holds (``lore-memory ui``'s)."""
+        """The server for streamable HTTP, with API keys and OAuth tokens checked on every request;
+        ``issuer_url`` is its public URL, OAuth on where that can be an issuer (None: no
+        authentication, ``--dev-no-auth``); ``people_keys``: keys only a person's page holds."""
         if issuer_url is None:
             return self.server(with_keys=True, log_level=log_level, shared=True)
         from lore_mcp.transport.oauth.routes import team_auth
@@ -277,9 +261,9 @@ class App:
         )
 
     def health(self) -> Org | None:
-        """What ``/healthz`` checks: the served org can be read (which fails when the store is
-        down) and a write can begin (which fails when the writer is stuck or the database
-        cannot be written); both raise ``StoreError`` with the reason."""
+        """What ``/healthz`` checks: the served org can be read (not when the store is down) and a
+        write can begin (not when the writer is stuck or the database is read-only); raises
+        ``StoreError`` with the reason."""
         org = self.store.keys.get_org(self.settings.org)
         self.store.probe_write()
         return org

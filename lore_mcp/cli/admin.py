@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from lore_mcp.services.keys import CreatedKey, KeyOut
 
 
-def migrate(settings: Settings) -> int:
+def migrate(_args: argparse.Namespace, settings: Settings) -> int:
     """Bring the configured database to the current schema; running it again is harmless."""
     app = open_or_report(settings)
     if app is None:

@@ -14,6 +14,7 @@ from lore_mcp.app import App, open_app
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
+    from lore_mcp.embedding.embedder import Embedder
     from stores.sqlite.files import Unwritable
 
 # What a command does with a local database this user cannot write: refuse to run (it
@@ -22,13 +23,15 @@ if TYPE_CHECKING:
 ReadOnly = Literal["refuse", "warn", "allow"]
 
 
-def open_or_report(settings: Settings, *, read_only: ReadOnly = "refuse") -> App | None:
-    """``open_app``, or None after printing why the store did not open or cannot be written
-    (the command then exits 1)."""
+def open_or_report(
+    settings: Settings, *, read_only: ReadOnly = "refuse", embedder: Embedder | None = None
+) -> App | None:
+    """``open_app`` (with ``embedder``, one already loading), or None after printing why the
+    store did not open or cannot be written (the command then exits 1)."""
     from stores import StoreError
 
     try:
-        app = open_app(settings)
+        app = open_app(settings, embedder=embedder)
     except StoreError as exc:
         report_failure(exc)
         return None

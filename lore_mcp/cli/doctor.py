@@ -6,6 +6,7 @@ broken part does not hide the state of the others.
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ class Check:
     name: str
     ok: bool
     detail: str
+
+
+def run_doctor(_args: argparse.Namespace, settings: Settings) -> int:
+    return 0 if run_checks(settings) else 1
 
 
 def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
@@ -189,30 +194,42 @@ def check_vectors(settings: Settings) -> Check:
 
 
 def check_remote(settings: Settings) -> Check:
-    import httpx2
-
     from lore_mcp.settings import mcp_url
-    from lore_mcp.transport.remote import api_url_fix, no_endpoint
 
     if not settings.api_url or not settings.api_key:
         return Check("team server", False, "LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.")
     url = mcp_url(settings.api_url)
     health = url.removesuffix("/mcp") + "/healthz"
+    problem = _health_problem(settings.api_url, url, health) or _key_problem(url, health, settings.api_key)
+    return Check("team server", problem is None, problem or f"{url} is up and accepts the key")
+
+
+def _health_problem(api_url: str, url: str, health: str) -> str | None:
+    """Why ``/healthz`` says there is no working team server at ``api_url``, or None."""
+    import httpx2
+
+    from lore_mcp.transport.remote import api_url_fix
+
     try:
         response = httpx2.get(health, timeout=10)
     except httpx2.HTTPError as exc:
-        return Check(
-            "team server", False, f"cannot reach {health} ({type(exc).__name__}); check LORE_API_URL."
-        )
+        return f"cannot reach {health} ({type(exc).__name__}); check LORE_API_URL."
     if response.status_code == 404:
-        return Check(
-            "team server",
-            False,
-            f"there is no Lore team server at {settings.api_url} ({health} answered 404 Not Found); "
-            f"{api_url_fix(url)}.",
+        return (
+            f"there is no Lore team server at {api_url} ({health} answered 404 Not Found); "
+            f"{api_url_fix(url)}."
         )
     if response.status_code != 200:
-        return Check("team server", False, f"{health} answered {response.status_code}: {response.text[:200]}")
+        return f"{health} answered {response.status_code}: {response.text[:200]}"
+    return None
+
+
+def _key_problem(url: str, health: str, api_key: str) -> str | None:
+    """Why the MCP endpoint refuses an ``initialize`` with the key, or None."""
+    import httpx2
+
+    from lore_mcp.transport.remote import no_endpoint
+
     hello = {
         "protocolVersion": "2025-11-25",
         "capabilities": {},
@@ -221,16 +238,13 @@ def check_remote(settings: Settings) -> Check:
     probe = httpx2.post(
         url,
         json={"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-        headers={
-            "Authorization": f"Bearer {settings.api_key}",
-            "Accept": "application/json, text/event-stream",
-        },
+        headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json, text/event-stream"},
         timeout=10,
     )
     if probe.status_code == 401:
-        return Check("team server", False, "the server refused LORE_API_KEY (unknown, revoked or malformed).")
+        return "the server refused LORE_API_KEY (unknown, revoked or malformed)."
     if probe.status_code == 404:
-        return Check("team server", False, no_endpoint(url, f"although {health} is up"))
+        return no_endpoint(url, f"although {health} is up")
     if probe.status_code >= 400:
-        return Check("team server", False, f"{url} answered {probe.status_code}.")
-    return Check("team server", True, f"{url} is up and accepts the key")
+        return f"{url} answered {probe.status_code}."
+    return None

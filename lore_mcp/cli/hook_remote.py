@@ -1,9 +1,7 @@
 """The hooks' calls in remote mode: one ``tools/call`` POST to the team server, no SDK.
 
-Revision 2026-07-28 needs no handshake and no session, so a hook that lives a second sends one
-request per call, as the page for people does (``transport/ui/static/js/mcp.js``), and pays
-neither for importing the MCP client nor for a connection it would keep. The arguments are
-redacted before they leave the machine, as remote mode redacts every call's.
+Revision 2026-07-28 needs no handshake or session, so a hook that lives a second sends one request,
+as the page for people does, and imports no MCP client. Arguments are redacted before they leave.
 """
 
 from __future__ import annotations

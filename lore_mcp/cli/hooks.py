@@ -1,16 +1,11 @@
 """``lore-memory hook EVENT``: the clients' command hooks, answering on stdout in their format.
 
-Each reads the client's hook input (JSON on stdin), asks Lore through the same service the
-``loop`` tools use (in this process on a local or Postgres store; over HTTP, as those tools, in
-remote mode), and prints the answer in Claude Code's format or, with ``--client cursor``,
-Cursor's. A hook never fails the client's turn: on any error it prints nothing, exits 0 and
-logs one line on stderr.
-
-The stop hook reads the transcript since its last check (``transcript.examine``), and asks once
-when it shows a struggle that no lesson was saved for; ``pre-compact`` keeps what it finds for
-the next stop, since a compacted session still learned it. What it read is kept as a line
-offset per session in the user's state directory; nothing of the transcript leaves the machine
-but a few words of what happened (a command's name), redacted as everything stored is.
+Each reads the hook input (JSON on stdin), asks the service the ``loop`` tools use (in process, or
+over HTTP in remote mode) and answers in Claude Code's format or Cursor's. A hook never fails the
+client's turn: on any error it prints nothing, exits 0 and logs one line on stderr. The stop hook
+reads the transcript since its last check and asks once when it shows a struggle no lesson was
+saved for (``pre-compact`` keeps what it finds for the next stop). What it read is a line offset
+per session in the user's state directory; of the transcript only a few redacted words leave.
 """
 
 from __future__ import annotations
@@ -286,30 +281,15 @@ class _connection:
         loop = LoopService(app.lessons, loop_settings(self.settings))
 
         async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
+            asked = {"session_id": args["session_id"], "project": args.get("project"), "client": CLIENT_NAME}
             if name == "session_context":
                 where = Workdir(repository=args.get("repository"), branch=args.get("branch"))
-                found = await loop.session_context(
-                    session_id=args["session_id"],
-                    where=where,
-                    project=args.get("project"),
-                    client=CLIENT_NAME,
-                )
-                return hook_output("SessionStart", found)
+                return hook_output("SessionStart", await loop.session_context(where=where, **asked))
             if name == "prompt_context":
-                found = await loop.prompt_context(
-                    prompt=args["prompt"],
-                    session_id=args["session_id"],
-                    project=args.get("project"),
-                    client=CLIENT_NAME,
-                )
+                found = await loop.prompt_context(prompt=args["prompt"], **asked)
                 return hook_output("UserPromptSubmit", found)
-            decision = await loop.ask_to_save(
-                session_id=args["session_id"],
-                signal=args["signal"],
-                remember=bool(args.get("remember")),
-                project=args.get("project"),
-                client=CLIENT_NAME,
-            )
+            remember = bool(args.get("remember"))
+            decision = await loop.ask_to_save(signal=args["signal"], remember=remember, **asked)
             return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
 
         return lambda name, args: anyio.run(run, name, args)

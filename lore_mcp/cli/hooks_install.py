@@ -1,14 +1,10 @@
 """``lore-memory hooks install|uninstall CLIENT``: Lore's hooks in a client's settings, and out again.
 
-Installing merges Lore's entries into the client's file and touches nothing else: other hooks,
-other settings and their order stay. Installing twice changes nothing more. Uninstalling removes
-exactly Lore's entries (found by their command, ``… hook <event>``); when nothing else in the
-file changed meanwhile, the file comes back byte for byte as it was before the install (its
-bytes are kept beside it, ``<file>.lore-backup``), and otherwise as its JSON minus Lore's part.
-
-Claude Code: ``~/.claude/settings.json`` (``--project``: ``.claude/settings.json``), command
-hooks for SessionStart, UserPromptSubmit, Stop and PreCompact. Cursor: ``~/.cursor/hooks.json``
-(``--project``: ``.cursor/hooks.json``), sessionStart, beforeSubmitPrompt, stop and preCompact.
+Installing merges Lore's entries and touches nothing else; installing twice changes nothing more.
+Uninstalling removes exactly Lore's entries (found by their ``… hook <event>`` command); when the
+file did not change meanwhile it comes back byte for byte (kept as ``<file>.lore-backup``), else
+as its JSON minus Lore's part. Files: Claude Code ``~/.claude/settings.json``, Cursor
+``~/.cursor/hooks.json`` (``--project``: ``.claude/`` or ``.cursor/`` here).
 """
 
 from __future__ import annotations
@@ -116,7 +112,7 @@ def uninstall(path: Path, client: str) -> bool:
 
 def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
     """``data`` without Lore's handlers, and without the groups and events they alone filled."""
-    copy = json.loads(json.dumps(data))
+    copy: dict[str, Any] = json.loads(json.dumps(data))
     hooks = copy.get("hooks")
     if not isinstance(hooks, dict):
         return copy

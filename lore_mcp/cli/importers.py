@@ -1,32 +1,13 @@
 """Other memory servers' exports as Lore lesson lines, for ``lore-memory import --from``.
 
-Two sources are understood:
+``server-memory`` (``@modelcontextprotocol/server-memory``'s JSON Lines knowledge graph): a lesson
+per observation, its problem the entity and its type (``payments-api (service)``), its tags both,
+its context the entity's relations. ``mcp-memory-service`` (its JSON export): a lesson per memory,
+its problem the first line, its tags its own and its ``memory_type``, its times kept.
 
-``server-memory``
-    The JSON Lines file of the official ``@modelcontextprotocol/server-memory``
-    knowledge graph: ``{"type": "entity", "name", "entityType", "observations"}``
-    and ``{"type": "relation", "from", "to", "relationType"}`` lines. Each
-    observation becomes one lesson: the problem names the entity and its type
-    (``payments-api (service)``), the resolution is the observation, the tags
-    are the entity type and the entity name, and the context lists the
-    entity's relations (``payments-api depends on postgres-primary``). An
-    entity without observations has nothing to recall and adds no lesson.
-
-``mcp-memory-service``
-    The JSON file written by mcp-memory-service's exporter
-    (``{"export_metadata": ..., "memories": [...]}``; a bare list of memories
-    is read too). Each memory becomes one lesson: the problem is its first
-    line (up to 200 characters), the resolution its whole content, the tags
-    its own tags plus its ``memory_type`` (without the service's
-    ``untagged`` placeholder), and ``created_at`` / ``updated_at`` are kept.
-
-Every lesson gets a deterministic id, a ULID whose random part is a SHA-256 of
-the source and the record's identity (entity name and observation; store and
-``content_hash``) and whose time part is the record's ``created_at`` (zero when
-the source has none), so importing the same file twice adds nothing and a
-re-export that grew imports only what is new. A malformed record is reported
-as ``line N: ...`` (server-memory) or ``memory N: ...`` (mcp-memory-service)
-and left out; the rest still converts.
+Ids are ULIDs made from a hash of the record's identity and its ``created_at``, so importing a file
+twice adds nothing and a re-export that grew imports only what is new. A malformed record is
+reported (``line N: ...``, ``memory N: ...``) and left out; the rest still converts.
 """
 
 from __future__ import annotations
@@ -139,19 +120,9 @@ def _server_memory(text: str) -> Conversion:
     entities: list[tuple[int, str, str, list[str]]] = []
     relations: list[tuple[str, str, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
         where = f"line {number}"
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            out.error(where, f"not JSON ({exc.msg})")
-            continue
-        except RecursionError:
-            out.error(where, "not JSON (nested too deeply)")
-            continue
-        if not isinstance(data, dict):
-            out.error(where, "expected a JSON object")
+        data = _json_object(out, where, line) if line.strip() else None
+        if data is None:
             continue
         kind = data.get("type")
         if kind == "entity":
@@ -174,6 +145,22 @@ def _server_memory(text: str) -> Conversion:
             out.error(where, f"unknown type {kind!r} (expected 'entity' or 'relation')")
     _add_observations(out, entities, relations)
     return out.result
+
+
+def _json_object(out: _Converter, where: str, line: str) -> dict[str, Any] | None:
+    """One line's JSON object, or None after noting why it is not one."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        out.error(where, f"not JSON ({exc.msg})")
+        return None
+    except RecursionError:
+        out.error(where, "not JSON (nested too deeply)")
+        return None
+    if not isinstance(data, dict):
+        out.error(where, "expected a JSON object")
+        return None
+    return data
 
 
 def _add_observations(

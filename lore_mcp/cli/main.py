@@ -1,20 +1,17 @@
 """The ``lore-memory`` command: its arguments, and which command module runs them.
 
-Every setting is an environment variable (``LORE_*``) and the same-named flag of
-``lore-memory mcp``; flags win. The CLI is for running and administering Lore,
-never a second API: everything an agent does goes through MCP tools. The commands
-live in ``cli_serve`` (mcp), ``cli_admin`` (migrate, init, keys), ``cli_transfer``
-(export, import, reembed) and ``doctor``; each opens its store and services through
-``lore_mcp.app``.
+Every setting is an environment variable (``LORE_*``) and the same-named flag; flags win. The CLI
+runs and administers Lore, never a second API: what an agent does goes through MCP tools.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -301,7 +298,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler.setFormatter(logging.Formatter(form) if args.debug else _OneLineFormatter(form))
     logging.basicConfig(level=args.log_level.upper(), handlers=[handler])
     try:
-        return _run(parser, args)
+        return _run(args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:
@@ -315,7 +312,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+# Each command's function, "module:name" in lore_mcp.cli, imported only when the command runs:
+# `--help` and `keys list` stay quick.
+_COMMANDS = {
+    "mcp": "serve:run_mcp",
+    "ui": "ui:run_ui",
+    "migrate": "admin:migrate",
+    "init": "admin:administer_keys",
+    "keys": "admin:administer_keys",
+    "hook": "hooks_command:run_loop_command",
+    "hooks": "hooks_command:run_loop_command",
+    "doctor": "doctor:run_doctor",
+    "export": "transfer:export_lessons",
+    "import": "transfer:import_lessons",
+    "reembed": "transfer:reembed_lessons",
+}
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         settings = settings_from(args)
     except Exception as exc:  # pydantic's errors, one line naming each setting
@@ -325,42 +339,8 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         )
         # A client reads a hook's status 2 as "block": the prompt refused, the agent kept from stopping.
         return 0 if args.command == "hook" else 2
-    # Each command's module is imported only when it runs: `--help` and `keys list` stay quick.
-    if args.command == "mcp":
-        from lore_mcp.cli.serve import serve, serve_http
-
-        if args.transport == "http":
-            return serve_http(
-                settings,
-                host=args.host,
-                port=args.port,
-                log_level=args.log_level.upper(),
-                no_auth=args.dev_no_auth,
-                public_url=args.public_url,
-            )
-        return serve(settings, log_level=args.log_level.upper())
-    if args.command == "ui":
-        from lore_mcp.cli.ui import serve_ui
-
-        return serve_ui(
-            settings, port=args.port, open_browser=not args.no_browser, log_level=args.log_level.upper()
-        )
-    if args.command in ("migrate", "init", "keys"):
-        from lore_mcp.cli.admin import administer_keys, migrate
-
-        return migrate(settings) if args.command == "migrate" else administer_keys(args, settings)
-    if args.command in ("hook", "hooks"):
-        from lore_mcp.cli.hooks_command import run_loop_command
-
-        return run_loop_command(args, settings)
-    if args.command == "doctor":
-        from lore_mcp.cli.doctor import run_checks
-
-        return 0 if run_checks(settings) else 1
-    if args.command in ("export", "import", "reembed"):
-        from lore_mcp.cli.transfer import export_lessons, import_lessons, reembed_lessons
-
-        command = {"export": export_lessons, "import": import_lessons, "reembed": reembed_lessons}
-        return command[args.command](args, settings)
-    parser.error(f"unknown command {args.command}")
-    return 2
+    module, name = _COMMANDS[args.command].split(":")
+    command: Callable[[argparse.Namespace, Settings], int] = getattr(
+        importlib.import_module(f"lore_mcp.cli.{module}"), name
+    )
+    return command(args, settings)

@@ -1,8 +1,6 @@
-"""Progress of a long CLI command (``import``, ``reembed``) on stderr, always with its total.
-
-On a terminal it is one counter redrawn in place (``tqdm``); anywhere else (a log file, CI, a
-pipe) it is one plain line per batch, ``lore-memory: import: 512/1000 lessons``, since a log
-cannot hold a redrawn counter and tqdm alone would print nothing there.
+"""Progress of ``import`` and ``reembed`` on stderr, always with its total: on a terminal one counter
+redrawn in place (``tqdm``), elsewhere one line per batch (``lore-memory: import: 512/1000 lessons``),
+since a log cannot hold a redrawn counter and tqdm would print nothing there.
 """
 
 from __future__ import annotations

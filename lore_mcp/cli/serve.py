@@ -3,35 +3,51 @@ server, or over stdio forwarding every call to a team server (``LORE_STORE=remot
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-# Imported with this module, so before the store opens and the model starts loading: the
-# start-up order whose timings the benchmarks measured (the tools' modules take longer to
-# import than the default model takes to load). Closing the app waits for a load still running,
-# which would abort the process as it exits.
-import lore_mcp.transport.server  # noqa: F401
 from lore_mcp.cli.common import open_or_report
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
-    from lore_mcp.transport.server import LogLevel
+    from lore_mcp.app import App
+    from lore_mcp.transport.server import LogLevel, LoreServer
+
+
+def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
+    """``lore-memory mcp``: over stdio, or with ``--transport http`` as a team server."""
+    level = args.log_level.upper()
+    if args.transport == "stdio":
+        return serve(settings, log_level=level)
+    return serve_http(
+        settings,
+        host=args.host,
+        port=args.port,
+        log_level=level,
+        no_auth=args.dev_no_auth,
+        public_url=args.public_url,
+    )
 
 
 def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
     """Open the store and serve; the model loads on a background thread from the start."""
-    import anyio
-
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
-    app = open_or_report(settings, read_only="warn")
+    from lore_mcp.embedding.embedder import embedder_for
+
+    # The model loads before the SDK, the tools and the store are imported, beside them: ONNX
+    # Runtime builds its session off the interpreter's lock, so the first save seldom waits.
+    embedder = embedder_for(settings)
+    embedder.start()
+    app = open_or_report(settings, read_only="warn", embedder=embedder)
     if app is None:
+        embedder.close()  # exiting while ONNX Runtime builds its session would abort the process
         return 1
-    # The default model loads in about 0.3 s, mostly inside ONNX Runtime: starting now rather
-    # than after the first answer makes the first save wait less and initialize no longer.
-    app.embedder.start()
+    import anyio
+
     with app, contextlib.suppress(KeyboardInterrupt):
         server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
         anyio.run(server.run_stdio_async)
@@ -112,10 +128,18 @@ def _is_base_url(url: str) -> bool:
     )
 
 
-def _say_oauth(issuer: str | None) -> None:
-    """The start-up line on OAuth: where connectors find it, or why it is off (none without auth)."""
+def _say_serving(settings: Settings, base: str, issuer: str | None) -> None:
+    """The start-up lines: the endpoint, and on OAuth where connectors find it or why it is off
+    (``issuer`` None: served without authentication, said loudly)."""
+    from lore_mcp.transport.guards import MCP_PATH
     from lore_mcp.transport.oauth.routes import oauth_possible
 
+    if issuer is None:
+        print(
+            f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
+            file=sys.stderr,
+        )
+    print(f"lore-memory: serving MCP at {base}{MCP_PATH}", file=sys.stderr)
     if issuer is None:
         return
     if oauth_possible(issuer):
@@ -139,41 +163,51 @@ def serve_http(
 ) -> int:
     """The team server: streamable HTTP with API keys and OAuth (see ``lore_mcp.transport.http``);
     ``public_url`` is where clients reach it (``--public-url``), its OAuth issuer."""
-    import anyio
-
-    from lore_mcp.transport import http
-
     if _refuse_http(settings, host=host, no_auth=no_auth, public_url=public_url):
         return 2
     app = open_or_report(settings, read_only="warn")
     if app is None:
         return 1
     app.embedder.start()  # a server expects traffic; load the model now rather than on the first call
-    url_host = f"[{host}]" if ":" in host else host
+    base = f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+    issuer = None if no_auth else (public_url or base).rstrip("/")
     with app, contextlib.suppress(KeyboardInterrupt):
-        issuer = None if no_auth else (public_url or f"http://{url_host}:{port}").rstrip("/")
         server = app.team_server(issuer_url=issuer, log_level=log_level)
-        if no_auth:
-            print(
-                f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
-                file=sys.stderr,
-            )
-        print(f"lore-memory: serving MCP at http://{url_host}:{port}{http.MCP_PATH}", file=sys.stderr)
-        _say_oauth(issuer)
-        anyio.run(
-            lambda: http.serve_http(
-                server,
-                host=host,
-                port=port,
-                health=app.health,
-                store_name=settings.store,
-                rate_limit_per_minute=settings.rate_limit_per_minute,
-                log_level=log_level,
-                drain_timeout_s=settings.drain_timeout_s,
-                trusted_proxies=settings.trusted_proxy_networks,
-                call_counts=app.store.call_counts,
-                stateless=settings.stateless_http,
-                request_state_keys=settings.request_state_keys,
-            )
+        _say_serving(settings, base, issuer)
+        run_http(
+            app,
+            server,
+            host=host,
+            port=port,
+            log_level=log_level,
+            trusted_proxies=settings.trusted_proxy_networks,
+            stateless=settings.stateless_http,
+            request_state_keys=settings.request_state_keys,
         )
     return 0
+
+
+def run_http(
+    app: App, server: LoreServer, *, host: str, port: int, log_level: LogLevel, **extra: Any
+) -> None:
+    """``transport.http.serve_http`` with what it takes from the app, until it stops; ``extra``
+    goes to it as well."""
+    import anyio
+
+    from lore_mcp.transport import http
+
+    settings = app.settings
+    anyio.run(
+        lambda: http.serve_http(
+            server,
+            host=host,
+            port=port,
+            health=app.health,
+            store_name=settings.store,
+            rate_limit_per_minute=settings.rate_limit_per_minute,
+            log_level=log_level,
+            drain_timeout_s=settings.drain_timeout_s,
+            call_counts=app.store.call_counts,
+            **extra,
+        )
+    )

@@ -1,16 +1,14 @@
 """``lore-memory ui``: the page for people over this machine's store, in the browser.
 
-It serves the team server's app (``lore_mcp.transport.http``: ``/mcp`` and the page at
-``/ui``) on 127.0.0.1, on a port the system picks, and opens the page. The page signs in
-as any client does, with a Lore API key checked by the same verifier: a fresh key made for
-this run (named ``ui``, root of the served org), handed to the browser in the URL's
-fragment (which is never sent to a server or logged) and revoked when the command stops.
-So the page gets exactly the rules an agent with a root key gets, and nothing outlives the run.
-It serves every tool group the page has a view for, whatever ``LORE_TOOLS`` says.
+It serves the team server's app on 127.0.0.1 and opens the page, which signs in as any client does:
+with a root key of the served org made for this run (``ui``), handed over in the URL's fragment
+(never sent to a server or logged) and revoked when the command stops. So the page gets exactly
+an agent's rules, and nothing outlives the run. It serves every tool group the page has a view for.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import socket
 import sys
@@ -28,8 +26,9 @@ HOST = "127.0.0.1"
 KEY_NAME = "ui"
 
 
-def serve_ui(settings: Settings, *, port: int, open_browser: bool, log_level: LogLevel = "WARNING") -> int:
+def run_ui(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the page until Ctrl-C (or SIGTERM); the one-time key is revoked on the way out."""
+    port, open_browser, log_level = args.port, not args.no_browser, args.log_level.upper()
     if settings.store == "remote":
         print(
             "lore-memory: the page serves this machine's store; with LORE_STORE=remote, open the team "
@@ -94,27 +93,13 @@ def _serve(
     """The team server's ``serve_http`` on ``listening``, after printing (and opening) the page."""
     import webbrowser
 
-    import anyio
+    from lore_mcp.cli.serve import run_http
 
-    from lore_mcp.transport import http
-
-    base = f"http://{HOST}:{listening.getsockname()[1]}"
+    port = listening.getsockname()[1]
+    base = f"http://{HOST}:{port}"
     server = app.team_server(issuer_url=base, log_level=log_level, people_keys=frozenset({key.id}))
     url = f"{base}/ui/#key={key.key}"
     print(f"lore-memory: the page for people is at {url}\nlore-memory: Ctrl-C stops it.", flush=True)
     if open_browser:
         webbrowser.open(url)
-    anyio.run(
-        lambda: http.serve_http(
-            server,
-            host=HOST,
-            port=listening.getsockname()[1],
-            health=app.health,
-            store_name=app.settings.store,
-            rate_limit_per_minute=app.settings.rate_limit_per_minute,
-            log_level=log_level,
-            drain_timeout_s=app.settings.drain_timeout_s,
-            call_counts=app.store.call_counts,
-            sockets=[listening],
-        )
-    )
+    run_http(app, server, host=HOST, port=port, log_level=log_level, sockets=[listening])

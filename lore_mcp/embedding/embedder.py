@@ -1,18 +1,11 @@
 """Turning text into vectors, off the request path.
 
-The default model, all-MiniLM-L6-v2, runs on ONNX Runtime from the graph that ships
-with Lore (``lore_mcp.embedding.onnx``): no torch, about 0.3 s to load, offline. Any
-other ``LORE_EMBEDDING_MODEL`` runs on sentence-transformers, which the
-``sentence-transformers`` extra installs; ``LORE_EMBEDDING_URL`` sends texts to an
-OpenAI-compatible endpoint instead (``lore_mcp.embedding.endpoint``). Each of these is
-an ``Engine``; ``Embedder`` adds what all of them need: loading on a background thread
-so the server answers ``initialize`` and ``tools/list`` at once, a cache so a repeated
-recall does not re-embed, and grouping.
-
-The engine runs one call at a time. Small requests that arrive while it is busy
-(concurrent recalls and saves on the team server) wait and then go through the
-engine together in one call, which costs little more than one of them alone:
-whoever finds the engine free encodes everything waiting ("group commit").
+An ``Engine`` encodes: the shipped all-MiniLM-L6-v2 on ONNX Runtime (the default: no torch,
+offline, about 0.3 s to load), any other ``LORE_EMBEDDING_MODEL`` on sentence-transformers (the
+extra), or an endpoint (``LORE_EMBEDDING_URL``). ``Embedder`` adds what each needs: loading on a
+thread, so ``initialize`` and ``tools/list`` never wait for it; a query cache; and grouping: small
+requests that arrive while the engine is busy go through it together in one call, which costs
+little more than one alone ("group commit").
 """
 
 from __future__ import annotations
@@ -50,24 +43,22 @@ EXTRA = "sentence-transformers"
 
 
 class Engine(Protocol):
-    """One way of turning texts into unit vectors (float32, one row per text)."""
+    """One way of turning texts into unit vectors (float32, one row per text). ``load`` runs on
+    the loading thread and raises if it cannot; ``fingerprint`` names the vectors' source (weights
+    or endpoint), so a store tells another model's vectors from its own; ``bulk`` work may use
+    every core."""
 
     runtime: str  # "onnxruntime", "torch" or "endpoint": what doctor reports
 
-    def load(self) -> None:
-        """Make the engine ready (blocking, on the loading thread); raise if it cannot be."""
+    def load(self) -> None: ...
 
     @property
-    def dimension(self) -> int:
-        """Vector length."""
+    def dimension(self) -> int: ...
 
     @property
-    def fingerprint(self) -> str:
-        """What identifies the vectors' source (weights or endpoint), so a store can tell
-        vectors of another model from its own."""
+    def fingerprint(self) -> str: ...
 
-    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
-        """Unit vectors for ``texts``; ``bulk`` work may use every core."""
+    def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray: ...
 
 
 class OnnxEngine:
@@ -134,13 +125,14 @@ class SentenceTransformersEngine:
         if threads != self._threads:
             torch.set_num_threads(threads)
             self._threads = threads
-        return self._model.encode(
+        vectors: np.ndarray = self._model.encode(
             texts,
             batch_size=BATCH_SIZE,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,
         )
+        return vectors
 
 
 def missing_extra_message(model_name: str) -> str:
@@ -196,7 +188,6 @@ class Embedder:
 
     @property
     def started(self) -> bool:
-        """True once loading has begun."""
         return self._started
 
     def start(self) -> None:
@@ -229,8 +220,7 @@ class Embedder:
             )
 
     def wait_settled(self, timeout: float | None = None) -> bool:
-        """Block until loading has finished (or failed); False on timeout. For benchmarks,
-        tests and ``doctor``."""
+        """Block until loading has finished or failed; False on timeout (benchmarks, tests)."""
         self.start()
         return self._loaded.wait(timeout)
 
@@ -243,19 +233,16 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        """Vector length of the loaded model."""
         self.wait()
         return self.engine.dimension
 
     @property
     def fingerprint(self) -> str:
-        """The loaded model's fingerprint (``Engine.fingerprint``)."""
         self.wait()
         return self.engine.fingerprint
 
     @property
     def runtime(self) -> str:
-        """What encodes run on: "onnxruntime", "torch" or "endpoint"."""
         return self.engine.runtime
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -271,19 +258,18 @@ class Embedder:
             if hit is not None:
                 self._cache.move_to_end(text)
                 return hit
-        vec = self._encode([text])[0]
+        vec: np.ndarray = self._encode([text])[0]
         with self._cache_lock:
             self._cache[text] = vec
             if len(self._cache) > QUERY_CACHE_SIZE:
                 self._cache.popitem(last=False)
         return vec
 
+    # On a worker thread, so the event loop keeps serving.
     async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """``encode_documents`` on a worker thread, so the event loop keeps serving."""
         return await anyio.to_thread.run_sync(self.encode_documents, texts)
 
     async def aencode_query(self, text: str) -> np.ndarray:
-        """``encode_query`` on a worker thread."""
         return await anyio.to_thread.run_sync(self.encode_query, text)
 
     def _encode(self, texts: list[str]) -> np.ndarray:
@@ -302,7 +288,8 @@ class Embedder:
             self._encode_group(batch)
         if request.error is not None:
             raise request.error
-        return request.vectors
+        vectors: np.ndarray = request.vectors
+        return vectors
 
     def _encode_group(self, batch: list[_Request]) -> None:
         try:

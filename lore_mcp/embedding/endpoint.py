@@ -1,27 +1,18 @@
-"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``).
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``):
+Ollama, LM Studio, vLLM, llama.cpp's server and OpenAI all answer ``{"model", "input"}`` with
+``{"data": [{"index", "embedding"}]}``. What it adds to a bare POST, and why:
 
-Ollama, LM Studio, vLLM, llama.cpp's server and OpenAI itself all answer
-``POST {"model": ..., "input": [texts]}`` with ``{"data": [{"index", "embedding"}]}``,
-so one small client covers them. What it adds to a bare POST, and why:
-
-- **One probe at load**, so a wrong URL, key or model is reported when Lore starts
-  rather than on the first save, and the vector length is learnt (or checked against
-  ``LORE_EMBEDDING_DIMENSION``) before the store is asked to hold any vector.
-- **Batches** of ``LORE_EMBEDDING_BATCH_SIZE`` texts per request: servers cap the
-  inputs of one request, and ``reembed`` or an import sends thousands.
-- **Order and unit length**: rows are put back in input order by their ``index``
-  (the spec does not promise response order) and scaled to unit length, because
-  Lore's scores assume cosine on unit vectors and not every server normalises.
-- **A time budget per request, retries included** (``LORE_EMBEDDING_TIMEOUT_S``):
-  connection failures, 429 and 5xx are retried with doubling backoff (a 429's
-  ``Retry-After`` is honoured up to a cap); any other 4xx is a configuration
-  mistake that retrying cannot fix, so it is reported at once.
-- **Failures as ``ModelUnavailable`` (code UNAVAILABLE)** with a sentence naming the
-  endpoint's host and port, what went wrong and the setting to change; never the
-  API key, which is also scrubbed from any excerpt of the server's answer. The
-  caller stores nothing when encoding fails, because Lore embeds before it writes.
-
-Texts reach the endpoint already redacted: ``LessonService`` redacts before it embeds.
+- one probe at load, so a wrong URL, key or model is reported at start and the vector length is
+  known (or checked against ``LORE_EMBEDDING_DIMENSION``) before the store holds any vector;
+- batches of ``LORE_EMBEDDING_BATCH_SIZE``: servers cap a request's inputs, and imports send thousands;
+- rows back in input order by ``index`` (the spec does not promise it) and at unit length (Lore's
+  scores assume cosine on unit vectors; not every server normalises);
+- a time budget per request, retries included (``LORE_EMBEDDING_TIMEOUT_S``): no connection, 429
+  and 5xx are retried with doubling backoff (honouring a capped ``Retry-After``); other 4xx are
+  configuration mistakes, reported at once;
+- failures as ``ModelUnavailable`` naming the endpoint's host and port, what went wrong and the
+  setting to change, never the API key. Texts arrive redacted, and nothing is stored when
+  encoding fails, because Lore embeds before it writes.
 """
 
 from __future__ import annotations
@@ -223,7 +214,7 @@ class EndpointEngine:
 
     def _backoff(self, attempt: int) -> float:
         """Doubling waits with a little jitter, so replicas that failed together retry apart."""
-        return self.backoff_s * 2 ** (attempt - 1) * random.uniform(0.8, 1.2)
+        return self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.8, 1.2)
 
     def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
         """The backoff, or what ``Retry-After`` asks (seconds form) if within the cap; None:
@@ -266,7 +257,8 @@ class EndpointEngine:
         norms = np.linalg.norm(matrix, axis=1)
         if not np.all(np.isfinite(matrix)) or not np.all(norms > 0):
             raise ModelUnavailable(self._malformed("a vector is zero or not a finite number"))
-        return (matrix / norms[:, None]).astype(np.float32)
+        unit: np.ndarray = (matrix / norms[:, None]).astype(np.float32)
+        return unit
 
     def _row(self, embedding: Any) -> np.ndarray:
         """One embedding: a list of numbers, or base64 float32 (``encoding_format: base64``)."""

@@ -1,15 +1,9 @@
 """The server's model against the store's: the refusal, and the sentence that says the fix.
 
-A store records the model that made its vectors (``stores.engine.embedding_model``). A server
-whose model differs would compare a query vector of one model with lesson vectors of
-another, and answer nonsense that looks like an answer. So ``save_lesson``,
-``recall_lessons``, ``update_lesson`` (when its text changes) and imports are refused
-with ``UNAVAILABLE``; reads that need no vector (``list_lessons``, ``get_lesson``,
-votes, deletes, structured memory) keep working.
-
-Why ``UNAVAILABLE`` and not ``VALIDATION_ERROR``: the caller's arguments are fine, and
-no change to them would help. The server cannot serve vectors until the person running
-it re-embeds the store or configures the store's model, as with a database that is down.
+A store records the model that made its vectors; a server of another model would compare vectors
+of two models and answer nonsense that looks like an answer. So what needs a vector (save, recall,
+a text edit, imports) is refused with ``UNAVAILABLE``, not ``VALIDATION_ERROR``: no change to the
+arguments would help, only a ``reembed`` or the store's model configured; the rest keeps working.
 """
 
 from __future__ import annotations

