@@ -1,8 +1,6 @@
-"""What the ``lore-memory`` commands share: opening the app, and saying why a command failed.
-
-Every failure a command reports is one line on stderr, ``lore-memory: CODE: sentence``;
-the exit status says how it ended (0 done, 1 failed, 2 refused its arguments). Tracebacks
-stay off the terminal unless ``--debug`` asks for them (``lore_mcp.cli.main``).
+"""What the ``lore-memory`` commands share: opening the app, and saying why a command failed:
+one line on stderr, ``lore-memory: CODE: sentence``, and the exit status (0 done, 1 failed,
+2 refused its arguments); tracebacks only with ``--debug``.
 """
 
 from __future__ import annotations

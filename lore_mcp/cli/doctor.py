@@ -53,9 +53,8 @@ def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
 
 
 def check_sqlite(_settings: Settings) -> Check:
-    """The SQLite binding and its FTS5 (lexical recall). Vectors need no extension: they are
-    plain BLOBs searched in numpy, so there is no sqlite-vec to load (the line says so, for
-    anyone who remembers it)."""
+    """The SQLite binding and its FTS5 (lexical recall); vectors are BLOBs searched in numpy, so
+    there is no sqlite-vec to load (the line says so, for anyone who remembers it)."""
     try:
         import sqlean
     except ImportError as exc:
@@ -154,8 +153,7 @@ def check_database(settings: Settings) -> Check:
 
 
 def check_vectors(settings: Settings) -> Check:
-    """The store's vectors against the configured model: another model's are refused by
-    save_lesson and recall_lessons until `lore-memory reembed` (``lore_mcp.embedding.identity``)."""
+    """The store's vectors against the configured model's (``lore_mcp.embedding.identity``)."""
     from lore_mcp.embedding.identity import configure_fix, describe_model, running_model
 
     if settings.store == "postgres" and not settings.database_url:

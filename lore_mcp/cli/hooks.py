@@ -10,13 +10,14 @@ per session in the user's state directory; of the transcript only a few redacted
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -25,8 +26,6 @@ from lore_mcp.settings import Settings
 
 logger = logging.getLogger("lore_mcp.hooks")
 
-EVENTS = ("session-start", "prompt", "stop", "pre-compact")
-CLIENTS = ("claude-code", "cursor")
 # Session states older than this are removed as new ones are written.
 STATE_DAYS = 7
 
@@ -252,33 +251,25 @@ def _in_format(client: str, event: str, found: dict[str, Any]) -> dict[str, Any]
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
 
 
-class _connection:
-    """The ``loop`` calls: in this process on a local or Postgres store, over HTTP in remote mode."""
+@contextlib.contextmanager
+def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
+    """The ``loop`` calls: in this process on a local or Postgres store, over HTTP in remote mode;
+    ``warm`` starts loading the model while the store answers what needs no vector."""
+    if settings.store == "remote":
+        from lore_mcp.cli.hook_remote import remote_call
 
-    def __init__(self, settings: Settings, *, warm: bool = False) -> None:
-        self.settings = settings
-        self.warm = warm
-        self._close: Callable[[], None] | None = None
+        yield remote_call(settings)
+        return
+    import anyio
 
-    def __enter__(self) -> Call:
-        if self.settings.store == "remote":
-            from lore_mcp.cli.hook_remote import remote_call
+    from lore_mcp.app import loop_settings, open_app
+    from lore_mcp.services.loop import LoopService, hook_output
+    from lore_mcp.services.workdir import Workdir
 
-            return remote_call(self.settings)
-        return self._local()
-
-    def _local(self) -> Call:
-        import anyio
-
-        from lore_mcp.app import loop_settings, open_app
-        from lore_mcp.services.loop import LoopService, hook_output
-        from lore_mcp.services.workdir import Workdir
-
-        app = open_app(self.settings)
-        self._close = app.close
-        if self.warm:  # the model loads while the store answers what needs no vector
+    with open_app(settings) as app:
+        if warm:
             app.embedder.start()
-        loop = LoopService(app.lessons, loop_settings(self.settings))
+        loop = LoopService(app.lessons, loop_settings(settings))
 
         async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
             asked = {"session_id": args["session_id"], "project": args.get("project"), "client": CLIENT_NAME}
@@ -292,11 +283,7 @@ class _connection:
             decision = await loop.ask_to_save(signal=args["signal"], remember=remember, **asked)
             return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
 
-        return lambda name, args: anyio.run(run, name, args)
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._close is not None:
-            self._close()
+        yield lambda name, args: anyio.run(run, name, args)
 
 
 # The client name a command hook's activity entries carry.

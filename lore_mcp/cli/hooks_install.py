@@ -121,12 +121,8 @@ def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
         if not isinstance(entries, list):
             continue
         kept = []
-        for entry in entries:
-            if is_ours(entry):
-                continue
+        for entry in (e for e in entries if not _lore_only(e)):
             inner = entry.get("hooks") if isinstance(entry, dict) else None
-            if isinstance(inner, list) and inner and all(is_ours(h) for h in inner):
-                continue
             if isinstance(inner, list):
                 entry = {**entry, "hooks": [h for h in inner if not is_ours(h)]}
             kept.append(entry)
@@ -139,19 +135,19 @@ def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
     return copy
 
 
+def _lore_only(entry: object) -> bool:
+    """Whether ``entry`` is Lore's handler, or a group of Lore's handlers alone."""
+    inner = entry.get("hooks") if isinstance(entry, dict) else None
+    return is_ours(entry) or (isinstance(inner, list) and bool(inner) and all(is_ours(h) for h in inner))
+
+
 def _had_hooks(data: dict[str, Any]) -> bool:
     """Whether ``data`` holds hooks of anyone but Lore."""
     hooks = data.get("hooks")
     if not isinstance(hooks, dict):
         return False
-    for entries in hooks.values():
-        for entry in entries if isinstance(entries, list) else []:
-            inner = entry.get("hooks") if isinstance(entry, dict) else None
-            if not is_ours(entry) and not (
-                isinstance(inner, list) and inner and all(is_ours(h) for h in inner)
-            ):
-                return True
-    return False
+    lists = (entries for entries in hooks.values() if isinstance(entries, list))
+    return any(not _lore_only(entry) for entries in lists for entry in entries)
 
 
 def _load(raw: bytes | None) -> dict[str, Any]:

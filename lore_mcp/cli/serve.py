@@ -80,41 +80,31 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     return 0
 
 
-def _refuse_http(settings: Settings, *, host: str, no_auth: bool, public_url: str | None = None) -> bool:
-    """Whether the settings cannot make a team server (said on stderr), checked before the
-    store opens: a remote store has no data of its own, and no keys means loopback only."""
+def _http_refusal(settings: Settings, *, host: str, no_auth: bool, public_url: str | None) -> str | None:
+    """Why the settings cannot make a team server, checked before the store opens: a remote store
+    has no data of its own, and no keys means loopback only."""
     from lore_mcp.transport import http
 
     if settings.store == "remote":
-        print(
-            "lore-memory: a team server serves its own store; use LORE_STORE=local or postgres.",
-            file=sys.stderr,
-        )
-        return True
+        return "a team server serves its own store; use LORE_STORE=local or postgres."
     if public_url is not None and not _is_base_url(public_url):
-        print(
-            f"lore-memory: --public-url must be the base URL clients reach the server at, such as "
-            f"https://lore.example.com (no path, query or fragment), not {public_url!r}.",
-            file=sys.stderr,
+        return (
+            f"--public-url must be the base URL clients reach the server at, such as "
+            f"https://lore.example.com (no path, query or fragment), not {public_url!r}."
         )
-        return True
     if settings.stateless_http and settings.store == "postgres" and not settings.request_state_keys:
-        print(
-            "lore-memory: LORE_STATELESS_HTTP serves replicas behind a load balancer, which must share one "
+        return (
+            "LORE_STATELESS_HTTP serves replicas behind a load balancer, which must share one "
             "LORE_REQUEST_STATE_SECRET (the same 32 or more random characters on every replica, made with "
             'python -c "import secrets; print(secrets.token_hex(32))"), so that a request one replica '
-            "started can be finished on another.",
-            file=sys.stderr,
+            "started can be finished on another."
         )
-        return True
     if no_auth and not http.is_loopback(host):
-        print(
-            f"lore-memory: --dev-no-auth serves without API keys, so it only binds a loopback address "
-            f"(127.0.0.1, ::1, localhost), not {host!r}.",
-            file=sys.stderr,
+        return (
+            f"--dev-no-auth serves without API keys, so it only binds a loopback address "
+            f"(127.0.0.1, ::1, localhost), not {host!r}."
         )
-        return True
-    return False
+    return None
 
 
 def _is_base_url(url: str) -> bool:
@@ -163,7 +153,9 @@ def serve_http(
 ) -> int:
     """The team server: streamable HTTP with API keys and OAuth (see ``lore_mcp.transport.http``);
     ``public_url`` is where clients reach it (``--public-url``), its OAuth issuer."""
-    if _refuse_http(settings, host=host, no_auth=no_auth, public_url=public_url):
+    refusal = _http_refusal(settings, host=host, no_auth=no_auth, public_url=public_url)
+    if refusal is not None:
+        print(f"lore-memory: {refusal}", file=sys.stderr)
         return 2
     app = open_or_report(settings, read_only="warn")
     if app is None:

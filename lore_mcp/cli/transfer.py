@@ -1,6 +1,5 @@
-"""``lore-memory export``, ``import`` and ``reembed``: a store's lessons moved in and out as
-JSON Lines, or embedded again with the configured model. Files and counts are the CLI's;
-checking, redacting and embedding are the services' (``lore_mcp.services.transfer``, ``lore_mcp.services.reembed``)."""
+"""``lore-memory export``, ``import`` and ``reembed``: files and counts are the CLI's; checking,
+redacting and embedding are the services' (``services.transfer``, ``services.reembed``)."""
 
 from __future__ import annotations
 
@@ -56,8 +55,8 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[str]] | int:
-    """(project, lines, errors of a foreign format) of `import FILE`, or the exit status after
-    printing why the file or --project was refused."""
+    """(project, lines, a foreign format's errors) of `import FILE`, or the exit status after
+    saying why the file or --project was refused."""
     from lore_mcp.errors import describe
     from lore_mcp.services.lesson_input import check_project
 
@@ -84,8 +83,7 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[
 
 
 def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
-    """`lore-memory import FILE`: checks every line, re-embeds in batches, progress with totals
-    on stderr (``lore_mcp.cli.progress``)."""
+    """`lore-memory import FILE`: every line checked, embedded in batches, progress on stderr."""
     from lore_mcp.cli.progress import counter
     from lore_mcp.services.transfer import FILE_BATCH
 
@@ -157,8 +155,8 @@ def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool
 
 
 def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
-    """`lore-memory reembed`: every lesson of the store embedded with the configured model,
-    progress with totals on stderr, then one commit that switches the store to that model."""
+    """`lore-memory reembed`: every lesson embedded with the configured model, progress on stderr,
+    then one commit that switches the store to it."""
     from lore_mcp.cli.progress import counter
     from lore_mcp.services.reembed import BATCH_SIZE, reembed_store
 

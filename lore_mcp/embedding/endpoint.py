@@ -50,9 +50,8 @@ PROBE_TEXT = "Lore checks that this embeddings endpoint answers."
 
 
 class EndpointUnreachable(ModelUnavailable):
-    """An outage that may pass (no connection, no answer in time, 5xx, 429), unlike a wrong key,
-    model or dimension: whoever loads the engine may try ``load`` again on a later call
-    (``retry_load``) instead of keeping the failure until Lore restarts."""
+    """An outage that may pass (no connection or answer, 5xx, 429), unlike a wrong key, model or
+    dimension: a later call loads again (``retry_load``) rather than failing until Lore restarts."""
 
     retry_load = True
 
@@ -124,8 +123,6 @@ class EndpointEngine:
             batch_size=settings.embedding_batch_size,
         )
 
-    # -- Engine --------------------------------------------------------------------
-
     def load(self) -> None:
         """Send one probe: a wrong URL, key or model fails here, at start, with its reason."""
         width = self._post([PROBE_TEXT]).shape[1]
@@ -142,7 +139,6 @@ class EndpointEngine:
 
     @property
     def dimension(self) -> int:
-        """The vector length learnt by ``load``."""
         if self._dimension is None:
             raise ModelUnavailable(f"The embeddings endpoint at {self._where} has not been reached yet.")
         return self._dimension
@@ -153,10 +149,8 @@ class EndpointEngine:
         return f"endpoint:{public_url(self.url)}#{self.model}"
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
-        """Unit vectors for ``texts`` in their order, ``batch_size`` texts per request.
-
-        ``bulk`` changes nothing here: the endpoint decides how it uses its hardware.
-        """
+        """Unit vectors in ``texts``' order, ``batch_size`` per request (``bulk`` changes nothing:
+        the endpoint decides how it uses its hardware)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -175,8 +169,6 @@ class EndpointEngine:
             client, self._client = self._client, None
         if client is not None:
             client.close()
-
-    # -- one request, with retries -------------------------------------------------
 
     def _http(self) -> httpx2.Client:
         with self._client_lock:
@@ -217,8 +209,8 @@ class EndpointEngine:
         return self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.8, 1.2)
 
     def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
-        """The backoff, or what ``Retry-After`` asks (seconds form) if within the cap; None:
-        the server asked for a longer wait than a tool call should sit through."""
+        """The backoff, or what ``Retry-After`` asks (seconds) within the cap; None: longer than a
+        tool call should sit through."""
         header = response.headers.get("retry-after", "").strip()
         try:
             asked = float(header)
@@ -227,8 +219,6 @@ class EndpointEngine:
         if asked < 0:
             return self._backoff(attempt)
         return asked if asked <= self.retry_after_cap_s else None
-
-    # -- what the answer means -----------------------------------------------------
 
     def _vectors(self, response: httpx2.Response, count: int) -> np.ndarray:
         """The response's vectors as unit float32 rows in input order, or a clear refusal."""
@@ -272,8 +262,6 @@ class EndpointEngine:
         if row.ndim != 1 or row.shape[0] == 0:
             raise ModelUnavailable(self._malformed('an "embedding" is not a list of numbers'))
         return row.astype(np.float64)
-
-    # -- sentences -----------------------------------------------------------------
 
     def _excerpt(self, response: httpx2.Response) -> str:
         """The start of the server's answer, on one line, with any credential taken out."""
