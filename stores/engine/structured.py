@@ -4,9 +4,9 @@ A project's tables are a catalog (name, columns, next id) and rows stored as JSO
 objects; plans run against an in-memory working copy of the project, which
 yields the effects (every row's before and after, every table's definition
 before and after), and only then are the changes written, together with the
-commit, in the backend's one write transaction. Each backend supplies a
-``ProjectTx``: a handful of reads and writes on one project inside one
-transaction (``stores.engine.project_rows``, over either dialect's ``stores.engine.sql.SqlTx``).
+commit, in the backend's one write transaction, through a ``ProjectTx``: a handful of
+reads and writes on one project (``stores.engine.project_rows``, over either dialect's
+``stores.engine.sql.SqlTx``).
 
 Every change to a project is a commit: seq, parent, kind, message, actor, time,
 schema hash before and after, and the effects. A commit records its targets
