@@ -31,7 +31,7 @@ from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
-from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lessons import KINDS, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
@@ -48,7 +48,9 @@ from stores.postgres.sql import PostgresSqlTx
 _SCOPED = f"{SCOPE} AND {LIVE}"
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
-_RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
+_RECALL_COLUMNS = ", ".join(
+    f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in _COLUMNS.split(", ")
+)
 
 # Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
 # (it filters after its search), an exact scan over the scoped rows replaces them; the
