@@ -124,29 +124,16 @@ class LessonService:
     async def save(
         self,
         *,
-        problem: str,
-        resolution: str,
-        context: str | None = None,
-        tags: Sequence[str] = (),
-        confidence: float = 0.5,
-        source: str | None = None,
         project: str | None = None,
-        ttl_days: float | None = None,
         caller: Caller | None = None,
         client: str | None = None,
+        **fields: Any,
     ) -> SaveLessonResult:
+        """``save_lesson``; ``fields`` are the lesson's, as ``make_draft`` checks them."""
         scope = self.scope(project, caller)
         recorded = note("save", caller, client)
         async with failures_recorded(self.store, scope, recorded):
-            draft, kinds = make_draft(
-                problem=problem,
-                resolution=resolution,
-                context=context,
-                tags=tags,
-                confidence=confidence,
-                source=source,
-                ttl_days=ttl_days,
-            )
+            draft, kinds = make_draft(**fields)
             [result] = await _run(functools.partial(self.store_drafts, activity=recorded), scope, [draft])
         return SaveLessonResult(
             id=result.id,
@@ -344,28 +331,15 @@ class LessonService:
         lesson_id: str,
         *,
         project: str | None = None,
-        problem: str | None = None,
-        resolution: str | None = None,
-        context: str | None = None,
-        tags: Sequence[str] | None = None,
-        confidence: float | None = None,
-        source: str | None = None,
-        ttl_days: float | None = None,
         caller: Caller | None = None,
         client: str | None = None,
+        **fields: Any,
     ) -> UpdateLessonResult:
+        """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
         scope, recorded = self.scope(project, caller), note("update", caller, client)
         async with failures_recorded(self.store, scope, recorded):
             lesson_id = check_id(lesson_id)
-            patch, kinds = make_patch(
-                problem=problem,
-                resolution=resolution,
-                context=context,
-                tags=tags,
-                confidence=confidence,
-                source=source,
-                ttl_days=ttl_days,
-            )
+            patch, kinds = make_patch(**fields)
             vector = None
             if patch.problem is not None or patch.resolution is not None:
                 current = await _run(self.store.get, scope, lesson_id)

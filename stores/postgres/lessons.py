@@ -316,27 +316,12 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
             chosen, ordering = ranking.full_text_terms(query.text, terms, found, self._ranking)
             if not chosen:
                 return []
-            # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
-            # versions, identifiers, paths) are also searched alone, so lessons that have
-            # them are not crowded out by lessons with many common words. Both searches
-            # order their lessons by ranking.candidate_terms (migration 7).
-            alone = [t for t in chosen if ranking.is_entity(t)]
-            call = (
-                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
-                "CAST(:tags AS text[])) AS c(pk)"
-            )
-            sql = call.format(tsq=":tsq")
-            if alone and len(alone) < len(chosen):
-                sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
+            sql, params = _lexical_call(chosen, ordering)
             rows = conn.execute(
                 text(sql),
                 {
+                    **params,
                     "project": scope.project,
-                    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
-                    # the tsquery is well formed.
-                    "tsq": " | ".join(chosen),
-                    "entities": " | ".join(alone),
-                    "order": " | ".join(ordering),
                     "k": k,
                     "now": now,
                     "min_conf": query.min_confidence,
@@ -362,6 +347,24 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
         from stores.postgres.keys import PostgresKeyDb
 
         return SqlKeyStore(PostgresKeyDb(self._engine), self._activity)
+
+
+def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> tuple[str, dict[str, str]]:
+    """The full-text search of ``chosen`` terms, its lessons ordered by ``ordering``'s (both by
+    ``ranking.candidate_terms``, migration 7). ts_rank knows nothing of rarity: the entities
+    among the chosen terms (numbers, versions, identifiers, paths) are also searched alone,
+    so lessons that have them are not crowded out by lessons with many common words."""
+    alone = [t for t in chosen if ranking.is_entity(t)]
+    call = (
+        "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
+        "CAST(:tags AS text[])) AS c(pk)"
+    )
+    sql = call.format(tsq=":tsq")
+    if alone and len(alone) < len(chosen):
+        sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
+    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms): the
+    # tsquery is well formed.
+    return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
 
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
