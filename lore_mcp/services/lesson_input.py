@@ -194,25 +194,26 @@ def check_json(
         if isinstance(item, dict | list | tuple):
             stack.extend(_children(name, path, item, max_depth, max_items))
             continue
-        why = _json_scalar_problem(item)
-        if why is not None:
-            raise InvalidArgument(f"{_json_path(name, path)} {why}")
+        _check_leaf(name, path, item)
     return value
 
 
-def _json_scalar_problem(item: Any) -> str | None:
-    """Why a JSON leaf cannot be stored the same way on both backends (a sentence's end), or None."""
+def _check_leaf(name: str, path: tuple[Any, ...], item: Any) -> None:
+    """Refuse a JSON leaf that cannot be stored the same way on both backends."""
     if isinstance(item, str):
         why = text_problem(item)
-        return None if why is None else f"{why}."
-    if isinstance(item, bool) or item is None:
-        return None
-    if isinstance(item, int):
-        fits = -MAX_JSON_INTEGER <= item < MAX_JSON_INTEGER
-        return None if fits else "is an integer beyond 64 bits; send a string."
-    if isinstance(item, float):
-        return None if math.isfinite(item) else "is not a finite number."
-    return "is not a JSON value."
+        if why is not None:
+            raise InvalidArgument(f"{_json_path(name, path)} {why}.")
+    elif isinstance(item, bool) or item is None:
+        return
+    elif isinstance(item, int):
+        if not -MAX_JSON_INTEGER <= item < MAX_JSON_INTEGER:
+            raise InvalidArgument(f"{_json_path(name, path)} is an integer beyond 64 bits; send a string.")
+    elif isinstance(item, float):
+        if not math.isfinite(item):
+            raise InvalidArgument(f"{_json_path(name, path)} is not a finite number.")
+    else:
+        raise InvalidArgument(f"{_json_path(name, path)} is not a JSON value.")
 
 
 def _children(

@@ -10,7 +10,14 @@ from pydantic import BaseModel, Field, create_model
 from stores.engine.lessons import KINDS, Lesson
 
 
-def lesson_fields(*, leave_out: Collection[str] = ()) -> type[BaseModel]:
+class _Shape(BaseModel):
+    @classmethod
+    def of(cls, lesson: Lesson) -> Self:
+        """The lesson's fields by name: tags and meta as JSON's list and object."""
+        return cls.model_validate(lesson, from_attributes=True)
+
+
+def lesson_fields(*, leave_out: Collection[str] = ()) -> type[_Shape]:
     """A stored lesson's fields (``stores.engine.lessons.KINDS``, in their order) as pydantic
     fields, every one required but ``meta``: tags as JSON's list and meta as its object."""
     hints = get_type_hints(Lesson)
@@ -22,12 +29,14 @@ def lesson_fields(*, leave_out: Collection[str] = ()) -> type[BaseModel]:
             made[name] = (dict[str, Any], Field(default_factory=dict))
         else:
             made[name] = (hints[name], ...)
-    return create_model("LessonFields", **{k: v for k, v in made.items() if k not in leave_out})
+    return create_model(
+        "LessonFields", __base__=_Shape, **{k: v for k, v in made.items() if k not in leave_out}
+    )
 
 
 if TYPE_CHECKING:  # mypy sees a model of any fields; they are the stores' (``lesson_fields``)
 
-    class _AllFields(BaseModel):
+    class _AllFields(_Shape):
         def __getattr__(self, name: str) -> Any: ...
 
     _CompactFields = _AllFields
@@ -39,10 +48,6 @@ else:
 class LessonOut(_AllFields):
     """A lesson as clients see it."""
 
-    @classmethod
-    def of(cls, lesson: Lesson) -> Self:
-        return cls.model_validate(lesson, from_attributes=True)
-
 
 class RecalledLesson(LessonOut):
     """A lesson with its recall score (higher is better; see README, "How recall ranks")."""
@@ -52,10 +57,6 @@ class RecalledLesson(LessonOut):
 
 class CompactLesson(_CompactFields):
     """What an agent needs of a lesson to use it; ``verbose`` adds the bookkeeping fields."""
-
-    @classmethod
-    def of(cls, lesson: Lesson) -> Self:
-        return cls.model_validate(lesson, from_attributes=True)
 
 
 class CompactRecalledLesson(CompactLesson):
