@@ -74,7 +74,7 @@ class Store(LessonStore, Protocol):
     def append_activity(self, scope: Scope, note: ActivityNote) -> str:
         """Add an entry that belongs to no change (a recall's, or a failed call's once its effect
         was rolled back) to the project's activity log; its id. Both backends hold such entries
-        back and write them together within 2 s (SQLite also with its next write, ``HeldEntries``), so
+        back and write them together within 2 s (SQLite also with its next write, ``ActivityRecords.riding``), so
         this call only holds the entry in memory and never waits on the database: a server may
         call it on its event loop. The log's reads write held entries first. The writes of lessons take their entry as ``activity`` and
         ``ProjectTx.append_activity`` adds one in the transaction of an apply or revert."""

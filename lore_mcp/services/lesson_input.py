@@ -191,38 +191,48 @@ def check_json(
     stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
-        if isinstance(item, str):
-            why = text_problem(item)
-            if why is not None:
-                raise InvalidArgument(f"{_json_path(name, path)} {why}.")
-        elif isinstance(item, bool) or item is None:
+        if isinstance(item, dict | list | tuple):
+            stack.extend(_children(name, path, item, max_depth, max_items))
             continue
-        elif isinstance(item, int):
-            if not -MAX_JSON_INTEGER <= item < MAX_JSON_INTEGER:
-                raise InvalidArgument(
-                    f"{_json_path(name, path)} is an integer beyond 64 bits; send a string."
-                )
-        elif isinstance(item, float):
-            if not math.isfinite(item):
-                raise InvalidArgument(f"{_json_path(name, path)} is not a finite number.")
-        elif isinstance(item, dict | list | tuple):
-            if len(path) >= max_depth:
-                raise InvalidArgument(f"{name} nests deeper than {max_depth} levels; flatten it.")
-            if max_items is not None and len(item) > max_items:
-                raise InvalidArgument(
-                    f"{_json_path(name, path)} holds {len(item)} entries; the limit is {max_items}."
-                )
-            if isinstance(item, dict):
-                for key, child in item.items():
-                    why = text_problem(key) if isinstance(key, str) else "is not a string"
-                    if why is not None:
-                        raise InvalidArgument(f"{_json_path(name, path)} has a key that {why}.")
-                    stack.append(((*path, key), child))
-            else:
-                stack.extend(((*path, i), child) for i, child in enumerate(item))
-        else:
-            raise InvalidArgument(f"{_json_path(name, path)} is not a JSON value.")
+        _check_leaf(name, path, item)
     return value
+
+
+def _check_leaf(name: str, path: tuple[Any, ...], item: Any) -> None:
+    """Refuse a JSON leaf that cannot be stored the same way on both backends."""
+    if isinstance(item, str):
+        why = text_problem(item)
+        if why is not None:
+            raise InvalidArgument(f"{_json_path(name, path)} {why}.")
+    elif isinstance(item, bool) or item is None:
+        return
+    elif isinstance(item, int):
+        if not -MAX_JSON_INTEGER <= item < MAX_JSON_INTEGER:
+            raise InvalidArgument(f"{_json_path(name, path)} is an integer beyond 64 bits; send a string.")
+    elif isinstance(item, float):
+        if not math.isfinite(item):
+            raise InvalidArgument(f"{_json_path(name, path)} is not a finite number.")
+    else:
+        raise InvalidArgument(f"{_json_path(name, path)} is not a JSON value.")
+
+
+def _children(
+    name: str, path: tuple[Any, ...], item: Any, max_depth: int, max_items: int | None
+) -> list[tuple[tuple[Any, ...], Any]]:
+    """A JSON object's or list's children, with their paths, once its size and keys pass."""
+    if len(path) >= max_depth:
+        raise InvalidArgument(f"{name} nests deeper than {max_depth} levels; flatten it.")
+    if max_items is not None and len(item) > max_items:
+        raise InvalidArgument(
+            f"{_json_path(name, path)} holds {len(item)} entries; the limit is {max_items}."
+        )
+    if not isinstance(item, dict):
+        return [((*path, i), child) for i, child in enumerate(item)]
+    for key in item:
+        why = text_problem(key) if isinstance(key, str) else "is not a string"
+        if why is not None:
+            raise InvalidArgument(f"{_json_path(name, path)} has a key that {why}.")
+    return [((*path, key), child) for key, child in item.items()]
 
 
 def _json_path(name: str, path: tuple[Any, ...]) -> str:
@@ -301,13 +311,13 @@ def make_draft(
 
 def make_patch(
     *,
-    problem: str | None,
-    resolution: str | None,
-    context: str | None,
-    tags: Sequence[str] | None,
-    confidence: float | None,
-    source: str | None,
-    ttl_days: float | None,
+    problem: str | None = None,
+    resolution: str | None = None,
+    context: str | None = None,
+    tags: Sequence[str] | None = None,
+    confidence: float | None = None,
+    source: str | None = None,
+    ttl_days: float | None = None,
 ) -> tuple[LessonPatch, list[str]]:
     """``update_lesson``'s fields checked and redacted as a patch, and the kinds of secrets
     taken out: checked first, so bad input changes nothing."""

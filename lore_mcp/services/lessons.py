@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import anyio
@@ -123,29 +124,16 @@ class LessonService:
     async def save(
         self,
         *,
-        problem: str,
-        resolution: str,
-        context: str | None = None,
-        tags: Sequence[str] = (),
-        confidence: float = 0.5,
-        source: str | None = None,
         project: str | None = None,
-        ttl_days: float | None = None,
         caller: Caller | None = None,
         client: str | None = None,
+        **fields: Any,
     ) -> SaveLessonResult:
+        """``save_lesson``; ``fields`` are the lesson's, as ``make_draft`` checks them."""
         scope = self.scope(project, caller)
         recorded = note("save", caller, client)
         async with failures_recorded(self.store, scope, recorded):
-            draft, kinds = make_draft(
-                problem=problem,
-                resolution=resolution,
-                context=context,
-                tags=tags,
-                confidence=confidence,
-                source=source,
-                ttl_days=ttl_days,
-            )
+            draft, kinds = make_draft(**fields)
             [result] = await _run(functools.partial(self.store_drafts, activity=recorded), scope, [draft])
         return SaveLessonResult(
             id=result.id,
@@ -263,27 +251,30 @@ class LessonService:
         return text, hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
-        """The store's full-text search and the query's embedding at once, then one ranking.
-
-        Neither waits for the other: the words need no vector, so on Postgres they are
-        searched in the database while the model runs here.
-        """
-        asked = RecallQuery(text=text, **query)
-        found: dict[str, Any] = {}
-
-        async def match_words() -> None:
-            found["words"] = await _run(self.store.match_words, scope, asked)
+        """One ``store.recall`` while the query embeds: the store matches words first (on
+        Postgres, in the database while the model runs here), then waits for the vector."""
+        vector: Future[np.ndarray] = Future()
 
         async def embed() -> None:
-            found["vector"] = await self.embedder.aencode_query(text)
+            try:
+                vector.set_result(await self.embedder.aencode_query(text))
+            except Exception as error:  # the store's wait ends with it
+                vector.set_exception(error)
+            except BaseException:
+                vector.cancel()
+                raise
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(match_words)
                 tg.start_soon(embed)
+                asked = RecallQuery(text=text, vector=lambda: vector.result(), **query)
+                # A thread outside the shared pool's limit: it waits for the vector, whose
+                # encoding takes one of those threads, so many recalls at once never deadlock.
+                own = anyio.CapacityLimiter(1)
+                hits = await anyio.to_thread.run_sync(self.store.recall, scope, asked, limiter=own)
         except BaseExceptionGroup as group:  # one failure is the answer, not a group of them
             raise group.exceptions[0] from None
-        return await _run(self.store.rank, scope, asked.with_vector(found["vector"]), found["words"])
+        return hits
 
     async def get(
         self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
@@ -340,28 +331,15 @@ class LessonService:
         lesson_id: str,
         *,
         project: str | None = None,
-        problem: str | None = None,
-        resolution: str | None = None,
-        context: str | None = None,
-        tags: Sequence[str] | None = None,
-        confidence: float | None = None,
-        source: str | None = None,
-        ttl_days: float | None = None,
         caller: Caller | None = None,
         client: str | None = None,
+        **fields: Any,
     ) -> UpdateLessonResult:
+        """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
         scope, recorded = self.scope(project, caller), note("update", caller, client)
         async with failures_recorded(self.store, scope, recorded):
             lesson_id = check_id(lesson_id)
-            patch, kinds = make_patch(
-                problem=problem,
-                resolution=resolution,
-                context=context,
-                tags=tags,
-                confidence=confidence,
-                source=source,
-                ttl_days=ttl_days,
-            )
+            patch, kinds = make_patch(**fields)
             vector = None
             if patch.problem is not None or patch.resolution is not None:
                 current = await _run(self.store.get, scope, lesson_id)

@@ -2,36 +2,51 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING, Any, Self, get_args, get_type_hints
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, create_model
 
-from stores.engine.lessons import Lesson
+from stores.engine.lessons import KINDS, Lesson
 
 
-class LessonOut(BaseModel):
-    """A lesson as clients see it."""
-
-    id: str
-    problem: str
-    resolution: str
-    context: str | None
-    tags: list[str]
-    confidence: float
-    source: str | None
-    project: str
-    upvotes: int
-    downvotes: int
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    meta: dict[str, Any] = Field(default_factory=dict)
-
+class _Shape(BaseModel):
     @classmethod
-    def of(cls, lesson: Lesson) -> LessonOut:
+    def of(cls, lesson: Lesson) -> Self:
         """The lesson's fields by name: tags and meta as JSON's list and object."""
         return cls.model_validate(lesson, from_attributes=True)
+
+
+def lesson_fields(*, leave_out: Collection[str] = ()) -> type[_Shape]:
+    """A stored lesson's fields (``stores.engine.lessons.KINDS``, in their order) as pydantic
+    fields, every one required but ``meta``: tags as JSON's list and meta as its object."""
+    hints = get_type_hints(Lesson)
+    made: dict[str, Any] = {}
+    for name, kind in KINDS.items():
+        if kind == "list":
+            made[name] = (list[get_args(hints[name])[0]], ...)  # type: ignore[misc]
+        elif kind == "json":
+            made[name] = (dict[str, Any], Field(default_factory=dict))
+        else:
+            made[name] = (hints[name], ...)
+    return create_model(
+        "LessonFields", __base__=_Shape, **{k: v for k, v in made.items() if k not in leave_out}
+    )
+
+
+if TYPE_CHECKING:  # mypy sees a model of any fields; they are the stores' (``lesson_fields``)
+
+    class _AllFields(_Shape):
+        def __getattr__(self, name: str) -> Any: ...
+
+    _CompactFields = _AllFields
+else:
+    _AllFields = lesson_fields()
+    _CompactFields = lesson_fields(leave_out=("source", "created_at", "updated_at", "expires_at", "meta"))
+
+
+class LessonOut(_AllFields):
+    """A lesson as clients see it."""
 
 
 class RecalledLesson(LessonOut):
@@ -40,22 +55,8 @@ class RecalledLesson(LessonOut):
     score: float
 
 
-class CompactLesson(BaseModel):
+class CompactLesson(_CompactFields):
     """What an agent needs of a lesson to use it; ``verbose`` adds the bookkeeping fields."""
-
-    id: str
-    problem: str
-    resolution: str
-    context: str | None
-    tags: list[str]
-    confidence: float
-    project: str
-    upvotes: int
-    downvotes: int
-
-    @classmethod
-    def of(cls, lesson: Lesson) -> CompactLesson:
-        return cls(**LessonOut.of(lesson).model_dump(include=set(cls.model_fields)))
 
 
 class CompactRecalledLesson(CompactLesson):

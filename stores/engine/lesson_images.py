@@ -5,15 +5,11 @@ revert restores, and how a merge combines two lessons' fields. Written once for 
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from stores.engine.lessons import (
-    MAX_OTHER_SOURCES,
-    Lesson,
-    LessonDraft,
-)
+from stores.engine.lessons import DEFAULTS, KINDS, MAX_OTHER_SOURCES, Lesson, LessonDraft
 from stores.errors import ConflictError
 
 
@@ -28,46 +24,37 @@ def lesson_image(
     vector of the model the store used before. ``None`` marks a vector the caller has just
     computed with the store's current model (an import).
     """
-    image: dict[str, Any] = {
-        "id": lesson.id,
-        "project": lesson.project,
-        "problem": lesson.problem,
-        "resolution": lesson.resolution,
-        "context": lesson.context,
-        "tags": list(lesson.tags),
-        "confidence": lesson.confidence,
-        "source": lesson.source,
-        "created_at": lesson.created_at.isoformat(),
-        "updated_at": lesson.updated_at.isoformat(),
-        "expires_at": lesson.expires_at.isoformat() if lesson.expires_at else None,
-        "upvotes": lesson.upvotes,
-        "downvotes": lesson.downvotes,
-        "meta": dict(lesson.meta),
-    }
+    image = by_kind(vars(lesson), _TO_IMAGE)
     if embedding is not None:
         image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}
     return image
 
 
 def image_lesson(image: Mapping[str, Any]) -> Lesson:
-    """The lesson a ``lesson_image`` describes (its vector aside)."""
-    expires = image.get("expires_at")
-    return Lesson(
-        id=image["id"],
-        project=image["project"],
-        problem=image["problem"],
-        resolution=image["resolution"],
-        context=image.get("context"),
-        tags=tuple(image.get("tags", ())),
-        confidence=float(image["confidence"]),
-        source=image.get("source"),
-        created_at=datetime.fromisoformat(image["created_at"]),
-        updated_at=datetime.fromisoformat(image["updated_at"]),
-        expires_at=datetime.fromisoformat(expires) if expires else None,
-        upvotes=int(image.get("upvotes", 0)),
-        downvotes=int(image.get("downvotes", 0)),
-        meta=dict(image.get("meta") or {}),
-    )
+    """The lesson a ``lesson_image`` describes (its vector aside); a field an older image lacks
+    takes its default."""
+    return Lesson(**by_kind({**DEFAULTS, **image}, _FROM_IMAGE))
+
+
+def by_kind(values: Mapping[str, Any], casts: Mapping[str, Callable[[Any], Any]]) -> dict[str, Any]:
+    """A lesson's columns (``KINDS``) from ``values``, each through the cast for its kind, if any."""
+    return {
+        name: casts[kind](values[name]) if kind in casts else values[name] for name, kind in KINDS.items()
+    }
+
+
+_TO_IMAGE: dict[str, Callable[[Any], Any]] = {
+    "time": lambda v: v.isoformat() if v else None,
+    "list": list,
+    "json": dict,
+}
+_FROM_IMAGE: dict[str, Callable[[Any], Any]] = {
+    "time": lambda v: datetime.fromisoformat(v) if v else None,
+    "list": lambda v: tuple(v or ()),
+    "json": lambda v: dict(v or {}),
+    "float": float,
+    "int": int,
+}
 
 
 def image_embedding(image: Mapping[str, Any]) -> bytes | None:

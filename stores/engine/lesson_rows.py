@@ -12,40 +12,24 @@ what every write stamps besides the lesson (the SQLite file's revision).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
 from stores.engine.activity_rows import ActivityLog
+from stores.engine.lesson_images import by_kind
 from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of, live_row
-from stores.engine.lessons import Lesson, LessonPage, Scope
+from stores.engine.lessons import KINDS, Lesson, LessonPage, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.engine.sql import SqlTx
 
-COLUMNS = (
-    "pk, id, project, problem, resolution, context, tags, confidence, source, "
-    "created_at, updated_at, expires_at, upvotes, downvotes, meta"
-)
+COLUMNS = ", ".join(("pk", *KINDS))
 SCOPE = "org_id = :org AND project = :project"
 LIVE = "(expires_at IS NULL OR expires_at > :now)"
-# A lesson's own columns but its id, in the order an insert names them.
-_FIELDS = (
-    "problem",
-    "resolution",
-    "context",
-    "tags",
-    "confidence",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
-    "upvotes",
-    "downvotes",
-    "meta",
-)
-_TIMES = ("created_at", "updated_at", "expires_at")
+# The columns a write sets: a lesson's own but its id and project (the scope's).
+_WRITTEN = [name for name in KINDS if name not in ("id", "project")]
 
 
 class LessonDialect(Protocol):
@@ -248,15 +232,17 @@ class SqlLessonTx:
         return SqlProjectTx(self._project_sql, self.scope, restore, self._activity)
 
     def _mark(self, name: str) -> str:
-        return self.sql.json(name) if name == "meta" else f":{name}"
+        return self.sql.json(name) if KINDS.get(name) == "json" else f":{name}"
 
     def _fields(self, lesson: Lesson) -> dict[str, Any]:
-        """The lesson's columns but its id, as the database binds them."""
-        values = {name: getattr(lesson, name) for name in _FIELDS}
-        values.update({name: self.sql.stamp(values[name]) for name in _TIMES if values[name] is not None})
-        values["tags"] = self.sql.listed(lesson.tags)
-        values["meta"] = self.sql.dump(dict(lesson.meta))
-        return values
+        """The lesson's columns but its id and project, as the database binds them."""
+        casts: dict[str, Callable[[Any], Any]] = {
+            "time": self.sql.stamp,
+            "list": self.sql.listed,
+            "json": lambda v: self.sql.dump(dict(v)),
+        }
+        values = by_kind(vars(lesson), {kind: _unless_none(cast) for kind, cast in casts.items()})
+        return {name: values[name] for name in _WRITTEN}
 
     def _lesson(self, row: Mapping[str, Any]) -> Lesson:
         return lesson_of(decoded(self.sql, row))
@@ -296,5 +282,8 @@ def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
 def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:
     """A stored row with its tags and times as Python values (what ``lesson_of`` takes);
     meta is left as the database gave it (recall keeps it text until a lesson is chosen)."""
-    times = {name: sql.time(row[name]) if row[name] is not None else None for name in _TIMES}
-    return {**row, **times, "tags": sql.load(row["tags"])}
+    return {**row, **by_kind(row, {"time": _unless_none(sql.time), "list": sql.load})}
+
+
+def _unless_none(cast: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    return lambda value: None if value is None else cast(value)

@@ -309,19 +309,11 @@ def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = 
     """The lesson a new draft becomes: created when the draft says, else now, and updated when it
     says, else when created; its own id when kept (an import), else a new one."""
     created = draft.created_at or now
-    return Lesson(
-        id=draft.id if keep_id and draft.id is not None else new_id(draft.created_at),
-        project=scope.project,
-        problem=draft.problem,
-        resolution=draft.resolution,
-        context=draft.context,
-        tags=tuple(draft.tags),
-        confidence=draft.confidence,
-        source=draft.source,
-        created_at=created,
-        updated_at=draft.updated_at or created,
-        expires_at=draft.expires_at,
-        upvotes=draft.upvotes,
-        downvotes=draft.downvotes,
-        meta=dict(draft.meta),
-    )
+    made = {
+        "id": draft.id if keep_id and draft.id is not None else new_id(draft.created_at),
+        "project": scope.project,
+        "created_at": created,
+        "updated_at": draft.updated_at or created,
+        "meta": dict(draft.meta),
+    }
+    return Lesson(**{**vars(draft), **made})

@@ -19,7 +19,7 @@ import numpy as np
 
 from stores.engine import structured
 from stores.engine.activity import ActivityNote
-from stores.engine.lesson_images import image_lesson, lesson_image, restored_embedding
+from stores.engine.lesson_images import by_kind, image_lesson, lesson_image, restored_embedding
 from stores.engine.lessons import Lesson, LessonPatch, Scope
 from stores.engine.structured import ProjectTx
 from stores.errors import InvalidInputError, NotFoundError
@@ -28,19 +28,6 @@ Text = tuple[str, str, str | None]  # problem, resolution, context: what dedup c
 Change = tuple[str, dict[str, Any] | None, dict[str, Any] | None]  # a commit's (id, before, after)
 # A revert's hook for lessons (``stores.engine.structured.ProjectTx.restore_lesson``).
 Restorer = Callable[[str, Any], None]
-# Lesson fields a row holds as the lesson does.
-_AS_STORED = (
-    "id",
-    "project",
-    "problem",
-    "resolution",
-    "context",
-    "source",
-    "created_at",
-    "updated_at",
-    "expires_at",
-)
-PATCHED = ("problem", "resolution", "context", "confidence", "source", "expires_at")
 
 
 @dataclass(frozen=True)
@@ -190,32 +177,29 @@ def restorer(tx: LessonTx) -> Restorer:
 
 def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
     """The lesson with the patch's fields, changed at ``now``."""
-    fields: dict[str, Any] = {
-        name: getattr(patch, name) for name in PATCHED if getattr(patch, name) is not None
-    }
-    if patch.tags is not None:
-        fields["tags"] = tuple(patch.tags)
-    fields.update(dict.fromkeys(patch.clear))
+    changed = {f.name: getattr(patch, f.name) for f in dataclasses.fields(patch) if f.name != "clear"}
+    fields: dict[str, Any] = {name: value for name, value in changed.items() if value is not None}
+    fields.update(dict.fromkeys(patch.clear))  # None there means "unchanged", so clearing is named
     return dataclasses.replace(lesson, **fields, updated_at=now)
 
 
 def lesson_of(row: Mapping[str, Any]) -> Lesson:
     """The lesson of a row whose tags are a sequence and whose times are datetimes; meta is a
     mapping, or JSON text (recall leaves it so until a lesson is chosen)."""
-    meta = row["meta"]
-    return Lesson(
-        **{name: row[name] for name in _AS_STORED},
-        tags=tuple(row["tags"]),
-        confidence=float(row["confidence"]),
-        upvotes=int(row["upvotes"]),
-        downvotes=int(row["downvotes"]),
-        meta=json.loads(meta) if isinstance(meta, str) else dict(meta),
-    )
+    return Lesson(**by_kind(row, _FROM_ROW))
+
+
+_FROM_ROW: dict[str, Callable[[Any], Any]] = {
+    "list": tuple,
+    "float": float,
+    "int": int,
+    "json": lambda v: json.loads(v) if isinstance(v, str) else dict(v),
+}
 
 
 class ModelChecks:
     """``LessonTx.guard`` (once a transaction) and ``generation``: the store's model records
-    (``stores.engine.model_rows.SqlModelRecords``) check the generation that ``read`` reads in
+    (``stores.engine.embedding_model.ModelRecords``) check the generation that ``read`` reads in
     this transaction, the backend's own way."""
 
     def __init__(self, models: _GenerationCheck, read: Callable[[], int]) -> None:

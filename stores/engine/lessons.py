@@ -18,10 +18,10 @@ method that raises has changed nothing.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Union
 
 from stores.engine.json_numbers import has_negative_zero, plain_float, without_negative_zero
 from stores.errors import InvalidInputError
@@ -55,30 +55,42 @@ class Scope:
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson to save: text already redacted, tags normalised.
+    """A lesson's fields, declared once: the store's columns, commit images and the MCP layer's
+    shapes are all computed from them (``COLUMNS``, ``lesson_image``, ``lore_mcp.services.models``).
 
-    A save leaves the rest to the store: a new id, created and updated now, no votes. An
-    import carries what the lesson had where it was exported: its id (kept when
-    ``LessonStore.save_many`` is told to keep ids), its times (updated defaults to created)
-    and its votes.
+    As a draft, its text is already redacted and its tags normalised. A save leaves the rest to
+    the store: a new id, created and updated now, no votes. An import carries what the lesson
+    had where it was exported: its id (kept when ``save_many`` keeps ids), times and votes.
     """
 
+    id: str | None = field(default=None, kw_only=True)
     problem: str
     resolution: str
+    _: KW_ONLY
     context: str | None = None
     tags: tuple[str, ...] = ()
     confidence: float = 0.5
     source: str | None = None
-    expires_at: datetime | None = None
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    created_at: datetime | None = None
-    updated_at: datetime | None = None
-    id: str | None = None
+    project: str | None = None  # a stored lesson's; a draft goes to the scope it is saved in
     upvotes: int = 0
     downvotes: int = 0
+    created_at: datetime | None = None
+    updated_at: datetime | None = None  # defaults to created_at
+    expires_at: datetime | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _plain_numbers(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lesson(LessonDraft):
+    """A stored lesson as every backend returns it (``field()``: no draft's default)."""
+
+    id: str = field()
+    project: str = field()
+    created_at: datetime = field()
+    updated_at: datetime = field()
 
 
 @dataclass(frozen=True)
@@ -102,30 +114,7 @@ class LessonPatch:
         _plain_numbers(self)
 
 
-@dataclass(frozen=True)
-class Lesson:
-    """A stored lesson as every backend returns it."""
-
-    id: str
-    project: str
-    problem: str
-    resolution: str
-    context: str | None
-    tags: tuple[str, ...]
-    confidence: float
-    source: str | None
-    created_at: datetime
-    updated_at: datetime
-    expires_at: datetime | None
-    upvotes: int
-    downvotes: int
-    meta: Mapping[str, Any]
-
-    def __post_init__(self) -> None:
-        _plain_numbers(self)
-
-
-def _plain_numbers(value: LessonDraft | LessonPatch | Lesson) -> None:
+def _plain_numbers(value: LessonDraft | LessonPatch) -> None:
     """``-0.0`` made ``0.0`` in confidence and meta, in what is written and what is read.
 
     Postgres keeps the sign in ``double precision`` and drops it in ``jsonb``; SQLite drops
@@ -137,6 +126,25 @@ def _plain_numbers(value: LessonDraft | LessonPatch | Lesson) -> None:
     meta = getattr(value, "meta", None)
     if meta is not None and has_negative_zero(meta):
         object.__setattr__(value, "meta", without_negative_zero(meta))
+
+
+def _kind(declared: Any) -> str:
+    """How a field is stored and imaged, from its declared type (a string: annotations are lazy)."""
+    declared = str(declared)
+    for prefix, kind in (("tuple", "list"), ("Mapping", "json"), ("float", "float"), ("int", "int")):
+        if declared.startswith(prefix):
+            return kind
+    return "time" if "datetime" in declared else "text"
+
+
+# Each column of a stored lesson and its kind ("text", "time", "list", "json", "float", "int"),
+# in declaration order: what rows, commit images and the MCP layer's shapes are computed from.
+KINDS: dict[str, str] = {f.name: _kind(f.type) for f in fields(Lesson)}
+DEFAULTS: dict[str, Any] = {
+    f.name: f.default_factory() if callable(f.default_factory) else f.default
+    for f in fields(Lesson)
+    if f.default is not MISSING or f.default_factory is not MISSING
+}
 
 
 @dataclass(frozen=True)
@@ -161,34 +169,35 @@ class Neighbour:
     text: tuple[str, str, str | None]  # problem, resolution, context
 
 
+Vector = Union[Sequence[float], "np.ndarray"]
+
+
 @dataclass(frozen=True)
 class RecallQuery:
-    """A recall request: the query text (for lexical match) and its vector.
-
-    ``LessonStore.match_words`` needs no vector, so a caller can embed the query
-    while the store searches words, then call ``LessonStore.rank`` with both.
-    """
+    """A recall request: the query text (for lexical match) and its vector, or the callable that
+    gives it, which the store calls once it has matched the words: so a caller embeds the
+    query while the store searches words, in one ``LessonStore.recall``."""
 
     text: str
-    vector: Sequence[float] | None = None
+    vector: Vector | Callable[[], Vector] | None = None
     tags: tuple[str, ...] = ()
     min_confidence: float = 0.0
     limit: int = 5
     now: datetime | None = None
 
-    def with_vector(self, vector: Sequence[float]) -> RecallQuery:
+    def with_vector(self, vector: Vector) -> RecallQuery:
         return replace(self, vector=vector)
 
-    def needs_vector(self) -> Sequence[float]:
-        """The vector ``rank`` compares with; a query without one is a caller's bug."""
+    def needs_vector(self) -> Vector:
+        """The vector recall compares with (waiting for it); a query without one is a caller's bug."""
         if self.vector is None:
             raise InvalidInputError("Recall needs the query's vector.")
-        return self.vector
+        return self.vector() if callable(self.vector) else self.vector
 
 
 @dataclass(frozen=True)
 class WordMatches:
-    """The full-text half of a recall (``LessonStore.match_words``): the query's terms and
+    """The full-text half of a recall (``match_words``, before the vector): the query's terms and
     the lessons they found (the backend's row keys, best first), as of ``now``."""
 
     terms: tuple[str, ...]
@@ -286,16 +295,8 @@ class LessonStore(Protocol):
         ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        """Live lessons best first by the hybrid score in ``stores.engine.ranking``:
-        ``rank(scope, query, match_words(scope, query))``."""
-        ...
-
-    def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
-        """Recall's full-text candidates; needs no vector, so it can run while the query embeds."""
-        ...
-
-    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
-        """Recall's nearest vectors joined with ``words``, every candidate scored, best first."""
+        """Live lessons best first by the hybrid score in ``stores.engine.ranking``: full-text
+        matches first, then (once ``query``'s vector is there) the nearest vectors, all scored."""
         ...
 
     def count(self, org: str, project: str | None = None) -> int:

@@ -142,7 +142,8 @@ def anchor(sample: np.ndarray) -> np.ndarray:
     of the sample and one zero vector).
     """
     rows = np.asarray(sample, dtype=np.float64)
-    return (rows.sum(axis=0) / (rows.shape[0] + 1)).astype(np.float32)
+    mean: np.ndarray = rows.sum(axis=0) / (rows.shape[0] + 1)
+    return mean.astype(np.float32)
 
 
 def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
@@ -195,26 +196,33 @@ def _lexical(
     matcher = Matcher(terms, params)
     found = [matcher.found(text) for text in texts]
     counted = [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
-    counted = counted or found
+    weights, df = _weights(terms, counted or found, params, names)
+    if not params.rarity:
+        total = sum(weights.values())
+        return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
+    # The query's entities count even where the pool lacks them: a version or a
+    # path no near lesson has still tells the lesson that has it from the rest.
+    counted_terms = {t for t in weights if df[t] or is_entity(t, names)}
+    total = sum(weights[t] for t in counted_terms) or max(weights.values())
+    if not params.open_total:
+        return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
+    return [
+        sum(weights[t] for t in f) / (total + sum(weights[t] for t in f if t not in counted_terms))
+        for f in found
+    ], found
+
+
+def _weights(
+    terms: list[str], counted: list[set[str]], params: RankingParams, names: Collection[str]
+) -> tuple[dict[str, float], Counter[str]]:
+    """Each term's weight among the ``counted`` texts (``_lexical``), and how many hold it."""
     n = len(counted)
     df = Counter(t for f in counted for t in f)
     weights: dict[str, float] = {}
     for term in dict.fromkeys(terms):
         w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
         weights[term] = w * params.entity_weight if is_entity(term, names) else w
-    if params.rarity:
-        # The query's entities count even where the pool lacks them: a version or a
-        # path no near lesson has still tells the lesson that has it from the rest.
-        counted_terms = {t for t in weights if df[t] or is_entity(t, names)}
-        total = sum(weights[t] for t in counted_terms) or max(weights.values())
-        if params.open_total:
-            return [
-                sum(weights[t] for t in f) / (total + sum(weights[t] for t in f if t not in counted_terms))
-                for f in found
-            ], found
-    else:
-        total = sum(weights.values())
-    return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
+    return weights, df
 
 
 def best(

@@ -17,8 +17,8 @@ from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 
 
 class TwoStepRecall:
-    """``recall`` as ``rank(match_words)``, and the half of ``match_words`` every backend
-    shares; a backend supplies ``_word_keys`` (its full-text SQL) and ``rank``."""
+    """``recall``: the words first, then (``RecallQuery.needs_vector`` waits for it) the vectors;
+    a backend supplies ``_word_keys`` (its full-text SQL) and ``rank``."""
 
     _ranking: ranking.RankingParams
 
@@ -26,7 +26,7 @@ class TwoStepRecall:
         return self.rank(scope, query, self.match_words(scope, query))
 
     def match_words(self, scope: Scope, query: RecallQuery) -> WordMatches:
-        """Recall's full-text candidates; needs no vector, so it runs while the query embeds."""
+        """Recall's full-text candidates: they need no vector, so they are found while it embeds."""
         now = query.now or datetime.now(UTC)
         k = ranking.candidate_count(query.limit, self._ranking)
         terms = ranking.lexical_terms(query.text, params=self._ranking)

@@ -181,7 +181,7 @@ class VectorIndex:
         self, code: int, now: float, min_confidence: float, positions: np.ndarray | None
     ) -> np.ndarray:
         sl = positions if positions is not None else slice(0, self._n)
-        mask = (self._scopes[sl] == code) & (self._expires[sl] > now)
+        mask: np.ndarray = (self._scopes[sl] == code) & (self._expires[sl] > now)
         if min_confidence > 0:
             mask &= self._confidence[sl] >= min_confidence
         return mask

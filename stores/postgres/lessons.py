@@ -36,7 +36,7 @@ from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
-from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lessons import KINDS, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
@@ -53,7 +53,9 @@ from stores.postgres.sql import PostgresSqlTx
 _SCOPED = f"{SCOPE} AND {LIVE}"
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
-_RECALL_COLUMNS = _COLUMNS.removesuffix("meta") + "meta::text AS meta"
+_RECALL_COLUMNS = ", ".join(
+    f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in _COLUMNS.split(", ")
+)
 
 # Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
 # (it filters after its search), an exact scan over the scoped rows replaces them; the
@@ -318,27 +320,12 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             chosen, ordering = ranking.full_text_terms(query.text, terms, found, self._ranking)
             if not chosen:
                 return []
-            # ts_rank knows nothing of rarity: the entities among the chosen terms (numbers,
-            # versions, identifiers, paths) are also searched alone, so lessons that have
-            # them are not crowded out by lessons with many common words. Both searches
-            # order their lessons by ranking.candidate_terms (migration 7).
-            alone = [t for t in chosen if ranking.is_entity(t)]
-            call = (
-                "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
-                "CAST(:tags AS text[])) AS c(pk)"
-            )
-            sql = call.format(tsq=":tsq")
-            if alone and len(alone) < len(chosen):
-                sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
+            sql, params = _lexical_call(chosen, ordering)
             rows = conn.execute(
                 text(sql),
                 {
+                    **params,
                     "project": scope.project,
-                    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms):
-                    # the tsquery is well formed.
-                    "tsq": " | ".join(chosen),
-                    "entities": " | ".join(alone),
-                    "order": " | ".join(ordering),
                     "k": k,
                     "now": now,
                     "min_conf": query.min_confidence,
@@ -362,6 +349,24 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _key_store(self) -> KeyStore:
         """Orgs and API keys in this same database, on this store's engine."""
         return KeyStore(self._key_db, self._activity.log)
+
+
+def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> tuple[str, dict[str, str]]:
+    """The full-text search of ``chosen`` terms, its lessons ordered by ``ordering``'s (both by
+    ``ranking.candidate_terms``, migration 7). ts_rank knows nothing of rarity: the entities
+    among the chosen terms (numbers, versions, identifiers, paths) are also searched alone,
+    so lessons that have them are not crowded out by lessons with many common words."""
+    alone = [t for t in chosen if ranking.is_entity(t)]
+    call = (
+        "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
+        "CAST(:tags AS text[])) AS c(pk)"
+    )
+    sql = call.format(tsq=":tsq")
+    if alone and len(alone) < len(chosen):
+        sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
+    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms): the
+    # tsquery is well formed.
+    return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
 
 
 def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stores.engine import dedup
 from stores.engine.lessons import Lesson, Scope
 from stores.sqlite import meta
-from stores.sqlite.db import Connection
 from stores.sqlite.vectors import LocalVectors
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
 
 
 class LocalLessonRows:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import builtins
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,14 +42,17 @@ from stores.engine.vectors import unit_vector
 from stores.errors import UnavailableError
 from stores.sqlite import meta
 from stores.sqlite.connections import LocalConnections
-from stores.sqlite.db import Connection, write_transaction
 from stores.sqlite.db import format_ts as _ts
 from stores.sqlite.db import utc_now as _now
+from stores.sqlite.db import write_transaction
 from stores.sqlite.keys import LocalKeyDb
 from stores.sqlite.lesson_rows import LocalLessonRows
 from stores.sqlite.models import LocalModelDb
 from stores.sqlite.sql import LocalSqlTx
 from stores.sqlite.vectors import LocalVectors
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
 
 # How long a write probe (``probe_write``) waits for the writer and the file's lock.
 PROBE_WAIT_S = 4.0
@@ -114,13 +117,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             candidates = vector_hits.keys() | set(lexical_hits)
             if not candidates:
                 return []
-            marks = ",".join("?" * len(candidates))
-            sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org_id = ? AND +project = ? AND {_LIVE}"
-            params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
-            if query.tags:
-                sql += f" AND {_tag_filter(len(query.tags))}"
-                params.extend([*query.tags, len(query.tags)])
-            rows = _fetch(conn, sql, params)
+            rows = _candidate_rows(conn, scope, query.tags, candidates, now)
             nearest = {r["id"] for r in rows if r["pk"] in vector_hits}
             if self._ranking.centring:
                 vector_hits = self._centred_similarities(conn, scope, vec, [r["pk"] for r in rows], now)
@@ -338,7 +335,16 @@ def _tag_filter(n: int, pk_column: str = "pk") -> str:
     return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
 
 
-def _fetch(conn: Connection, sql: str, params: Sequence[Any]) -> builtins.list[dict[str, Any]]:
+def _candidate_rows(
+    conn: Connection, scope: Scope, tags: tuple[str, ...], candidates: Collection[int], now: datetime
+) -> builtins.list[dict[str, Any]]:
+    """The live candidates' rows in the scope, with all of ``tags``."""
+    marks = ",".join("?" * len(candidates))
+    sql = f"SELECT {_COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org_id = ? AND +project = ? AND {_LIVE}"
+    params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
+    if tags:
+        sql += f" AND {_tag_filter(len(tags))}"
+        params.extend([*tags, len(tags)])
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,8 +22,11 @@ from stores.engine.lessons import Scope
 from stores.engine.vector_index import IndexedRow, VectorIndex
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
-from stores.sqlite.db import Connection, parse_ts
+from stores.sqlite.db import parse_ts
 from stores.sqlite.migrations import VECTOR_COLUMNS
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
 
 MAX_DIMENSION = 4096
 
