@@ -13,8 +13,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S, Settings
-from stores import Store
-from stores.engine.keys import Org
+from stores import Org, Store
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder

@@ -16,7 +16,7 @@ import string
 from dataclasses import dataclass
 
 from lore_mcp.errors import FORBIDDEN, UNAVAILABLE, LoreError
-from stores.engine.keys import ApiKey
+from stores import ApiKey
 
 KEY_PREFIX = "lore_sk_"
 KEY_BODY_CHARS = 32

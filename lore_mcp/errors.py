@@ -10,7 +10,7 @@ import logging
 
 from pydantic import ValidationError
 
-from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
+from stores import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 
 logger = logging.getLogger("lore_mcp")
 
@@ -78,8 +78,7 @@ def describe(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, LoreError):
         return exc.code, exc.message
     if isinstance(exc, StoreError):
-        from stores.engine.plans import PlanError
-        from stores.engine.structured import StalePlanError
+        from stores import PlanError, StalePlanError
 
         if isinstance(exc, PlanError):
             return describe(exc.error)[0], str(exc)

@@ -25,8 +25,7 @@ from lore_mcp.auth import (
     KeyLookupUnavailable,
     secret_digest,
 )
-from stores.engine.keys import ApiKey, KeyStore
-from stores.errors import StoreError
+from stores import ApiKey, KeyStore, StoreError
 
 logger = logging.getLogger("lore_mcp.auth")
 

@@ -9,25 +9,105 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from stores.engine.activity import ActivityBounds
-from stores.engine.lessons import LessonStore, Scope
-from stores.engine.ranking import RankingParams
+from stores.engine import history, queries, structured
+from stores.engine.activity import KINDS as ACTIVITY_KINDS
+from stores.engine.activity import (
+    ROOT_ONLY_KINDS,
+    ActivityBounds,
+    ActivityEntry,
+    ActivityNote,
+    ActivityQuery,
+    Recalled,
+    StaleLesson,
+)
+from stores.engine.dedup import restates
+from stores.engine.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelChangedError, ModelRecords
+from stores.engine.keys import ApiKey, KeyStore, Org
+from stores.engine.lessons import KINDS as LESSON_KINDS
+from stores.engine.lessons import (
+    MAX_LIST_LIMIT,
+    MAX_RECALL_LIMIT,
+    MAX_SHORT_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    Lesson,
+    LessonDraft,
+    LessonPatch,
+    LessonStore,
+    RecallQuery,
+    SaveResult,
+    Scope,
+    ScoredLesson,
+)
+from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
+from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS, PlanError
+from stores.engine.ranking import RankingParams, weight
+from stores.engine.structured import Commit, ProjectTx, StalePlanError
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
-from stores.store import Store
+from stores.sqlite.files import Unwritable, unwritable
+from stores.store import CallCounts, NoticeFeed, Store
 
+# Everything lore_mcp may use of stores: the import-linter contract "lore_mcp sees only the stores
+# facade" (pyproject.toml) refuses an import of stores' modules from lore_mcp.
 __all__ = [
+    "ACTIVITY_KINDS",
+    "IDENTIFIER",
+    "LESSON_KINDS",
+    "MAX_FINISH_ROUNDS",
+    "MAX_LIST_LIMIT",
+    "MAX_MESSAGE_CHARS",
+    "MAX_RECALL_LIMIT",
+    "MAX_SHORT_CHARS",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT_CHARS",
+    "ROOT_ONLY_KINDS",
     "ActivityBounds",
+    "ActivityEntry",
+    "ActivityNote",
+    "ActivityQuery",
+    "ApiKey",
+    "CallCounts",
+    "Commit",
     "ConflictError",
+    "EmbeddingModel",
     "InvalidInputError",
+    "KeyStore",
+    "Lesson",
+    "LessonDraft",
+    "LessonPatch",
     "LessonStore",
+    "ModelChangedError",
+    "ModelRecords",
     "NotFoundError",
+    "NoticeFeed",
+    "OAuthCode",
+    "OAuthGrant",
+    "OAuthTokenRow",
+    "Org",
+    "PlanError",
+    "ProjectTx",
     "RankingParams",
+    "RecallQuery",
+    "Recalled",
+    "SaveResult",
     "Scope",
+    "ScoredLesson",
+    "StaleLesson",
+    "StalePlanError",
     "Store",
     "StoreError",
     "UnavailableError",
+    "Unwritable",
+    "history",
     "open_local_store",
     "open_postgres_store",
+    "queries",
+    "restates",
+    "structured",
+    "unwritable",
+    "weight",
 ]
 
 

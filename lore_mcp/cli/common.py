@@ -13,7 +13,7 @@ from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
-    from stores.sqlite.files import Unwritable
+    from stores import Unwritable
 
 # What a command does with a local database this user cannot write: refuse to run (it
 # writes), warn and go on (a server: reads still work, each save answers UNAVAILABLE), or
@@ -53,7 +53,7 @@ def read_only_problem(settings: Settings) -> Unwritable | None:
     """What keeps this user from writing the local database (None on Postgres, or when nothing does)."""
     if settings.store != "local":
         return None
-    from stores.sqlite.files import unwritable
+    from stores import unwritable
 
     return unwritable(settings.db_path)
 

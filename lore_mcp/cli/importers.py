@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.transfer import checked_lesson, refusal
-from stores.engine.lessons import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
+from stores import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 SOURCES = ("server-memory", "mcp-memory-service")
 PROBLEM_CHARS = 200

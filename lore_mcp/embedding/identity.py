@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from lore_mcp.errors import UNAVAILABLE, LoreError
-from stores.engine.embedding_model import EmbeddingModel
+from stores import EmbeddingModel
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder

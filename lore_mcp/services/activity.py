@@ -22,9 +22,7 @@ from lore_mcp.services.activity_models import (
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.structured import in_transaction
-from stores import Store
-from stores.engine.activity import KINDS, ROOT_ONLY_KINDS, ActivityQuery
-from stores.engine.lessons import MAX_LIST_LIMIT, Scope
+from stores import ACTIVITY_KINDS, MAX_LIST_LIMIT, ROOT_ONLY_KINDS, ActivityQuery, Scope, Store
 
 
 @dataclass(frozen=True)
@@ -54,9 +52,11 @@ class ActivityService:
             raise InvalidArgument("cursor must be the next_cursor of a previous page.")
         if stale_days is not None:
             return await self._stale(scope, stale_days, asked.limit, asked.cursor)
-        unknown = sorted(set(asked.kinds) - set(KINDS))
+        unknown = sorted(set(asked.kinds) - set(ACTIVITY_KINDS))
         if unknown:
-            raise InvalidArgument(f"kind must be among {', '.join(KINDS)}; not {', '.join(unknown)}.")
+            raise InvalidArgument(
+                f"kind must be among {', '.join(ACTIVITY_KINDS)}; not {', '.join(unknown)}."
+            )
         query = replace(
             asked,
             # Key changes are the org's business: root keys (and the local user) see them.

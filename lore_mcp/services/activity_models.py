@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from stores.engine.activity import ActivityEntry, StaleLesson
+from stores import ActivityEntry, StaleLesson
 
 ActivityKind = Literal[
     "save",

@@ -20,8 +20,7 @@ from lore_mcp.services.lesson_input import check_id, make_patch
 from lore_mcp.services.lessons import LessonService, embedding_text
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.recording import failures_recorded, note
-from stores.engine.dedup import restates
-from stores.engine.lessons import Lesson, LessonPatch
+from stores import Lesson, LessonPatch, restates
 
 # Cosine similarity from which find_duplicates lists a pair by default: restatements of one
 # lesson score about 0.8 to 0.95 with all-MiniLM-L6-v2, lessons of one topic that say different

@@ -14,9 +14,7 @@ from lore_mcp.auth import display_prefix, new_key, secret_digest
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
-from stores.engine.activity import ActivityNote
-from stores.engine.keys import ApiKey, KeyStore
-from stores.errors import ConflictError
+from stores import ActivityNote, ApiKey, ConflictError, KeyStore
 
 ORG_PATTERN = PROJECT_PATTERN  # org ids follow the same rule as project names
 DEFAULT_ORG = "local"

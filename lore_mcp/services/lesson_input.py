@@ -18,14 +18,7 @@ from typing import Any, Literal, overload
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many, secret_kinds
-from stores.engine.lessons import (
-    MAX_SHORT_CHARS,
-    MAX_TAG_CHARS,
-    MAX_TAGS,
-    MAX_TEXT_CHARS,
-    LessonDraft,
-    LessonPatch,
-)
+from stores import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, LessonDraft, LessonPatch
 
 # Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
 # final newline, so with "^...$" "alpha\n" would pass as a project of its own.

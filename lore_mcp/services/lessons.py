@@ -45,16 +45,18 @@ from lore_mcp.services.models import (
     VoteResult,
 )
 from lore_mcp.services.recording import failures_recorded, note
-from stores import Store
-from stores.engine.activity import ActivityNote, Recalled
-from stores.engine.embedding_model import EmbeddingModel, ModelChangedError
-from stores.engine.lessons import (
+from stores import (
     MAX_TEXT_CHARS,
+    ActivityNote,
+    EmbeddingModel,
     LessonDraft,
+    ModelChangedError,
+    Recalled,
     RecallQuery,
     SaveResult,
     Scope,
     ScoredLesson,
+    Store,
 )
 
 T = TypeVar("T")

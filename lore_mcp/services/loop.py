@@ -27,9 +27,16 @@ from lore_mcp.redaction import redact
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.recording import note
 from lore_mcp.services.workdir import Workdir
-from stores.engine.activity import ActivityEntry, ActivityQuery, Recalled
-from stores.engine.lessons import MAX_LIST_LIMIT, Lesson, Scope
-from stores.engine.ranking import RankingParams, weight
+from stores import (
+    MAX_LIST_LIMIT,
+    ActivityEntry,
+    ActivityQuery,
+    Lesson,
+    RankingParams,
+    Recalled,
+    Scope,
+    weight,
+)
 
 # A prompt's lessons are searched among this many of the best; fewer ever clear the bar.
 PROMPT_CANDIDATES = 5

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Self, get_args, get_type_hints
 
 from pydantic import BaseModel, Field, create_model
 
-from stores.engine.lessons import KINDS, Lesson
+from stores import LESSON_KINDS, Lesson
 
 
 class _Shape(BaseModel):
@@ -22,7 +22,7 @@ def lesson_fields(*, leave_out: Collection[str] = ()) -> type[_Shape]:
     fields, every one required but ``meta``: tags as JSON's list and meta as its object."""
     hints = get_type_hints(Lesson)
     made: dict[str, Any] = {}
-    for name, kind in KINDS.items():
+    for name, kind in LESSON_KINDS.items():
         if kind == "list":
             made[name] = (list[get_args(hints[name])[0]], ...)  # type: ignore[misc]
         elif kind == "json":

@@ -18,10 +18,7 @@ from pydantic import ValidationError
 from lore_mcp.auth import Caller
 from lore_mcp.errors import INTERNAL_ERROR, UNAVAILABLE, LoreError, describe
 from lore_mcp.redaction import fit, redact
-from stores import Store
-from stores.engine.activity import ActivityNote
-from stores.engine.lessons import Scope
-from stores.errors import StoreError
+from stores import ActivityNote, Scope, Store, StoreError
 
 logger = logging.getLogger("lore_mcp.activity")
 

@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.embedding.identity import running_model
 from lore_mcp.services.lessons import embedding_text
-from stores import Store
-from stores.engine.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelRecords
-from stores.errors import UnavailableError
+from stores import MAX_FINISH_ROUNDS, EmbeddingModel, ModelRecords, Store, UnavailableError
 
 # Lessons encoded and kept per transaction: a bulk encode (every core) and a small loss when killed.
 BATCH_SIZE = 256

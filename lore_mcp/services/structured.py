@@ -24,13 +24,19 @@ from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel, map_values, plan_values, where_values
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import failures_recorded, note
-from stores import Store
-from stores.engine import history, queries, structured
-from stores.engine.activity import ActivityNote
-from stores.engine.lessons import Scope
-from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS
-from stores.engine.structured import Commit, ProjectTx
-from stores.errors import NotFoundError
+from stores import (
+    IDENTIFIER,
+    MAX_MESSAGE_CHARS,
+    ActivityNote,
+    Commit,
+    NotFoundError,
+    ProjectTx,
+    Scope,
+    Store,
+    history,
+    queries,
+    structured,
+)
 
 T = TypeVar("T")
 APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress

@@ -36,18 +36,18 @@ from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import failures_recorded, note
 from lore_mcp.services.structured import commit_summary, public_effects
-from stores import Store
-from stores.engine import structured
-from stores.engine.embedding_model import EmbeddingModel
-from stores.engine.lessons import (
+from stores import (
     MAX_SHORT_CHARS,
     MAX_TAGS,
     MAX_TEXT_CHARS,
+    EmbeddingModel,
     LessonDraft,
     SaveResult,
     Scope,
+    Store,
+    structured,
 )
-from stores.engine.lessons import Lesson as StoredLesson
+from stores import Lesson as StoredLesson
 
 MAX_IMPORT_BATCH = 100  # lessons per import_lessons call
 MAX_VOTES = 2**31 - 1  # Postgres `integer`; both backends take the same range

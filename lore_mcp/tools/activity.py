@@ -11,8 +11,7 @@ from pydantic import Field
 from lore_mcp.services.activity_models import ActivityKind, ActivityResult
 from lore_mcp.tools.arguments import Cursor, Project
 from lore_mcp.tools.context import call_of
-from stores.engine.activity import ActivityQuery
-from stores.engine.lessons import MAX_LIST_LIMIT
+from stores import MAX_LIST_LIMIT, ActivityQuery
 
 # The arguments' schema, declared apart so the tool's signature reads in one screen.
 Kinds = Annotated[

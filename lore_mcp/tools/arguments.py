@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from stores.engine.lessons import MAX_SHORT_CHARS, MAX_TEXT_CHARS
+from stores import MAX_SHORT_CHARS, MAX_TEXT_CHARS
 
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 Short = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]

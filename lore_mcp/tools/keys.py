@@ -16,8 +16,7 @@ from lore_mcp.auth import Caller
 from lore_mcp.services.keys import CreatedKey, KeyList, KeyOut
 from lore_mcp.services.recording import failures_recorded, note
 from lore_mcp.tools.context import Call, call_of
-from stores.engine.activity import ActivityNote
-from stores.engine.lessons import Scope
+from stores import ActivityNote, Scope
 
 
 async def create_key(

@@ -22,7 +22,7 @@ from lore_mcp.services.models import (
 )
 from lore_mcp.tools.arguments import Confidence, Cursor, Days, LessonId, Project, Short, Tags, Text
 from lore_mcp.tools.context import call_of
-from stores.engine.lessons import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
+from stores import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
 
 
 async def save_lesson(

@@ -13,8 +13,7 @@ from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.errors import InvalidArgument, LoreError, describe
 from lore_mcp.tools.context import Services, caller
-from stores.engine.activity import ActivityQuery
-from stores.errors import StoreError
+from stores import ActivityQuery, StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"
 SCHEMA_URI = "lore://schema"

@@ -10,7 +10,7 @@ from pydantic import Field
 from lore_mcp.services.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
 from lore_mcp.tools.arguments import Cursor, Project
 from lore_mcp.tools.context import call_of, progress_of
-from stores.engine.lessons import MAX_LIST_LIMIT
+from stores import MAX_LIST_LIMIT
 
 
 async def export_lessons(

@@ -27,7 +27,7 @@ from lore_mcp.transport.guards import (
 )
 
 if TYPE_CHECKING:
-    from stores.store import CallCounts
+    from stores import CallCounts
 
 # How ``/mcp``'s failed authentications are counted across replicas (``count_failure``).
 FAILED_AUTH_DOOR = "failed-auth"

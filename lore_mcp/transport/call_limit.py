@@ -24,8 +24,7 @@ from lore_mcp.transport.guards import (
     jsonrpc_message,
     refuse_too_many,
 )
-from stores.errors import StoreError
-from stores.store import CallCounts
+from stores import CallCounts, StoreError
 
 logger = logging.getLogger("lore_mcp.transport.call_limit")
 

@@ -21,7 +21,7 @@ from mcp_types import (
 )
 
 from lore_mcp.tools.registry import TOOLS
-from stores.engine.lessons import MAX_LIST_LIMIT
+from stores import MAX_LIST_LIMIT
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

@@ -28,7 +28,7 @@ from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
 
 if TYPE_CHECKING:
     from lore_mcp.auth import Caller
-    from stores.store import CallCounts
+    from stores import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 

@@ -52,8 +52,7 @@ from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
 from lore_mcp.transport.server import LoreServer
 from lore_mcp.transport.streams import StandingStreams
 from lore_mcp.transport.ui.routes import ui_routes
-from stores.errors import StoreError
-from stores.store import CallCounts
+from stores import CallCounts, StoreError
 
 logger = logging.getLogger("lore_mcp.transport.http")
 

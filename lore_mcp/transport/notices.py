@@ -42,7 +42,7 @@ from mcp_types import (
 )
 
 from lore_mcp.transport.streams import still_verifies
-from stores.store import NoticeFeed
+from stores import NoticeFeed
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier

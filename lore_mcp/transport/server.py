@@ -32,8 +32,7 @@ from lore_mcp.transport.admission import Busy, HeavyGate
 from lore_mcp.transport.notices import NoticeBus, ScopedListen
 from lore_mcp.transport.protocol_extras import add_protocol_extras
 from lore_mcp.transport.stdio import stdio_transport
-from stores import deadline
-from stores.errors import StoreError, UnavailableError
+from stores import StoreError, UnavailableError, deadline
 
 logger = logging.getLogger("lore_mcp")
 

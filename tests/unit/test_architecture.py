@@ -98,3 +98,32 @@ def test_a_circle_closed_inside_a_function_breaks_the_contract(
     assert broken(options) == ["no circles"]
     (tmp_path / package / "b.py").write_text("def later():\n    pass\n")
     assert broken(options) == []
+
+
+def test_lore_mcp_sees_only_the_stores_facade(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract names every subpackage of stores but the facade's own deadline, and a module
+    of the MCP side that reaches past the facade breaks it while one that uses the facade does not."""
+    found = contracts()["stores-facade"]
+    inner = {
+        f"stores.{path.stem if path.suffix else path.name}"
+        for path in (ROOT / "stores").iterdir()
+        if (path.suffix == ".py" and not path.stem.startswith("__")) or (path / "__init__.py").exists()
+    }
+    assert found["source_modules"] == ["lore_mcp"]
+    assert inner - set(found["forbidden_modules"]) == {"stores.deadline"}
+    top, low = "lore_facade_top", "lore_facade_low"  # names of their own, as above
+    for package, files in ((top, {"a.py": f"from {low} import Thing\n"}), (low, {"inner.py": "Thing = 1\n"})):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "__init__.py").write_text(
+            f"from {low}.inner import Thing\n" if package == low else ""
+        )
+        for name, text in files.items():
+            (tmp_path / package / name).write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    facade = dict(
+        found, source_modules=[top], forbidden_modules=[f"{low}.inner"], allow_indirect_imports="true"
+    )
+    options = UserOptions(session_options={"root_packages": [top, low]}, contracts_options=[facade])
+    assert broken(options) == []
+    (tmp_path / top / "a.py").write_text(f"from {low}.inner import Thing\n")
+    assert broken(options) == [found["name"]]

@@ -30,8 +30,7 @@ from lore_mcp.transport.guards import (
 )
 from lore_mcp.transport.oauth.provider import LoreOAuthProvider
 from lore_mcp.transport.oauth.signing import REMEMBER_MAX_AGE_S
-from stores.engine.keys import ApiKey
-from stores.store import CallCounts
+from stores import ApiKey, CallCounts
 
 # How the consent page's wrong keys are counted across replicas (``guards.count_failure``).
 FAILED_CONSENT_DOOR = "failed-consent"

@@ -50,8 +50,7 @@ from lore_mcp.transport.oauth.tokens import (
     same_resource,
     token_row,
 )
-from stores.engine.keys import ApiKey
-from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
+from stores import ApiKey, OAuthCode, OAuthGrant, OAuthTokenRow
 
 CONSENT_PATH = "/oauth/consent"
 # Clients one address may have registered that never got a token (``registration``), and how

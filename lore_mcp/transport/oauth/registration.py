@@ -28,7 +28,7 @@ from starlette.types import Message, Receive
 
 from lore_mcp.transport.guards import SlidingWindowLimiter, client_address, count_failure
 from lore_mcp.transport.oauth.provider import ClientsCrowded, LoreOAuthProvider
-from stores.store import CallCounts
+from stores import CallCounts
 
 REGISTRATION_MAX_BYTES = 16 * 1024
 MAX_REDIRECT_URIS = 10

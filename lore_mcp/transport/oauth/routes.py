@@ -50,8 +50,7 @@ from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
 from lore_mcp.transport.oauth.registration import error, registration_route
 from lore_mcp.transport.oauth.revocation import client_route, revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
-from stores.engine.keys import KeyStore
-from stores.store import CallCounts
+from stores import CallCounts, KeyStore
 
 # The JSON-RPC error code of a refused credential, beside lore_mcp.transport.guards' codes.
 UNAUTHORIZED_JSONRPC_CODE = -32028

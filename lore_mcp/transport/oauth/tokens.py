@@ -19,8 +19,7 @@ from starlette.routing import BaseRoute
 
 from lore_mcp.auth import Caller, secret_digest
 from lore_mcp.key_tokens import ApiKeyVerifier, LoreAccessToken
-from stores.engine.keys import ApiKey, KeyStore
-from stores.engine.oauth_rows import OAuthGrant, OAuthTokenRow
+from stores import ApiKey, KeyStore, OAuthGrant, OAuthTokenRow
 
 ACCESS_PREFIX = "lore_at_"
 REFRESH_PREFIX = "lore_rt_"
