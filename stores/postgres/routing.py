@@ -1,0 +1,39 @@
+"""Where a Postgres store's transactions go: the primary, a read replica
+(``LORE_DATABASE_READ_URL``), and the direct connection for ``LISTEN`` when the primary's URL
+is a transaction-mode pooler (``LORE_DATABASE_DIRECT_URL``, ``stores.postgres.pooling``).
+
+Only read-only transactions that may lag go to the replica: recall and the read transactions
+of listings, lessons, tables and activity. Writes, API keys, the embedding model, call counts,
+activity entries and change notices stay on the primary; docs/scaling-out.md says what lags.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Engine
+
+from stores.postgres.db import engine_for
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The primary's engine, the one reads use (the primary's without a replica), and the
+    URL the change-notice feed listens on (``None``: the primary's own)."""
+
+    primary: Engine
+    reads: Engine
+    listen_url: str | None
+
+    def dispose(self) -> None:
+        if self.reads is not self.primary:
+            self.reads.dispose()
+        self.primary.dispose()
+
+
+def open_engines(url: str, pool_size: int, *, read_url: str | None, direct_url: str | None) -> Engines:
+    """The engines for ``url``; with ``direct_url`` both go through the pooler's rules."""
+    pooled = direct_url is not None
+    primary = engine_for(url, pool_size, pooled=pooled)
+    reads = engine_for(read_url, pool_size, pooled=pooled) if read_url else primary
+    return Engines(primary, reads, direct_url)
