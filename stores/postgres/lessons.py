@@ -31,9 +31,10 @@ from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
-from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lessons import LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.model_rows import SqlModelRecords
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
+from stores.engine.structured import ProjectTx
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.postgres.call_counts import PostgresCallCounts
@@ -239,8 +240,17 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall, ActivityRead
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
-        with transaction(self._reads, scope.org) as conn:
+        with transaction(self._engines.reader(), scope.org) as conn:
             yield self._tx(conn, scope, lock=False)
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        with self._engines.on_replica():
+            return super().list(scope, tags, limit, cursor)
+
+    @contextlib.contextmanager
+    def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
+        with self._engines.on_replica(not write), super().transaction(scope, write=write) as tx:
+            yield tx
 
     def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
         """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the

@@ -2,14 +2,19 @@
 (``LORE_DATABASE_READ_URL``), and the direct connection for ``LISTEN`` when the primary's URL
 is a transaction-mode pooler (``LORE_DATABASE_DIRECT_URL``, ``stores.postgres.pooling``).
 
-Only read-only transactions that may lag go to the replica: recall and the read transactions
-of listings, lessons, tables and activity. Writes, API keys, the embedding model, call counts,
-activity entries and change notices stay on the primary; docs/scaling-out.md says what lags.
+Only reads that may lag go to the replica: recall, ``list`` and read-only project transactions
+(tables, history, schema, stats, plans' snapshots, which apply checks again on the primary).
+Writes, ``get`` (update and merge read through it before writing), the activity log's reads
+(they read the entries they just wrote), API keys, the embedding model, call counts and change
+notices stay on the primary; docs/scaling-out.md says what lags.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from sqlalchemy import Engine
 
@@ -24,6 +29,20 @@ class Engines:
     primary: Engine
     reads: Engine
     listen_url: str | None
+    _replica: ContextVar[bool] = field(default_factory=lambda: ContextVar("lore_replica", default=False))
+
+    @contextlib.contextmanager
+    def on_replica(self, wanted: bool = True) -> Iterator[None]:
+        """Within it, read transactions of this thread (``reader``) take the replica if ``wanted``."""
+        token = self._replica.set(wanted)
+        try:
+            yield
+        finally:
+            self._replica.reset(token)
+
+    def reader(self) -> Engine:
+        """The engine of a read transaction: the replica's only inside ``on_replica``."""
+        return self.reads if self._replica.get() else self.primary
 
     def dispose(self) -> None:
         if self.reads is not self.primary:
