@@ -45,6 +45,12 @@ def open_store(settings: Settings) -> Store:
             pool_size=settings.pool_size,
             ranking_params=ranking,
             activity_bounds=activity,
+            read_url=settings.database_read_url,
+            direct_url=settings.database_direct_url,
+        )
+    if settings.database_read_url or settings.database_direct_url:
+        raise SystemExit(
+            "lore-memory: LORE_DATABASE_READ_URL and LORE_DATABASE_DIRECT_URL need LORE_STORE=postgres."
         )
     if settings.store == "local":
         return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)

@@ -128,6 +128,16 @@ class Settings(BaseSettings):
         default_factory=default_db_path, description="SQLite file of the local store."
     )
     database_url: str | None = Field(None, description="Postgres URL for `LORE_STORE=postgres`.")
+    database_read_url: str | None = Field(
+        None,
+        description="Postgres URL of a streaming replica: recall and listings read there, writes stay on "
+        "`LORE_DATABASE_URL`.",
+    )
+    database_direct_url: str | None = Field(
+        None,
+        description="Set when `LORE_DATABASE_URL` is PgBouncer in transaction mode: a direct URL to the "
+        "same database, for change notices; Lore then keeps no state between transactions there.",
+    )
     project: str = Field(
         "default",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",

@@ -130,8 +130,11 @@ def open_postgres_store(
     pool_size: int = 5,
     ranking_params: RankingParams | None = None,
     activity_bounds: ActivityBounds | None = None,
+    read_url: str | None = None,
+    direct_url: str | None = None,
 ) -> Store:
-    """Connect to Postgres (migrating it as needed) at ``url``."""
+    """Connect to Postgres (migrating it as needed) at ``url``; reads may go to the replica at
+    ``read_url``, and ``direct_url`` says ``url`` is a pooler's (``stores.postgres.routing``)."""
     try:
         from stores.postgres.lessons import PostgresLessonStore
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -140,5 +143,10 @@ def open_postgres_store(
             "pip install 'lore-memory-mcp[postgres]'."
         ) from exc
     return PostgresLessonStore(
-        url, pool_size=pool_size, ranking_params=ranking_params, activity_bounds=activity_bounds
+        url,
+        pool_size=pool_size,
+        ranking_params=ranking_params,
+        activity_bounds=activity_bounds,
+        read_url=read_url,
+        direct_url=direct_url,
     )

@@ -23,6 +23,8 @@ _SETTING_FLAGS = [
     ("--store", "store", "backend: local (default), postgres or remote"),
     ("--db-path", "db_path", "SQLite file of the local store"),
     ("--database-url", "database_url", "Postgres URL"),
+    ("--database-read-url", "database_read_url", "Postgres URL of a read replica for recall and listings"),
+    ("--database-direct-url", "database_direct_url", "direct Postgres URL when --database-url is PgBouncer"),
     ("--project", "project", "project used when a tool call names none"),
     ("--org", "org", "org served over stdio and administered by init/keys/export/import"),
     ("--api-url", "api_url", "team server URL (remote mode)"),

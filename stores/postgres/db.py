@@ -32,6 +32,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from stores.errors import UnavailableError
 from stores.postgres.failures import operational_sentence
 from stores.postgres.hang import HangWatch, connect_watched
+from stores.postgres.pooling import CONNECT_ARGS, ROLE_INFO, settings_per_transaction
 
 logger = logging.getLogger("stores.postgres")
 
@@ -56,8 +57,9 @@ SESSION_DEFAULTS: dict[str, str] = {"statement_timeout": "30s", "idle_in_transac
 POOL_TIMEOUT_S = 5.0
 
 
-def engine_for(url: str, pool_size: int) -> Engine:
-    """An engine on psycopg 3 whose connections know pgvector, drop superuser powers and time out."""
+def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
+    """An engine on psycopg 3 whose connections know pgvector, drop superuser powers and time out
+    (per transaction when ``pooled``: ``stores.postgres.pooling``)."""
     sa_url = make_url(url)
     if sa_url.drivername in ("postgres", "postgresql"):
         sa_url = sa_url.set(drivername="postgresql+psycopg")
@@ -68,7 +70,8 @@ def engine_for(url: str, pool_size: int) -> Engine:
         pool_pre_ping=True,  # a connection that died with the server is replaced, not used
         pool_timeout=POOL_TIMEOUT_S,
         # connect_args win over the URL's parameters, so only what the URL leaves out.
-        connect_args={k: v for k, v in CONNECT_DEFAULTS.items() if k not in sa_url.query},
+        connect_args={k: v for k, v in CONNECT_DEFAULTS.items() if k not in sa_url.query}
+        | (CONNECT_ARGS if pooled else {}),
     )
     watch = HangWatch()
     session = session_settings(sa_url)
@@ -76,11 +79,13 @@ def engine_for(url: str, pool_size: int) -> Engine:
     def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
         return connect_watched(watch, tuple(cargs), dict(cparams))
 
-    def on_connect(dbapi_conn: Any, _record: Any) -> None:
-        _on_connect(dbapi_conn, session)
+    def on_connect(dbapi_conn: Any, record: Any) -> None:
+        record.info[ROLE_INFO] = _on_connect(dbapi_conn, {} if pooled else session, set_role=not pooled)
 
     event.listen(engine, "do_connect", do_connect)
     event.listen(engine, "connect", on_connect)
+    if pooled:
+        settings_per_transaction(engine, session)
     return engine
 
 
@@ -92,7 +97,8 @@ def session_settings(url: URL) -> dict[str, str]:
     return {name: value for name, value in SESSION_DEFAULTS.items() if name not in named}
 
 
-def _on_connect(dbapi_conn: Any, session: Mapping[str, str]) -> None:
+def _on_connect(dbapi_conn: Any, session: Mapping[str, str], *, set_role: bool) -> str | None:
+    """Sets up a new connection; returns the role its transactions must take (or None)."""
     from pgvector.psycopg import register_vector
 
     with dbapi_conn.cursor() as cur:
@@ -100,7 +106,7 @@ def _on_connect(dbapi_conn: Any, session: Mapping[str, str]) -> None:
         privileged = bool(cur.fetchone()[0])
         cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (RLS_ROLE,))
         has_role = cur.fetchone() is not None
-        if privileged and has_role:
+        if privileged and has_role and set_role:
             cur.execute(f"SET ROLE {RLS_ROLE}")
         if session:
             calls = ", ".join("set_config(%s, %s, false)" for _ in session)
@@ -111,6 +117,7 @@ def _on_connect(dbapi_conn: Any, session: Mapping[str, str]) -> None:
     except Exception:
         # Before the first migration the extension may not exist yet; migrate() re-registers.
         dbapi_conn.rollback()
+    return RLS_ROLE if privileged and has_role else None
 
 
 @contextlib.contextmanager

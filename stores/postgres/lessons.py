@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, text
+from sqlalchemy import Connection, Engine, text
 
 from stores.engine import curation, ranking
 from stores.engine.activity import (
@@ -36,18 +36,20 @@ from stores.engine.lesson_rows import COLUMNS as _COLUMNS
 from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
 from stores.engine.lesson_rules import LessonWrites
 from stores.engine.lesson_tx import ModelChecks, check_dims
-from stores.engine.lessons import KINDS, RecallQuery, Scope, ScoredLesson, WordMatches
+from stores.engine.lessons import KINDS, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
 from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
+from stores.engine.structured import ProjectTx
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.postgres.call_counts import PostgresCallCounts
-from stores.postgres.db import engine_for, transaction, unavailable_on_failure
+from stores.postgres.db import transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
 from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
+from stores.postgres.routing import open_engines
 from stores.postgres.sql import PostgresSqlTx
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
@@ -121,16 +123,19 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         pool_size: int = 5,
         ranking_params: ranking.RankingParams | None = None,
         activity_bounds: ActivityBounds | None = None,
+        read_url: str | None = None,
+        direct_url: str | None = None,
     ) -> None:
         self._ranking = ranking_params or ranking.RankingParams()
-        self._engine = engine_for(url, pool_size)
+        self._engines = open_engines(url, pool_size, read_url=read_url, direct_url=direct_url)
+        self._engine, self._reads = self._engines.primary, self._engines.reads
         migrate(self._engine)
         self._key_db = PostgresKeyDb(self._engine)
         self._activity = ActivityRecords(self._key_db, activity_bounds)
         self._dims = PostgresDims(self._engine)
         self._models = ModelRecords(PostgresModelDb(self._engine, self._dims))
         self._call_counts = PostgresCallCounts(self._engine)
-        self._notices = PostgresNotices(self._engine)
+        self._notices = PostgresNotices(self._engine, listen_url=direct_url)
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
 
@@ -142,7 +147,9 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         ef = 2 * k if self._scan else math.ceil(1.5 * k / self._share(scope))
-        with self._begin(scope.org, ef_search, *self._scan, ef=str(min(1000, max(2 * k, ef)))) as conn:
+        with self._begin(
+            scope.org, ef_search, *self._scan, engine=self._reads, ef=str(min(1000, max(2 * k, ef)))
+        ) as conn:
             self._models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
@@ -180,7 +187,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         known = self._shares.get(key)
         if known is not None and now - known[1] < 60:
             return known[0]
-        with transaction(self._engine, scope.org) as conn:
+        with transaction(self._reads, scope.org) as conn:
             total = conn.execute(
                 text("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass")
             ).scalar()
@@ -215,7 +222,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def close(self) -> None:
         self._notices.close()
         self._activity.close()
-        self._engine.dispose()
+        self._engines.dispose()
 
     # -- the activity log and curation (``stores.engine.activity_rows``, ``curation``) -----
 
@@ -250,8 +257,17 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     @contextlib.contextmanager
     def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
-        with transaction(self._engine, scope.org) as conn:
+        with transaction(self._engines.reader(), scope.org) as conn:
             yield self._tx(conn, scope, lock=False)
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        with self._engines.on_replica():
+            return super().list(scope, tags, limit, cursor)
+
+    @contextlib.contextmanager
+    def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
+        with self._engines.on_replica(not write), super().transaction(scope, write=write) as tx:
+            yield tx
 
     def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
         """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
@@ -271,7 +287,9 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     # -- internals ----------------------------------------------------------------
 
     @contextlib.contextmanager
-    def _begin(self, org: str, *also: str, **params: Any) -> Iterator[Connection]:
+    def _begin(
+        self, org: str, *also: str, engine: Engine | None = None, **params: Any
+    ) -> Iterator[Connection]:
         """``postgres_db.transaction``, with more calls in the statement that sets ``lore.org``.
 
         ``also`` are SQL expressions (settings, locks) that touch no rows, so row-level
@@ -280,7 +298,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         images (``_GENERATION`` says why it also names ``lessons``).
         """
         calls = ", ".join(("set_config('lore.org', :org, true)", *also, *_GENERATION))
-        with unavailable_on_failure(), self._engine.begin() as conn:
+        with unavailable_on_failure(), (engine or self._engine).begin() as conn:
             row = conn.execute(text(f"SELECT {calls}"), {**params, "org": org}).one()
             conn.info[GENERATION_INFO] = int(row[-2] or 0)
             try:
@@ -311,7 +329,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         (``lore_term_postings``), a second ranks the matches; migration 4 in
         ``stores.postgres.db`` says why both are functions.
         """
-        with unavailable_on_failure(), self._engine.begin() as conn:
+        with unavailable_on_failure(), self._reads.begin() as conn:
             postings = conn.execute(
                 text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
                 {"org": scope.org, "terms": terms},

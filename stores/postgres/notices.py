@@ -50,8 +50,9 @@ class PostgresNotices:
     """``stores.store.NoticeFeed`` over the engine of a ``PostgresLessonStore``; see the module
     docstring. ``close`` ends the listening thread and its connection."""
 
-    def __init__(self, engine: Engine, channel: str = CHANNEL) -> None:
+    def __init__(self, engine: Engine, channel: str = CHANNEL, *, listen_url: str | None = None) -> None:
         self._engine = engine
+        self._listen_url = listen_url  # a direct URL when the engine's is a pooler's
         self._channel = channel
         self._lock = threading.Lock()
         self._listeners: dict[object, Listener] = {}
@@ -123,7 +124,7 @@ class PostgresNotices:
             delay = min(delay * 2, RECONNECT_MAX_S)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        url = make_url(self._engine.url.render_as_string(hide_password=False))
+        url = make_url(self._listen_url or self._engine.url.render_as_string(hide_password=False))
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         extra = {k: v for k, v in CONNECT_DEFAULTS.items() if k not in url.query}
         return psycopg.connect(make_conninfo(conninfo, **extra), autocommit=True)

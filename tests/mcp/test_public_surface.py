@@ -87,6 +87,7 @@ def test_a_backend_that_cannot_start_exits_with_a_clear_message() -> None:
         (["keys", "list", "--store", "remote"], "LORE_STORE=remote forwards to a team server"),
         (["init", "--org", "no spaces"], "invalid configuration"),
         (["mcp", "--store", "postgres"], "LORE_STORE=postgres needs LORE_DATABASE_URL"),
+        (["mcp", "--database-read-url", "postgresql://replica/lore"], "need LORE_STORE=postgres"),
         (["mcp", "--decay-half-life-days", "-3"], "invalid configuration"),
     ]
     for args, message in cases:

@@ -1,0 +1,41 @@
+"""Lore behind a transaction-mode pooler (PgBouncer's ``pool_mode = transaction``), chosen by
+``LORE_DATABASE_DIRECT_URL`` (docs/scaling-out.md).
+
+Such a pooler lends a server connection for one transaction only, so nothing may outlive a
+transaction: psycopg's prepared statements would be missing on the next server connection
+(PgBouncer 1.18 does not track them), and a session setting, the ``SET ROLE`` that keeps a
+privileged login under row-level security included, would stay behind on whichever server
+connection ran it and never reach the others. So the engine prepares nothing and each
+transaction sets the role and timeouts for itself, in one statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import Connection, Engine, event
+
+# The connection record's ``info`` key holding the role each transaction takes (or None).
+ROLE_INFO = "lore.role"
+# psycopg prepares a statement its connection ran five times; through the pooler, never.
+CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
+
+
+def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
+    """Set ``session`` (and the role ``_on_connect`` chose) with ``is_local`` at every
+    transaction's start: one statement more per transaction, the price of the pooler."""
+
+    def on_begin(conn: Connection) -> None:
+        settings = dict(session)
+        role = conn.info.get(ROLE_INFO)
+        if role:
+            settings["role"] = role
+        dbapi_conn: Any = conn.connection.dbapi_connection  # psycopg's, which begins on its own
+        if not settings or dbapi_conn is None:
+            return
+        calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SELECT {calls}", [part for item in settings.items() for part in item])
+
+    event.listen(engine, "begin", on_begin)

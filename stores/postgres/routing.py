@@ -1,0 +1,58 @@
+"""Where a Postgres store's transactions go: the primary, a read replica
+(``LORE_DATABASE_READ_URL``), and the direct connection for ``LISTEN`` when the primary's URL
+is a transaction-mode pooler (``LORE_DATABASE_DIRECT_URL``, ``stores.postgres.pooling``).
+
+Only reads that may lag go to the replica: recall, ``list`` and read-only project transactions
+(tables, history, schema, stats, plans' snapshots, which apply checks again on the primary).
+Writes, ``get`` (update and merge read through it before writing), the activity log's reads
+(they read the entries they just wrote), API keys, the embedding model, call counts and change
+notices stay on the primary; docs/scaling-out.md says what lags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+
+from stores.postgres.db import engine_for
+
+
+@dataclass(frozen=True)
+class Engines:
+    """The primary's engine, the one reads use (the primary's without a replica), and the
+    URL the change-notice feed listens on (``None``: the primary's own)."""
+
+    primary: Engine
+    reads: Engine
+    listen_url: str | None
+    _replica: ContextVar[bool] = field(default_factory=lambda: ContextVar("lore_replica", default=False))
+
+    @contextlib.contextmanager
+    def on_replica(self, wanted: bool = True) -> Iterator[None]:
+        """Within it, read transactions of this thread (``reader``) take the replica if ``wanted``."""
+        token = self._replica.set(wanted)
+        try:
+            yield
+        finally:
+            self._replica.reset(token)
+
+    def reader(self) -> Engine:
+        """The engine of a read transaction: the replica's only inside ``on_replica``."""
+        return self.reads if self._replica.get() else self.primary
+
+    def dispose(self) -> None:
+        if self.reads is not self.primary:
+            self.reads.dispose()
+        self.primary.dispose()
+
+
+def open_engines(url: str, pool_size: int, *, read_url: str | None, direct_url: str | None) -> Engines:
+    """The engines for ``url``; with ``direct_url`` both go through the pooler's rules."""
+    pooled = direct_url is not None
+    primary = engine_for(url, pool_size, pooled=pooled)
+    reads = engine_for(read_url, pool_size, pooled=pooled) if read_url else primary
+    return Engines(primary, reads, direct_url)
