@@ -1,4 +1,4 @@
-"""API keys and who is calling: the key format, what is stored of it, the caller and its rules.
+"""API keys and who is calling.
 
 A key is ``lore_sk_`` + 32 random alphanumerics; only its SHA-256 is stored, so a leaked database leaks no
 key. Over HTTP ``key_tokens.ApiKeyVerifier`` checks each request and tools read the caller from its token;

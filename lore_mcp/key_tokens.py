@@ -36,8 +36,7 @@ class LoreAccessToken(AccessToken):
 
 
 class ApiKeyVerifier:
-    """Every request looks the key up, so revocation is immediate; only a well-formed key not refused
-    moments ago (``NEGATIVE_TTL_S``) costs a lookup."""
+    """Each request looks the key up (revocation is immediate), unless malformed or just refused."""
 
     def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
         self.keys = keys

@@ -277,8 +277,7 @@ class Settings(BaseSettings):
     @field_validator("org", "project")
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
-        """A name holding a secret is refused at start (names are stored and shown); the message names
-        the kind, never the value."""
+        """A name holding a secret is refused (names are stored and shown), naming the kind, not the value."""
         kinds = secret_kinds(value)
         if kinds:
             raise ValueError(

@@ -51,8 +51,7 @@ class LocalCallLimiter:
 
 
 class SharedCallLimiter:
-    """The shared count. An unreachable database lets the call through: the limit guards capacity, and
-    the call itself will say the database is down."""
+    """The shared count; an unreachable database lets calls through (they will say it is down)."""
 
     def __init__(self, counts: CallCounts, limit: int) -> None:
         self.limit = limit

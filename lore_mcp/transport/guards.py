@@ -48,8 +48,7 @@ PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedCl
 
 
 class SlidingWindowLimiter:
-    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log), in this
-    process's memory: each replica counts on its own."""
+    """At most ``limit`` hits per key per ``window`` s (exact sliding log), per process: replicas differ."""
 
     def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
         self.limit = limit
@@ -150,8 +149,7 @@ def jsonrpc_id(message: Any) -> str | int | None:
 async def send_jsonrpc_error(
     send: Send, *, status: int, code: int, message: str, retry_after: int, id: str | int | None = None
 ) -> None:
-    """An HTTP error with a JSON-RPC body, so MCP clients show the reason, not a bare status; a 429's
-    ``Retry-After`` is also in the error's data."""
+    """An HTTP error with a JSON-RPC body, so MCP clients show the reason, not a bare status."""
     error: dict[str, Any] = {"code": code, "message": message}
     if status == 429:
         error["data"] = {"retry_after": retry_after}

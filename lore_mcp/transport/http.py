@@ -164,8 +164,7 @@ def _install_oauth(app: Any, metadata_url: str | None) -> None:
 def _add_healthz(
     server: LoreServer, *, health: Callable[[], Any], store_name: str, requests: RequestCounter
 ) -> None:
-    """Route /healthz before the app is built: status for anyone, store, version and load for root, 503
-    when the store does not answer in time."""
+    """/healthz: status for anyone, store, version and load for root; 503 when the store is too slow."""
 
     async def healthz(request: Request) -> Response:
         # The same Host and Origin checks as /mcp (DNS-rebinding protection on loopback).
@@ -266,8 +265,7 @@ async def serve_http(
     sockets: Sequence[socket.socket] | None = None,
     **app_options: Any,
 ) -> None:
-    """Serve ``build_app`` until SIGTERM/SIGINT, then drain up to ``drain_timeout_s``; on ``sockets``
-    already listening where given (``lore-memory ui``), else on ``host`` and ``port``."""
+    """Serve ``build_app`` until SIGTERM/SIGINT, then drain; on ``sockets`` if given, else ``host:port``."""
     counter = RequestCounter()
     app = build_app(server, host=host, counter=counter, **app_options)
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)

@@ -1,10 +1,8 @@
 """Change notices: one bus for both eras, scoped to an org and project, across processes on Postgres.
 
-A call that changes memory publishes one ``Notice``: which resources changed (or "any") and where
-(``Reach``). Legacy ``resources/subscribe`` sessions and 2026-07-28 ``subscriptions/listen`` streams
-(``ScopedListen``) hear only what their caller would see. Lore's lists never change while it runs, so a
-listen stream honours only resource subscriptions. Over Postgres ``LISTEN/NOTIFY`` (``NoticeFeed``) the
-bus reaches every process, itself included; on SQLite, one process, it stays in process.
+A change publishes one ``Notice`` (which resources, or "any", and ``Reach``); subscribers hear only what
+their caller would see. Lists never change at run time, so listen honours only resource subscriptions.
+Over Postgres ``LISTEN/NOTIFY`` the bus reaches every process, itself included; on SQLite, in process.
 """
 
 from __future__ import annotations
@@ -57,8 +55,7 @@ MAX_BUFFERED = 1024  # notices waiting for a listen stream's client; a fuller st
 
 @dataclass(frozen=True)
 class Reach:
-    """Where a change happened, or what a subscription watches. ``project`` None (remote mode: the team
-    server picks it) matches any project."""
+    """Where a change happened or a subscription watches; ``project`` None (remote mode) matches any."""
 
     org: str | None
     project: str | None
@@ -112,8 +109,7 @@ NoticeListener = Callable[[Notice], None]
 
 
 class NoticeBus:
-    """Fan-out to this process's subscribers, over ``feed`` if any. Listeners run on the loop they
-    subscribed from, must not block and must not raise."""
+    """Fan-out to subscribers, over ``feed`` if any; listeners run on their loop, never block nor raise."""
 
     def __init__(self, feed: NoticeFeed | None = None) -> None:
         self.feed = feed

@@ -30,8 +30,7 @@ if TYPE_CHECKING:
 def add_protocol_extras(
     server: MCPServer, lowlevel: Server[Any], lessons: LessonService | None, bus: NoticeBus | None = None
 ) -> ScopedListen:
-    """Register the extras; ``lessons`` resolves where a call acts (None: remote mode, the team server
-    does). Returns the listen handler, whose ``close`` shutdown calls."""
+    """Register the extras (``lessons`` None: remote mode); returns the listen handler for shutdown."""
     bus = bus or NoticeBus()
     reach = caller_reach(server, lessons)
     legacy = LegacySubscriptions(bus, reach)

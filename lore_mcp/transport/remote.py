@@ -1,7 +1,6 @@
-"""Remote mode (``LORE_STORE=remote``): a stdio server forwarding every tool call to a team server, for
-stdio-only clients. It lists Lore's own tools, so listings answer with the team server down; each call is
-redacted *before* it leaves the machine, over one kept-open streamable-HTTP session. ``UNAVAILABLE`` also
-covers a team server without its database (it could not check the key either, so not ``UNAUTHORIZED``).
+"""Remote mode: a stdio server forwarding every call to a team server. It lists its own tools, so listings
+work with the team server down; calls are redacted *before* leaving, over one kept-open HTTP session.
+``UNAVAILABLE`` covers a team server without its database (the key was not checked: not ``UNAUTHORIZED``).
 """
 
 from __future__ import annotations

@@ -146,8 +146,7 @@ class LoreServer(MCPServer):
 
 
 def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
-    """Code and sentence for a failed call. Past the deadline, an unnamed failure (a statement the database
-    stopped) or an outage is the deadline it was."""
+    """Code and sentence for a failure; past the deadline, a stopped statement or outage is the deadline."""
     cause = exc.__cause__
     anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
     if late and (isinstance(cause, UnavailableError) or not anticipated):

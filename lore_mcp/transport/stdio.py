@@ -118,8 +118,7 @@ async def _read_messages(
     errors: MemoryObjectSendStream[SessionMessage],
     unanswered: _Unanswered,
 ) -> None:
-    """Each ``stdin`` line on as a message; one too long or not JSON-RPC gets an error on ``errors`` (if
-    it has an id) rather than ending the session."""
+    """Each ``stdin`` line on as a message; a bad one gets an error on ``errors``, not a closed session."""
     while True:
         line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
         if too_long:

@@ -85,8 +85,7 @@ class LegacySubscriptions:
                 task.add_done_callback(self._sending.discard)
 
     async def _send(self, connection: Connection, pending: collections.deque[str]) -> None:
-        """Send waiting notices in order; a session not reading loses one per ``NOTIFY_TIMEOUT_S``, holding
-        up nothing else."""
+        """Send waiting notices in order; a session not reading loses one per ``NOTIFY_TIMEOUT_S``."""
         try:
             while pending:
                 uri = pending.popleft()

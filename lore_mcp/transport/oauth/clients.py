@@ -89,8 +89,7 @@ class LoreClient(OAuthClientInformationFull):
     """A client as the SDK's handlers see it, with Lore's redirect URI rule."""
 
     def validate_scope(self, requested_scope: str | None) -> list[str] | None:
-        """Lore has no scopes: a grant reaches what its key (and project) reaches, so any asked for
-        (``offline_access``, say) grants nothing more."""
+        """Lore has no scopes: a grant reaches what its key and project reach, whatever is asked for."""
         del requested_scope
         return []
 
@@ -129,8 +128,7 @@ class DocumentRefused(ValueError):
 
 
 class MetadataDocuments:
-    """Client ID metadata documents, fetched and cached. ``allow_private`` allows private addresses (tests,
-    a team on one network); ``verify`` is httpx's TLS check."""
+    """Metadata documents, fetched and cached; ``allow_private`` is for tests or a team on one network."""
 
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
         self.allow_private = allow_private

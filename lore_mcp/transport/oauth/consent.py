@@ -1,11 +1,9 @@
 """The consent page: where a person lets a client reach Lore with one of their API keys.
 
-``/authorize`` sends the browser here with the request signed in the URL. The page shows the client's
-name (its own text: always escaped), the host it returns to and the project, and asks for an API key or
+It shows the client's name (always escaped), its return host and the project, and asks for an API key or
 offers the one this browser approved before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming, never
-holding, it). Approving issues a code bound to that key; denying returns ``access_denied``. The CSRF token
-must match a ``SameSite=Strict`` cookie, cross-origin POSTs are refused, and wrong keys are limited per
-address as on ``/mcp``. Nothing here logs a key, code or token.
+holding, it); approving issues a code bound to that key. The CSRF token must match a ``SameSite=Strict``
+cookie, cross-origin POSTs are refused, wrong keys are limited per address. Nothing logs a key or token.
 """
 
 from __future__ import annotations

@@ -40,8 +40,7 @@ HEADERS = {"Cache-Control": "no-store"}
 
 
 def metadata_problem(body: bytes) -> tuple[str, str] | None:
-    """The RFC 7591 error for metadata over a limit; None within them or not JSON (the SDK says so). Only
-    fields the SDK keeps are looked at: it drops the others."""
+    """The RFC 7591 error for metadata over a limit, else None; only fields the SDK keeps are checked."""
     try:
         document = json.loads(body)
     except ValueError:

@@ -126,8 +126,7 @@ def team_auth(
     call_counts: CallCounts | None = None,
     registration: str = "open",
 ) -> tuple[LoreBearerVerifier, AuthSettings]:
-    """Verifier and auth settings for ``issuer``: OAuth where it can be one (``oauth_possible``), else keys.
-    ``call_counts`` counts wrong consent keys and registrations across replicas."""
+    """Verifier and auth settings: OAuth where ``issuer`` can be one, else keys; counts span replicas."""
     issuer = issuer.rstrip("/")
     resource = issuer + MCP_PATH
     verifier = LoreBearerVerifier(keys, resource)
