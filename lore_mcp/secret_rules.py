@@ -48,8 +48,6 @@ class Rule(NamedTuple):
     lowered: bool = False
 
 
-# --- validators -------------------------------------------------------------------------------
-
 # Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9). Translating
 # and summing bytes keeps it in C: a 1 MB text can hold thousands of card-shaped runs.
 _DOUBLED = str.maketrans("0123456789", "0246813579")
@@ -115,8 +113,6 @@ def _assigned_span(m: re.Match[str]) -> Span | None:
         return None
     return start, start + len(value)
 
-
-# --- the rules --------------------------------------------------------------------------------
 
 # A value follows a secret-named key ("DB_PASSWORD=", '"api_key": ') when "=", ":", ":=" or "=>" comes
 # next; "==" and "::" do not count.

@@ -33,10 +33,9 @@ FAILED_AUTH_DOOR = "failed-auth"
 
 
 class AuthGuard:
-    """A lookup that could not be made is 503 ``UNAVAILABLE``, not 401: the key may be fine. Failed logins
-    are counted per address (and across replicas with ``shared``); past the limit that address gets 429
-    before any lookup, unless its key was accepted before, so one misconfigured client behind a shared
-    address does not lock out its neighbours."""
+    """A lookup that could not be made is 503 ``UNAVAILABLE``, not 401: the key may be fine. Past the
+    per-address failed-login limit, 429 before any lookup, unless its key was accepted before, so one
+    misconfigured client behind a shared address does not lock out its neighbours."""
 
     def __init__(
         self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None

@@ -34,9 +34,8 @@ class InFlightCount(Protocol):
 class DrainingServer(uvicorn.Server):
     """uvicorn, but shutdown waits for MCP requests, not every connection (a GET stream lives as long as
     its session). Bounded: a thread blocked on a silent database cannot be cancelled and would hold the
-    exit, so past the drain time the process exits at once, and a timer exits it ``EXIT_GRACE_S`` later if
-    anything still holds it (``hard_exit=False``: neither, inside another program). ``closing`` ends the
-    listen streams as shutdown begins."""
+    exit, so past the drain time the process exits, and a timer ``EXIT_GRACE_S`` later if anything still
+    holds it (``hard_exit=False``: neither, inside another program)."""
 
     def __init__(
         self,

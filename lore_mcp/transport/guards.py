@@ -105,8 +105,7 @@ async def count_failure(
     limiter: SlidingWindowLimiter, address: str, shared: CallCounts | None, *, door: str
 ) -> None:
     """Count a failed login here and, with ``shared``, as ``<door>:<address>`` for every replica. Once spent
-    there, this replica's count fills too, so N replicas allow about limit + N a minute, not N times it. A
-    shared count that fails leaves this replica's own."""
+    there, this replica's fills too, so N replicas allow about limit + N a minute, not N times it."""
     limiter.record(address)
     if shared is None:
         return

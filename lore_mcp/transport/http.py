@@ -108,8 +108,7 @@ def build_app(
     request_state_keys: Sequence[str] = (),
 ) -> Any:
     """The ASGI app, served with ``server_config``. Only a TCP peer in ``trusted_proxies`` may name the
-    client by ``X-Forwarded-For``. ``call_counts`` shares counts across processes; ``stateless`` is
-    ``LORE_STATELESS_HTTP``, ``request_state_keys`` ``LORE_REQUEST_STATE_SECRET``'s ring."""
+    client by ``X-Forwarded-For``; ``call_counts`` shares counts across processes."""
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     if request_state_keys:

@@ -128,7 +128,7 @@ class DocumentRefused(ValueError):
 
 
 class MetadataDocuments:
-    """Metadata documents, fetched and cached; ``allow_private`` is for tests or a team on one network."""
+    """Metadata documents, fetched and cached; ``allow_private`` admits private addresses (tests, a LAN)."""
 
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
         self.allow_private = allow_private

@@ -92,8 +92,6 @@ class LoreOAuthProvider:
     async def _store(self, call: Any, *args: Any) -> Any:
         return await self.verifier.bounded(call, *args)
 
-    # -- clients ---------------------------------------------------------------
-
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if client_id == self.page.client_id:
             return self.page
@@ -119,8 +117,6 @@ class LoreOAuthProvider:
         )
         if wait is not None:
             raise ClientsCrowded(wait)
-
-    # -- authorization ---------------------------------------------------------
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         """The consent page's URL carrying the request signed (nothing is stored until approval)."""
@@ -180,8 +176,6 @@ class LoreOAuthProvider:
             state=pending["state"],
             iss=self.issuer,
         )
-
-    # -- codes and tokens ------------------------------------------------------
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str
