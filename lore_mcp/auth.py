@@ -1,10 +1,9 @@
-"""API keys and who is calling: the key format, what is stored of it, the caller and its rules.
+"""API keys and who is calling.
 
-A key is ``lore_sk_`` and 32 random letters and digits; only its SHA-256 is stored, so a leaked
-database leaks no key. Over HTTP ``key_tokens.ApiKeyVerifier`` checks every request and the tools
-read the caller from its access token to pick the org and check the project; over stdio there is
-no caller (the local user is trusted). An unknown or revoked key is refused (401); a lookup the
-database cannot answer raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): an outage is not a bad key.
+A key is ``lore_sk_`` + 32 random alphanumerics; only its SHA-256 is stored, so a leaked database leaks no
+key. Over HTTP ``key_tokens.ApiKeyVerifier`` checks each request and tools read the caller from its token;
+over stdio the local user is trusted. An unknown or revoked key is refused (401); an unanswerable lookup
+raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): an outage is not a bad key.
 """
 
 from __future__ import annotations
@@ -28,9 +27,8 @@ DISPLAY_CHARS = len(KEY_PREFIX) + 4
 TOUCH_INTERVAL_S = 60.0
 # A key lookup normally takes milliseconds; one that has not answered in this long is an outage.
 LOOKUP_TIMEOUT_S = 5.0
-# A well-formed key the store did not know (or knew as revoked) is refused without asking again
-# for this long. Keys are 190 random bits, so no key created later can be one already refused;
-# revocation is never undone. The bound keeps memory flat whatever a guesser sends.
+# An unknown or revoked key is refused without asking again for this long: keys are 190 random bits, so no
+# later key was refused, and revocation is never undone. The bound keeps memory flat against guessers.
 NEGATIVE_TTL_S = 60.0
 NEGATIVE_CACHE_MAX = 10_000
 
@@ -70,8 +68,8 @@ class Caller:
     name: str
     project: str | None  # None: every project of the org
     root: bool
-    # A person on Lore's page, as the server knows from the credential (never from a name the
-    # client gives): a token of the page's own OAuth client, or the ``lore-memory ui`` run's key.
+    # A person on Lore's page, known from the credential (never a client-given name): a token of the
+    # page's OAuth client, or the ``lore-memory ui`` run's key.
     person: bool = False
 
     @classmethod

@@ -1,7 +1,5 @@
-"""The one place failures become what a client sees: an MCP tool error whose text is
-``CODE: sentence``, a stable code below and a sentence a person can act on. Unexpected
-exceptions are logged with their traceback and reported without detail, so no stack trace or
-internal text ever leaves the server.
+"""Where failures become an MCP tool error ``CODE: sentence``: a stable code and an actionable sentence.
+Unexpected exceptions are logged with traceback and reported without detail, so none leaves the server.
 """
 
 from __future__ import annotations
@@ -41,8 +39,7 @@ CODES = (
 
 
 class LoreError(Exception):
-    """A failure the server anticipated, carrying its wire code: the class's, or ``code`` for
-    an error another server worded (remote mode passes those on as they are)."""
+    """An anticipated failure with its wire code, or ``code`` from another server (remote mode)."""
 
     code = INTERNAL_ERROR
 

@@ -1,6 +1,5 @@
-"""The bearer-token side of API keys: the SDK's ``TokenVerifier`` for Lore keys and the caller
-behind a verified token. Apart from ``lore_mcp.auth`` because this half needs the MCP SDK, which
-a process that never serves HTTP (the hooks, the CLI's key commands) then never imports.
+"""The bearer side of API keys: ``TokenVerifier`` and the caller behind a token. Apart from ``auth``
+since it needs the MCP SDK, which non-HTTP processes (hooks, the key commands) then never import.
 """
 
 from __future__ import annotations
@@ -37,16 +36,14 @@ class LoreAccessToken(AccessToken):
 
 
 class ApiKeyVerifier:
-    """``TokenVerifier`` for Lore API keys: every request looks the key up, so revocation is
-    immediate. Only a well-formed key not refused moments ago (``NEGATIVE_TTL_S``) costs a lookup."""
+    """Each request looks the key up (revocation is immediate), unless malformed or just refused."""
 
     def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
         self.keys = keys
         self.lookup_timeout_s = lookup_timeout_s
         self._touched: dict[str, float] = {}
         self._refused: collections.OrderedDict[str, float] = collections.OrderedDict()
-        # Ids of keys a person's page holds (``lore-memory ui``'s key for its run): their
-        # callers are people (``Caller.person``), known from the key, never from a client's name.
+        # Keys a person's page holds (``lore-memory ui``'s): people, known by key, never a client's name.
         self.people: frozenset[str] = frozenset()
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -64,9 +61,8 @@ class ApiKeyVerifier:
         return LoreAccessToken(token=token, client_id=key.id, scopes=[], caller=caller)
 
     async def bounded(self, lookup: Any, *args: Any) -> Any:
-        """``lookup`` on a worker thread, as ``KeyLookupUnavailable`` if it fails or overruns
-        ``lookup_timeout_s`` (never as a bad key). The thread is abandoned at the deadline: a
-        database that stopped answering must not hold the request (``stores.postgres.hang`` frees it)."""
+        """``lookup`` on a thread; failing or overrunning is ``KeyLookupUnavailable``, never a bad key. The
+        thread is abandoned at the deadline: a silent database must not hold the request."""
         try:
             with anyio.fail_after(self.lookup_timeout_s):
                 return await anyio.to_thread.run_sync(lookup, *args, abandon_on_cancel=True)

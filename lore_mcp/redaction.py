@@ -1,14 +1,12 @@
 """Remove secrets from text before Lore stores or embeds it.
 
-Agents paste logs, configs and shell sessions into memories, and anything saved is kept, shared
-with a team and sent to an embedding model, so credentials are stripped first, on every save.
-Each secret becomes ``[REDACTED:kind]``, ``kind`` being the stable kind of the rule in
-``lore_mcp.secret_rules`` that found it (the README lists them).
+Agents paste logs, configs and shell sessions into memories, and what is saved is kept, shared with a
+team and sent to an embedding model, so credentials are stripped first, on every save. Each secret becomes
+``[REDACTED:kind]``, the stable kind of the ``lore_mcp.secret_rules`` rule that found it (README lists them).
 
-Matching sees the text normalised, compatibility forms folded (NFKC: a fullwidth "sk-" reads as
-"sk-") and invisible characters removed (default-ignorable and format characters: zero-width
-spaces and joiners, soft hyphen, variation selectors, tags...), so neither hides a secret. What is
-stored keeps the caller's own characters: each match is mapped back to its span of the original.
+Matching sees the text with compatibility forms folded (NFKC: fullwidth "sk-" reads "sk-") and invisible
+characters removed (zero-width spaces and joiners, soft hyphen, variation selectors, tags...), so neither
+hides a secret. What is stored keeps the caller's characters: each match maps back to its original span.
 """
 
 from __future__ import annotations
@@ -23,10 +21,8 @@ from lore_mcp.secret_rules import FILLER, RULES, Rule
 
 # What a redacted secret becomes; other code uses it to keep markers whole.
 MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
-# Characters that can split a secret without showing: every default-ignorable code point
-# (Unicode's Default_Ignorable_Code_Point, DerivedCoreProperties.txt, unassigned ones included:
-# a later Unicode may give them meaning) and every format character (category Cf), as ranges.
-# tests/unit/redaction/test_shapes.py checks the table against this Python's Unicode whole.
+# Characters that can split a secret unseen: every Default_Ignorable_Code_Point (unassigned ones too: a
+# later Unicode may give them meaning) and format character (Cf). test_shapes.py checks it against Unicode.
 _IGNORABLE_RANGES = (
     (0xAD, 0xAD), (0x34F, 0x34F), (0x600, 0x605), (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F),
     (0x890, 0x891), (0x8E2, 0x8E2), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F),
@@ -35,10 +31,9 @@ _IGNORABLE_RANGES = (
     (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF),
 )  # fmt: skip
 INVISIBLE = frozenset(chr(cp) for first, last in _IGNORABLE_RANGES for cp in range(first, last + 1))
-# Where the characters live whose compatibility form (NFKC) holds ASCII: fullwidth forms,
-# mathematical letters, circled and parenthesised letters, ligatures, superscripts, odd
-# spaces... Only these can dress up an ASCII secret, and folding only them keeps the table
-# small (tests/unit/redaction/test_shapes.py checks every code point of this Python's Unicode).
+# Where characters whose NFKC form holds ASCII live (fullwidth, mathematical, circled letters, ligatures,
+# odd spaces...): only these can dress up an ASCII secret, and folding only them keeps the table small
+# (test_shapes.py checks every code point).
 _FOLDING_RANGES = (
     (0xA0, 0xBE), (0x132, 0x17F), (0x1C4, 0x1F3), (0x2B0, 0x2E3), (0x37A, 0x385),
     (0x1D2C, 0x1DBB), (0x1E9A, 0x1E9A), (0x1FBD, 0x20A8), (0x2100, 0x2189), (0x2460, 0x24EA),
@@ -56,10 +51,8 @@ FOLD: dict[str, str] = {
 } | dict.fromkeys(INVISIBLE, "")
 
 
-# A class of the BMP characters in FOLD exactly (the regex engine compiles it to one table
-# look-up) or one of the few astral blocks (a handful of ranges; the replacement leaves a
-# character of them that does not fold as it is). One class of every range would be tested
-# range by range: ten times slower on a long CJK or emoji text.
+# The BMP characters in FOLD exactly (compiled to one table look-up) or a few astral blocks (a
+# non-folding one is left as is). One class of every range is tested range by range: 10x slower on CJK.
 _BMP_FOLDABLE = "".join(re.escape(c) for c in sorted(FOLD) if ord(c) < 0x10000)
 _ASTRAL_BLOCKS = "".join(
     f"{chr(first)}-{chr(last)}" for first, last in _FOLDING_RANGES + _IGNORABLE_RANGES if first >= 0x10000
@@ -80,8 +73,7 @@ def redact(text: str) -> Redacted:
 
 
 def secret_kinds(text: str) -> tuple[str, ...]:
-    """The kinds of secret ``text`` holds (empty if none): for names, which are refused
-    rather than redacted, since a redacted name would silently be another name."""
+    """Kinds of secret in ``text``: names are refused, not redacted (a redacted name is another name)."""
     return redact(text).kinds
 
 
@@ -107,22 +99,19 @@ def _splice(text: str, replacements: list[tuple[int, int, str]]) -> str:
 
 
 def _normalised(text: str) -> tuple[str, bool]:
-    """The text matching sees (compatibility forms folded, invisible characters removed),
-    and whether it differs from ``text``."""
+    """The text matching sees, and whether it differs from ``text``."""
     present = set() if text.isascii() else set(_FOLDABLE.findall(text))
     if not present:
         return text, False
-    # One C-speed replace per distinct character: a CJK text has a thousand fullwidth commas
-    # but few distinct foldable characters. (A folded form never holds a character that
-    # folds again: NFKC output is stable.)
+    # One C-speed replace per distinct character: CJK text has a thousand fullwidth commas but few
+    # distinct foldable characters. (NFKC output is stable: nothing folds twice.)
     for char in present:
         text = text.replace(char, FOLD.get(char, char))
     return text, True
 
 
 def _map_back(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """Spans of the normalised text as spans of ``text``: a span covers every original
-    character that any of its normalised characters came from."""
+    """Spans of the normalised text as spans of ``text``, covering every original character they came from."""
     origin: list[int] = []
     last = 0
     for m in _FOLDABLE.finditer(text):
@@ -134,12 +123,10 @@ def _map_back(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, i
 
 
 def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
-    """The secrets in ``view`` as sorted, disjoint (start, end, kind) spans. Rules run in order,
-    each match blanked with ``FILLER`` (same length: positions hold) before the next rule looks,
-    so none matches inside an earlier secret."""
+    """Sorted, disjoint (start, end, kind) spans. Rules run in order, each match blanked with ``FILLER``
+    before the next looks, so none matches inside an earlier secret."""
     lowered = view.lower()
-    # Markers already in the text (redacted text redacted again) are blanked first, so
-    # that no rule reads one as part of a secret: redacting twice changes nothing more.
+    # Markers already there are blanked first so no rule reads one as a secret: redacting twice is a no-op.
     masked = MARKER.sub(lambda m: FILLER * len(m.group()), view) if "[REDACTED:" in view else view
     spans: list[tuple[int, int, str]] = []
     for rule in RULES:
@@ -167,8 +154,7 @@ def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
 
 
 def _lower(text: str) -> str:
-    """``text`` lower-cased character for character, so positions hold (the few characters
-    whose lower case is longer, such as U+0130, are left as they are)."""
+    """Lower-cased char for char so positions hold (ones whose lower case is longer, as U+0130, stay)."""
     lowered = text.lower()
     if len(lowered) == len(text):
         return lowered
@@ -176,8 +162,7 @@ def _lower(text: str) -> str:
 
 
 def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    """Overlapping spans (a later rule's match can take in an earlier secret, as a URL
-    password holding a key does) merged into one, named after the longer."""
+    """Overlaps (a URL password holding a key) merged into one span, named after the longer."""
     merged: list[tuple[int, int, str]] = []
     for start, end, kind in sorted(spans):
         if merged and start < merged[-1][1]:
@@ -197,9 +182,8 @@ def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[st
 
 
 def redact_json(value: Any) -> tuple[Any, tuple[str, ...]]:
-    """Redact every string in a JSON value, object keys included; kinds is the sorted union.
-    Callers bound the depth first (``lesson_input.check_json``): this recurses. Two keys that
-    redact to the same text are kept apart with a ``#2``, ``#3`` ... suffix, so no value is lost."""
+    """Redact every string in a JSON value, keys included (callers bound depth: this recurses). Keys that
+    redact alike get a ``#2``, ``#3`` ... suffix, so no value is lost; kinds is the sorted union."""
     found: set[str] = set()
     return _redact_json(value, found), tuple(sorted(found))
 
@@ -234,8 +218,7 @@ def lower_outside_markers(text: str) -> str:
 
 
 def fit(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters without cutting a marker in two: a marker can be
-    longer than its secret, so redacted text may outgrow a field; one that would be cut goes whole."""
+    """``text`` cut to ``limit`` without halving a marker (longer than its secret, it can outgrow a field)."""
     if len(text) <= limit:
         return text
     cut = limit

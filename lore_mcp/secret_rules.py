@@ -1,11 +1,9 @@
-"""The shapes of secret that ``lore_mcp.redaction`` removes, one rule per shape, apart from the
-engine so that each stays readable: what ``detect-secrets``' default plugins catch (the patterns
-are Lore's own; ``tests/unit/redaction/test_shapes.py`` checks it finds nothing left), plus the
-vendors an agent's memory meets most.
+"""The shapes of secret ``lore_mcp.redaction`` removes, one rule per shape, apart from the engine so each
+stays readable: what ``detect-secrets``' default plugins catch (patterns are Lore's own;
+``tests/unit/redaction/test_shapes.py`` checks it finds nothing left), plus the vendors memory meets most.
 
-Every pattern starts on a literal or a bounded run and has no nested ambiguous repetition, so a
-1 MB text is scanned in linear time; one that starts with its literal and checks what precedes it
-with a look-behind lets the engine skip ahead instead of testing every position.
+Every pattern starts on a literal or a bounded run with no nested ambiguous repetition, so 1 MB scans in
+linear time; starting with the literal and checking what precedes by look-behind lets the engine skip ahead.
 """
 
 from __future__ import annotations
@@ -14,24 +12,21 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-# Stands in for text already redacted while later rules look: same length, so positions hold;
-# never in the text matched (normalisation removes U+200B); neither space nor word character.
+# Stands in for redacted text while later rules look: same length, so positions hold; never in the
+# matched text (normalisation removes U+200B); neither space nor word character.
 FILLER = "\u200b"
 
-# A key character (base64url: most vendors' alphabets); in look-behinds, one just before a
-# prefix glues it to a longer identifier ("task-force" holds "sk-force", not a key).
+# A key character (base64url); in a look-behind, one before a prefix glues it to a longer identifier.
 _KEY = r"[A-Za-z0-9_-]"
-# A body that looks random: a digit, a lower- and an upper-case letter within its first 80
-# characters. Identifiers and words seldom hold all three; real keys of most vendors always do.
+# Looks random: a digit, a lower- and an upper-case letter in its first 80 characters. Identifiers and
+# words seldom hold all three; most vendors' real keys always do.
 _RANDOM = "".join(f"(?={_KEY}{{0,80}}?[{c}])" for c in ("0-9", "a-z", "A-Z"))
 
 
 def _unglued(*before: str) -> str:
-    """A prefix's left boundary: none of the look-behinds ``before`` matches (no key character
-    glued in front: "task-force" holds "sk-force"), or what follows looks random, since a key
-    pasted against a word ("xsk_live_...") is still a key. Prefixes whose keys lack one of the
-    classes (Slack's, Hugging Face's) or that are words themselves ("sk-", "ey") keep the plain
-    boundary."""
+    """A prefix's left boundary: no key character glued in front ("task-force" holds "sk-force"), or
+    what follows looks random, since a key pasted against a word ("xsk_live_...") is still a key.
+    Prefixes whose keys lack a class (Slack, Hugging Face) or are words ("sk-", "ey") keep the plain one."""
     return "(?:" + "".join(f"(?<!{b})" for b in before) + f"|{_RANDOM})"
 
 
@@ -44,20 +39,17 @@ Span = tuple[int, int]
 class Rule(NamedTuple):
     kind: str
     pattern: re.Pattern[str]
-    # Lowercase substrings, one of which any match contains: checked with `in` first, they skip
-    # most scans, so plain prose costs almost nothing. A rule with none always runs.
+    # Lowercase substrings any match contains: checked with `in` first, they skip most scans, so prose
+    # costs almost nothing. A rule with none always runs.
     hints: tuple[str, ...] = ()
     # The span to redact, or None to leave the match; without one, the "secret" group or the match.
     validator: Callable[[re.Match[str]], Span | None] | None = None
-    # Written in lower case for the lower-cased text, so it can start with its literal (a
-    # case-insensitive pattern makes the engine try every position).
+    # Lower case, for the lower-cased text: a case-insensitive pattern makes the engine try every position.
     lowered: bool = False
 
 
-# --- validators -------------------------------------------------------------------------------
-
-# Luhn doubles every second digit from the right and adds the product's digits (5->1, 9->9).
-# Translating and summing bytes keeps it in C: a 1 MB text can hold thousands of card-shaped runs.
+# Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9). Translating
+# and summing bytes keeps it in C: a 1 MB text can hold thousands of card-shaped runs.
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 
 
@@ -78,8 +70,7 @@ def _card_span(m: re.Match[str]) -> Span | None:
 
 
 def _run_back(m: re.Match[str], run: str, first: str, shortest: int, longest: int) -> Span | None:
-    """The match extended back over the run of ``run`` characters before it (a token's
-    head), when that run is ``shortest`` to ``longest`` long and starts with one of ``first``."""
+    """The match extended back over its head: ``shortest``-``longest`` ``run`` chars, led by ``first``."""
     text, end = m.string, m.start()
     start = end
     while start > end - longest - 1 and start > 0 and text[start - 1] in run:
@@ -92,12 +83,10 @@ def _run_back(m: re.Match[str], run: str, first: str, shortest: int, longest: in
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
 
-# An unquoted value written with spaces around its "=" or ":" ("password: hunter2") is
-# only taken for a secret when it is one token of 6+ characters holding a digit or a
-# symbol: prose ("secret: the trick is...", "token: none"), code ("password =
-# os.getenv(...)", "process.env.SECRET") and paths ("secret: /run/secrets/db") stay.
-# Quoted values and values written tight against the sign ("PASSWORD=...", "--token=...",
-# "?password=...") are always secrets.
+# An unquoted value spaced from its "=" or ":" ("password: hunter2") is a secret only as one token of 6+
+# characters with a digit or symbol: prose ("token: none"), code ("password = os.getenv(...)") and paths
+# ("secret: /run/secrets/db") stay. Quoted values and ones tight against the sign ("PASSWORD=...",
+# "--token=...", "?password=...") are always secrets.
 _TOKEN = re.compile(r"[\w.~+/=!@#$%^*-]+")
 _STRONG = re.compile(r"[0-9!@#$%^*+/=~]")
 _TRAILING = ".,:;)]}>"
@@ -125,10 +114,8 @@ def _assigned_span(m: re.Match[str]) -> Span | None:
     return start, start + len(value)
 
 
-# --- the rules --------------------------------------------------------------------------------
-
-# A value follows a secret-named key ("DB_PASSWORD=", '"api_key": ', "token :=") when the
-# name ends there and an "=", ":", ":=" or "=>" comes next; "==" and "::" do not count.
+# A value follows a secret-named key ("DB_PASSWORD=", '"api_key": ') when "=", ":", ":=" or "=>" comes
+# next; "==" and "::" do not count.
 _ASSIGNED = (
     r"(?![a-z0-9_])(?P<close>[\"'\]]{0,2})[ \t]*(?P<sign>=>|:=|=(?!=)|:(?![:/]))[ \t]*"
     rf"(?:(?P<q>[\"'`])(?P<quoted>{_NOT_REDACTED}(?![$<{{%])[^\r\n]*?)(?P=q)"
@@ -142,8 +129,7 @@ _KEY_QUALIFIER = re.compile(
 
 
 def _qualified_key_span(m: re.Match[str]) -> Span | None:
-    """As ``_assigned_span``, for a name ending in "key" only when a qualifier comes before
-    it: "api_key" names a secret, "primary key" or "sort_key" does not."""
+    """``_assigned_span`` only after a qualifier: "api_key" names a secret, "sort_key" does not."""
     if not _KEY_QUALIFIER.search(m.string, max(0, m.start() - 10), m.start()):
         return None
     return _assigned_span(m)
@@ -156,10 +142,9 @@ def _assignment(
     return Rule("secret_assignment", re.compile(name + _ASSIGNED), (hint,), validator, lowered=True)
 
 
-# Names whose value is a secret, after detect-secrets' keyword list: any identifier ending
-# in one of these ("DB_PASSWORD", "clientSecret", "X-Api-Key", "aws_session_token"). One
-# rule per literal, so each scan can skip ahead to it. "pass", "pw" and "pwd" only as a
-# whole word or after a separator ("bypass" names nothing secret).
+# Names whose value is a secret (detect-secrets' keyword list): any identifier ending in one. One rule per
+# literal, so each scan skips ahead to it. "pass", "pw", "pwd" only as a word or after a separator
+# ("bypass" names nothing secret).
 _ASSIGNMENTS = (
     _assignment(r"pass(?:word|wd|phrase|(?<![a-z0-9]pass))", "pass"),
     _assignment(r"pw(?<![a-z0-9]pw)d?", "pw"),
@@ -184,22 +169,19 @@ _ASSIGNMENTS = (
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        # First, because the base64 inside a key can look like other tokens. PEM has five
-        # dashes, SSH2 ("---- BEGIN SSH2 ENCRYPTED PRIVATE KEY ----") four and a space. The
-        # body may not hold four dashes, so an unterminated BEGIN scans only to the next
-        # dashes rather than to the end of the text (no quadratic blow-up).
+        # First: the base64 inside a key can look like other tokens. PEM has five dashes, SSH2 four and a
+        # space. The body may not hold four dashes, so an unterminated BEGIN scans only to the next dashes
+        # rather than to the end of the text (no quadratic blow-up).
         "private_key",
         re.compile(
             r"----(?<!-----)-? ?BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
             r"(?:[^-]*(?:-(?!---)[^-]*)*-{4,5} ?END (?P=label)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
-            # Truncated paste with no END line: take header and base64 lines. Each line
-            # must be consumed whole, or the match would stop early.
+            # Truncated paste, no END: take header and base64 lines, each whole or the match stops early.
             r"|(?:\r?\n(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]*(?![^\r\n])))*)"
         ),
     ),
     Rule(
-        # A PuTTY key file: its header line and every header or base64 line after it,
-        # through its Private-MAC line.
+        # A PuTTY key file: its header line and every header or base64 line through Private-MAC.
         "private_key",
         re.compile(
             r"PuTTY-User-Key-File-[0-9]+:[^\r\n]*"
@@ -208,12 +190,10 @@ RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule("lore_api_key", re.compile(rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}")),
-    # What the team server's OAuth issues (lore_mcp.transport.oauth.tokens): access and refresh
-    # tokens and authorization codes, each its prefix and 43 base64url characters.
+    # The team server's OAuth access/refresh tokens and codes (transport.oauth.tokens): prefix + 43 chars.
     Rule("lore_oauth_token", re.compile(rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}")),
     Rule("anthropic_key", re.compile(rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}")),
-    # The digit requirement keeps hyphenated prose ("sk-learn-compatible-api") while real
-    # keys (random or hex bodies) essentially always have one.
+    # A digit is required: hyphenated prose ("sk-learn-compatible-api") stays; real keys have one.
     Rule("openai_key", re.compile(rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}")),
     Rule(
         "stripe_key",
@@ -241,8 +221,7 @@ RULES: tuple[Rule, ...] = (
         re.compile(r"hooks\.slack\.com/services/(?P<secret>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
     ),
     Rule(
-        # Upper case as AWS issues them, or all lower case with a digit: a key that went
-        # through lower-casing somewhere is recovered by upper-casing it again.
+        # Upper case as issued, or lower case with a digit: a lower-cased key is recovered by upper-casing.
         "aws_access_key",
         re.compile(
             r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
@@ -250,8 +229,7 @@ RULES: tuple[Rule, ...] = (
         ),
         ("akia", "asia", "abia", "acca", "a3t"),
     ),
-    # The 40-character secret has no shape of its own: it is known by its label
-    # ("aws_secret_access_key", "SecretAccessKey", "AWS_KEY" ...).
+    # The 40-character secret has no shape of its own: it is known by its label ("SecretAccessKey" ...).
     *(
         Rule(
             "aws_secret_key",
@@ -283,9 +261,8 @@ RULES: tuple[Rule, ...] = (
     ),
     Rule("mailchimp_key", re.compile(r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"), ("-us",)),
     Rule("artifactory_token", re.compile(r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}")),
-    # Three shapes without a fixed prefix, found from a literal inside them (a scan that
-    # starts on a character class tries every position): a Discord bot token from its first
-    # dot, a Telegram bot token from its colon; the validator finds where each begins.
+    # No fixed prefix, so found from a literal inside (a scan starting on a class tries every position):
+    # Discord's first dot, Telegram's colon; the validator finds where each begins.
     Rule(
         "discord_token",
         re.compile(rf"\.(?<={_KEY}{{24}}\.){_KEY}{{6}}\.{_KEY}{{27,}}"),
@@ -301,8 +278,7 @@ RULES: tuple[Rule, ...] = (
     # "eyj" too: a lower-cased token still gives most of its payload away.
     Rule("jwt", re.compile(rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*"), ("eyj",)),
     Rule(
-        # The scheme is bounded so a long run of letters cannot go quadratic. A password
-        # already redacted by a more specific kind is left as is.
+        # The scheme is bounded so a long run of letters cannot go quadratic; a redacted password stays.
         "url_password",
         re.compile(
             r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:"
@@ -328,8 +304,7 @@ RULES: tuple[Rule, ...] = (
         ("authorization",),
     ),
     Rule(
-        # A bare "Bearer" is often English ("the bearer of bad news"), so the value must
-        # look like a token: 16+ token characters with a digit.
+        # A bare "Bearer" is often English, so the value must look like a token: 16+ chars with a digit.
         "bearer_token",
         re.compile(
             r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]+"
@@ -338,9 +313,8 @@ RULES: tuple[Rule, ...] = (
         ("bearer",),
     ),
     Rule(
-        # Card networks use leading digits 2-6, which skips millisecond and nanosecond
-        # timestamps (leading 1). "+", "-" or "." touching the digits means a phone number,
-        # UUID, ID or decimal, not a card.
+        # Networks lead with 2-6, skipping ms and ns timestamps (leading 1). "+", "-" or "." touching the
+        # digits means a phone number, UUID, ID or decimal, not a card.
         "credit_card",
         re.compile(
             r"[2-6](?<![\w.+-][2-6])(?:[0-9]{12,18}"
@@ -352,8 +326,7 @@ RULES: tuple[Rule, ...] = (
         ("2", "3", "4", "5", "6"),
         validator=_card_span,
     ),
-    # Last: a value of any shape given to a secret-named key ("PASSWORD=...", "api_key: ...",
-    # '"password": "..."'). Prose such as "the password field is required" has no "=" or
-    # ":" after the name and stays.
+    # Last: any value given to a secret-named key. Prose ("the password field is required") has no "="
+    # or ":" after the name and stays.
     *_ASSIGNMENTS,
 )

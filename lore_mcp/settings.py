@@ -23,9 +23,8 @@ TOOL_GROUP_NAMES = ("lessons", "structured", "history", "activity", "admin", "lo
 
 
 def embeddings_url(url: str) -> str:
-    """The URL ``lore_mcp.embedding.endpoint`` POSTs to (here, so the setting is checked without
-    importing the client): ``/embeddings`` appended to a base URL unless it ends so already, and
-    ``/v1/embeddings``, every OpenAI-compatible server's path, to a bare host."""
+    """The URL embeddings POST to (here, so it is checked without importing the client): ``/embeddings``
+    appended to a base URL, ``/v1/embeddings`` (OpenAI-compatible servers' path) to a bare host."""
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
@@ -39,9 +38,8 @@ def embeddings_url(url: str) -> str:
 
 
 def proxy_networks(value: str) -> tuple[str, ...]:
-    """``LORE_TRUSTED_PROXIES`` as normalised addresses and networks (``10.0.0.0/8``). Checked here
-    since uvicorn keeps an entry it cannot parse as a literal that never matches; ``*`` is refused:
-    any client reaching the server directly could pick the address its failures count against."""
+    """``LORE_TRUSTED_PROXIES`` normalised: uvicorn keeps an unparsable entry as a literal never matching;
+    ``*`` is refused, since any direct client could pick the address its failures count against."""
     networks = []
     for entry in filter(None, (entry.strip() for entry in value.split(","))):
         try:
@@ -73,9 +71,8 @@ _UNSET_VARIABLE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
 def expand_path(value: str | os.PathLike[str]) -> Path:
-    """A path setting or CLI path as a shell would read it, ``~`` and ``$VAR`` expanded: clients
-    such as Claude Desktop pass ``env`` without a shell, and ``~/lore.db`` would become a directory
-    named ``~``. A variable that is not set is refused rather than kept as literal text."""
+    """A path with ``~`` and ``$VAR`` expanded: Claude Desktop passes ``env`` without a shell, and
+    ``~/lore.db`` would become a directory named ``~``. An unset variable is refused, not kept literal."""
     text = os.path.expandvars(os.path.expanduser(os.fspath(value)))
     unset = _UNSET_VARIABLE.search(text)
     if unset:
@@ -84,8 +81,7 @@ def expand_path(value: str | os.PathLike[str]) -> Path:
 
 
 def _expanded_name_or_path(value: object) -> object:
-    """A model name or path: expanded when it is written as a path (a Hugging Face name never
-    starts with ``~`` or holds ``$``), left as it is otherwise."""
+    """Expanded when written as a path (a Hugging Face name never starts with ``~`` or holds ``$``)."""
     if isinstance(value, str) and (value.startswith("~") or "$" in value):
         return str(expand_path(value))
     return value
@@ -281,8 +277,7 @@ class Settings(BaseSettings):
     @field_validator("org", "project")
     @classmethod
     def _not_a_secret(cls, value: str) -> str:
-        """A name holding a secret (a key pasted as LORE_ORG) is refused at start: names are
-        stored and shown as they are. The message names the kind, never the value."""
+        """A name holding a secret is refused (names are stored and shown), naming the kind, not the value."""
         kinds = secret_kinds(value)
         if kinds:
             raise ValueError(
@@ -318,8 +313,7 @@ class Settings(BaseSettings):
     @field_validator("request_state_secret")
     @classmethod
     def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        """Each key at least 32 characters, as the SDK's AES-GCM codec asks, checked at start
-        rather than when the first request arrives. The message never echoes the value."""
+        """Each key 32+ characters (the SDK's AES-GCM codec), checked at start; never echoes the value."""
         if value is None or not value.get_secret_value().strip():
             return None
         keys = request_state_keys(value)

@@ -1,12 +1,10 @@
 """Admission for expensive tool calls, so that one org's heavy work cannot stall another's.
 
-On Postgres, twelve concurrent heavy ``apply`` calls of one org once held every pooled
-connection, so another org's key check was told the database was unreachable; on SQLite heavy
-work queued on the one writer ahead of everyone's saves. So a tool whose registry entry says
-``heavy`` takes a slot: at most ``total`` in this process (below the pool, so cheap calls always
-find a connection), ``per_org`` per org, ``per_key`` per key. Waiters go first come first served,
-at most ``max_wait_s`` (never past the deadline) and ``queue_per_org`` per org; past either the
-call is refused with ``BUSY``, which touches no database, so load is never mistaken for an outage.
+Twelve concurrent heavy ``apply`` calls of one org once held every pooled Postgres connection, so another
+org's key check saw the database unreachable; on SQLite heavy work queued ahead of everyone's saves. So
+a ``heavy`` tool takes a slot: ``total`` (below the pool, so cheap calls find a connection), ``per_org``,
+``per_key``. Waiters go FIFO up to ``max_wait_s`` and ``queue_per_org``; past either, ``BUSY``, which
+touches no database, so load is never mistaken for an outage.
 """
 
 from __future__ import annotations

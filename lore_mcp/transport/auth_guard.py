@@ -1,6 +1,5 @@
-"""``AuthGuard``: the team server's answer to a key store it cannot ask, and its limit on failed
-authentication per client address, both outside the SDK's authentication (``http`` installs it
-first, so it sees what the SDK's bearer check answers and raises)."""
+"""``AuthGuard``: the answer to a key store that cannot be asked, and the per-address failed-login limit,
+outside the SDK's auth so it sees what the bearer check answers and raises."""
 
 from __future__ import annotations
 
@@ -34,12 +33,9 @@ FAILED_AUTH_DOOR = "failed-auth"
 
 
 class AuthGuard:
-    """ASGI middleware outside the SDK's authentication. A key lookup that could not be made
-    (``KeyLookupUnavailable``) is 503 / ``UNAVAILABLE``, not 401: the key may be fine. Failed
-    authentications (any 401, all worded alike) are counted per client address (and with
-    ``shared`` across replicas); past the limit, requests to ``/mcp`` (or a ``/healthz`` with a
-    key) from that address get 429 before any lookup, unless their key was accepted before, so
-    one misconfigured client behind a shared address does not lock out its neighbours."""
+    """A lookup that could not be made is 503 ``UNAVAILABLE``, not 401: the key may be fine. Past the
+    per-address failed-login limit, 429 before any lookup, unless its key was accepted before, so one
+    misconfigured client behind a shared address does not lock out its neighbours."""
 
     def __init__(
         self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None

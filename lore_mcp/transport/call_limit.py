@@ -1,11 +1,9 @@
-"""The team server's per-key rate limit on ``tools/call`` requests (one per such element of a
-batch); everything else a client sends is free, so handshakes and listings never eat into the
-budget. On Postgres the count is in the database (``stores.postgres.call_counts``: a fixed
-window per key, one statement per counted call), so N replicas give a key its limit, not N
-times it; on SQLite, which one process serves, in memory (``SlidingWindowLimiter``).
+"""The per-key rate limit on ``tools/call`` (one per batch element); handshakes and listings are free. On
+Postgres the count is in the database (a fixed window per key, one statement per call), so N replicas
+give a key its limit, not N times it; on SQLite (one process) in memory.
 
-A person on Lore's page (``Caller.person``) counts in a second budget of the same size under the
-same key: curating never spends what the key's agents may call, nor gets more than a key.
+A person on Lore's page (``Caller.person``) has a second, equal budget under the same key: curating
+never spends what the key's agents may call, nor gets more than a key.
 """
 
 from __future__ import annotations
@@ -53,8 +51,7 @@ class LocalCallLimiter:
 
 
 class SharedCallLimiter:
-    """The count every process shares (Postgres). A database that cannot be asked lets the call
-    through: the limit guards capacity, and the call itself will say the database is down."""
+    """The shared count; an unreachable database lets calls through (they will say it is down)."""
 
     def __init__(self, counts: CallCounts, limit: int) -> None:
         self.limit = limit
@@ -80,9 +77,8 @@ def tool_calls(message: Any) -> int:
 
 
 class RateLimit:
-    """ASGI middleware (inside auth): at most ``limiter.limit`` tool calls per API key per
-    minute; beyond, 429 ``RATE_LIMITED`` with ``Retry-After``. Only an authenticated POST to
-    ``/mcp`` can hold a tool call, so only its body is read (once: ``jsonrpc_message``)."""
+    """Inside auth: past ``limiter.limit`` tool calls per key a minute, 429 ``RATE_LIMITED``. Only an
+    authenticated POST can hold a tool call, so only its body is read (once)."""
 
     def __init__(self, app: ASGIApp, limiter: CallLimiter) -> None:
         self.app = app

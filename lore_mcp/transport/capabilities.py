@@ -1,12 +1,10 @@
 """What each era's handshake advertises, so a client is promised only what it will be served
 (the SDK derives capabilities from the registered handlers, and promises more than Lore does):
 
-- ``honest_discover``: 2026-07-28's ``server/discover`` without ``listChanged``; Lore's lists
-  never change while it runs, so it sends no such notice.
-- ``sessionless_handshake``: without sessions (``LORE_STATELESS_HTTP``) a log level or a
-  subscription is forgotten when its request ends, so ``initialize`` offers neither and those
-  methods answer method not found, as the current revision does, not a subscription that never
-  notifies; a handshake-era client then knows to re-read.
+- ``honest_discover``: ``server/discover`` without ``listChanged``; Lore's lists never change at run time.
+- ``sessionless_handshake``: without sessions a log level or subscription dies with its request, so
+  ``initialize`` offers neither and those methods answer method not found (not a subscription that never
+  notifies); a handshake-era client then knows to re-read.
 """
 
 from __future__ import annotations
@@ -38,8 +36,7 @@ def honest_discover(inner: Any) -> Any:
 
 
 def sessionless_handshake(lowlevel: Server[Any]) -> None:
-    """See the module docstring; 2026-07-28's ``server/discover`` stays as it is, since its logs
-    ride each request and its notices ``subscriptions/listen``, neither needing a session."""
+    """See the module docstring; ``server/discover`` stays: its logs and listen need no session."""
     options = lowlevel.create_initialization_options
 
     def without_session_features(*args: Any, **kwargs: Any) -> Any:

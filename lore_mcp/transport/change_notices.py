@@ -1,6 +1,5 @@
-"""After a tool call changes memory, one ``Notice`` on the server's ``NoticeBus``: the URIs its
-registry entry says it changed, where the call acted. Subscribers hear it only for the project
-their reads show (lesson ids are unique per project: the same id elsewhere is another lesson).
+"""After a call changes memory, one ``Notice``: the URIs its registry entry names, where it acted. Only
+subscribers whose reads show that project hear it (ids are per project: elsewhere, another lesson).
 """
 
 from __future__ import annotations
@@ -21,9 +20,8 @@ if TYPE_CHECKING:
 
 
 def caller_reach(server: MCPServer, lessons: LessonService | None) -> Callable[[str | None], Reach]:
-    """Where a call of the current request acts when it asks for project ``requested``, as
-    ``lessons.scope`` resolves it (``reach(None)``: what the resources show). Without ``lessons``
-    (remote mode) the team server decides: org and, unless named, project are unknown here."""
+    """Where this request acts for project ``requested`` (``reach(None)``: what resources show). Without
+    ``lessons`` (remote mode) the team server decides: org and, unless named, project are unknown here."""
 
     def reach(requested: str | None) -> Reach:
         if lessons is None:

@@ -1,7 +1,6 @@
-"""``completion/complete``: ids, by prefix, for the template a tool's registry entry
-``completes``, among the newest the caller can see; nothing (but no error) for free-text prompt
-arguments and plain resources. An unknown prompt, template or argument is invalid params
-(-32602), as the specification asks, also from ``prompts/get`` (the SDK answers code 0)."""
+"""``completion/complete``: the caller's newest ids by prefix for a template a tool ``completes``; nothing
+(no error) for free text. An unknown prompt, template or argument is -32602, as the specification asks,
+also from ``prompts/get`` (the SDK answers code 0)."""
 
 from __future__ import annotations
 
@@ -59,8 +58,7 @@ class Completer:
         raise MCPError(INVALID_PARAMS, f"Unknown resource template: {ref.uri}")
 
     async def ids(self, lister: str, prefix: str) -> Completion:
-        """Ids starting with ``prefix``, read through tool ``lister`` so that the caller's key
-        scopes them (and remote mode forwards them)."""
+        """Ids starting with ``prefix``, via tool ``lister`` so the caller's key scopes them (remote too)."""
         prefix = prefix.strip().upper()  # ULIDs are upper case
         found: list[str] = []
         cursor: str | None = None

@@ -32,12 +32,10 @@ class InFlightCount(Protocol):
 
 
 class DrainingServer(uvicorn.Server):
-    """uvicorn, but shutdown waits for MCP requests in flight, not for every connection (a GET
-    notification stream lives as long as its session). It is bounded whatever a request does: a
-    worker thread blocked on a silent database cannot be cancelled and would hold the exit, so
-    past the drain time the process exits at once (``EXIT_AFTER_DEADLINE``), and a timer exits it
-    ``EXIT_GRACE_S`` later if anything else still holds it (``hard_exit=False``: neither, for a
-    server inside another program). ``closing`` ends the listen streams as shutdown begins."""
+    """uvicorn, but shutdown waits for MCP requests, not every connection (a GET stream lives as long as
+    its session). Bounded: a thread blocked on a silent database cannot be cancelled and would hold the
+    exit, so past the drain time the process exits, and a timer ``EXIT_GRACE_S`` later if anything still
+    holds it (``hard_exit=False``: neither, inside another program)."""
 
     def __init__(
         self,
@@ -64,8 +62,7 @@ class DrainingServer(uvicorn.Server):
         if self.closing is not None:
             self.closing()
         await super().shutdown(sockets)
-        # uvicorn re-raises the signal it caught once it has shut down, so the process would
-        # die "killed by SIGTERM"; after a clean drain, exit normally (status 0) instead.
+        # uvicorn re-raises the caught signal ("killed by SIGTERM"); after a clean drain, exit 0 instead.
         self._captured_signals.clear()
 
     async def _wait_tasks_to_complete(self) -> None:

@@ -1,7 +1,6 @@
-"""What the team server's guards share: sliding-window limits, failed-login counting, the
-client's address, and JSON-RPC errors that carry the id of the request they refuse (so an MCP
-client shows the reason on that call). ``BusyGuard`` lives here too; ``call_limit.RateLimit``
-and ``auth_guard.AuthGuard`` are the others, and ``lore_mcp.transport.http`` assembles them.
+"""What the team server's guards share: sliding-window limits, failed-login counting, the client's address,
+and JSON-RPC errors carrying the refused request's id (so an MCP client shows the reason on that call).
+``BusyGuard`` lives here; ``call_limit.RateLimit`` and ``auth_guard.AuthGuard`` are the others.
 """
 
 from __future__ import annotations
@@ -49,8 +48,7 @@ PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedCl
 
 
 class SlidingWindowLimiter:
-    """At most ``limit`` hits per key in any ``window`` seconds (an exact sliding log), in this
-    process's memory: each replica counts on its own."""
+    """At most ``limit`` hits per key per ``window`` s (exact sliding log), per process: replicas differ."""
 
     def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
         self.limit = limit
@@ -106,10 +104,8 @@ class SlidingWindowLimiter:
 async def count_failure(
     limiter: SlidingWindowLimiter, address: str, shared: CallCounts | None, *, door: str
 ) -> None:
-    """Count a failed authentication from ``address`` here and, with ``shared`` (Postgres), as
-    ``<door>:<address>`` where every replica counts it. Once the address has spent its limit
-    there, this replica's count is filled too, so N replicas allow about the limit plus N
-    failures a minute, not N times it. A shared count that fails leaves this replica's own."""
+    """Count a failed login here and, with ``shared``, as ``<door>:<address>`` for every replica. Once spent
+    there, this replica's fills too, so N replicas allow about limit + N a minute, not N times it."""
     limiter.record(address)
     if shared is None:
         return
@@ -125,8 +121,7 @@ async def count_failure(
 
 
 async def request_id(scope: Scope, receive: Receive) -> str | int | None:
-    """The JSON-RPC id of a POST about to be refused, so the client matches the error to its
-    call; None for other methods, a notification, a batch, or a body that is not JSON."""
+    """The JSON-RPC id of a refused POST, so the client matches the error to its call (else None)."""
     if scope.get("method") != "POST":
         return None
     message, _ = await jsonrpc_message(scope, receive)
@@ -134,8 +129,8 @@ async def request_id(scope: Scope, receive: Receive) -> str | int | None:
 
 
 def parsed_json(body: bytes) -> Any:
-    """A request body as JSON; None when it is not JSON, nests deeper than Python's recursion
-    limit (a 2 KB body can) or is over the SDK's size limit: the SDK then answers it."""
+    """A body as JSON; None when not JSON, deeper than the recursion limit (a 2 KB body can be) or over
+    the SDK's size limit: the SDK then answers it."""
     if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
         return None
     try:
@@ -153,8 +148,7 @@ def jsonrpc_id(message: Any) -> str | int | None:
 async def send_jsonrpc_error(
     send: Send, *, status: int, code: int, message: str, retry_after: int, id: str | int | None = None
 ) -> None:
-    """An HTTP error whose body is a JSON-RPC error, so MCP clients show the reason, not a bare
-    status; with ``Retry-After``, also in the error's data when it refuses for load (429)."""
+    """An HTTP error with a JSON-RPC body, so MCP clients show the reason, not a bare status."""
     error: dict[str, Any] = {"code": code, "message": message}
     if status == 429:
         error["data"] = {"retry_after": retry_after}
@@ -184,8 +178,7 @@ async def refuse_too_many(
 
 
 def client_address(scope: Scope) -> str:
-    """Whom to count failed authentication against: the client's IP (an IPv6 client's /64).
-    ``scope["client"]`` is the TCP peer, or the client a trusted proxy names (``ForwardedClient``)."""
+    """Whom failed logins count against: the client's IP (IPv6: its /64), as a trusted proxy names it."""
     client = scope.get("client")
     host = client[0] if client else "unknown"
     try:
@@ -200,9 +193,8 @@ def client_address(scope: Scope) -> str:
 
 
 class ForwardedClient:
-    """uvicorn's ``ProxyHeadersMiddleware``, except that a forwarded entry that is not an IP
-    address (``unknown``, ``_hidden``, whatever a client wrote) names nobody and the client stays
-    the proxy: otherwise each such token would have a failed-login count of its own."""
+    """uvicorn's ``ProxyHeadersMiddleware``, but a forwarded entry that is not an IP (``unknown``) names
+    nobody and the client stays the proxy: else each such token would get a failed-login count of its own."""
 
     def __init__(self, app: ASGIApp, trusted_hosts: list[str]) -> None:
         self.app = app
@@ -243,10 +235,9 @@ def authenticated_post(scope: Scope) -> Caller | None:
 
 
 class BusyGuard:
-    """ASGI middleware (inside auth): a heavy tool call that ``gate`` would refuse at once, its
-    org's queue being full, is answered here with 429, ``Retry-After`` and ``BUSY: …`` before it
-    reaches MCP (whose answer to a tool call is a stream that can no longer carry the header).
-    The body is looked at only while the caller's org is at that bound."""
+    """Inside auth: a heavy call ``gate`` would refuse (org queue full) gets 429, ``Retry-After`` and
+    ``BUSY: …`` here, since MCP answers a tool call with a stream that can no longer carry the header.
+    The body is read only while the caller's org is at that bound."""
 
     def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
         self.app = app
@@ -278,9 +269,8 @@ class BusyGuard:
 
 
 async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]:
-    """A POST's body as JSON (None when it is not JSON or is over the SDK's size limit), and a
-    ``receive`` that hands the body on as sent. The first guard to ask reads it off the wire and
-    keeps the JSON in the scope for the others."""
+    """A POST's body as JSON (or None) and a ``receive`` handing it on as sent; the first guard to ask
+    reads it off the wire and keeps it in the scope for the others."""
     if MESSAGE_KEY in scope:
         return scope[MESSAGE_KEY], receive
     body, receive = await buffered(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
@@ -290,8 +280,7 @@ async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]
 
 
 async def buffered(receive: Receive, *, limit: int | None = None) -> tuple[bytes | None, Receive]:
-    """The request's whole body (None once it is over ``limit`` bytes: reading stops there), and
-    a ``receive`` that hands on to the app what was read, as sent, then the rest."""
+    """The whole body (None past ``limit`` bytes: reading stops), and a ``receive`` replaying it."""
     body = bytearray()
     complete = False
     after: list[Message] = []

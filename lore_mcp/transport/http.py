@@ -1,14 +1,11 @@
 """The team server: MCP streamable HTTP at ``/mcp`` with API keys or OAuth, rate limits and ``/healthz``.
 
-The SDK's own streamable-HTTP app, with what a team needs around it: the OAuth routes and
-consent page (``oauth``), one 401 for every refused credential naming the protected-resource
-metadata, a per-key limit on tool calls shared by every process on one Postgres (``call_limit``),
-``/healthz`` (under ``/mcp``'s Host checks; details only for a root key), standing streams that
-end when their key is revoked (``streams``), replicas without affinity (``stateless``,
-``request_state_keys``), the page for people (``ui``), and outside the SDK's authentication
-``AuthGuard`` (an outage is not a bad key; failed logins limited per client address, which a
-trusted proxy may name: ``guards.ForwardedClient``). SIGTERM drains the requests in flight
-(``draining``).
+The SDK's streamable-HTTP app plus: OAuth routes and consent page (``oauth``), one 401 naming the
+protected-resource metadata, a per-key tool-call limit shared over one Postgres (``call_limit``), ``/healthz``
+(``/mcp``'s Host checks; details for root only), streams ended on revocation (``streams``), replicas without
+affinity (``stateless``, ``request_state_keys``), the page (``ui``), and ``AuthGuard`` outside SDK auth (an
+outage is not a bad key; failed logins limited per client address, which a trusted proxy may name:
+``guards.ForwardedClient``). SIGTERM drains requests in flight (``draining``).
 """
 
 from __future__ import annotations
@@ -71,9 +68,8 @@ def is_loopback(host: str) -> bool:
 
 
 class RequestCounter:
-    """MCP requests (POST and DELETE) running now and started since the process began:
-    shutdown drains on ``active``, ``/healthz`` reports both. ``middleware`` counts them; a GET
-    on ``/mcp`` is a standing stream that never ends by itself, so it is not counted."""
+    """MCP requests (POST, DELETE) running and started: shutdown drains on ``active``, ``/healthz`` reports
+    both. A GET on ``/mcp`` is a standing stream that never ends by itself, so it is not counted."""
 
     def __init__(self) -> None:
         self.active = 0
@@ -111,11 +107,8 @@ def build_app(
     stateless: bool = False,
     request_state_keys: Sequence[str] = (),
 ) -> Any:
-    """The ASGI app: the SDK's streamable-HTTP app plus /healthz, the guards and the request
-    count; serve it with ``server_config``. Only a request whose TCP peer is in
-    ``trusted_proxies`` has its client address taken from ``X-Forwarded-For``. ``call_counts``
-    (``Store.call_counts``) shares the counts across processes; ``stateless`` is
-    ``LORE_STATELESS_HTTP``, ``request_state_keys`` ``LORE_REQUEST_STATE_SECRET``'s ring."""
+    """The ASGI app, served with ``server_config``. Only a TCP peer in ``trusted_proxies`` may name the
+    client by ``X-Forwarded-For``; ``call_counts`` shares counts across processes."""
     requests = counter or RequestCounter()
     _add_healthz(server, health=health, store_name=store_name, requests=requests)
     if request_state_keys:
@@ -139,17 +132,15 @@ def build_app(
 
 
 def share_request_state(server: LoreServer, keys: Sequence[str]) -> None:
-    """Seal ``requestState`` with ``keys[0]`` and open it with any, not with the SDK's key of this
-    process alone, so any replica opens what another sealed. Swapped in place, so the SDK's
-    middleware order stays."""
+    """Seal ``requestState`` with ``keys[0]``, open with any (not the SDK's per-process key), so any replica
+    opens what another sealed. Swapped in place, so the SDK's middleware order stays."""
     boundary = RequestStateBoundary(RequestStateSecurity(keys=list(keys)), default_audience=server.name)
     chain = server.middleware
     chain[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in chain]
 
 
 def resource_metadata_url(server: LoreServer) -> str | None:
-    """Where this server's protected-resource metadata is (RFC 9728), which every 401 names;
-    None when it serves none (no OAuth: no public URL, or no authentication at all)."""
+    """The protected-resource metadata URL (RFC 9728) every 401 names; None without OAuth."""
     auth = server.settings.auth
     if auth is None or auth.resource_server_url is None:
         return None
@@ -157,8 +148,7 @@ def resource_metadata_url(server: LoreServer) -> str | None:
 
 
 def _install_oauth(app: Any, metadata_url: str | None) -> None:
-    """Serve the verifier's OAuth routes first, so they answer rather than the SDK's defaults, and
-    let ``/mcp`` answer a refused credential with Lore's 401 (``oauth.routes``)."""
+    """The verifier's OAuth routes first, so they answer, not the SDK's; ``/mcp`` refuses with Lore's 401."""
     verifier = token_verifier_of(app)
     if isinstance(verifier, LoreBearerVerifier):
         app.router.routes[0:0] = verifier.routes
@@ -173,8 +163,7 @@ def _install_oauth(app: Any, metadata_url: str | None) -> None:
 def _add_healthz(
     server: LoreServer, *, health: Callable[[], Any], store_name: str, requests: RequestCounter
 ) -> None:
-    """Route /healthz on ``server``, before its app is built: plain status for anyone, the
-    store, version and load for a root caller, 503 when the store does not answer in time."""
+    """/healthz: status for anyone, store, version and load for root; 503 when the store is too slow."""
 
     async def healthz(request: Request) -> Response:
         # The same Host and Origin checks as /mcp (DNS-rebinding protection on loopback).
@@ -221,8 +210,7 @@ def _install_guards(
     trusted_proxies: Sequence[str],
     call_counts: CallCounts | None,
 ) -> None:
-    """Wrap the SDK's app in the guards, each where it sees what it must: the auth guard and the
-    proxy headers outside the SDK's authentication, the limits and counters inside."""
+    """Wrap the SDK's app in the guards, each where it sees what it must."""
     proxies = [Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies))] if trusted_proxies else []
     failures = SlidingWindowLimiter(failed_auth_per_minute)
     # Outside the SDK's authentication, so AuthGuard sees what it raises and answers; the proxy
@@ -252,9 +240,8 @@ def token_verifier_of(app: Any) -> Any:
 def server_config(
     app: Any, *, host: str, port: int, log_level: str, drain_timeout_s: float
 ) -> uvicorn.Config:
-    """uvicorn's configuration for the team server, with its proxy headers off: it would believe
-    ``X-Forwarded-For`` from any loopback peer, letting every client behind a proxy choose the
-    address its failed logins count against (``build_app`` trusts ``LORE_TRUSTED_PROXIES``)."""
+    """uvicorn's config, proxy headers off: it would believe ``X-Forwarded-For`` from any loopback peer,
+    letting clients behind a proxy choose what their failed logins count against."""
     return uvicorn.Config(
         app,
         host=host,
@@ -277,9 +264,7 @@ async def serve_http(
     sockets: Sequence[socket.socket] | None = None,
     **app_options: Any,
 ) -> None:
-    """Serve ``build_app(server, **app_options)`` until SIGTERM or SIGINT, then drain for up to
-    ``drain_timeout_s`` (``DrainingServer``); on ``sockets`` already listening where given
-    (``lore-memory ui``), else on ``host`` and ``port``."""
+    """Serve ``build_app`` until SIGTERM/SIGINT, then drain; on ``sockets`` if given, else ``host:port``."""
     counter = RequestCounter()
     app = build_app(server, host=host, counter=counter, **app_options)
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)

@@ -1,7 +1,6 @@
-"""Log messages on the stream of the request they are about: each ``tools/call``'s duration at
-``debug``. A legacy session picks its level with ``logging/setLevel``, a 2026-07-28 request
-with ``_meta["io.modelcontextprotocol/logLevel"]``; neither hears anything without. Server log
-lines are not forwarded: they can carry detail (database errors) that tools keep from clients.
+"""Logs on the stream of the request they are about: each ``tools/call``'s duration at ``debug``, for a
+level set by ``logging/setLevel`` or ``_meta["io.modelcontextprotocol/logLevel"]``. Server log lines are
+not forwarded: they can carry detail (database errors) that tools keep from clients.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ LOG_LEVEL_KEY = "lore_mcp.log_level"
 
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
-    """The session's connection, whose ``state`` outlives a request: the SDK hands handlers a
-    per-request session proxy that holds it privately; ``None`` if a future SDK moves it."""
+    """The connection, whose ``state`` outlives a request (the SDK's proxy holds it privately), or None."""
     return getattr(ctx.session, "_connection", None)
 
 
@@ -44,8 +42,7 @@ async def set_level(ctx: ServerRequestContext[Any, Any], params: SetLevelRequest
 
 
 def levels_heard(ctx: ServerRequestContext[Any, Any]) -> Collection[LoggingLevel]:
-    """The levels the current request may be sent: on 2026-07-28 those its own ``_meta`` asks
-    for (the SDK's rule), on the legacy handshake those its session set (none before it does)."""
+    """Levels this request may be sent: its ``_meta``'s on 2026-07-28, else its session's (none unset)."""
     if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
         return allowed_log_levels(ctx.protocol_version, ctx.meta)
     connection = connection_of(ctx)

@@ -1,12 +1,8 @@
 """Change notices: one bus for both eras, scoped to an org and project, across processes on Postgres.
 
-A tool call that changes memory publishes one ``Notice``: which resources changed (or "any") and
-where (``Reach``). Legacy ``resources/subscribe`` sessions (``subscriptions``) and 2026-07-28
-``subscriptions/listen`` streams (``ScopedListen``, stamped with the subscription id) hear only
-what their caller would see (``Reach.hears``). Lore's lists never change while it runs, so a
-listen stream honours only resource subscriptions. Over a store's ``NoticeFeed`` (Postgres
-``LISTEN/NOTIFY``) the bus reaches every process on the database, itself included; on SQLite,
-which serves one process, it stays in process.
+A change publishes one ``Notice`` (which resources, or "any", and ``Reach``); subscribers hear only what
+their caller would see. Lists never change at run time, so listen honours only resource subscriptions.
+Over Postgres ``LISTEN/NOTIFY`` the bus reaches every process, itself included; on SQLite, in process.
 """
 
 from __future__ import annotations
@@ -59,8 +55,7 @@ MAX_BUFFERED = 1024  # notices waiting for a listen stream's client; a fuller st
 
 @dataclass(frozen=True)
 class Reach:
-    """Where a change happened, or what a subscription watches. ``project`` None: this process
-    cannot tell (remote mode, where the team server picks it), which matches any project."""
+    """Where a change happened or a subscription watches; ``project`` None (remote mode) matches any."""
 
     org: str | None
     project: str | None
@@ -114,8 +109,7 @@ NoticeListener = Callable[[Notice], None]
 
 
 class NoticeBus:
-    """Fan-out of notices to this process's subscribers, over ``feed`` when there is one.
-    Listeners run on the event loop they subscribed from, must not block and must not raise."""
+    """Fan-out to subscribers, over ``feed`` if any; listeners run on their loop, never block nor raise."""
 
     def __init__(self, feed: NoticeFeed | None = None) -> None:
         self.feed = feed
@@ -124,8 +118,7 @@ class NoticeBus:
         self._fed = False
 
     async def publish(self, notice: Notice) -> None:
-        """Tell every subscriber of every process on the feed. A feed that cannot be reached
-        costs the other processes the notice, never the caller its call."""
+        """Tell every subscriber on the feed; an unreachable feed costs others the notice, not the call."""
         if self.feed is None:
             self._fan_out(notice)
             await anyio.lowlevel.checkpoint()
@@ -192,11 +185,9 @@ def _call(listener: NoticeListener, notice: Notice) -> None:
 
 
 class ScopedListen:
-    """``subscriptions/listen`` as the SDK's ``ListenHandler`` serves it (acknowledgement first,
-    frames stamped with the subscription id, a client that stops reading ended at
-    ``MAX_BUFFERED``), but fed from a ``NoticeBus`` with only what ``reach()`` would see. With a
-    ``verifier``, the credential is verified again before each notice (as
-    ``streams.StandingStreams`` does): a revoked or uncheckable key ends the stream."""
+    """``subscriptions/listen`` as the SDK's ``ListenHandler`` serves it (ack first, stamped frames, a
+    client that stops reading ended at ``MAX_BUFFERED``), fed only what ``reach()`` would see. With a
+    ``verifier``, each notice re-verifies the credential: a revoked or uncheckable key ends the stream."""
 
     def __init__(
         self, bus: NoticeBus, reach: Callable[[], Reach], verifier: TokenVerifier | None = None

@@ -1,9 +1,6 @@
-"""MCP features beyond tools, resources and prompts, each in a module of its own, wired here:
-logs on the request's stream (``logging_level``), completion and ``prompts/get``'s errors
-(``completion``), change notices (``change_notices``) heard through ``resources/subscribe``
-(``subscriptions``) or ``subscriptions/listen`` (``notices.ScopedListen``), and an honest
-``server/discover`` (``capabilities``). The legacy handshake's capabilities follow from the
-handlers registered here."""
+"""MCP features beyond tools, resources and prompts, wired here: request-stream logs, completion,
+change notices via ``resources/subscribe`` or ``subscriptions/listen``, and an honest ``server/discover``.
+The legacy handshake's capabilities follow from the handlers registered here."""
 
 from __future__ import annotations
 
@@ -33,19 +30,15 @@ if TYPE_CHECKING:
 def add_protocol_extras(
     server: MCPServer, lowlevel: Server[Any], lessons: LessonService | None, bus: NoticeBus | None = None
 ) -> ScopedListen:
-    """Register the extras on ``server`` and its ``lowlevel`` server (where request handlers
-    live). ``lessons`` resolves where a call acts (None: remote mode, where the team server
-    does). Returns the listen handler, whose ``close`` shutdown calls."""
+    """Register the extras (``lessons`` None: remote mode); returns the listen handler for shutdown."""
     bus = bus or NoticeBus()
     reach = caller_reach(server, lessons)
     legacy = LegacySubscriptions(bus, reach)
-    # add_request_handler directly: the constructor argument for logging warns that the
-    # 2026-07-28 revision drops logging, but clients on the current revisions call it.
+    # Directly: the constructor warns 2026-07-28 drops logging, but current clients call it.
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)
     lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, legacy.subscribe)
     lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, legacy.unsubscribe)
-    # The verifier of a team server's API keys and OAuth tokens (None on stdio): the SDK keeps it
-    # private, and a listen stream must stop hearing once its key is revoked.
+    # The SDK keeps the verifier private (None on stdio); a listen stream must stop once its key is revoked.
     listen = ScopedListen(bus, lambda: reach(None), getattr(server, "_token_verifier", None))
     lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, listen)
     completer = Completer(server)

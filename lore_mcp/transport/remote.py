@@ -1,8 +1,6 @@
-"""Remote mode (``LORE_STORE=remote``): a local stdio server that forwards every tool call to a
-team server, for desktop clients that only speak stdio. It lists Lore's own tools, so the
-listings answer with the team server down; each call is redacted *before* it leaves the machine
-and goes over one kept-open streamable-HTTP session. ``UNAVAILABLE`` also covers a team server
-that cannot reach its database (it could not check the key either, so not ``UNAUTHORIZED``).
+"""Remote mode: a stdio server forwarding every call to a team server. It lists its own tools, so listings
+work with the team server down; calls are redacted *before* leaving, over one kept-open HTTP session.
+``UNAVAILABLE`` covers a team server without its database (the key was not checked: not ``UNAUTHORIZED``).
 """
 
 from __future__ import annotations
@@ -75,8 +73,8 @@ def redact_arguments(value: Any, found: set[str]) -> Any:
 
 
 class RemoteConnection:
-    """One MCP session to the team server, opened on first use and reopened after a failure; a
-    background task owns the SDK client (entered and left in one task), any task uses it."""
+    """One session to the team server, opened on first use, reopened after a failure; a background task
+    owns the SDK client (entered and left in one task), any task uses it."""
 
     def __init__(self, url: str, api_key: str) -> None:
         self.url = url
@@ -86,8 +84,7 @@ class RemoteConnection:
         self._closed: anyio.Event | None = None
         self._task_group: TaskGroup | None = None
         self._last_status: int | None = None
-        # A 404 to a request outside any session: nothing at this URL speaks MCP (within a
-        # session, 404 only means the server forgot the session).
+        # A 404 outside a session: nothing here speaks MCP (inside one, the server forgot the session).
         self._no_endpoint = False
 
     async def __aenter__(self) -> RemoteConnection:
@@ -231,9 +228,8 @@ class RemoteLoreServer(LoreServer):
     def __init__(
         self, services: None, *, remote: RemoteConnection, default_project: str | None, **settings: Any
     ) -> None:
-        """``remote`` answers every call; ``default_project`` (LORE_PROJECT, when set) fills in
-        calls that name no project, otherwise the team server decides (a project-scoped key
-        means its own project)."""
+        """``remote`` answers every call; ``default_project`` (LORE_PROJECT) fills calls naming no project,
+        else the team server decides (a project-scoped key means its own)."""
         super().__init__(services, **settings)
         self.remote = remote
         self.default_project = default_project
@@ -245,8 +241,7 @@ class RemoteLoreServer(LoreServer):
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")
             )
-        # Checked here too: an older team server would drop an unknown argument, and the
-        # client would send NaN on as null (no expiry, say) without a word.
+        # Checked here too: an older team server drops unknown arguments; NaN would go as null silently.
         self.check_call(name, arguments)
         found: set[str] = set()
         clean = redact_arguments(arguments, found)

@@ -1,5 +1,4 @@
-"""The MCP server: Lore's tools (``lore_mcp.tools``) on the SDK's ``MCPServer``, with
-``LoreServer.call_tool`` the one place where every failure becomes ``CODE: sentence``."""
+"""Lore's tools on the SDK's ``MCPServer``; ``call_tool`` makes every failure ``CODE: sentence``."""
 
 from __future__ import annotations
 
@@ -38,18 +37,16 @@ logger = logging.getLogger("lore_mcp")
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
-# What a server directory or a client's server list shows of Lore (the revision's serverInfo:
-# title, description, website, version). The website is the distribution's page, the one
-# address that holds for every install.
+# What server directories and client lists show (serverInfo); the website is the distribution's page,
+# the one address that holds for every install.
 TITLE = "Lore"
 DESCRIPTION = "Memory for AI agents: lessons recalled by meaning, voted on, with versioned structured memory."
 WEBSITE_URL = "https://pypi.org/project/lore-memory-mcp/"
 
 
 class LoreServer(MCPServer):
-    """``MCPServer`` whose tool errors all carry a stable code and never internal detail. Its
-    tools reach ``services`` and the caller (the request's API key, else ``local_caller``)
-    through ``lore_mcp.tools.context``; the key tools are listed only to root keys."""
+    """Tool errors carry a stable code, never internal detail. Tools reach ``services`` and the caller
+    (the request's key, else ``local_caller``) via ``tools.context``; key tools are listed to root only."""
 
     def __init__(
         self,
@@ -107,8 +104,7 @@ class LoreServer(MCPServer):
         return caller_of(get_access_token()) or self.local_caller
 
     def check_call(self, name: str, arguments: dict[str, Any]) -> None:
-        """Refuse unknown arguments and numbers that are not finite (``check_arguments``): the
-        SDK would drop the one and misname the other."""
+        """Refuse unknown arguments and non-finite numbers: the SDK would drop one and misname the other."""
         schema = self.tool_schemas.get(name)
         if schema is not None:
             try:
@@ -117,9 +113,8 @@ class LoreServer(MCPServer):
                 raise ToolError(wire_text(exc.code, exc.message)) from None
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-        """Run a tool under the request deadline, which travels to the store work on worker
-        threads (``stores.deadline``) and stops it there: cancelling this coroutine would not
-        stop a thread, and could answer before the work had finished."""
+        """Run under the request deadline, which travels to store work on threads (``stores.deadline``):
+        cancelling this coroutine would not stop a thread, and could answer before the work finished."""
         self.check_call(name, arguments)
         with deadline.limit(self.request_timeout_s):
             try:
@@ -151,8 +146,7 @@ class LoreServer(MCPServer):
 
 
 def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
-    """The code and sentence for a failed tool call. Past the deadline, a failure the stores
-    could not name (a statement the database stopped) or an outage is the deadline it was."""
+    """Code and sentence for a failure; past the deadline, a stopped statement or outage is the deadline."""
     cause = exc.__cause__
     anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
     if late and (isinstance(cause, UnavailableError) or not anticipated):
@@ -166,9 +160,8 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
 
 
 def lean_schema(schema: Any) -> Any:
-    """A JSON schema without pydantic's generated ``title`` strings, which repeat the property
-    names (a fifth of a listing every agent pays for on every turn). Nullable fields keep
-    ``anyOf``: ``type: [T, null]`` is refused by single-``type`` dialects (Gemini's)."""
+    """The schema without pydantic's ``title`` strings (a fifth of a listing agents pay for every turn).
+    Nullable fields keep ``anyOf``: single-``type`` dialects (Gemini's) refuse ``type: [T, null]``."""
     if isinstance(schema, list):
         return [lean_schema(v) for v in schema]
     if not isinstance(schema, dict):
@@ -177,15 +170,13 @@ def lean_schema(schema: Any) -> Any:
 
 
 def deadline_message(tool: str) -> str:
-    """The sentence for ``tool`` stopped at its deadline, with the advice its registry entry
-    gives: a save that waited behind other work has no filter to narrow."""
+    """The deadline sentence with its registry entry's advice: a save behind other work has no filter."""
     advice = SPECS[tool].advice if tool in SPECS else BUSY_ADVICE
     return "The request took longer than this server allows and was stopped; it changed nothing. " + advice
 
 
 def load_model_after_first_request(embedder: Embedder) -> Callable[[Any, Any], Awaitable[Any]]:
-    """Server middleware that starts loading the embedding model once the first request is
-    answered: loading during the handshake would compete with it for the interpreter."""
+    """Load the embedding model after the first answer: during the handshake it competes for the GIL."""
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         try:
@@ -205,9 +196,8 @@ def lore_server(
     bus: NoticeBus | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """A server of ``server_class`` with the tools of ``groups`` (the key tools only with a key
-    service), resources, prompts and protocol extras; ``bus`` carries its change notices.
-    Without ``services`` it forwards every call (remote mode) and lists the same tools."""
+    """A server with ``groups``' tools (key tools only with a key service), resources, prompts and extras;
+    ``bus`` carries change notices. Without ``services`` it forwards every call (remote mode)."""
     served = set(groups) if services is not None and services.keys is not None else set(groups) - {"admin"}
     middleware = [load_model_after_first_request(services.lessons.embedder)] if services is not None else []
     server = server_class(services, tools=lore_tools(served), middleware=middleware, **settings)

@@ -1,10 +1,8 @@
-"""MCP over stdio that answers malformed frames, which the SDK drops, leaving the client to wait
-for its own timeout. A bad line that could be a request is answered: -32700 for text that
-is not JSON (or that the SDK's parser refuses: deep nesting, lone surrogates), -32600 for JSON
-that is not JSON-RPC and for a line over ``MAX_LINE_BYTES`` (never read whole), with the id when
-it can be recovered, else ``null`` as JSON-RPC 2.0 prescribes. At the end of input the requests
-still running are answered (within ``EOF_DRAIN_S``). While serving, fd 1 points at stderr so a
-stray ``print`` cannot corrupt the protocol stream; frames go out on a private duplicate.
+"""MCP over stdio that answers malformed frames, which the SDK drops, leaving the client to time out:
+-32700 for text that is not JSON (or the SDK's parser refuses: deep nesting, lone surrogates), -32600 for
+non-JSON-RPC and lines over ``MAX_LINE_BYTES`` (never read whole), with the id if recoverable, else
+``null`` (JSON-RPC 2.0). At end of input running requests are answered (within ``EOF_DRAIN_S``). fd 1
+points at stderr while serving so a stray ``print`` cannot corrupt the stream; frames use a duplicate.
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ logger = logging.getLogger("lore_mcp.transport.stdio")
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-# The longest line read as a message: what HTTP allows a request body (4 MiB), so a call
-# that works over one transport works over the other, and a runaway line costs no more.
+# HTTP's body limit (4 MiB), so a call that works over one transport works over the other.
 MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
 # How much of an over-long line is kept (to find its id) and how much is skipped per read.
 _HEAD_BYTES = 4096
@@ -58,8 +55,8 @@ async def stdio_transport(
     async def reader(errors: MemoryObjectSendStream[SessionMessage]) -> None:
         async with read_send, errors:
             await _read_messages(stdin, read_send, errors, unanswered)
-            # End of input ends the server, which cancels the requests still running: a client
-            # that pipes its requests and closes stdin would get no answers. Let them finish.
+            # End of input cancels running requests: a client piping requests then closing stdin
+            # would get no answers. Let them finish.
             with anyio.move_on_after(EOF_DRAIN_S):
                 await unanswered.none()
 
@@ -88,8 +85,7 @@ async def _write_messages(
 
 
 class _Unanswered:
-    """The ids of the requests read and not yet answered (a listen stream, which stays open
-    until the client leaves, is not waited for; nor is a request the client cancelled)."""
+    """Ids read and not yet answered (not listen streams, open till the client leaves, nor cancelled)."""
 
     def __init__(self) -> None:
         self.ids: set[Any] = set()
@@ -122,9 +118,7 @@ async def _read_messages(
     errors: MemoryObjectSendStream[SessionMessage],
     unanswered: _Unanswered,
 ) -> None:
-    """Hand each line of ``stdin`` on as a message until end of input. A line that is too
-    long or not JSON-RPC is answered with an error on ``errors`` (when it has an id to
-    answer) rather than ending the session."""
+    """Each ``stdin`` line on as a message; a bad one gets an error on ``errors``, not a closed session."""
     while True:
         line, too_long = await anyio.to_thread.run_sync(read_line, stdin, abandon_on_cancel=True)
         if too_long:
@@ -146,8 +140,7 @@ async def _read_messages(
 
 
 def read_line(stdin: BinaryIO) -> tuple[bytes, bool]:
-    """The next line, and whether it was over ``MAX_LINE_BYTES``: then only its start is
-    returned, and the rest is read past in pieces, never held whole."""
+    """The next line and whether it was over ``MAX_LINE_BYTES`` (then only its start; the rest is skipped)."""
     line = stdin.readline(MAX_LINE_BYTES + 1)
     if len(line) <= MAX_LINE_BYTES or line.endswith(b"\n"):
         return line, False
@@ -191,8 +184,7 @@ def _error(request_id: int | str | None, code: int, message: str) -> types.JSONR
 
 
 def _lenient_parse(line: bytes) -> Any:
-    # Python's parser accepts what the SDK's refuses (deeper nesting, lone surrogates),
-    # which is enough to find the id the client is waiting on.
+    # Python's parser accepts what the SDK's refuses, enough to find the id the client awaits.
     try:
         return json.loads(line)
     except (ValueError, RecursionError):

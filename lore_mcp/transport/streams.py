@@ -1,11 +1,9 @@
 """Standing streams of the team server, and how revocation ends them.
 
-A ``GET /mcp`` stream carries change notices long after the request that opened it was
-authenticated, so a key revoked meanwhile would go on hearing. ``StandingStreams`` verifies the
-credential again before any message passes (a notice, or sse-starlette's ping every 15 s): one
-revoked by any process, or that cannot be checked (database down), ends the stream as a complete
-response, and the client is asked for its key again. A key revoked by a call this process
-answers ends its streams at once.
+A ``GET /mcp`` stream carries notices long after it was authenticated, so a key revoked meanwhile would
+go on hearing. ``StandingStreams`` re-verifies before any message passes (a notice, or the 15 s ping): one
+revoked anywhere, or uncheckable (database down), ends the stream as a complete response, and the client
+is asked for its key again. A revocation this process answers ends its streams at once.
 """
 
 from __future__ import annotations
@@ -37,8 +35,7 @@ def credential_of(token: AccessToken) -> str:
 
 
 async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
-    """Whether ``token`` still verifies as the same credential, unexpired; a check that fails
-    (the database is down) is a no."""
+    """Whether ``token`` still verifies as the same unexpired credential; a failed check is a no."""
     try:
         current = await verifier.verify_token(token.token)
     except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
@@ -50,8 +47,7 @@ async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
 
 
 class StandingStreams:
-    """The open standing streams, by credential. ``middleware`` wraps the ASGI app (inside the
-    SDK's authentication, so it sees the caller), ``after_revoke`` is MCP server middleware."""
+    """Open standing streams by credential; ``middleware`` goes inside the SDK's auth, to see the caller."""
 
     def __init__(self, path: str, verifier: TokenVerifier | None) -> None:
         self.path = path
@@ -122,8 +118,7 @@ class StandingStreams:
         return len(streams)
 
     async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
-        """MCP server middleware: once a tool that ``revokes`` (registry) has revoked a key, end
-        its streams."""
+        """Once a tool that ``revokes`` (registry) has revoked a key, end its streams."""
         result = await call_next(ctx)
         spec = SPECS.get(str((ctx.params or {}).get("name")))
         if ctx.method == "tools/call" and spec is not None and spec.revokes and isinstance(result, Mapping):

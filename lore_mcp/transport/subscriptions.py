@@ -1,6 +1,5 @@
-"""Legacy ``resources/subscribe``: a session hears ``notifications/resources/updated`` for a
-watched URI that a change notice names in the project its reads of that URI show. Any URI may
-be subscribed, also one that does not exist yet (an import keeps ids), as the SDK's listen allows.
+"""Legacy ``resources/subscribe``: a session hears ``resources/updated`` for a watched URI a notice names
+in the project its reads show. Any URI may be watched, even one not yet existing (an import keeps ids).
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ PENDING_KEY = "lore_mcp.pending_notices"  # URIs waiting to be sent, in order
 
 
 class LegacySubscriptions:
-    """The sessions' subscriptions, heard from ``bus``; ``reach(None)`` is where the current
-    request's reads look (``change_notices.caller_reach``)."""
+    """The sessions' subscriptions, heard from ``bus``; ``reach(None)`` is where this request reads."""
 
     def __init__(self, bus: NoticeBus, reach: Callable[[str | None], Reach]) -> None:
         self.bus = bus
@@ -70,8 +68,7 @@ class LegacySubscriptions:
         return EmptyResult()
 
     def hear(self, notice: Notice) -> None:
-        """On the event loop: queue ``notice`` for each session watching one of its URIs in its
-        project, and start that session's sender if it has none."""
+        """On the loop: queue ``notice`` for each session watching its URIs, starting its sender if none."""
         for connection in list(self.subscribers):
             subscriptions: dict[str, Reach] = connection.state.get(SUBSCRIPTIONS_KEY, {})
             hits = notice.hits(
@@ -88,8 +85,7 @@ class LegacySubscriptions:
                 task.add_done_callback(self._sending.discard)
 
     async def _send(self, connection: Connection, pending: collections.deque[str]) -> None:
-        """Send a session its waiting notices in order; one that stops reading loses a notice
-        per ``NOTIFY_TIMEOUT_S`` rather than holding up anything else."""
+        """Send waiting notices in order; a session not reading loses one per ``NOTIFY_TIMEOUT_S``."""
         try:
             while pending:
                 uri = pending.popleft()

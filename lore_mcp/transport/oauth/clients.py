@@ -1,18 +1,15 @@
 """OAuth clients: registered ones (RFC 7591) and client ID metadata documents, and their redirect URIs.
 
-A client ID metadata document lets a client be known without registering: its ``client_id`` is
-an HTTPS URL whose JSON names it and its redirect URIs. Any caller can make the server fetch
-such a URL, so the fetch reaches only public addresses (every address the host resolves to is
-checked and the connection goes to a checked one: no spelling of ``127.0.0.1`` and no DNS answer
-reaches this machine or its network), within a total deadline, a bounded body and a bounded
-number at once; a document whose ``client_id`` is not its own URL is refused, and documents and
-refusals are remembered a while.
+A client ID metadata document lets a client be known unregistered: its ``client_id`` is an HTTPS URL whose
+JSON names it and its redirect URIs. Any caller can make the server fetch one, so the fetch reaches only
+public addresses (every resolved address is checked and the connection goes to a checked one: no spelling
+of ``127.0.0.1`` or DNS answer reaches this machine or network), with a total deadline, bounded body and
+bounded concurrency; a document whose ``client_id`` is not its own URL is refused; results are cached.
 
-A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252
-§7.3: native apps pick a free port). The schemes allowed at all are an allow-list, so one the
-browser runs or reads itself (``javascript:``, ``data:``, ``file:``, ``blob:``, …) never receives
-a code or an error: https, http on a loopback host, and a native app's private-use scheme (RFC
-8252 §7.1: reverse-domain such as ``com.example.app:``, or one of ``APP_SCHEMES``).
+A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252 §7.3:
+native apps pick a free port). Schemes are an allow-list, so one the browser runs or reads itself
+(``javascript:``, ``data:``, ``file:``, ``blob:``, …) never receives a code or an error: https, http on
+loopback, and a native app's private-use scheme (RFC 8252 §7.1: reverse-domain, or ``APP_SCHEMES``).
 """
 
 from __future__ import annotations
@@ -46,8 +43,7 @@ CIMD_CACHE_MAX = 1000
 # How many fetches may run at once; one more is refused at once rather than queued.
 CIMD_CONCURRENT = 8
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
-# Private-use schemes of native MCP clients that are not in reverse-domain form (Cursor
-# registers cursor://anysphere.cursor-mcp/oauth/callback; VS Code's own URI handlers).
+# Native MCP clients' private-use schemes not in reverse-domain form (cursor://anysphere..., VS Code's).
 APP_SCHEMES = ("cursor", "vscode", "vscode-insiders")
 REDIRECT_RULE = (
     "use https, http on a loopback address (127.0.0.1, [::1], localhost), or an app's own scheme in "
@@ -61,8 +57,7 @@ def is_loopback_redirect(uri: str) -> bool:
 
 
 def redirect_allowed(uri: str) -> bool:
-    """Whether ``uri`` may receive a code: https with a host, http on a loopback host, or a
-    private-use scheme (RFC 8252 §7.1); never with a fragment (RFC 6749 §3.1.2)."""
+    """Whether ``uri`` may receive a code; never with a fragment (RFC 6749 §3.1.2)."""
     parts = urlsplit(uri)
     scheme = parts.scheme  # urlsplit lowers it
     if parts.fragment or not scheme:
@@ -94,8 +89,7 @@ class LoreClient(OAuthClientInformationFull):
     """A client as the SDK's handlers see it, with Lore's redirect URI rule."""
 
     def validate_scope(self, requested_scope: str | None) -> list[str] | None:
-        """Lore has no scopes: a grant reaches what its key reaches (and the project granted),
-        so whatever a client asks for (``offline_access``, say) is granted as nothing more."""
+        """Lore has no scopes: a grant reaches what its key and project reach, whatever is asked for."""
         del requested_scope
         return []
 
@@ -134,8 +128,7 @@ class DocumentRefused(ValueError):
 
 
 class MetadataDocuments:
-    """Client ID metadata documents, fetched and cached. ``allow_private`` lets one live on a
-    loopback or private address (tests, a team on one network); ``verify`` is httpx's TLS check."""
+    """Metadata documents, fetched and cached; ``allow_private`` admits private addresses (tests, a LAN)."""
 
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
         self.allow_private = allow_private
@@ -166,8 +159,7 @@ class MetadataDocuments:
         return outcome
 
     async def _outcome(self, url: str) -> LoreClient | str:
-        """The client fetched, or why it is refused (logged); too many fetches at once is not
-        remembered, so it raises."""
+        """The client fetched, or why it is refused (logged); too many at once raises, unremembered."""
         if self._fetching >= CIMD_CONCURRENT:
             raise DocumentRefused("the server is fetching too many client documents at once; try again soon")
         self._fetching += 1
@@ -208,9 +200,8 @@ class MetadataDocuments:
         return client_from_document(url, json.loads(body))
 
     async def _addresses(self, host: str, port: int) -> list[str]:
-        """What ``host`` resolves to, each address public (an IPv4-mapped one judged as IPv4), so
-        neither a name nor a numeric spelling that the resolver reads as a local address
-        (``127.1``, ``2130706433``, ``0x7f000001``, ``0``) reaches this machine or its network."""
+        """What ``host`` resolves to, each public (IPv4-mapped judged as IPv4), so no name or numeric spelling
+        read as local (``127.1``, ``2130706433``, ``0x7f000001``, ``0``) reaches this machine or network."""
         try:
             found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError:
@@ -226,9 +217,8 @@ class MetadataDocuments:
 
     @staticmethod
     async def _send(http: httpx2.AsyncClient, target: httpx2.URL, addresses: list[str]) -> httpx2.Response:
-        """The response of the first checked address that connects: never a second lookup, while
-        TLS verifies, and the Host header names, the host itself. Identity encoding, since a
-        compressed body could swell far past the size limit within one chunk."""
+        """The response of the first checked address that connects: no second lookup, while TLS and Host
+        name the host. Identity encoding: a compressed body could swell past the size limit in one chunk."""
         host = target.raw_host.decode("ascii")
         headers = {
             "Accept": "application/json",

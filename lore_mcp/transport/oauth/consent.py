@@ -1,12 +1,9 @@
 """The consent page: where a person lets a client reach Lore with one of their API keys.
 
-``/authorize`` sends the browser here with the request signed in the URL. The page shows the
-client's name (the client's own text: always escaped), the host it returns to and the project
-it reaches, and asks for a Lore API key or offers the one this browser approved with before (a
-signed ``HttpOnly`` ``SameSite=Lax`` cookie naming the key, never holding it). Approving issues a
-code bound to that key; denying returns ``access_denied``. The form's CSRF token must match a
-``SameSite=Strict`` cookie, a POST from another origin is refused, and wrong keys are limited per
-address as on ``/mcp``. Nothing here logs a key, code or token.
+It shows the client's name (always escaped), its return host and the project, and asks for an API key or
+offers the one this browser approved before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming, never
+holding, it); approving issues a code bound to that key. The CSRF token must match a ``SameSite=Strict``
+cookie, cross-origin POSTs are refused, wrong keys are limited per address. Nothing logs a key or token.
 """
 
 from __future__ import annotations
@@ -40,8 +37,7 @@ EXPIRED_LINK = "This sign-in link has expired or was altered; start connecting a
 HEADERS = {
     "Cache-Control": "no-store",
     "X-Frame-Options": "DENY",
-    # same-origin, not no-referrer: under no-referrer a browser sends "Origin: null" with the form,
-    # which the POST check would refuse; the client the browser returns to still gets no Referer.
+    # same-origin: no-referrer sends "Origin: null", which the POST check refuses; clients still get none.
     "Referrer-Policy": "same-origin",
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'",
 }

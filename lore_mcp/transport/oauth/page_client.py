@@ -1,9 +1,8 @@
 """The page for people (``/ui``) as an OAuth client that its own server knows without registering.
 
-The page signs a person in as a public client (no secret, PKCE S256). Registering would leave a
-row per sign-in, and a client ID metadata document would have the server fetch itself; instead
-the provider knows the client by its id, ``{issuer}/ui/oauth-client.json``, built in process, and
-serves that document there, so the id means what any such document means. Its one redirect URI,
+A public client (no secret, PKCE S256). Registering would leave a row per sign-in, and a metadata
+document would have the server fetch itself; so the provider knows ``{issuer}/ui/oauth-client.json``
+in process and serves that document there, meaning what any such id means. Its one redirect URI,
 ``{issuer}/ui/``, is matched exactly, port included: another port is another program.
 """
 

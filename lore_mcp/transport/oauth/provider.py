@@ -1,11 +1,10 @@
 """The SDK's ``OAuthAuthorizationServerProvider`` over the store's OAuth rows.
 
-The SDK's handlers check each request (PKCE S256, the code's client, expiry and redirect URI,
-client secrets); this decides what they cannot: which clients exist, where a person consents,
-what a code and a token are bound to. A code is issued only on the consent page, for the key
-the person entered there; tokens are bound to that key, its org, the project granted and this
-server's resource (RFC 8707). Each use of a code or refresh token is recorded in the store, so
-a replay is refused and revokes every token the authorization produced.
+The SDK's handlers check each request (PKCE S256, the code's client, expiry, redirect URI, secrets); this
+decides which clients exist, where a person consents, and what codes and tokens bind to: a code comes only
+from the consent page, for the key entered there; tokens bind to that key, its org, the project granted
+and this resource (RFC 8707). Each use of a code or refresh token is recorded, so a replay is refused and
+revokes every token the authorization produced.
 """
 
 from __future__ import annotations
@@ -53,8 +52,7 @@ from lore_mcp.transport.oauth.tokens import (
 from stores import ApiKey, OAuthCode, OAuthGrant, OAuthTokenRow
 
 CONSENT_PATH = "/oauth/consent"
-# Clients one address may have registered that never got a token (``registration``), and how
-# long such a client is kept: a person approves a client minutes after it registers.
+# Token-less clients one address may hold, kept this long: a person approves minutes after registering.
 UNUSED_CLIENTS_PER_ADDRESS = 20
 UNUSED_CLIENT_TTL = timedelta(hours=24)
 # RFC 7636 §4.2: S256 gives 43 characters; the grammar allows 43 to 128 of these.
@@ -94,8 +92,6 @@ class LoreOAuthProvider:
     async def _store(self, call: Any, *args: Any) -> Any:
         return await self.verifier.bounded(call, *args)
 
-    # -- clients ---------------------------------------------------------------
-
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if client_id == self.page.client_id:
             return self.page
@@ -107,8 +103,7 @@ class LoreOAuthProvider:
     async def register_client(
         self, client_info: OAuthClientInformationFull, address: str = "unknown"
     ) -> None:
-        """Store a client registered from ``address``; ``ClientsCrowded`` when that address has too
-        many clients nobody used (clients unused for ``UNUSED_CLIENT_TTL`` are deleted first)."""
+        """Store a client; ``ClientsCrowded`` when ``address`` has too many unused (stale ones go first)."""
         check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
         metadata = client_info.model_dump(mode="json", exclude_none=True)
         wait = await self._store(
@@ -123,11 +118,8 @@ class LoreOAuthProvider:
         if wait is not None:
             raise ClientsCrowded(wait)
 
-    # -- authorization ---------------------------------------------------------
-
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
-        """The consent page's URL, carrying the request signed (nothing is stored until the
-        person approves)."""
+        """The consent page's URL carrying the request signed (nothing is stored until approval)."""
         if not CODE_CHALLENGE.fullmatch(params.code_challenge):
             raise AuthorizeError(
                 "invalid_request",
@@ -184,8 +176,6 @@ class LoreOAuthProvider:
             state=pending["state"],
             iss=self.issuer,
         )
-
-    # -- codes and tokens ------------------------------------------------------
 
     async def load_authorization_code(
         self, client: OAuthClientInformationFull, authorization_code: str

@@ -1,13 +1,11 @@
-"""``/register`` (RFC 7591) with limits that fit what real clients send, so that anyone who can
-reach the server cannot fill its database through it.
+"""``/register`` (RFC 7591) with limits fitting real clients, so whoever reaches the server cannot fill its
+database through it.
 
-The SDK's handler accepts any size and number of clients, from anyone. Before it runs: a
-per-address rate (counted across replicas as failed logins are), optionally an API key
-(``LORE_OAUTH_REGISTRATION=key``), a bound on the body and on every field (Claude Desktop,
-claude.ai, Cursor and the MCP Inspector send under 1 KiB). A stored client counts against its
-address until it first gets a token, and one that never does is deleted
-(``provider.UNUSED_CLIENTS_PER_ADDRESS``, ``UNUSED_CLIENT_TTL``). Refusals are RFC 7591 error
-JSON with one sentence; the rate and the cap answer 429 with ``Retry-After``.
+The SDK's handler accepts any size and number, from anyone. Before it: a per-address rate (across
+replicas, as failed logins), optionally an API key (``LORE_OAUTH_REGISTRATION=key``), bounds on the body
+and each field (Claude Desktop, claude.ai, Cursor, the Inspector send under 1 KiB). A client counts
+against its address until its first token; one that never gets one is deleted. Refusals are RFC 7591
+error JSON with one sentence; the rate and the cap answer 429 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -42,9 +40,7 @@ HEADERS = {"Cache-Control": "no-store"}
 
 
 def metadata_problem(body: bytes) -> tuple[str, str] | None:
-    """The RFC 7591 error and sentence for metadata over a limit; None when within them (or not
-    JSON at all, which the SDK's handler then says). Only fields the SDK keeps are looked at:
-    it drops the others."""
+    """The RFC 7591 error for metadata over a limit, else None; only fields the SDK keeps are checked."""
     try:
         document = json.loads(body)
     except ValueError:
@@ -78,8 +74,7 @@ def _oversized(value: Any, limit: int) -> str | None:
 
 
 def error(status: int, code: str, sentence: str, wait: float | None = None) -> Response:
-    """An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2): never cached, ``Retry-After`` when
-    ``wait`` says when to come back."""
+    """An OAuth error (RFC 6749 §5.2, RFC 7591 §3.2.2): never cached, ``Retry-After`` from ``wait``."""
     headers = dict(HEADERS)
     if wait is not None:
         headers["Retry-After"] = str(max(1, math.ceil(wait)))
@@ -101,8 +96,7 @@ class Registration:
     """``POST /register``: the limits, then the SDK's handler."""
 
     def __init__(self, provider: LoreOAuthProvider, *, require_key: bool, shared: CallCounts | None) -> None:
-        """``require_key``: only a request carrying a Lore API key may register;
-        ``shared``: the store's ``CallCounts``, where every replica counts registrations."""
+        """``require_key``: only a request with an API key registers; ``shared`` counts across replicas."""
         self.provider = provider
         self.require_key = require_key
         self.shared = shared

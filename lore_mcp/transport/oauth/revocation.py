@@ -1,10 +1,9 @@
 """Token revocation (RFC 7009) that public clients can use.
 
-The SDK's ``/revoke`` requires a ``client_secret`` in its form, so a public client, which sends
-only its ``client_id`` (RFC 7009 §2.1, RFC 6749 §2.3), could not revoke at all: the page for
-people signing out is one. This authenticates the client as the SDK does (a confidential one
-still needs its secret), revokes the token when it is that client's, and answers 200 for a token
-it does not know, so the answer says nothing about which tokens exist.
+The SDK's ``/revoke`` requires a ``client_secret``, so a public client (only ``client_id``: RFC 7009
+§2.1), such as the page signing out, could not revoke. This authenticates as the SDK does (confidential
+clients still need the secret), revokes the client's own token, and answers 200 for an unknown one, so
+the answer says nothing about which tokens exist.
 """
 
 from __future__ import annotations

@@ -1,10 +1,9 @@
 """The OAuth routes of the team server, and the one 401 every refused credential gets.
 
-The SDK's authorization-server routes run on ``LoreOAuthProvider``. Its metadata (RFC 8414)
-also says that the authorization response carries ``iss`` (RFC 9207) and that client ID
-metadata documents are accepted; ``/authorize`` says why such a document was refused, where the
-SDK's would say only that the client is not found. The protected-resource metadata (RFC 9728) is
-served at the path the specification derives from ``/mcp`` and at the bare well-known path.
+The SDK's routes run on ``LoreOAuthProvider``. The metadata (RFC 8414) also says the response carries
+``iss`` (RFC 9207) and client ID metadata documents are accepted; ``/authorize`` says why one was refused
+(the SDK says only "not found"). Protected-resource metadata (RFC 9728) is at ``/mcp``'s derived path and
+the bare well-known one.
 """
 
 from __future__ import annotations
@@ -59,10 +58,8 @@ PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
 
 
 def refused_response(metadata_url: str | None) -> JSONResponse:
-    """The 401 of every refused credential (missing, malformed, unknown, revoked, expired): one
-    sentence for all, so a guesser learns nothing, naming the header, its form and where to read
-    more. OAuth clients read ``WWW-Authenticate`` (RFC 6750 §3, RFC 9728 §5.1); MCP clients show
-    a person the JSON-RPC error body (the Python SDK client shows nothing more specific)."""
+    """The 401 of every refused credential: one sentence for all, so a guesser learns nothing. OAuth clients
+    read ``WWW-Authenticate`` (RFC 6750 §3, RFC 9728 §5.1); MCP clients show the JSON-RPC error body."""
     where = (
         f"connect with OAuth as {metadata_url} describes, or "
         if metadata_url
@@ -97,8 +94,7 @@ class LoreRequireAuth(RequireAuthMiddleware):
 
 @dataclass
 class LoreTokenHandler(TokenHandler):
-    """The SDK's ``/token``, which ignores a ``resource``: one naming another server is refused with
-    ``invalid_target`` (RFC 8707 §2.2), as ``/authorize`` refuses it."""
+    """The SDK's ``/token`` ignores ``resource``: another server's gets ``invalid_target`` (RFC 8707)."""
 
     resource: str = ""
 
@@ -130,10 +126,7 @@ def team_auth(
     call_counts: CallCounts | None = None,
     registration: str = "open",
 ) -> tuple[LoreBearerVerifier, AuthSettings]:
-    """The bearer verifier and auth settings of a team server reached at ``issuer``: OAuth with
-    its routes where ``issuer`` can be one (``oauth_possible``), API keys alone otherwise.
-    ``call_counts``: the store's, where the consent page counts wrong keys and ``/register``
-    registrations across replicas; ``registration``: ``LORE_OAUTH_REGISTRATION``."""
+    """Verifier and auth settings: OAuth where ``issuer`` can be one, else keys; counts span replicas."""
     issuer = issuer.rstrip("/")
     resource = issuer + MCP_PATH
     verifier = LoreBearerVerifier(keys, resource)
@@ -157,9 +150,8 @@ def oauth_routes(
     *,
     registration: str = "open",
 ) -> list[BaseRoute]:
-    """Every OAuth route: the SDK's, Lore's own versions of five of them, and the consent page.
-    ``issuer`` is parsed as ``AuthSettings`` parses it (no trailing slash added), since clients
-    compare the metadata's ``issuer`` with the authorization response's ``iss`` character by character."""
+    """The SDK's OAuth routes, Lore's versions of five, and consent. ``issuer`` is parsed as ``AuthSettings``
+    does (no trailing slash): clients compare metadata ``issuer`` and ``iss`` character by character."""
     options = ClientRegistrationOptions(enabled=True)
     revocation = RevocationOptions(enabled=True)
     replaced = (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH, REGISTRATION_PATH, TOKEN_PATH)
@@ -180,8 +172,7 @@ def oauth_routes(
 
 
 def metadata_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl, metadata: OAuthMetadata) -> list[Route]:
-    """The authorization-server metadata (RFC 8414) saying what the SDK's leaves out, and the
-    protected-resource metadata (RFC 9728) at ``/mcp``'s derived path and the bare one."""
+    """RFC 8414 metadata with what the SDK's leaves out, and RFC 9728 metadata at both paths."""
     metadata.authorization_response_iss_parameter_supported = True
     metadata.client_id_metadata_document_supported = True
     methods = ["none", "client_secret_post", "client_secret_basic"]
@@ -202,8 +193,7 @@ def metadata_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl, metadata: O
 
 
 def authorize_route(provider: LoreOAuthProvider) -> Route:
-    """The SDK's ``/authorize`` (same body limit), answering a refused client ID metadata
-    document with why (``invalid_request``) instead of "Client ID '…' not found"."""
+    """The SDK's ``/authorize``, saying why a metadata document was refused, not just "not found"."""
     handler = AuthorizationHandler(provider).handle
 
     async def authorize(request: Request) -> Response:

@@ -1,7 +1,6 @@
-"""Signed, expiring values the consent page hands to a browser and gets back: the pending
-authorization request in its URL, and the cookie naming the key a browser approved with. Signed
-with itsdangerous (HMAC-SHA1, a key per purpose) under one secret in the store, so every replica
-accepts what another signed; a value altered or past its age is refused.
+"""Signed, expiring values the consent page round-trips (the pending request, the approved-key cookie):
+itsdangerous HMAC-SHA1, a key per purpose, one secret in the store, so every replica accepts another's; a
+value altered or past its age is refused.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What ``/mcp`` accepts as a bearer token: a Lore API key, or an access token this server issued.
 
-OAuth credentials are random strings with a prefix that says what they are (so a pasted one is
-recognised, and redacted, like an API key); only their SHA-256 is stored. An access token works
-only at its resource, and the key a person approved it with is looked up on every request, so
-revoking that key ends the token at the next request.
+OAuth credentials are random strings with a prefix naming what they are (so a pasted one is redacted like
+an API key); only their SHA-256 is stored. An access token works only at its resource, and its approving
+key is looked up on every request, so revoking that key ends the token at the next one.
 """
 
 from __future__ import annotations
@@ -43,24 +42,21 @@ def same_resource(a: str, b: str) -> bool:
 
 
 def caller_for(key: ApiKey, grant: OAuthGrant, page_client_id: str | None = None) -> Caller:
-    """The caller an OAuth token acts as: its key's org and name, the project granted, never root
-    (a connector does not manage keys); a person when the grant went to the page's own client,
-    whose tokens only ever return to the page's address."""
+    """An OAuth token's caller: its key's org and name, the project granted, never root (a connector does
+    not manage keys); a person when granted to the page's client, whose tokens return only to the page."""
     person = page_client_id is not None and grant.client_id == page_client_id
     project = grant.project or key.project
     return Caller(key_id=key.id, org=key.org, name=key.name, project=project, root=False, person=person)
 
 
 class LoreBearerVerifier:
-    """The SDK's ``TokenVerifier`` for ``/mcp``: API keys exactly as ``ApiKeyVerifier`` checks
-    them, and OAuth access tokens, each checked against its row and its key on every request."""
+    """``/mcp``'s verifier: API keys as ``ApiKeyVerifier``, access tokens against row and key per request."""
 
     def __init__(self, keys: KeyStore, resource: str, *, api_keys: ApiKeyVerifier | None = None) -> None:
         self.keys = keys
         self.resource = resource
         self.api_keys = api_keys or ApiKeyVerifier(keys)
-        # The routes of the authorization server issuing this resource's tokens, which the HTTP
-        # app serves beside /mcp (``routes.team_auth`` sets them); empty: API keys only.
+        # The authorization server's routes, served beside /mcp (``routes.team_auth``); empty: keys only.
         self.routes: list[BaseRoute] = []
         # The page's OAuth client id (``page_client``), where this server offers OAuth.
         self.page_client_id: str | None = None

@@ -1,9 +1,8 @@
 """Serve the page's static files at ``/ui``, with headers that keep stored text inert.
 
-The files (package data) are read once at start-up, so a request can only name one of them.
-The Content-Security-Policy allows scripts, styles and connections from this origin only (no
-inline script, no eval) and no framing, so even a lesson that slipped past the page's text-only
-rendering could not run script. The Host and Origin checks are ``/mcp``'s (DNS rebinding).
+The files are read once at start-up, so a request can only name one of them. The CSP allows only this
+origin (no inline script, no eval, no framing), so even a lesson slipping past the text-only rendering
+could not run script. The Host and Origin checks are ``/mcp``'s (DNS rebinding).
 """
 
 from __future__ import annotations
@@ -55,9 +54,7 @@ def static_files() -> dict[str, tuple[bytes, str]]:
 
 
 def ui_routes(security: TransportSecuritySettings | None) -> list[Route]:
-    """The routes of the page: ``/ui`` (to ``/ui/``), ``/ui/`` (the page) and its files.
-
-    ``security`` is the MCP endpoint's Host and Origin policy, applied here as well."""
+    """``/ui`` (to ``/ui/``), ``/ui/`` and its files, under ``security`` (``/mcp``'s Host/Origin policy)."""
     files = static_files()
 
     async def page_file(request: Request) -> Response:
