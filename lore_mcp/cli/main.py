@@ -260,8 +260,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def configuration_problem(exc: Exception) -> str:
-    """A settings error as one line naming each variable and flag, without echoing values
-    (an API key may be among them) or pydantic's links."""
+    """A settings error as one line naming variables and flags, never values (keys may be)."""
     from pydantic import ValidationError
 
     if not isinstance(exc, ValidationError):
@@ -276,8 +275,7 @@ def configuration_problem(exc: Exception) -> str:
 
 
 class _OneLineFormatter(logging.Formatter):
-    """Log lines without tracebacks: the exception's type and text instead, and a pointer to
-    ``--debug``, which keeps them."""
+    """Log lines with the exception's type and text instead of tracebacks (``--debug`` keeps them)."""
 
     def format(self, record: logging.LogRecord) -> str:
         if record.exc_info and record.exc_info[1] is not None:
@@ -291,8 +289,7 @@ class _OneLineFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command. Any failure ends as one ``lore-memory: CODE: sentence`` line on stderr,
-    with the traceback only under ``--debug``."""
+    """Run one command; a failure is one ``lore-memory: CODE: sentence`` stderr line."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
@@ -314,8 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-# Each command's function, "module:name" in lore_mcp.cli, imported only when the command runs:
-# `--help` and `keys list` stay quick.
+# "module:name" in lore_mcp.cli, imported only when run, so `--help` and `keys list` stay quick.
 _COMMANDS = {
     "mcp": "serve:run_mcp",
     "ui": "ui:run_ui",

@@ -18,8 +18,7 @@ from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many, secret_kinds
 from stores import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, LessonDraft, LessonPatch
 
-# Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
-# final newline, so with "^...$" "alpha\n" would pass as a project of its own.
+# \A...\Z with ``fullmatch``: "$" also matches before a final newline ("alpha\n" would pass).
 PROJECT_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 ULID_PATTERN = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
 MAX_TTL_DAYS = 36_500
@@ -147,8 +146,7 @@ def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...
     return tuple(clean), tuple(sorted(kinds))
 
 
-# Bounds on a lesson's ``meta`` (only import sets it): JSON of at most 16 KB, at
-# most 8 levels deep, at most 256 keys or items in any one object or list.
+# Bounds on ``meta`` (only import sets it): 16 KB of JSON, 8 levels, 256 keys or items per container.
 MAX_META_BYTES = 16_384
 MAX_META_DEPTH = 8
 MAX_META_ITEMS = 256
