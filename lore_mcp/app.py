@@ -1,7 +1,5 @@
-"""The composition root: opens the store and builds services and servers for every entry point.
-
-Services are built (and imported) on first use: ``keys list`` makes no embedder, ``migrate``
-imports no service.
+"""The composition root for every entry point; services are built and imported on first use
+(``keys list`` makes no embedder, ``migrate`` imports no service).
 """
 
 from __future__ import annotations

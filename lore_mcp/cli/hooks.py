@@ -1,8 +1,6 @@
-"""``lore-memory hook EVENT``: the clients' command hooks, answering on stdout in their format.
-
-A hook never fails the client's turn: on any error it prints nothing, exits 0 and logs one stderr
-line. The stop hook reads the transcript since its last offset (kept per session in the state
-directory) and asks once after an unsaved struggle; only a few redacted words of it leave.
+"""``lore-memory hook EVENT``: client command hooks. A hook never fails the turn: on error it
+prints nothing, exits 0, logs one stderr line. The stop hook reads the transcript from its saved
+offset and asks once after an unsaved struggle; only a few redacted words leave.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""``lore-memory hooks install|uninstall CLIENT``: Lore's hooks in a client's settings, and out.
-
-Install merges only Lore's entries (idempotent). Uninstall removes exactly them: an unchanged
-file comes back byte for byte from ``<file>.lore-backup``, else as its JSON minus Lore's part.
+"""``lore-memory hooks install|uninstall CLIENT``: merges only Lore's entries (idempotent); uninstall
+restores an unchanged file byte for byte (``<file>.lore-backup``), else removes just Lore's part.
 """
 
 from __future__ import annotations

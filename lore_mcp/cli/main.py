@@ -1,7 +1,5 @@
-"""The ``lore-memory`` command: its arguments, and which command module runs them.
-
-Every setting is an environment variable (``LORE_*``) and the same-named flag; flags win. The CLI
-runs and administers Lore, never a second API: what an agent does goes through MCP tools.
+"""The ``lore-memory`` command. Every ``LORE_*`` setting is also a flag (flags win). It runs and
+administers Lore, never a second API: what an agent does goes through MCP tools.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""``lore-memory ui``: the people's page over this machine's store, on 127.0.0.1.
-
-The page signs in like any client, with a root key made for this run, passed in the URL fragment
-(never sent or logged) and revoked on stop: an agent's rules exactly, and nothing outlives the run.
+"""``lore-memory ui``: the page on 127.0.0.1, signed in with a run-only root key passed in the URL
+fragment (never sent or logged) and revoked on stop: an agent's rules, nothing outlives the run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Turning text into vectors, off the request path.
-
-Engines: the shipped all-MiniLM-L6-v2 on ONNX Runtime (default: no torch, offline, ~0.3 s load),
-sentence-transformers for other models, or an endpoint. ``Embedder`` loads on a thread (so
-``initialize`` never waits), caches queries, and groups small requests arriving while busy into
-one call, costing little more than one ("group commit").
+"""Text to vectors off the request path: ONNX all-MiniLM-L6-v2 (default: no torch, ~0.3 s load),
+sentence-transformers, or an endpoint. ``Embedder`` loads on a thread (``initialize`` never
+waits), caches queries, and groups requests arriving while busy into one call ("group commit").
 """
 
 from __future__ import annotations

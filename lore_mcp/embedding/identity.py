@@ -1,7 +1,5 @@
-"""The server's model against the store's: the refusal, and the sentence that says the fix.
-
-Mixing two models' vectors answers plausible nonsense, so what needs a vector is refused with
-``UNAVAILABLE``, not ``VALIDATION_ERROR``: only a ``reembed`` or config change helps, no argument.
+"""Server model vs store model: mixing vectors answers plausible nonsense, so calls needing a
+vector are refused ``UNAVAILABLE`` (not ``VALIDATION_ERROR``: no argument helps, a reembed does).
 """
 
 from __future__ import annotations

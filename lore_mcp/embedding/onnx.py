@@ -1,8 +1,6 @@
-"""The default model on ONNX Runtime and ``tokenizers``: no torch in the process.
-
-all-MiniLM-L6-v2 ships in the wheel as ONNX (``scripts/build_default_model.py``): no package offers
-it as ONNX under a clear licence without torch. Checksums are verified before the first encode, so a
-damaged install fails loudly, not with wrong vectors. Weights: Apache-2.0, see ``lore_mcp/model/NOTICE``.
+"""The default model on ONNX Runtime, no torch: shipped as ONNX since no package offers it so under
+a clear licence. Checksums are verified before the first encode, so a damaged install fails loudly,
+not with wrong vectors. Weights: Apache-2.0, see ``lore_mcp/model/NOTICE``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Curating memory: near-duplicate pairs, pairs kept apart (stored for every curator), merges.
-
-Tools as well as page actions, since agents tidy too. A merge is one ``merge`` commit keeping both
-lessons' votes; ``dry_run`` shows it first.
+"""Curating memory (tools too, since agents tidy): near-duplicates, pairs kept apart (stored for
+every curator), and merges, one ``merge`` commit keeping both lessons' votes.
 """
 
 from __future__ import annotations

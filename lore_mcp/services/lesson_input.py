@@ -1,7 +1,5 @@
-"""Checks on caller input before storing (names, ids, text, tags, JSON, expiry), and ``make_draft``.
-
-Apart from ``lessons_service`` because the key, structured and transfer services check the same
-way. Every refusal is an ``InvalidArgument`` that says what to send instead.
+"""Input checks before storing, and ``make_draft``; apart because several services share them.
+Every refusal is an ``InvalidArgument`` that says what to send instead.
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""Lesson operations as the MCP tools see them: validate, redact, embed, store, in that order.
-
-Bad input changes nothing, and only redacted text is embedded and stored. Store calls block, so
-they run on worker threads.
+"""Lesson operations: validate (bad input changes nothing), redact, embed only redacted text,
+store on worker threads (store calls block).
 """
 
 from __future__ import annotations

@@ -1,7 +1,5 @@
-"""What each call records in the activity log, and a failure's entry.
-
-An entry (``note``) is appended in the transaction of the call's effect. A failed call records
-only its error code after rollback, so it changes nothing stored but the log.
+"""Activity-log entries (``note``), appended in the transaction of the call's effect; a failed
+call records only its error code after rollback, so it changes nothing stored but the log.
 """
 
 from __future__ import annotations

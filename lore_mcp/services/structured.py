@@ -1,7 +1,5 @@
-"""Structured memory and history as the MCP tools see them.
-
-Each call runs ``stores.engine.structured`` in one transaction: reads see one snapshot, a write
-lands whole with its commit or not at all.
+"""Structured memory and history: each call one transaction (one snapshot; a write lands whole
+with its commit or not at all).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Whether a stretch of an agent's transcript taught something: read by the stop hook, never stored.
-
-Signals a person would see, no model: a command that failed then passed; the person correcting the
-agent; a long struggle. A failure the person asked for (test first) is the plan. No ask after
-``save_lesson`` or ``#skip``; ``#remember`` always asks. Reads Claude Code's JSON Lines (Cursor's
-has the same shape); other lines are skipped, so a hook never fails on them.
+"""Whether a transcript stretch taught something (stop hook; never stored), by signals a person sees:
+a fail-then-pass, a correction, a long struggle; a failure asked for (test first) is the plan. No
+ask after ``save_lesson`` or ``#skip``; ``#remember`` always asks. Odd lines are skipped, never fatal.
 """
 
 from __future__ import annotations

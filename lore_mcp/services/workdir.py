@@ -1,7 +1,5 @@
-"""Where an agent works: a directory's git repository, branch, and the project it means.
-
-Reads ``.git`` itself: hooks run every session start and a ``git`` process costs more than the
-lookup. Nothing raises: an unreadable directory is simply no repository.
+"""A directory's git repository and branch, read from ``.git`` directly: hooks run every session
+start and a ``git`` process costs more than the lookup. Nothing raises.
 """
 
 from __future__ import annotations
