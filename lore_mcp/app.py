@@ -251,8 +251,7 @@ class App:
         )
 
     def health(self) -> Org | None:
-        """``/healthz``: the org can be read and a write can begin (not stuck, not read-only);
-        raises ``StoreError`` with the reason."""
+        """``/healthz``: the org reads and a write can begin; else ``StoreError`` with the reason."""
         org = self.store.keys.get_org(self.settings.org)
         self.store.probe_write()
         return org

@@ -53,8 +53,7 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def page_groups() -> str:
-    """Every group but keys (root gets those anyway): the page has a view for each, whatever
-    ``LORE_TOOLS`` says."""
+    """Every group but keys (root gets those): the page has a view for each, whatever LORE_TOOLS."""
     from lore_mcp.tools.registry import TOOL_GROUPS
 
     return ",".join(group for group in TOOL_GROUPS if group != "admin")

@@ -218,8 +218,7 @@ class Embedder:
         return self._loaded.wait(timeout)
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
-        """Wait for a load in progress: exiting while ONNX Runtime builds its session aborts
-        (SIGABRT, "terminate called without an active exception")."""
+        """Wait for a load in progress: exiting while ONNX Runtime builds its session aborts (SIGABRT)."""
         if self._started:
             self._loaded.wait(timeout)
 

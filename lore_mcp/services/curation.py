@@ -163,8 +163,7 @@ class CurationService:
 def merged(
     kept: Lesson, gone: Lesson, given: dict[str, str | None]
 ) -> tuple[LessonPatch, LessonOut, dict[str, How], list[str]]:
-    """The kept lesson's patch and result: texts ``combine``d unless ``given``, both lessons'
-    tags and votes, the higher confidence."""
+    """The kept lesson's patch: ``combine``d texts, both tags and votes, the higher confidence."""
     fields, how = combine(kept, gone)
     fields.update({k: v for k, v in given.items() if v is not None})
     patch, kinds = make_patch(

@@ -62,8 +62,7 @@ def check_id(lesson_id: str) -> str:
 
 
 def check_cursor(cursor: str | None) -> None:
-    """A cursor is a lesson id: any other string would silently restart the listing (or, with
-    NUL, fail in Postgres)."""
+    """A cursor is a lesson id: anything else silently restarts the listing (NUL: fails in Postgres)."""
     if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
         raise InvalidArgument(
             "cursor is not one this server returned; pass next_cursor from a previous page."
@@ -251,8 +250,7 @@ def make_draft(
     expires_at: datetime | None = None,
     meta: dict[str, Any] | None = None,
 ) -> tuple[LessonDraft, tuple[str, ...]]:
-    """A new lesson checked then redacted: the one check of every save, import and bulk load.
-    It lives ``ttl_days`` from now (a save) or until ``expires_at`` (an import)."""
+    """A new lesson checked then redacted: the one check of every save, import and bulk load."""
     problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
     resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
     context = check_text("context", context, MAX_TEXT_CHARS)

@@ -99,8 +99,7 @@ class LessonService:
             await _run(self.require_model)
 
     async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
-        """A vector-writing or -comparing store call; if another process re-embedded meanwhile,
-        the refusal names the fix, not merely the change."""
+        """A vector store call; a re-embed meanwhile gets a refusal naming the fix, not the change."""
         try:
             return await _run(fn, *args)
         except ModelChangedError:

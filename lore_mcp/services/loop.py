@@ -175,8 +175,7 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> AskDecision:
-        """Whether to ask for a save: not with capture off, nor past ``asks_per_hour`` unless the
-        person wrote ``#remember``; a dry run records ``would_ask``."""
+        """Ask for a save? Not with capture off, nor past ``asks_per_hour`` unless ``#remember``."""
         session = _session(session_id)
         if not self.settings.capture:
             return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")

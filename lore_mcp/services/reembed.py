@@ -40,8 +40,7 @@ def reembed_store(
     started: Callable[[int, int], None] = lambda done, total: None,
     progress: Callable[[int], None] = lambda n: None,
 ) -> ReembedReport:
-    """Re-embed ``store`` and switch its model; ``started(done, total)`` (``done`` > 0: resumed),
-    then ``progress(n)`` per batch."""
+    """Re-embed ``store``, switch its model; ``started`` (``done`` > 0: resumed), ``progress``."""
     begun = time.monotonic()
     target = running_model(embedder)
     records = store.models

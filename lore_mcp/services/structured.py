@@ -169,8 +169,7 @@ class StructuredService:
             return await in_transaction(self.store, scope, revert, write=True)
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        """``lore://stats`` counts the caller may see, and the projects it may switch to (its
-        key's one, or every org project with lessons or commits)."""
+        """``lore://stats`` counts the caller may see, and the projects it may switch to."""
         scope = self.lessons.scope(project, caller)
         one_project = caller is not None and caller.project is not None
 

@@ -331,8 +331,7 @@ class Transfer:
     def _group_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport
     ) -> tuple[dict[str, list[tuple[LessonDraft, np.ndarray | None]]], EmbeddingModel | None]:
-        """Every line checked and redacted before any write: lessons (with their vector unless
-        redaction changed them) by project, and the file's model; the rest goes on ``report``."""
+        """Every line checked and redacted before any write: lessons by project, and the model."""
         by_project: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
         model: EmbeddingModel | None = None
         for number, line in enumerate(lines, start=1):
