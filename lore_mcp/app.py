@@ -1,8 +1,5 @@
-"""The composition root: the one place that opens the store and builds the services and servers,
-for every entry point (stdio, HTTP, remote mode, the administration commands, ``doctor``, tests).
-
-Services are built, and their modules imported, on first use: ``keys list`` makes no embedder and
-imports no lesson tools, and ``migrate`` imports no service.
+"""The composition root for every entry point; services are built and imported on first use
+(``keys list`` makes no embedder, ``migrate`` imports no service).
 """
 
 from __future__ import annotations
@@ -29,8 +26,7 @@ if TYPE_CHECKING:
 
 
 def open_store(settings: Settings) -> Store:
-    """The configured backend, migrated; raises ``StoreError`` with a sentence for people, or
-    ``SystemExit`` when the settings name no database this process can open."""
+    """The configured backend, migrated; ``StoreError`` or ``SystemExit`` when it cannot open."""
     from stores import ActivityBounds, RankingParams, open_local_store, open_postgres_store
 
     ranking = RankingParams(half_life_days=settings.decay_half_life_days)
@@ -67,8 +63,7 @@ def build_server(
     tools: Collection[str] | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """A server over ``lessons`` and the services that share it (``keys`` serves the key
-    tools); the rest as ``serve``. For tests and tools that made their own service."""
+    """A server over an existing ``lessons`` service (``keys``: the key tools), for tests."""
     from lore_mcp.tools.context import Services
 
     return serve(Services.over(lessons, keys), tools=tools, **settings)
@@ -82,14 +77,11 @@ def serve(
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """The server of the ``tools`` groups (None: the defaults), prompts and resources over
-    ``services``; ``settings`` go to ``MCPServer`` (``log_level``, auth). ``request_timeout_s``
-    bounds every tool call, ``heavy_gate`` admits the heavy ones.
+    """The server of the ``tools`` groups (None: defaults), prompts and resources.
 
-    The key tools need ``services.keys``: with API keys they are there for root keys whatever
-    ``tools`` says; without (stdio) only when ``admin`` is asked for, acting on the server's own
-    org as its trusted local caller. Change notices travel on the store's feed where it has one
-    (Postgres: every process on the database hears every change), else in this process.
+    Key tools need ``services.keys``: with API keys they serve root keys whatever ``tools`` says;
+    without (stdio) only with ``admin``, on the server's own org as trusted local caller. Change
+    notices use the store's feed where it has one (Postgres: every process hears), else local.
     """
     from lore_mcp.auth import Caller
     from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
@@ -111,8 +103,7 @@ def serve(
 def remote_server(
     api_url: str, api_key: str, *, default_project: str | None, tools: Collection[str], log_level: LogLevel
 ) -> RemoteLoreServer:
-    """Remote mode's stdio server: Lore's tools, each call forwarded to the team server at
-    ``api_url`` (raises ``ValueError`` for a URL that cannot be one)."""
+    """Remote mode's stdio server, forwarding each call to ``api_url`` (``ValueError`` if bad)."""
     from lore_mcp.settings import mcp_url
     from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer
     from lore_mcp.transport.server import lore_server
@@ -131,8 +122,7 @@ def remote_server(
 
 
 def default_project(settings: Settings) -> str:
-    """The project of a call that names none: ``LORE_PROJECT``, or with ``LORE_PROJECT_FROM_REPO``
-    (and LORE_PROJECT unset) the git repository this process runs in."""
+    """A call's default project: ``LORE_PROJECT``, else (``LORE_PROJECT_FROM_REPO``) the git repo."""
     if settings.project_from_repo and "project" not in settings.model_fields_set:
         from lore_mcp.services.workdir import workdir_of
 
@@ -164,8 +154,7 @@ def open_app(settings: Settings, *, embedder: Embedder | None = None) -> App:
 
 
 class App:
-    """One opened store and the services over it, for one process; ``embedder`` replaces the
-    settings' one (one already loading, or the tests' shared model)."""
+    """One process's opened store and services; ``embedder`` overrides the settings' one."""
 
     def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
         self.settings = settings
@@ -215,9 +204,7 @@ class App:
     def server(
         self, *, with_keys: bool, log_level: LogLevel = "WARNING", shared: bool = False, **auth: Any
     ) -> LoreServer:
-        """The MCP server of the settings' tool groups; ``with_keys`` adds the key tools' service,
-        ``shared`` (a team server) caps heavy calls fairly between orgs and keys, ``auth`` goes to
-        ``serve`` (token verifier and auth settings)."""
+        """The settings' MCP server; ``shared`` (a team server) caps heavy calls fairly by org."""
         from lore_mcp.tools.context import Services
 
         keys = self.keys if with_keys else None
@@ -232,9 +219,8 @@ class App:
         )
 
     def heavy_gate(self) -> HeavyGate:
-        """Slots for heavy calls: on Postgres two fewer than the pool, so key checks and cheap calls
-        always find a connection; on SQLite two (one writes, one reads). One org holds at most half
-        the cores' worth: heavy calls are CPU work here, and one org must not slow every other's."""
+        """Heavy-call slots: Postgres two fewer than the pool (cheap calls always get a connection),
+        SQLite two (one writes, one reads); one org at most half the cores, not to slow the rest."""
         from lore_mcp.transport.admission import HeavyGate
 
         total = max(1, self.settings.pool_size - 2) if self.settings.store == "postgres" else 2
@@ -247,9 +233,8 @@ class App:
         log_level: LogLevel = "WARNING",
         people_keys: frozenset[str] = frozenset(),
     ) -> LoreServer:
-        """The server for streamable HTTP, with API keys and OAuth tokens checked on every request;
-        ``issuer_url`` is its public URL, OAuth on where that can be an issuer (None: no
-        authentication, ``--dev-no-auth``); ``people_keys``: keys only a person's page holds."""
+        """The streamable HTTP server, checking keys and OAuth tokens on every request;
+        ``issuer_url`` None means no auth (``--dev-no-auth``); ``people_keys``: page-only keys."""
         if issuer_url is None:
             return self.server(with_keys=True, log_level=log_level, shared=True)
         from lore_mcp.transport.oauth.routes import team_auth
@@ -266,9 +251,7 @@ class App:
         )
 
     def health(self) -> Org | None:
-        """What ``/healthz`` checks: the served org can be read (not when the store is down) and a
-        write can begin (not when the writer is stuck or the database is read-only); raises
-        ``StoreError`` with the reason."""
+        """``/healthz``: the org reads and a write can begin; else ``StoreError`` with the reason."""
         org = self.store.keys.get_org(self.settings.org)
         self.store.probe_write()
         return org

@@ -1,5 +1,4 @@
-"""``lore-memory migrate``, ``init`` and ``keys create|list|revoke``: the database and its
-API keys, administered where the team server's database is."""
+"""``lore-memory migrate``, ``init`` and ``keys``: administering the database and its API keys."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What the ``lore-memory`` commands share: opening the app, and saying why a command failed:
-one line on stderr, ``lore-memory: CODE: sentence``, and the exit status (0 done, 1 failed,
-2 refused its arguments); tracebacks only with ``--debug``.
+"""Shared by commands: opening the app and failing as ``lore-memory: CODE: sentence`` (exit 1;
+2 for refused arguments; tracebacks only with ``--debug``).
 """
 
 from __future__ import annotations
@@ -15,17 +14,15 @@ if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
     from stores import Unwritable
 
-# What a command does with a local database this user cannot write: refuse to run (it
-# writes), warn and go on (a server: reads still work, each save answers UNAVAILABLE), or
-# say nothing (it only reads).
+# On an unwritable local database: refuse (it writes), warn (a server: reads work, saves answer
+# UNAVAILABLE), or say nothing (read-only).
 ReadOnly = Literal["refuse", "warn", "allow"]
 
 
 def open_or_report(
     settings: Settings, *, read_only: ReadOnly = "refuse", embedder: Embedder | None = None
 ) -> App | None:
-    """``open_app`` (with ``embedder``, one already loading), or None after printing why the
-    store did not open or cannot be written (the command then exits 1)."""
+    """``open_app``, or None after printing why the store cannot open or be written (exit 1)."""
     from stores import StoreError
 
     try:

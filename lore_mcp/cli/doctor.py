@@ -1,8 +1,4 @@
-"""``lore-memory doctor``: check each part Lore needs, and say what to fix.
-
-Each check runs on its own and reports ``ok`` or ``FAIL`` with the fix, so one
-broken part does not hide the state of the others.
-"""
+"""``lore-memory doctor``: check each part on its own (one broken part hides no other) with its fix."""
 
 from __future__ import annotations
 
@@ -53,8 +49,7 @@ def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
 
 
 def check_sqlite(_settings: Settings) -> Check:
-    """The SQLite binding and its FTS5 (lexical recall); vectors are BLOBs searched in numpy, so
-    there is no sqlite-vec to load (the line says so, for anyone who remembers it)."""
+    """SQLite and its FTS5; vectors are numpy-searched BLOBs, so no sqlite-vec (the line says so)."""
     try:
         import sqlean
     except ImportError as exc:
@@ -134,8 +129,7 @@ def check_database(settings: Settings) -> Check:
         # Opening migrates, which creates the vector extension or fails naming what to install.
         extra = ", pgvector enabled" if settings.store == "postgres" else ", writable (with its directory)"
         if problem is None:
-            # A real write, rolled back: a writer that is stuck or a database that refuses writes
-            # shows here, with the time it took (as on /healthz).
+            # A real write, rolled back: a stuck writer or read-only database shows (as on /healthz).
             started = time.perf_counter()
             store.probe_write()
             extra += f"; a write began and rolled back in {(time.perf_counter() - started) * 1000:.0f} ms"

@@ -1,7 +1,5 @@
-"""The hooks' calls in remote mode: one ``tools/call`` POST to the team server, no SDK.
-
-Revision 2026-07-28 needs no handshake or session, so a hook that lives a second sends one request,
-as the page for people does, and imports no MCP client. Arguments are redacted before they leave.
+"""The hooks' calls in remote mode: one ``tools/call`` POST (2026-07-28 needs no handshake), no
+SDK import for a hook that lives a second. Arguments are redacted before they leave.
 """
 
 from __future__ import annotations
@@ -54,8 +52,7 @@ def remote_call(settings: Settings) -> Callable[[str, dict[str, Any]], dict[str,
 
 
 def _result(status: int, content_type: str, text: str) -> dict[str, Any]:
-    """The tool's structured answer from a JSON or event-stream reply; raises with the server's
-    sentence when the call failed."""
+    """The structured answer from JSON or SSE; raises with the server's sentence on failure."""
     if status != 200:
         raise RuntimeError(f"the team server answered HTTP {status}")
     message: dict[str, Any] | None = None

@@ -1,11 +1,6 @@
-"""``lore-memory hook EVENT``: the clients' command hooks, answering on stdout in their format.
-
-Each reads the hook input (JSON on stdin), asks the service the ``loop`` tools use (in process, or
-over HTTP in remote mode) and answers in Claude Code's format or Cursor's. A hook never fails the
-client's turn: on any error it prints nothing, exits 0 and logs one line on stderr. The stop hook
-reads the transcript since its last check and asks once when it shows a struggle no lesson was
-saved for (``pre-compact`` keeps what it finds for the next stop). What it read is a line offset
-per session in the user's state directory; of the transcript only a few redacted words leave.
+"""``lore-memory hook EVENT``: client command hooks. A hook never fails the turn: on error it
+prints nothing, exits 0, logs one stderr line. The stop hook reads the transcript from its saved
+offset and asks once after an unsaved struggle; only a few redacted words leave.
 """
 
 from __future__ import annotations
@@ -218,8 +213,7 @@ def _cleared(state: SessionState) -> SessionState:
 
 
 def _note_markers(hook: HookInput) -> None:
-    """Keep the person's ``#skip`` / ``#remember`` for the stop hook (Cursor's stop hook may
-    have no transcript to find them in)."""
+    """Keep ``#skip`` / ``#remember`` for the stop hook (Cursor's may have no transcript)."""
     from lore_mcp.services.transcript import examine_prompt
 
     skip, remember = examine_prompt(hook.prompt)
@@ -231,8 +225,7 @@ def _note_markers(hook: HookInput) -> None:
 
 
 def hook_project(settings: Settings, repository_project: str | None) -> str | None:
-    """The project the hooks name: ``LORE_PROJECT``, else with ``LORE_PROJECT_FROM_REPO`` the
-    repository's name, else none (the server's default, or a team key's own project). Remote
+    """``LORE_PROJECT``, else (``LORE_PROJECT_FROM_REPO``) the repo's name, else none. Remote
     mode names LORE_PROJECT only: a team's projects are its keys'."""
     if "project" in settings.model_fields_set:
         return settings.project
@@ -253,8 +246,7 @@ def _in_format(client: str, event: str, found: dict[str, Any]) -> dict[str, Any]
 
 @contextlib.contextmanager
 def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
-    """The ``loop`` calls: in this process on a local or Postgres store, over HTTP in remote mode;
-    ``warm`` starts loading the model while the store answers what needs no vector."""
+    """The ``loop`` calls, local or over HTTP; ``warm`` loads the model meanwhile."""
     if settings.store == "remote":
         from lore_mcp.cli.hook_remote import remote_call
 

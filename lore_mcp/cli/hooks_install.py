@@ -1,10 +1,5 @@
-"""``lore-memory hooks install|uninstall CLIENT``: Lore's hooks in a client's settings, and out again.
-
-Installing merges Lore's entries and touches nothing else; installing twice changes nothing more.
-Uninstalling removes exactly Lore's entries (found by their ``… hook <event>`` command); when the
-file did not change meanwhile it comes back byte for byte (kept as ``<file>.lore-backup``), else
-as its JSON minus Lore's part. Files: Claude Code ``~/.claude/settings.json``, Cursor
-``~/.cursor/hooks.json`` (``--project``: ``.claude/`` or ``.cursor/`` here).
+"""``lore-memory hooks install|uninstall CLIENT``: merges only Lore's entries (idempotent); uninstall
+restores an unchanged file byte for byte (``<file>.lore-backup``), else removes just Lore's part.
 """
 
 from __future__ import annotations
@@ -45,8 +40,7 @@ def settings_file(client: str, *, project: bool, home: Path | None = None, cwd: 
 
 
 def hook_command(event: str, client: str, program: str | None = None) -> str:
-    """The command a client runs for ``event``: this install's ``lore-memory`` when on PATH, else
-    uvx (which starts the published package)."""
+    """The command for ``event``: ``lore-memory`` if on PATH, else uvx (the published package)."""
     found = program or shutil.which("lore-memory")
     base = shlex.quote(found) if found else "uvx --from lore-memory-mcp lore-memory"
     return f"{base} hook {event}" + (" --client cursor" if client == "cursor" else "")

@@ -1,13 +1,9 @@
 """Other memory servers' exports as Lore lesson lines, for ``lore-memory import --from``.
 
-``server-memory`` (``@modelcontextprotocol/server-memory``'s JSON Lines knowledge graph): a lesson
-per observation, its problem the entity and its type (``payments-api (service)``), its tags both,
-its context the entity's relations. ``mcp-memory-service`` (its JSON export): a lesson per memory,
-its problem the first line, its tags its own and its ``memory_type``, its times kept.
-
-Ids are ULIDs made from a hash of the record's identity and its ``created_at``, so importing a file
-twice adds nothing and a re-export that grew imports only what is new. A malformed record is
-reported (``line N: ...``, ``memory N: ...``) and left out; the rest still converts.
+``server-memory``: a lesson per observation (problem ``entity (type)``, context its relations).
+``mcp-memory-service``: a lesson per memory (problem its first line, times kept). Ids are ULIDs
+hashed from each record's identity and ``created_at``, so a re-import adds only what is new. A
+malformed record is reported and left out; the rest still converts.
 """
 
 from __future__ import annotations
@@ -87,12 +83,8 @@ class _Converter:
 
 
 def _tags(values: list[str]) -> list[str]:
-    """Lore's tags: trimmed, cut to the length Lore allows, de-duplicated ignoring case.
-
-    Import lower-cases them after redacting them, so case is left alone here: a
-    lower-cased secret no longer looks like one. A tag too long for Lore is
-    redacted before it is cut, so no part of a secret survives the cut.
-    """
+    """Tags trimmed, cut to Lore's limit, de-duplicated ignoring case. Case is kept: import
+    redacts before lower-casing. Redacted before the cut, so no part of a secret survives."""
     clean: dict[str, str] = {}
     for value in values:
         tag = _cut(value.strip(), MAX_TAG_CHARS)
@@ -166,8 +158,7 @@ def _json_object(out: _Converter, where: str, line: str) -> dict[str, Any] | Non
 def _add_observations(
     out: _Converter, entities: list[tuple[int, str, str, list[str]]], relations: list[tuple[str, str, str]]
 ) -> None:
-    """One lesson per observation, after the whole file is read: an entity's relations may
-    come on any line, and each of its lessons carries them all as context."""
+    """A lesson per observation, after the whole file: relations may come on any line."""
     for number, name, entity_type, observations in entities:
         linked = [f"{a} {r} {b}" for a, r, b in relations if name in (a, b)]
         context = f"Relations: {'; '.join(linked)}." if linked else None
@@ -242,8 +233,7 @@ def _service_lesson(
     created: datetime | None,
     updated: datetime | None,
 ) -> dict[str, Any]:
-    """A checked memory as a lesson. Its id comes from the service's own content hash (or
-    one computed like it), store and creation time, so a re-import finds the same lessons."""
+    """A memory as a lesson, its id from content hash and creation time (stable on re-import)."""
     content_hash = memory.get("content_hash")
     if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
         content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()

@@ -1,7 +1,5 @@
-"""The ``lore-memory`` command: its arguments, and which command module runs them.
-
-Every setting is an environment variable (``LORE_*``) and the same-named flag; flags win. The CLI
-runs and administers Lore, never a second API: what an agent does goes through MCP tools.
+"""The ``lore-memory`` command. Every ``LORE_*`` setting is also a flag (flags win). It runs and
+administers Lore, never a second API: what an agent does goes through MCP tools.
 """
 
 from __future__ import annotations
@@ -260,8 +258,7 @@ def settings_from(args: argparse.Namespace) -> Settings:
 
 
 def configuration_problem(exc: Exception) -> str:
-    """A settings error as one line naming each variable and flag, without echoing values
-    (an API key may be among them) or pydantic's links."""
+    """A settings error as one line naming variables and flags, never values (keys may be)."""
     from pydantic import ValidationError
 
     if not isinstance(exc, ValidationError):
@@ -276,8 +273,7 @@ def configuration_problem(exc: Exception) -> str:
 
 
 class _OneLineFormatter(logging.Formatter):
-    """Log lines without tracebacks: the exception's type and text instead, and a pointer to
-    ``--debug``, which keeps them."""
+    """Log lines with the exception's type and text instead of tracebacks (``--debug`` keeps them)."""
 
     def format(self, record: logging.LogRecord) -> str:
         if record.exc_info and record.exc_info[1] is not None:
@@ -291,8 +287,7 @@ class _OneLineFormatter(logging.Formatter):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command. Any failure ends as one ``lore-memory: CODE: sentence`` line on stderr,
-    with the traceback only under ``--debug``."""
+    """Run one command; a failure is one ``lore-memory: CODE: sentence`` stderr line."""
     parser = build_parser()
     args = parser.parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
@@ -314,8 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-# Each command's function, "module:name" in lore_mcp.cli, imported only when the command runs:
-# `--help` and `keys list` stay quick.
+# "module:name" in lore_mcp.cli, imported only when run, so `--help` and `keys list` stay quick.
 _COMMANDS = {
     "mcp": "serve:run_mcp",
     "ui": "ui:run_ui",

@@ -1,6 +1,5 @@
-"""Progress of ``import`` and ``reembed`` on stderr, always with its total: on a terminal one counter
-redrawn in place (``tqdm``), elsewhere one line per batch (``lore-memory: import: 512/1000 lessons``),
-since a log cannot hold a redrawn counter and tqdm would print nothing there.
+"""Progress of ``import`` and ``reembed`` on stderr: tqdm on a terminal, else a line per batch
+(a log cannot hold a redrawn counter).
 """
 
 from __future__ import annotations

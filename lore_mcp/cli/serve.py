@@ -38,8 +38,7 @@ def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
         return serve_remote(settings, log_level=log_level)
     from lore_mcp.embedding.embedder import embedder_for
 
-    # The model loads before the SDK, the tools and the store are imported, beside them: ONNX
-    # Runtime builds its session off the interpreter's lock, so the first save seldom waits.
+    # Load the model while the rest imports: ORT builds off the GIL, so the first save seldom waits.
     embedder = embedder_for(settings)
     embedder.start()
     app = open_or_report(settings, read_only="warn", embedder=embedder)
@@ -81,8 +80,7 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
 
 
 def _http_refusal(settings: Settings, *, host: str, no_auth: bool, public_url: str | None) -> str | None:
-    """Why the settings cannot make a team server, checked before the store opens: a remote store
-    has no data of its own, and no keys means loopback only."""
+    """Why the settings cannot make a team server (remote has no data; no keys: loopback only)."""
     from lore_mcp.transport import http
 
     if settings.store == "remote":
@@ -119,8 +117,7 @@ def _is_base_url(url: str) -> bool:
 
 
 def _say_serving(settings: Settings, base: str, issuer: str | None) -> None:
-    """The start-up lines: the endpoint, and on OAuth where connectors find it or why it is off
-    (``issuer`` None: served without authentication, said loudly)."""
+    """Start-up lines: the endpoint and the OAuth state (``issuer`` None: no auth, said loudly)."""
     from lore_mcp.transport.guards import MCP_PATH
     from lore_mcp.transport.oauth.routes import oauth_possible
 
@@ -151,8 +148,7 @@ def serve_http(
     no_auth: bool = False,
     public_url: str | None = None,
 ) -> int:
-    """The team server: streamable HTTP with API keys and OAuth (see ``lore_mcp.transport.http``);
-    ``public_url`` is where clients reach it (``--public-url``), its OAuth issuer."""
+    """The team server (``lore_mcp.transport.http``); ``public_url`` is also its OAuth issuer."""
     refusal = _http_refusal(settings, host=host, no_auth=no_auth, public_url=public_url)
     if refusal is not None:
         print(f"lore-memory: {refusal}", file=sys.stderr)
@@ -182,8 +178,7 @@ def serve_http(
 def run_http(
     app: App, server: LoreServer, *, host: str, port: int, log_level: LogLevel, **extra: Any
 ) -> None:
-    """``transport.http.serve_http`` with what it takes from the app, until it stops; ``extra``
-    goes to it as well."""
+    """``transport.http.serve_http`` with the app's parts (and ``extra``), until it stops."""
     import anyio
 
     from lore_mcp.transport import http

@@ -1,5 +1,4 @@
-"""``lore-memory export``, ``import`` and ``reembed``: files and counts are the CLI's; checking,
-redacting and embedding are the services' (``services.transfer``, ``services.reembed``)."""
+"""``lore-memory export``, ``import`` and ``reembed``: files and counts; the services do the rest."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[str]] | int:
-    """(project, lines, a foreign format's errors) of `import FILE`, or the exit status after
-    saying why the file or --project was refused."""
+    """(project, lines, foreign errors) of `import FILE`, or the exit status after a refusal."""
     from lore_mcp.errors import describe
     from lore_mcp.services.lesson_input import check_project
 
@@ -124,8 +122,7 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool) -> int:
-    """Every malformed line (the converter's first), then one summary line; the exit status
-    is 1 when any line was malformed, so a script notices a partial import."""
+    """Malformed lines then a summary; exit 1 on any, so a script notices a partial import."""
     from lore_mcp.embedding.identity import describe_model
 
     report.errors[:0] = foreign
@@ -155,8 +152,7 @@ def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool
 
 
 def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
-    """`lore-memory reembed`: every lesson embedded with the configured model, progress on stderr,
-    then one commit that switches the store to it."""
+    """`lore-memory reembed`, progress on stderr."""
     from lore_mcp.cli.progress import counter
     from lore_mcp.services.reembed import BATCH_SIZE, reembed_store
 

@@ -1,9 +1,5 @@
-"""``lore-memory ui``: the page for people over this machine's store, in the browser.
-
-It serves the team server's app on 127.0.0.1 and opens the page, which signs in as any client does:
-with a root key of the served org made for this run (``ui``), handed over in the URL's fragment
-(never sent to a server or logged) and revoked when the command stops. So the page gets exactly
-an agent's rules, and nothing outlives the run. It serves every tool group the page has a view for.
+"""``lore-memory ui``: the page on 127.0.0.1, signed in with a run-only root key passed in the URL
+fragment (never sent or logged) and revoked on stop: an agent's rules, nothing outlives the run.
 """
 
 from __future__ import annotations
@@ -57,16 +53,14 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def page_groups() -> str:
-    """Every tool group but the key tools (which a root key gets on any team server): the page
-    has a view for each, whatever ``LORE_TOOLS`` keeps from the agents of this machine."""
+    """Every group but keys (root gets those): the page has a view for each, whatever LORE_TOOLS."""
     from lore_mcp.tools.registry import TOOL_GROUPS
 
     return ",".join(group for group in TOOL_GROUPS if group != "admin")
 
 
 def one_time_key(app: App) -> CreatedKey:
-    """A root key of the served org for this run only (the org is created if the local store
-    has never had one: stdio needs none)."""
+    """A run-only root key (creating the org, which stdio never needed)."""
     org = app.settings.org
     if app.store.keys.get_org(org) is None:
         app.store.keys.create_org(org, org)
@@ -74,8 +68,7 @@ def one_time_key(app: App) -> CreatedKey:
 
 
 def _listen(port: int) -> socket.socket:
-    """The server's socket, listening before the browser is opened, so its first request waits
-    in the backlog rather than finding nothing there."""
+    """The socket, listening before the browser opens, so its first request waits in the backlog."""
     listening = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:

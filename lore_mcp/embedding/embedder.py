@@ -1,11 +1,6 @@
-"""Turning text into vectors, off the request path.
-
-An ``Engine`` encodes: the shipped all-MiniLM-L6-v2 on ONNX Runtime (the default: no torch,
-offline, about 0.3 s to load), any other ``LORE_EMBEDDING_MODEL`` on sentence-transformers (the
-extra), or an endpoint (``LORE_EMBEDDING_URL``). ``Embedder`` adds what each needs: loading on a
-thread, so ``initialize`` and ``tools/list`` never wait for it; a query cache; and grouping: small
-requests that arrive while the engine is busy go through it together in one call, which costs
-little more than one alone ("group commit").
+"""Text to vectors off the request path: ONNX all-MiniLM-L6-v2 (default: no torch, ~0.3 s load),
+sentence-transformers, or an endpoint. ``Embedder`` loads on a thread (``initialize`` never
+waits), caches queries, and groups requests arriving while busy into one call ("group commit").
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ EXTRA = "sentence-transformers"
 
 
 class Engine(Protocol):
-    """One way of turning texts into unit vectors (float32, one row per text). ``load`` runs on
-    the loading thread and raises if it cannot; ``fingerprint`` names the vectors' source (weights
-    or endpoint), so a store tells another model's vectors from its own; ``bulk`` work may use
-    every core."""
+    """Texts to float32 unit vectors. ``fingerprint`` names the source, so a store tells another
+    model's vectors from its own; ``bulk`` work may use every core."""
 
     runtime: str  # "onnxruntime", "torch" or "endpoint": what doctor reports
 
@@ -225,9 +218,7 @@ class Embedder:
         return self._loaded.wait(timeout)
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
-        """Wait for a load in progress to finish (starting none): a process that exits while
-        ONNX Runtime builds its session on the loader thread aborts ("terminate called without
-        an active exception", SIGABRT)."""
+        """Wait for a load in progress: exiting while ONNX Runtime builds its session aborts (SIGABRT)."""
         if self._started:
             self._loaded.wait(timeout)
 
@@ -326,7 +317,6 @@ class Embedder:
 
 
 def inference_threads() -> int:
-    """Half the cores: torch's default of all cores spins its OpenMP workers against
-    every other busy process, and on 2 cores a single query then took 0.4 s instead of
-    20 ms whenever another process was running."""
+    """Half the cores: torch's all-cores OpenMP spins against other processes (on 2 cores a query
+    took 0.4 s instead of 20 ms)."""
     return max(1, (os.cpu_count() or 2) // 2)

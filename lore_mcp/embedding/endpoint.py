@@ -1,18 +1,12 @@
-"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``):
-Ollama, LM Studio, vLLM, llama.cpp's server and OpenAI all answer ``{"model", "input"}`` with
-``{"data": [{"index", "embedding"}]}``. What it adds to a bare POST, and why:
+"""Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``).
 
-- one probe at load, so a wrong URL, key or model is reported at start and the vector length is
-  known (or checked against ``LORE_EMBEDDING_DIMENSION``) before the store holds any vector;
-- batches of ``LORE_EMBEDDING_BATCH_SIZE``: servers cap a request's inputs, and imports send thousands;
-- rows back in input order by ``index`` (the spec does not promise it) and at unit length (Lore's
-  scores assume cosine on unit vectors; not every server normalises);
-- a time budget per request, retries included (``LORE_EMBEDDING_TIMEOUT_S``): no connection, 429
-  and 5xx are retried with doubling backoff (honouring a capped ``Retry-After``); other 4xx are
-  configuration mistakes, reported at once;
-- failures as ``ModelUnavailable`` naming the endpoint's host and port, what went wrong and the
-  setting to change, never the API key. Texts arrive redacted, and nothing is stored when
-  encoding fails, because Lore embeds before it writes.
+Beyond a bare POST: a probe at load, so a wrong URL, key or model shows at start and the
+dimension is known before any vector is stored; batches (servers cap inputs, imports send
+thousands); rows reordered by ``index`` and normalised (neither is promised; scores assume unit
+cosine); one time budget per request with retries on no connection, 429 and 5xx (doubling backoff,
+capped ``Retry-After``), other 4xx reported at once as config mistakes; ``ModelUnavailable``
+naming host, port, cause and setting, never the key. Texts arrive redacted; a failed encode
+stores nothing, since Lore embeds before it writes.
 """
 
 from __future__ import annotations
@@ -38,8 +32,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("lore_mcp.embedding.endpoint")
 
-# Below the tool call's own limit (LORE_REQUEST_TIMEOUT_S, 30 s), so a hung endpoint is reported
-# as such rather than as a tool call that ran out of time.
+# Below LORE_REQUEST_TIMEOUT_S (30 s), so a hung endpoint is reported as such, not as a timeout.
 DEFAULT_TIMEOUT_S = 20.0
 DEFAULT_BATCH_SIZE = 64
 MAX_ATTEMPTS = 4
@@ -50,8 +43,7 @@ PROBE_TEXT = "Lore checks that this embeddings endpoint answers."
 
 
 class EndpointUnreachable(ModelUnavailable):
-    """An outage that may pass (no connection or answer, 5xx, 429), unlike a wrong key, model or
-    dimension: a later call loads again (``retry_load``) rather than failing until Lore restarts."""
+    """An outage that may pass (no answer, 5xx, 429): a later call reloads (``retry_load``)."""
 
     retry_load = True
 
@@ -149,8 +141,7 @@ class EndpointEngine:
         return f"endpoint:{public_url(self.url)}#{self.model}"
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
-        """Unit vectors in ``texts``' order, ``batch_size`` per request (``bulk`` changes nothing:
-        the endpoint decides how it uses its hardware)."""
+        """Unit vectors in order, ``batch_size`` per request (``bulk`` is the endpoint's business)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         parts = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
@@ -209,8 +200,7 @@ class EndpointEngine:
         return self.backoff_s * 2.0 ** (attempt - 1) * random.uniform(0.8, 1.2)
 
     def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
-        """The backoff, or what ``Retry-After`` asks (seconds) within the cap; None: longer than a
-        tool call should sit through."""
+        """The backoff or ``Retry-After`` within the cap; None if longer than a call should wait."""
         header = response.headers.get("retry-after", "").strip()
         try:
             asked = float(header)

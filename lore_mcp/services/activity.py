@@ -1,8 +1,4 @@
-"""Reading the activity log: ``recent_activity``, ``lore://activity`` and a lesson's recalls.
-
-What each call records is decided in ``lore_mcp.services.recording``; agents read the log
-here and never write it.
-"""
+"""Reading the activity log (``recording`` writes it): recent activity and a lesson's recalls."""
 
 from __future__ import annotations
 
@@ -43,8 +39,7 @@ class ActivityService:
         project: str | None = None,
         caller: Caller | None = None,
     ) -> ActivityResult:
-        """The entries ``asked`` names (its ``hidden_kinds`` are the caller's to decide, not the
-        asker's), or with ``stale_days`` the lessons no recall returned."""
+        """The entries ``asked`` names (``hidden_kinds`` is the caller's), or stale lessons."""
         scope = self.lessons.scope(project, caller)
         if not 1 <= asked.limit <= MAX_LIST_LIMIT:
             raise InvalidArgument(f"limit must be between 1 and {MAX_LIST_LIMIT}.")

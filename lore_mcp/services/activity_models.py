@@ -1,5 +1,4 @@
-"""What ``recent_activity`` and ``lore://activity`` return: pydantic models, so clients (the
-page for people among them) get structured content and an output schema."""
+"""``recent_activity`` results as pydantic models, so clients get an output schema."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Curating memory: near-duplicate pairs across all of a project's lessons in one call, pairs a
-curator keeps apart (stored, so every curator sees them), and two lessons merged into one.
-
-What an agent tidying memory wants as much as a person on the page does, so they are tools
-(``lore_mcp.tools.curation``). A merge is one ``merge`` commit that keeps both lessons' votes
-and says how it combined the texts; ``dry_run`` shows that before anything is written.
+"""Curating memory (tools too, since agents tidy): near-duplicates, pairs kept apart (stored for
+every curator), and merges, one ``merge`` commit keeping both lessons' votes.
 """
 
 from __future__ import annotations
@@ -22,9 +18,8 @@ from lore_mcp.services.models import LessonOut
 from lore_mcp.services.recording import failures_recorded, note
 from stores import Lesson, LessonPatch, restates
 
-# Cosine similarity from which find_duplicates lists a pair by default: restatements of one
-# lesson score about 0.8 to 0.95 with all-MiniLM-L6-v2, lessons of one topic that say different
-# things 0.5 to 0.75 (README, "A page for people").
+# find_duplicates' default cosine: restatements score 0.8-0.95 with all-MiniLM-L6-v2, same-topic
+# different lessons 0.5-0.75 (README, "A page for people").
 DEFAULT_THRESHOLD = 0.8
 MAX_PAIRS_PAGE = 50
 How = Literal["kept", "other", "both"]
@@ -56,9 +51,8 @@ class MergeResult(BaseModel):
 
 
 def combine(keep: Lesson, other: Lesson) -> tuple[dict[str, str | None], dict[str, How]]:
-    """The merged text fields and how each was chosen: a field one lesson restates
-    (``dedup.restates``) takes the other's; two that each add something are joined (a problem
-    keeps the kept lesson's, a title-like sentence)."""
+    """Merged text fields and how: a restated field (``dedup.restates``) takes the other's, two
+    that each add are joined (a problem keeps the kept lesson's, title-like)."""
     fields: dict[str, str | None] = {}
     how: dict[str, How] = {}
     for name in ("problem", "resolution", "context"):
@@ -169,9 +163,7 @@ class CurationService:
 def merged(
     kept: Lesson, gone: Lesson, given: dict[str, str | None]
 ) -> tuple[LessonPatch, LessonOut, dict[str, How], list[str]]:
-    """The kept lesson's patch, the lesson as the merge leaves it, how each text field was
-    chosen and the kinds of secrets removed: the texts ``combine``d unless ``given``, both
-    lessons' tags and votes, the higher confidence."""
+    """The kept lesson's patch: ``combine``d texts, both tags and votes, the higher confidence."""
     fields, how = combine(kept, gone)
     fields.update({k: v for k, v in given.items() if v is not None})
     patch, kinds = make_patch(

@@ -1,7 +1,5 @@
-"""Orgs and API keys as the CLI (``init``, ``keys``) and the root-only tools see them.
-
-One set of rules for both: names and projects are checked here, keys are minted
-here (``lore_mcp.auth``), and the store only ever receives a key's digest.
+"""Orgs and API keys for the CLI and the root-only tools: one set of rules; the store only
+ever receives a key's digest.
 """
 
 from __future__ import annotations
@@ -102,11 +100,9 @@ class KeyService:
         root: bool,
         activity: tuple[str, ActivityNote] | None = None,
     ) -> CreatedKey:
-        """A new key; ``activity`` (a project and the call's entry) records it in that project's
-        activity log in the same transaction (the key tools' calls; the CLI records none)."""
+        """A new key; ``activity`` logs it in that project in the same transaction (CLI: none)."""
         org = check_org(org)
-        # Names are listed to every root key and name the actor of each commit in
-        # history, so a secret pasted into one is redacted like any stored text.
+        # Names are shown to every root key and in history, so they are redacted like stored text.
         name, kinds = redact_name(check_key_name(name))
         if project is not None:
             project = check_project(project)

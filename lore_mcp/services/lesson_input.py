@@ -1,9 +1,5 @@
-"""Checking what a caller sends before anything is stored: names, ids, text, tags, JSON, expiry;
-and a new lesson checked and redacted once (``make_draft``) for every way one is written.
-
-Apart from ``lessons_service`` because the key, structured-memory and transfer services
-check the same things the same way. Every refusal is an ``InvalidArgument`` that says
-what to send instead.
+"""Input checks before storing, and ``make_draft``; apart because several services share them.
+Every refusal is an ``InvalidArgument`` that says what to send instead.
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, lower_outside_markers, redact, redact_json, redact_many, secret_kinds
 from stores import MAX_SHORT_CHARS, MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS, LessonDraft, LessonPatch
 
-# Anchored with \A and \Z, and used with ``fullmatch``: "$" also matches before a
-# final newline, so with "^...$" "alpha\n" would pass as a project of its own.
+# \A...\Z with ``fullmatch``: "$" also matches before a final newline ("alpha\n" would pass).
 PROJECT_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 ULID_PATTERN = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
 MAX_TTL_DAYS = 36_500
@@ -30,8 +25,7 @@ MAX_TTL_DAYS = 36_500
 def redact_fields(
     problem: str | None, resolution: str | None, context: str | None, source: str | None
 ) -> tuple[list[str | None], tuple[str, ...]]:
-    """A lesson's text fields redacted, each kept within its limit (see ``redaction.fit``),
-    so whatever is stored can be exported and imported again."""
+    """Text fields redacted within their limits (``redaction.fit``), so a store re-imports."""
     fields, kinds = redact_many([problem, resolution, context, source])
     limits = (MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_SHORT_CHARS)
     return [None if f is None else fit(f, n) for f, n in zip(fields, limits, strict=True)], kinds
@@ -49,12 +43,8 @@ def check_project(project: str) -> str:
 
 
 def check_not_secret(what: str, name: str) -> None:
-    """Refuse a project or org name that holds a secret (an API key pasted as a project).
-
-    Names are stored, listed and shown as they are, and a redacted name would silently
-    be another project, so such a name is refused rather than redacted. The refusal
-    names the kind of secret, never the name.
-    """
+    """Refuse, not redact, a name holding a secret: a redacted name would silently be another
+    project. The refusal names the kind of secret, never the name."""
     kinds = secret_kinds(name)
     if kinds:
         raise InvalidArgument(
@@ -72,8 +62,7 @@ def check_id(lesson_id: str) -> str:
 
 
 def check_cursor(cursor: str | None) -> None:
-    """A listing's cursor is a lesson id, which the store compares with ids: a string no server
-    gave would silently restart the listing (or, holding NUL, reach Postgres and fail there)."""
+    """A cursor is a lesson id: anything else silently restarts the listing (NUL: fails in Postgres)."""
     if cursor is not None and not ULID_PATTERN.fullmatch(cursor):
         raise InvalidArgument(
             "cursor is not one this server returned; pass next_cursor from a previous page."
@@ -81,11 +70,8 @@ def check_cursor(cursor: str | None) -> None:
 
 
 def text_problem(value: str) -> str | None:
-    """Why Lore cannot store this text, or None.
-
-    U+0000 is refused because Postgres cannot store it while SQLite can (the
-    backends would disagree); a lone surrogate is not valid Unicode at all.
-    """
+    """Why Lore cannot store this text, or None. U+0000: Postgres cannot store it (SQLite can,
+    so the backends would disagree); a lone surrogate is not valid Unicode."""
     if "\x00" in value:
         return "contains U+0000 (a NUL character), which Lore cannot store; remove it"
     try:
@@ -122,8 +108,7 @@ def check_confidence(value: float, *, name: str = "confidence") -> None:
         raise InvalidArgument(f"{name} must be between 0 and 1, not {value}.")
 
 
-# Unicode categories (first letter) that show nothing on their own: separators (Z), format
-# and control characters (C) and marks (M), which only change the character before them.
+# Categories that show nothing alone: separators (Z), format/control (C), marks (M).
 INVISIBLE_CATEGORIES = frozenset("ZCM")
 
 
@@ -133,13 +118,10 @@ def check_tags(tags: Sequence[str]) -> tuple[str, ...]:
 
 
 def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """Tags trimmed, redacted, lower-cased and de-duplicated; and the kinds of secrets removed.
+    """Tags trimmed, redacted, lower-cased, de-duplicated; empty or over-long ones refused.
 
-    Redaction comes before lower-casing, whose output no longer looks like the secret
-    ("AKIA..." becomes "akia..."); the ``[REDACTED:kind]`` markers keep their case.
-    A marker can be longer than its secret: a tag that outgrows the limit is cut
-    (see ``redaction.fit``). Empty or over-long tags are refused.
-    """
+    Redaction first: "akia..." no longer looks like a secret. A marker longer than its secret
+    is cut to the limit (``redaction.fit``)."""
     if isinstance(tags, str):
         raise InvalidArgument("tags must be a list of strings, not one string.")
     if len(tags) > MAX_TAGS:
@@ -161,13 +143,11 @@ def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...
     return tuple(clean), tuple(sorted(kinds))
 
 
-# Bounds on a lesson's ``meta`` (only import sets it): JSON of at most 16 KB, at
-# most 8 levels deep, at most 256 keys or items in any one object or list.
+# Bounds on ``meta`` (only import sets it): 16 KB of JSON, 8 levels, 256 keys or items per container.
 MAX_META_BYTES = 16_384
 MAX_META_DEPTH = 8
 MAX_META_ITEMS = 256
-# How deep JSON may nest in row values and plans: deep enough for real data,
-# shallow enough that walking it never exhausts the interpreter's stack.
+# JSON nesting for row values and plans: enough for real data, never exhausting the stack.
 MAX_JSON_DEPTH = 64
 MAX_JSON_INTEGER = 2**63
 
@@ -175,12 +155,9 @@ MAX_JSON_INTEGER = 2**63
 def check_json(
     name: str, value: Any, *, max_depth: int = MAX_JSON_DEPTH, max_items: int | None = None
 ) -> Any:
-    """Refuse JSON that Lore cannot store the same way on both backends.
-
-    Every string (object keys too) must be storable text (``text_problem``), numbers
-    finite and integers within 64 bits, and nesting at most ``max_depth`` levels.
-    The walk is iterative, so hostile nesting costs no stack.
-    """
+    """Refuse JSON the backends would store differently: strings and keys must pass
+    ``text_problem``, numbers be finite, integers 64-bit, nesting within ``max_depth``. The walk
+    is iterative, so hostile nesting costs no stack."""
     stack: list[tuple[tuple[Any, ...], Any]] = [((), value)]
     while stack:
         path, item = stack.pop()
@@ -273,9 +250,7 @@ def make_draft(
     expires_at: datetime | None = None,
     meta: dict[str, Any] | None = None,
 ) -> tuple[LessonDraft, tuple[str, ...]]:
-    """A new lesson checked, then redacted, and the kinds of secrets removed: the one check of
-    ``save_lesson``, ``import_lessons``, the CLI import and bulk loading. Its life is
-    ``ttl_days`` from now (a save) or ends at ``expires_at`` (an import)."""
+    """A new lesson checked then redacted: the one check of every save, import and bulk load."""
     problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
     resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
     context = check_text("context", context, MAX_TEXT_CHARS)
@@ -312,8 +287,7 @@ def make_patch(
     source: str | None = None,
     ttl_days: float | None = None,
 ) -> tuple[LessonPatch, list[str]]:
-    """``update_lesson``'s fields checked and redacted as a patch, and the kinds of secrets
-    taken out: checked first, so bad input changes nothing."""
+    """``update_lesson``'s patch checked first (bad input changes nothing), then redacted."""
     if problem is not None:
         check_text("problem", problem, MAX_TEXT_CHARS, required=True)
     if resolution is not None:

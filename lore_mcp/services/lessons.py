@@ -1,8 +1,5 @@
-"""Lesson operations as the MCP tools see them: validate, redact, embed, store.
-
-The order matters: arguments are checked first (bad input changes nothing),
-then every text field is redacted, and only the redacted text is embedded and
-handed to the store. Store calls are blocking, so they run on worker threads.
+"""Lesson operations: validate (bad input changes nothing), redact, embed only redacted text,
+store on worker threads (store calls block).
 """
 
 from __future__ import annotations
@@ -80,10 +77,8 @@ class LessonService:
         self._running: EmbeddingModel | None = None  # the embedder's model, once loaded
 
     def require_model(self) -> None:
-        """Refuse (``ModelMismatch``) unless the store's vectors come from the embedder's model;
-        a store that recorded no model adopts it (``stores.engine.embedding_model``). Blocking: it
-        waits for the model to load, and asks the store only until the store knows its model.
-        Call it before embedding anything that is stored or compared with stored vectors."""
+        """``ModelMismatch`` unless the store's vectors are the embedder's model's (a store with none
+        adopts it). Blocks for the model load; call before embedding anything stored or compared."""
         if self._model_known():
             return
         if self._running is None:
@@ -104,9 +99,7 @@ class LessonService:
             await _run(self.require_model)
 
     async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
-        """A store call that writes or compares vectors. If the store was re-embedded with
-        another model meanwhile (another process ran ``lore-memory reembed``), the refusal
-        names the fix rather than merely the change."""
+        """A vector store call; a re-embed meanwhile gets a refusal naming the fix, not the change."""
         try:
             return await _run(fn, *args)
         except ModelChangedError:
@@ -114,8 +107,7 @@ class LessonService:
             raise
 
     def scope(self, project: str | None, caller: Caller | None = None) -> Scope:
-        """Org and project of a call: the caller's (its API key's, over HTTP), passed by the tool
-        that was called; with no caller (stdio, the CLI, tests), the server's own org."""
+        """The call's org and project: the caller's key's, or without one the server's own org."""
         requested = check_project(project) if project is not None else None
         if caller is None:
             return Scope(org=self.org, project=requested or self.default_project)
@@ -163,13 +155,9 @@ class LessonService:
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Embed checked drafts (unless ``vectors`` are given) and store them in one transaction:
-        the one write path of new lessons, for ``save_lesson``, ``import_lessons`` and the CLI
-        import (these two ``keep_ids``, see ``LessonStore.save_many``), with the call's
-        ``activity`` entry (none from the CLI, which is no tool call); blocking.
-
-        If another process re-embedded the store with another model meanwhile, the refusal
-        names the fix (``require_model``) rather than merely the change."""
+        """Embed checked drafts (unless ``vectors`` given) and store them with the call's
+        ``activity`` in one transaction: the one write path of new lessons (imports ``keep_ids``,
+        see ``LessonStore.save_many``); blocking. A model change meanwhile names the fix."""
         if vectors is None:
             vectors = self.vectors_of(drafts)
         try:
@@ -214,13 +202,11 @@ class LessonService:
         limit: int,
         min_confidence: float,
     ) -> list[ScoredLesson]:
-        """``recall``'s lessons, best first, and its entry in the activity log: the redacted
-        query and the ids returned with their ranks."""
+        """``recall``'s lessons best first, logging the redacted query and ranked ids."""
         text, hits = await self.search(scope, query, tags=tags, limit=limit, min_confidence=min_confidence)
         returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
         entry = dataclasses.replace(recorded, query=text, results=returned)
-        # Held in memory, never a database wait (Store.append_activity): a hop to a worker
-        # thread and back would cost the recall more than holding the entry does.
+        # Held in memory (Store.append_activity): a worker-thread hop would cost the recall more.
         self.store.append_activity(scope, entry)
         return hits
 
@@ -233,8 +219,7 @@ class LessonService:
         limit: int = 5,
         min_confidence: float = 0.0,
     ) -> tuple[str, list[ScoredLesson]]:
-        """The redacted query and its lessons best first, recording nothing: ``recall`` records
-        its own entry, and an injection (``lore_mcp.services.loop``) records one of its kind."""
+        """The redacted query and its lessons, recording nothing (callers log their own kind)."""
         checked = check_text("query", query, MAX_TEXT_CHARS, required=True)
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
@@ -253,8 +238,7 @@ class LessonService:
         return text, hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
-        """One ``store.recall`` while the query embeds: the store matches words first (on
-        Postgres, in the database while the model runs here), then waits for the vector."""
+        """One ``store.recall`` overlapping the embed: words match first, then it awaits the vector."""
         vector: Future[np.ndarray] = Future()
 
         async def embed() -> None:
@@ -270,8 +254,7 @@ class LessonService:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(embed)
                 asked = RecallQuery(text=text, vector=lambda: vector.result(), **query)
-                # A thread outside the shared pool's limit: it waits for the vector, whose
-                # encoding takes one of those threads, so many recalls at once never deadlock.
+                # Outside the shared pool: it waits on an encode that needs a pool thread (no deadlock).
                 own = anyio.CapacityLimiter(1)
                 hits = await anyio.to_thread.run_sync(self.store.recall, scope, asked, limiter=own)
         except BaseExceptionGroup as group:  # one failure is the answer, not a group of them

@@ -1,14 +1,10 @@
-"""Memory in the agent's loop: lessons that reach the agent without its asking, and asks to save.
+"""Memory in the agent's loop: lessons injected unasked, and asks to save.
 
-Agents rarely call memory on their own, so the clients' hooks call these instead: at a session's
-start the project's best lessons and those about the repository and branch; with a prompt only
-the lessons that clearly match it and were not given earlier in the session; when a session ends
-after a struggle, one ask to save what was learned. Each injection and ask is an activity entry
-(``inject``, ``ask``, ``would_ask``), which is also how a session's injections and the hour's asks
-are counted: every server process on the store sees the same, and nothing is kept in memory.
-
-Lesson text is shown as data inside a frame that says so: it is what agents saved, never an
-instruction. Lore runs no model here and stores nothing from the transcript.
+Agents rarely call memory themselves, so client hooks call these: at session start the best and
+repo/branch lessons; per prompt only clear new matches; after a struggle, one ask to save. Each
+injection and ask is an activity entry, which is also how they are counted, so every process
+agrees and nothing is kept in memory. Lesson text is framed as data, never an instruction; no
+model runs here and nothing from the transcript is stored.
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ from stores import (
 
 # A prompt's lessons are searched among this many of the best; fewer ever clear the bar.
 PROMPT_CANDIDATES = 5
-# Lessons about the branch's topic given first at a session's start (measured on the dev half:
-# benchmarks/agent_loop.py).
+# Branch-topic lessons first at session start (measured: benchmarks/agent_loop.py dev half).
 TOPIC_LESSONS = 2
 # How far back a session's earlier injections are looked for, and how many entries.
 SESSION_LOOKBACK = timedelta(days=2)
@@ -58,8 +53,7 @@ class LoopSettings:
     inject: bool = True
     session_chars: int = 1500
     prompt_chars: int = 1000
-    # A prompt's lesson must score at least this (recall's score), measured, not guessed:
-    # benchmarks/agent_loop.py on its dev half (README "Lore in the agent's loop").
+    # Minimum recall score for a prompt's lesson, measured on benchmarks/agent_loop.py dev half.
     prompt_min_score: float = 0.46
     capture: bool = True
     asks_per_hour: int = 3
@@ -96,8 +90,7 @@ class LoopService:
     settings: LoopSettings = field(default_factory=LoopSettings)
 
     def scope(self, project: str | None, caller: Caller | None) -> Scope:
-        """The call's scope; a project the caller's key cannot reach is a hint it drops (a
-        project key's hooks then work in its own project instead of failing every turn)."""
+        """The call's scope; an unreachable project is dropped so a project key's hooks still work."""
         try:
             return self.lessons.scope(project, caller)
         except Forbidden:
@@ -112,8 +105,7 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """Within ``session_chars``, the lessons about the session's repository and branch that
-        clear the bar, then the project's best by votes, confidence and recency."""
+        """Repo and branch lessons that clear the bar, then the project's best, in ``session_chars``."""
         session = _session(session_id)
         if not self.settings.inject:
             return Injection()
@@ -123,8 +115,7 @@ class LoopService:
             _, hits = await self.lessons.search(scope, where.topic, limit=TOPIC_LESSONS)
             chosen += [(h.lesson, h.score) for h in hits if h.score > 0]
         elif where.name_words and where.project != scope.project:
-            # In a project of its own, every lesson is about the repository: only a shared project
-            # has lessons that name it, and those must clearly match.
+            # Own project: every lesson is about the repo; a shared one's must clearly match.
             _, hits = await self.lessons.search(scope, where.name_words, limit=TOPIC_LESSONS)
             chosen += [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
         page = await anyio.to_thread.run_sync(self.lessons.store.list, scope, (), MAX_LIST_LIMIT, None)
@@ -143,8 +134,7 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> Injection:
-        """Within ``prompt_chars``, the lessons that clearly match ``prompt`` (recall's score at
-        least ``prompt_min_score``) and were not given earlier in the session; often nothing."""
+        """Lessons scoring ``prompt_min_score`` or more not given earlier, in ``prompt_chars``."""
         session = _session(session_id)
         text = strip_markers(prompt)
         if not self.settings.inject or not text or text.startswith("/"):
@@ -185,9 +175,7 @@ class LoopService:
         caller: Caller | None = None,
         client: str | None = None,
     ) -> AskDecision:
-        """Whether the hook should ask the agent to save what ``signal`` taught it: not with
-        capture off, nor past the caller's ``asks_per_hour`` unless the person wrote ``#remember``;
-        a dry run records ``would_ask`` and asks nothing."""
+        """Ask for a save? Not with capture off, nor past ``asks_per_hour`` unless ``#remember``."""
         session = _session(session_id)
         if not self.settings.capture:
             return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")
@@ -282,16 +270,14 @@ def _header(project: str, where: Workdir) -> str:
 
 
 def line_of(lesson: Lesson) -> str:
-    """One lesson on one line: its id, problem and resolution (whitespace collapsed, so stored
-    text cannot pose as the frame around it)."""
+    """One lesson on one line, whitespace collapsed so stored text cannot pose as the frame."""
     problem = _SPACE.sub(" ", lesson.problem).strip()
     resolution = _SPACE.sub(" ", lesson.resolution).strip()
     return f"- [{lesson.id}] {problem} -> {resolution}"
 
 
 def _pack(header: str, scored: Sequence[tuple[Lesson, float]], budget: int) -> Injection:
-    """``header`` and, in order, the whole lessons that fit in ``budget`` UTF-8 bytes: one that
-    does not fit is left out (a later, shorter one may still fit), never cut."""
+    """``header`` and the whole lessons that fit ``budget`` bytes; one too long is skipped, not cut."""
     lines: list[str] = []
     ids: list[str] = []
     used = len(header.encode())

@@ -82,8 +82,7 @@ class SaveLessonResult(BaseModel):
 
 
 class RecallResult(BaseModel):
-    # Compact first: clients validate results against the output schema's anyOf in this
-    # order, and stop at the first branch that fits.
+    # Compact first: clients try the output schema's anyOf in order and stop at the first fit.
     lessons: list[CompactRecalledLesson | RecalledLesson] = Field(
         description="Best first; full records when verbose."
     )

@@ -1,8 +1,5 @@
-"""A project's overview in one read: its counts, and what its lessons add up to.
-
-The page for people plotted these from every lesson, which it read a hundred at a time (twenty
-calls at 2,000 lessons, each spent from the caller's budget); here the store hands over each live
-lesson's id, problem, tags, day and votes in one query and the sums are made once.
+"""A project's overview in one query: the page read lessons 100 at a time (twenty calls at 2,000
+lessons, each from the caller's budget) to plot these.
 """
 
 from __future__ import annotations
@@ -19,8 +16,7 @@ TOP_VOTED = 5
 
 
 async def overview(tables: StructuredService, project: str | None, caller: Caller | None) -> dict[str, Any]:
-    """``lore://stats``'s counts for ``project``, lessons saved per day, the most used tags, and
-    the most and least voted lessons (net votes, with their problem as the title)."""
+    """Stats counts, saves per day, top tags, and the most and least voted lessons."""
     stats = await tables.stats(project, caller=caller)
     scope = tables.lessons.scope(project, caller)
     rows = await in_transaction(tables.store, scope, lambda tx: tx.lesson_digest(datetime.now(UTC)))

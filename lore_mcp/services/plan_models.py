@@ -1,7 +1,5 @@
-"""The plan format as pydantic models, so the tools' input schema shows it to a model.
-
-These check the shape; names, types and values are checked by ``stores.engine.plans`` as
-each operation runs, so errors can name the operation that failed.
+"""The plan format as pydantic models, so the input schema shows it. Only shape is checked here:
+``stores.engine.plans`` checks the rest per operation, so errors name the failed one.
 """
 
 from __future__ import annotations
@@ -16,9 +14,8 @@ from lore_mcp.redaction import redact
 ColumnType = Literal["text", "integer", "real", "boolean", "json", "timestamp"]
 FilterOp = Literal["=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null"]
 Name = Annotated[str, Field(max_length=500)]
-# Any JSON value, published as every JSON type spelled out: a schema with no keyword at
-# all accepts the same values, but portable-schema checks (the MCP Inspector's) flag it
-# as one that constrains nothing. Validation is unchanged: ``Any`` takes whatever came.
+# Any JSON value with every type spelled out: an empty schema accepts the same, but the MCP
+# Inspector flags it as constraining nothing.
 JsonValue = Annotated[
     Any,
     WithJsonSchema(
@@ -130,10 +127,8 @@ class PlanModel(_Strict):
 
 
 def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
-    """``plan`` split into its frame (a copy with None for each of the caller's own values: row
-    values, new values, filter values, column defaults) and those values, each with where it sits
-    (``plan.operations[1].rows[0].payload``): a value's nesting is then limited from the value
-    itself, not from the plan around it, which would take five levels from a row value."""
+    """``plan`` split into a frame (caller's values as None) and those values with their paths,
+    so a value's nesting is limited from itself, not the plan (five levels less for a row value)."""
     values: list[tuple[str, Any]] = []
     return map_values(plan, lambda where, value: values.append((where, value)), filters=True), values
 
@@ -145,8 +140,7 @@ def where_values(conditions: Any) -> tuple[Any, list[tuple[str, Any]]]:
 
 
 def map_values(plan: dict[str, Any], fn: Callable[[str, Any], Any], *, filters: bool) -> dict[str, Any]:
-    """A copy of ``plan`` with each of the caller's own values (row values, new values, column
-    defaults and, with ``filters``, filter values) replaced by ``fn(where it sits, value)``."""
+    """A copy of ``plan`` with each caller's value replaced by ``fn(path, value)``."""
     if "operations" not in plan:
         return dict(plan)
     operations = [
@@ -184,8 +178,7 @@ def _operation(at: str, op: dict[str, Any], fn: Callable[[str, Any], Any], filte
 
 
 def _step(key: Any) -> str:
-    """A row's column as a step of a path: ``.name`` for an identifier, else quoted, redacted
-    and shortened (it is the caller's text, checked only later)."""
+    """A column as a path step: ``.name``, else quoted, redacted, cut (unchecked caller text)."""
     text = str(key)
     if text.isidentifier() and len(text) <= 63:
         return f".{text}"

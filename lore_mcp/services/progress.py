@@ -1,8 +1,4 @@
-"""How a long service call says how far it is: ``report(done, total)``, awaited between steps.
-
-The tools pass one that sends MCP progress on the request's own token and stream (nothing when
-the request carries none); everything else passes ``no_progress``.
-"""
+"""How a long service call reports progress: ``report(done, total)``, awaited between steps."""
 
 from __future__ import annotations
 

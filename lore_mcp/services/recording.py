@@ -1,10 +1,5 @@
-"""What each call records in the activity log, and a failure's entry.
-
-The services decide what a call records (``note``): its kind, the caller's key id and the
-client's name (redacted and cut short like every stored name; never a secret), and for a
-recall the redacted query and what came back. The store appends the entry in the transaction
-of the call's effect. A call that fails records only its error code (``failures_recorded``),
-after its transaction rolled back, so a failed call changes nothing stored but the log.
+"""Activity-log entries (``note``), appended in the transaction of the call's effect; a failed
+call records only its error code after rollback, so it changes nothing stored but the log.
 """
 
 from __future__ import annotations
@@ -26,8 +21,7 @@ MAX_CLIENT_CHARS = 100
 
 
 def clean_client(name: str | None) -> str | None:
-    """The client's name as the log keeps it: printable, at most ``MAX_CLIENT_CHARS``, and
-    redacted (a client may put anything in its ``clientInfo``)."""
+    """The client's name printable, cut, redacted (``clientInfo`` may hold anything)."""
     if not isinstance(name, str):
         return None
     printable = "".join(c for c in name if c.isprintable()).strip()
@@ -52,16 +46,13 @@ def error_code(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def failures_recorded(store: Store, scope: Scope, recorded: ActivityNote) -> AsyncIterator[None]:
-    """Record the code of a failure in the block (whose transaction has rolled back by then) as
-    the call's entry, then raise it; an ``UNAVAILABLE`` failure records nothing. Recording is
-    best-effort: a log that cannot be written does not change the call's answer."""
+    """Record a failure's code (after rollback) and re-raise; best-effort, ``UNAVAILABLE`` none."""
     try:
         yield
     except Exception as exc:
         code = error_code(exc)
         if code == UNAVAILABLE:
-            # The database could not be reached or written, or the call ran out of time: its
-            # entry would only queue behind what just failed.
+            # Database down or call timed out: the entry would only queue behind the failure.
             raise
         try:
             # Held in memory and written later (Store.append_activity): no thread, no deadline.

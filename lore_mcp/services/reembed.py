@@ -1,11 +1,7 @@
-"""``lore-memory reembed``: every lesson of a store, every org, embedded again with the
-configured model, and the store switched to it in one commit.
+"""``lore-memory reembed``: every lesson re-embedded with the configured model, switched in one commit.
 
-The store keeps each batch's new vectors beside the old ones as soon as the batch is
-encoded (``stores.engine.embedding_model``), so a run that is killed loses at most the batch
-in hand, and the next run carries on from there. Only when every lesson has its new
-vector does one transaction swap them all in and record the new model: until then
-the store keeps claiming, and serving, the old model with the old vectors.
+New vectors are kept beside the old per batch, so a killed run loses one batch and the next
+resumes. One transaction swaps them all in at the end; until then the old model keeps serving.
 """
 
 from __future__ import annotations
@@ -25,9 +21,7 @@ BATCH_SIZE = 256
 
 @dataclass(frozen=True)
 class ReembedReport:
-    """What a run did: lessons it encoded, lessons whose new vector an earlier (killed) run
-    had already kept, lessons in the store (None when there was nothing to do), the model
-    before and after, and how long it took."""
+    """What a run did, counting those an earlier killed run had kept (total None: nothing to do)."""
 
     reembedded: int
     kept: int
@@ -46,9 +40,7 @@ def reembed_store(
     started: Callable[[int, int], None] = lambda done, total: None,
     progress: Callable[[int], None] = lambda n: None,
 ) -> ReembedReport:
-    """Re-embed every lesson of ``store`` with ``embedder``'s model and switch the store to it;
-    ``started(done, total)`` once the store says how much is left (``done`` > 0: a killed run
-    resumed), ``progress(n)`` after each batch is kept."""
+    """Re-embed ``store``, switch its model; ``started`` (``done`` > 0: resumed), ``progress``."""
     begun = time.monotonic()
     target = running_model(embedder)
     records = store.models

@@ -1,9 +1,5 @@
-"""Structured memory and history as the MCP tools see them.
-
-Each call opens one transaction on the project through the store's
-``transaction(scope, write=...)`` and runs the backend-neutral logic of
-``stores.engine.structured`` inside it: reads see one snapshot, and a write (apply,
-revert) either lands whole with its commit or not at all.
+"""Structured memory and history: each call one transaction (one snapshot; a write lands whole
+with its commit or not at all).
 """
 
 from __future__ import annotations
@@ -40,8 +36,7 @@ from stores import (
 
 T = TypeVar("T")
 APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress
-# Commits a history page carries in full (each as get_commit gives it): a lesson's page shows its
-# newest ten with their diffs in one call instead of eleven.
+# Commits a history page carries in full: a lesson page's ten diffs in one call, not eleven.
 MAX_FULL_COMMITS = 20
 
 
@@ -92,17 +87,14 @@ class StructuredService:
         client: str | None = None,
         report: Progress = no_progress,
     ) -> dict[str, Any]:
-        """Apply ``plan``. One of ``APPLY_PROGRESS_ROWS`` rows or more reports after each of its
-        operations but the last (rows done of the plan's rows, ``plan_rows``), and
-        ``(total, total)`` once its commit landed."""
+        """Apply ``plan``; from ``APPLY_PROGRESS_ROWS`` rows it reports progress per operation."""
         scope, recorded = self.lessons.scope(project, caller), note("apply", caller, client)
         async with failures_recorded(self.store, scope, recorded):
             raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
             weights = plan_rows(raw)
             total = sum(weights)
             step = _reporting(report, weights) if total >= APPLY_PROGRESS_ROWS else None
-            # Run on a snapshot with nothing held, then write in a short transaction (structured.Snapshot):
-            # a large plan of one org never holds the writer or a connection that other orgs need.
+            # Snapshot, then a short write (structured.Snapshot): a large plan never holds the writer.
             snap = await in_transaction(self.store, scope, lambda tx: structured.snapshot(tx, raw))
             ran = await anyio.to_thread.run_sync(structured.run_plan, snap, raw, step)
             write = _recorded(lambda tx: structured.apply_snapshot(tx, snap, ran, raw, scope.actor), recorded)
@@ -177,9 +169,7 @@ class StructuredService:
             return await in_transaction(self.store, scope, revert, write=True)
 
     async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        """Counts for the ``lore://stats`` resource, within what the caller may see, and the
-        projects it may switch to: its key's one project, or every project of the org that holds
-        lessons or commits (a person's page offers them; an agent learns where memory is)."""
+        """``lore://stats`` counts the caller may see, and the projects it may switch to."""
         scope = self.lessons.scope(project, caller)
         one_project = caller is not None and caller.project is not None
 
@@ -203,8 +193,7 @@ class StructuredService:
 
 
 def _recorded(fn: Callable[[ProjectTx], T], recorded: ActivityNote) -> Callable[[ProjectTx], T]:
-    """``fn``, then the call's entry in the activity log in that same transaction, naming the
-    commit ``fn`` recorded."""
+    """``fn``, then its activity entry (naming its commit) in the same transaction."""
 
     def work(tx: ProjectTx) -> T:
         result = fn(tx)
@@ -238,8 +227,7 @@ def check_commit_id(commit_id: str) -> None:
 
 
 def plan_rows(raw: dict[str, Any]) -> list[int]:
-    """What each operation weighs in progress: an insert its rows, any other operation one
-    (the rows an update or delete touches are known only once it ran)."""
+    """Progress weight: an insert its rows, others one (their rows are known only after)."""
     return [
         len(op["rows"]) if op.get("op") == "insert" and isinstance(op.get("rows"), list) else 1
         for op in raw.get("operations", [])
@@ -247,8 +235,7 @@ def plan_rows(raw: dict[str, Any]) -> list[int]:
 
 
 def _reporting(report: Progress, weights: list[int]) -> Callable[[int], None]:
-    """A ``step(index)`` for ``structured.run_plan``, on its worker thread: reports the rows
-    done after each operation but the last (that one is reported once the commit landed)."""
+    """A worker-thread ``step(index)`` reporting rows done; the last once the commit landed."""
     total = sum(weights)
 
     def step(index: int) -> None:
@@ -260,10 +247,8 @@ def _reporting(report: Progress, weights: list[int]) -> Callable[[int], None]:
 
 
 def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
-    """The plan as Lore may store it, and the kinds of secrets taken out: the message, row
-    values (nested strings and keys too) and column defaults. Filters are never stored and names
-    are identifiers that cannot hold a secret's shape, so they stay. The whole plan is first
-    checked for text Lore cannot store and for runaway nesting."""
+    """The plan checked then redacted: message, row values (nested too) and column defaults.
+    Filters are never stored and identifiers cannot hold a secret's shape, so they stay."""
     raw = plan.as_plan()
     frame, values = plan_values(raw)  # a value's nesting counts from the value, not the plan
     check_json("plan", frame)
@@ -293,8 +278,7 @@ def commit_summary(commit: Commit) -> dict[str, Any]:
 
 
 def commit_view(commit: Commit, *, effects: bool = True) -> dict[str, Any]:
-    """A commit as history lists it with what it changed, and with ``effects`` in full as
-    get_commit shows it."""
+    """A history commit with its changes, and ``effects`` in full as get_commit shows it."""
     view = {**commit_summary(commit), "changed": changed(commit)}
     return {**view, "effects": public_effects(commit.effects)} if effects else view
 
@@ -306,8 +290,7 @@ TITLE_CHARS = 80
 
 
 def changed(commit: Commit) -> list[dict[str, Any]]:
-    """What a commit changed, for people reading history: its first few rows, each with its
-    table, id, title (a lesson's problem, cut at a word) and the fields that differ."""
+    """A commit's first few changed rows: table, id, title and the fields that differ."""
     told = []
     for row in commit.effects.get("rows", [])[:CHANGED_ROWS]:
         before, after = row.get("before") or {}, row.get("after") or {}

@@ -1,14 +1,6 @@
-"""Whether a stretch of an agent's transcript taught something: read by the stop hook, never stored.
-
-The signals are what a person would see, with no model to ask: a command (its program and first
-argument) that failed, then ran again and passed; the person correcting the agent ("no, …",
-"that's wrong", "instead …") after it acted; a long struggle, many failed steps fixed or not. A
-failure the person asked for ("write a failing test first") is the plan, not a struggle. No ask
-when the agent already called ``save_lesson`` or the person wrote ``#skip``; ``#remember`` always asks.
-
-The transcript is Claude Code's JSON Lines (``type`` user/assistant, ``message.content`` text or
-``tool_use`` and ``tool_result`` blocks with ``is_error``); Cursor's has the same roles and blocks.
-Lines that are not JSON, or of another shape, are skipped: a hook never fails on them.
+"""Whether a transcript stretch taught something (stop hook; never stored), by signals a person sees:
+a fail-then-pass, a correction, a long struggle; a failure asked for (test first) is the plan. No
+ask after ``save_lesson`` or ``#skip``; ``#remember`` always asks. Odd lines are skipped, never fatal.
 """
 
 from __future__ import annotations
@@ -36,8 +28,7 @@ _CORRECTION = re.compile(
 _NOT_CORRECTION = re.compile(r"^\s*no (problem|worries|thanks|need|rush)\b", re.I)
 # Programs whose exit status 1 answers a question ("no match", "differs") rather than failing.
 _ANSWERING = frozenset({"grep", "rg", "egrep", "fgrep", "test", "[", "diff", "cmp", "find", "git diff"})
-# The person asked for a failure first (test-driven work): a test that fails and then passes is
-# the plan, not a struggle.
+# A failure first was asked for (test-driven): fail-then-pass is the plan, not a struggle.
 _EXPECTED_FAILURE = re.compile(
     r"\b(failing tests?|tests? (first|that fails?)|test[- ]first|tdd|red[- ]green|should fail first)\b", re.I
 )
@@ -47,8 +38,7 @@ _REMEMBER = re.compile(r"(?<!\S)#remember\b", re.I)
 
 @dataclass(frozen=True)
 class Step:
-    """One tool call and how it ended: ``family`` names what ran (``pytest``, ``npm test``, a
-    tool's name), so a later success of the same family is the fix of an earlier failure."""
+    """A tool call's outcome; a later success of the same ``family`` fixes an earlier failure."""
 
     tool: str
     family: str
@@ -173,9 +163,7 @@ def _failed(block: dict[str, Any]) -> bool:
 
 
 def _family(tool: str, arguments: object) -> str | None:
-    """What a shell command ran, coarsely: its program and, for runners, the first argument that
-    is no flag (``pytest``; ``npm test``; ``python -m pytest`` gives ``python pytest``). None
-    for a call that ran no command."""
+    """A command's program and, for runners, first non-flag argument (``npm test``); None."""
     command = arguments.get("command") if isinstance(arguments, dict) else None
     if not isinstance(command, str) or not command.strip():
         return None

@@ -1,14 +1,11 @@
-"""Moving memory in and out: export to JSON Lines, import idempotently by id.
+"""Export memory to JSON Lines; import it idempotently by id.
 
-An export file has one JSON object per line: a ``lesson`` (every field a client sees) for each
-live lesson, with history a ``commit`` for each commit, and with vectors a first ``model`` line
-naming the model that made them while each lesson carries its ``vector`` (base64 of
-little-endian float32). An import into a store of that model keeps them and embeds nothing (a
-large store loads in minutes, not hours), but embeds anew a lesson whose text redaction
-changed. Import keeps each lesson's id, so importing a file twice adds nothing, and checks,
-redacts and saves lessons as ``save_lesson`` does (``make_draft``, ``store_drafts``: the same
-near-duplicate rule), with one revertible ``import`` commit per batch. Commit lines are the
-other store's history: counted, not replayed.
+Lines: a ``lesson`` per live lesson, a ``commit`` per commit (with history), and with vectors a
+first ``model`` line, each lesson then carrying its ``vector`` (base64 little-endian float32). A
+store of that model keeps those vectors (a large store loads in minutes, not hours) unless
+redaction changed the text. Ids are kept, so a second import adds nothing; lessons are checked,
+redacted and saved as ``save_lesson`` does (``make_draft``, ``store_drafts``: same near-duplicate
+rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed.
 """
 
 from __future__ import annotations
@@ -59,8 +56,7 @@ DRAFT_FIELDS = {"problem", "resolution", "context", "tags", "confidence", "sourc
 KEPT_FIELDS = {"id", "created_at", "updated_at", "upvotes", "downvotes"}
 
 
-# Only the shape of a lesson here (this docstring is the tool schema's description): what it
-# may hold is checked where every new lesson is (``imported_draft``).
+# Shape only (the docstring is the schema's description); content is checked in ``imported_draft``.
 class LessonIn(BaseModel):
     """A lesson as an export file (or ``import_lessons``) carries it."""
 
@@ -240,11 +236,9 @@ class Transfer:
         client: str | None = None,
         report: Progress = no_progress,
     ) -> ImportResult:
-        """The ``import_lessons`` tool: one bounded batch into one project, all or nothing. The
-        lessons are embedded a few at a time, reported after each group but the last, then
-        written in one transaction and reported done: a cancel between groups writes nothing.
-        Only this project's lessons make an id "already there" (a lesson's key is org, project,
-        id): what other projects or orgs hold neither blocks an import nor shows."""
+        """``import_lessons``: one bounded batch into one project, all or nothing. Embedded a few
+        at a time with progress, then written in one transaction, so a cancel writes nothing. Only
+        this project's ids count as "already there" (the key is org, project, id)."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
         scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
@@ -273,10 +267,9 @@ class Transfer:
         progress: Callable[[int], None] = lambda n: None,
         actor: str = "cli:import",
     ) -> FileReport:
-        """Import an export file. Every line is checked first: with ``strict`` any bad line
-        stops the import before anything is written, and the whole file then lands in one
-        transaction per project; otherwise bad lines are reported and skipped, and lessons
-        are written a batch at a time (a re-run skips what landed, by id)."""
+        """Import an export file, every line checked first: ``strict`` stops at any bad line
+        before writing, then one transaction per project; otherwise bad lines are skipped and
+        lessons written a batch at a time (a re-run skips what landed, by id)."""
         report = FileReport()
         by_project, model = self._group_lines(lines, project, report)
         if strict and report.errors:
@@ -301,8 +294,7 @@ class Transfer:
         kept: bool,
         progress: Callable[[int], None],
     ) -> None:
-        """One project's lessons embedded a batch at a time and written per batch, or with
-        ``strict`` all in one transaction."""
+        """One project's lessons, written per batch or (``strict``) in one transaction."""
         drafts: list[LessonDraft] = []
         vectors: list[np.ndarray] = []
         for start in range(0, len(items), FILE_BATCH):
@@ -327,8 +319,7 @@ class Transfer:
     def _vectors(
         self, batch: Sequence[tuple[LessonDraft, np.ndarray | None]], report: FileReport, *, kept: bool
     ) -> list[np.ndarray]:
-        """The batch's vectors: those the file carried when ``kept``, the rest embedded (only
-        then is the model loaded)."""
+        """The batch's vectors: the file's when ``kept``, the rest embedded (loading the model)."""
         vectors = [vector if kept else None for _, vector in batch]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         made = self.lessons.vectors_of([batch[i][0] for i in missing]) if missing else []
@@ -340,10 +331,7 @@ class Transfer:
     def _group_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport
     ) -> tuple[dict[str, list[tuple[LessonDraft, np.ndarray | None]]], EmbeddingModel | None]:
-        """Every line checked and redacted before anything is written, the lessons (with the
-        vector they carry, unless redaction changed them) grouped by the project they land in,
-        and the model the file's vectors come from; bad lines, commit lines and redactions go
-        on ``report``."""
+        """Every line checked and redacted before any write: lessons by project, and the model."""
         by_project: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
         model: EmbeddingModel | None = None
         for number, line in enumerate(lines, start=1):
@@ -365,8 +353,7 @@ class Transfer:
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
-    """Every item checked and redacted (``imported_draft``), with the kinds of secrets removed;
-    a refusal names the item."""
+    """Items checked and redacted (``imported_draft``); a refusal names the item."""
     drafts: list[LessonDraft] = []
     found: set[str] = set()
     for number, item in enumerate(items):
@@ -380,9 +367,8 @@ def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[st
 
 
 def imported_draft(item: LessonIn) -> tuple[LessonDraft, tuple[str, ...]]:
-    """An exported lesson checked and redacted as ``save_lesson`` checks and redacts a new one
-    (``make_draft``), keeping what an import keeps: its id, times, votes and meta; and the
-    kinds of secrets removed. The id is not echoed: a bad one may be a pasted secret."""
+    """An exported lesson checked like a new one (``make_draft``), keeping id, times, votes and
+    meta. A bad id is not echoed: it may be a pasted secret."""
     if not ULID_PATTERN.fullmatch(item.id):
         raise InvalidArgument("id must be a ULID as Lore exports it (26 characters).")
     if item.project is not None:
@@ -392,8 +378,7 @@ def imported_draft(item: LessonIn) -> tuple[LessonDraft, tuple[str, ...]]:
 
 
 def checked_lesson(data: Mapping[str, Any]) -> tuple[LessonIn, LessonDraft, tuple[str, ...]]:
-    """A lesson line's object as an import takes it; ``ValidationError`` for a wrong shape,
-    ``InvalidArgument`` for what Lore does not store (``imported_draft``)."""
+    """A lesson line checked: ``ValidationError`` for shape, ``InvalidArgument`` for content."""
     item = LessonIn.model_validate(data)
     return (item, *imported_draft(item))
 
@@ -414,8 +399,7 @@ Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
 
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
-    """A checked lesson and its vector, the model of a model line (``model``: the one read
-    so far), None for a commit line, or an error sentence naming the line."""
+    """A checked lesson and vector, a model line's model, None for a commit, or an error."""
     try:
         data = json.loads(line)
     except json.JSONDecodeError as exc:

@@ -1,9 +1,5 @@
-"""Where an agent works: the git repository and branch of a directory, and the project it means.
-
-Hooks run at every session start, so this reads ``.git`` itself instead of starting ``git``
-(a process costs more than the whole lookup). A worktree's ``.git`` is a file naming the real
-git directory; a detached HEAD has no branch. Nothing here raises: a directory that is no
-repository, or one that cannot be read, is simply no repository.
+"""A directory's git repository and branch, read from ``.git`` directly: hooks run every session
+start and a ``git`` process costs more than the lookup. Nothing raises.
 """
 
 from __future__ import annotations
@@ -35,8 +31,7 @@ class Workdir:
 
     @property
     def topic(self) -> str:
-        """The branch's words when it names the work (``fix/stripe-webhook-retry`` says "fix
-        stripe webhook retry"); '' for ``main`` and the like, or no branch."""
+        """The branch's words (``fix/stripe-webhook-retry``: "fix stripe webhook retry"); '' for main."""
         if not self.branch or self.branch in PLAIN_BRANCHES:
             return ""
         return " ".join(w for w in re.split(r"[^A-Za-z0-9]+", self.branch) if w)

@@ -1,10 +1,8 @@
-"""Checks on a tool call's arguments that the SDK's own validation does not make, or words badly.
+"""Argument checks the SDK's validation skips or words badly, run first against the input schema.
 
-The SDK's pydantic model of a tool's signature ignores names it does not know (a misspelt
-``tag=`` dropped the tags and the save succeeded), and compares NaN or Infinity, which JSON
-parsers on both transports accept, with a field's bounds ("should be less than or equal to 1").
-``check_arguments`` runs first, against the published input schema, so both come back as
-``VALIDATION_ERROR`` with a sentence that says what was wrong.
+The SDK ignores unknown names (a misspelt ``tag=`` dropped the tags and the save succeeded) and
+compares NaN or Infinity with bounds ("should be less than or equal to 1"); both come back here
+as ``VALIDATION_ERROR`` with a clear sentence.
 """
 
 from __future__ import annotations
@@ -17,15 +15,13 @@ from typing import Any
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import redact
 
-# How many unknown names one refusal lists, and how much of each: the names are the
-# caller's text, so a sentence about them stays a sentence.
+# Unknown names listed, and chars of each: they are the caller's text, so the sentence stays short.
 MAX_NAMES_SHOWN = 5
 MAX_NAME_CHARS = 40
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-    """Refuse (``InvalidArgument``) names the tool's input ``schema`` as clients list it does
-    not have, and numbers that are not finite."""
+    """Refuse names the listed input ``schema`` lacks, and non-finite numbers."""
     accepted = list(schema.get("properties", {}))
     unknown = [name for name in arguments if name not in accepted]
     if unknown:
@@ -67,8 +63,7 @@ def _name_text(name: str) -> str:
 
 
 def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] | None:
-    """The path to the first NaN or infinite number in ``arguments``, and the number: every
-    value is looked at (JSON has no such numbers), iteratively, so deep nesting costs no stack."""
+    """Path and value of the first non-finite number; iterative, so deep nesting costs no stack."""
     stack: list[tuple[tuple[Any, ...], Any]] = [((key,), value) for key, value in arguments.items()]
     stack.reverse()
     while stack:
@@ -91,8 +86,7 @@ def _json_name(value: float) -> str:
 
 
 def _path_text(path: tuple[Any, ...]) -> str:
-    """``lessons[0].confidence``: argument names and schema names as they are, other keys
-    (a row's columns) redacted, shortened and quoted."""
+    """``lessons[0].confidence``: schema names as they are, other keys redacted, cut, quoted."""
     text = str(path[0])
     for step in path[1:]:
         if isinstance(step, int):

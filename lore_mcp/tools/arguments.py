@@ -1,7 +1,4 @@
-"""Argument types shared by Lore's tools.
-
-Bounds here become the published input schema, so clients see them before calling.
-"""
+"""Argument types shared by Lore's tools; their bounds are published, so clients see them first."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """What a tool call is given: the server's services and who is calling.
 
-Every tool reaches both the same way, through the ``Context`` the SDK passes it
-(a parameter the SDK keeps out of the input schema): the services are the server's
-own (``ctx.mcp_server``, which also answers calls made without a request, as
-completion's ``list_lessons`` does), the caller is the request's access token.
+Both come through the SDK's ``Context`` (kept out of the input schema): services from
+``ctx.mcp_server`` (which also serves request-less calls, as completion's), the caller from the
+request's access token.
 """
 
 from __future__ import annotations
@@ -65,14 +64,12 @@ class Serving(Protocol):
 
 
 def caller() -> Caller | None:
-    """The current request's API key; None without keys (stdio, --dev-no-auth), where the
-    services act on the server's own org."""
+    """The request's API key; None without keys (stdio, --dev-no-auth): the server's own org."""
     return caller_of(get_access_token())
 
 
 def progress_of(ctx: Context[Any, Any], unit: str) -> Progress:
-    """A long call's ``report``: MCP progress in ``unit`` on the request's own token and stream
-    (nothing is sent when it carries none)."""
+    """A long call's ``report``: MCP progress on the request's token, if it carries one."""
 
     async def report(done: int, total: int) -> None:
         await ctx.report_progress(done, total, f"{done} of {total} {unit}")
@@ -81,8 +78,7 @@ def progress_of(ctx: Context[Any, Any], unit: str) -> Progress:
 
 
 def client_name(ctx: Context[Any, Any]) -> str | None:
-    """The name the client gave in its ``clientInfo`` (the handshake's, or the request's own on
-    the 2026-07-28 revision); None when it gave none or there is no request."""
+    """The ``clientInfo`` name (handshake's, or the request's on 2026-07-28), or None."""
     try:
         params = ctx.session.client_params
     except (ValueError, AttributeError, LookupError):  # no request: a call made without one
@@ -101,8 +97,7 @@ class Call:
     client: str | None = None
 
     def root(self, what: str) -> Caller:
-        """The caller of a key tool, which must be root to do ``what``: the request's key, or
-        the local user on stdio."""
+        """A key tool's caller, which must be root to do ``what`` (stdio: the local user)."""
         found = self.caller or self.local_caller
         if found is None:
             raise Forbidden("Key tools need a root API key.")

@@ -1,8 +1,4 @@
-"""The curation tools: near-duplicates across a project, pairs kept apart, two lessons merged.
-
-Group ``curation``, off by default like ``activity``: ``lore-memory ui`` serves it, and a team
-server that serves the page lists it with ``LORE_TOOLS=...,curation``.
-"""
+"""The curation tools, group ``curation``: off by default; ``lore-memory ui`` serves it."""
 
 from __future__ import annotations
 

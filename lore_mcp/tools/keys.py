@@ -1,8 +1,4 @@
-"""create_key / list_keys / revoke_key: root keys only, always within the caller's org.
-
-The one module of the key tools: each checks that its caller is a root key (on stdio,
-the local user is one) and runs one blocking ``KeyService`` method on a worker thread.
-"""
+"""create_key / list_keys / revoke_key: root keys only (stdio: the local user), in the caller's org."""
 
 from __future__ import annotations
 
@@ -59,8 +55,7 @@ async def revoke_key(
 
 
 def key_change(call: Call, caller: Caller) -> tuple[Scope, ActivityNote]:
-    """Where a key change is logged and what it records: keys belong to the org, not to a
-    project, so their changes go to the server's default project (LORE_PROJECT), where only
-    root keys see them (``ActivityService.recent``)."""
+    """Keys belong to the org, so their changes are logged in the default project, seen by root
+    keys only (``ActivityService.recent``)."""
     scope = call.services.lessons.scope(None, call.caller)
     return Scope(caller.org, scope.project, scope.actor), note("key", call.caller, call.client)

@@ -1,8 +1,4 @@
-"""The lesson tools: save, recall, vote on, read, correct, delete and list lessons.
-
-Each tool is one function: its typed arguments are the input schema the SDK publishes,
-its docstring the description agents read, and its body one call of ``LessonService``.
-"""
+"""The lesson tools; each signature is its input schema, each docstring its description."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The agent-loop tools: what the clients' hooks call so memory reaches agents unasked.
-
-Each answers in the hook output of Claude Code (``hookSpecificOutput.additionalContext``), so a
-Claude Code ``mcp_tool`` hook injects its text with no process started per prompt; the
-``lore-memory hook`` commands call the same service and answer in each client's format.
-Nothing is given when nothing fits: the answer is then ``{}``.
+"""The agent-loop tools the clients' hooks call, answering as Claude Code hook output, so an
+``mcp_tool`` hook injects with no process per prompt; ``{}`` when nothing fits.
 """
 
 from __future__ import annotations

@@ -1,6 +1,5 @@
-"""Every tool Lore can list, in listing order: its function (whose name is the tool's), group,
-annotations and what the transport must know of it, so the transport knows no tool by name.
-``LORE_TOOLS`` picks groups, since every listed tool costs an agent context on every turn.
+"""Every tool Lore can list, in order, with what the transport must know, so it names no tool.
+``LORE_TOOLS`` picks groups: every listed tool costs an agent context on every turn.
 """
 
 from __future__ import annotations
@@ -30,11 +29,9 @@ from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, les
 from lore_mcp.tools.structured import apply, plan, query_rows, schema
 from lore_mcp.tools.transfer import export_lessons, import_lessons
 
-# The hints every tool sets, each one deliberately (directories and clients read them to
-# decide what to ask the person before a call). Lore only ever touches its own store, so no
-# tool is open-world: none reaches the internet or any system beyond Lore's database.
-# Idempotent means a second identical call has no further effect (deleting a lesson
-# twice leaves it deleted; a second vote is a second vote).
+# Hints every tool sets deliberately (clients use them to decide what to confirm). No tool is
+# open-world: Lore touches only its own store. Idempotent: a repeat call has no further effect
+# (a second delete changes nothing; a second vote is a second vote).
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -52,15 +49,13 @@ IMPORTING = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 
-# Finds the lesson ids a successful call changed in its arguments and structured result;
-# None when it cannot tell, which counts as "any resource".
+# The lesson ids a successful call changed; None (cannot tell) counts as "any resource".
 LessonIds = Callable[[Mapping[str, Any], Mapping[str, Any]], Iterable[object] | None]
 
 
 @dataclass(frozen=True)
 class Changes:
-    """The resources a successful call may change (for change notices): ``uris`` always, each
-    lesson ``lessons`` finds, or, with ``anything``, whatever it cannot tell apart."""
+    """Resources a successful call may change (for change notices)."""
 
     uris: frozenset[str] = frozenset()
     lessons: LessonIds | None = None
@@ -98,12 +93,10 @@ NARROWER = "Narrow the filter, or try again when the server is less busy."
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: the function (signature: schema, docstring: description) and what it cannot
-    say: its group, a title for people's tool pickers, its hints, and for the transport:
-    ``heavy`` (its work grows with its input: it takes an admission slot), ``changed`` (what a
-    successful call changes; default nothing if read-only, else anything), ``advice`` (for a
-    call stopped at its deadline), ``completes`` (the template whose ids its pages list) and
-    ``revokes`` (its result's ``id`` is a revoked key, whose open streams must end)."""
+    """A tool's function (schema and description) plus what it cannot say: ``heavy`` (work grows
+    with input: takes an admission slot), ``changed`` (default nothing if read-only, else
+    anything), ``advice`` (at the deadline), ``completes`` (template its pages list), ``revokes``
+    (result ``id`` is a revoked key whose open streams must end)."""
 
     function: Callable[..., Any]
     group: str
@@ -125,8 +118,7 @@ class ToolSpec:
         return self.hints.model_copy(update={"title": self.title})
 
     def changes(self, arguments: Mapping[str, Any], result: Mapping[str, Any]) -> frozenset[str] | None:
-        """URIs whose content a successful call with ``arguments`` and structured ``result``
-        may have changed; None: any."""
+        """URIs a successful call may have changed; None: any."""
         changed = self.changed or (NOTHING if self.hints.read_only_hint else ANYTHING)
         return changed.of(arguments, result)
 
@@ -161,8 +153,7 @@ TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(find_duplicates, "curation", "Find near-duplicate lessons", READ_ONLY),
     ToolSpec(keep_both, "curation", "Keep two similar lessons", EDITING),
     ToolSpec(merge_lessons, "curation", "Merge two lessons", DESTRUCTIVE),
-    # Off by default too: the clients' hooks call them (LORE_TOOLS=...,loop; the Claude Code
-    # plugin asks for it). Each records what it gave in the activity log, so none is read-only.
+    # Off by default too: client hooks ask for them. Each logs what it gave, so none is read-only.
     ToolSpec(session_context, "loop", "Lessons for a session's start", ADDITIVE),
     ToolSpec(prompt_context, "loop", "Lessons matching a prompt", ADDITIVE),
     ToolSpec(ask_to_save, "loop", "Ask an agent to save a lesson", ADDITIVE),

@@ -1,5 +1,4 @@
-"""Lore's resources and their URIs, named here once for the server, remote mode and the
-subscriptions of ``lore_mcp.transport.protocol_extras``."""
+"""Lore's resources and their URIs, named once for the server, remote mode and subscriptions."""
 
 from __future__ import annotations
 
