@@ -1,28 +1,19 @@
 """Which model made a store's vectors, and re-embedding a store with another one.
 
-Vectors of two models cannot be compared: a query embedded by one model finds
-nonsense among lessons embedded by another, even when both have 384 dimensions.
-So each store records the model that made its vectors (``EmbeddingModel``: name,
-dimension and a fingerprint of the weights or the endpoint), and the MCP layer
-compares it with its own model before it embeds anything (``lore_mcp.services.lessons``).
+A query embedded by one model finds nonsense among another's vectors, even at equal
+dimension, so each store records its model (name, dimension, fingerprint of weights or
+endpoint) and the MCP layer compares it with its own before embedding. A store from
+before models were recorded adopts the first model of its dimension (those vectors came
+from the default model, which existing users run).
 
-A store written before models were recorded has no record: the first model that
-uses it is adopted when its dimension is the store's (those vectors came from the
-default model, which is what existing users run).
-
-Re-embedding (``lore-memory reembed``) computes every lesson's new vector beside
-the old one, a batch per transaction, so a killed run resumes where it stopped;
-then one transaction swaps every vector, records the new model and bumps the
-store's *model generation*. Processes that checked the old model notice the new
-generation at their next vector write or recall and answer ``ModelChangedError``
-instead of mixing vectors of two models. Commit images made by a store carry the
-generation of their vector, so a revert never brings back a vector of the model
-the store used before (see ``stores.engine.lessons.lesson_image``).
-
-What differs between backends comes from a ``ModelDb``: which connection each step runs on
-(Postgres re-embeds every org's lessons as the tables' owner with row-level security lifted),
-how a vector is bound, and the swap that puts every new vector in place at the end (a table
-rebuilt on SQLite; a column and its HNSW index rebuilt on Postgres).
+Re-embedding computes new vectors beside the old, a batch per transaction, so a killed
+run resumes; then one transaction swaps them all, records the model and bumps the
+*model generation*. Processes that checked the old model see the new generation at their
+next vector write or recall and raise ``ModelChangedError`` rather than mix models;
+commit images carry their vector's generation, so a revert never restores an old model's
+vector. A ``ModelDb`` holds what differs per backend: each step's connection (Postgres
+re-embeds every org as the owner, RLS lifted), vector binding, and the final swap (a
+table rebuilt on SQLite, a column and its HNSW index on Postgres).
 """
 
 from __future__ import annotations
@@ -39,8 +30,7 @@ from stores.engine.sql import SqlTx
 from stores.engine.vectors import unit_vector
 from stores.errors import ConflictError, InvalidInputError, UnavailableError
 
-# The fingerprint of the vectors of a store that holds some but never recorded their model,
-# and that the model asking cannot adopt (its dimension is another).
+# Fingerprint of unrecorded vectors that the asking model cannot adopt (other dimension).
 UNRECORDED = "unrecorded"
 # lore_meta keys (both backends).
 MODEL_KEY = "model"
@@ -156,9 +146,8 @@ class ModelDb(Protocol):
 
 
 class ModelRecords:
-    """A store's record of its model, and re-embedding it with another (``store.models``), over a
-    ``ModelDb``: the record sits in ``lore_meta`` and a re-embed's new vectors wait in
-    ``lesson_reembed`` on both backends, so the statements are written once here."""
+    """A store's model record and re-embedding (``store.models``): ``lore_meta`` and
+    ``lesson_reembed`` are alike on both backends, so the statements are written once here."""
 
     def __init__(self, db: ModelDb) -> None:
         self._db = db
@@ -273,9 +262,8 @@ class ModelRecords:
             )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
-        """In one transaction: when every lesson has its new vector, swap them all in, record
-        ``target`` and bump the generation, and return 0; otherwise change nothing and
-        return how many lessons (written since their batch) still need one."""
+        """When every lesson has its new vector, swap them in, record ``target``, bump the
+        generation and return 0; else change nothing and return how many still need one."""
         with self._db.every_org(write=True) as tx:
             self._check_target(tx, target)
             pending = _count(tx, _PENDING)

@@ -1,18 +1,13 @@
 """The lessons contract: value types and the protocol every backend implements.
 
-A lesson is a problem and how it was resolved. Stores persist lessons, search them
-and keep them scoped; they never embed or redact text. Callers hand them text that
-is already redacted and the vector computed from it, so a store is deterministic
-and can be tested without the model.
-
-A lesson's key is (org, project, id): an id is unique within its project only, so
-the same id may name another lesson in another project or org, and nothing a scope
+Stores persist, search and scope lessons but never embed or redact: callers hand them
+redacted text and its vector, so a store is deterministic and testable without the model.
+A key is (org, project, id): an id is unique within its project only, so nothing a scope
 does depends on, or shows, what other scopes hold (an import keeps its ids).
 
-Every method raises ``stores.errors.NotFoundError`` for an id outside the scope,
-``InvalidInputError`` for a vector of the wrong dimension, and
-``UnavailableError`` when the database cannot be reached. Writes are atomic: a
-method that raises has changed nothing.
+Methods raise ``NotFoundError`` for an id outside the scope, ``InvalidInputError`` for a
+vector of the wrong dimension, ``UnavailableError`` when the database is unreachable.
+Writes are atomic: a method that raises has changed nothing.
 """
 
 from __future__ import annotations
@@ -95,11 +90,7 @@ class Lesson(LessonDraft):
 
 @dataclass(frozen=True)
 class LessonPatch:
-    """Fields to change on a lesson; ``None`` leaves a field as it is.
-
-    ``clear`` names optional fields to set to null (``context``, ``source``,
-    ``expires_at``), since ``None`` already means "unchanged".
-    """
+    """Fields to change; ``None`` leaves one as it is, so ``clear`` names those to null."""
 
     problem: str | None = None
     resolution: str | None = None
@@ -115,12 +106,9 @@ class LessonPatch:
 
 
 def _plain_numbers(value: LessonDraft | LessonPatch) -> None:
-    """``-0.0`` made ``0.0`` in confidence and meta, in what is written and what is read.
-
-    Postgres keeps the sign in ``double precision`` and drops it in ``jsonb``; SQLite drops
-    it in ``REAL`` and keeps it in JSON text. One zero on the way in and out keeps the two
-    backends giving the same answer (see ``stores.engine.json_numbers``).
-    """
+    """``-0.0`` made ``0.0`` in confidence and meta, written and read: Postgres keeps the sign
+    in ``double precision`` and drops it in ``jsonb``, SQLite the reverse, so one zero keeps
+    the backends agreeing (``stores.engine.json_numbers``)."""
     if value.confidence is not None:
         object.__setattr__(value, "confidence", plain_float(value.confidence))
     meta = getattr(value, "meta", None)
@@ -137,8 +125,7 @@ def _kind(declared: Any) -> str:
     return "time" if "datetime" in declared else "text"
 
 
-# Each column of a stored lesson and its kind ("text", "time", "list", "json", "float", "int"),
-# in declaration order: what rows, commit images and the MCP layer's shapes are computed from.
+# Each stored column and its kind, in order: rows, commit images and MCP shapes derive from it.
 KINDS: dict[str, str] = {f.name: _kind(f.type) for f in fields(Lesson)}
 DEFAULTS: dict[str, Any] = {
     f.name: f.default_factory() if callable(f.default_factory) else f.default
@@ -237,14 +224,11 @@ class LessonStore(Protocol):
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Save several drafts in one transaction, deduplicating among them too; the commit is a
-        ``save`` or ``merge`` for one draft, an ``import`` for more. ``activity``: the call's
-        entry in the project's activity log, appended in the same transaction with the commit's
-        kind, id and lessons (``stores.engine.activity``); the other writes take one too.
-
-        ``keep_ids`` makes the batch an import: each draft keeps its id, one whose id the
-        project already holds (live or expired), or an earlier draft of the batch has, is
-        skipped, and the batch is one ``import`` commit (none when everything was skipped)."""
+        """Save drafts in one transaction, deduplicating among them too: a ``save`` or ``merge``
+        commit for one draft, an ``import`` for more. ``activity`` is appended to the project's
+        log in the same transaction with the commit (as with the other writes).
+        ``keep_ids``: an import keeping ids; a draft whose id is held (live, expired or earlier
+        in the batch) is skipped, and everything skipped makes no commit."""
         ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
@@ -311,10 +295,8 @@ class LessonStore(Protocol):
         ...
 
     def ensure_dim(self, dim: int) -> None:
-        """Make the store ready for vectors of ``dim`` dimensions: the first vector a store
-        gets fixes its dimension, and another is ``InvalidInputError``. Call it before a
-        ``transaction`` that restores lessons, which cannot create the vector
-        storage itself on every backend."""
+        """Fix the store's vector dimension (another is then ``InvalidInputError``); call it before
+        a restoring ``transaction``, which cannot create vector storage on every backend."""
         ...
 
     @property
