@@ -1,9 +1,7 @@
 """A lesson transaction as the lesson rules see it (``LessonTx``), and the row helpers they share.
 
-Each backend supplies a ``LessonTx``: a dozen reads and writes of lesson rows inside one
-transaction on one project (``stores.sqlite.lesson_rows``, ``stores.postgres.lesson_rows``).
-The helpers here read and record through one, and turn a stored row into a ``Lesson``, so
-that the rules (``stores.engine.lesson_rules``) and both backends use the same ones.
+Each backend supplies a ``LessonTx`` (a dozen row reads and writes in one project transaction);
+the helpers here use one and make rows ``Lesson``s, shared by the rules and both backends.
 """
 
 from __future__ import annotations
@@ -51,12 +49,8 @@ class Near:
 
 
 class LessonTx(Protocol):
-    """What the lesson rules need from a backend, inside one transaction on one project.
-
-    ``now`` is the transaction's time (what "live" is measured against). In a write
-    transaction the rows read are locked until it ends; the backend stamps whatever its
-    own upkeep needs (the SQLite file's revision) on every write.
-    """
+    """What the lesson rules need in one project transaction. ``now`` measures "live"; a write
+    transaction locks rows read until it ends, and the backend stamps its upkeep on writes."""
 
     scope: Scope
     now: datetime
@@ -75,9 +69,8 @@ class LessonTx(Protocol):
         ...
 
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
-        """For each unit vector, the project's live lessons with similarity at least
-        ``dedup.CANDIDATE_SIMILARITY``, most similar first (ties: smaller key), at most
-        ``dedup.MAX_SIMILAR``; empty lists while the store holds no vectors."""
+        """Per unit vector, up to ``MAX_SIMILAR`` live lessons at ``CANDIDATE_SIMILARITY`` or more,
+        most similar (then smaller key) first; empty while the store holds no vectors."""
         ...
 
     def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
@@ -145,9 +138,7 @@ def record(
 
 
 def restore(tx: LessonTx, lesson_id: str, image: Mapping[str, Any] | None) -> None:
-    """Make the lesson what ``image`` says (None: gone), for a revert or an import.
-
-    The vector is the image's only where the text changed (``restored_embedding``)."""
+    """Make the lesson ``image`` (None: gone), taking its vector only where text changed."""
     row = tx.by_id(lesson_id, live=False, embedding=False)
     if image is None:
         if row is not None:
@@ -198,9 +189,7 @@ _FROM_ROW: dict[str, Callable[[Any], Any]] = {
 
 
 class ModelChecks:
-    """``LessonTx.guard`` (once a transaction) and ``generation``: the store's model records
-    (``stores.engine.embedding_model.ModelRecords``) check the generation that ``read`` reads in
-    this transaction, the backend's own way."""
+    """``LessonTx.guard`` and ``generation``: ``ModelRecords`` checks what ``read`` reads here."""
 
     def __init__(self, models: _GenerationCheck, read: Callable[[], int]) -> None:
         self._models = models
