@@ -1,12 +1,9 @@
 """``stores.engine.lesson_tx.LessonTx`` over the one SQL layer (``stores.engine.sql``), written once.
 
-A lesson is one row of ``lessons``, with the same columns on both backends, so its reads and
-writes are written here once. What truly differs comes from a ``LessonDialect`` the store
-hands to each transaction: where a lesson's vector lives and how its nearest lessons are
-found (pgvector's column and HNSW index; SQLite's ``lesson_embeddings`` and the in-memory
-``VectorIndex``), how its words are indexed (a generated ``tsvector``; FTS5 and
-``lesson_tags`` rows), whether a write transaction locks what it reads (``FOR UPDATE``), and
-what every write stamps besides the lesson (the SQLite file's revision).
+``lessons`` has the same columns on both backends; a ``LessonDialect`` gives what differs:
+vector storage and nearest search (pgvector HNSW; ``lesson_embeddings`` and ``VectorIndex``),
+word indexing (a generated ``tsvector``; FTS5 and ``lesson_tags``), ``FOR UPDATE`` on reads,
+and what writes stamp besides (the SQLite file's revision).
 """
 
 from __future__ import annotations
@@ -89,11 +86,8 @@ class ModelGuard(Protocol):
 
 
 class SqlLessonTx:
-    """One project's lessons inside a transaction the caller holds, through ``sql``.
-
-    ``project_sql`` runs the project's tables and commits (``project``), when they need other
-    handling than the lesson rows (Postgres bounds them by the request's deadline); ``activity``
-    is the store's activity log, which the project's entries are appended to."""
+    """One project's lessons in the caller's transaction. ``project_sql`` runs tables and commits
+    when they need other handling (Postgres bounds them by the deadline)."""
 
     def __init__(
         self,

@@ -1,16 +1,9 @@
 """Lessons' writes, written once over a small per-backend transaction (``LessonTx``).
 
-Saving and importing (one batch path, with the near-duplicate rule of ``stores.engine.dedup``),
-updating, voting, deleting and restoring a lesson for a revert are the same rules on every backend; only
-the SQL differs. So the rules live here, in ``LessonWrites`` (the write half of
-``stores.engine.lessons.LessonStore``), and each backend supplies a ``LessonTx``: a dozen reads
-and writes of lesson rows inside one transaction on one project
-(``stores.sqlite.lesson_rows``, ``stores.postgres.lesson_rows``), as ``stores.engine.structured``
-does for tables over ``ProjectTx``.
-
-Every write records a commit (``stores.engine.structured.record_lessons``) with each lesson's
-image before and after (``stores.engine.lessons.lesson_image``), in the same transaction, so
-history shows it and a revert can undo it through ``restore``.
+Saving and importing (one batch path, with ``dedup``), updating, voting, deleting and restoring
+are the same rules on every backend, only the SQL differs; so ``LessonWrites`` holds them over a
+backend's ``LessonTx``. Every write records a commit with each lesson's image before and after
+in the same transaction, so history shows it and a revert undoes it through ``restore``.
 """
 
 from __future__ import annotations
@@ -201,10 +194,9 @@ class LessonWrites:
 
 
 class _Batch:
-    """Drafts saved one after another in one transaction: each is checked against the stored
-    lessons and those saved before it in the batch. New rows are written together
-    (``LessonTx.insert_many``: one COPY on Postgres) when the batch ends, or before a draft
-    merges into one of them; until then they go by a stand-in key above every real one."""
+    """Drafts saved in one transaction, each checked against stored lessons and earlier drafts.
+    New rows are written together (one COPY on Postgres) at the end or before a draft merges
+    into one; until then they have stand-in keys above every real one."""
 
     def __init__(self, tx: LessonTx, *, keep_ids: bool, capacity: int) -> None:
         self.tx = tx
@@ -293,8 +285,7 @@ class _Batch:
         )
 
 
-# Stand-in keys of rows a batch has not written yet: above every real key, as a row written
-# later in the batch would have had.
+# Stand-in keys of unwritten rows: above every real key, as a later write would get.
 _UNWRITTEN = 2**62
 
 

@@ -1,12 +1,9 @@
 """A query's terms and which of them a text has: the lexical half of the ranking.
 
-Terms (``lexical_terms``): the query's words without stopwords and without words
-about lessons themselves ("root cause", "fix"); numbers (single digits too),
-versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
-and by their parts, where a number inside a version is not that number. Words match
-(``Matcher``) through a light suffix stripper ("queries" is "query", "runs" is
-"running"). Names are capitalised words inside a sentence; entities are terms with a
-digit, identifiers, paths and names.
+Terms: words but stopwords and words about lessons ("root cause", "fix"); numbers, versions,
+identifiers, paths ("6.28.8", "billing-api") whole and by parts (a version's number is not that
+number). Words match through a light suffix stripper. Entities: terms with a digit,
+identifiers, paths and names (capitalised words inside a sentence).
 """
 
 from __future__ import annotations
@@ -25,13 +22,9 @@ MAX_COMPOUND_CHARS = 64
 
 
 def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
-    """Terms of a query worth matching lexically: lower-cased, de-duplicated, no stopwords.
-
-    With ``params.entity_terms``: also single digits, and each identifier, version or
-    path as one term before its parts. At most ``max_terms`` (default
-    ``params.max_terms``) are kept, in the order they appear. Every term is letters and
-    digits, or those joined by ``. _ / -`` (safe inside FTS5 quotes and in a tsquery).
-    """
+    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``; with
+    ``entity_terms`` also single digits and compounds whole before their parts. Terms are
+    letters and digits joined by ``. _ / -``: safe in FTS5 quotes and a tsquery."""
     cap = params.max_terms if max_terms is None else max_terms
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
     if not params.entity_terms:
@@ -49,12 +42,8 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
 
 
 class Matcher:
-    """Which of a query's terms a text has.
-
-    The same word, or a word with the same key (``_word_key``): with ``params.stemming``
-    an alphabetic word's ``_key`` (suffixes stripped, then the first STEM letters), else
-    its first STEM letters. With ``params.entity_terms`` identifiers match whole, and
-    numbers and identifiers only exactly; without, words only (the ranking before)."""
+    """Which query terms a text has: the same word or key (``_word_key``); with ``entity_terms``
+    identifiers match whole and numbers and identifiers only exactly, else words only."""
 
     def __init__(self, terms: list[str], params: RankingParams) -> None:
         self.legacy = not params.entity_terms
@@ -126,9 +115,8 @@ def _parts(parts: list[str], compound_digits: bool) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _key(word: str) -> str:
-    """An alphabetic word's matching key: a light suffix stripper ("queries", "query" ->
-    "queri"; "used", "use" -> "us"; "running", "runs" -> "run"), then at most STEM
-    letters. Short keys can equal a stopword ("Ines" -> "in"): stopwords are not matched."""
+    """Suffixes stripped ("queries" -> "queri", "runs" -> "run"), then at most STEM letters;
+    short keys can equal a stopword ("Ines" -> "in"), so stopwords are not matched."""
     w = word
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
@@ -181,8 +169,7 @@ _STOPWORDS = frozenset(
     about after again all also any before been being did does doing just more most only other
     out over same some such than too up very get gets got one""".split()
 )
-# Words about a lesson rather than its subject: questions ask for "the root cause" or "the
-# fix" of every kind of problem, and lessons are written as a problem and a resolution.
+# Words about lessons, not subjects: every question asks for "the root cause" or "the fix".
 _META_STOPWORDS = frozenset(
     """cause caused causes root fix fixed fixes fixing resolve resolved resolves resolution solve
     solved solution remind happened change changed problem issue""".split()
