@@ -1,20 +1,13 @@
-"""Change notices between the server processes of one database, on Postgres ``LISTEN/NOTIFY``
-(``stores.store.NoticeFeed``).
+"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``.
 
-A replica that changes memory publishes a notice; every replica on the database, itself
-included, hears it and tells its own subscribers. The store knows nothing of MCP: a notice is
-a small JSON object (the transport decides what it says, ``lore_mcp.transport.notices``).
+A replica changing memory publishes a small JSON notice (the transport decides what it says);
+every replica, itself included, hears it and tells its subscribers.
 
-- **Publish** is one ``SELECT pg_notify(channel, payload)`` on a pooled connection outside any
-  transaction. Postgres delivers it to every session listening on the channel *of this
-  database*, in commit order, so one replica's notices arrive in the order it sent them.
-  A payload must stay under Postgres's 8000 bytes; the caller splits larger notices.
-- **Listen** is one dedicated connection per store (so per process), opened on the first
-  subscription, not taken from the pool: it sits idle in ``LISTEN`` for ever. A thread waits on
-  it and hands each notice to the subscribers, on that thread. When the connection drops (the
-  server restarted, a network cut, ``pg_terminate_backend``) the thread reconnects, waiting a
-  little longer after each failure, and listens again; notices sent while it was away are lost,
-  as a dropped listen stream loses them (clients re-listen and read again).
+- **Publish**: one ``pg_notify`` on a pooled connection outside a transaction, delivered to this
+  database's listeners in commit order; payloads under 8000 bytes (the caller splits).
+- **Listen**: one dedicated connection per store (idle in ``LISTEN`` for ever, so not pooled),
+  opened on the first subscription; a thread hands notices to subscribers. On a drop it
+  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream.
 """
 
 from __future__ import annotations
@@ -62,9 +55,8 @@ class PostgresNotices:
         self._conn: psycopg.Connection[Any] | None = None
 
     def publish(self, notice: Mapping[str, Any]) -> None:
-        """Send ``notice`` to every process listening on this database: one statement.
-        Raises ``UnavailableError`` when Postgres cannot be reached, ``ValueError`` when the
-        notice is too large for one payload."""
+        """Send ``notice`` to every listener; ``UnavailableError`` if unreachable, ``ValueError``
+        if too large for one payload."""
         payload = json.dumps(notice, separators=(",", ":"), ensure_ascii=False)
         if len(payload.encode()) > MAX_PAYLOAD_BYTES:
             raise ValueError(f"A notice must stay under {MAX_PAYLOAD_BYTES} bytes of JSON.")
