@@ -1,8 +1,6 @@
 """The end of every backend's recall: fetched candidate rows in, ranked lessons out.
 
-Backends differ in how they gather candidates (``stores.engine.ranking`` and each backend's
-``recall``); once they have the rows, scoring them is one rule, so it is written once
-here and a query ranks the same lessons first on both.
+Backends gather candidates differently but score them here, so both rank alike.
 """
 
 from __future__ import annotations
@@ -50,12 +48,8 @@ def scored_lessons(
     now: datetime,
     params: ranking.RankingParams,
 ) -> list[ScoredLesson]:
-    """The query's best lessons among ``rows`` (``ranking.best``), best first.
-
-    Each row holds a lesson's columns as ``lesson_engine.lesson_of`` reads them, with
-    ``sim``, its similarity to the query vector (None when unknown), and ``near``,
-    whether the vector search found it. Only the chosen rows become lessons.
-    """
+    """The best lessons among ``rows`` (lesson columns, ``sim`` or None, ``near``: found by
+    vector), best first; only the chosen rows become lessons."""
     kept = [row for row in rows if row["confidence"] >= query.min_confidence]
     by_id = {row["id"]: row for row in kept}
     candidates = [
