@@ -1,10 +1,7 @@
 """One project's tables, commits and lessons inside one transaction (``stores.engine.structured``'s
 ``ProjectTx``), over the one SQL layer, written once for both backends.
 
-Tables live in ``mem_tables`` (catalog) and ``mem_rows`` (one JSON object per row);
-commits in ``commits`` with their targets in ``commit_targets``, and snapshots in
-``snapshots``. Every statement is bound to one org and project, so a plan can reach
-nothing else (on Postgres the org's row-level security policy holds as well).
+Every statement is bound to one org and project, so a plan can reach nothing else (plus RLS).
 """
 
 from __future__ import annotations
@@ -136,9 +133,8 @@ class ProjectTx:
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
     def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
-        """Write ``commit`` with its targets and, when given, the call's ``activity`` entry: for a
-        commit of a few targets (a save, an edit, a vote) in one round trip (``SqlTx.together``);
-        a large import or apply sends its targets as one batch and the entry after them."""
+        """Write ``commit``, its targets and ``activity``: one round trip for a few targets, else the
+        targets as one batch and the entry after."""
         self._added = commit
         insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "

@@ -1,9 +1,7 @@
 """Postgres's ``stores.engine.lesson_rows.LessonDialect``: the vector column, and row locks.
 
-A lesson is one row of ``lessons`` (tags a ``text[]``, meta ``jsonb``, its words a generated
-``tsvector``), written by ``stores.engine.lesson_rows.SqlLessonTx``; what is Postgres's own is
-its vector, a pgvector column searched by HNSW, and that a write transaction locks the rows
-it reads, besides the project's advisory lock that ``PostgresLessonStore`` takes.
+Postgres's own: a pgvector column searched by HNSW, and write transactions locking rows they
+read (besides the project's advisory lock).
 """
 
 from __future__ import annotations
@@ -58,9 +56,8 @@ class PostgresLessonRows:
         return {"embedding": vector} if vector is not None else {}
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """COPY into a temporary table, then one ``INSERT ... SELECT`` (a COPY straight into
-        ``lessons`` would skip its row-level security, which Postgres refuses). The table is
-        the connection's, made once and emptied by every commit."""
+        """COPY into the connection's temporary table, then ``INSERT ... SELECT``: Postgres refuses
+        a COPY into ``lessons``, which would skip its RLS."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
         typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
