@@ -1,8 +1,6 @@
 """Lore's backends: persistence, search, scoping. Nothing in here knows MCP.
 
-Both open a ``Store`` (``stores.store``). Backends are imported lazily by
-``open_local_store`` and ``open_postgres_store``, so that running on SQLite never pays
-for the Postgres imports and vice versa.
+Both open a ``Store``; backends import lazily, so SQLite never pays for Postgres's imports.
 """
 
 from __future__ import annotations
@@ -48,8 +46,7 @@ from stores.errors import ConflictError, InvalidInputError, NotFoundError, Store
 from stores.sqlite.files import Unwritable, unwritable
 from stores.store import CallCounts, NoticeFeed, Store
 
-# Everything lore_mcp may use of stores: the import-linter contract "lore_mcp sees only the stores
-# facade" (pyproject.toml) refuses an import of stores' modules from lore_mcp.
+# All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
 __all__ = [
     "ACTIVITY_KINDS",
     "IDENTIFIER",

@@ -1,12 +1,9 @@
 """Curating a project's lessons: near-duplicate pairs across all of them, and pairs kept apart.
 
-A person (or an agent) reviewing memory wants every pair of lessons that say nearly the same,
-not each lesson's nearest few by recall's blended score. Cosine similarity of the stored
-vectors is the measure that means the same on every project: a pair is listed from a threshold
-up, most similar first, over every live lesson of the project, in blocks of rows so that
-memory stays bounded (``BLOCK`` rows times the project's lessons). Pairs a curator chose to
-keep both of are rows of ``kept_pairs`` (the smaller id first) and are never listed again,
-for every curator. Written once over the one SQL layer for both backends.
+A reviewer wants every near-identical pair, not each lesson's nearest by recall's blend; cosine
+similarity means the same on every project. Pairs from a threshold up, most similar first, are
+found in blocks (memory: ``BLOCK`` rows times the lessons). ``kept_pairs`` (smaller id first)
+are never listed again, for any curator.
 """
 
 from __future__ import annotations

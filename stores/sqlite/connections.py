@@ -1,9 +1,6 @@
 """The local file's two connections and their locks: one writer, one reader.
 
-One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one reads,
-so a process never contends with itself. The lesson store, its model records and the key
-store all receive this one object, so they share the connections without reaching into
-each other.
+So a process never contends with itself; lesson, model and key stores share this one object.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
 """The local file's ``stores.engine.lesson_rows.LessonDialect``: words, vectors and revisions.
 
-A lesson's row in ``lessons`` is written by ``stores.engine.lesson_rows.SqlLessonTx``; this
-keeps what else the file holds of it: its tags in ``lesson_tags``, its words in
-``lessons_fts`` and its vector in ``lesson_embeddings``. Every write stamps the rows it
-touches with the file's new revision and a delete leaves a tombstone, so the in-memory
-vector index of every process (``stores.sqlite.vectors``) catches up on its next read.
+Besides the ``lessons`` row: ``lesson_tags``, ``lessons_fts``, ``lesson_embeddings``. Writes
+stamp the new revision and deletes leave tombstones, so every process's index catches up.
 """
 
 from __future__ import annotations

@@ -1,8 +1,7 @@
 """The local file's side of its model record and re-embedding (``stores.engine.embedding_model``).
 
-The new vectors of a re-embed wait in ``lesson_reembed`` until one ``BEGIN IMMEDIATE``
-transaction rebuilds the ``lesson_embeddings`` table from them (``swap``), so no reader ever
-sees a mix of two models' vectors, and a killed run keeps every batch it committed.
+One transaction rebuilds ``lesson_embeddings`` from ``lesson_reembed`` (``swap``), so no reader
+sees two models mixed, and a killed run keeps its committed batches.
 """
 
 from __future__ import annotations
