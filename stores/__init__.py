@@ -1,7 +1,6 @@
 """Lore's backends: persistence, search, scoping. Nothing in here knows MCP.
 
-Both open a ``Store``; backends import lazily, so SQLite never pays for Postgres's imports.
-"""
+Both open a ``Store``; backends import lazily, so SQLite never pays for Postgres's imports."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 ``LessonStore`` plus what lives beside lessons: the project transaction of structured memory and
 history, orgs and API keys, and on a shared database per-key call counts. Imports are a
-``save_many`` keeping ids.
-"""
+``save_many`` keeping ids."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Each memory call leaves one entry (kind, what it touched, a recall's query and results, who),
 written with its effect; a failure leaves only its code. Services decide the ``ActivityNote``,
-stores write, read and bound it; agents only read. Note text is already redacted.
-"""
+stores write, read and bound it; agents only read. Note text is already redacted."""
 
 from __future__ import annotations
 

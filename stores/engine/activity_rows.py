@@ -5,8 +5,7 @@ recall's lessons are ``activity_lessons`` rows, so a recall count is an index lo
 lessons are its commit's targets, so "what touched this lesson" is two lookups and a save writes
 one row more, not two. Statements name org and project (plus RLS on Postgres). ``ActivityLog``
 appends in the caller's transaction (the call's effect's) and every ``trim_every`` appends
-trims with one DELETE per table and audience, below the oldest id the bounds keep.
-"""
+trims with one DELETE per table and audience, below the oldest id the bounds keep."""
 
 from __future__ import annotations
 

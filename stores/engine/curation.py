@@ -3,8 +3,7 @@
 A reviewer wants every near-identical pair, not each lesson's nearest by recall's blend; cosine
 similarity means the same on every project. Pairs from a threshold up, most similar first, are
 found in blocks (memory: ``BLOCK`` rows times the lessons). ``kept_pairs`` (smaller id first)
-are never listed again, for any curator.
-"""
+are never listed again, for any curator."""
 
 from __future__ import annotations
 

@@ -12,8 +12,7 @@ for every backend and save path:
 
 Order matters: "leaks errors in development" is not covered by "mask errors outside
 development", nor "staging to production" by "production to staging". Anything else is a new
-lesson with its near neighbours reported, so the agent can update or delete.
-"""
+lesson with its near neighbours reported, so the agent can update or delete."""
 
 from __future__ import annotations
 

@@ -13,8 +13,7 @@ next vector write or recall and raise ``ModelChangedError`` rather than mix mode
 commit images carry their vector's generation, so a revert never restores an old model's
 vector. A ``ModelDb`` holds what differs per backend: each step's connection (Postgres
 re-embeds every org as the owner, RLS lifted), vector binding, and the final swap (a
-table rebuilt on SQLite, a column and its HNSW index on Postgres).
-"""
+table rebuilt on SQLite, a column and its HNSW index on Postgres)."""
 
 from __future__ import annotations
 

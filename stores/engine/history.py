@@ -1,8 +1,7 @@
 """History's reads and its one write: undoing a commit with a new commit.
 
 A revert is refused (CONFLICT naming the blocking ``#seq``) when a later commit touched what it
-would undo; else it writes the "before" images as one new commit, itself revertible.
-"""
+would undo; else it writes the "before" images as one new commit, itself revertible."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 - **Negative zero**: ``numeric`` has none, SQLite ``REAL`` drops the sign, ``double precision``
   and JSON text keep it; so ``-0.0`` is written ``0.0`` everywhere (equal by every comparison).
 - **Exponents**: ``json.dumps(1e16)`` is ``1e+16``, which ``jsonb`` prints back as an integer;
-  ``jsonb_text`` writes such floats in full with ``.0`` (``numeric`` keeps the scale).
-"""
+  ``jsonb_text`` writes such floats in full with ``.0`` (``numeric`` keeps the scale)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 A store sees only a key's SHA-256 digest and display prefix. Lookup by digest is the one query
 before an org is known. A ``KeyDb`` per backend opens transactions and may skip recording a
-key's use while its writer is busy.
-"""
+key's use while its writer is busy."""
 
 from __future__ import annotations
 

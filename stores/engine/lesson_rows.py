@@ -3,8 +3,7 @@
 ``lessons`` has the same columns on both backends; a ``LessonDialect`` gives what differs:
 vector storage and nearest search (pgvector HNSW; ``lesson_embeddings`` and ``VectorIndex``),
 word indexing (a generated ``tsvector``; FTS5 and ``lesson_tags``), ``FOR UPDATE`` on reads,
-and what writes stamp besides (the SQLite file's revision).
-"""
+and what writes stamp besides (the SQLite file's revision)."""
 
 from __future__ import annotations
 

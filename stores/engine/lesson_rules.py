@@ -3,8 +3,7 @@
 Saving and importing (one batch path, with ``dedup``), updating, voting, deleting and restoring
 are the same rules on every backend, only the SQL differs; so ``LessonWrites`` holds them over a
 backend's ``LessonTx``. Every write records a commit with each lesson's image before and after
-in the same transaction, so history shows it and a revert undoes it through ``restore``.
-"""
+in the same transaction, so history shows it and a revert undoes it through ``restore``."""
 
 from __future__ import annotations
 

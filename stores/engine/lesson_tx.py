@@ -1,8 +1,7 @@
 """A lesson transaction as the lesson rules see it (``LessonTx``), and the row helpers they share.
 
 Each backend supplies a ``LessonTx`` (a dozen row reads and writes in one project transaction);
-the helpers here use one and make rows ``Lesson``s, shared by the rules and both backends.
-"""
+the helpers here use one and make rows ``Lesson``s, shared by the rules and both backends."""
 
 from __future__ import annotations
 

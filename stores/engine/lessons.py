@@ -7,8 +7,7 @@ does depends on, or shows, what other scopes hold (an import keeps its ids).
 
 Methods raise ``NotFoundError`` for an id outside the scope, ``InvalidInputError`` for a
 vector of the wrong dimension, ``UnavailableError`` when the database is unreachable.
-Writes are atomic: a method that raises has changed nothing.
-"""
+Writes are atomic: a method that raises has changed nothing."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ class LessonDraft:
 
     As a draft, its text is already redacted and its tags normalised. A save leaves the rest to
     the store: a new id, created and updated now, no votes. An import carries what the lesson
-    had where it was exported: its id (kept when ``save_many`` keeps ids), times and votes.
-    """
+    had where it was exported: its id (kept when ``save_many`` keeps ids), times and votes."""
 
     id: str | None = field(default=None, kw_only=True)
     problem: str

@@ -6,8 +6,7 @@ of a since-revoked key is refused. An authorization's tokens share a ``family`` 
 digest): replaying a used code or rotated refresh token revokes it all. Clients remember their
 address and first token, so unused ones are counted per address and forgotten. Clients and the
 signing secret precede any sign-in, so they live under ``NO_ORG`` without RLS, in the key
-store's transactions (``KeyDb``), with each dialect's locking.
-"""
+store's transactions (``KeyDb``), with each dialect's locking."""
 
 from __future__ import annotations
 

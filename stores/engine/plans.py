@@ -4,8 +4,7 @@ Pure Python shared by every backend, so a plan means the same everywhere. Agents
 SQL: identifiers meet a strict pattern and a reserved list, values their column types, and
 filters are (column, operator, value) triples evaluated here, so backends cannot disagree.
 Filter cost is bounded: ``like`` is linear (no backtracking regex), ``where`` and ``in`` are
-bounded lists.
-"""
+bounded lists."""
 
 from __future__ import annotations
 

@@ -36,8 +36,7 @@ half_life_days)`` (1.0 new, 0.75 at one half-life, never below 0.5), confidence
 
 Every part was measured with ``benchmarks/eval_retrieval.py``
 (``benchmarks/eval-ablation.json``); each is a ``RankingParams`` switch so evaluation
-can turn it off, and ``LEGACY`` is the ranking before them.
-"""
+can turn it off, and ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -97,8 +96,7 @@ def rare_terms(
     fit ``budget`` (the first always; none with no postings). Ranking every match of a
     common word costs more than the rest of recall; every term still counts in the score.
     ``entities`` within budget come first: a question paraphrases a lesson's words but
-    repeats its numbers, identifiers and names, so its rare words are often not the lesson's.
-    """
+    repeats its numbers, identifiers and names, so its rare words are often not the lesson's."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []
@@ -159,8 +157,7 @@ def _lexical(
     the query's entities. A plain word no pooled text has counts only where found, so pooled
     texts score the same whatever else is a candidate: with ``open_total`` it joins that
     text's total too (rising towards 1 yet still showing which pool terms it lacks), else the
-    score is capped at 1. Without rarity, a score is the share of terms found.
-    """
+    score is capped at 1. Without rarity, a score is the share of terms found."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)

@@ -1,7 +1,6 @@
 """The end of every backend's recall: fetched candidate rows in, ranked lessons out.
 
-Backends gather candidates differently but score them here, so both rank alike.
-"""
+Backends gather candidates differently but score them here, so both rank alike."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 SQLite binds ``:name`` itself, Postgres via SQLAlchemy's ``text()``. Not SQLAlchemy Core: its
 import costs about 0.37 s, over a third of the local cold start, and a builder adds nothing
-needed. Each ``SqlTx`` keeps what differs: JSON and time storage, list membership, deadlines.
-"""
+needed. Each ``SqlTx`` keeps what differs: JSON and time storage, list membership, deadlines."""
 
 from __future__ import annotations
 

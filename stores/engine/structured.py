@@ -6,8 +6,7 @@ one write transaction through a ``ProjectTx`` (``stores.engine.project_rows``). 
 a commit (seq, parent, kind, message, actor, time, schema hashes, effects) recording its targets
 (``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history filters and a revert finds
 later commits touching the same things. Row loops check the deadline, so an overlong request
-stops inside its transaction, which rolls back.
-"""
+stops inside its transaction, which rolls back."""
 
 from __future__ import annotations
 

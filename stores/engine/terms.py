@@ -3,8 +3,7 @@
 Terms: words but stopwords and words about lessons ("root cause", "fix"); numbers, versions,
 identifiers, paths ("6.28.8", "billing-api") whole and by parts (a version's number is not that
 number). Words match through a light suffix stripper. Entities: terms with a digit,
-identifiers, paths and names (capitalised words inside a sentence).
-"""
+identifiers, paths and names (capitalised words inside a sentence)."""
 
 from __future__ import annotations
 

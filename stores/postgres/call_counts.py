@@ -10,8 +10,7 @@ Refused calls are not counted, so retrying does not push a window on.
 
 UNLOGGED: no WAL flush per count (statement p50 0.37 ms against pgserver, ``SELECT 1`` 0.25 ms,
 ``take`` with checkout 0.8 ms; logged, 4 ms); a crash empties it, giving fresh windows. A key's
-one row is reused; rows idle an hour are pruned every ``PRUNE_EVERY_S`` per process, after a count.
-"""
+one row is reused; rows idle an hour are pruned every ``PRUNE_EVERY_S`` per process, after a count."""
 
 from __future__ import annotations
 

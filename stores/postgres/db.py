@@ -5,8 +5,7 @@ set in ``lore.org``, so a forgotten filter still cannot cross orgs. Superusers a
 roles skip policies, so such a login switches connections to ``lore_rls``, which has neither.
 No call waits for ever: connect timeout and keepalives (``CONNECT_DEFAULTS``), statement and
 idle-in-transaction timeouts (``SESSION_DEFAULTS``), and ``hang`` for a server frozen on a live
-host. Unreachable, or out of disk, memory or connections, becomes a named ``UnavailableError``.
-"""
+host. Unreachable, or out of disk, memory or connections, becomes a named ``UnavailableError``."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 Postgres reports lack of disk, memory or connections (class 53) like unreachability; calling
 those "unreachable" sends a person to the network while the disk is full, so each is named with
-its SQLSTATE and fix.
-"""
+its SQLSTATE and fix."""
 
 from __future__ import annotations
 

@@ -11,8 +11,7 @@ clients") means merely slow, and ``statement_timeout`` applies. None within ``PR
 means frozen: every wait that long has its socket shut down, so psycopg raises at once, the pool
 discards the connection, nothing commits, and the caller gets ``UNAVAILABLE``. After a failed
 probe new connections get only ``PROBE_TIMEOUT_S`` until one is answered; nothing is refused in
-advance, so recovery needs no restart.
-"""
+advance, so recovery needs no restart."""
 
 from __future__ import annotations
 

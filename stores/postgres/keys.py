@@ -2,8 +2,7 @@
 and ``stores.engine.activity_rows``.
 
 Calls set ``lore.org`` for RLS, except the digest lookup (before the org is known): it sets
-``lore.key_hash``, and ``api_keys_lookup`` lets it read just that row.
-"""
+``lore.key_hash``, and ``api_keys_lookup`` lets it read just that row."""
 
 from __future__ import annotations
 

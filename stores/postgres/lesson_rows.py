@@ -1,8 +1,7 @@
 """Postgres's ``stores.engine.lesson_rows.LessonDialect``: the vector column, and row locks.
 
 Postgres's own: a pgvector column searched by HNSW, and write transactions locking rows they
-read (besides the project's advisory lock).
-"""
+read (besides the project's advisory lock)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """Lessons in Postgres: pgvector (HNSW, cosine) for vectors, tsvector for words.
 
 Same contract, candidates and ``ranking`` scoring as ``stores.sqlite.lessons``, so a query
-ranks the same lessons first on both. Transactions set ``lore.org`` for RLS besides filtering.
-"""
+ranks the same lessons first on both. Transactions set ``lore.org`` for RLS besides filtering."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 
 One record per database, as every org shares the ``embedding`` column. Re-embedding runs as the
 owner with RLS lifted for its transaction only (``NO FORCE ROW LEVEL SECURITY`` is transactional
-and restored before commit); the swap rebuilds the column (dimension may change) and its index.
-"""
+and restored before commit); the swap rebuilds the column (dimension may change) and its index."""
 
 from __future__ import annotations
 

@@ -7,8 +7,7 @@ every replica, itself included, hears it and tells its subscribers.
   database's listeners in commit order; payloads under 8000 bytes (the caller splits).
 - **Listen**: one dedicated connection per store (idle in ``LISTEN`` for ever, so not pooled),
   opened on the first subscription; a thread hands notices to subscribers. On a drop it
-  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream.
-"""
+  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream."""
 
 from __future__ import annotations
 

@@ -4,8 +4,7 @@
 A server connection is lent per transaction, so nothing may outlive one: prepared statements
 would be missing on the next (PgBouncer 1.18 does not track them), and session settings (the
 ``SET ROLE`` keeping a privileged login under RLS) would stay on one server connection. So
-nothing is prepared and each transaction sets role and timeouts itself, in one statement.
-"""
+nothing is prepared and each transaction sets role and timeouts itself, in one statement."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@ direct connection for ``LISTEN`` behind a pooler (``LORE_DATABASE_DIRECT_URL``).
 
 Only reads that may lag use the replica: recall, ``list``, read-only project transactions (plan
 snapshots are rechecked on the primary). ``get`` (update and merge read through it), activity
-reads (they read what they just wrote), writes, keys, model, counts and notices stay primary.
-"""
+reads (they read what they just wrote), writes, keys, model, counts and notices stay primary."""
 
 from __future__ import annotations
 

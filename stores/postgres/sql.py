@@ -2,8 +2,7 @@
 
 JSON is ``jsonb`` (bound via ``jsonb_text``), lists are arrays for ``= ANY``. ``bounded`` sets
 ``statement_timeout`` to the deadline's time left, so Postgres stops an overrunning statement and
-the transaction rolls back.
-"""
+the transaction rolls back."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The local file's two connections and their locks: one writer, one reader.
 
-So a process never contends with itself; lesson, model and key stores share this one object.
-"""
+So a process never contends with itself; lesson, model and key stores share this one object."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ beside the writer; writes lock up front with ``BEGIN IMMEDIATE`` through the bus
 none fails half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the
 request's deadline, then ``UnavailableError``. The progress handler stops a statement at the
 deadline (rolling back its transaction). A read-only file or a full disk answers
-``UnavailableError`` naming the path and the fix (``stores.sqlite.files``), never a bare error.
-"""
+``UnavailableError`` naming the path and the fix (``stores.sqlite.files``), never a bare error."""
 
 from __future__ import annotations
 

@@ -2,8 +2,7 @@
 ``stores.engine.keys`` and ``stores.engine.activity_rows``.
 
 Shares the lesson store's connections and locks, so key writes queue behind lesson writes
-rather than contend with them. Times are fixed-width UTC text.
-"""
+rather than contend with them. Times are fixed-width UTC text."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
 """The local file's ``stores.engine.lesson_rows.LessonDialect``: words, vectors and revisions.
 
 Besides the ``lessons`` row: ``lesson_tags``, ``lessons_fts``, ``lesson_embeddings``. Writes
-stamp the new revision and deletes leave tombstones, so every process's index catches up.
-"""
+stamp the new revision and deletes leave tombstones, so every process's index catches up."""
 
 from __future__ import annotations
 

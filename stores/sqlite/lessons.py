@@ -2,8 +2,7 @@
 
 One connection writes (locked, ``BEGIN IMMEDIATE``) and one reads, so a process never contends
 with itself. Writes bump ``lore_meta.rev`` and stamp their rows (deletes leave tombstones), and
-the index refreshes newer rows, so other processes' writes show on the next recall.
-"""
+the index refreshes newer rows, so other processes' writes show on the next recall."""
 
 from __future__ import annotations
 

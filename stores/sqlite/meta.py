@@ -1,7 +1,6 @@
 """The local file's ``lore_meta`` entries: its revision, vector dimension and model generation.
 
-Functions over the caller's transaction, so store, vector cache and model records share them.
-"""
+Functions over the caller's transaction, so store, vector cache and model records share them."""
 
 from __future__ import annotations
 

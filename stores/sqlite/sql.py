@@ -1,7 +1,6 @@
 """``stores.engine.sql.SqlTx`` on a SQLite connection (which binds ``:name`` itself).
 
-JSON and times (fixed-width UTC) are text; a list is a JSON array read with ``json_each``.
-"""
+JSON and times (fixed-width UTC) are text; a list is a JSON array read with ``json_each``."""
 
 from __future__ import annotations
 

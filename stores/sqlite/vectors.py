@@ -2,8 +2,7 @@
 
 float32 BLOBs in ``lesson_embeddings``, searched by numpy: no extension needed. The index
 refreshes rows newer than its revision (writes bump ``lore_meta.rev``, deletes leave tombstones),
-so other processes' writes show on the next read; only ``LocalVectors`` touches it.
-"""
+so other processes' writes show on the next read; only ``LocalVectors`` touches it."""
 
 from __future__ import annotations
 
