@@ -190,9 +190,7 @@ class ModelRecords:
         return current
 
     def check(self, current: int) -> int:
-        """Inside a transaction that writes or compares vectors and read the store's generation
-        ``current``: ``ModelChangedError`` when the store was re-embedded since this process
-        read its model; else ``current``."""
+        """``current``, or ``ModelChangedError`` if re-embedded since this process read its model."""
         known = self._known
         if known is not None and known[1] != current:
             self._known = None

@@ -49,12 +49,9 @@ class Scope:
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson's fields, declared once: the store's columns, commit images and the MCP layer's
-    shapes are all computed from them (``COLUMNS``, ``lesson_image``, ``lore_mcp.services.models``).
-
-    As a draft, its text is already redacted and its tags normalised. A save leaves the rest to
-    the store: a new id, created and updated now, no votes. An import carries what the lesson
-    had where it was exported: its id (kept when ``save_many`` keeps ids), times and votes."""
+    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them.
+    A draft's text is redacted and tags normalised; a save gets a new id, now, no votes; an
+    import carries its exported id (kept with ``keep_ids``), times and votes."""
 
     id: str | None = field(default=None, kw_only=True)
     problem: str
@@ -134,10 +131,8 @@ DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SaveResult:
-    """The id a draft landed under, whether it merged into an existing lesson (only when it
-    added nothing, see ``stores.engine.dedup``), and the near neighbours it did not merge with,
-    as (id, cosine similarity), most similar first. ``skipped``: an import's draft whose id the
-    project already held (or an earlier draft of the batch had), so nothing was written."""
+    """A draft's id, whether it merged (only adding nothing), its unmerged near neighbours (id,
+    similarity; most similar first), and ``skipped``: an import's draft whose id was held."""
 
     id: str
     merged: bool
@@ -159,9 +154,8 @@ Vector = Union[Sequence[float], "np.ndarray"]
 
 @dataclass(frozen=True)
 class RecallQuery:
-    """A recall request: the query text (for lexical match) and its vector, or the callable that
-    gives it, which the store calls once it has matched the words: so a caller embeds the
-    query while the store searches words, in one ``LessonStore.recall``."""
+    """A recall's text and vector, or a callable the store calls after matching words, so the
+    caller embeds while the store searches words."""
 
     text: str
     vector: Vector | Callable[[], Vector] | None = None
