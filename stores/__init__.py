@@ -113,8 +113,7 @@ def open_local_store(
     ranking_params: RankingParams | None = None,
     activity_bounds: ActivityBounds | None = None,
 ) -> Store:
-    """Open (creating and migrating as needed) the SQLite store at ``path``; ``activity_bounds``
-    says how much activity log each project keeps (``stores.engine.activity``)."""
+    """Open (creating and migrating as needed) the SQLite store at ``path``."""
     from stores.sqlite.lessons import LocalLessonStore
 
     return LocalLessonStore(path, ranking_params=ranking_params, activity_bounds=activity_bounds)
@@ -129,8 +128,7 @@ def open_postgres_store(
     read_url: str | None = None,
     direct_url: str | None = None,
 ) -> Store:
-    """Connect to Postgres (migrating it as needed) at ``url``; reads may go to the replica at
-    ``read_url``, and ``direct_url`` says ``url`` is a pooler's (``stores.postgres.routing``)."""
+    """Connect to (and migrate) Postgres at ``url``, reading from ``read_url``'s replica if given."""
     try:
         from stores.postgres.lessons import PostgresLessonStore
     except ImportError as exc:  # pragma: no cover - depends on the installation

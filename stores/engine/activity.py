@@ -79,8 +79,7 @@ class ActivityNote:
         )
 
     def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
-        """The note with the commit its call recorded: that commit's kind (a save that merged
-        is a ``merge``), its id, and the lessons and tables it names (``structured.targets_of``)."""
+        """The note with its commit's kind (a merging save is a ``merge``), id and targets."""
         lessons = tuple(t.removeprefix("lesson:") for t in targets if t.startswith("lesson:"))
         tables = tuple(t.removeprefix("table:") for t in targets if t.startswith("table:"))
         kind = kind if kind in KINDS else self.kind

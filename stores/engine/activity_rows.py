@@ -155,8 +155,7 @@ def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, R
 def stale(
     sql: SqlTx, scope: Scope, before: datetime, now: datetime, limit: int, cursor: str | None
 ) -> StalePage:
-    """Live lessons created before ``before`` that no recall in the kept log returned, oldest
-    first (ids above ``cursor``)."""
+    """Live lessons created before ``before`` that no kept recall returned, oldest first."""
     params: dict[str, Any] = {
         "org": scope.org,
         "project": scope.project,
@@ -234,8 +233,7 @@ class ActivityRecords:
 
     @contextlib.contextmanager
     def riding(self, sql: SqlTx) -> Iterator[None]:
-        """Every held entry written in the caller's write transaction ``sql`` (a SQLite save then
-        costs the reader no cache more); held again if the caller's work raises."""
+        """Held entries written in ``sql`` (sparing SQLite's reader cache); held again on a raise."""
         held = self._take()
         try:
             self._write_in(sql, held)

@@ -26,8 +26,7 @@ Pair = tuple[str, str, float]  # the smaller id, the other, their cosine similar
 def similar_pairs(
     ids: list[str], vectors: np.ndarray, threshold: float, kept: set[tuple[str, str]]
 ) -> list[Pair]:
-    """Every pair of ``ids`` whose unit ``vectors`` have cosine similarity >= ``threshold``,
-    except ``kept`` ones, most similar first (ties by ids)."""
+    """Pairs of ``ids`` at ``threshold`` or more, but ``kept`` ones, most similar (then ids) first."""
     found: list[Pair] = []
     for start in range(0, len(ids), BLOCK):
         sims = vectors[start : start + BLOCK] @ vectors.T
@@ -41,8 +40,7 @@ def similar_pairs(
 
 
 def duplicate_pairs(reading: contextlib.AbstractContextManager[SqlLessonTx], threshold: float) -> list[Pair]:
-    """``stores.Store.duplicate_pairs`` in the project read ``reading`` opens; the pairs are
-    computed after it ends, so the read is held no longer than its two statements."""
+    """``Store.duplicate_pairs``, computed after the read ends so it lasts just two statements."""
     with reading as tx:
         found = tx.live_vectors()
         kept = {

@@ -113,8 +113,7 @@ def restates(new: str | None, stored: str | None) -> bool:
 
 
 def adds_nothing(new: tuple[str, str, str | None], stored: tuple[str, str, str | None]) -> bool:
-    """Whether a new lesson (problem, resolution, context) carries no information
-    that the stored one lacks, so merging it loses nothing."""
+    """Whether a new lesson says nothing the stored one lacks, so merging it loses nothing."""
     same_text = normalised(new[0]) == normalised(stored[0]) and normalised(new[1]) == normalised(stored[1])
     if not same_text and not (restates(new[0], stored[0]) and restates(new[1], stored[1])):
         return False
@@ -128,8 +127,7 @@ Key = TypeVar("Key")
 def merge_target(
     new: tuple[str, str, str | None], candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]]
 ) -> Key | None:
-    """The first candidate (key, similarity, stored text), most similar first, that the
-    new lesson adds nothing to; None when every candidate would lose something."""
+    """The most similar candidate the new lesson adds nothing to; None if every one would lose."""
     for key, _similarity, stored in sorted(candidates, key=lambda c: -c[1]):
         if adds_nothing(new, stored):
             return key

@@ -41,8 +41,7 @@ MAX_FINISH_ROUNDS = 5
 
 @dataclass(frozen=True)
 class EmbeddingModel:
-    """A model as a store records it. Two models make comparable vectors when their
-    dimension and fingerprint agree; the name is for people."""
+    """A recorded model: dimension and fingerprint decide comparability; the name is for people."""
 
     name: str
     dimension: int
@@ -90,8 +89,7 @@ class ModelChangedError(UnavailableError):
 
 @dataclass(frozen=True)
 class ReembedRow:
-    """A lesson whose vector a re-embed still has to compute: its key, its text, and the
-    stamp of the text's version (so a lesson edited after its batch is done again)."""
+    """A lesson still to re-embed; its stamp makes a lesson edited after its batch redone."""
 
     pk: int
     problem: str
@@ -155,8 +153,7 @@ class ModelRecords:
 
     @property
     def known(self) -> EmbeddingModel | None:
-        """The model this process last read or adopted, without asking the database; None
-        when it has not asked yet, or when a re-embed by another process made it stale."""
+        """The model last read or adopted, asking nothing; None if unread or made stale."""
         known = self._known
         return known[0] if known is not None else None
 
@@ -165,8 +162,7 @@ class ModelRecords:
         self._known = None
 
     def recorded(self) -> EmbeddingModel | None:
-        """The model the store records (read from the database); ``unrecorded(dim)`` when it
-        holds vectors but no record, None when it holds neither."""
+        """The recorded model; ``unrecorded(dim)`` for vectors without a record; None for neither."""
         with self._db.reading() as tx:
             return _read(tx)[0]
 
@@ -211,8 +207,7 @@ class ModelRecords:
             tx.rows("DELETE FROM lore_meta WHERE key = :k", {"k": TARGET_KEY})
 
     def reembed_begin(self, target: EmbeddingModel) -> ReembedProgress:
-        """Start (or resume) re-embedding every lesson of every org with ``target``; a run
-        towards another target left half-done is discarded."""
+        """Start or resume re-embedding with ``target``, discarding a half-done run for another."""
         top = self._db.max_dimension
         if not 1 <= target.dimension <= top:
             raise InvalidInputError(
@@ -227,8 +222,7 @@ class ModelRecords:
         return ReembedProgress(done=total - pending, total=total)
 
     def reembed_pending(self, limit: int, after: int = 0) -> list[ReembedRow]:
-        """Up to ``limit`` lessons with a key above ``after``, lowest first, that still need
-        their new vector (a run passes its last key, so it never scans what it did)."""
+        """Up to ``limit`` pending lessons keyed above ``after`` (so a run never rescans), lowest first."""
         with self._db.every_org(write=False) as tx:
             rows = tx.rows(
                 f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > :after "

@@ -62,8 +62,7 @@ _EVERYTHING = frozenset({"*"})
 
 
 def changed_fields(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> frozenset[str]:
-    """The fields of a lesson a change wrote (all, ``*``, when it made or removed the lesson);
-    its vector and ``updated_at`` follow the others, so they are not counted."""
+    """The lesson fields a change wrote (``*``: made or removed), bar the vector and ``updated_at``."""
     if before is None or after is None:
         return _EVERYTHING
     fields = {k for k in {*before, *after} - {"updated_at", "embedding"} if before.get(k) != after.get(k)}

@@ -156,8 +156,7 @@ class KeyStore:
     def revoke_key(
         self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
     ) -> ApiKey:
-        """Idempotent: revoking twice keeps the first time; ``NotFoundError`` when the org has no
-        key with this id. ``activity`` as for ``add_key`` (``revoked:<id>``)."""
+        """Idempotent (the first time stays); ``NotFoundError`` for no such key; logs ``revoked:<id>``."""
         with self._db.scoped(org_id, write=True) as tx:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
@@ -170,8 +169,7 @@ class KeyStore:
             return _key(tx, rows[0])
 
     def _log(self, tx: SqlTx, org_id: str, activity: tuple[str, ActivityNote] | None, target: str) -> None:
-        """A key change's entry in the activity log of the project ``activity`` names, in the
-        transaction of the change."""
+        """A key change's entry, logged in the change's transaction."""
         if activity is None:
             return
         if self._activity is None:
@@ -180,8 +178,7 @@ class KeyStore:
         self._activity.append(tx, Scope(org_id, project), dataclasses.replace(note, target=target))
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
-        """Record the key's use at ``when`` (no error when it is gone); an earlier ``when`` than
-        the one recorded leaves it, so racing requests never move it back."""
+        """Record use at ``when`` (gone keys: no error), never earlier, so racing requests never move it back."""
         with self._db.touching(org_id) as tx:
             if tx is not None:
                 tx.rows(

@@ -24,8 +24,7 @@ def lesson_image(
 
 
 def image_lesson(image: Mapping[str, Any]) -> Lesson:
-    """The lesson a ``lesson_image`` describes (its vector aside); a field an older image lacks
-    takes its default."""
+    """The lesson an image describes (vector aside); fields an older image lacks take defaults."""
     return Lesson(**by_kind({**DEFAULTS, **image}, _FROM_IMAGE))
 
 

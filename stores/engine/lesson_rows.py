@@ -41,13 +41,11 @@ class LessonDialect(Protocol):
         ...
 
     def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
-        """For each unit vector, (key, similarity) of the project's live lessons with similarity
-        at least ``dedup.CANDIDATE_SIMILARITY``, at most ``dedup.MAX_SIMILAR``, in any order."""
+        """As ``LessonTx.nearest``, in any order."""
         ...
 
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
-        """Columns of ``lessons`` a write sets besides the lesson's own: the vector, where the
-        row holds it, and what the backend stamps on every write."""
+        """Columns a write sets besides the lesson's: the vector where the row holds it, stamps."""
         ...
 
     def copy_rows(
@@ -58,8 +56,7 @@ class LessonDialect(Protocol):
         ...
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
-        """After row ``key`` was inserted (``new``) or rewritten: index its words, store its vector
-        (when given) where the row does not hold it."""
+        """After row ``key`` is written: index its words, store a given vector the row lacks."""
         ...
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
@@ -71,8 +68,7 @@ class LessonDialect(Protocol):
         ...
 
     def tagged(self, tags: str, count: str) -> str:
-        """SQL true for a lesson with every tag of the list bound as ``tags`` (a ``listed``),
-        whose length is bound as ``count``."""
+        """SQL true for a lesson with every tag bound as ``tags`` (``count`` of them)."""
         ...
 
 
@@ -242,8 +238,7 @@ class SqlLessonTx:
 
 
 class LessonReads:
-    """``LessonStore.get`` and ``list``, for a store whose ``_lesson_reader`` opens a read
-    transaction on a project as a ``SqlLessonTx`` (beside ``lesson_rules.LessonWrites``)."""
+    """``LessonStore.get`` and ``list`` over a store's ``_lesson_reader``."""
 
     def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
         raise NotImplementedError
@@ -273,8 +268,7 @@ def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
 
 
 def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored row with its tags and times as Python values (what ``lesson_of`` takes);
-    meta is left as the database gave it (recall keeps it text until a lesson is chosen)."""
+    """A row with tags and times decoded; meta stays as given (recall keeps it text until chosen)."""
     return {**row, **by_kind(row, {"time": _unless_none(sql.time), "list": sql.load})}
 
 

@@ -39,14 +39,12 @@ from stores.ids import new_id
 
 
 class LessonWrites:
-    """The writes of ``stores.engine.lessons.LessonStore``, for a backend that supplies
-    ``_lesson_writer`` and ``_lesson_reader`` (and ``ensure_dim``)."""
+    """``LessonStore``'s writes over a backend's ``_lesson_writer`` and ``_lesson_reader``."""
 
     def _lesson_writer(
         self, scope: Scope, vectors: Sequence[np.ndarray]
     ) -> contextlib.AbstractContextManager[LessonTx]:
-        """A write transaction on the project, once the store takes ``vectors``
-        (``check_dims``): the first vector a store gets fixes its dimension."""
+        """A write transaction, once ``vectors`` fit (the first vector fixes the dimension)."""
         raise NotImplementedError
 
     def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[LessonTx]:
@@ -62,8 +60,7 @@ class LessonWrites:
 
     @property
     def keys(self) -> KeyStore:
-        """Orgs and API keys in the same file or database as the lessons (``stores.engine.keys``),
-        the same object on every access."""
+        """Orgs and API keys beside the lessons, the same object on every access."""
         if getattr(self, "_keys", None) is None:
             self._keys = self._key_store()
         return self._keys
@@ -177,8 +174,7 @@ class LessonWrites:
 
     @contextlib.contextmanager
     def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history (``stores.engine.structured``) in one transaction; a
-        write one restores lessons for a revert (``restore``)."""
+        """The project's tables and history in one transaction (a write one restores lessons)."""
         if write:
             with self._lesson_writer(scope, []) as tx:
                 yield tx.project(restorer(tx))
@@ -208,8 +204,7 @@ class _Batch:
         self.texts: dict[int, Text] = {}  # text of rows written in this batch, as it is now
 
     def fresh(self, drafts: Sequence[LessonDraft]) -> list[int]:
-        """The positions of the drafts to save: all of them, or, keeping ids, those whose id
-        the project does not hold yet (live or expired), the first draft of an id winning."""
+        """Positions of drafts to save: all, or keeping ids, the first of each id not yet held."""
         if not self.keep_ids:
             return list(range(len(drafts)))
         ids = [draft.id for draft in drafts if draft.id is not None]
@@ -259,8 +254,7 @@ class _Batch:
         self.unwritten = []
 
     def neighbours(self, vec: np.ndarray, stored: list[Near]) -> list[Near]:
-        """The draft's near neighbours, stored or saved earlier in this batch, most similar
-        first, at most ``dedup.MAX_SIMILAR``, each with its text as it is now."""
+        """Up to ``MAX_SIMILAR`` near neighbours, stored or earlier in the batch, with current text."""
         found = {n.key: n for n in stored}
         if self.pending and self.matrix is not None:
             sims = self.matrix[: len(self.pending)] @ vec
@@ -289,15 +283,13 @@ _UNWRITTEN = 2**62
 
 
 def _log(tx: LessonTx, note: ActivityNote | None) -> None:
-    """The call's entry in the project's activity log when it changed nothing (a change's entry
-    is written with its commit: ``record``)."""
+    """The entry of a call that changed nothing (a change's is written with its commit)."""
     if note is not None:
         tx.project(structured.read_only_lessons).append_activity(note)
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:
-    """The lesson a new draft becomes: created when the draft says, else now, and updated when it
-    says, else when created; its own id when kept (an import), else a new one."""
+    """The lesson a draft becomes: its times or now, its id when kept (an import) or a new one."""
     created = draft.created_at or now
     made = {
         "id": draft.id if keep_id and draft.id is not None else new_id(draft.created_at),

@@ -29,8 +29,7 @@ Restorer = Callable[[str, Any], None]
 
 @dataclass(frozen=True)
 class Row:
-    """A stored lesson as a transaction read it: the backend's key for its row, the
-    lesson, and its vector as float32 bytes (None when not read, or when it has none)."""
+    """A read lesson: its row key, the lesson, and float32 vector bytes (None if unread or none)."""
 
     key: int
     lesson: Lesson
@@ -55,8 +54,7 @@ class LessonTx(Protocol):
     now: datetime
 
     def guard(self) -> None:
-        """``ModelChangedError`` when the store was re-embedded since this process read
-        its model (``stores.engine.embedding_model``); call before writing or comparing vectors."""
+        """``ModelChangedError`` if re-embedded since read; call before writing or comparing vectors."""
         ...
 
     def generation(self) -> int:
@@ -81,13 +79,11 @@ class LessonTx(Protocol):
         ...
 
     def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
-        """``insert`` for each lesson, in one statement where the backend has round trips;
-        the rows in the lessons' order."""
+        """``insert`` each lesson, one statement where there are round trips; rows in order."""
         ...
 
     def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
-        """Replace every field of row ``key`` but its id (and its vector, when given);
-        the lesson as stored."""
+        """Replace row ``key``'s fields but its id (and a given vector); the lesson as stored."""
         ...
 
     def add_vote(self, lesson_id: str, up: bool) -> Lesson | None:
@@ -174,8 +170,7 @@ def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
 
 
 def lesson_of(row: Mapping[str, Any]) -> Lesson:
-    """The lesson of a row whose tags are a sequence and whose times are datetimes; meta is a
-    mapping, or JSON text (recall leaves it so until a lesson is chosen)."""
+    """A decoded row's lesson; meta may still be JSON text (recall leaves it so until chosen)."""
     return Lesson(**by_kind(row, _FROM_ROW))
 
 
