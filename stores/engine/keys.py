@@ -178,7 +178,7 @@ class KeyStore:
         self._activity.append(tx, Scope(org_id, project), dataclasses.replace(note, target=target))
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
-        """Record use at ``when`` (gone keys: no error), never earlier, so racing requests never move it back."""
+        """Record use at ``when`` (gone: no error), never earlier, so racing requests never move it back."""
         with self._db.touching(org_id) as tx:
             if tx is not None:
                 tx.rows(

@@ -12,8 +12,7 @@ ANCHOR_SAMPLE = 128
 
 @dataclass(frozen=True)
 class RankingParams:
-    """``half_life_days`` is LORE_DECAY_HALF_LIFE_DAYS; the rest switch ranking parts so the
-    evaluation can measure each; defaults are what Lore ships."""
+    """Switches so the evaluation can measure each part; defaults are what Lore ships."""
 
     half_life_days: float = 30.0
     # Numbers (single digits too), versions, identifiers and paths are query terms.

@@ -14,8 +14,7 @@ from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 
 
 class TwoStepRecall:
-    """``recall``: the words first, then (``RecallQuery.needs_vector`` waits for it) the vectors;
-    a backend supplies ``_word_keys`` (its full-text SQL) and ``rank``."""
+    """``recall``: words first, then vectors (awaited); a backend supplies ``_word_keys``, ``rank``."""
 
     _ranking: ranking.RankingParams
 
@@ -47,8 +46,7 @@ def scored_lessons(
     now: datetime,
     params: ranking.RankingParams,
 ) -> list[ScoredLesson]:
-    """The best lessons among ``rows`` (lesson columns, ``sim`` or None, ``near``: found by
-    vector), best first; only the chosen rows become lessons."""
+    """The best ``rows`` (``near``: found by vector), best first; only those become lessons."""
     kept = [row for row in rows if row["confidence"] >= query.min_confidence]
     by_id = {row["id"]: row for row in kept}
     candidates = [

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Types:
-    """A dialect's names: column types, an auto-numbered key, a true/false column, and what
-    follows a table whose rows are found by their primary key."""
+    """A dialect's names for column types, keys, booleans and primary-key-only tables."""
 
     text: str
     integer: str
@@ -117,8 +116,7 @@ def oauth_registration_table(t: Types) -> str:
 
 
 def curation_tables(t: Types) -> str:
-    """Lesson pairs a curator kept both of, so ``find_duplicates`` never lists them again, and
-    whether an entry was a person's: people's reads are no recalls."""
+    """Pairs kept apart (never relisted), and whether an entry was a person's (not a recall)."""
     return f"""
         CREATE TABLE IF NOT EXISTS kept_pairs (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, a {t.text} NOT NULL, b {t.text} NOT NULL,
@@ -129,8 +127,7 @@ def curation_tables(t: Types) -> str:
 
 
 def person_column(t: Types) -> str:
-    """``activity.person``, added only where missing: SQLite has no ``ADD COLUMN IF NOT EXISTS``
-    and a file whose schema was wound back reruns this."""
+    """``activity.person``, only where missing: SQLite lacks ``ADD COLUMN IF NOT EXISTS``."""
     return f"person {t.flag}"
 
 

@@ -21,8 +21,7 @@ class SqlTx(Protocol):
         """Run a write once for each set of parameters (nothing when there is none)."""
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """Run ``INSERT``s in one round trip where there are any: a commit, its targets and its
-        activity entry cost Postgres one trip, not three."""
+        """``INSERT``s in one round trip: a commit, targets and entry cost Postgres one, not three."""
 
     def json(self, param: str) -> str:
         """The SQL that binds parameter ``param`` (a ``dump``) as the database's JSON value."""

@@ -140,8 +140,7 @@ def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, A
 def run_plan(
     source: TableSource, raw_plan: Mapping[str, Any], step: Callable[[int], None] | None = None
 ) -> tuple[Plan, str, Workspace]:
-    """Parse the plan, check its hash against ``source`` and run it there (``step`` as for
-    ``execute``); writes nothing."""
+    """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
     plan = parse_plan(raw_plan)
     before = current_hash(source)
     if plan.base_schema_hash != before:
@@ -215,8 +214,7 @@ def record(
     hash_after: str | None = None,
     activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit after the project's last one, with the call's ``activity`` entry when
-    given (written together: ``ProjectTx.add_commit``); every 100th also snapshots the tables."""
+    """Add a commit (with ``activity``, written together); every 100th also snapshots tables."""
     last = tx.last_commit()
     commit = Commit(
         id=new_id(),
@@ -247,8 +245,7 @@ def record(
 def record_lessons(
     tx: ProjectTx, kind: str, actor: str, changes: list[Any], activity: ActivityNote | None = None
 ) -> Commit:
-    """The commit for lesson changes: (lesson id, before image, after image) each, with the
-    call's ``activity`` entry when given."""
+    """The commit for lesson changes, each (id, before image, after image)."""
     effects = {
         "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
         "schema": [],

@@ -68,8 +68,7 @@ class Matcher:
 
 @functools.lru_cache(maxsize=4096)
 def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
-    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
-    the same lessons come back as candidates of one query after another."""
+    """A text's lower-cased words (and identifiers); cached, as lessons recur across queries."""
     lowered = text.lower()
     if legacy:
         return frozenset(_WORD.findall(lowered))
@@ -86,8 +85,7 @@ def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]
 
 @functools.lru_cache(maxsize=4096)
 def _keys(words: frozenset[str], legacy: bool, stemming: bool) -> frozenset[str]:
-    """The keys of a text's words (``_vocabulary``). A stopword has none, unless legacy: it
-    matches no term, not even by its key ("Ines" would otherwise be "in")."""
+    """A text's word keys; stopwords have none unless legacy ("Ines" would otherwise be "in")."""
     return frozenset(
         key
         for w in words
@@ -105,8 +103,7 @@ def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
 
 
 def _parts(parts: list[str], compound_digits: bool) -> list[str]:
-    """The words of an identifier that count on their own: a number inside a version
-    or a path ("3" in "3.8.1") is not that number, unless ``compound_digits``."""
+    """An identifier's parts; "3" in "3.8.1" is not 3 unless ``compound_digits``."""
     if len(parts) < 2 or compound_digits:
         return parts
     return [p for p in parts if not p.isdigit()]
@@ -137,8 +134,7 @@ def _key(word: str) -> str:
 
 
 def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
-    """The query's names, lower-cased: capitalised words that do not start a sentence
-    ("Which team did Bruno join?" -> bruno; "QA" too). Empty unless ``params.names``."""
+    """Lower-cased capitalised words not starting a sentence ("Did Bruno join?" -> bruno)."""
     if not params.names:
         return frozenset()
     found = set()

@@ -10,10 +10,8 @@ from stores.errors import InvalidInputError
 
 
 def unit_vector(vector: Sequence[float] | np.ndarray) -> np.ndarray:
-    """The vector as float32 scaled to length 1, so cosine similarity is a dot product.
-
-    Raises InvalidInputError for NaN or infinite components, which would poison every
-    similarity they touch."""
+    """The float32 unit vector, so cosine is a dot product; InvalidInputError for NaN or
+    infinity, which would poison every similarity they touch."""
     vec = np.asarray(vector, dtype=np.float32).reshape(-1)
     if not np.all(np.isfinite(vec)):
         raise InvalidInputError("A vector must hold only finite numbers.")

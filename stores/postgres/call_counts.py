@@ -61,8 +61,7 @@ class PostgresCallCounts:
         self._prune_lock = threading.Lock()
 
     def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
-        """``CallCounts.take``: one statement, outside any transaction (autocommit), so the count
-        costs one round trip once a pooled connection is in hand."""
+        """``CallCounts.take`` in autocommit: one round trip once a connection is in hand."""
         if calls > limit:
             return float(window_s)  # could never fit; nothing to ask the database
         params = {"key_id": key_id, "calls": calls, "limit": limit, "window": window_s}

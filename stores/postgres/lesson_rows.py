@@ -26,8 +26,7 @@ _NEAREST = text(
 
 
 class PostgresLessonRows:
-    """Postgres's own side of one lesson transaction on ``conn``; ``lock`` (a write
-    transaction) locks every row it reads."""
+    """Postgres's side of a lesson transaction; ``lock`` locks every row read."""
 
     embedding_select = ", embedding"
 
@@ -81,8 +80,7 @@ class PostgresLessonRows:
         """Nothing more: the row holds the vector, and its words are a generated column."""
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
-        """The row's vector as float32 bytes; pgvector hands back a Vector (or an ndarray,
-        depending on its version)."""
+        """float32 bytes, from pgvector's Vector or ndarray (by version)."""
         found = row["embedding"]
         if found is None:
             return None

@@ -104,8 +104,7 @@ class _ProbeDone(Exception):
 
 
 class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
-    """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
-    over ``PostgresLessonTx``."""
+    """``stores.Store`` on Postgres with pgvector."""
 
     def __init__(
         self,
@@ -131,8 +130,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
-        """Recall's second transaction: the nearest vectors and every candidate's row in
-        one statement."""
+        """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         now, terms, lexical = words.now, list(words.terms), list(words.keys)
         k = ranking.candidate_count(query.limit, self._ranking)
         q = unit_vector(query.needs_vector())
@@ -238,8 +236,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     @contextlib.contextmanager
     def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
-        """The project's advisory lock, once the vector column takes ``vectors`` (made
-        beforehand, as the owner, for the first vector: see ``PostgresDims.check``)."""
+        """The project's advisory lock, once the vector column fits (``PostgresDims.check``)."""
         if vectors:
             check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
         with self._writing(scope) as conn:
@@ -260,8 +257,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             yield tx
 
     def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
-        """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
-        request's deadline (``PostgresSqlTx``)."""
+        """Lesson rows in ``conn``'s transaction; tables and commits are deadline-bounded."""
         rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
         checks = ModelChecks(self._models, lambda: generation(conn))
         return SqlLessonTx(

@@ -33,8 +33,7 @@ _TYPES = Types(
 
 
 def _org_policy(*tables: str, column: str = "org_id") -> str:
-    """Row-level security on ``tables``: a transaction sees and writes only the rows of the org
-    it set in ``lore.org`` (``stores.postgres.db``)."""
+    """RLS on ``tables``: a transaction sees and writes only its ``lore.org``'s rows."""
     return "".join(
         f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;

@@ -62,8 +62,7 @@ class PostgresModelDb:
 
     @contextlib.contextmanager
     def every_org(self, *, write: bool) -> Iterator[PostgresSqlTx]:
-        """``owner`` seeing every org; lifting the policy locks the table until commit, so no
-        server writes a lesson meanwhile."""
+        """``owner`` seeing every org, the table locked until commit so no one writes meanwhile."""
         with self.owner(write=write) as tx:
             try:
                 tx.conn.exec_driver_sql("ALTER TABLE lessons NO FORCE ROW LEVEL SECURITY")

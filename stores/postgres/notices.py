@@ -39,8 +39,7 @@ Listener = Callable[[dict[str, Any]], None]
 
 
 class PostgresNotices:
-    """``stores.store.NoticeFeed`` over the engine of a ``PostgresLessonStore``; see the module
-    docstring. ``close`` ends the listening thread and its connection."""
+    """``NoticeFeed`` over a ``PostgresLessonStore``'s engine; ``close`` ends the listener."""
 
     def __init__(self, engine: Engine, channel: str = CHANNEL, *, listen_url: str | None = None) -> None:
         self._engine = engine
@@ -54,8 +53,7 @@ class PostgresNotices:
         self._conn: psycopg.Connection[Any] | None = None
 
     def publish(self, notice: Mapping[str, Any]) -> None:
-        """Send ``notice`` to every listener; ``UnavailableError`` if unreachable, ``ValueError``
-        if too large for one payload."""
+        """Send ``notice``; ``UnavailableError`` if unreachable, ``ValueError`` if too large."""
         payload = json.dumps(notice, separators=(",", ":"), ensure_ascii=False)
         if len(payload.encode()) > MAX_PAYLOAD_BYTES:
             raise ValueError(f"A notice must stay under {MAX_PAYLOAD_BYTES} bytes of JSON.")
@@ -64,8 +62,7 @@ class PostgresNotices:
             conn.execute(_PUBLISH, {"channel": self._channel, "payload": payload})
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` (on the listening thread) with each notice from now on; returns the
-        callable that stops it. The first subscription starts the listening connection."""
+        """``NoticeFeed.subscribe``; the first subscription starts the listening connection."""
         token = object()
         with self._lock:
             self._listeners[token] = listener
@@ -80,8 +77,7 @@ class PostgresNotices:
         return unsubscribe
 
     def wait_listening(self, timeout: float) -> bool:
-        """Whether the connection is listening, waiting up to ``timeout`` seconds for it (for
-        callers that must not miss a notice published right after they subscribed)."""
+        """Whether listening, within ``timeout``, for callers that must not miss the next notice."""
         return self._listening.wait(timeout)
 
     def close(self) -> None:

@@ -20,8 +20,7 @@ CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
 
 
 def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
-    """Set ``session`` (and the role ``_on_connect`` chose) with ``is_local`` at every
-    transaction's start: one statement more per transaction, the price of the pooler."""
+    """Set ``session`` and the role locally per transaction: one more statement, the pooler's price."""
 
     def on_begin(conn: Connection) -> None:
         settings = dict(session)

@@ -19,8 +19,7 @@ from stores.postgres.db import engine_for
 
 @dataclass(frozen=True)
 class Engines:
-    """The primary's engine, the one reads use (the primary's without a replica), and the
-    URL the change-notice feed listens on (``None``: the primary's own)."""
+    """The primary's engine, the reads' engine, and the notices' URL (``None``: the primary's)."""
 
     primary: Engine
     reads: Engine

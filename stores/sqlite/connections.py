@@ -38,8 +38,7 @@ class LocalConnections:
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Connection]:
-        """The writer under this process's write lock, in ``BEGIN IMMEDIATE``; while it is held,
-        ``writer_until`` is when its holder's deadline passes (``math.inf`` without one)."""
+        """The locked writer in ``BEGIN IMMEDIATE``; ``writer_until`` is its holder's deadline."""
         with self.write_lock:
             left = deadline.remaining()
             self.writer_until = math.inf if left is None else time.monotonic() + left

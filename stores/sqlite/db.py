@@ -126,8 +126,7 @@ def _is_read_only(exc: BaseException) -> bool:
 def writes_refused_as_unavailable(
     conn: Connection, consequence: str = "so the call changed nothing"
 ) -> Iterator[None]:
-    """A write SQLite refused as read-only becomes ``UnavailableError`` naming the file and the
-    fix (the caller's transaction has been rolled back), rather than an unexpected error."""
+    """A read-only refusal (rolled back) becomes ``UnavailableError`` naming the file and fix."""
     try:
         yield
     except sqlean.OperationalError as exc:
