@@ -154,8 +154,7 @@ Vector = Union[Sequence[float], "np.ndarray"]
 
 @dataclass(frozen=True)
 class RecallQuery:
-    """A recall's text and vector, or a callable the store calls after matching words, so the
-    caller embeds while the store searches words."""
+    """Text and a vector or its callable, called after words match so embedding overlaps search."""
 
     text: str
     vector: Vector | Callable[[], Vector] | None = None
@@ -176,8 +175,7 @@ class RecallQuery:
 
 @dataclass(frozen=True)
 class WordMatches:
-    """The full-text half of a recall (``match_words``, before the vector): the query's terms and
-    the lessons they found (the backend's row keys, best first), as of ``now``."""
+    """A recall's full-text half: the terms and the row keys they found, best first, at ``now``."""
 
     terms: tuple[str, ...]
     keys: tuple[int, ...]
@@ -204,8 +202,7 @@ class LessonStore(Protocol):
     """Persistence and search of lessons, confined to a scope."""
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
-        """Insert the draft, or merge it into a live lesson of the same scope that it adds
-        nothing to (``stores.engine.dedup.merge_target`` over the nearest vectors)."""
+        """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
         ...
 
     def save_many(
@@ -266,8 +263,7 @@ class LessonStore(Protocol):
         ...
 
     def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored vectors (float32 bytes) of those of ``lesson_ids`` the project holds, for
-        an export that carries them."""
+        """Stored float32 vectors of the held ``lesson_ids``, for an export."""
         ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
@@ -282,8 +278,7 @@ class LessonStore(Protocol):
     def neighbours(
         self, scope: Scope, vectors: Sequence[Sequence[float]]
     ) -> builtins.list[builtins.list[Neighbour]]:
-        """For each vector, the live lessons of the scope with cosine similarity >=
-        ``dedup.CANDIDATE_SIMILARITY``, most similar first, at most ``dedup.MAX_SIMILAR``."""
+        """As ``LessonTx.nearest``, for the scope."""
         ...
 
     def ensure_dim(self, dim: int) -> None:
@@ -293,8 +288,7 @@ class LessonStore(Protocol):
 
     @property
     def models(self) -> ModelRecords:
-        """The model that made this store's vectors, and re-embedding with another
-        (``stores.engine.embedding_model``)."""
+        """The model of this store's vectors, and re-embedding with another."""
         ...
 
     def close(self) -> None:

@@ -72,8 +72,7 @@ _CODE_COLUMNS = f"{_GRANT_COLUMNS}, redirect_uri, redirect_explicit, code_challe
 
 
 class OAuthStore:
-    """OAuth state of one store, on the key store's transactions. Raises ``UnavailableError``
-    when the database cannot be asked."""
+    """One store's OAuth state; ``UnavailableError`` when the database cannot be asked."""
 
     def __init__(self, db: OAuthDb) -> None:
         self._db = db
@@ -230,8 +229,7 @@ class OAuthStore:
             _revoke_family(tx, family)
 
     def secret(self, name: str, candidate: str) -> str:
-        """The stored secret ``name``, storing ``candidate`` first if there is none (so every
-        replica signs with the same one)."""
+        """Secret ``name``, storing ``candidate`` if none, so every replica signs with the same."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             tx.rows(
                 "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",

@@ -301,8 +301,7 @@ def _check_text(value: str, what: str) -> None:
 
 
 def _check_json(value: Any, column: str) -> None:
-    """A JSON value both backends store alike: finite numbers, text as ``_check_text`` says,
-    at most ``MAX_JSON_DEPTH`` levels of arrays and objects."""
+    """A JSON value both backends store alike: finite numbers, checked text, bounded depth."""
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()

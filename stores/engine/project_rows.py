@@ -40,8 +40,7 @@ TOGETHER_MAX_TARGETS = 16
 
 
 class ProjectTx:
-    """One project inside a transaction the caller holds (``tx``): what structured memory, history
-    and the lessons' commits run on."""
+    """One project in the caller's ``tx``, for structured memory, history and lesson commits."""
 
     def __init__(
         self,
@@ -171,8 +170,7 @@ class ProjectTx:
             self._append(activity, commit)
 
     def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
-        """The call's entry in the project's activity log, in this transaction: with ``commit``
-        (else the one this transaction recorded, if any) naming its kind, lessons and tables."""
+        """Log the call's entry here, naming ``commit`` (else this transaction's, if any)."""
         self._append(note, commit or self._added)
 
     def _append(
@@ -247,8 +245,7 @@ class ProjectTx:
         return {r["id"]: r["problem"] for r in rows}
 
     def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
-        """Every live lesson's id, problem, tags, created_at and votes (no text beyond the
-        problem, no vector): what an overview of the project counts."""
+        """Each live lesson's id, problem, tags, created_at and votes: what an overview counts."""
         rows = self.tx.rows(
             "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
             f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",

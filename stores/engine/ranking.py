@@ -79,8 +79,7 @@ def candidate_terms(
 def full_text_terms(
     text: str, terms: list[str], postings: dict[str, float], params: RankingParams
 ) -> tuple[list[str], list[str]]:
-    """The terms that find full-text candidates (``rare_terms``) and that order them
-    (``candidate_terms``); ``postings`` are counted or estimated by the backend."""
+    """The terms that find full-text candidates (``rare_terms``) and order them (``candidate_terms``)."""
     said = names(text, params)
     chosen = rare_terms(terms, postings, params.postings_budget, query_entities(terms, said, params))
     return chosen, candidate_terms(chosen, terms, said, params)
@@ -119,8 +118,7 @@ def anchor(sample: np.ndarray) -> np.ndarray:
 
 
 def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
-    """Cosine similarity of each row of ``vectors`` to ``query``, both seen from ``origin``
-    (None where either is at the origin itself); why: Anchor in the module docstring."""
+    """Each ``vectors`` row's cosine to ``query`` seen from ``origin`` (None at it); see Anchor."""
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))

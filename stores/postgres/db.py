@@ -47,8 +47,7 @@ POOL_TIMEOUT_S = 5.0
 
 
 def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
-    """An engine on psycopg 3 whose connections know pgvector, drop superuser powers and time out
-    (per transaction when ``pooled``: ``stores.postgres.pooling``)."""
+    """A psycopg engine knowing pgvector, dropping superuser powers, timing out (per transaction, pooled)."""
     sa_url = make_url(url)
     if sa_url.drivername in ("postgres", "postgresql"):
         sa_url = sa_url.set(drivername="postgresql+psycopg")

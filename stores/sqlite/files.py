@@ -61,8 +61,7 @@ def _read_only_file(database: Path, file: Path) -> Unwritable:
 
 
 def _owner_name(file: Path | None) -> str | None:
-    """The name of ``file``'s owner when that is not this user (or this user's name, for None);
-    None where there are no Unix owners or the file is this user's."""
+    """``file``'s owner if not this user (None: this user's name); None without Unix owners."""
     try:
         import pwd
     except ImportError:  # Windows: no owners to compare; chmod's advice stands

@@ -40,8 +40,7 @@ class LocalKeyDb:
 
     @contextlib.contextmanager
     def lookup(self, key_hash: str) -> Iterator[LocalSqlTx]:
-        """Authentication runs this on every request: a file that cannot be read is an outage
-        (UNAVAILABLE), never "no such key"."""
+        """Run on every request: an unreadable file is an outage, never "no such key"."""
         del key_hash
         try:
             with self._conns.reading() as conn:

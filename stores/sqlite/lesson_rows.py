@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 
 class LocalLessonRows:
-    """The file's own side of one lesson transaction on ``conn`` (the writer's, under the
-    store's write lock, or the reader's)."""
+    """The file's side of a lesson transaction on ``conn`` (the locked writer or the reader)."""
 
     row_lock = ""  # BEGIN IMMEDIATE already holds the whole file
     embedding_select = ""  # the vector is in a table of its own (``embedding``)

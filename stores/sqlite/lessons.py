@@ -65,8 +65,7 @@ _FTS_OVERSAMPLE = 4
 
 
 class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
-    """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
-    ``LocalLessonTx``."""
+    """``stores.Store`` on one SQLite file."""
 
     def __init__(
         self,
@@ -222,8 +221,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _centred_similarities(
         self, conn: Connection, scope: Scope, vec: np.ndarray, pks: builtins.list[int], now: datetime
     ) -> dict[int, float | None]:
-        """The candidates' similarity to the query seen from the scope's anchor
-        (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
+        """The candidates' similarity to the query seen from the scope's ``ranking.anchor``."""
         if not pks:
             return {}
         sample = [
@@ -249,8 +247,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         k: int,
         now: datetime,
     ) -> builtins.list[int]:
-        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
-        ``ranking.candidate_terms`` first."""
+        """Lessons with the rarest query words, best bm25 over ``candidate_terms`` first."""
         chosen, ordering = ranking.full_text_terms(
             query.text, terms, self._postings(conn, terms), self._ranking
         )
@@ -284,8 +281,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     # project instead of the few candidate rows.)
 
     def _postings(self, conn: Connection, terms: builtins.list[str]) -> dict[str, float]:
-        """Each term's full-text matches, counted in one statement and only up to just over
-        the budget (``ranking.rare_terms``: a term past it is common however far past)."""
+        """Each term's matches, counted just past the budget (past it a term is common anyway)."""
         if not terms:
             return {}
         count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"

@@ -18,8 +18,7 @@ from stores.sqlite.vectors import MAX_DIMENSION
 
 
 class LocalModelDb:
-    """``stores.engine.embedding_model.ModelDb`` on one SQLite file's connections: one process's
-    file, so every step is a plain read or write (the write lock holds the rest)."""
+    """``ModelDb`` on the file's connections: every step a plain read or write under the lock."""
 
     max_dimension = MAX_DIMENSION
     row_lock = ""
@@ -47,8 +46,7 @@ class LocalModelDb:
         return vec.tobytes()
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
-        """The vector table rebuilt from ``lesson_reembed``, and a new revision of the file, so
-        every process's index loads the new vectors."""
+        """Rebuild the vectors and bump the revision, so every process's index reloads."""
         del dimension  # a BLOB takes any
         tx.rows("DROP TABLE IF EXISTS lesson_embeddings", {})
         tx.rows(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})", {})
