@@ -22,27 +22,23 @@ class CallCounts(Protocol):
     limit); failed authentications per address too, under keys no key id can be."""
 
     def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
-        """Count ``calls`` if the window leaves room under ``limit``: None, else (counting
-        nothing) the seconds until the window ends."""
+        """Count ``calls`` if under ``limit``: None, else (counting nothing) seconds to window end."""
         ...
 
 
 class NoticeFeed(Protocol):
-    """Change notices shared by every server process on one database (``stores.postgres.notices``).
-    A notice is a small JSON object; what it says is the caller's business."""
+    """Change notices (small JSON, the caller's content) for every server process on a database."""
 
     def publish(self, notice: Mapping[str, Any]) -> None:
         """Send ``notice`` to every subscriber of every process on the database, this one included."""
         ...
 
     def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-        """Call ``listener`` with each notice from now on, on a thread of the feed's own; returns
-        the callable that stops it."""
+        """Call ``listener`` per notice on the feed's thread; returns the callable that stops it."""
         ...
 
     def wait_listening(self, timeout: float) -> bool:
-        """Whether notices published from now on reach this process's subscribers, waiting up to
-        ``timeout`` seconds for the feed to listen (it starts on the first subscription)."""
+        """Whether new notices reach this process, waiting ``timeout`` for the feed to listen."""
         ...
 
 
@@ -50,8 +46,7 @@ class Store(LessonStore, Protocol):
     """Lessons, tables, history and keys of one file or database."""
 
     def transaction(self, scope: Scope, *, write: bool) -> AbstractContextManager[ProjectTx]:
-        """One transaction on one project, for ``stores.engine.structured``: a write one takes the
-        project's write lock (and restores lessons for a revert), a read one sees a snapshot."""
+        """A project transaction: a write one takes its write lock, a read one sees a snapshot."""
         ...
 
     @property
@@ -61,8 +56,7 @@ class Store(LessonStore, Protocol):
 
     @property
     def call_counts(self) -> CallCounts | None:
-        """The shared count of tool calls per key; None where the store serves one process by
-        design (SQLite), whose server counts in memory."""
+        """Shared call counts; None on SQLite (one process by design, counting in memory)."""
         ...
 
     def append_activity(self, scope: Scope, note: ActivityNote) -> str:
@@ -80,8 +74,7 @@ class Store(LessonStore, Protocol):
         ...
 
     def duplicate_pairs(self, scope: Scope, threshold: float) -> list[tuple[str, str, float]]:
-        """Pairs of live lessons with cosine similarity >= ``threshold``, most similar first, but
-        pairs kept apart (``stores.engine.curation``)."""
+        """Live pairs at ``threshold`` or more, most similar first, but pairs kept apart."""
         ...
 
     def keep_pair(self, scope: Scope, a: str, b: str) -> None:
@@ -94,8 +87,7 @@ class Store(LessonStore, Protocol):
 
     @property
     def notices(self) -> NoticeFeed | None:
-        """Change notices between the server processes on this database; None where the store
-        serves one process by design (SQLite), whose server tells its own subscribers."""
+        """Cross-process notices; None on SQLite, whose one server tells its own subscribers."""
         ...
 
     def probe_write(self) -> None:

@@ -143,8 +143,7 @@ class ModelDb(Protocol):
 
 
 class ModelRecords:
-    """A store's model record and re-embedding (``store.models``): ``lore_meta`` and
-    ``lesson_reembed`` are alike on both backends, so the statements are written once here."""
+    """A store's model record and re-embedding; the tables are alike, so written once for both."""
 
     def __init__(self, db: ModelDb) -> None:
         self._db = db
@@ -167,8 +166,7 @@ class ModelRecords:
             return _read(tx)[0]
 
     def adopt(self, model: EmbeddingModel) -> EmbeddingModel:
-        """The model the store records, recording ``model`` first when the store has no record
-        and no vectors of another dimension. Cached: later calls ask the database nothing."""
+        """The recorded model, first recording ``model`` if none fits otherwise; cached after."""
         known = self._known
         if known is not None:
             return known[0]

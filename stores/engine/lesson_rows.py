@@ -51,8 +51,7 @@ class LessonDialect(Protocol):
     def copy_rows(
         self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]] | None:
-        """Insert ``rows`` (columns of ``lessons`` but the scope's) in one go and return them as
-        stored (``COLUMNS``, any order); None where single inserts cost no round trip (a file)."""
+        """Insert ``rows`` at once, returned as stored; None where single inserts cost no trip."""
         ...
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
@@ -81,8 +80,7 @@ class ModelGuard(Protocol):
 
 
 class SqlLessonTx:
-    """One project's lessons in the caller's transaction. ``project_sql`` runs tables and commits
-    when they need other handling (Postgres bounds them by the deadline)."""
+    """One project's lessons in the caller's transaction (``project_sql``: deadline-bounded)."""
 
     def __init__(
         self,

@@ -148,8 +148,7 @@ class LessonWrites:
         *,
         activity: ActivityNote | None = None,
     ) -> Lesson:
-        """``drop_id`` folded into ``keep_id`` as one ``merge`` commit: the kept lesson takes the
-        patch (the combined text) and both lessons' votes, summed; the other is deleted."""
+        """Fold ``drop_id`` into ``keep_id`` (patch, summed votes) in one ``merge`` commit."""
         if keep_id == drop_id:
             raise InvalidInputError("A lesson cannot be merged into itself; name two lessons.")
         vec = unit_vector(vector) if vector is not None else None

@@ -104,8 +104,7 @@ def oauth_tables(t: Types) -> str:
 
 
 def oauth_registration_table(t: Types) -> str:
-    """Each client's registering address and time and first token, for the per-address cap on
-    unused clients and their expiry (older clients have no row: never counted or deleted)."""
+    """Clients' address, time and first token, for the unused-client cap (older ones: no row)."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_registrations (
             client_id {t.text} PRIMARY KEY, address {t.text} NOT NULL,

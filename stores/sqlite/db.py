@@ -146,8 +146,7 @@ def _main_path(conn: Connection) -> str:
 
 
 def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> None:
-    """Raise ``UnavailableError`` naming the full disk and the fix for SQLITE_FULL ("database or
-    disk is full"): SQLite has rolled the statement back, so nothing stored was lost."""
+    """SQLITE_FULL as ``UnavailableError`` naming disk and fix; it rolled back, so nothing is lost."""
     code = getattr(exc, "sqlite_errorcode", None)
     if not isinstance(exc, sqlean.OperationalError) or code is None or code & 0xFF != 13:
         return
@@ -183,8 +182,7 @@ def write_transaction(
 
 @contextlib.contextmanager
 def read_transaction(conn: Connection) -> Iterator[Connection]:
-    """A deferred transaction so several reads see one snapshot (not one a statement left
-    unfinished before it pinned)."""
+    """A deferred transaction, so reads share one snapshot (not one an unfinished statement pinned)."""
     deadline.check()
     finish_statements(conn)
     conn.execute("BEGIN")
@@ -227,8 +225,7 @@ def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
 
 
 def _time_left(start: float) -> float:
-    """Seconds this lock wait may still take; ``DeadlineExceeded`` when the request's deadline has
-    passed, else ``UnavailableError`` once the budget is spent."""
+    """Seconds left to wait; ``DeadlineExceeded`` past the deadline, else ``UnavailableError``."""
     budget = BUSY_TIMEOUT_MS / 1000 - (time.monotonic() - start)
     left = deadline.remaining()
     wait, by_deadline = (left, True) if left is not None and left < budget else (budget, False)
