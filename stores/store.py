@@ -1,8 +1,7 @@
 """The store a backend opens: what ``stores.open_local_store`` and ``open_postgres_store`` return.
 
-``LessonStore`` plus what lives beside lessons: the project transaction of structured memory and
-history, orgs and API keys, and on a shared database per-key call counts. Imports are a
-``save_many`` keeping ids."""
+``LessonStore`` plus what lives beside lessons: the project transaction of structured memory and history,
+orgs and API keys, and on a shared database per-key call counts. Imports are a ``save_many`` keeping ids."""
 
 from __future__ import annotations
 

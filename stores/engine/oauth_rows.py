@@ -1,12 +1,11 @@
 """OAuth clients, authorization codes and tokens over the one SQL layer, written once.
 
-What the MCP layer's protocol must remember across requests and replicas. Codes and tokens are
-stored as SHA-256 digests only. Each names the API key entered on the consent page, so a token
-of a since-revoked key is refused. An authorization's tokens share a ``family`` (the code's
-digest): replaying a used code or rotated refresh token revokes it all. Clients remember their
-address and first token, so unused ones are counted per address and forgotten. Clients and the
-signing secret precede any sign-in, so they live under ``NO_ORG`` without RLS, in the key
-store's transactions (``KeyDb``), with each dialect's locking."""
+What the MCP layer's protocol must remember across requests and replicas. Codes and tokens are stored as
+SHA-256 digests only. Each names the API key entered on the consent page, so a token of a since-revoked
+key is refused. An authorization's tokens share a ``family`` (the code's digest): replaying a used code or
+rotated refresh token revokes it all. Clients remember their address and first token, so unused ones are
+counted per address and forgotten. Clients and the signing secret precede any sign-in, so they live under
+``NO_ORG`` without RLS, in the key store's transactions (``KeyDb``), with each dialect's locking."""
 
 from __future__ import annotations
 

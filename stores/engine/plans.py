@@ -1,10 +1,9 @@
 """Structured-memory plans: parsing, identifiers, types, filters, risk and the schema hash.
 
-Pure Python shared by every backend, so a plan means the same everywhere. Agents never send
-SQL: identifiers meet a strict pattern and a reserved list, values their column types, and
-filters are (column, operator, value) triples evaluated here, so backends cannot disagree.
-Filter cost is bounded: ``like`` is linear (no backtracking regex), ``where`` and ``in`` are
-bounded lists."""
+Pure Python shared by every backend, so a plan means the same everywhere. Agents never send SQL:
+identifiers meet a strict pattern and a reserved list, values their column types, and filters are (column,
+operator, value) triples evaluated here, so backends cannot disagree. Filter cost is bounded: ``like`` is
+linear (no backtracking regex), ``where`` and ``in`` are bounded lists."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Reading a table's rows: filtered, ordered and paged, for the ``query_rows`` tool.
 
-``select_rows`` runs in Python after the read transaction, so a slow filter holds no
-connection or lock."""
+``select_rows`` runs in Python after the read transaction, so a slow filter holds no connection or lock."""
 
 from __future__ import annotations
 

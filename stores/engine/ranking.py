@@ -1,42 +1,37 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
-``relevance = 0.75 * similarity + 0.25 * lexical``: cosine similarity of the lesson's
-vector to the query's, seen from the scope's anchor, and the rarity-weighted share of
-the query's terms in the lesson's text. The full-text index (FTS5, tsvector) only finds
-lexical candidates; the score is computed here from their text and vectors, so it is
-the same on every backend. Terms and matching: ``stores.engine.terms``.
+``relevance = 0.75 * similarity + 0.25 * lexical``: cosine similarity of the lesson's vector to the
+query's, seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's
+text. The full-text index (FTS5, tsvector) only finds lexical candidates; the score is computed here from
+their text and vectors, so it is the same on every backend. Terms and matching: ``stores.engine.terms``.
 
-Rarity: a term weighs its BM25 IDF among the recall's nearest vectors, the lessons the
-query chooses between: a word all share (the component, the speaker) weighs little, the
-entity only the right lesson has weighs most. Entities (terms with a digit, identifiers,
-paths, capitalised words inside a sentence) weigh triple. The score is the weight of the
-terms a lesson has over that of the terms the nearest lessons have plus the query's
-entities; a word no nearest lesson has counts, where a lesson has it, in both its part
-and its total, so it raises the score without saturating at 1 and a lesson that also has
-the asked-for environment still outranks one that lacks it. Counting among the nearest
-vectors, not the full-text matches, keeps both backends equal: their indexes split and
-stem words differently, so find different full-text candidates.
+Rarity: a term weighs its BM25 IDF among the recall's nearest vectors, the lessons the query chooses
+between: a word all share (the component, the speaker) weighs little, the entity only the right lesson has
+weighs most. Entities (terms with a digit, identifiers, paths, capitalised words inside a sentence) weigh
+triple. The score is the weight of the terms a lesson has over that of the terms the nearest lessons have
+plus the query's entities; a word no nearest lesson has counts, where a lesson has it, in both its part
+and its total, so it raises the score without saturating at 1 and a lesson that also has the asked-for
+environment still outranks one that lacks it. Counting among the nearest vectors, not the full-text
+matches, keeps both backends equal: their indexes split and stem words differently, so find different
+full-text candidates.
 
-Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same
-query terms as a better nearest candidate already kept, whose words overlap it by half
-or more (Jaccard), differs only in what the question does not ask about (another
-service, environment, aside); its score is multiplied by 0.8, so one answer said six
-ways does not push out the lesson asked for. Only nearest candidates demote, so a score
-still depends only on itself and the nearest vectors.
+Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same query terms as a
+better nearest candidate already kept, whose words overlap it by half or more (Jaccard), differs only in
+what the question does not ask about (another service, environment, aside); its score is multiplied by
+0.8, so one answer said six ways does not push out the lesson asked for. Only nearest candidates demote,
+so a score still depends only on itself and the nearest vectors.
 
-Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean of
-the scope's newest lessons, not the origin. A project's lessons share a direction (a
-dialog's speakers and dates, a team's templates); a short lesson is mostly that
-direction and so looked like every question.
+Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean of the scope's newest
+lessons, not the origin. A project's lessons share a direction (a dialog's speakers and dates, a team's
+templates); a short lesson is mostly that direction and so looked like every question.
 
-The final score multiplies relevance by bounded factors, so weak signals never bury a
-strongly relevant lesson but decide near-ties: decay ``0.5 + 0.5 * 2 ** (-age_days /
-half_life_days)`` (1.0 new, 0.75 at one half-life, never below 0.5), confidence
-``0.5 + 0.5 * confidence``, votes ``1 + 0.2 * tanh((up - down) / 3)`` (0.8..1.2).
+The final score multiplies relevance by bounded factors, so weak signals never bury a strongly relevant
+lesson but decide near-ties: decay ``0.5 + 0.5 * 2 ** (-age_days / half_life_days)`` (1.0 new, 0.75 at one
+half-life, never below 0.5), confidence ``0.5 + 0.5 * confidence``,
+votes ``1 + 0.2 * tanh((up - down) / 3)`` (0.8..1.2).
 
-Every part was measured with ``benchmarks/eval_retrieval.py``
-(``benchmarks/eval-ablation.json``); each is a ``RankingParams`` switch so evaluation
-can turn it off, and ``LEGACY`` is the ranking before them."""
+Every part was measured with ``benchmarks/eval_retrieval.py`` (``benchmarks/eval-ablation.json``); each is
+a ``RankingParams`` switch so evaluation can turn it off, and ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -149,13 +144,12 @@ def _lexical(
 ) -> tuple[list[float], list[set[str]]]:
     """Each text's lexical score (0..1) for ``terms``, and the terms it has.
 
-    With ``params.rarity`` a term weighs ``log(1 + (n - df + 0.5) / (df + 0.5))`` over the
-    ``n`` pooled texts (all when ``pool`` is None or marks none), times ``entity_weight`` for
-    entities. A score is the weight of the terms a text has over that of the pool's terms and
-    the query's entities. A plain word no pooled text has counts only where found, so pooled
-    texts score the same whatever else is a candidate: with ``open_total`` it joins that
-    text's total too (rising towards 1 yet still showing which pool terms it lacks), else the
-    score is capped at 1. Without rarity, a score is the share of terms found."""
+    With ``params.rarity`` a term weighs ``log(1 + (n - df + 0.5) / (df + 0.5))`` over the ``n`` pooled
+    texts (all when ``pool`` is None or marks none), times ``entity_weight`` for entities. A score is the
+    weight of the terms a text has over that of the pool's terms and the query's entities. A plain word no
+    pooled text has counts only where found, so pooled texts score the same whatever else is a candidate:
+    with ``open_total`` it joins that text's total too (rising towards 1 yet still showing which pool
+    terms it lacks), else the score is capped at 1. Without rarity, a score is the share of terms found."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
