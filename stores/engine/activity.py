@@ -27,9 +27,8 @@ MAX_IDS = 100
 
 @dataclass(frozen=True)
 class ActivityBounds:
-    """Entries younger than ``max_age_days``, at most ``max_entries`` (root-only kinds apart);
-    trimmed every ``trim_every`` appends, so briefly that many more. 5,000 busy entries (about
-    0.5 kB each with the lesson index) come to under 3 MB."""
+    """At most ``max_entries`` (root-only kinds apart) under ``max_age_days``, trimmed every
+    ``trim_every`` appends; 5,000 busy entries (about 0.5 kB each) come to under 3 MB."""
 
     max_age_days: float = 30.0
     max_entries: int = 5_000

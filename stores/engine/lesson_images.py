@@ -71,9 +71,8 @@ def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
 def restored_embedding(
     lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
 ) -> bytes | None:
-    """The vector a revert writes (None keeps the stored one, as the same text has the same
-    vector). Otherwise the image's must be of the current model, else it would be compared with
-    another model's vectors, so that revert is refused."""
+    """The vector a revert writes (None: same text, keep it); an image vector of an older model
+    would be compared with another model's, so that revert is refused."""
     if current_text and (
         tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
     ):
@@ -90,9 +89,8 @@ def restored_embedding(
 
 
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
-    """A lesson's fields after a draft adding nothing merges in; nothing is lost: tags united,
-    higher confidence and longer life win, empty context and source filled, a different source
-    kept in ``meta.other_sources``, the text kept."""
+    """Fields after a draft adding nothing merges, losing nothing: tags united, higher confidence
+    and longer life win, blanks filled, another source kept in ``meta.other_sources``."""
     expires = current.expires_at
     if expires is not None:
         expires = None if draft.expires_at is None else max(expires, draft.expires_at)

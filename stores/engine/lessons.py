@@ -101,9 +101,8 @@ class LessonPatch:
 
 
 def _plain_numbers(value: LessonDraft | LessonPatch) -> None:
-    """``-0.0`` made ``0.0`` in confidence and meta, written and read: Postgres keeps the sign
-    in ``double precision`` and drops it in ``jsonb``, SQLite the reverse, so one zero keeps
-    the backends agreeing (``stores.engine.json_numbers``)."""
+    """``-0.0`` made ``0.0`` in confidence and meta, both ways: Postgres keeps the sign in ``double
+    precision`` and drops it in ``jsonb``, SQLite the reverse (``json_numbers``)."""
     if value.confidence is not None:
         object.__setattr__(value, "confidence", plain_float(value.confidence))
     meta = getattr(value, "meta", None)
@@ -213,11 +212,9 @@ class LessonStore(Protocol):
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Save drafts in one transaction, deduplicating among them too: a ``save`` or ``merge``
-        commit for one draft, an ``import`` for more. ``activity`` is appended to the project's
-        log in the same transaction with the commit (as with the other writes).
-        ``keep_ids``: an import keeping ids; a draft whose id is held (live, expired or earlier
-        in the batch) is skipped, and everything skipped makes no commit."""
+        """Save drafts in one transaction, deduplicating among them too (one ``save`` or ``merge``
+        commit, or an ``import``), ``activity`` logged with it. ``keep_ids``: a draft whose id is
+        held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
         ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:

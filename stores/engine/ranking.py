@@ -86,11 +86,10 @@ def rare_terms(
     budget: int = POSTINGS_BUDGET,
     entities: Collection[str] = (),
 ) -> list[str]:
-    """The query terms that find lexical candidates: rarest first while their postings
-    fit ``budget`` (the first always; none with no postings). Ranking every match of a
-    common word costs more than the rest of recall; every term still counts in the score.
-    ``entities`` within budget come first: a question paraphrases a lesson's words but
-    repeats its numbers, identifiers and names, so its rare words are often not the lesson's."""
+    """The query terms that find lexical candidates: rarest first while their postings fit ``budget``
+    (the first always; none with no postings), as ranking every match of a common word costs more than
+    the rest of recall (every term still counts in the score). ``entities`` within budget come first: a
+    question paraphrases a lesson's words but repeats its numbers, identifiers and names."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []
@@ -104,9 +103,8 @@ def rare_terms(
 
 
 def anchor(sample: np.ndarray) -> np.ndarray:
-    """Sum of the ``sample`` rows (the scope's newest lessons) over their number plus one;
-    the plus one shrinks it towards the origin so a one-lesson scope is not centred onto
-    its lesson. Postgres computes the same in SQL (mean of the sample and a zero vector)."""
+    """Sum of the ``sample`` rows over their number plus one, shrinking towards the origin so a
+    one-lesson scope is not centred onto its lesson (Postgres: the same in SQL)."""
     rows = np.asarray(sample, dtype=np.float64)
     mean: np.ndarray = rows.sum(axis=0) / (rows.shape[0] + 1)
     return mean.astype(np.float32)

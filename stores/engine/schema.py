@@ -75,9 +75,8 @@ def key_tables(t: Types) -> str:
 
 
 def oauth_tables(t: Types) -> str:
-    """OAuth clients, codes and tokens (digests bound to a key), the signing secret. No RLS: a
-    digest is read before its org is known, and no row holds an org's memory. ``IF NOT EXISTS``
-    so a file whose recorded schema was wound back keeps them."""
+    """OAuth clients, token digests, the signing secret; no RLS (read before the org is known, no
+    org memory); ``IF NOT EXISTS`` so a file whose schema was wound back keeps them."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_clients (
             client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL

@@ -276,9 +276,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _begin(
         self, org: str, *also: str, engine: Engine | None = None, **params: Any
     ) -> Iterator[Connection]:
-        """``postgres_db.transaction`` with ``also`` (settings, locks touching no rows) in the
-        statement setting ``lore.org``, so RLS holds before the first read, a round trip sooner;
-        it also reads the model generation (``_GENERATION``)."""
+        """A transaction whose ``lore.org`` statement also runs ``also`` (no rows touched, so RLS
+        holds first, a round trip sooner) and reads the model generation."""
         calls = ", ".join(("set_config('lore.org', :org, true)", *also, *_GENERATION))
         with unavailable_on_failure(), (engine or self._engine).begin() as conn:
             row = conn.execute(text(f"SELECT {calls}"), {**params, "org": org}).one()

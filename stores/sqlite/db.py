@@ -57,11 +57,9 @@ def parse_ts(text: str) -> datetime:
 
 
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
-    """A connection remembering its cursors, so a transaction finishes statements left before it.
-
-    A half-read SELECT (kept alive by a traceback until GC) holds the read snapshot; once another
-    process writes, every ``BEGIN IMMEDIATE`` answers "locked" at once: this wedged the SQLite
-    team server's writer until restart."""
+    """A connection remembering its cursors, so a transaction finishes statements left before it:
+    a half-read SELECT (kept by a traceback until GC) pins the snapshot, and once another process
+    writes every ``BEGIN IMMEDIATE`` is "locked", which wedged the team server's writer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
