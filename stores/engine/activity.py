@@ -16,8 +16,7 @@ KINDS: tuple[str, ...] = (
     *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
     *("inject", "ask", "would_ask"),
 )
-# Kinds only root keys see (key changes are the org's business): kept within a bound of their
-# own, so a project key's traffic never pushes out entries it cannot see.
+# Root-only kinds, bounded apart so a project key's traffic never pushes out what it cannot see.
 ROOT_ONLY_KINDS = ("key",)
 # Query characters kept: 16,000 in every entry of a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500

@@ -25,16 +25,14 @@ CANDIDATE_SIMILARITY = 0.9
 # How many near neighbours a save reports (and checks for a merge).
 MAX_SIMILAR = 3
 
-# Words that carry no information of their own. Negations and quantities ("not",
-# "never", "all", "no") are deliberately absent: "does not retry" adds to "does retry".
+# Contentless words; negations and quantities are absent: "does not retry" adds to "does retry".
 _FUNCTION_WORDS = frozenset(
     """a an the and or but of to in on at by for from with as is are was were be been being
     it its this that these those there here then than so such which who whom whose what
     when where while do does did has have had having will would can could should may might
     must shall i we you he she they them us our your their my me him her""".split()
 )
-# Tokens that turn a statement around; a restatement may not drop one. "t" is what is
-# left of "n't" ("doesn't" -> "doesn", "t").
+# Tokens a restatement may not drop; "t" is what is left of "n't" ("doesn't" -> "doesn", "t").
 _NEGATIONS = frozenset("not no never without cannot nor neither none nothing nobody t".split())
 
 # Letters and digits joined by identifier punctuation ("billing-api", "v1.2.3", "/var/log",

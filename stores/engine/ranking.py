@@ -157,8 +157,7 @@ def _lexical(
     if not params.rarity:
         total = sum(weights.values())
         return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
-    # The query's entities count even where the pool lacks them: a version or a
-    # path no near lesson has still tells the lesson that has it from the rest.
+    # Entities count even where the pool lacks them: they still tell the lesson that has them.
     counted_terms = {t for t in weights if df[t] or is_entity(t, names)}
     total = sum(weights[t] for t in counted_terms) or max(weights.values())
     if not params.open_total:

@@ -42,8 +42,7 @@ class RankingParams:
     # Full-text candidates ordered by entities too (``candidate_terms``): of a thousand lessons
     # naming one person, the one with the question's number comes first.
     lexical_entities: bool = True
-    # Entities that fit the budget find full-text candidates before rarer words do
-    # (``rare_terms`` says why).
+    # Entities within budget find full-text candidates before rarer words (``rare_terms``).
     entities_first: bool = True
     # Total postings the full-text candidates' terms may have (``rare_terms``).
     postings_budget: int = POSTINGS_BUDGET

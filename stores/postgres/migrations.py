@@ -175,8 +175,7 @@ MIGRATIONS.append(
     (
         5,
         "lesson ids unique per org and project",
-        # Key (org, project, id): database-wide ids let a tenant learn of or block another's ids
-        # (inserting a taken id failed though RLS hid the row).
+        # Key (org, project, id): global ids let a tenant probe or block another's despite RLS.
         """
         ALTER TABLE lessons DROP CONSTRAINT IF EXISTS lessons_id_key;
         DROP INDEX IF EXISTS lessons_scope_id;

@@ -277,8 +277,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         params.append(k)
         return [row[0] for row in conn.execute(sql, params)]
 
-    # (Unary + on org and project keeps SQLite off the scope index, which scanned the whole
-    # project instead of the few candidate rows.)
+    # (Unary + keeps SQLite off the scope index, which scanned the project, not the candidates.)
 
     def _postings(self, conn: Connection, terms: builtins.list[str]) -> dict[str, float]:
         """Each term's matches, counted just past the budget (past it a term is common anyway)."""

@@ -125,8 +125,7 @@ MIGRATIONS.append(
     (
         5,
         "re-embedding beside the old vectors",
-        # Re-embed's new vectors wait here until all swap in; stamp (updated_at when computed)
-        # makes a later edit redone.
+        # Re-embed's new vectors, until all swap in; stamp (updated_at then) redoes later edits.
         """
         CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
         """,
