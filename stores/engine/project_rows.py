@@ -1,5 +1,4 @@
-"""One project's tables, commits and lessons inside one transaction (``stores.engine.structured``'s
-``ProjectTx``), over the one SQL layer, written once for both backends.
+"""``ProjectTx``: one project's tables, commits and lessons in a transaction, for both backends.
 
 Every statement is bound to one org and project, so a plan can reach nothing else (plus RLS)."""
 

@@ -1,5 +1,4 @@
-"""Orgs, API keys and the activity log in Postgres: the dialect of ``stores.engine.keys``
-and ``stores.engine.activity_rows``.
+"""Orgs, API keys and the activity log in Postgres (the ``engine`` modules' dialect).
 
 Calls set ``lore.org`` for RLS, except the digest lookup (before the org is known): it sets
 ``lore.key_hash``, and ``api_keys_lookup`` lets it read just that row."""

@@ -1,5 +1,4 @@
-"""Lore behind a transaction-mode pooler (PgBouncer's ``pool_mode = transaction``), chosen by
-``LORE_DATABASE_DIRECT_URL`` (docs/scaling-out.md).
+"""Lore behind a transaction-mode pooler such as PgBouncer (``LORE_DATABASE_DIRECT_URL``).
 
 A server connection is lent per transaction, so nothing may outlive one: prepared statements
 would be missing on the next (PgBouncer 1.18 does not track them), and session settings (the

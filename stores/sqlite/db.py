@@ -1,5 +1,4 @@
-"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions,
-and the timestamp text every local table stores.
+"""Opening the local SQLite file: binding, pragmas, migrations, transactions, timestamp text.
 
 ``sqlean.py`` is ``sqlite3``'s DB-API with wheels bringing one recent SQLite with FTS5 to every
 OS (the system Python's varies). Vectors are BLOBs searched in numpy: no extension is loaded.

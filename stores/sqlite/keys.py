@@ -1,5 +1,4 @@
-"""Orgs, API keys and the activity log in the local SQLite file: the dialect of
-``stores.engine.keys`` and ``stores.engine.activity_rows``.
+"""Orgs, API keys and the activity log in the local SQLite file (the ``engine`` modules' dialect).
 
 Shares the lesson store's connections and locks, so key writes queue behind lesson writes
 rather than contend with them. Times are fixed-width UTC text."""
