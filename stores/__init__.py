@@ -1,6 +1,5 @@
-"""Lore's backends: persistence, search, scoping. Nothing in here knows MCP.
-
-Both open a ``Store``; backends import lazily, so SQLite never pays for Postgres's imports."""
+"""Lore's backends: persistence, search, scoping; nothing here knows MCP. Both open a ``Store``,
+imported lazily so SQLite never pays for Postgres's imports."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``ProjectTx``: one project's tables, commits and lessons in a transaction, for both backends.
-
-Every statement is bound to one org and project, so a plan can reach nothing else (plus RLS)."""
+"""``ProjectTx``: one project's tables, commits and lessons in a transaction, for both backends;
+every statement is bound to one org and project, so a plan can reach nothing else."""
 
 from __future__ import annotations
 

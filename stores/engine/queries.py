@@ -1,6 +1,5 @@
-"""Reading a table's rows: filtered, ordered and paged, for the ``query_rows`` tool.
-
-``select_rows`` runs in Python after the read transaction, so a slow filter holds no connection or lock."""
+"""Reading a table's rows, filtered, ordered and paged, for ``query_rows``; filtering runs after
+the read transaction, so a slow filter holds no connection or lock."""
 
 from __future__ import annotations
 

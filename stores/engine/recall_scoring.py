@@ -1,6 +1,4 @@
-"""The end of every backend's recall: fetched candidate rows in, ranked lessons out.
-
-Backends gather candidates differently but score them here, so both rank alike."""
+"""The end of every backend's recall: candidate rows in, ranked lessons out, so both rank alike."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""A project's tables in memory while a plan changes them: the operations, once for every backend.
-
-Records every effect, so a dry run and an apply report alike and a revert knows what to undo."""
+"""A project's tables in memory while a plan's operations change them, recording every effect
+so a dry run and an apply report alike and a revert knows what to undo."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""The local file's two connections and their locks: one writer, one reader.
-
-So a process never contends with itself; lesson, model and key stores share this one object."""
+"""The local file's writer and reader connections and locks, so a process never contends with
+itself; lesson, model and key stores share this one object."""
 
 from __future__ import annotations
 

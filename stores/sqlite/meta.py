@@ -1,6 +1,5 @@
-"""The local file's ``lore_meta`` entries: its revision, vector dimension and model generation.
-
-Functions over the caller's transaction, so store, vector cache and model records share them."""
+"""The local file's ``lore_meta`` revision, vector dimension and model generation, as functions
+over the caller's transaction so store, vector cache and model records share them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""``stores.engine.sql.SqlTx`` on a SQLite connection (which binds ``:name`` itself).
-
-JSON and times (fixed-width UTC) are text; a list is a JSON array read with ``json_each``."""
+"""``SqlTx`` on a SQLite connection: JSON and times (fixed-width UTC) are text, a list is a JSON
+array read with ``json_each``."""
 
 from __future__ import annotations
 
