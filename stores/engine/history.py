@@ -1,7 +1,5 @@
-"""History's reads and its one write: undoing a commit with a new commit.
-
-A revert is refused (CONFLICT naming the blocking ``#seq``) when a later commit touched what it
-would undo; else it writes the "before" images as one new commit, itself revertible."""
+"""History's reads and its one write, a revert: refused (CONFLICT naming the blocking ``#seq``)
+when a later commit touched what it would undo, else the "before" images as one new, revertible commit."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""A lesson transaction as the lesson rules see it (``LessonTx``), and the row helpers they share.
-
-Each backend supplies a ``LessonTx`` (a dozen row reads and writes in one project transaction);
-the helpers here use one and make rows ``Lesson``s, shared by the rules and both backends."""
+"""``LessonTx``, the dozen row reads and writes each backend supplies to the lesson rules in one
+project transaction, and the helpers over it that the rules and both backends share."""
 
 from __future__ import annotations
 

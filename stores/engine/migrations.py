@@ -1,7 +1,6 @@
-"""The one migration runner of both backends: each dialect lists its steps, this applies them.
-
-In the caller's transaction (locked against concurrent migrators), each unrecorded step runs in
-order and is recorded, so re-running is harmless; a newer Lore's database is refused untouched."""
+"""Both backends' migration runner: in the caller's transaction (locked against other migrators)
+each unrecorded step runs in order and is recorded, so re-running is harmless; a newer Lore's
+database is refused untouched."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The dimension of the Postgres store's ``embedding`` column, made with the first vector.
-
-One per store, shared by its transactions and model records, so the cached dimension has one
-owner to reset after a re-embed."""
+"""The ``embedding`` column's dimension, made with the first vector; one per store, shared by its
+transactions and model records, so the cache has one owner to reset after a re-embed."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Orgs, API keys and the activity log in Postgres (the ``engine`` modules' dialect).
-
-Calls set ``lore.org`` for RLS, except the digest lookup (before the org is known): it sets
-``lore.key_hash``, and ``api_keys_lookup`` lets it read just that row."""
+"""Orgs, API keys and the activity log in Postgres: calls set ``lore.org`` for RLS, but the digest
+lookup (before an org is known) sets ``lore.key_hash``, and its policy shows just that row."""
 
 from __future__ import annotations
 

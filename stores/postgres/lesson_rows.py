@@ -1,7 +1,5 @@
-"""Postgres's ``stores.engine.lesson_rows.LessonDialect``: the vector column, and row locks.
-
-Postgres's own: a pgvector column searched by HNSW, and write transactions locking rows they
-read (besides the project's advisory lock)."""
+"""Postgres's ``LessonDialect``: a pgvector column searched by HNSW, and write transactions
+locking rows they read (besides the project's advisory lock)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""The local file's ``stores.engine.lesson_rows.LessonDialect``: words, vectors and revisions.
-
-Besides the ``lessons`` row: ``lesson_tags``, ``lessons_fts``, ``lesson_embeddings``. Writes
-stamp the new revision and deletes leave tombstones, so every process's index catches up."""
+"""The local file's ``LessonDialect``: ``lesson_tags``, ``lessons_fts``, ``lesson_embeddings``;
+writes stamp the new revision and deletes leave tombstones, so every process's index catches up."""
 
 from __future__ import annotations
 

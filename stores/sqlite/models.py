@@ -1,7 +1,5 @@
-"""The local file's side of its model record and re-embedding (``stores.engine.embedding_model``).
-
-One transaction rebuilds ``lesson_embeddings`` from ``lesson_reembed`` (``swap``), so no reader
-sees two models mixed, and a killed run keeps its committed batches."""
+"""The local file's model record and re-embedding: one transaction rebuilds the vectors (``swap``),
+so no reader sees two models mixed, and a killed run keeps its committed batches."""
 
 from __future__ import annotations
 
