@@ -303,7 +303,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
     ) -> builtins.list[int]:
-        """Best full-text keys: one trip sets the org and estimates postings, a second ranks."""
+        """Best full-text keys: one trip sets the org and estimates postings, a second ranks (migration 4)."""
         with unavailable_on_failure(), self._reads.begin() as conn:
             postings = conn.execute(
                 text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
