@@ -1,9 +1,5 @@
-"""Lore's backends: persistence, search, scoping. Nothing in here knows MCP.
-
-Both open a ``Store`` (``stores.store``). Backends are imported lazily by
-``open_local_store`` and ``open_postgres_store``, so that running on SQLite never pays
-for the Postgres imports and vice versa.
-"""
+"""Lore's backends: persistence, search, scoping; nothing here knows MCP. Both open a ``Store``,
+imported lazily so SQLite never pays for Postgres's imports."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ from stores.errors import ConflictError, InvalidInputError, NotFoundError, Store
 from stores.sqlite.files import Unwritable, unwritable
 from stores.store import CallCounts, NoticeFeed, Store
 
-# Everything lore_mcp may use of stores: the import-linter contract "lore_mcp sees only the stores
-# facade" (pyproject.toml) refuses an import of stores' modules from lore_mcp.
+# All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
 __all__ = [
     "ACTIVITY_KINDS",
     "IDENTIFIER",
@@ -117,8 +112,7 @@ def open_local_store(
     ranking_params: RankingParams | None = None,
     activity_bounds: ActivityBounds | None = None,
 ) -> Store:
-    """Open (creating and migrating as needed) the SQLite store at ``path``; ``activity_bounds``
-    says how much activity log each project keeps (``stores.engine.activity``)."""
+    """Open (creating and migrating as needed) the SQLite store at ``path``."""
     from stores.sqlite.lessons import LocalLessonStore
 
     return LocalLessonStore(path, ranking_params=ranking_params, activity_bounds=activity_bounds)
@@ -133,8 +127,7 @@ def open_postgres_store(
     read_url: str | None = None,
     direct_url: str | None = None,
 ) -> Store:
-    """Connect to Postgres (migrating it as needed) at ``url``; reads may go to the replica at
-    ``read_url``, and ``direct_url`` says ``url`` is a pooler's (``stores.postgres.routing``)."""
+    """Connect to (and migrate) Postgres at ``url``, reading from ``read_url``'s replica if given."""
     try:
         from stores.postgres.lessons import PostgresLessonStore
     except ImportError as exc:  # pragma: no cover - depends on the installation

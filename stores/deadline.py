@@ -1,15 +1,9 @@
 """A per-request deadline that store work checks itself.
 
-Store calls run on worker threads, and cancelling the coroutine that awaits a
-thread does not stop the thread: the work has to stop on its own. So the deadline
-travels with the request in a context variable (``anyio.to_thread`` and
-``asyncio.to_thread`` copy the context into the worker), and the places where
-work can take long read it: SQLite's progress handler and lock waits
-(``stores.sqlite.db``), Postgres's ``statement_timeout``
-(``stores.postgres.sql``) and the row loops of ``stores.engine.structured``.
-Work stopped this way raises ``DeadlineExceeded`` inside its transaction, so the
-transaction rolls back and nothing is left half done.
-"""
+Cancelling a coroutine does not stop its worker thread, so the deadline travels in a context
+variable (``to_thread`` copies it) and long work reads it: SQLite's progress handler and lock
+waits, Postgres's ``statement_timeout``, structured memory's row loops. ``DeadlineExceeded``
+is raised inside the transaction, which rolls back: nothing is left half done."""
 
 from __future__ import annotations
 
@@ -38,11 +32,7 @@ class DeadlineExceeded(UnavailableError):
 
 @contextlib.contextmanager
 def limit(seconds: float | None) -> Iterator[None]:
-    """Run the block under a deadline ``seconds`` from now (None: no new limit).
-
-    A deadline already in force that is sooner stays in force, so nested limits
-    can only tighten.
-    """
+    """Run the block under a deadline ``seconds`` from now (None: none new); a sooner one stays."""
     if seconds is None:
         yield
         return

@@ -1,8 +1,7 @@
 """Lesson ids: ULIDs that sort in creation order.
 
 Listing pages newest first by id, so ids made in the same millisecond must still
-sort in the order they were made; plain ULIDs are random within a millisecond.
-"""
+sort in the order they were made; plain ULIDs are random within a millisecond."""
 
 from __future__ import annotations
 

@@ -1,11 +1,7 @@
 """The store a backend opens: what ``stores.open_local_store`` and ``open_postgres_store`` return.
 
-``Store`` is ``stores.engine.lessons.LessonStore`` with what lives beside the lessons in the same
-file or database: the project transaction that structured memory and history run in
-(``stores.engine.structured``), orgs and API keys (``stores.engine.keys``), and, on a database
-that several server processes share, the tool calls each key made (``CallCounts``). Imports are
-a ``save_many`` that keeps ids. Consumers type the store as ``Store``.
-"""
+``LessonStore`` plus what lives beside lessons: the project transaction of structured memory and history,
+orgs and API keys, and on a shared database per-key call counts. Imports are a ``save_many`` keeping ids."""
 
 from __future__ import annotations
 
@@ -21,34 +17,27 @@ from stores.engine.structured import ProjectTx
 
 
 class CallCounts(Protocol):
-    """Tool calls per API key, counted in the database so that every server process on it
-    shares one count (the team server's rate limit; ``stores.postgres.call_counts``); the
-    same counts hold failed authentications per client address, under keys that cannot be a
-    key id (``lore_mcp.transport.auth_guard.FAILED_AUTH_PREFIX``)."""
+    """Tool calls per API key in the database, one count for every server process (the rate
+    limit); failed authentications per address too, under keys no key id can be."""
 
     def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
-        """Count ``calls`` more for ``key_id`` if its window of ``window_s`` seconds leaves room
-        for them under ``limit``: None when they were counted, else the seconds until the
-        window ends (and nothing is counted)."""
+        """Count ``calls`` if under ``limit``: None, else (counting nothing) seconds to window end."""
         ...
 
 
 class NoticeFeed(Protocol):
-    """Change notices shared by every server process on one database (``stores.postgres.notices``).
-    A notice is a small JSON object; what it says is the caller's business."""
+    """Change notices (small JSON, the caller's content) for every server process on a database."""
 
     def publish(self, notice: Mapping[str, Any]) -> None:
         """Send ``notice`` to every subscriber of every process on the database, this one included."""
         ...
 
     def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
-        """Call ``listener`` with each notice from now on, on a thread of the feed's own; returns
-        the callable that stops it."""
+        """Call ``listener`` per notice on the feed's thread; returns the callable that stops it."""
         ...
 
     def wait_listening(self, timeout: float) -> bool:
-        """Whether notices published from now on reach this process's subscribers, waiting up to
-        ``timeout`` seconds for the feed to listen (it starts on the first subscription)."""
+        """Whether new notices reach this process, waiting ``timeout`` for the feed to listen."""
         ...
 
 
@@ -56,8 +45,7 @@ class Store(LessonStore, Protocol):
     """Lessons, tables, history and keys of one file or database."""
 
     def transaction(self, scope: Scope, *, write: bool) -> AbstractContextManager[ProjectTx]:
-        """One transaction on one project, for ``stores.engine.structured``: a write one takes the
-        project's write lock (and restores lessons for a revert), a read one sees a snapshot."""
+        """A project transaction: a write one takes its write lock, a read one sees a snapshot."""
         ...
 
     @property
@@ -67,17 +55,13 @@ class Store(LessonStore, Protocol):
 
     @property
     def call_counts(self) -> CallCounts | None:
-        """The shared count of tool calls per key; None where the store serves one process by
-        design (SQLite), whose server counts in memory."""
+        """Shared call counts; None on SQLite (one process by design, counting in memory)."""
         ...
 
     def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        """Add an entry that belongs to no change (a recall's, or a failed call's once its effect
-        was rolled back) to the project's activity log; its id. Both backends hold such entries
-        back and write them together within 2 s (SQLite also with its next write, ``ActivityRecords.riding``), so
-        this call only holds the entry in memory and never waits on the database: a server may
-        call it on its event loop. The log's reads write held entries first. The writes of lessons take their entry as ``activity`` and
-        ``ProjectTx.append_activity`` adds one in the transaction of an apply or revert."""
+        """Log an entry of no change (a recall, a rolled-back failure); its id. It is held and
+        written within 2 s (``ActivityRecords``), never waiting on the database, so a server may
+        call it on its event loop; reads write held entries first. Changes log with their write."""
         ...
 
     def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
@@ -89,8 +73,7 @@ class Store(LessonStore, Protocol):
         ...
 
     def duplicate_pairs(self, scope: Scope, threshold: float) -> list[tuple[str, str, float]]:
-        """Pairs of live lessons with cosine similarity >= ``threshold``, most similar first, but
-        pairs kept apart (``stores.engine.curation``)."""
+        """Live pairs at ``threshold`` or more, most similar first, but pairs kept apart."""
         ...
 
     def keep_pair(self, scope: Scope, a: str, b: str) -> None:
@@ -103,12 +86,10 @@ class Store(LessonStore, Protocol):
 
     @property
     def notices(self) -> NoticeFeed | None:
-        """Change notices between the server processes on this database; None where the store
-        serves one process by design (SQLite), whose server tells its own subscribers."""
+        """Cross-process notices; None on SQLite, whose one server tells its own subscribers."""
         ...
 
     def probe_write(self) -> None:
-        """Begin a real write and roll it back, raising ``UnavailableError`` when it cannot: what
-        ``/healthz`` and ``doctor`` check, so a writer that is stuck or a database that cannot
-        be written shows up there, not only as failing saves."""
+        """Begin a real write and roll back, else ``UnavailableError``: ``/healthz`` and ``doctor``
+        thus show a stuck writer or unwritable database, not only failing saves."""
         ...

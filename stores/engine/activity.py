@@ -1,13 +1,8 @@
 """The activity log's contract: what a call records, what a reader asks for and gets back.
 
-Every tool call that reads or changes memory leaves one entry in its project's log (kind,
-lessons, tables and commit it touched, a recall's query and what it returned, who called),
-written in the same transaction as its effect; a failed call leaves only its error code. The
-services decide what each call records (an ``ActivityNote``); the stores write it, read it and
-keep it bounded (``stores.engine.activity_rows``). Agents read the log and never write it.
-
-Text in a note is already redacted: stores never redact.
-"""
+Each memory call leaves one entry (kind, what it touched, a recall's query and results, who),
+written with its effect; a failure leaves only its code. Services decide the ``ActivityNote``,
+stores write, read and bound it; agents only read. Note text is already redacted."""
 
 from __future__ import annotations
 
@@ -15,18 +10,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 # What a call did, as an entry names it: a lesson write names its commit's kind.
-# The last three: what reached an agent without its asking (``lore_mcp.services.loop``), lessons
-# injected at a session's start or with a prompt, an ask to save what a session learned, and an
-# ask that a dry run only recorded.
+# The last three reached an agent unasked (``lore_mcp.services.loop``): injected lessons, an ask
+# to save what a session learned, and an ask a dry run only recorded.
 KINDS: tuple[str, ...] = (
     *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
     *("inject", "ask", "would_ask"),
 )
-# Kinds only root keys see (key changes are the org's business): kept within a bound of their
-# own, so a project key's traffic never pushes out entries it cannot see.
+# Root-only kinds, bounded apart so a project key's traffic never pushes out what it cannot see.
 ROOT_ONLY_KINDS = ("key",)
-# A recall's query is kept to this many characters: a 16,000-character query in every entry of
-# a busy project would make the log tens of MB.
+# Query characters kept: 16,000 in every entry of a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500
 # How many lesson ids and tables one entry keeps (an import of 100 lessons names them all).
 MAX_IDS = 100
@@ -34,12 +26,8 @@ MAX_IDS = 100
 
 @dataclass(frozen=True)
 class ActivityBounds:
-    """How much log a project keeps: entries younger than ``max_age_days`` and at most
-    ``max_entries`` of them, counted apart for the root-only kinds. A write trims its project's log once every ``trim_every``
-    appends of this process (one indexed DELETE), so a log may briefly hold that many more.
-
-    5,000 entries of a busy project (recalls of 5 lessons with a 100-character query, about
-    0.5 kB each with the lesson index) come to under 3 MB."""
+    """At most ``max_entries`` (root-only kinds apart) under ``max_age_days``, trimmed every
+    ``trim_every`` appends; 5,000 busy entries (about 0.5 kB each) come to under 3 MB."""
 
     max_age_days: float = 30.0
     max_entries: int = 5_000
@@ -57,11 +45,8 @@ class Recalled:
 
 @dataclass(frozen=True)
 class ActivityNote:
-    """What one call records, before the store stamps its time and id.
-
-    A lesson write's note gets its commit's kind, id and lessons from the store, which knows
-    whether a save merged; ``error`` is the stable code of a call that failed (its effect, if
-    any, was rolled back)."""
+    """What one call records; the store adds time, id and a lesson write's commit (it knows
+    whether a save merged). ``error``: a failed call's stable code, its effect rolled back."""
 
     kind: str
     key_id: str | None = None
@@ -74,12 +59,10 @@ class ActivityNote:
     error: str | None = None
     # What a key change changed: ``created:<key id>`` or ``revoked:<key id>``.
     target: str | None = None
-    # The agent's session an injection or an ask belongs to (the client's own id for it), and
-    # how many bytes of text reached the agent.
+    # The client's session id of an injection or ask, and the bytes that reached the agent.
     session: str | None = None
     size: int | None = None
-    # The call came with a person's credential (the page's OAuth client, the ``lore-memory ui``
-    # key): its recall returned lessons to a person, which counts as no agent's recall.
+    # A person's credential (the page's OAuth client, the ui key): no agent's recall.
     person: bool = False
 
     def failed(self, code: str) -> ActivityNote:
@@ -94,8 +77,7 @@ class ActivityNote:
         )
 
     def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
-        """The note with the commit its call recorded: that commit's kind (a save that merged
-        is a ``merge``), its id, and the lessons and tables it names (``structured.targets_of``)."""
+        """The note with its commit's kind (a merging save is a ``merge``), id and targets."""
         lessons = tuple(t.removeprefix("lesson:") for t in targets if t.startswith("lesson:"))
         tables = tuple(t.removeprefix("table:") for t in targets if t.startswith("table:"))
         kind = kind if kind in KINDS else self.kind
@@ -113,9 +95,7 @@ class ActivityEntry:
 
 @dataclass(frozen=True)
 class ActivityQuery:
-    """Which entries to read, newest first: of ``kinds`` (all if empty) but ``hidden_kinds``, at or after ``since``
-    and before ``until``, touching ``lesson_id``, made with ``key_id`` or by ``client``; ids
-    below ``cursor`` (the last id of the previous page)."""
+    """Which entries to read, newest first; ``cursor`` is the previous page's last id."""
 
     kinds: tuple[str, ...] = ()
     hidden_kinds: tuple[str, ...] = ()

@@ -1,16 +1,11 @@
 """The activity log over the one SQL layer (``stores.engine.sql``), written once for both backends.
 
-An entry is one row of ``activity`` (its id a ULID, so ids sort by time and a time bound is an
-id bound on the scope's index); the lessons a recall returned are rows of ``activity_lessons``
-(with the entry's kind and time), so a lesson's recall count is an index lookup, and the
-lessons a change touched are its commit's targets (``commit_targets``), so "what touched this
-lesson" is two index lookups and a save writes one row more, not two. Every statement names its
-org and project (on Postgres the org's row-level security policy holds as well).
-
-``ActivityLog`` appends in a transaction its caller holds, the one of the call's effect, and
-trims the project's log once every ``ActivityBounds.trim_every`` appends: one DELETE per
-table and audience (root-only kinds apart), below the oldest id the bounds keep.
-"""
+An entry is an ``activity`` row with a ULID id, so a time bound is an id bound on the index. A
+recall's lessons are ``activity_lessons`` rows, so a recall count is an index lookup; a change's
+lessons are its commit's targets, so "what touched this lesson" is two lookups and a save writes
+one row more, not two. Statements name org and project (plus RLS on Postgres). ``ActivityLog``
+appends in the caller's transaction (the call's effect's) and every ``trim_every`` appends
+trims with one DELETE per table and audience, below the oldest id the bounds keep."""
 
 from __future__ import annotations
 
@@ -70,10 +65,8 @@ class ActivityLog:
         *,
         before: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> str:
-        """Write ``note`` as a new entry in the transaction ``sql`` holds (``made``: the id and
-        time it was held with, ``ActivityRecords``), in one round trip with the writes ``before``
-        it (a change's commit: ``SqlTx.together``); every ``trim_every``-th append of this
-        process trims the project's log there too."""
+        """Write ``note`` (id and time from ``made``) in ``sql``'s transaction, one round trip with
+        the writes ``before`` it (a change's commit); every ``trim_every``-th append trims too."""
         if made is None:  # the time first: an id is never older than its time, which trimming compares
             now = datetime.now(UTC)
             made = (new_id(), now)
@@ -90,9 +83,8 @@ class ActivityLog:
 
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
-    """Delete the project's entries older than ``bounds.max_age_days`` and, of each audience's
-    (the entries every key of the project sees; the ``ROOT_ONLY_KINDS``), those beyond its newest
-    ``bounds.max_entries``, with their lesson rows: one key's traffic never trims what it cannot see."""
+    """Delete entries past ``max_age_days`` and, per audience (all keys; ``ROOT_ONLY_KINDS``),
+    beyond the newest ``max_entries``: one key's traffic never trims what it cannot see."""
     key = {"org": scope.org, "project": scope.project, "root": sql.listed(ROOT_ONLY_KINDS)}
     age = id_floor(now - timedelta(days=bounds.max_age_days))
     root_only = sql.in_list("kind", "root")
@@ -163,8 +155,7 @@ def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, R
 def stale(
     sql: SqlTx, scope: Scope, before: datetime, now: datetime, limit: int, cursor: str | None
 ) -> StalePage:
-    """Live lessons created before ``before`` that no recall in the kept log returned, oldest
-    first (ids above ``cursor``)."""
+    """Live lessons created before ``before`` that no kept recall returned, oldest first."""
     params: dict[str, Any] = {
         "org": scope.org,
         "project": scope.project,
@@ -192,8 +183,7 @@ def stale(
 
 Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time and note
 
-# How long closing waits for the writer thread's write in progress (a statement's own timeout
-# bounds it on Postgres; this bounds a close on a database that stopped answering).
+# Close's wait for the writer's write in progress, on a database that stopped answering.
 CLOSE_WAIT_S = 10.0
 
 
@@ -211,16 +201,12 @@ class ActivityDb(Protocol):
 
 
 class ActivityRecords:
-    """The store's log beyond the writes that carry their entry: entries of their own (recalls,
-    failures) held back and written together within ``delay_s`` by a thread of their own, or
-    sooner (``flush``, or a write transaction that carries them: ``riding``), and the log's
-    reads, each of which writes what is held first, so this process reads what it recorded.
+    """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread,
+    or sooner (``flush``, a write carrying them: ``riding``); reads write what is held first.
 
-    Why held: on SQLite any write to the file makes the reader connection drop its page cache,
-    so a recall that wrote its entry at once left the next recall reading the full-text index
-    and rows afresh (about 3 ms at 10k lessons, against 0.7 ms for the write). Another process
-    sees an entry within ``delay_s``; a process killed outright loses at most that much of its
-    recalls' entries, never a change to memory (whose entry is written with the change)."""
+    Held because any SQLite write drops the reader's page cache: writing at once left the next
+    recall rereading index and rows (about 3 ms at 10k lessons, against 0.7 ms for the write). A
+    killed process loses at most ``delay_s`` of recall entries, never a change's."""
 
     def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
         self.log = ActivityLog(bounds)
@@ -230,8 +216,7 @@ class ActivityRecords:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stop = threading.Event()
-        # One writer thread, started with the first entry: starting a thread (or a timer) for
-        # every entry cost a recall more than the entry's own write.
+        # One writer thread: a thread or timer per entry cost a recall more than the write.
         self._thread: threading.Thread | None = None
 
     def append(self, scope: Scope, note: ActivityNote) -> str:
@@ -248,8 +233,7 @@ class ActivityRecords:
 
     @contextlib.contextmanager
     def riding(self, sql: SqlTx) -> Iterator[None]:
-        """Every held entry written in the caller's write transaction ``sql`` (a SQLite save then
-        costs the reader no cache more); held again if the caller's work raises."""
+        """Held entries written in ``sql`` (sparing SQLite's reader cache); held again on a raise."""
         held = self._take()
         try:
             self._write_in(sql, held)
@@ -275,9 +259,8 @@ class ActivityRecords:
             raise
 
     def close(self) -> None:
-        """Stop the writer thread, waiting for a write it is in (a store closes its connections
-        next, and a write still running would check one out of a disposed pool), then write what
-        is left; closing goes on if that fails (only recalls' and failures' entries are lost)."""
+        """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write
+        the rest; closing goes on if that fails (only recall and failure entries are lost)."""
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -351,9 +334,8 @@ def _entry_writes(
             entry,
         )
     ]
-    # A recall's lessons get rows of their own (its counts and "stale" read them); a change's
-    # lessons are found through its commit's targets, so a save adds one statement, not two.
-    # A person's recall is kept as a ``read``: no recall count or "stale" view counts it.
+    # Recall lessons get rows (counts and "stale" read them), a change's come from its commit.
+    # A person's recall is a ``read``: no recall count or "stale" view counts it.
     kind = "read" if note.person and note.kind == "recall" else note.kind
     writes.extend(
         (

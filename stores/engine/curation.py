@@ -1,13 +1,9 @@
 """Curating a project's lessons: near-duplicate pairs across all of them, and pairs kept apart.
 
-A person (or an agent) reviewing memory wants every pair of lessons that say nearly the same,
-not each lesson's nearest few by recall's blended score. Cosine similarity of the stored
-vectors is the measure that means the same on every project: a pair is listed from a threshold
-up, most similar first, over every live lesson of the project, in blocks of rows so that
-memory stays bounded (``BLOCK`` rows times the project's lessons). Pairs a curator chose to
-keep both of are rows of ``kept_pairs`` (the smaller id first) and are never listed again,
-for every curator. Written once over the one SQL layer for both backends.
-"""
+A reviewer wants every near-identical pair, not each lesson's nearest by recall's blend; cosine
+similarity means the same on every project. Pairs from a threshold up, most similar first, are
+found in blocks (memory: ``BLOCK`` rows times the lessons). ``kept_pairs`` (smaller id first)
+are never listed again, for any curator."""
 
 from __future__ import annotations
 
@@ -30,8 +26,7 @@ Pair = tuple[str, str, float]  # the smaller id, the other, their cosine similar
 def similar_pairs(
     ids: list[str], vectors: np.ndarray, threshold: float, kept: set[tuple[str, str]]
 ) -> list[Pair]:
-    """Every pair of ``ids`` whose unit ``vectors`` have cosine similarity >= ``threshold``,
-    except ``kept`` ones, most similar first (ties by ids)."""
+    """Pairs of ``ids`` at ``threshold`` or more, but ``kept`` ones, most similar (then ids) first."""
     found: list[Pair] = []
     for start in range(0, len(ids), BLOCK):
         sims = vectors[start : start + BLOCK] @ vectors.T
@@ -45,8 +40,7 @@ def similar_pairs(
 
 
 def duplicate_pairs(reading: contextlib.AbstractContextManager[SqlLessonTx], threshold: float) -> list[Pair]:
-    """``stores.Store.duplicate_pairs`` in the project read ``reading`` opens; the pairs are
-    computed after it ends, so the read is held no longer than its two statements."""
+    """``Store.duplicate_pairs``, computed after the read ends so it lasts just two statements."""
     with reading as tx:
         found = tx.live_vectors()
         kept = {

@@ -1,25 +1,16 @@
 """When a new lesson may merge into a stored one: only when it adds nothing.
 
-Merging keeps the stored lesson's text, so a merge that is wrong deletes knowledge:
-"Redis client of billing-api times out during failover in staging" and the same
-sentence about search-service in production have nearly the same vector but are
-two lessons. Vectors therefore only *find* the candidates; the decision is made on
-the text, the same way for every backend, every save path and every import:
+A wrong merge deletes knowledge (the stored text is kept): "Redis client of billing-api times out
+during failover in staging" and the same about search-service in production have nearly the same
+vector but are two lessons. So vectors only *find* candidates; the text decides, alike everywhere:
 
-- the same problem and resolution after normalising case, whitespace and
-  punctuation (and a context that restates something stored); or
-- each field of the new lesson restates the same field of the stored one and says
-  less: its content tokens (words, numbers, identifiers, names, paths, versions —
-  everything but a few function words) occur in the stored field in the same order,
-  a number keeps the unit written right after it ("5 GB" does not cover "5 nodes"),
-  and no negation is dropped. A new context restates any one stored field.
+- the same problem and resolution after normalising case, whitespace and punctuation; or
+- each new field restates its stored one and says less: its content tokens occur there in order, a
+  number keeps its unit ("5 GB" does not cover "5 nodes"), no negation is dropped. A new context
+  restates any one stored field. Order matters: "leaks errors in development" is not covered by
+  "mask errors outside development", nor "staging to production" by "production to staging".
 
-Word position matters because a token set does not: "leaks errors in development"
-is not covered by a sibling whose resolution says "mask errors outside
-development", nor "moved from staging to production" by "from production to
-staging". Anything else is stored as a new lesson, and its near neighbours are
-reported instead, so the agent can choose to update or delete.
-"""
+Anything else is a new lesson with its near neighbours reported, so the agent can update or delete."""
 
 from __future__ import annotations
 
@@ -33,21 +24,18 @@ CANDIDATE_SIMILARITY = 0.9
 # How many near neighbours a save reports (and checks for a merge).
 MAX_SIMILAR = 3
 
-# Words that carry no information of their own. Negations and quantities ("not",
-# "never", "all", "no") are deliberately absent: "does not retry" adds to "does retry".
+# Contentless words; negations and quantities are absent: "does not retry" adds to "does retry".
 _FUNCTION_WORDS = frozenset(
     """a an the and or but of to in on at by for from with as is are was were be been being
     it its this that these those there here then than so such which who whom whose what
     when where while do does did has have had having will would can could should may might
     must shall i we you he she they them us our your their my me him her""".split()
 )
-# Tokens that turn a statement around; a restatement may not drop one. "t" is what is
-# left of "n't" ("doesn't" -> "doesn", "t").
+# Tokens a restatement may not drop; "t" is what is left of "n't" ("doesn't" -> "doesn", "t").
 _NEGATIONS = frozenset("not no never without cannot nor neither none nothing nobody t".split())
 
-# A token is a run of letters and digits, optionally joined by the punctuation that
-# builds identifiers, versions, paths, hosts and addresses ("billing-api",
-# "v1.2.3", "/var/log", "user@example.com", "KEY_NAME").
+# Letters and digits joined by identifier punctuation ("billing-api", "v1.2.3", "/var/log",
+# "user@example.com", "KEY_NAME").
 _TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@+#][^\W_]+)*|_+[^\W_]+")
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+")
 # A quantity ("5", "1.5"), as opposed to a version or an identifier ("6.20.8", "v2").
@@ -69,12 +57,8 @@ def _raw_tokens(text: str | None) -> list[re.Match[str]]:
 
 
 def content_sequence(text: str | None) -> list[str]:
-    """The tokens of ``text`` that carry information, in order, each compound kept whole.
-
-    Compounds are not split into parts: a stored "6.20.8" must not cover a new "20",
-    nor a stored "billing-api" a new "billing". A difference in punctuation alone is
-    caught by ``normalised`` instead.
-    """
+    """``text``'s content tokens in order, compounds whole: "6.20.8" must not cover "20", nor
+    "billing-api" "billing" (punctuation-only differences are ``normalised``'s)."""
     return [m.group() for m in _raw_tokens(text) if m.group() not in _FUNCTION_WORDS]
 
 
@@ -84,12 +68,8 @@ def content_tokens(*texts: str | None) -> set[str]:
 
 
 def _blocks(text: str | None) -> list[tuple[str, ...]]:
-    """``text``'s content tokens in order, a number joined with its unit.
-
-    The unit is the word written right after the number, separated only by spaces, and
-    not a function word: "5 GB" -> ("5", "gb"), but "to 5 in /etc" -> ("5",) and
-    "30, then" -> ("30",). A block must occur contiguously in the stored field.
-    """
+    """Content tokens, a number joined with the non-function word right after it by spaces only:
+    "5 GB" -> ("5", "gb"), "to 5 in /etc" -> ("5",), "30, then" -> ("30",); blocks are contiguous."""
     tokens = _raw_tokens(text)
     string = unicodedata.normalize("NFKC", text or "").casefold()
     blocks: list[tuple[str, ...]] = []
@@ -114,9 +94,7 @@ def _blocks(text: str | None) -> list[tuple[str, ...]]:
 
 
 def restates(new: str | None, stored: str | None) -> bool:
-    """Whether the field ``new`` says nothing that the field ``stored`` does not: its
-    content tokens (numbers with their units) occur in ``stored`` in the same order,
-    and ``stored`` holds no negation that ``new`` dropped."""
+    """Whether ``new``'s blocks occur in ``stored`` in order, dropping none of its negations."""
     sequence = content_sequence(stored)
     position = 0
     for block in _blocks(new):
@@ -131,8 +109,7 @@ def restates(new: str | None, stored: str | None) -> bool:
 
 
 def adds_nothing(new: tuple[str, str, str | None], stored: tuple[str, str, str | None]) -> bool:
-    """Whether a new lesson (problem, resolution, context) carries no information
-    that the stored one lacks, so merging it loses nothing."""
+    """Whether a new lesson says nothing the stored one lacks, so merging it loses nothing."""
     same_text = normalised(new[0]) == normalised(stored[0]) and normalised(new[1]) == normalised(stored[1])
     if not same_text and not (restates(new[0], stored[0]) and restates(new[1], stored[1])):
         return False
@@ -146,8 +123,7 @@ Key = TypeVar("Key")
 def merge_target(
     new: tuple[str, str, str | None], candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]]
 ) -> Key | None:
-    """The first candidate (key, similarity, stored text), most similar first, that the
-    new lesson adds nothing to; None when every candidate would lose something."""
+    """The most similar candidate the new lesson adds nothing to; None if every one would lose."""
     for key, _similarity, stored in sorted(candidates, key=lambda c: -c[1]):
         if adds_nothing(new, stored):
             return key

@@ -1,29 +1,16 @@
 """Which model made a store's vectors, and re-embedding a store with another one.
 
-Vectors of two models cannot be compared: a query embedded by one model finds
-nonsense among lessons embedded by another, even when both have 384 dimensions.
-So each store records the model that made its vectors (``EmbeddingModel``: name,
-dimension and a fingerprint of the weights or the endpoint), and the MCP layer
-compares it with its own model before it embeds anything (``lore_mcp.services.lessons``).
-
-A store written before models were recorded has no record: the first model that
-uses it is adopted when its dimension is the store's (those vectors came from the
-default model, which is what existing users run).
-
-Re-embedding (``lore-memory reembed``) computes every lesson's new vector beside
-the old one, a batch per transaction, so a killed run resumes where it stopped;
-then one transaction swaps every vector, records the new model and bumps the
-store's *model generation*. Processes that checked the old model notice the new
-generation at their next vector write or recall and answer ``ModelChangedError``
-instead of mixing vectors of two models. Commit images made by a store carry the
-generation of their vector, so a revert never brings back a vector of the model
-the store used before (see ``stores.engine.lessons.lesson_image``).
-
-What differs between backends comes from a ``ModelDb``: which connection each step runs on
-(Postgres re-embeds every org's lessons as the tables' owner with row-level security lifted),
-how a vector is bound, and the swap that puts every new vector in place at the end (a table
-rebuilt on SQLite; a column and its HNSW index rebuilt on Postgres).
-"""
+A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so
+each store records its model (name, dimension, fingerprint of weights or endpoint) and the MCP layer
+compares it with its own before embedding. A store from before models were recorded adopts the
+first model of its dimension (those vectors came from the default model, which existing users run).
+Re-embedding computes new vectors beside the old, a batch per transaction, so a killed run resumes;
+then one transaction swaps them all, records the model and bumps the *model generation*. Processes
+that checked the old model see the new generation at their next vector write or recall and raise
+``ModelChangedError`` rather than mix models; commit images carry their vector's generation, so a
+revert never restores an old model's vector. A ``ModelDb`` holds what differs per backend: each
+step's connection (Postgres re-embeds every org as the owner, RLS lifted), vector binding, and the
+final swap (a table rebuilt on SQLite, a column and its HNSW index on Postgres)."""
 
 from __future__ import annotations
 
@@ -39,8 +26,7 @@ from stores.engine.sql import SqlTx
 from stores.engine.vectors import unit_vector
 from stores.errors import ConflictError, InvalidInputError, UnavailableError
 
-# The fingerprint of the vectors of a store that holds some but never recorded their model,
-# and that the model asking cannot adopt (its dimension is another).
+# Fingerprint of unrecorded vectors that the asking model cannot adopt (other dimension).
 UNRECORDED = "unrecorded"
 # lore_meta keys (both backends).
 MODEL_KEY = "model"
@@ -52,8 +38,7 @@ MAX_FINISH_ROUNDS = 5
 
 @dataclass(frozen=True)
 class EmbeddingModel:
-    """A model as a store records it. Two models make comparable vectors when their
-    dimension and fingerprint agree; the name is for people."""
+    """A recorded model: dimension and fingerprint decide comparability; the name is for people."""
 
     name: str
     dimension: int
@@ -101,8 +86,7 @@ class ModelChangedError(UnavailableError):
 
 @dataclass(frozen=True)
 class ReembedRow:
-    """A lesson whose vector a re-embed still has to compute: its key, its text, and the
-    stamp of the text's version (so a lesson edited after its batch is done again)."""
+    """A lesson still to re-embed; its stamp makes a lesson edited after its batch redone."""
 
     pk: int
     problem: str
@@ -156,9 +140,7 @@ class ModelDb(Protocol):
 
 
 class ModelRecords:
-    """A store's record of its model, and re-embedding it with another (``store.models``), over a
-    ``ModelDb``: the record sits in ``lore_meta`` and a re-embed's new vectors wait in
-    ``lesson_reembed`` on both backends, so the statements are written once here."""
+    """A store's model record and re-embedding; the tables are alike, so written once for both."""
 
     def __init__(self, db: ModelDb) -> None:
         self._db = db
@@ -167,8 +149,7 @@ class ModelRecords:
 
     @property
     def known(self) -> EmbeddingModel | None:
-        """The model this process last read or adopted, without asking the database; None
-        when it has not asked yet, or when a re-embed by another process made it stale."""
+        """The model last read or adopted, asking nothing; None if unread or made stale."""
         known = self._known
         return known[0] if known is not None else None
 
@@ -177,14 +158,12 @@ class ModelRecords:
         self._known = None
 
     def recorded(self) -> EmbeddingModel | None:
-        """The model the store records (read from the database); ``unrecorded(dim)`` when it
-        holds vectors but no record, None when it holds neither."""
+        """The recorded model; ``unrecorded(dim)`` for vectors without a record; None for neither."""
         with self._db.reading() as tx:
             return _read(tx)[0]
 
     def adopt(self, model: EmbeddingModel) -> EmbeddingModel:
-        """The model the store records, recording ``model`` first when the store has no record
-        and no vectors of another dimension. Cached: later calls ask the database nothing."""
+        """The recorded model, first recording ``model`` if none fits otherwise; cached after."""
         known = self._known
         if known is not None:
             return known[0]
@@ -202,9 +181,7 @@ class ModelRecords:
         return current
 
     def check(self, current: int) -> int:
-        """Inside a transaction that writes or compares vectors and read the store's generation
-        ``current``: ``ModelChangedError`` when the store was re-embedded since this process
-        read its model; else ``current``."""
+        """``current``, or ``ModelChangedError`` if re-embedded since this process read its model."""
         known = self._known
         if known is not None and known[1] != current:
             self._known = None
@@ -225,8 +202,7 @@ class ModelRecords:
             tx.rows("DELETE FROM lore_meta WHERE key = :k", {"k": TARGET_KEY})
 
     def reembed_begin(self, target: EmbeddingModel) -> ReembedProgress:
-        """Start (or resume) re-embedding every lesson of every org with ``target``; a run
-        towards another target left half-done is discarded."""
+        """Start or resume re-embedding with ``target``, discarding a half-done run for another."""
         top = self._db.max_dimension
         if not 1 <= target.dimension <= top:
             raise InvalidInputError(
@@ -241,8 +217,7 @@ class ModelRecords:
         return ReembedProgress(done=total - pending, total=total)
 
     def reembed_pending(self, limit: int, after: int = 0) -> list[ReembedRow]:
-        """Up to ``limit`` lessons with a key above ``after``, lowest first, that still need
-        their new vector (a run passes its last key, so it never scans what it did)."""
+        """Up to ``limit`` pending lessons keyed above ``after`` (so a run never rescans), lowest first."""
         with self._db.every_org(write=False) as tx:
             rows = tx.rows(
                 f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > :after "
@@ -273,9 +248,8 @@ class ModelRecords:
             )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
-        """In one transaction: when every lesson has its new vector, swap them all in, record
-        ``target`` and bump the generation, and return 0; otherwise change nothing and
-        return how many lessons (written since their batch) still need one."""
+        """When every lesson has its new vector, swap them in, record ``target``, bump the
+        generation and return 0; else change nothing and return how many still need one."""
         with self._db.every_org(write=True) as tx:
             self._check_target(tx, target)
             pending = _count(tx, _PENDING)

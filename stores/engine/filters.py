@@ -1,7 +1,5 @@
-"""Row filters: ``where`` as plans and ``query_rows`` take it, checked against a table's
-columns, and matched with SQL's semantics (a comparison with null is false, ``like``
-ignores case) in Python, identically on both backends.
-"""
+"""Row filters, matched in Python with SQL's semantics (null compares false, ``like`` ignores
+case), so both backends agree."""
 
 from __future__ import annotations
 
@@ -104,24 +102,14 @@ def matches(row: Mapping[str, Any], conditions: list[Filter]) -> bool:
 
 
 def like(value: str, pattern: str) -> bool:
-    """SQL ``LIKE`` ignoring case: ``%`` is any run of characters, ``_`` exactly one.
-
-    No escape character: every other character stands for itself. Runs in
-    O(len(value) * len(pattern)) at worst, whatever the pattern.
-    """
+    """SQL ``LIKE`` ignoring case, no escape character; O(len(value) * len(pattern)) at worst."""
     return _LikeMatcher.of(pattern).matches(value)
 
 
 class _LikeMatcher:
-    """A like pattern cut at its ``%`` into pieces of fixed length.
-
-    Each piece (literal characters and ``_``) matches exactly as many characters as
-    it has, so the pattern matches when the first piece starts the value, the last
-    ends it, and the pieces between occur in order without overlapping. Taking each
-    middle piece at its leftmost place leaves the most room for the rest, so one
-    left-to-right pass decides: no backtracking across ``%``, unlike a regular
-    expression with ``.*`` (exponential on ``%a%a%a...%b``).
-    """
+    """A like pattern cut at ``%`` into fixed-length pieces: it matches when the first starts the
+    value, the last ends it, and the middle ones occur in order. The leftmost place leaves most
+    room, so one pass decides, unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
 
     def __init__(self, pattern: str) -> None:
         pieces = pattern.split("%")

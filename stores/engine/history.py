@@ -1,10 +1,5 @@
-"""History's reads and its one write: undoing a commit with a new commit.
-
-A revert is refused (CONFLICT, naming the blocking commits by their ``#seq``) when a later
-commit touched what it would undo: a row, a table whose shape it changed, or a field of a lesson
-that it changed (a later vote does not block reverting an edit of the text). Otherwise it restores the commit's "before"
-images in a working copy and writes them as one new commit, so a revert is itself revertible.
-"""
+"""History's reads and its one write, a revert: refused (CONFLICT naming the blocking ``#seq``)
+when a later commit touched what it would undo, else the "before" images as one new, revertible commit."""
 
 from __future__ import annotations
 
@@ -65,8 +60,7 @@ _EVERYTHING = frozenset({"*"})
 
 
 def changed_fields(before: Mapping[str, Any] | None, after: Mapping[str, Any] | None) -> frozenset[str]:
-    """The fields of a lesson a change wrote (all, ``*``, when it made or removed the lesson);
-    its vector and ``updated_at`` follow the others, so they are not counted."""
+    """The lesson fields a change wrote (``*``: made or removed), bar the vector and ``updated_at``."""
     if before is None or after is None:
         return _EVERYTHING
     fields = {k for k in {*before, *after} - {"updated_at", "embedding"} if before.get(k) != after.get(k)}
@@ -82,9 +76,8 @@ def _lesson_fields(commit: Commit) -> dict[str, frozenset[str]]:
 
 
 def _blocks(target: Commit, later: Commit) -> bool:
-    """Whether ``later`` changed what reverting ``target`` would undo: a row or table it touched,
-    or a field of a lesson it changed (a vote after an edit of the text does not block the edit's
-    revert: it changed the counts, not the text)."""
+    """Whether ``later`` changed what reverting ``target`` undoes: a row, a table, or a lesson field
+    (a later vote changed counts, not text, so does not block reverting a text edit)."""
     shared = set(conflict_targets(targets_of(target.effects))) & set(targets_of(later.effects))
     mine, theirs = _lesson_fields(target), _lesson_fields(later)
     for name in shared:
@@ -98,19 +91,16 @@ def _blocks(target: Commit, later: Commit) -> bool:
 
 
 def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> list[dict[str, Any]]:
-    """Restore ``target``'s before images: tables in ``ws``, lessons in ``tx`` (whose effects
-    are returned, since lessons are not part of the working copy). A lesson later commits changed
-    in other fields gets back only the fields ``target`` changed, on top of its latest image."""
+    """Restore ``target``'s before images: tables in ``ws``, lessons in ``tx`` (effects returned,
+    as lessons are outside the copy); a lesson gets back only the fields ``target`` changed."""
     lesson_effects = []
     # Oldest first: the last image of a lesson is what it is now.
     latest = {
         r["id"]: r["after"] for c in later for r in c.effects.get("rows", []) if r["table"] == LESSONS_TABLE
     }
-    # By name: Postgres ``jsonb`` keeps object keys in its own order (shortest first), SQLite
-    # JSON text in the order written, and the revert's effects list tables in this order.
+    # By name: ``jsonb`` reorders object keys (shortest first), SQLite keeps them as written.
     tables = dict(sorted(target.effects.get("tables", {}).items()))
-    # Tables come back first (so their rows can), rows next, and tables the commit
-    # created go last (so their rows are recorded as deleted).
+    # Tables first (so rows can come back), rows, then created tables (rows recorded deleted).
     for name, change in tables.items():
         if change["before"] is not None:
             ws.set_def(name, table_from_json(change["before"], ws.defs.get(name)))

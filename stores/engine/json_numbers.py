@@ -1,17 +1,9 @@
 """Numbers in stored JSON read back the same from every backend.
 
-Two things differ between SQLite (JSON kept as text) and Postgres (``jsonb``, whose numbers
-are ``numeric``) unless the stores take care:
-
-- **Negative zero.** ``numeric`` has no ``-0``, SQLite's ``REAL`` storage drops its sign,
-  Postgres ``double precision`` keeps it, and JSON text keeps it. So ``-0.0`` is written
-  as ``0.0`` everywhere (``without_negative_zero``, ``plain_float``): equal to it by every
-  comparison, and the only zero a reader sees whichever backend it asks.
-- **Floats written with an exponent.** ``json.dumps(1e16)`` is ``1e+16``; ``jsonb`` keeps
-  the number and prints it back as ``10000000000000000``, which a JSON reader takes for an
-  integer. ``jsonb_text`` writes such floats out in full with a ``.0`` (``numeric`` keeps
-  the scale it was given), so a float stays a float.
-"""
+- **Negative zero**: ``numeric`` has none, SQLite ``REAL`` drops the sign, ``double precision``
+  and JSON text keep it; so ``-0.0`` is written ``0.0`` everywhere (equal by every comparison).
+- **Exponents**: ``json.dumps(1e16)`` is ``1e+16``, which ``jsonb`` prints back as an integer;
+  ``jsonb_text`` writes such floats in full with ``.0`` (``numeric`` keeps the scale)."""
 
 from __future__ import annotations
 
@@ -66,21 +58,15 @@ def _zeroed(value: Any) -> Any:
 
 
 def jsonb_text(value: Any) -> str:
-    """JSON text for a ``jsonb`` column that reads back with its floats still floats.
-
-    The usual case (no float with an exponent) is ``json.dumps`` as it is: text where no
-    number token could have one has none; otherwise (text inside a string can look like
-    one) the value is looked at, and only a value that holds such a float takes the slower
-    encoding.
-    """
+    """JSON text for ``jsonb`` whose floats read back as floats; plain ``json.dumps`` unless the
+    text could hold an exponent float, and then only a value truly holding one goes slower."""
     text = json.dumps(value)
     if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _any_float(value, _has_exponent):
         return text
     return _encode(value)
 
 
-# Where ``json.dumps`` may have written a float with a positive exponent: a number starts the
-# text or follows "[", ":" or ",". Base64 (lesson vectors) never matches: it has none of those.
+# A number with a positive exponent after start, "[", ":" or ","; base64 vectors never match.
 _EXPONENT_NUMBER = re.compile(r"(?:^|[\[:,] ?)-?[0-9][0-9.]*e\+")
 
 

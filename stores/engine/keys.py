@@ -1,12 +1,8 @@
 """Orgs and API keys, as the team server's auth needs them, over the one SQL layer for both backends.
 
-A store never sees a raw key: the MCP layer generates keys and hands the store only the SHA-256
-hex digest and a short display prefix. Lookup by digest is the one query that runs before an
-org is known; every other call names its org. Each lesson store's ``keys`` is one ``KeyStore``
-on its own file or database, over a ``KeyDb`` (``stores.sqlite.keys``, sharing the local
-store's connections and locks; ``stores.postgres.keys``) that opens the transactions and may
-skip recording a key's use while its writer is busy.
-"""
+A store sees only a key's SHA-256 digest and display prefix. Lookup by digest is the one query
+before an org is known. A ``KeyDb`` per backend opens transactions and may skip recording a
+key's use while its writer is busy."""
 
 from __future__ import annotations
 
@@ -107,9 +103,8 @@ class KeyStore:
         root: bool,
         activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
-        """A new key (its digest only); ``NotFoundError`` when the org does not exist.
-        ``activity``: a project of the org and the call's entry, appended to that project's
-        log in the same transaction, naming the key (``created:<id>``)."""
+        """A new key; ``NotFoundError`` for no such org; ``activity`` is logged in the same
+        transaction, naming ``created:<id>``."""
         with self._db.scoped(org_id, write=True) as tx:
             if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
                 raise NotFoundError(f"There is no org with id {org_id!r}; create it first.")
@@ -161,8 +156,7 @@ class KeyStore:
     def revoke_key(
         self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
     ) -> ApiKey:
-        """Idempotent: revoking twice keeps the first time; ``NotFoundError`` when the org has no
-        key with this id. ``activity`` as for ``add_key`` (``revoked:<id>``)."""
+        """Idempotent (the first time stays); ``NotFoundError`` for no such key; logs ``revoked:<id>``."""
         with self._db.scoped(org_id, write=True) as tx:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
@@ -175,8 +169,7 @@ class KeyStore:
             return _key(tx, rows[0])
 
     def _log(self, tx: SqlTx, org_id: str, activity: tuple[str, ActivityNote] | None, target: str) -> None:
-        """A key change's entry in the activity log of the project ``activity`` names, in the
-        transaction of the change."""
+        """A key change's entry, logged in the change's transaction."""
         if activity is None:
             return
         if self._activity is None:
@@ -185,8 +178,7 @@ class KeyStore:
         self._activity.append(tx, Scope(org_id, project), dataclasses.replace(note, target=target))
 
     def touch_key(self, org_id: str, key_id: str, when: datetime) -> None:
-        """Record the key's use at ``when`` (no error when it is gone); an earlier ``when`` than
-        the one recorded leaves it, so racing requests never move it back."""
+        """Record use at ``when`` (gone: no error), never earlier, so racing requests never move it back."""
         with self._db.touching(org_id) as tx:
             if tx is not None:
                 tx.rows(

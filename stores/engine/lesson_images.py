@@ -1,6 +1,4 @@
-"""A lesson as a commit records it (its "image"), and back: what history shows, what a
-revert restores, and how a merge combines two lessons' fields. Written once for both backends.
-"""
+"""A lesson as a commit records it (its "image") and back, and how a merge combines two."""
 
 from __future__ import annotations
 
@@ -16,14 +14,9 @@ from stores.errors import ConflictError
 def lesson_image(
     lesson: Lesson, embedding: bytes | None = None, generation: int | None = None
 ) -> dict[str, Any]:
-    """A lesson as JSON for a commit's effects; with its vector (float32 bytes) when a
-    revert may need to recreate it.
-
-    A store passes the model ``generation`` its vector belongs to
-    (``stores.engine.embedding_model``), so a revert after ``lore-memory reembed`` can tell a
-    vector of the model the store used before. ``None`` marks a vector the caller has just
-    computed with the store's current model (an import).
-    """
+    """A lesson as JSON for a commit, with its vector when a revert may recreate it, tagged with
+    its model ``generation`` so a revert after a re-embed can tell an old model's vector
+    (``None``: just computed with the current model, as in an import)."""
     image = by_kind(vars(lesson), _TO_IMAGE)
     if embedding is not None:
         image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}
@@ -31,8 +24,7 @@ def lesson_image(
 
 
 def image_lesson(image: Mapping[str, Any]) -> Lesson:
-    """The lesson a ``lesson_image`` describes (its vector aside); a field an older image lacks
-    takes its default."""
+    """The lesson an image describes (vector aside); fields an older image lacks take defaults."""
     return Lesson(**by_kind({**DEFAULTS, **image}, _FROM_IMAGE))
 
 
@@ -66,9 +58,7 @@ def image_embedding(image: Mapping[str, Any]) -> bytes | None:
 
 
 def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
-    """Whether the vector a lesson image carries belongs to the store's model ``generation``:
-    images written before models had generations hold a plain string (generation 0), and
-    a vector just computed by the caller (no generation) always does."""
+    """Whether an image's vector is of ``generation`` (a plain string is generation 0; none, always)."""
     raw = image.get("embedding")
     if not raw:
         return False
@@ -81,14 +71,8 @@ def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
 def restored_embedding(
     lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
 ) -> bytes | None:
-    """The vector a revert writes when it makes a lesson what ``image`` says; None keeps the
-    stored one. ``current_text`` is the stored lesson's (problem, resolution), or None when
-    the lesson is gone; ``generation`` is the store's model generation.
-
-    The same text keeps its vector (it is the same under the same model). Otherwise the
-    image's vector must be of the current model: one kept from before ``lore-memory
-    reembed`` would be compared with vectors of another model, so that revert is refused.
-    """
+    """The vector a revert writes (None: same text, keep it); an image vector of an older model
+    would be compared with another model's, so that revert is refused."""
     if current_text and (
         tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
     ):
@@ -105,12 +89,8 @@ def restored_embedding(
 
 
 def merged_fields(current: Lesson, draft: LessonDraft) -> dict[str, Any]:
-    """What a lesson's fields become when a draft that adds nothing to it merges into it.
-
-    Nothing is lost: tags are united, the higher confidence and the longer life win,
-    empty context and source are filled in, and a different source is kept in
-    ``meta.other_sources``; the text of the existing lesson stays (the draft's adds nothing).
-    """
+    """Fields after a draft adding nothing merges, losing nothing: tags united, higher confidence
+    and longer life win, blanks filled, another source kept in ``meta.other_sources``."""
     expires = current.expires_at
     if expires is not None:
         expires = None if draft.expires_at is None else max(expires, draft.expires_at)

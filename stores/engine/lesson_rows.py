@@ -1,13 +1,9 @@
 """``stores.engine.lesson_tx.LessonTx`` over the one SQL layer (``stores.engine.sql``), written once.
 
-A lesson is one row of ``lessons``, with the same columns on both backends, so its reads and
-writes are written here once. What truly differs comes from a ``LessonDialect`` the store
-hands to each transaction: where a lesson's vector lives and how its nearest lessons are
-found (pgvector's column and HNSW index; SQLite's ``lesson_embeddings`` and the in-memory
-``VectorIndex``), how its words are indexed (a generated ``tsvector``; FTS5 and
-``lesson_tags`` rows), whether a write transaction locks what it reads (``FOR UPDATE``), and
-what every write stamps besides the lesson (the SQLite file's revision).
-"""
+``lessons`` has the same columns on both backends; a ``LessonDialect`` gives what differs:
+vector storage and nearest search (pgvector HNSW; ``lesson_embeddings`` and ``VectorIndex``),
+word indexing (a generated ``tsvector``; FTS5 and ``lesson_tags``), ``FOR UPDATE`` on reads,
+and what writes stamp besides (the SQLite file's revision)."""
 
 from __future__ import annotations
 
@@ -45,25 +41,21 @@ class LessonDialect(Protocol):
         ...
 
     def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
-        """For each unit vector, (key, similarity) of the project's live lessons with similarity
-        at least ``dedup.CANDIDATE_SIMILARITY``, at most ``dedup.MAX_SIMILAR``, in any order."""
+        """As ``LessonTx.nearest``, in any order."""
         ...
 
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
-        """Columns of ``lessons`` a write sets besides the lesson's own: the vector, where the
-        row holds it, and what the backend stamps on every write."""
+        """Columns a write sets besides the lesson's: the vector where the row holds it, stamps."""
         ...
 
     def copy_rows(
         self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]] | None:
-        """Insert ``rows`` (columns of ``lessons`` but the scope's) in one go and return them as
-        stored (``COLUMNS``, any order); None where single inserts cost no round trip (a file)."""
+        """Insert ``rows`` at once, returned as stored; None where single inserts cost no trip."""
         ...
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
-        """After row ``key`` was inserted (``new``) or rewritten: index its words, store its vector
-        (when given) where the row does not hold it."""
+        """After row ``key`` is written: index its words, store a given vector the row lacks."""
         ...
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
@@ -75,8 +67,7 @@ class LessonDialect(Protocol):
         ...
 
     def tagged(self, tags: str, count: str) -> str:
-        """SQL true for a lesson with every tag of the list bound as ``tags`` (a ``listed``),
-        whose length is bound as ``count``."""
+        """SQL true for a lesson with every tag bound as ``tags`` (``count`` of them)."""
         ...
 
 
@@ -89,11 +80,7 @@ class ModelGuard(Protocol):
 
 
 class SqlLessonTx:
-    """One project's lessons inside a transaction the caller holds, through ``sql``.
-
-    ``project_sql`` runs the project's tables and commits (``project``), when they need other
-    handling than the lesson rows (Postgres bounds them by the request's deadline); ``activity``
-    is the store's activity log, which the project's entries are appended to."""
+    """One project's lessons in the caller's transaction (``project_sql``: deadline-bounded)."""
 
     def __init__(
         self,
@@ -249,8 +236,7 @@ class SqlLessonTx:
 
 
 class LessonReads:
-    """``LessonStore.get`` and ``list``, for a store whose ``_lesson_reader`` opens a read
-    transaction on a project as a ``SqlLessonTx`` (beside ``lesson_rules.LessonWrites``)."""
+    """``LessonStore.get`` and ``list`` over a store's ``_lesson_reader``."""
 
     def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
         raise NotImplementedError
@@ -280,8 +266,7 @@ def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
 
 
 def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:
-    """A stored row with its tags and times as Python values (what ``lesson_of`` takes);
-    meta is left as the database gave it (recall keeps it text until a lesson is chosen)."""
+    """A row with tags and times decoded; meta stays as given (recall keeps it text until chosen)."""
     return {**row, **by_kind(row, {"time": _unless_none(sql.time), "list": sql.load})}
 
 

@@ -1,17 +1,9 @@
 """Lessons' writes, written once over a small per-backend transaction (``LessonTx``).
 
-Saving and importing (one batch path, with the near-duplicate rule of ``stores.engine.dedup``),
-updating, voting, deleting and restoring a lesson for a revert are the same rules on every backend; only
-the SQL differs. So the rules live here, in ``LessonWrites`` (the write half of
-``stores.engine.lessons.LessonStore``), and each backend supplies a ``LessonTx``: a dozen reads
-and writes of lesson rows inside one transaction on one project
-(``stores.sqlite.lesson_rows``, ``stores.postgres.lesson_rows``), as ``stores.engine.structured``
-does for tables over ``ProjectTx``.
-
-Every write records a commit (``stores.engine.structured.record_lessons``) with each lesson's
-image before and after (``stores.engine.lessons.lesson_image``), in the same transaction, so
-history shows it and a revert can undo it through ``restore``.
-"""
+Saving and importing (one batch path, with ``dedup``), updating, voting, deleting and restoring
+are the same rules on every backend, only the SQL differs; so ``LessonWrites`` holds them over a
+backend's ``LessonTx``. Every write records a commit with each lesson's image before and after
+in the same transaction, so history shows it and a revert undoes it through ``restore``."""
 
 from __future__ import annotations
 
@@ -47,14 +39,12 @@ from stores.ids import new_id
 
 
 class LessonWrites:
-    """The writes of ``stores.engine.lessons.LessonStore``, for a backend that supplies
-    ``_lesson_writer`` and ``_lesson_reader`` (and ``ensure_dim``)."""
+    """``LessonStore``'s writes over a backend's ``_lesson_writer`` and ``_lesson_reader``."""
 
     def _lesson_writer(
         self, scope: Scope, vectors: Sequence[np.ndarray]
     ) -> contextlib.AbstractContextManager[LessonTx]:
-        """A write transaction on the project, once the store takes ``vectors``
-        (``check_dims``): the first vector a store gets fixes its dimension."""
+        """A write transaction, once ``vectors`` fit (the first vector fixes the dimension)."""
         raise NotImplementedError
 
     def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[LessonTx]:
@@ -70,8 +60,7 @@ class LessonWrites:
 
     @property
     def keys(self) -> KeyStore:
-        """Orgs and API keys in the same file or database as the lessons (``stores.engine.keys``),
-        the same object on every access."""
+        """Orgs and API keys beside the lessons, the same object on every access."""
         if getattr(self, "_keys", None) is None:
             self._keys = self._key_store()
         return self._keys
@@ -159,8 +148,7 @@ class LessonWrites:
         *,
         activity: ActivityNote | None = None,
     ) -> Lesson:
-        """``drop_id`` folded into ``keep_id`` as one ``merge`` commit: the kept lesson takes the
-        patch (the combined text) and both lessons' votes, summed; the other is deleted."""
+        """Fold ``drop_id`` into ``keep_id`` (patch, summed votes) in one ``merge`` commit."""
         if keep_id == drop_id:
             raise InvalidInputError("A lesson cannot be merged into itself; name two lessons.")
         vec = unit_vector(vector) if vector is not None else None
@@ -185,8 +173,7 @@ class LessonWrites:
 
     @contextlib.contextmanager
     def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history (``stores.engine.structured``) in one transaction; a
-        write one restores lessons for a revert (``restore``)."""
+        """The project's tables and history in one transaction (a write one restores lessons)."""
         if write:
             with self._lesson_writer(scope, []) as tx:
                 yield tx.project(restorer(tx))
@@ -201,10 +188,9 @@ class LessonWrites:
 
 
 class _Batch:
-    """Drafts saved one after another in one transaction: each is checked against the stored
-    lessons and those saved before it in the batch. New rows are written together
-    (``LessonTx.insert_many``: one COPY on Postgres) when the batch ends, or before a draft
-    merges into one of them; until then they go by a stand-in key above every real one."""
+    """Drafts saved in one transaction, each checked against stored lessons and earlier drafts.
+    New rows are written together (one COPY on Postgres) at the end or before a draft merges
+    into one; until then they have stand-in keys above every real one."""
 
     def __init__(self, tx: LessonTx, *, keep_ids: bool, capacity: int) -> None:
         self.tx = tx
@@ -217,8 +203,7 @@ class _Batch:
         self.texts: dict[int, Text] = {}  # text of rows written in this batch, as it is now
 
     def fresh(self, drafts: Sequence[LessonDraft]) -> list[int]:
-        """The positions of the drafts to save: all of them, or, keeping ids, those whose id
-        the project does not hold yet (live or expired), the first draft of an id winning."""
+        """Positions of drafts to save: all, or keeping ids, the first of each id not yet held."""
         if not self.keep_ids:
             return list(range(len(drafts)))
         ids = [draft.id for draft in drafts if draft.id is not None]
@@ -268,8 +253,7 @@ class _Batch:
         self.unwritten = []
 
     def neighbours(self, vec: np.ndarray, stored: list[Near]) -> list[Near]:
-        """The draft's near neighbours, stored or saved earlier in this batch, most similar
-        first, at most ``dedup.MAX_SIMILAR``, each with its text as it is now."""
+        """Up to ``MAX_SIMILAR`` near neighbours, stored or earlier in the batch, with current text."""
         found = {n.key: n for n in stored}
         if self.pending and self.matrix is not None:
             sims = self.matrix[: len(self.pending)] @ vec
@@ -293,21 +277,18 @@ class _Batch:
         )
 
 
-# Stand-in keys of rows a batch has not written yet: above every real key, as a row written
-# later in the batch would have had.
+# Stand-in keys of unwritten rows: above every real key, as a later write would get.
 _UNWRITTEN = 2**62
 
 
 def _log(tx: LessonTx, note: ActivityNote | None) -> None:
-    """The call's entry in the project's activity log when it changed nothing (a change's entry
-    is written with its commit: ``record``)."""
+    """The entry of a call that changed nothing (a change's is written with its commit)."""
     if note is not None:
         tx.project(structured.read_only_lessons).append_activity(note)
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:
-    """The lesson a new draft becomes: created when the draft says, else now, and updated when it
-    says, else when created; its own id when kept (an import), else a new one."""
+    """The lesson a draft becomes: its times or now, its id when kept (an import) or a new one."""
     created = draft.created_at or now
     made = {
         "id": draft.id if keep_id and draft.id is not None else new_id(draft.created_at),

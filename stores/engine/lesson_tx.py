@@ -1,10 +1,5 @@
-"""A lesson transaction as the lesson rules see it (``LessonTx``), and the row helpers they share.
-
-Each backend supplies a ``LessonTx``: a dozen reads and writes of lesson rows inside one
-transaction on one project (``stores.sqlite.lesson_rows``, ``stores.postgres.lesson_rows``).
-The helpers here read and record through one, and turn a stored row into a ``Lesson``, so
-that the rules (``stores.engine.lesson_rules``) and both backends use the same ones.
-"""
+"""``LessonTx``, the dozen row reads and writes each backend supplies to the lesson rules in one
+project transaction, and the helpers over it that the rules and both backends share."""
 
 from __future__ import annotations
 
@@ -32,8 +27,7 @@ Restorer = Callable[[str, Any], None]
 
 @dataclass(frozen=True)
 class Row:
-    """A stored lesson as a transaction read it: the backend's key for its row, the
-    lesson, and its vector as float32 bytes (None when not read, or when it has none)."""
+    """A read lesson: its row key, the lesson, and float32 vector bytes (None if unread or none)."""
 
     key: int
     lesson: Lesson
@@ -51,19 +45,14 @@ class Near:
 
 
 class LessonTx(Protocol):
-    """What the lesson rules need from a backend, inside one transaction on one project.
-
-    ``now`` is the transaction's time (what "live" is measured against). In a write
-    transaction the rows read are locked until it ends; the backend stamps whatever its
-    own upkeep needs (the SQLite file's revision) on every write.
-    """
+    """What the lesson rules need in one project transaction. ``now`` measures "live"; a write
+    transaction locks rows read until it ends, and the backend stamps its upkeep on writes."""
 
     scope: Scope
     now: datetime
 
     def guard(self) -> None:
-        """``ModelChangedError`` when the store was re-embedded since this process read
-        its model (``stores.engine.embedding_model``); call before writing or comparing vectors."""
+        """``ModelChangedError`` if re-embedded since read; call before writing or comparing vectors."""
         ...
 
     def generation(self) -> int:
@@ -75,9 +64,8 @@ class LessonTx(Protocol):
         ...
 
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
-        """For each unit vector, the project's live lessons with similarity at least
-        ``dedup.CANDIDATE_SIMILARITY``, most similar first (ties: smaller key), at most
-        ``dedup.MAX_SIMILAR``; empty lists while the store holds no vectors."""
+        """Per unit vector, up to ``MAX_SIMILAR`` live lessons at ``CANDIDATE_SIMILARITY`` or more,
+        most similar (then smaller key) first; empty while the store holds no vectors."""
         ...
 
     def by_id(self, lesson_id: str, *, live: bool = True, embedding: bool = True) -> Row | None:
@@ -89,13 +77,11 @@ class LessonTx(Protocol):
         ...
 
     def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
-        """``insert`` for each lesson, in one statement where the backend has round trips;
-        the rows in the lessons' order."""
+        """``insert`` each lesson, one statement where there are round trips; rows in order."""
         ...
 
     def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
-        """Replace every field of row ``key`` but its id (and its vector, when given);
-        the lesson as stored."""
+        """Replace row ``key``'s fields but its id (and a given vector); the lesson as stored."""
         ...
 
     def add_vote(self, lesson_id: str, up: bool) -> Lesson | None:
@@ -145,9 +131,7 @@ def record(
 
 
 def restore(tx: LessonTx, lesson_id: str, image: Mapping[str, Any] | None) -> None:
-    """Make the lesson what ``image`` says (None: gone), for a revert or an import.
-
-    The vector is the image's only where the text changed (``restored_embedding``)."""
+    """Make the lesson ``image`` (None: gone), taking its vector only where text changed."""
     row = tx.by_id(lesson_id, live=False, embedding=False)
     if image is None:
         if row is not None:
@@ -184,8 +168,7 @@ def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
 
 
 def lesson_of(row: Mapping[str, Any]) -> Lesson:
-    """The lesson of a row whose tags are a sequence and whose times are datetimes; meta is a
-    mapping, or JSON text (recall leaves it so until a lesson is chosen)."""
+    """A decoded row's lesson; meta may still be JSON text (recall leaves it so until chosen)."""
     return Lesson(**by_kind(row, _FROM_ROW))
 
 
@@ -198,9 +181,7 @@ _FROM_ROW: dict[str, Callable[[Any], Any]] = {
 
 
 class ModelChecks:
-    """``LessonTx.guard`` (once a transaction) and ``generation``: the store's model records
-    (``stores.engine.embedding_model.ModelRecords``) check the generation that ``read`` reads in
-    this transaction, the backend's own way."""
+    """``LessonTx.guard`` and ``generation``: ``ModelRecords`` checks what ``read`` reads here."""
 
     def __init__(self, models: _GenerationCheck, read: Callable[[], int]) -> None:
         self._models = models

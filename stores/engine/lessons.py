@@ -1,19 +1,13 @@
 """The lessons contract: value types and the protocol every backend implements.
 
-A lesson is a problem and how it was resolved. Stores persist lessons, search them
-and keep them scoped; they never embed or redact text. Callers hand them text that
-is already redacted and the vector computed from it, so a store is deterministic
-and can be tested without the model.
-
-A lesson's key is (org, project, id): an id is unique within its project only, so
-the same id may name another lesson in another project or org, and nothing a scope
+Stores persist, search and scope lessons but never embed or redact: callers hand them
+redacted text and its vector, so a store is deterministic and testable without the model.
+A key is (org, project, id): an id is unique within its project only, so nothing a scope
 does depends on, or shows, what other scopes hold (an import keeps its ids).
 
-Every method raises ``stores.errors.NotFoundError`` for an id outside the scope,
-``InvalidInputError`` for a vector of the wrong dimension, and
-``UnavailableError`` when the database cannot be reached. Writes are atomic: a
-method that raises has changed nothing.
-"""
+Methods raise ``NotFoundError`` for an id outside the scope, ``InvalidInputError`` for a
+vector of the wrong dimension, ``UnavailableError`` when the database is unreachable.
+Writes are atomic: a method that raises has changed nothing."""
 
 from __future__ import annotations
 
@@ -55,13 +49,9 @@ class Scope:
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson's fields, declared once: the store's columns, commit images and the MCP layer's
-    shapes are all computed from them (``COLUMNS``, ``lesson_image``, ``lore_mcp.services.models``).
-
-    As a draft, its text is already redacted and its tags normalised. A save leaves the rest to
-    the store: a new id, created and updated now, no votes. An import carries what the lesson
-    had where it was exported: its id (kept when ``save_many`` keeps ids), times and votes.
-    """
+    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them.
+    A draft's text is redacted and tags normalised; a save gets a new id, now, no votes; an
+    import carries its exported id (kept with ``keep_ids``), times and votes."""
 
     id: str | None = field(default=None, kw_only=True)
     problem: str
@@ -95,11 +85,7 @@ class Lesson(LessonDraft):
 
 @dataclass(frozen=True)
 class LessonPatch:
-    """Fields to change on a lesson; ``None`` leaves a field as it is.
-
-    ``clear`` names optional fields to set to null (``context``, ``source``,
-    ``expires_at``), since ``None`` already means "unchanged".
-    """
+    """Fields to change; ``None`` leaves one as it is, so ``clear`` names those to null."""
 
     problem: str | None = None
     resolution: str | None = None
@@ -115,12 +101,8 @@ class LessonPatch:
 
 
 def _plain_numbers(value: LessonDraft | LessonPatch) -> None:
-    """``-0.0`` made ``0.0`` in confidence and meta, in what is written and what is read.
-
-    Postgres keeps the sign in ``double precision`` and drops it in ``jsonb``; SQLite drops
-    it in ``REAL`` and keeps it in JSON text. One zero on the way in and out keeps the two
-    backends giving the same answer (see ``stores.engine.json_numbers``).
-    """
+    """``-0.0`` made ``0.0`` in confidence and meta, both ways: Postgres keeps the sign in ``double
+    precision`` and drops it in ``jsonb``, SQLite the reverse (``json_numbers``)."""
     if value.confidence is not None:
         object.__setattr__(value, "confidence", plain_float(value.confidence))
     meta = getattr(value, "meta", None)
@@ -137,8 +119,7 @@ def _kind(declared: Any) -> str:
     return "time" if "datetime" in declared else "text"
 
 
-# Each column of a stored lesson and its kind ("text", "time", "list", "json", "float", "int"),
-# in declaration order: what rows, commit images and the MCP layer's shapes are computed from.
+# Each stored column and its kind, in order: rows, commit images and MCP shapes derive from it.
 KINDS: dict[str, str] = {f.name: _kind(f.type) for f in fields(Lesson)}
 DEFAULTS: dict[str, Any] = {
     f.name: f.default_factory() if callable(f.default_factory) else f.default
@@ -149,10 +130,8 @@ DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SaveResult:
-    """The id a draft landed under, whether it merged into an existing lesson (only when it
-    added nothing, see ``stores.engine.dedup``), and the near neighbours it did not merge with,
-    as (id, cosine similarity), most similar first. ``skipped``: an import's draft whose id the
-    project already held (or an earlier draft of the batch had), so nothing was written."""
+    """A draft's id, whether it merged (only adding nothing), its unmerged near neighbours (id,
+    similarity; most similar first), and ``skipped``: an import's draft whose id was held."""
 
     id: str
     merged: bool
@@ -174,9 +153,7 @@ Vector = Union[Sequence[float], "np.ndarray"]
 
 @dataclass(frozen=True)
 class RecallQuery:
-    """A recall request: the query text (for lexical match) and its vector, or the callable that
-    gives it, which the store calls once it has matched the words: so a caller embeds the
-    query while the store searches words, in one ``LessonStore.recall``."""
+    """Text and a vector or its callable, called after words match so embedding overlaps search."""
 
     text: str
     vector: Vector | Callable[[], Vector] | None = None
@@ -197,8 +174,7 @@ class RecallQuery:
 
 @dataclass(frozen=True)
 class WordMatches:
-    """The full-text half of a recall (``match_words``, before the vector): the query's terms and
-    the lessons they found (the backend's row keys, best first), as of ``now``."""
+    """A recall's full-text half: the terms and the row keys they found, best first, at ``now``."""
 
     terms: tuple[str, ...]
     keys: tuple[int, ...]
@@ -225,8 +201,7 @@ class LessonStore(Protocol):
     """Persistence and search of lessons, confined to a scope."""
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
-        """Insert the draft, or merge it into a live lesson of the same scope that it adds
-        nothing to (``stores.engine.dedup.merge_target`` over the nearest vectors)."""
+        """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
         ...
 
     def save_many(
@@ -237,14 +212,9 @@ class LessonStore(Protocol):
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Save several drafts in one transaction, deduplicating among them too; the commit is a
-        ``save`` or ``merge`` for one draft, an ``import`` for more. ``activity``: the call's
-        entry in the project's activity log, appended in the same transaction with the commit's
-        kind, id and lessons (``stores.engine.activity``); the other writes take one too.
-
-        ``keep_ids`` makes the batch an import: each draft keeps its id, one whose id the
-        project already holds (live or expired), or an earlier draft of the batch has, is
-        skipped, and the batch is one ``import`` commit (none when everything was skipped)."""
+        """Save drafts in one transaction, deduplicating among them too (one ``save`` or ``merge``
+        commit, or an ``import``), ``activity`` logged with it. ``keep_ids``: a draft whose id is
+        held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
         ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
@@ -290,8 +260,7 @@ class LessonStore(Protocol):
         ...
 
     def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
-        """The stored vectors (float32 bytes) of those of ``lesson_ids`` the project holds, for
-        an export that carries them."""
+        """Stored float32 vectors of the held ``lesson_ids``, for an export."""
         ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
@@ -306,21 +275,17 @@ class LessonStore(Protocol):
     def neighbours(
         self, scope: Scope, vectors: Sequence[Sequence[float]]
     ) -> builtins.list[builtins.list[Neighbour]]:
-        """For each vector, the live lessons of the scope with cosine similarity >=
-        ``dedup.CANDIDATE_SIMILARITY``, most similar first, at most ``dedup.MAX_SIMILAR``."""
+        """As ``LessonTx.nearest``, for the scope."""
         ...
 
     def ensure_dim(self, dim: int) -> None:
-        """Make the store ready for vectors of ``dim`` dimensions: the first vector a store
-        gets fixes its dimension, and another is ``InvalidInputError``. Call it before a
-        ``transaction`` that restores lessons, which cannot create the vector
-        storage itself on every backend."""
+        """Fix the store's vector dimension (another is then ``InvalidInputError``); call it before
+        a restoring ``transaction``, which cannot create vector storage on every backend."""
         ...
 
     @property
     def models(self) -> ModelRecords:
-        """The model that made this store's vectors, and re-embedding with another
-        (``stores.engine.embedding_model``)."""
+        """The model of this store's vectors, and re-embedding with another."""
         ...
 
     def close(self) -> None:

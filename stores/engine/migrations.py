@@ -1,11 +1,6 @@
-"""The one migration runner of both backends: each dialect lists its steps, this applies them.
-
-A migration is a version, a name and a step (the dialect's SQL script, or a function for a
-step SQL alone cannot say). Inside one transaction the caller holds (and has locked
-against other processes migrating at once), every step not yet recorded in
-``schema_migrations`` runs in order and is recorded, so re-running is harmless and the
-database says where it stands; a database from a newer Lore is refused untouched.
-"""
+"""Both backends' migration runner: in the caller's transaction (locked against other migrators)
+each unrecorded step runs in order and is recorded, so re-running is harmless; a newer Lore's
+database is refused untouched."""
 
 from __future__ import annotations
 
@@ -27,11 +22,7 @@ def apply_pending(
     *,
     before_pending: Callable[[], None] | None = None,
 ) -> list[Migration]:
-    """Run and record every migration not yet applied; the ones it ran.
-
-    ``run`` runs one step in the caller's transaction; ``before_pending`` runs once first,
-    when there is anything to apply (the local file's renames of old column names).
-    """
+    """Run and record pending migrations, returning them; ``before_pending`` runs first if any."""
     applied = {row["version"] for row in tx.rows("SELECT version FROM schema_migrations", {})}
     refuse_newer_schema(applied, schema_version)
     pending = [m for m in migrations if m[0] not in applied]

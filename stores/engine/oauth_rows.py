@@ -1,20 +1,11 @@
 """OAuth clients, authorization codes and tokens over the one SQL layer, written once.
 
-The MCP layer (``lore_mcp.transport.oauth``) runs the protocol; this keeps what it must
-remember across requests and replicas. A store never sees a code or a token: only its
-SHA-256 digest, as for API keys. Every code and token names the Lore API key that a person
-entered on the consent page (its org, and the project it reaches), so the MCP layer can
-refuse a token whose key has since been revoked. Tokens of one authorization share a
-``family`` (the digest of the code they came from): replaying a used code or a rotated
-refresh token revokes the whole family. A registered client remembers the address it came
-from and when it first got a token, so clients nobody used are counted per address and forgotten.
-
-Clients and the signing secret belong to no org (a client registers before anyone signs
-in), so they are read and written in a transaction scoped to ``NO_ORG``; these tables hold
-no org data and have no row-level security on Postgres. The transactions are the key
-store's (``stores.engine.keys.KeyDb``, which is an ``OAuthDb``), so each dialect's locking
-and connections apply.
-"""
+What the MCP layer's protocol must remember across requests and replicas. Codes and tokens are stored as
+SHA-256 digests only. Each names the API key entered on the consent page, so a token of a since-revoked
+key is refused. An authorization's tokens share a ``family`` (the code's digest): replaying a used code or
+rotated refresh token revokes it all. Clients remember their address and first token, so unused ones are
+counted per address and forgotten. Clients and the signing secret precede any sign-in, so they live under
+``NO_ORG`` without RLS, in the key store's transactions (``KeyDb``), with each dialect's locking."""
 
 from __future__ import annotations
 
@@ -80,8 +71,7 @@ _CODE_COLUMNS = f"{_GRANT_COLUMNS}, redirect_uri, redirect_explicit, code_challe
 
 
 class OAuthStore:
-    """OAuth state of one store, on the key store's transactions. Raises ``UnavailableError``
-    when the database cannot be asked."""
+    """One store's OAuth state; ``UnavailableError`` when the database cannot be asked."""
 
     def __init__(self, db: OAuthDb) -> None:
         self._db = db
@@ -108,9 +98,8 @@ class OAuthStore:
         cap: int,
         unused_for: timedelta,
     ) -> float | None:
-        """Record a client registered from ``address`` unless that address already has ``cap``
-        clients that never got a token: None when recorded, else the seconds until its oldest
-        expires. First deletes every client that got no token within ``unused_for`` of registering."""
+        """Record a client unless ``address`` has ``cap`` tokenless ones (then the seconds until its
+        oldest expires), first deleting clients tokenless after ``unused_for``."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             stale = {"cutoff": tx.stamp(now - unused_for)}
             unused = (
@@ -239,8 +228,7 @@ class OAuthStore:
             _revoke_family(tx, family)
 
     def secret(self, name: str, candidate: str) -> str:
-        """The stored secret ``name``, storing ``candidate`` first if there is none (so every
-        replica signs with the same one)."""
+        """Secret ``name``, storing ``candidate`` if none, so every replica signs with the same."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             tx.rows(
                 "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",

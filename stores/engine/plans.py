@@ -1,15 +1,9 @@
 """Structured-memory plans: parsing, identifiers, types, filters, risk and the schema hash.
 
-Pure Python with no database, shared by every backend, so a plan means the same
-thing everywhere. Agents never send SQL: identifiers are checked against a strict
-pattern and a reserved list, values are checked against column types, and row
-filters are (column, operator, value) triples evaluated here, on both backends,
-so the backends cannot disagree on what a filter matches.
-
-Every filter's cost is bounded: ``like`` runs in time linear in the value for a
-pattern of bounded length (no backtracking regular expression), a ``where`` holds
-a bounded number of filters and ``in`` a bounded list.
-"""
+Pure Python shared by every backend, so a plan means the same everywhere. Agents never send SQL:
+identifiers meet a strict pattern and a reserved list, values their column types, and filters are (column,
+operator, value) triples evaluated here, so backends cannot disagree. Filter cost is bounded: ``like`` is
+linear (no backtracking regex), ``where`` and ``in`` are bounded lists."""
 
 from __future__ import annotations
 
@@ -138,11 +132,8 @@ def column_def(raw: Any) -> Column:
 
 
 def coerce(value: Any, col_type: str, column: str) -> Any:
-    """A JSON value checked against a column type; timestamps come back as UTC ISO-8601.
-
-    ``-0.0`` (in a real or anywhere in a json value) becomes ``0.0``: Postgres ``jsonb``
-    cannot keep its sign and SQLite JSON text can, so keeping it would split the backends.
-    """
+    """A JSON value checked against a column type; timestamps as UTC ISO-8601. ``-0.0`` becomes
+    ``0.0``: ``jsonb`` drops its sign and SQLite JSON text keeps it, splitting the backends."""
     if value is None:
         return None
     if col_type == "timestamp":
@@ -241,12 +232,8 @@ def timestamp(value: Any, column: str) -> str:
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
-    """A total order on column values, the same on every backend.
-
-    Typed columns hold one kind of value and order naturally. A ``json`` column may
-    mix kinds, so values order by kind first: false and true, then numbers, then
-    text, then arrays and objects (by their canonical JSON); nulls come last.
-    """
+    """A total order on column values, the same on every backend: a mixed ``json`` column orders
+    booleans, numbers, text, then arrays and objects (canonical JSON); nulls last."""
     if value is None:
         return (1,)
     if isinstance(value, bool):
@@ -313,8 +300,7 @@ def _check_text(value: str, what: str) -> None:
 
 
 def _check_json(value: Any, column: str) -> None:
-    """A JSON value both backends store alike: finite numbers, text as ``_check_text`` says,
-    at most ``MAX_JSON_DEPTH`` levels of arrays and objects."""
+    """A JSON value both backends store alike: finite numbers, checked text, bounded depth."""
     stack = [(value, 0)]
     while stack:
         item, depth = stack.pop()

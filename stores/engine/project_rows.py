@@ -1,11 +1,5 @@
-"""One project's tables, commits and lessons inside one transaction (``stores.engine.structured``'s
-``ProjectTx``), over the one SQL layer, written once for both backends.
-
-Tables live in ``mem_tables`` (catalog) and ``mem_rows`` (one JSON object per row);
-commits in ``commits`` with their targets in ``commit_targets``, and snapshots in
-``snapshots``. Every statement is bound to one org and project, so a plan can reach
-nothing else (on Postgres the org's row-level security policy holds as well).
-"""
+"""``ProjectTx``: one project's tables, commits and lessons in a transaction, for both backends;
+every statement is bound to one org and project, so a plan can reach nothing else."""
 
 from __future__ import annotations
 
@@ -44,8 +38,7 @@ TOGETHER_MAX_TARGETS = 16
 
 
 class ProjectTx:
-    """One project inside a transaction the caller holds (``tx``): what structured memory, history
-    and the lessons' commits run on."""
+    """One project in the caller's ``tx``, for structured memory, history and lesson commits."""
 
     def __init__(
         self,
@@ -136,9 +129,8 @@ class ProjectTx:
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
     def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
-        """Write ``commit`` with its targets and, when given, the call's ``activity`` entry: for a
-        commit of a few targets (a save, an edit, a vote) in one round trip (``SqlTx.together``);
-        a large import or apply sends its targets as one batch and the entry after them."""
+        """Write ``commit``, its targets and ``activity``: one round trip for a few targets, else the
+        targets as one batch and the entry after."""
         self._added = commit
         insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
@@ -176,8 +168,7 @@ class ProjectTx:
             self._append(activity, commit)
 
     def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
-        """The call's entry in the project's activity log, in this transaction: with ``commit``
-        (else the one this transaction recorded, if any) naming its kind, lessons and tables."""
+        """Log the call's entry here, naming ``commit`` (else this transaction's, if any)."""
         self._append(note, commit or self._added)
 
     def _append(
@@ -252,8 +243,7 @@ class ProjectTx:
         return {r["id"]: r["problem"] for r in rows}
 
     def lesson_digest(self, now: datetime) -> list[dict[str, Any]]:
-        """Every live lesson's id, problem, tags, created_at and votes (no text beyond the
-        problem, no vector): what an overview of the project counts."""
+        """Each live lesson's id, problem, tags, created_at and votes: what an overview counts."""
         rows = self.tx.rows(
             "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
             f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",

@@ -1,9 +1,5 @@
-"""Reading a table's rows: filtered, ordered and paged, for the ``query_rows`` tool.
-
-Only ``read_table`` needs the database; ``select_rows`` is pure Python over what it read,
-so it runs after the read transaction has ended and a slow filter holds no connection or
-lock that other calls are waiting for.
-"""
+"""Reading a table's rows, filtered, ordered and paged, for ``query_rows``; filtering runs after
+the read transaction, so a slow filter holds no connection or lock."""
 
 from __future__ import annotations
 
@@ -44,11 +40,8 @@ def read_table(tx: ProjectTx, table: Any) -> TableRows:
 def select_rows(
     table: TableRows, where: Any, order_by: Any, limit: int, cursor: str | None
 ) -> dict[str, Any]:
-    """Rows of a table already read, filtered and ordered (after the read transaction).
-
-    The cursor holds the sort values of the last row returned (and its id), not an
-    offset, so rows deleted or added between pages make no later row go missing.
-    """
+    """Rows already read, filtered and ordered; the cursor is the last row's sort values and id,
+    not an offset, so changes between pages make no row go missing."""
     columns = {c.name: c for c in (ID_COLUMN, *table.columns)}
     conditions = filters(where, columns)
     keys = ordering(order_by, columns)

@@ -1,55 +1,37 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
-A lesson's relevance blends two signals: cosine similarity of its vector to the
-query vector, seen from the scope's anchor, and a lexical score, the rarity-weighted
-share of the query's terms found in the lesson's text:
-``relevance = 0.75 * similarity + 0.25 * lexical``. The full-text index (FTS5 on
-SQLite, tsvector on Postgres) only finds lexical candidates; the score itself is
-computed here, from the candidates' text and vectors, so it is the same on every
-backend.
+``relevance = 0.75 * similarity + 0.25 * lexical``: cosine similarity of the lesson's vector to the
+query's, seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's
+text. The full-text index (FTS5, tsvector) only finds lexical candidates; the score is computed here from
+their text and vectors, so it is the same on every backend. Terms and matching: ``stores.engine.terms``.
 
-Terms and how a text matches them: ``stores.engine.terms``.
+Rarity: a term weighs its BM25 IDF among the recall's nearest vectors, the lessons the query chooses
+between: a word all share (the component, the speaker) weighs little, the entity only the right lesson has
+weighs most. Entities (terms with a digit, identifiers, paths, capitalised words inside a sentence) weigh
+triple. The score is the weight of the terms a lesson has over that of the terms the nearest lessons have
+plus the query's entities; a word no nearest lesson has counts, where a lesson has it, in both its part
+and its total, so it raises the score without saturating at 1 and a lesson that also has the asked-for
+environment still outranks one that lacks it. Counting among the nearest vectors, not the full-text
+matches, keeps both backends equal: their indexes split and stem words differently, so find different
+full-text candidates.
 
-Rarity: a term weighs its BM25 inverse document frequency among the recall's
-nearest vectors, the lessons the query is choosing between: a word every one of them
-shares (the component, the speaker's name) weighs little, the one entity only the
-right lesson has weighs most. Entities (terms with a digit, identifiers, paths, and
-names: capitalised words inside a sentence) weigh triple. The lexical score is the
-weight of the terms a lesson has over the weight of the terms the nearest lessons
-have plus the query's entities; a word no nearest lesson has counts, where a lesson
-has it, in both that lesson's part and its total, so it raises the score without
-saturating it at 1 and a lesson that also has the asked-for environment still
-outranks one that lacks it. Counting
-among the nearest vectors only, not the full-text matches, keeps both backends'
-scores equal: their full-text indexes split and stem words differently, so they find
-different full-text candidates.
+Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same query terms as a
+better nearest candidate already kept, whose words overlap it by half or more (Jaccard), differs only in
+what the question does not ask about (another service, environment, aside); its score is multiplied by
+0.8, so one answer said six ways does not push out the lesson asked for. Only nearest candidates demote,
+so a score still depends only on itself and the nearest vectors.
 
-Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same
-query terms as a better nearest-vector candidate already kept, whose words overlap that
-one's by half or more (Jaccard), is a sibling that differs only in what the question
-does not ask about (another service, environment, speaker's aside); its score is
-multiplied by 0.8, so one answer said six ways does not fill the list and push out the
-lesson that is actually asked for. Only nearest candidates demote, so a candidate's
-score still depends only on itself and the nearest vectors.
+Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean of the scope's newest
+lessons, not the origin. A project's lessons share a direction (a dialog's speakers and dates, a team's
+templates); a short lesson is mostly that direction and so looked like every question.
 
-Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean
-of the scope's newest lessons rather than from the origin. Every lesson of a project
-shares a direction (the speakers' names and dates of a dialog, a team's templates);
-a short lesson is mostly that direction and so looked like every question.
+The final score multiplies relevance by bounded factors, so weak signals never bury a strongly relevant
+lesson but decide near-ties: decay ``0.5 + 0.5 * 2 ** (-age_days / half_life_days)`` (1.0 new, 0.75 at one
+half-life, never below 0.5), confidence ``0.5 + 0.5 * confidence``,
+votes ``1 + 0.2 * tanh((up - down) / 3)`` (0.8..1.2).
 
-The final score multiplies relevance by three bounded factors, so a strongly
-relevant lesson is never buried by weak signals, while ties and near-ties are
-decided by freshness, confidence and the crowd:
-
-- decay: ``0.5 + 0.5 * 2 ** (-age_days / half_life_days)`` (1.0 new, 0.75 at one
-  half-life, never below 0.5);
-- confidence: ``0.5 + 0.5 * confidence``;
-- votes: ``1 + 0.2 * tanh((upvotes - downvotes) / 3)`` (between 0.8 and 1.2).
-
-Every part was measured with ``benchmarks/eval_retrieval.py``
-(``benchmarks/eval-ablation.json``); each is a switch in ``RankingParams`` so that
-evaluation can turn it off, and ``LEGACY`` is the ranking before them.
-"""
+Every part was measured with ``benchmarks/eval_retrieval.py`` (``benchmarks/eval-ablation.json``); each is
+a ``RankingParams`` switch so evaluation can turn it off, and ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -81,13 +63,9 @@ def query_entities(terms: list[str], names: Collection[str], params: RankingPara
 def candidate_terms(
     chosen: list[str], terms: list[str], names: Collection[str], params: RankingParams
 ) -> list[str]:
-    """The terms that order the full-text candidates: the ``chosen`` rare terms, and with
-    ``lexical_entities`` every entity of the query (``is_entity``) besides.
-
-    Only the chosen terms decide which lessons are candidates (they bound the work);
-    the entities decide which of them come first. Common words are left out of the
-    ordering: the full-text index would read all their postings to weigh them.
-    """
+    """The terms ordering full-text candidates: ``chosen``, plus (``lexical_entities``) the
+    query's entities. Chosen terms pick candidates (bounding the work), entities order them;
+    common words are left out, as the index would read all their postings to weigh them."""
     if not params.lexical_entities:
         return chosen
     return chosen + [t for t in terms if t not in chosen and is_entity(t, names)]
@@ -96,9 +74,7 @@ def candidate_terms(
 def full_text_terms(
     text: str, terms: list[str], postings: dict[str, float], params: RankingParams
 ) -> tuple[list[str], list[str]]:
-    """What a backend's full-text search needs: the terms that find candidates
-    (``rare_terms``, entities first) and the terms that order them (``candidate_terms``).
-    ``postings`` are the terms' matching lessons, counted or estimated by the backend."""
+    """The terms that find full-text candidates (``rare_terms``) and order them (``candidate_terms``)."""
     said = names(text, params)
     chosen = rare_terms(terms, postings, params.postings_budget, query_entities(terms, said, params))
     return chosen, candidate_terms(chosen, terms, said, params)
@@ -110,17 +86,10 @@ def rare_terms(
     budget: int = POSTINGS_BUDGET,
     entities: Collection[str] = (),
 ) -> list[str]:
-    """The query terms that find lexical candidates: the rarest first, while their
-    postings (matching lessons, counted or estimated) fit ``budget``.
-
-    Common words match a large share of all lessons, and ranking every match costs
-    more than the whole rest of recall, so candidates come from the rare terms;
-    every term still counts in the score. The first term is always chosen,
-    whatever its postings. Terms with no postings (zero or None) are left out.
-    ``entities`` that fit the budget come before words however rare the words: a
-    question paraphrases a lesson's words but repeats its numbers, identifiers and
-    names, so a rare word of the question is often one the lesson does not have.
-    """
+    """The query terms that find lexical candidates: rarest first while their postings fit ``budget``
+    (the first always; none with no postings), as ranking every match of a common word costs more than
+    the rest of recall (every term still counts in the score). ``entities`` within budget come first: a
+    question paraphrases a lesson's words but repeats its numbers, identifiers and names."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []
@@ -134,21 +103,15 @@ def rare_terms(
 
 
 def anchor(sample: np.ndarray) -> np.ndarray:
-    """The point a scope's similarities are measured from: the sum of the ``sample``
-    vectors (its newest lessons, one row each) over their number plus one.
-
-    The plus one shrinks the anchor towards the origin in small scopes, so a scope of one
-    lesson is not centred onto that lesson. Postgres computes the same in SQL (the mean
-    of the sample and one zero vector).
-    """
+    """Sum of the ``sample`` rows over their number plus one, shrinking towards the origin so a
+    one-lesson scope is not centred onto its lesson (Postgres: the same in SQL)."""
     rows = np.asarray(sample, dtype=np.float64)
     mean: np.ndarray = rows.sum(axis=0) / (rows.shape[0] + 1)
     return mean.astype(np.float32)
 
 
 def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndarray) -> list[float | None]:
-    """Cosine similarity of each row of ``vectors`` to ``query``, both seen from ``origin``
-    (None where either is at the origin itself); why: Anchor in the module docstring."""
+    """Each ``vectors`` row's cosine to ``query`` seen from ``origin`` (None at it); see Anchor."""
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
@@ -177,20 +140,14 @@ def _lexical(
     pool: Sequence[bool] | None,
     names: Collection[str],
 ) -> tuple[list[float], list[set[str]]]:
-    """Each text's lexical score (0..1) for the query ``terms``, and the terms it has.
+    """Each text's lexical score (0..1) for ``terms``, and the terms it has.
 
-    With ``params.rarity`` a term's weight is ``log(1 + (n - df + 0.5) / (df + 0.5))``
-    where ``df`` of the ``n`` texts of the pool hold it (``pool`` marks them; all texts
-    when None or when it marks none), times ``params.entity_weight`` for entities
-    (terms with a digit, identifiers, paths, and the query's ``names``). A score is
-    the weight of the terms a text has over the weight of the terms the pool has and
-    of the query's entities. A plain word no pooled text has counts only where it is
-    found, so pooled texts score the same whatever else is a candidate: with
-    ``params.open_total`` it is added to that text's total as well (its score rises
-    towards 1 but keeps telling which pool terms the text lacks), else the score is
-    capped at 1. Without rarity every term weighs the same and a score is the share of
-    terms found.
-    """
+    With ``params.rarity`` a term weighs ``log(1 + (n - df + 0.5) / (df + 0.5))`` over the ``n`` pooled
+    texts (all when ``pool`` is None or marks none), times ``entity_weight`` for entities. A score is the
+    weight of the terms a text has over that of the pool's terms and the query's entities. A plain word no
+    pooled text has counts only where found, so pooled texts score the same whatever else is a candidate:
+    with ``open_total`` it joins that text's total too (rising towards 1 yet still showing which pool
+    terms it lacks), else the score is capped at 1. Without rarity, a score is the share of terms found."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
@@ -200,8 +157,7 @@ def _lexical(
     if not params.rarity:
         total = sum(weights.values())
         return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
-    # The query's entities count even where the pool lacks them: a version or a
-    # path no near lesson has still tells the lesson that has it from the rest.
+    # Entities count even where the pool lacks them: they still tell the lesson that has them.
     counted_terms = {t for t in weights if df[t] or is_entity(t, names)}
     total = sum(weights[t] for t in counted_terms) or max(weights.values())
     if not params.open_total:
@@ -233,10 +189,8 @@ def best(
     nearest: Collection[str] | None = None,
     names: Collection[str] = (),
 ) -> list[tuple[str, float]]:
-    """The ``limit`` best of ``candidates``, each (id, similarity, weight, text), as
-    (id, score) best first; scores are rounded to 6 places and ties go to the smaller id.
-    Terms' rarity is counted among the ``nearest`` candidates (all when None): see Rarity.
-    """
+    """The ``limit`` best (id, similarity, weight, text) ``candidates`` as (id, score), scores
+    rounded to 6 places, ties to the smaller id; rarity counts among ``nearest`` (all if None)."""
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
     lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
     scores = [
@@ -257,12 +211,9 @@ def _demote_redundant(
     limit: int,
     params: RankingParams,
 ) -> list[float]:
-    """Scores with redundant candidates demoted (Redundancy in the module docstring); only
-    candidates in the ``pool`` (all when None) are kept to demote others.
-
-    The walk stops once ``limit`` candidates are not demoted: every later one scores
-    below them whether demoted or not, so no result and no returned score changes.
-    """
+    """Scores with redundant candidates demoted (see Redundancy); only ``pool`` candidates
+    (all when None) demote others. The walk stops after ``limit`` undemoted ones: every later
+    one scores below them either way, so no result or returned score changes."""
     order = sorted(range(len(candidates)), key=lambda i: (-round(scores[i], 6), candidates[i][0]))
     kept: dict[frozenset[str], list[frozenset[str]]] = {}  # query terms -> words of kept candidates
     out = list(scores)

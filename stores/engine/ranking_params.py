@@ -1,8 +1,4 @@
-"""The ranking's switches and limits (``stores.engine.ranking`` says what each part does).
-
-Apart from ``stores.engine.ranking`` so that ``stores.engine.terms``, which the ranking uses, can
-read them without importing the ranking back.
-"""
+"""The ranking's switches and limits, apart so ``terms`` can read them without a cycle."""
 
 from __future__ import annotations
 
@@ -16,19 +12,14 @@ ANCHOR_SAMPLE = 128
 
 @dataclass(frozen=True)
 class RankingParams:
-    """Knobs for the final score; ``half_life_days`` comes from LORE_DECAY_HALF_LIFE_DAYS.
-
-    The other fields are the ranking's parts, one switch each, so the retrieval
-    evaluation can measure each on and off; the defaults are the ranking Lore ships.
-    """
+    """Switches so the evaluation can measure each part; defaults are what Lore ships."""
 
     half_life_days: float = 30.0
     # Numbers (single digits too), versions, identifiers and paths are query terms.
     entity_terms: bool = True
     # At most this many query terms count (long questions name the telling entity late).
     max_terms: int = 48
-    # Words about lessons themselves ("root cause", "fix") are not terms: every lesson
-    # has a problem and its resolution, so they tell none apart.
+    # Words about lessons ("root cause", "fix") are not terms: they tell no lesson apart.
     meta_stopwords: bool = True
     # A number inside a version or path ("3" in "3.8.1") also counts as that number.
     compound_digits: bool = False
@@ -48,23 +39,16 @@ class RankingParams:
     lexical_weight: float = 0.25
     # Each signal contributes at least this many candidates.
     min_candidates: int = 50
-    # Full-text candidates (the lessons with a rare term, ``rare_terms``) are ordered by
-    # the query's entities they have too (``candidate_terms``), not by the rare terms
-    # alone: among a thousand lessons naming one person, the one that also has the
-    # question's number comes first.
+    # Full-text candidates ordered by entities too (``candidate_terms``): of a thousand lessons
+    # naming one person, the one with the question's number comes first.
     lexical_entities: bool = True
-    # Entities that fit the budget find full-text candidates before rarer words do
-    # (``rare_terms`` says why).
+    # Entities within budget find full-text candidates before rarer words (``rare_terms``).
     entities_first: bool = True
-    # Matching lessons (counted or estimated) the full-text candidates' terms may have in
-    # all (``rare_terms``).
+    # Total postings the full-text candidates' terms may have (``rare_terms``).
     postings_budget: int = POSTINGS_BUDGET
-    # A word no pooled lesson has adds its weight to the total of the lesson that has it
-    # too, so such words raise a score without saturating it at 1.
+    # An unpooled word joins its lesson's total too, raising a score without saturating it.
     open_total: bool = True
-    # A candidate that says what a better-ranked one says, differing only in words the
-    # query does not ask about (a sibling that names another service or environment), has
-    # its score multiplied by this (1.0: no demotion), so one answer does not fill the list.
+    # Factor for a sibling of a better candidate (1.0: none), so one answer does not fill the list.
     redundancy_penalty: float = 0.8
     # Two candidates are that alike when their words overlap at least this much (Jaccard).
     redundancy_overlap: float = 0.5

@@ -1,9 +1,4 @@
-"""The end of every backend's recall: fetched candidate rows in, ranked lessons out.
-
-Backends differ in how they gather candidates (``stores.engine.ranking`` and each backend's
-``recall``); once they have the rows, scoring them is one rule, so it is written once
-here and a query ranks the same lessons first on both.
-"""
+"""The end of every backend's recall: candidate rows in, ranked lessons out, so both rank alike."""
 
 from __future__ import annotations
 
@@ -17,8 +12,7 @@ from stores.engine.lessons import RecallQuery, Scope, ScoredLesson, WordMatches
 
 
 class TwoStepRecall:
-    """``recall``: the words first, then (``RecallQuery.needs_vector`` waits for it) the vectors;
-    a backend supplies ``_word_keys`` (its full-text SQL) and ``rank``."""
+    """``recall``: words first, then vectors (awaited); a backend supplies ``_word_keys``, ``rank``."""
 
     _ranking: ranking.RankingParams
 
@@ -50,12 +44,7 @@ def scored_lessons(
     now: datetime,
     params: ranking.RankingParams,
 ) -> list[ScoredLesson]:
-    """The query's best lessons among ``rows`` (``ranking.best``), best first.
-
-    Each row holds a lesson's columns as ``lesson_engine.lesson_of`` reads them, with
-    ``sim``, its similarity to the query vector (None when unknown), and ``near``,
-    whether the vector search found it. Only the chosen rows become lessons.
-    """
+    """The best ``rows`` (``near``: found by vector), best first; only those become lessons."""
     kept = [row for row in rows if row["confidence"] >= query.min_confidence]
     by_id = {row["id"]: row for row in kept}
     candidates = [

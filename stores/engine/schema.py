@@ -1,9 +1,7 @@
 """Tables both backends make alike, written once with each dialect's names for the column types.
 
-Structured memory, history, orgs and API keys have the same columns on both; only the type
-names differ (``Types``). The text each dialect gets is exactly what its migration said when
-it was written apart, so no database that ran it sees a change.
-"""
+Only type names differ (``Types``); each dialect gets exactly the text its migration had when
+written apart, so no database that ran it sees a change."""
 
 from __future__ import annotations
 
@@ -12,8 +10,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Types:
-    """A dialect's names: column types, an auto-numbered key, a true/false column, and what
-    follows a table whose rows are found by their primary key."""
+    """A dialect's names for column types, keys, booleans and primary-key-only tables."""
 
     text: str
     integer: str
@@ -78,10 +75,8 @@ def key_tables(t: Types) -> str:
 
 
 def oauth_tables(t: Types) -> str:
-    """OAuth for connectors (``oauth_rows``): clients, codes and tokens (as digests, bound to an
-    API key), the consent page's signing secret. No row-level security on Postgres: a code or
-    token is read by its digest before its org is known, and no row holds an org's memory.
-    ``IF NOT EXISTS`` throughout, so a file whose recorded schema was wound back keeps them."""
+    """OAuth clients, token digests, the signing secret; no RLS (read before the org is known, no
+    org memory); ``IF NOT EXISTS`` so a file whose schema was wound back keeps them."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_clients (
             client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL
@@ -108,10 +103,7 @@ def oauth_tables(t: Types) -> str:
 
 
 def oauth_registration_table(t: Types) -> str:
-    """Who registered each client (RFC 7591) and when, and when it first got a token
-    (``oauth_rows.OAuthStore.register_client``): the per-address cap counts a client address's
-    unused clients, and unused ones are deleted once old. Clients registered before it have no
-    row here and are neither counted nor deleted. ``IF NOT EXISTS`` as for the OAuth tables."""
+    """Clients' address, time and first token, for the unused-client cap (older ones: no row)."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_registrations (
             client_id {t.text} PRIMARY KEY, address {t.text} NOT NULL,
@@ -122,9 +114,7 @@ def oauth_registration_table(t: Types) -> str:
 
 
 def curation_tables(t: Types) -> str:
-    """Pairs of lessons a curator chose to keep both of, so ``find_duplicates`` lists them to no
-    one again (``stores.engine.curation``), and whether an activity entry was a person's (the
-    page's credential) rather than an agent's: people's reads are no recalls."""
+    """Pairs kept apart (never relisted), and whether an entry was a person's (not a recall)."""
     return f"""
         CREATE TABLE IF NOT EXISTS kept_pairs (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, a {t.text} NOT NULL, b {t.text} NOT NULL,
@@ -135,17 +125,13 @@ def curation_tables(t: Types) -> str:
 
 
 def person_column(t: Types) -> str:
-    """``activity.person``: whether an entry was a person's (``curation_tables`` says why). Its
-    ``ALTER`` runs only where the column is missing: SQLite has no ``ADD COLUMN IF NOT EXISTS``,
-    and a file whose recorded schema was wound back runs this migration again."""
+    """``activity.person``, only where missing: SQLite lacks ``ADD COLUMN IF NOT EXISTS``."""
     return f"person {t.flag}"
 
 
 def activity_tables(t: Types) -> str:
-    """The activity log (``stores.engine.activity_rows``): one row per entry, its ULID id the
-    scope's order (and its time bounds), and one row per lesson an entry names, with the
-    entry's kind and time, so a lesson's recalls are counted on an index. ``IF NOT EXISTS`` as
-    for the OAuth tables: a file whose recorded schema was wound back keeps them."""
+    """The activity log: entries by ULID (order and time bounds), and a row per lesson named, with
+    kind and time, so recalls count on an index. ``IF NOT EXISTS`` as for OAuth."""
     return f"""
         CREATE TABLE IF NOT EXISTS activity (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, id {t.text} NOT NULL,

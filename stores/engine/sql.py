@@ -1,12 +1,8 @@
 """The one SQL layer the engine writes against: statements as text with ``:name`` parameters.
 
-Both dialects take the same text: SQLite binds ``:name`` itself, and Postgres runs it
-through SQLAlchemy's ``text()``. Why not SQLAlchemy Core on both: importing it costs about
-0.37 s, more than a third of the local server's whole cold start (spawn to first save), and
-the engine's statements need nothing a query builder gives. What truly differs between
-the two stays in each dialect's ``SqlTx``: how JSON and times are stored, how a statement
-tests membership in a list, and how a statement is bounded by the request's deadline.
-"""
+SQLite binds ``:name`` itself, Postgres via SQLAlchemy's ``text()``. Not SQLAlchemy Core: its
+import costs about 0.37 s, over a third of the local cold start, and a builder adds nothing
+needed. Each ``SqlTx`` keeps what differs: JSON and time storage, list membership, deadlines."""
 
 from __future__ import annotations
 
@@ -25,9 +21,7 @@ class SqlTx(Protocol):
         """Run a write once for each set of parameters (nothing when there is none)."""
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """Run ``INSERT`` statements (each with its own parameters) in one round trip where the
-        database has round trips: a commit, its targets and the call's activity entry cost a
-        Postgres write one trip, not three. Every statement is the engine's own text."""
+        """``INSERT``s in one round trip: a commit, targets and entry cost Postgres one, not three."""
 
     def json(self, param: str) -> str:
         """The SQL that binds parameter ``param`` (a ``dump``) as the database's JSON value."""

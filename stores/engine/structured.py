@@ -1,21 +1,11 @@
 """Structured memory and history, written once over a small per-backend transaction.
 
-A project's tables are a catalog (name, columns, next id) and rows stored as JSON
-objects; plans run against an in-memory working copy of the project, which
-yields the effects (every row's before and after, every table's definition
-before and after), and only then are the changes written, together with the
-commit, in the backend's one write transaction, through a ``ProjectTx``: a handful of
-reads and writes on one project (``stores.engine.project_rows``, over either dialect's
-``stores.engine.sql.SqlTx``).
-
-Every change to a project is a commit: seq, parent, kind, message, actor, time,
-schema hash before and after, and the effects. A commit records its targets
-(``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history can be
-filtered and a revert can find later commits that touched the same things.
-
-Every loop over rows checks the request's deadline (``stores.deadline``), so a
-request that runs too long stops inside its transaction, which then rolls back.
-"""
+Tables are a catalog (name, columns, next id) and JSON rows; plans run on an in-memory copy, yielding the
+effects (rows' and definitions' before and after), then written with the commit in one write transaction
+through a ``ProjectTx`` (``stores.engine.project_rows``). Every change is a commit (seq, parent, kind,
+message, actor, time, schema hashes, effects) recording its targets (``table:T``, ``schema:T``,
+``row:T:ID``, ``lesson:ID``) so history filters and a revert finds later commits touching the same things.
+Row loops check the deadline, so an overlong request stops inside its transaction, which rolls back."""
 
 from __future__ import annotations
 
@@ -111,13 +101,9 @@ class StalePlanError(ConflictError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The tables a plan names, read once from a transaction, with the project's last commit.
-
-    A plan runs on a snapshot outside any transaction, so its work (seconds for a large
-    plan) holds no connection and no lock that other calls need; ``apply_snapshot`` then
-    writes the result in a short write transaction, or runs the plan again there if the
-    project changed meanwhile (every change to a project is a commit).
-    """
+    """The tables a plan names and the last commit. A plan runs outside any transaction so its
+    work (seconds when large) holds no connection or lock; ``apply_snapshot`` then writes it in
+    a short transaction, or reruns it there if a commit landed meanwhile."""
 
     defs: dict[str, TableDef]
     table_rows: dict[str, dict[int, dict[str, Any]]]
@@ -131,12 +117,9 @@ class Snapshot:
 
 
 def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
-    """The tables ``raw_plan``'s operations name (all of them, if it is not a plan).
-
-    The last commit is read first: on Postgres each statement of a read transaction sees
-    what is committed by then, so a commit landing between these reads must make the
-    snapshot look stale (and the apply run again), never current with older tables.
-    """
+    """The tables ``raw_plan`` names (all, if not a plan), the last commit read first: on
+    Postgres each statement sees what is committed by then, so a commit between reads must make
+    the snapshot stale, never current with older tables."""
     last = tx.last_commit()
     tables = tx.tables()
     ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
@@ -156,8 +139,7 @@ def apply(tx: ProjectTx, raw_plan: Mapping[str, Any], actor: str) -> dict[str, A
 def run_plan(
     source: TableSource, raw_plan: Mapping[str, Any], step: Callable[[int], None] | None = None
 ) -> tuple[Plan, str, Workspace]:
-    """Parse the plan, check its hash against ``source`` and run it there (``step`` as for
-    ``execute``); writes nothing."""
+    """Parse the plan, check its hash against ``source`` and run it there; writes nothing."""
     plan = parse_plan(raw_plan)
     before = current_hash(source)
     if plan.base_schema_hash != before:
@@ -168,12 +150,9 @@ def run_plan(
 def apply_snapshot(
     tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
 ) -> dict[str, Any]:
-    """Write what the plan did to ``snap``, or run it again in ``tx`` if a commit ``snap`` did
-    not see changed the schema or a table the plan read.
-
-    Commits that touched only lessons or other tables leave the plan's result as it was; running
-    it again here would hold the writer for the whole plan, which is what the snapshot avoids.
-    """
+    """Write the plan's result on ``snap``, or rerun it in ``tx`` if an unseen commit changed the
+    schema or a table it read; other commits leave the result valid, and rerunning would hold
+    the writer for the whole plan, which the snapshot avoids."""
     if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
         return apply(tx, raw_plan, actor)
     return write_applied(tx, *ran, actor)
@@ -234,8 +213,7 @@ def record(
     hash_after: str | None = None,
     activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit after the project's last one, with the call's ``activity`` entry when
-    given (written together: ``ProjectTx.add_commit``); every 100th also snapshots the tables."""
+    """Add a commit (with ``activity``, written together); every 100th also snapshots tables."""
     last = tx.last_commit()
     commit = Commit(
         id=new_id(),
@@ -266,8 +244,7 @@ def record(
 def record_lessons(
     tx: ProjectTx, kind: str, actor: str, changes: list[Any], activity: ActivityNote | None = None
 ) -> Commit:
-    """The commit for lesson changes: (lesson id, before image, after image) each, with the
-    call's ``activity`` entry when given."""
+    """The commit for lesson changes, each (id, before image, after image)."""
     effects = {
         "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
         "schema": [],

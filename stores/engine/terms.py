@@ -1,13 +1,9 @@
 """A query's terms and which of them a text has: the lexical half of the ranking.
 
-Terms (``lexical_terms``): the query's words without stopwords and without words
-about lessons themselves ("root cause", "fix"); numbers (single digits too),
-versions, identifiers and paths ("6.28.8", "billing-api", "/etc/app/x.conf") whole
-and by their parts, where a number inside a version is not that number. Words match
-(``Matcher``) through a light suffix stripper ("queries" is "query", "runs" is
-"running"). Names are capitalised words inside a sentence; entities are terms with a
-digit, identifiers, paths and names.
-"""
+Terms: words but stopwords and words about lessons ("root cause", "fix"); numbers, versions,
+identifiers, paths ("6.28.8", "billing-api") whole and by parts (a version's number is not that
+number). Words match through a light suffix stripper. Entities: terms with a digit,
+identifiers, paths and names (capitalised words inside a sentence)."""
 
 from __future__ import annotations
 
@@ -17,21 +13,16 @@ from collections.abc import Collection
 
 from stores.engine.ranking_params import DEFAULT, RankingParams
 
-# Words whose keys share their first STEM letters match ("rebalance", "rebalancing"):
-# a crude stemmer that behaves identically everywhere.
+# Keys sharing their first STEM letters match: a crude stemmer that behaves alike everywhere.
 STEM = 5
 # Longer runs of letters, digits and separators are not kept as one term (hashes, blobs).
 MAX_COMPOUND_CHARS = 64
 
 
 def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
-    """Terms of a query worth matching lexically: lower-cased, de-duplicated, no stopwords.
-
-    With ``params.entity_terms``: also single digits, and each identifier, version or
-    path as one term before its parts. At most ``max_terms`` (default
-    ``params.max_terms``) are kept, in the order they appear. Every term is letters and
-    digits, or those joined by ``. _ / -`` (safe inside FTS5 quotes and in a tsquery).
-    """
+    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``; with
+    ``entity_terms`` also single digits and compounds whole before their parts. Terms are
+    letters and digits joined by ``. _ / -``: safe in FTS5 quotes and a tsquery."""
     cap = params.max_terms if max_terms is None else max_terms
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
     if not params.entity_terms:
@@ -49,12 +40,8 @@ def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams
 
 
 class Matcher:
-    """Which of a query's terms a text has.
-
-    The same word, or a word with the same key (``_word_key``): with ``params.stemming``
-    an alphabetic word's ``_key`` (suffixes stripped, then the first STEM letters), else
-    its first STEM letters. With ``params.entity_terms`` identifiers match whole, and
-    numbers and identifiers only exactly; without, words only (the ranking before)."""
+    """Which query terms a text has: the same word or key (``_word_key``); with ``entity_terms``
+    identifiers match whole and numbers and identifiers only exactly, else words only."""
 
     def __init__(self, terms: list[str], params: RankingParams) -> None:
         self.legacy = not params.entity_terms
@@ -80,8 +67,7 @@ class Matcher:
 
 @functools.lru_cache(maxsize=4096)
 def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]:
-    """A text's words (and, unless legacy, its identifiers whole), lower-cased. Cached:
-    the same lessons come back as candidates of one query after another."""
+    """A text's lower-cased words (and identifiers); cached, as lessons recur across queries."""
     lowered = text.lower()
     if legacy:
         return frozenset(_WORD.findall(lowered))
@@ -98,8 +84,7 @@ def vocabulary(text: str, legacy: bool, compound_digits: bool) -> frozenset[str]
 
 @functools.lru_cache(maxsize=4096)
 def _keys(words: frozenset[str], legacy: bool, stemming: bool) -> frozenset[str]:
-    """The keys of a text's words (``_vocabulary``). A stopword has none, unless legacy: it
-    matches no term, not even by its key ("Ines" would otherwise be "in")."""
+    """A text's word keys; stopwords have none unless legacy ("Ines" would otherwise be "in")."""
     return frozenset(
         key
         for w in words
@@ -117,8 +102,7 @@ def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
 
 
 def _parts(parts: list[str], compound_digits: bool) -> list[str]:
-    """The words of an identifier that count on their own: a number inside a version
-    or a path ("3" in "3.8.1") is not that number, unless ``compound_digits``."""
+    """An identifier's parts; "3" in "3.8.1" is not 3 unless ``compound_digits``."""
     if len(parts) < 2 or compound_digits:
         return parts
     return [p for p in parts if not p.isdigit()]
@@ -126,9 +110,8 @@ def _parts(parts: list[str], compound_digits: bool) -> list[str]:
 
 @functools.lru_cache(maxsize=65536)
 def _key(word: str) -> str:
-    """An alphabetic word's matching key: a light suffix stripper ("queries", "query" ->
-    "queri"; "used", "use" -> "us"; "running", "runs" -> "run"), then at most STEM
-    letters. Short keys can equal a stopword ("Ines" -> "in"): stopwords are not matched."""
+    """Suffixes stripped ("queries" -> "queri", "runs" -> "run"), then at most STEM letters;
+    short keys can equal a stopword ("Ines" -> "in"), so stopwords are not matched."""
     w = word
     if len(w) > 4 and w.endswith("ies"):
         w = w[:-3] + "y"
@@ -150,8 +133,7 @@ def _key(word: str) -> str:
 
 
 def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
-    """The query's names, lower-cased: capitalised words that do not start a sentence
-    ("Which team did Bruno join?" -> bruno; "QA" too). Empty unless ``params.names``."""
+    """Lower-cased capitalised words not starting a sentence ("Did Bruno join?" -> bruno)."""
     if not params.names:
         return frozenset()
     found = set()
@@ -181,8 +163,7 @@ _STOPWORDS = frozenset(
     about after again all also any before been being did does doing just more most only other
     out over same some such than too up very get gets got one""".split()
 )
-# Words about a lesson rather than its subject: questions ask for "the root cause" or "the
-# fix" of every kind of problem, and lessons are written as a problem and a resolution.
+# Words about lessons, not subjects: every question asks for "the root cause" or "the fix".
 _META_STOPWORDS = frozenset(
     """cause caused causes root fix fixed fixes fixing resolve resolved resolves resolution solve
     solved solution remind happened change changed problem issue""".split()

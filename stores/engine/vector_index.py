@@ -1,15 +1,9 @@
 """An in-memory matrix of lesson vectors for fast exact cosine search.
 
-Why: sqlite-vec's vec0 scan took about 55 ms for 100k 384-d vectors on a 2-core
-machine, over the 25 ms recall budget; one numpy matrix-vector product over the
-same vectors takes about 10 ms, so sqlite-vec is no longer used at all. The
-database stays the source of truth (vectors live in a plain ``lesson_embeddings``
-table); this index is a cache that the local store refreshes from rows changed
-since its last revision, so several processes sharing one file each see the
-others' writes.
-
-Not thread-safe by itself: the owning store serialises access.
-"""
+sqlite-vec's scan took about 55 ms for 100k 384-d vectors on 2 cores, over the 25 ms recall
+budget; a numpy product takes about 10 ms. ``lesson_embeddings`` stays the truth; this cache is
+refreshed from rows changed since its revision, so processes sharing a file see each other's
+writes. Not thread-safe: the owning store serialises access."""
 
 from __future__ import annotations
 
@@ -66,8 +60,7 @@ class VectorIndex:
         self._confidence[pos] = row.confidence
 
     def load(self, rows: list[IndexedRow], vectors: np.ndarray) -> None:
-        """Replace the whole index at once (one array per field, no per-row upserts): the
-        first recall of a process on a 100k store took 4 s through upserts."""
+        """Replace the whole index: per-row upserts made a first recall at 100k take 4 s."""
         matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dim)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
@@ -105,10 +98,7 @@ class VectorIndex:
         min_confidence: float = 0.0,
         allowed: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (key, cosine similarity) among live rows of ``scope``, best first.
-
-        ``allowed`` restricts the search to those keys (used for tag filters).
-        """
+        """Top ``k`` (key, similarity) of ``scope``'s live rows, best first, within ``allowed``."""
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0 or k <= 0:
             return []
@@ -125,8 +115,7 @@ class VectorIndex:
         if candidates.size == 0:
             return []
         rows = positions[candidates] if positions is not None else candidates
-        # A small project's rows alone (a copy of a few); a large one's by the whole product,
-        # which costs less than copying most of the matrix.
+        # A small project's rows copied; a large one's via the whole product (cheaper than copying).
         whole = positions is None and 4 * candidates.size >= self._n
         cand_sims = (self._vectors[: self._n] @ q)[candidates] if whole else self._vectors[rows] @ q
         if candidates.size > k:
@@ -139,9 +128,8 @@ class VectorIndex:
     def nearest_many(
         self, scope: str, queries: np.ndarray, *, now: float, k: int = 1, min_similarity: float = -1.0
     ) -> list[list[tuple[int, float]]]:
-        """For each row of ``queries`` (unit vectors), up to ``k`` nearest live keys of ``scope``
-        with similarity >= ``min_similarity``, best first. A few matrix products for the whole
-        batch instead of one scan per vector, which is what keeps bulk loads fast on a large store."""
+        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first; a
+        few matrix products per batch, not a scan per vector, keep bulk loads fast."""
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0:
             return [[] for _ in range(len(queries))]

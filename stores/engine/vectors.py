@@ -10,11 +10,7 @@ from stores.errors import InvalidInputError
 
 
 def unit_vector(vector: Sequence[float] | np.ndarray) -> np.ndarray:
-    """The vector as float32 scaled to length 1, so cosine similarity is a dot product.
-
-    Raises InvalidInputError for NaN or infinite components, which would poison every
-    similarity they touch.
-    """
+    """The float32 unit vector (cosine as dot); NaN or infinity, poisoning all, is InvalidInputError."""
     vec = np.asarray(vector, dtype=np.float32).reshape(-1)
     if not np.all(np.isfinite(vec)):
         raise InvalidInputError("A vector must hold only finite numbers.")

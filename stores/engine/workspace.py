@@ -1,10 +1,5 @@
-"""A project's tables in memory while a plan changes them: the operations, once for every backend.
-
-``stores.engine.structured`` reads a project's tables into a ``Workspace`` inside one
-transaction, runs each operation of a plan on it (``run_operation``), and writes back
-what changed; the workspace records every effect, so a dry run and an apply report
-the same thing and a revert knows what to undo.
-"""
+"""A project's tables in memory while a plan's operations change them, recording every effect
+so a dry run and an apply report alike and a revert knows what to undo."""
 
 from __future__ import annotations
 

@@ -1,32 +1,15 @@
-"""Tool calls per API key in Postgres, so every team-server process on one database shares a
-key's rate limit (``stores.store.CallCounts``; the table is migration 10's ``call_counts``).
-The failed-login limit counts a client address's failures here too, as ``failed-auth:<address>``.
+"""Tool calls per API key in Postgres, so every team-server process shares a key's rate limit;
+failed logins count here too, as ``failed-auth:<address>``.
 
-The window is **fixed, one per key, starting at the key's first call after its previous window
-ended** (not at the top of the clock's minute). Why this rather than a sliding log or the usual
-two-bucket sliding approximation:
-
-- one row per key and one statement per counted call, an ``INSERT … ON CONFLICT DO UPDATE``
-  that either counts the calls or leaves the row as it was, atomically under the row's lock,
-  so two processes counting at once can never both take the last call;
-- a key gets exactly its limit in each window, whenever its calls begin: a burst of calls that
-  starts at second 59 of a minute is not split across two windows (which a window on the
-  clock's minute would do, doubling the burst);
-- time is the database's (``statement_timestamp()``), so replicas whose clocks differ agree.
-
-The cost of a fixed window: a key that spends its whole limit at the end of one window and again
-at the start of the next makes up to twice the limit within those 60 seconds, never more. A
-refused call is not counted, so a client that keeps retrying does not push its window on.
-
-The table is UNLOGGED (migration 10): a count writes no WAL, so its commit waits for no disk
-flush; after a crash the table is empty, which gives every key a fresh window. Measured against
-the suite's pgserver: the statement p50 0.37 ms (a ``SELECT 1`` 0.25 ms), ``take`` with the
-pool's checkout 0.8 ms; logged, the statement was 4 ms.
-
-Rows are never created per window: a key's one row is reused, so the table holds at most one row
-per key that ever called. Rows of keys idle for an hour (revoked or deleted keys among them) are
-deleted every ``PRUNE_EVERY_S`` seconds per process, after a count, not on every call.
-"""
+The window is fixed per key, starting at its first call after the last window ended, rather than
+sliding: one row per key and one atomic ``INSERT … ON CONFLICT DO UPDATE`` per count, so two
+processes never both take the last call; a burst at second 59 is not split across two clock minutes
+(doubling it); and database time keeps replicas with skewed clocks agreeing. The cost: a full limit
+at one window's end and the next's start makes at most twice it in 60 s. Refused calls are not
+counted, so retrying does not push a window on. UNLOGGED: no WAL flush per count (statement p50
+0.37 ms against pgserver, ``SELECT 1`` 0.25 ms, ``take`` with checkout 0.8 ms; logged, 4 ms); a
+crash empties it, giving fresh windows. A key's one row is reused; rows idle an hour are pruned
+every ``PRUNE_EVERY_S`` per process, after a count."""
 
 from __future__ import annotations
 
@@ -43,10 +26,8 @@ logger = logging.getLogger("stores.postgres")
 # How often one process deletes the rows of keys idle for an hour.
 PRUNE_EVERY_S = 600.0
 
-# The whole count in one statement. ``hit`` counts the calls when the key's window has ended
-# (a new one starts now) or leaves room for them, and returns nothing otherwise; the outer
-# query then reads, from the snapshot taken before the insert, when the refused key's window
-# ends. ``excluded.calls`` is the number of calls asked for.
+# ``hit`` counts the calls if the window ended or has room, else returns nothing, and the outer
+# query reads from the pre-insert snapshot when the refused key's window ends.
 _TAKE = text(
     """
     WITH hit AS (
@@ -79,8 +60,7 @@ class PostgresCallCounts:
         self._prune_lock = threading.Lock()
 
     def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
-        """``CallCounts.take``: one statement, outside any transaction (autocommit), so the count
-        costs one round trip once a pooled connection is in hand."""
+        """``CallCounts.take`` in autocommit: one round trip once a connection is in hand."""
         if calls > limit:
             return float(window_s)  # could never fit; nothing to ask the database
         params = {"key_id": key_id, "calls": calls, "limit": limit, "window": window_s}

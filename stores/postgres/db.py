@@ -1,20 +1,11 @@
-"""Connecting to Postgres: the engine and pool, row-level security, errors (migrations:
-``stores.postgres.migrations``).
+"""Connecting to Postgres: the engine and pool, row-level security, errors.
 
-The org boundary is enforced twice: every query names its org, and Postgres
-row-level security policies only show a transaction the rows of the org it set
-in ``lore.org`` (``set_config('lore.org', org, true)``), so a query that forgot its
-filter still cannot read or change another org's rows. Superusers and roles with
-BYPASSRLS skip policies, so such a login switches every connection to the
-``lore_rls`` role, which has neither.
-
-No call waits on Postgres for ever. Each connection gets libpq's connect timeout
-and TCP keepalives (``CONNECT_DEFAULTS``) and the server's statement and
-idle-in-transaction timeouts (``SESSION_DEFAULTS``); a server frozen on a live host
-defeats all of those, so ``stores.postgres.hang`` watches for that. Every failure to
-reach the database, or a database out of disk, memory or connections, becomes
-``UnavailableError`` with a sentence naming it (``unavailable_on_failure``).
-"""
+The org boundary holds twice: queries name their org, and RLS shows a transaction only the org
+set in ``lore.org``, so a forgotten filter still cannot cross orgs. Superusers and BYPASSRLS
+roles skip policies, so such a login switches connections to ``lore_rls``, which has neither.
+No call waits for ever: connect timeout and keepalives (``CONNECT_DEFAULTS``), statement and
+idle-in-transaction timeouts (``SESSION_DEFAULTS``), and ``hang`` for a server frozen on a live
+host. Unreachable, or out of disk, memory or connections, becomes a named ``UnavailableError``."""
 
 from __future__ import annotations
 
@@ -39,8 +30,7 @@ logger = logging.getLogger("stores.postgres")
 RLS_ROLE = "lore_rls"
 
 
-# The client side of every connection, in libpq's names. Each one that LORE_DATABASE_URL's
-# query string gives (``?connect_timeout=10&keepalives_idle=30``) wins over these.
+# Client side, in libpq's names; LORE_DATABASE_URL's query string wins over each.
 CONNECT_DEFAULTS: dict[str, str] = {
     "connect_timeout": "5",  # seconds for a new connection to be answered (libpq's floor is 2)
     # Notice a server or network that vanished while a call waits on it (TCP only).
@@ -50,16 +40,14 @@ CONNECT_DEFAULTS: dict[str, str] = {
     "keepalives_count": "3",
     "tcp_user_timeout": "10000",  # ms that sent data may go unacknowledged
 }
-# The server side, set on every new connection unless the URL's ``options`` sets it
-# (``?options=-c%20statement_timeout%3D60s``). Migrations lift the statement limit.
+# Server side, unless the URL's ``options`` sets it; migrations lift the statement limit.
 SESSION_DEFAULTS: dict[str, str] = {"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"}
 # How long a call waits for a pooled connection when all are busy.
 POOL_TIMEOUT_S = 5.0
 
 
 def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
-    """An engine on psycopg 3 whose connections know pgvector, drop superuser powers and time out
-    (per transaction when ``pooled``: ``stores.postgres.pooling``)."""
+    """A psycopg engine knowing pgvector, dropping superuser powers, timing out (per transaction, pooled)."""
     sa_url = make_url(url)
     if sa_url.drivername in ("postgres", "postgresql"):
         sa_url = sa_url.set(drivername="postgresql+psycopg")

@@ -1,9 +1,5 @@
-"""The dimension of the Postgres store's ``embedding`` column, made with the first vector.
-
-One ``PostgresDims`` per store: the lesson store, its transactions and its model records
-receive it, so the cached dimension has one owner and nobody reaches into another
-object to reset it after a re-embed.
-"""
+"""The ``embedding`` column's dimension, made with the first vector; one per store, shared by its
+transactions and model records, so the cache has one owner to reset after a re-embed."""
 
 from __future__ import annotations
 
@@ -37,12 +33,8 @@ class PostgresDims:
         return self._dim
 
     def check(self, conn: Connection, dim: int) -> None:
-        """Inside a write transaction: the vector column must already be there, with ``dim``.
-
-        Creating it here would deadlock: ``ALTER TABLE`` runs in a transaction of its own
-        (as the owner) and waits for this one, which already read ``lessons``. Callers that
-        may bring a fresh database its first vector (an import) call ``ensure`` first.
-        """
+        """In a write transaction the column must exist with ``dim``: creating it would deadlock
+        (the owner's ``ALTER TABLE`` waits for this one), so imports call ``ensure`` first."""
         stored = self.stored(conn)
         if stored is None:
             raise InvalidInputError(

@@ -1,12 +1,8 @@
 """What to tell a person when Postgres answers a statement with an operational error.
 
-``postgres_db.unavailable_on_failure`` turns every such error into ``UnavailableError``;
-this module picks its sentence. Most mean the database could not be reached, but
-Postgres also reports running out of disk, memory or connections this way (SQLSTATE
-class 53, insufficient resources), and calling those "unreachable" would send a
-person to check the network while the database's disk is full. So each is named,
-with its SQLSTATE and the fix.
-"""
+Postgres reports lack of disk, memory or connections (class 53) like unreachability; calling
+those "unreachable" sends a person to the network while the disk is full, so each is named with
+its SQLSTATE and fix."""
 
 from __future__ import annotations
 
@@ -35,9 +31,8 @@ OUT_OF_RESOURCES = {
     "the request, or raise that limit on the database server.",
 }
 
-# A refusal at connect time carries no SQLSTATE (libpq passes on only the server's text),
-# so too_many_connections, the class-53 refusal that comes then, is known by its words:
-# max_connections, a role's or database's CONNECTION LIMIT, the slots kept for superusers.
+# A connect-time refusal has no SQLSTATE (libpq passes only text), so too_many_connections is
+# known by its words: max_connections, CONNECTION LIMIT, superuser slots.
 _NO_CONNECTION_FREE = ("too many clients", "too many connections", "connection slots are reserved")
 
 

@@ -1,26 +1,15 @@
 """Noticing a Postgres that stopped answering, and cutting off the calls waiting on it.
 
-Every other safeguard needs a live peer: ``statement_timeout`` is enforced by the
-server, TCP keepalives and ``tcp_user_timeout`` by the two kernels. A server that is
-frozen on a live host (SIGSTOP, swap death, a paused VM whose kernel still answers,
-a Unix socket) keeps acknowledging packets and never answers the query, so a call
-would wait for ever and hold a pooled connection and a worker thread while it did.
-
-So each connection's waits are watched (psycopg routes every blocking round trip,
-commit and rollback included, through ``Connection.wait``). When one has waited
-``SUSPECT_AFTER_S``, a watcher thread asks the server for a fresh connection. A
-server that answers (even with an error such as "too many clients") is alive and
-merely slow: nothing is touched and its own ``statement_timeout`` applies. One that
-does not answer within ``PROBE_TIMEOUT_S`` is frozen or gone: every wait that has
-lasted ``SUSPECT_AFTER_S`` has its socket shut down, so psycopg raises
-``OperationalError`` at once, the pool discards the connection, the transaction
-never commits, and the caller gets ``UNAVAILABLE``.
-
-New connections count as probes too: once the server has failed to answer one,
-the next get only ``PROBE_TIMEOUT_S`` rather than the full ``connect_timeout``,
-until one is answered. Nothing is refused in advance, so the first call after the
-server is back succeeds: recovery needs no restart.
-"""
+Other safeguards need a live peer (``statement_timeout`` the server, keepalives and
+``tcp_user_timeout`` the kernels). A server frozen on a live host (SIGSTOP, swap death, a paused VM,
+a Unix socket) acknowledges packets but never answers, so a call would wait for ever holding a
+pooled connection and a thread. So waits are watched (psycopg routes every blocking round trip
+through ``Connection.wait``). After ``SUSPECT_AFTER_S`` a watcher asks for a fresh connection: any
+answer (even "too many clients") means merely slow, and ``statement_timeout`` applies. None within
+``PROBE_TIMEOUT_S`` means frozen: every wait that long has its socket shut down, so psycopg raises at
+once, the pool discards the connection, nothing commits, and the caller gets ``UNAVAILABLE``. After
+a failed probe new connections get only ``PROBE_TIMEOUT_S`` until one is answered; nothing is
+refused in advance, so recovery needs no restart."""
 
 from __future__ import annotations
 
@@ -38,8 +27,7 @@ logger = logging.getLogger("stores.postgres")
 
 # A round trip this old makes the watcher ask whether the server still answers.
 SUSPECT_AFTER_S = 2.0
-# How long a fresh connection may take to be answered before the server counts as frozen.
-# (libpq's connect_timeout has a floor of 2 s.)
+# A fresh connection's wait before the server counts as frozen (connect_timeout's floor is 2 s).
 PROBE_TIMEOUT_S = 2
 # A probe's verdict stands this long before the watcher probes again.
 PROBE_INTERVAL_S = 2.0
@@ -146,11 +134,8 @@ class HangWatch:
 
 
 def _shut_down(conn: psycopg.Connection[Any]) -> None:
-    """End the connection's socket under libpq's feet: its wait returns and reads end-of-file.
-
-    ``shutdown`` (not ``close``) leaves the descriptor valid, so the thread inside
-    libpq never touches a freed or reused descriptor; libpq closes it later itself.
-    """
+    """Shut the socket under libpq so its wait reads end-of-file; ``shutdown``, not ``close``,
+    so libpq's thread never touches a freed or reused descriptor (libpq closes it later)."""
     with contextlib.suppress(OSError, psycopg.Error):
         fd = conn.pgconn.socket
         with socket.socket(fileno=os.dup(fd)) as sock:
@@ -158,11 +143,8 @@ def _shut_down(conn: psycopg.Connection[Any]) -> None:
 
 
 class WatchedConnection(psycopg.Connection[Any]):
-    """psycopg's connection, reporting each blocking round trip to its engine's ``HangWatch``.
-
-    Each engine gets a subclass naming its watch (``HangWatch.connection_class``), so
-    the watch is in place before the connection's first round trip.
-    """
+    """psycopg's connection reporting round trips to its engine's ``HangWatch``; a subclass per
+    engine names the watch, so it is in place before the first round trip."""
 
     hang_watch: HangWatch
 

@@ -1,11 +1,5 @@
-"""Orgs, API keys and the activity log in Postgres: the dialect of ``stores.engine.keys``
-and ``stores.engine.activity_rows``.
-
-Every call but one names its org and sets ``lore.org`` for the row-level security
-policies (see ``stores.postgres.db``). The exception is the lookup by digest, which runs
-before the org is known: it sets ``lore.key_hash`` instead, and the ``api_keys_lookup``
-policy lets it read exactly the one row with that digest and nothing else.
-"""
+"""Orgs, API keys and the activity log in Postgres: calls set ``lore.org`` for RLS, but the digest
+lookup (before an org is known) sets ``lore.key_hash``, and its policy shows just that row."""
 
 from __future__ import annotations
 
@@ -34,9 +28,8 @@ class PostgresKeyDb:
 
     @contextlib.contextmanager
     def entries(self, org_id: str) -> Iterator[PostgresSqlTx]:
-        """Held entries, committed without waiting for a WAL flush (``synchronous_commit`` off
-        for this transaction alone): a recall then pays one short round trip for its entry, and
-        a crash may lose the last entries written, never the memory they describe."""
+        """Held entries with ``synchronous_commit`` off here: one short round trip, and a crash
+        may lose the last entries, never the memory they describe."""
         settings = "set_config('lore.org', :org, true), set_config('synchronous_commit', 'off', true)"
         with unavailable_on_failure(), self._engine.begin() as conn:
             conn.execute(text(f"SELECT {settings}"), {"org": org_id})

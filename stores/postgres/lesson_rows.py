@@ -1,10 +1,5 @@
-"""Postgres's ``stores.engine.lesson_rows.LessonDialect``: the vector column, and row locks.
-
-A lesson is one row of ``lessons`` (tags a ``text[]``, meta ``jsonb``, its words a generated
-``tsvector``), written by ``stores.engine.lesson_rows.SqlLessonTx``; what is Postgres's own is
-its vector, a pgvector column searched by HNSW, and that a write transaction locks the rows
-it reads, besides the project's advisory lock that ``PostgresLessonStore`` takes.
-"""
+"""Postgres's ``LessonDialect``: a pgvector column searched by HNSW, and write transactions
+locking rows they read (besides the project's advisory lock)."""
 
 from __future__ import annotations
 
@@ -29,8 +24,7 @@ _NEAREST = text(
 
 
 class PostgresLessonRows:
-    """Postgres's own side of one lesson transaction on ``conn``; ``lock`` (a write
-    transaction) locks every row it reads."""
+    """Postgres's side of a lesson transaction; ``lock`` locks every row read."""
 
     embedding_select = ", embedding"
 
@@ -58,9 +52,8 @@ class PostgresLessonRows:
         return {"embedding": vector} if vector is not None else {}
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """COPY into a temporary table, then one ``INSERT ... SELECT`` (a COPY straight into
-        ``lessons`` would skip its row-level security, which Postgres refuses). The table is
-        the connection's, made once and emptied by every commit."""
+        """COPY into the connection's temporary table, then ``INSERT ... SELECT``: Postgres refuses
+        a COPY into ``lessons``, which would skip its RLS."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
         typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
@@ -85,8 +78,7 @@ class PostgresLessonRows:
         """Nothing more: the row holds the vector, and its words are a generated column."""
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
-        """The row's vector as float32 bytes; pgvector hands back a Vector (or an ndarray,
-        depending on its version)."""
+        """float32 bytes, from pgvector's Vector or ndarray (by version)."""
         found = row["embedding"]
         if found is None:
             return None

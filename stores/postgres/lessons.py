@@ -1,11 +1,7 @@
 """Lessons in Postgres: pgvector (HNSW, cosine) for vectors, tsvector for words.
 
-The sibling of ``stores.sqlite.lessons``: same contract, candidates from the same two
-signals (nearest vectors, full-text matches) and the same scoring from
-``stores.engine.ranking``, so a query ranks the same lessons first on both. Every
-transaction sets ``lore.org`` for the row-level security policies (see
-``stores.postgres.db``) besides naming the org in its own filters.
-"""
+Same contract, candidates and ``ranking`` scoring as ``stores.sqlite.lessons``, so a query
+ranks the same lessons first on both. Transactions set ``lore.org`` for RLS besides filtering."""
 
 from __future__ import annotations
 
@@ -59,9 +55,8 @@ _RECALL_COLUMNS = ", ".join(
     f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in _COLUMNS.split(", ")
 )
 
-# Recall's vector candidates: the nearest k by HNSW. When filters leave the index short
-# (it filters after its search), an exact scan over the scoped rows replaces them; the
-# one-time filter on ``scoped`` skips that scan whenever the index found k.
+# Nearest k by HNSW; when its post-search filters leave it short an exact scoped scan replaces
+# them (the one-time filter on ``scoped`` skips that scan whenever the index found k).
 _VECTOR_CANDIDATES = """
 nearest AS MATERIALIZED (
     SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :k
@@ -72,8 +67,7 @@ nearest AS MATERIALIZED (
     UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
 )"""
 
-# The scope's anchor (``ranking.anchor``): the mean of its newest live lessons and one zero
-# vector, and each candidate's similarity seen from it (``ranking.centred_similarities``).
+# ``ranking.anchor`` and ``ranking.centred_similarities`` in SQL.
 _ANCHOR = f"""anchor AS MATERIALIZED (
     SELECT avg(e) AS a FROM (
         (SELECT embedding AS e FROM lessons WHERE {_SCOPED} ORDER BY id DESC LIMIT :anchor_n)
@@ -85,19 +79,16 @@ _CENTRED_SIMILARITY = (
 )
 
 
-# Appended to the statement that opens a transaction (``_begin``): the model generation, and
-# a mention of ``lessons`` that takes its lock before the statement's snapshot, so a
-# transaction that waited for a re-embed's swap (which holds the table's strongest lock)
-# reads the generation that swap wrote.
+# Appended to ``_begin``: the model generation, and a mention of ``lessons`` locking it before
+# the snapshot, so a transaction that waited for a re-embed's swap reads the generation it wrote.
 _GENERATION = (
     f"(SELECT value FROM lore_meta WHERE key = '{GENERATION_KEY}')",
     "(SELECT count(*) FROM (SELECT 1 FROM lessons LIMIT 0) AS lock_lessons)",
 )
 
 
-# pgvector 0.8+ scans the HNSW index on until the filters leave k rows (iterative index scans),
-# so a small project's nearest come from the index, not the exact scan below that is the
-# fallback on older servers (the one pgserver ships is 0.6.2).
+# pgvector 0.8+ scans on until filters leave k rows, so small projects use the index; the exact
+# scan below is the fallback on older servers (pgserver ships 0.6.2).
 _ITERATIVE = ("set_config('hnsw.iterative_scan', 'relaxed_order', true)",)
 
 
@@ -113,8 +104,7 @@ class _ProbeDone(Exception):
 
 
 class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
-    """``stores.Store`` on Postgres with pgvector: the writes are ``stores.engine.lesson_rules``'s,
-    over ``PostgresLessonTx``."""
+    """``stores.Store`` on Postgres with pgvector."""
 
     def __init__(
         self,
@@ -140,8 +130,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
 
     def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
-        """Recall's second transaction: the nearest vectors and every candidate's row in
-        one statement."""
+        """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         now, terms, lexical = words.now, list(words.terms), list(words.keys)
         k = ranking.candidate_count(query.limit, self._ranking)
         q = unit_vector(query.needs_vector())
@@ -178,11 +167,10 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         return scored_lessons(rows, query, terms, now, self._ranking)
 
     def _share(self, scope: Scope) -> float:
-        """The project's share of the table's rows, counted at most once a minute. The HNSW
-        index filters after its search, so it finds about ``ef_search`` times the share of the
-        project's rows: recall sizes ``ef_search`` by it, and only when even 1,000 is too few
-        (a project under a few percent of the rows) does the exact scan of the project take
-        over (``_VECTOR_CANDIDATES``), which is cheap for such a project."""
+        """The project's share of rows, counted at most once a minute. HNSW filters after its
+        search, finding about ``ef_search`` times the share, so recall sizes ``ef_search`` by it;
+        only when even 1,000 is too few (a project under a few percent) does the exact scan,
+        cheap for such a project, take over."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._shares.get(key)
         if known is not None and now - known[1] < 60:
@@ -248,8 +236,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
     @contextlib.contextmanager
     def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
-        """The project's advisory lock, once the vector column takes ``vectors`` (made
-        beforehand, as the owner, for the first vector: see ``PostgresDims.check``)."""
+        """The project's advisory lock, once the vector column fits (``PostgresDims.check``)."""
         if vectors:
             check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
         with self._writing(scope) as conn:
@@ -270,8 +257,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             yield tx
 
     def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
-        """The lesson rows in ``conn``'s transaction; its tables and commits are bounded by the
-        request's deadline (``PostgresSqlTx``)."""
+        """Lesson rows in ``conn``'s transaction; tables and commits are deadline-bounded."""
         rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
         checks = ModelChecks(self._models, lambda: generation(conn))
         return SqlLessonTx(
@@ -290,13 +276,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _begin(
         self, org: str, *also: str, engine: Engine | None = None, **params: Any
     ) -> Iterator[Connection]:
-        """``postgres_db.transaction``, with more calls in the statement that sets ``lore.org``.
-
-        ``also`` are SQL expressions (settings, locks) that touch no rows, so row-level
-        security is in force before the first row is read, one round trip sooner. The same
-        statement reads the store's model generation for ``models.guard`` and the commit
-        images (``_GENERATION`` says why it also names ``lessons``).
-        """
+        """A transaction whose ``lore.org`` statement also runs ``also`` (no rows touched, so RLS
+        holds first, a round trip sooner) and reads the model generation."""
         calls = ", ".join(("set_config('lore.org', :org, true)", *also, *_GENERATION))
         with unavailable_on_failure(), (engine or self._engine).begin() as conn:
             row = conn.execute(text(f"SELECT {calls}"), {**params, "org": org}).one()
@@ -307,8 +288,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
                 conn.info.pop(GENERATION_INFO, None)
 
     def _writing(self, scope: Scope) -> contextlib.AbstractContextManager[Connection]:
-        # Writes to one project take turns, so near-duplicates saved at once still merge
-        # and commits get consecutive sequence numbers.
+        # Writes to a project take turns: concurrent near-duplicates merge, sequences stay dense.
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         return self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}")
 
@@ -323,12 +303,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _word_keys(
         self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
     ) -> builtins.list[int]:
-        """Keys of the best full-text matches of the query's rare terms (``ranking.rare_terms``).
-
-        One round trip sets the org and estimates each term's postings
-        (``lore_term_postings``), a second ranks the matches; migration 4 in
-        ``stores.postgres.db`` says why both are functions.
-        """
+        """Best full-text keys: one trip sets the org and estimates postings, a second ranks (migration 4)."""
         with unavailable_on_failure(), self._reads.begin() as conn:
             postings = conn.execute(
                 text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
@@ -370,10 +345,8 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
 
 
 def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> tuple[str, dict[str, str]]:
-    """The full-text search of ``chosen`` terms, its lessons ordered by ``ordering``'s (both by
-    ``ranking.candidate_terms``, migration 7). ts_rank knows nothing of rarity: the entities
-    among the chosen terms (numbers, versions, identifiers, paths) are also searched alone,
-    so lessons that have them are not crowded out by lessons with many common words."""
+    """Full-text search of ``chosen``, ordered by ``ordering`` (migration 7). ts_rank ignores
+    rarity, so chosen entities are also searched alone, lest many common words crowd them out."""
     alone = [t for t in chosen if ranking.is_entity(t)]
     call = (
         "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
@@ -382,8 +355,7 @@ def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> t
     sql = call.format(tsq=":tsq")
     if alone and len(alone) < len(chosen):
         sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
-    # Terms are letters and digits, maybe joined by . _ / - (ranking.lexical_terms): the
-    # tsquery is well formed.
+    # Terms are letters and digits joined by . _ / - (lexical_terms): the tsquery is well formed.
     return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
 
 

@@ -1,7 +1,4 @@
-"""The Postgres schema: its migrations, applied by the runner both backends share
-(``stores.engine.migrations``), with the pgvector extension and the row-level security role
-set up around them.
-"""
+"""The Postgres migrations (shared runner), with the pgvector extension and the RLS role."""
 
 from __future__ import annotations
 
@@ -36,8 +33,7 @@ _TYPES = Types(
 
 
 def _org_policy(*tables: str, column: str = "org_id") -> str:
-    """Row-level security on ``tables``: a transaction sees and writes only the rows of the org
-    it set in ``lore.org`` (``stores.postgres.db``)."""
+    """RLS on ``tables``: a transaction sees and writes only its ``lore.org``'s rows."""
     return "".join(
         f"""
         ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;
@@ -120,14 +116,11 @@ MIGRATIONS.append(
     (
         4,
         "full-text candidates through the GIN index",
-        # Under row-level security Postgres will not use the GIN index on tsv: @@ is not
-        # LEAKPROOF, so it may only run after the policy's qual, on every row of the org
-        # (about 250 ms at 100k lessons). These two functions run as their owner, the
-        # login that migrated: when that login may bypass row-level security (a superuser,
-        # as in the usual Docker set-up) the index is used; otherwise the policies still
-        # apply inside and they are merely slower. Either way they filter by the caller's
-        # own lore.org, return only row keys, and the caller then reads those rows under
-        # its policies, so they show nothing the caller could not already read.
+        # Under RLS the GIN index on tsv goes unused (@@ is not LEAKPROOF, so it runs after the
+        # policy on every org row: about 250 ms at 100k lessons). These functions run as the
+        # migrating login: one bypassing RLS (a Docker superuser) uses the index, else they are
+        # merely slower. They filter by the caller's lore.org and return only keys the caller
+        # then reads under its policies, so they show nothing it could not read.
         """
         -- Estimated lessons per term, from the planner's statistics on tsv (most common
         -- lexemes and their frequencies; others get half the least frequency, as the
@@ -182,9 +175,7 @@ MIGRATIONS.append(
     (
         5,
         "lesson ids unique per org and project",
-        # A lesson's key is (org, project, id): ids unique across the database let one
-        # tenant learn of, or block, another's ids (an insert of a taken id failed even
-        # though row-level security hid the row). The scope index becomes the unique key.
+        # Key (org, project, id): global ids let a tenant probe or block another's despite RLS.
         """
         ALTER TABLE lessons DROP CONSTRAINT IF EXISTS lessons_id_key;
         DROP INDEX IF EXISTS lessons_scope_id;
@@ -197,12 +188,9 @@ MIGRATIONS.append(
     (
         6,
         "re-embedding beside the old vectors",
-        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
-        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
-        # updated_at when its vector was computed, so an edit since then is done again. The
-        # column takes any dimension: the new model's may differ from the store's. Only the
-        # tables' owner (the reembed command) uses it: row-level security with no policy
-        # shows the server's role nothing.
+        # Re-embed's new vectors wait here until all are swapped in; stamp is updated_at when
+        # computed, so a later edit is redone. Any dimension (the new model's may differ). Only
+        # the owner uses it: RLS with no policy shows the server's role nothing.
         """
         CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
         ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;
@@ -214,11 +202,9 @@ MIGRATIONS.append(
     (
         7,
         "full-text candidates ordered by the query's entities",
-        # As migration 4's lore_lexical_candidates, but the lessons the rare terms find
-        # ($2) are ordered by another query ($3: those terms and the question's entities,
-        # ranking.candidate_terms), so among a thousand lessons naming one person the one
-        # that also has the question's number comes first. The older function stays for a
-        # server of the previous version still running during an upgrade.
+        # Migration 4's function, but ordering $2's finds by $3 (ranking.candidate_terms), so of
+        # a thousand lessons naming one person the one with the question's number comes first.
+        # The old function stays for previous-version servers during an upgrade.
         """
         CREATE FUNCTION lore_lexical_candidates(
             p_project text, p_query text, p_order text, p_limit integer, p_now timestamptz,
@@ -247,11 +233,9 @@ MIGRATIONS.append(
     (
         8,
         "full-text indexes without a pending list",
-        # A GIN index normally queues new entries in a pending list, merged into the index
-        # only by VACUUM, autoanalyze or once the list reaches 4 MB, and every search
-        # reads the whole list. After 10,000 saves it held 316 pages, and recall p50 over
-        # stdio at 10k was 31 ms against 20 ms once they were merged (benchmarks/run.py).
-        # Entries now go straight into the index: a save was not measurably slower.
+        # GIN's pending list (merged by VACUUM, autoanalyze or at 4 MB) is read by every search:
+        # after 10,000 saves, 316 pages, recall p50 31 ms vs 20 ms merged (benchmarks/run.py).
+        # Entries now go straight into the index; saves were not measurably slower.
         """
         ALTER INDEX lessons_tsv SET (fastupdate = off);
         ALTER INDEX lessons_tags SET (fastupdate = off);
@@ -266,12 +250,9 @@ MIGRATIONS.append(
     (
         10,
         "tool calls per key, shared by every server process",
-        # The team server's rate limit (stores.postgres.call_counts): one row per API key, its
-        # current window's start and the tool calls counted in it. Not per org, so no
-        # row-level security: a row holds a key's id and a number, nothing of a tenant's data.
-        # UNLOGGED: a count writes no WAL, so its commit waits for no disk flush (about 4 ms a
-        # call logged, against pgserver, under 1 ms unlogged); a crash empties the table, which
-        # at worst gives every key a fresh window.
+        # Rate limit: a row per key (window start, calls). No RLS: nothing of a tenant's data.
+        # UNLOGGED skips the WAL flush (about 4 ms a call logged, under 1 ms unlogged); a crash
+        # empties it, at worst giving every key a fresh window.
         """
         CREATE UNLOGGED TABLE call_counts (
             key_id text PRIMARY KEY,

@@ -1,13 +1,8 @@
 """Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``).
 
-One record for the whole database (``lore_meta``), since every org shares the one
-``embedding`` column and its dimension. Re-embedding works on every org's lessons, so
-its transactions run as the tables' owner with row-level security lifted for that
-transaction only (``ALTER TABLE ... NO FORCE ROW LEVEL SECURITY`` is transactional
-and put back before commit; no other transaction ever sees it lifted). The swap at the
-end is one transaction that rebuilds the column (its dimension may change) and its
-HNSW index from ``lesson_reembed``.
-"""
+One record per database, as every org shares the ``embedding`` column. Re-embedding runs as the
+owner with RLS lifted for its transaction only (``NO FORCE ROW LEVEL SECURITY`` is transactional
+and restored before commit); the swap rebuilds the column (dimension may change) and its index."""
 
 from __future__ import annotations
 
@@ -67,11 +62,7 @@ class PostgresModelDb:
 
     @contextlib.contextmanager
     def every_org(self, *, write: bool) -> Iterator[PostgresSqlTx]:
-        """``owner`` with every org's lessons visible (see the module docstring).
-
-        Lifting the policy takes the table's strongest lock until commit, so no server
-        writes a lesson while the transaction counts, reads or swaps them.
-        """
+        """``owner`` seeing every org, the table locked until commit so no one writes meanwhile."""
         with self.owner(write=write) as tx:
             try:
                 tx.conn.exec_driver_sql("ALTER TABLE lessons NO FORCE ROW LEVEL SECURITY")

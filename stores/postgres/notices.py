@@ -1,21 +1,13 @@
-"""Change notices between the server processes of one database, on Postgres ``LISTEN/NOTIFY``
-(``stores.store.NoticeFeed``).
+"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``.
 
-A replica that changes memory publishes a notice; every replica on the database, itself
-included, hears it and tells its own subscribers. The store knows nothing of MCP: a notice is
-a small JSON object (the transport decides what it says, ``lore_mcp.transport.notices``).
+A replica changing memory publishes a small JSON notice (the transport decides what it says);
+every replica, itself included, hears it and tells its subscribers.
 
-- **Publish** is one ``SELECT pg_notify(channel, payload)`` on a pooled connection outside any
-  transaction. Postgres delivers it to every session listening on the channel *of this
-  database*, in commit order, so one replica's notices arrive in the order it sent them.
-  A payload must stay under Postgres's 8000 bytes; the caller splits larger notices.
-- **Listen** is one dedicated connection per store (so per process), opened on the first
-  subscription, not taken from the pool: it sits idle in ``LISTEN`` for ever. A thread waits on
-  it and hands each notice to the subscribers, on that thread. When the connection drops (the
-  server restarted, a network cut, ``pg_terminate_backend``) the thread reconnects, waiting a
-  little longer after each failure, and listens again; notices sent while it was away are lost,
-  as a dropped listen stream loses them (clients re-listen and read again).
-"""
+- **Publish**: one ``pg_notify`` on a pooled connection outside a transaction, delivered to this
+  database's listeners in commit order; payloads under 8000 bytes (the caller splits).
+- **Listen**: one dedicated connection per store (idle in ``LISTEN`` for ever, so not pooled),
+  opened on the first subscription; a thread hands notices to subscribers. On a drop it
+  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream."""
 
 from __future__ import annotations
 
@@ -47,8 +39,7 @@ Listener = Callable[[dict[str, Any]], None]
 
 
 class PostgresNotices:
-    """``stores.store.NoticeFeed`` over the engine of a ``PostgresLessonStore``; see the module
-    docstring. ``close`` ends the listening thread and its connection."""
+    """``NoticeFeed`` over a ``PostgresLessonStore``'s engine; ``close`` ends the listener."""
 
     def __init__(self, engine: Engine, channel: str = CHANNEL, *, listen_url: str | None = None) -> None:
         self._engine = engine
@@ -62,9 +53,7 @@ class PostgresNotices:
         self._conn: psycopg.Connection[Any] | None = None
 
     def publish(self, notice: Mapping[str, Any]) -> None:
-        """Send ``notice`` to every process listening on this database: one statement.
-        Raises ``UnavailableError`` when Postgres cannot be reached, ``ValueError`` when the
-        notice is too large for one payload."""
+        """Send ``notice``; ``UnavailableError`` if unreachable, ``ValueError`` if too large."""
         payload = json.dumps(notice, separators=(",", ":"), ensure_ascii=False)
         if len(payload.encode()) > MAX_PAYLOAD_BYTES:
             raise ValueError(f"A notice must stay under {MAX_PAYLOAD_BYTES} bytes of JSON.")
@@ -73,8 +62,7 @@ class PostgresNotices:
             conn.execute(_PUBLISH, {"channel": self._channel, "payload": payload})
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Call ``listener`` (on the listening thread) with each notice from now on; returns the
-        callable that stops it. The first subscription starts the listening connection."""
+        """``NoticeFeed.subscribe``; the first subscription starts the listening connection."""
         token = object()
         with self._lock:
             self._listeners[token] = listener
@@ -89,8 +77,7 @@ class PostgresNotices:
         return unsubscribe
 
     def wait_listening(self, timeout: float) -> bool:
-        """Whether the connection is listening, waiting up to ``timeout`` seconds for it (for
-        callers that must not miss a notice published right after they subscribed)."""
+        """Whether listening, within ``timeout``, for callers that must not miss the next notice."""
         return self._listening.wait(timeout)
 
     def close(self) -> None:

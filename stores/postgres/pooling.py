@@ -1,13 +1,9 @@
-"""Lore behind a transaction-mode pooler (PgBouncer's ``pool_mode = transaction``), chosen by
-``LORE_DATABASE_DIRECT_URL`` (docs/scaling-out.md).
+"""Lore behind a transaction-mode pooler such as PgBouncer (``LORE_DATABASE_DIRECT_URL``).
 
-Such a pooler lends a server connection for one transaction only, so nothing may outlive a
-transaction: psycopg's prepared statements would be missing on the next server connection
-(PgBouncer 1.18 does not track them), and a session setting, the ``SET ROLE`` that keeps a
-privileged login under row-level security included, would stay behind on whichever server
-connection ran it and never reach the others. So the engine prepares nothing and each
-transaction sets the role and timeouts for itself, in one statement.
-"""
+A server connection is lent per transaction, so nothing may outlive one: prepared statements
+would be missing on the next (PgBouncer 1.18 does not track them), and session settings (the
+``SET ROLE`` keeping a privileged login under RLS) would stay on one server connection. So
+nothing is prepared and each transaction sets role and timeouts itself, in one statement."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
 
 
 def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
-    """Set ``session`` (and the role ``_on_connect`` chose) with ``is_local`` at every
-    transaction's start: one statement more per transaction, the price of the pooler."""
+    """Set ``session`` and the role locally per transaction: one more statement, the pooler's price."""
 
     def on_begin(conn: Connection) -> None:
         settings = dict(session)

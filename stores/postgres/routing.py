@@ -1,13 +1,9 @@
-"""Where a Postgres store's transactions go: the primary, a read replica
-(``LORE_DATABASE_READ_URL``), and the direct connection for ``LISTEN`` when the primary's URL
-is a transaction-mode pooler (``LORE_DATABASE_DIRECT_URL``, ``stores.postgres.pooling``).
+"""Where transactions go: the primary, a read replica (``LORE_DATABASE_READ_URL``), and the
+direct connection for ``LISTEN`` behind a pooler (``LORE_DATABASE_DIRECT_URL``).
 
-Only reads that may lag go to the replica: recall, ``list`` and read-only project transactions
-(tables, history, schema, stats, plans' snapshots, which apply checks again on the primary).
-Writes, ``get`` (update and merge read through it before writing), the activity log's reads
-(they read the entries they just wrote), API keys, the embedding model, call counts and change
-notices stay on the primary; docs/scaling-out.md says what lags.
-"""
+Only reads that may lag use the replica: recall, ``list``, read-only project transactions (plan
+snapshots are rechecked on the primary). ``get`` (update and merge read through it), activity
+reads (they read what they just wrote), writes, keys, model, counts and notices stay primary."""
 
 from __future__ import annotations
 
@@ -23,8 +19,7 @@ from stores.postgres.db import engine_for
 
 @dataclass(frozen=True)
 class Engines:
-    """The primary's engine, the one reads use (the primary's without a replica), and the
-    URL the change-notice feed listens on (``None``: the primary's own)."""
+    """The primary's engine, the reads' engine, and the notices' URL (``None``: the primary's)."""
 
     primary: Engine
     reads: Engine

@@ -1,11 +1,8 @@
 """``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres.
 
-JSON is ``jsonb`` (bound as text, ``stores.engine.json_numbers.jsonb_text``), times are
-``timestamptz``, and a list is bound as an array for ``= ANY``. A transaction bounded by
-the request's deadline (``bounded``) sets its ``statement_timeout`` to the time left
-before its first statement, so Postgres itself stops a statement that would run past it;
-the cancelled statement aborts the transaction, which rolls back.
-"""
+JSON is ``jsonb`` (bound via ``jsonb_text``), lists are arrays for ``= ANY``. ``bounded`` sets
+``statement_timeout`` to the deadline's time left, so Postgres stops an overrunning statement and
+the transaction rolls back."""
 
 from __future__ import annotations
 
@@ -43,9 +40,8 @@ class PostgresSqlTx:
             self._execute(sql, [dict(p) for p in params])
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """One statement: every write but the last as a data-modifying ``WITH`` part (Postgres
-        runs each exactly once, on one snapshot: these inserts read nothing the others write),
-        each part's parameters renamed ``w<i>_<name>`` so that none collide."""
+        """One statement, earlier writes as ``WITH`` parts (each runs once on one snapshot; none
+        reads another's), parameters renamed ``w<i>_<name>`` to not collide."""
         if len(writes) <= 1:
             for sql, params in writes:
                 self._execute(sql, dict(params))

@@ -1,10 +1,5 @@
-"""The local file's two connections and their locks: one writer, one reader.
-
-One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one reads,
-so a process never contends with itself. The lesson store, its model records and the key
-store all receive this one object, so they share the connections without reaching into
-each other.
-"""
+"""The local file's writer and reader connections and locks, so a process never contends with
+itself; lesson, model and key stores share this one object."""
 
 from __future__ import annotations
 
@@ -42,8 +37,7 @@ class LocalConnections:
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[Connection]:
-        """The writer under this process's write lock, in ``BEGIN IMMEDIATE``; while it is held,
-        ``writer_until`` is when its holder's deadline passes (``math.inf`` without one)."""
+        """The locked writer in ``BEGIN IMMEDIATE``; ``writer_until`` is its holder's deadline."""
         with self.write_lock:
             left = deadline.remaining()
             self.writer_until = math.inf if left is None else time.monotonic() + left

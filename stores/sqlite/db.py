@@ -1,26 +1,13 @@
-"""Opening the local SQLite file: the binding, pragmas, migrations, write transactions,
-and the timestamp text every local table stores.
+"""Opening the local SQLite file: binding, pragmas, migrations, transactions, timestamp text.
 
-Lore uses ``sqlean.py``: the same DB-API as Python's own ``sqlite3``, with wheels for
-Linux, macOS and Windows that bring one recent SQLite with FTS5 everywhere (the
-system Python's SQLite varies). Vectors are plain BLOBs in ``lessons.embedding``,
-searched in numpy (``stores.engine.vector_index``): no SQLite extension is loaded.
-
-Several processes may share one file (Claude Desktop and Cursor each start their
-own server). WAL lets readers run beside the one writer; every write takes the
-lock up front with ``BEGIN IMMEDIATE`` and waits for it through the busy
-timeout, so a write never fails half-way with "database is locked". The wait is
-bounded: ``BUSY_TIMEOUT_MS`` in all, or less when the request's deadline
-(``stores.deadline``) comes sooner; then the write answers ``UnavailableError``.
-
-A statement still running when the request's deadline passes is stopped by
-SQLite's progress handler; inside a transaction that rolls the transaction back.
-
-A write SQLite refuses because a file is read-only, and a database that does not
-open for that reason, answer ``UnavailableError`` naming the file or directory in
-the way and the fix (``stores.sqlite.files``), never a bare SQLite error; so does a
-write or read that finds the disk full (SQLITE_FULL).
-"""
+``sqlean.py`` is ``sqlite3``'s DB-API with wheels bringing one recent SQLite with FTS5 to every OS
+(the system Python's varies). Vectors are BLOBs searched in numpy: no extension is loaded. Several
+processes may share a file (each client starts its own server). WAL lets readers run beside the
+writer; writes lock up front with ``BEGIN IMMEDIATE`` through the busy timeout, so none fails
+half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the request's
+deadline, then ``UnavailableError``. The progress handler stops a statement at the deadline
+(rolling back its transaction). A read-only file or a full disk answers ``UnavailableError`` naming
+the path and the fix (``stores.sqlite.files``), never a bare error."""
 
 from __future__ import annotations
 
@@ -40,8 +27,7 @@ from stores.sqlite.files import Unwritable, unwritable
 
 # The longest a statement waits for another connection's lock, all retries included.
 BUSY_TIMEOUT_MS = 30_000
-# SQLite calls the progress handler every this many virtual-machine steps (well under a
-# millisecond of work), which is how a running statement notices the deadline.
+# VM steps between progress-handler calls (well under a ms), how a statement sees the deadline.
 PROGRESS_STEPS = 100_000
 LOCKED_MESSAGE = (
     "The Lore database stayed locked by another process for too long; the call changed nothing. Try again."
@@ -69,14 +55,9 @@ def parse_ts(text: str) -> datetime:
 
 
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
-    """A connection that remembers its cursors, so a transaction can finish every statement
-    left unfinished before it (``finish_statements``).
-
-    Why: a SELECT stopped half-way (its cursor kept alive by a traceback until the garbage
-    collector runs) holds the connection's read snapshot. Once another process has written
-    the file, every ``BEGIN IMMEDIATE`` on that connection answers "locked" at once, however
-    long it retries: this wedged the SQLite team server's writer until restart.
-    """
+    """A connection remembering its cursors, so a transaction finishes statements left before it:
+    a half-read SELECT (kept by a traceback until GC) pins the snapshot, and once another process
+    writes every ``BEGIN IMMEDIATE`` is "locked", which wedged the team server's writer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -141,8 +122,7 @@ def _is_read_only(exc: BaseException) -> bool:
 def writes_refused_as_unavailable(
     conn: Connection, consequence: str = "so the call changed nothing"
 ) -> Iterator[None]:
-    """A write SQLite refused as read-only becomes ``UnavailableError`` naming the file and the
-    fix (the caller's transaction has been rolled back), rather than an unexpected error."""
+    """A read-only refusal (rolled back) becomes ``UnavailableError`` naming the file and fix."""
     try:
         yield
     except sqlean.OperationalError as exc:
@@ -162,8 +142,7 @@ def _main_path(conn: Connection) -> str:
 
 
 def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> None:
-    """Raise ``UnavailableError`` naming the full disk and the fix for SQLITE_FULL ("database or
-    disk is full"): SQLite has rolled the statement back, so nothing stored was lost."""
+    """SQLITE_FULL as ``UnavailableError`` naming disk and fix; it rolled back, so nothing is lost."""
     code = getattr(exc, "sqlite_errorcode", None)
     if not isinstance(exc, sqlean.OperationalError) or code is None or code & 0xFF != 13:
         return
@@ -179,12 +158,8 @@ def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> No
 def write_transaction(
     conn: Connection, *, refused: str = "so the call changed nothing"
 ) -> Iterator[Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``; any exception rolls back and propagates.
-
-    A statement stopped at the deadline comes out as ``DeadlineExceeded``; a write refused
-    because a file is read-only, as ``UnavailableError`` naming it, ``refused`` saying what
-    that meant.
-    """
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolling back on any exception; a deadline stop is
+    ``DeadlineExceeded``, a read-only refusal ``UnavailableError`` (``refused`` says what it meant)."""
     deadline.check()
     finish_statements(conn)  # nothing left from before pins an old snapshot
     with writes_refused_as_unavailable(conn, refused):
@@ -203,8 +178,7 @@ def write_transaction(
 
 @contextlib.contextmanager
 def read_transaction(conn: Connection) -> Iterator[Connection]:
-    """A deferred transaction so several reads see one snapshot (not one a statement left
-    unfinished before it pinned)."""
+    """A deferred transaction, so reads share one snapshot (not one an unfinished statement pinned)."""
     deadline.check()
     finish_statements(conn)
     conn.execute("BEGIN")
@@ -226,13 +200,9 @@ def _raise_late(exc: BaseException) -> None:
 
 
 def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
-    """Run ``fn``, waiting for another connection's lock: ``BUSY_TIMEOUT_MS`` in all, at most.
-
-    SQLite waits inside the statement (the busy timeout, set to the time left), but in a
-    few cases it reports "locked" at once (a lock being upgraded, WAL recovery), so
-    those are retried with a short pause until the same budget is spent. The
-    request's deadline, when sooner, bounds the wait instead.
-    """
+    """Run ``fn``, waiting at most ``BUSY_TIMEOUT_MS`` (or to a sooner deadline) for a lock. SQLite
+    waits in the statement, but reports "locked" at once in a few cases (lock upgrade, WAL
+    recovery), so those are retried with a short pause within the same budget."""
     start = time.monotonic()
     pause = 0.01
     try:
@@ -251,8 +221,7 @@ def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
 
 
 def _time_left(start: float) -> float:
-    """Seconds this lock wait may still take; ``DeadlineExceeded`` when the request's deadline has
-    passed, else ``UnavailableError`` once the budget is spent."""
+    """Seconds left to wait; ``DeadlineExceeded`` past the deadline, else ``UnavailableError``."""
     budget = BUSY_TIMEOUT_MS / 1000 - (time.monotonic() - start)
     left = deadline.remaining()
     wait, by_deadline = (left, True) if left is not None and left < budget else (budget, False)

@@ -1,11 +1,7 @@
-"""Whether this user can write a SQLite database and the files WAL keeps beside it, and if
-not, which file or directory is in the way and the command that fixes it.
-
-SQLite opens a file it may not write read-only without a word, and only the first write
-fails; WAL also needs the directory writable, to create the ``-wal`` and ``-shm`` files.
-Checked without writing anything, so ``lore-memory doctor`` and the CLI can say it before
-any save is refused, and a refused write can name the cause (``stores.sqlite.db``).
-"""
+"""Whether this user can write a SQLite database and its WAL files, else what is in the way and
+the fix. SQLite silently opens an unwritable file read-only, failing only at the first write,
+and WAL needs the directory writable; checked without writing, so ``doctor`` warns before a save
+is refused, and a refused write names the cause."""
 
 from __future__ import annotations
 
@@ -28,12 +24,8 @@ class Unwritable:
 
 
 def unwritable(path: Path | str) -> Unwritable | None:
-    """Why this user cannot write the database at ``path``, or None when nothing is in the way.
-
-    Checked without writing anything: the file and the ``-wal`` and ``-shm`` files beside
-    it, when they exist, and otherwise the directory SQLite must create them in (or the
-    nearest existing directory above a database not created yet).
-    """
+    """Why ``path`` is unwritable, or None: the file and its WAL files, else the directory they go
+    in (or the nearest existing one above)."""
     if str(path) == ":memory:":
         return None
     file = Path(path)
@@ -69,8 +61,7 @@ def _read_only_file(database: Path, file: Path) -> Unwritable:
 
 
 def _owner_name(file: Path | None) -> str | None:
-    """The name of ``file``'s owner when that is not this user (or this user's name, for None);
-    None where there are no Unix owners or the file is this user's."""
+    """``file``'s owner if not this user (None: this user's name); None without Unix owners."""
     try:
         import pwd
     except ImportError:  # Windows: no owners to compare; chmod's advice stands

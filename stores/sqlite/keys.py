@@ -1,10 +1,7 @@
-"""Orgs, API keys and the activity log in the local SQLite file: the dialect of
-``stores.engine.keys`` and ``stores.engine.activity_rows``.
+"""Orgs, API keys and the activity log in the local SQLite file (the ``engine`` modules' dialect).
 
-Shares the lesson store's two connections and their locks (``LocalConnections``), so key
-writes queue behind lesson writes in the same ``BEGIN IMMEDIATE`` discipline and never
-contend with the process's own lesson traffic. Times are stored as fixed-width UTC text.
-"""
+Shares the lesson store's connections and locks, so key writes queue behind lesson writes
+rather than contend with them. Times are fixed-width UTC text."""
 
 from __future__ import annotations
 
@@ -42,8 +39,7 @@ class LocalKeyDb:
 
     @contextlib.contextmanager
     def lookup(self, key_hash: str) -> Iterator[LocalSqlTx]:
-        """Authentication runs this on every request: a file that cannot be read is an outage
-        (UNAVAILABLE), never "no such key"."""
+        """Run on every request: an unreadable file is an outage, never "no such key"."""
         del key_hash
         try:
             with self._conns.reading() as conn:
@@ -55,9 +51,8 @@ class LocalKeyDb:
 
     @contextlib.contextmanager
     def touching(self, org_id: str) -> Iterator[LocalSqlTx | None]:
-        """Record a key's use, or skip it while the writer is taken: last-used is informative,
-        and a key check must never queue behind another call's long write (a skipped touch is
-        made by the key's next request)."""
+        """Record a key's use, skipped while the writer is taken: last-used is informative, and a
+        key check must never queue behind a long write (the next request records it)."""
         del org_id
         lock = self._conns.write_lock
         if not lock.acquire(blocking=False):

@@ -1,11 +1,5 @@
-"""The local file's ``stores.engine.lesson_rows.LessonDialect``: words, vectors and revisions.
-
-A lesson's row in ``lessons`` is written by ``stores.engine.lesson_rows.SqlLessonTx``; this
-keeps what else the file holds of it: its tags in ``lesson_tags``, its words in
-``lessons_fts`` and its vector in ``lesson_embeddings``. Every write stamps the rows it
-touches with the file's new revision and a delete leaves a tombstone, so the in-memory
-vector index of every process (``stores.sqlite.vectors``) catches up on its next read.
-"""
+"""The local file's ``LessonDialect``: ``lesson_tags``, ``lessons_fts``, ``lesson_embeddings``;
+writes stamp the new revision and deletes leave tombstones, so every process's index catches up."""
 
 from __future__ import annotations
 
@@ -25,8 +19,7 @@ if TYPE_CHECKING:
 
 
 class LocalLessonRows:
-    """The file's own side of one lesson transaction on ``conn`` (the writer's, under the
-    store's write lock, or the reader's)."""
+    """The file's side of a lesson transaction on ``conn`` (the locked writer or the reader)."""
 
     row_lock = ""  # BEGIN IMMEDIATE already holds the whole file
     embedding_select = ""  # the vector is in a table of its own (``embedding``)

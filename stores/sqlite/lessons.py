@@ -1,11 +1,8 @@
-"""Lessons in a local SQLite file: rows, FTS5 for lexical match, sqlite-vec for vectors.
+"""Lessons in a local SQLite file: rows, FTS5 for words, an in-memory ``VectorIndex``.
 
-One connection writes (under a lock, in ``BEGIN IMMEDIATE`` transactions) and one
-reads, so a process never contends with itself. Vector search runs on an
-in-memory ``VectorIndex`` refreshed from the rows whose revision is newer than the
-index's: every write bumps ``lore_meta.rev`` and stamps the rows it touched, and a
-delete leaves a tombstone, so other processes' writes show up on the next recall.
-"""
+One connection writes (locked, ``BEGIN IMMEDIATE``) and one reads, so a process never contends
+with itself. Writes bump ``lore_meta.rev`` and stamp their rows (deletes leave tombstones), and
+the index refreshes newer rows, so other processes' writes show on the next recall."""
 
 from __future__ import annotations
 
@@ -63,14 +60,12 @@ class _ProbeDone(Exception):
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
-# Lexical candidates fetched before scoping (a multiple of the candidates wanted), so
-# one busy project cannot crowd out another.
+# Lexical candidates fetched before scoping, so one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
 
 
 class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
-    """``stores.Store`` on one SQLite file: the writes are ``stores.engine.lesson_rules``'s, over
-    ``LocalLessonTx``."""
+    """``stores.Store`` on one SQLite file."""
 
     def __init__(
         self,
@@ -185,10 +180,9 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         curation.keep_pair(self._lesson_writer(scope, []), a, b)
 
     def probe_write(self) -> None:
-        """``stores.Store.probe_write``: the writer within ``PROBE_WAIT_S``, then an update
-        that is rolled back. A write of this server still within its deadline holds the writer:
-        that is busy, not down, and the probe passes at once, so heavy work never turns
-        ``/healthz`` to 503; one held past its deadline is stuck."""
+        """The writer within ``PROBE_WAIT_S``, then a rolled-back update. A write within its
+        deadline holding the writer is busy, not down: the probe passes at once, so heavy work
+        never turns ``/healthz`` to 503; one past its deadline is stuck."""
         if not self._write_lock.acquire(blocking=False):
             until = self._conns.writer_until
             if until is not None and time.monotonic() < until + PROBE_WAIT_S:
@@ -227,8 +221,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
     def _centred_similarities(
         self, conn: Connection, scope: Scope, vec: np.ndarray, pks: builtins.list[int], now: datetime
     ) -> dict[int, float | None]:
-        """The candidates' similarity to the query seen from the scope's anchor
-        (``ranking.anchor``: its newest ``ranking.ANCHOR_SAMPLE`` live lessons)."""
+        """The candidates' similarity to the query seen from the scope's ``ranking.anchor``."""
         if not pks:
             return {}
         sample = [
@@ -254,8 +247,7 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         k: int,
         now: datetime,
     ) -> builtins.list[int]:
-        """Lessons sharing the query's rarest words (``ranking.rare_terms``), best bm25 over
-        ``ranking.candidate_terms`` first."""
+        """Lessons with the rarest query words, best bm25 over ``candidate_terms`` first."""
         chosen, ordering = ranking.full_text_terms(
             query.text, terms, self._postings(conn, terms), self._ranking
         )
@@ -285,13 +277,10 @@ class LocalLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         params.append(k)
         return [row[0] for row in conn.execute(sql, params)]
 
-    # (The unary + on org and project above and in recall keeps SQLite from driving these
-    # queries through the scope index, which scanned the whole project instead of the
-    # handful of candidate rows.)
+    # (Unary + keeps SQLite off the scope index, which scanned the project, not the candidates.)
 
     def _postings(self, conn: Connection, terms: builtins.list[str]) -> dict[str, float]:
-        """Each term's full-text matches, counted in one statement and only up to just over
-        the budget (``ranking.rare_terms``: a term past it is common however far past)."""
+        """Each term's matches, counted just past the budget (past it a term is common anyway)."""
         if not terms:
             return {}
         count = "(SELECT count(*) FROM (SELECT 1 FROM lessons_fts WHERE lessons_fts MATCH ? LIMIT ?))"

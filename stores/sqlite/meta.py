@@ -1,9 +1,5 @@
-"""The local file's ``lore_meta`` entries: its revision, vector dimension and model generation.
-
-Module functions over a connection the caller holds a transaction on, so the store, its
-vector cache and its model records each read them without reaching into one another; the
-entries both backends keep are read as ``stores.engine.embedding_model`` reads them.
-"""
+"""The local file's ``lore_meta`` revision, vector dimension and model generation, as functions
+over the caller's transaction so store, vector cache and model records share them."""
 
 from __future__ import annotations
 

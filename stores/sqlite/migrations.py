@@ -1,8 +1,4 @@
-"""The local file's schema: its migrations, and the one runner that applies them.
-
-Each migration is SQL text, or a function for a step SQL alone cannot say (reading an old
-table whose SQLite extension is no longer loaded).
-"""
+"""The local file's migrations: SQL, or a function where SQL cannot (an unloaded extension's table)."""
 
 from __future__ import annotations
 
@@ -58,8 +54,7 @@ _LESSON_TAGS = """        CREATE TABLE lesson_tags (
         ) WITHOUT ROWID;
 """
 
-# Each migration runs once, in order, inside one write transaction with its version
-# recorded, so re-running is harmless and the database says where it stands.
+# Each runs once, in order, in a write transaction recording its version: re-running is harmless.
 MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
     (
         1,
@@ -95,12 +90,10 @@ MIGRATIONS.append(
     (
         4,
         "lesson ids unique per org and project",
-        # A lesson's key is (org, project, id): ids unique across the file let one tenant
-        # learn of, or block, another's ids. SQLite cannot drop a column's UNIQUE, so the
-        # table is rebuilt with every pk kept (the FTS and vector rows and the tombstones
-        # are keyed by pk) and the AUTOINCREMENT counter carried over, so no pk is reused.
-        # lesson_tags references lessons: it is set aside and rebuilt around the swap, so
-        # dropping the old table cascades to nothing.
+        # Key (org, project, id): file-wide ids let a tenant learn of or block another's. SQLite
+        # cannot drop UNIQUE, so the table is rebuilt keeping pks (FTS, vectors and tombstones
+        # use them) and the AUTOINCREMENT counter, so none is reused; lesson_tags is set aside
+        # around the swap so the drop cascades to nothing.
         """
         CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
         DROP TABLE lesson_tags;
@@ -132,9 +125,7 @@ MIGRATIONS.append(
     (
         5,
         "re-embedding beside the old vectors",
-        # `lore-memory reembed` keeps each lesson's new vector here until every lesson has
-        # one and they are swapped in at once (stores.engine.embedding_model); stamp is the lesson's
-        # updated_at when its vector was computed, so an edit since then is done again.
+        # Re-embed's new vectors, until all swap in; stamp (updated_at then) redoes later edits.
         """
         CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
         """,
@@ -143,16 +134,11 @@ MIGRATIONS.append(
 
 
 def _vectors_without_sqlite_vec(conn: Connection) -> None:
-    """Move the vectors of sqlite-vec's ``vec0`` table ``lesson_vectors`` into ``lesson_embeddings``.
-
-    Search has long run on the in-memory index, so the extension is no longer loaded; its
-    table cannot be read or dropped without it, but its vectors sit in plain shadow tables:
-    ``lesson_vectors_rowids`` maps a lesson's pk to a chunk and an offset in it, and each
-    row of ``lesson_vectors_vector_chunks00`` holds a chunk's vectors end to end (float32).
-    The virtual table's schema entry is then removed by hand (SQLite's documented way for a
-    virtual table whose module is missing) and its shadow tables dropped. A file that never
-    had a vector, or was made without sqlite-vec, has none of these and is left as it is.
-    """
+    """Move sqlite-vec's ``lesson_vectors`` into ``lesson_embeddings``. The extension is no longer
+    loaded, so the table is unreadable, but ``lesson_vectors_rowids`` maps a pk to a chunk and
+    offset, and ``lesson_vectors_vector_chunks00`` rows hold float32 vectors end to end. The
+    schema entry is then removed by hand (SQLite's documented way for a missing module) and the
+    shadow tables dropped; a file without them is left as it is."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "lesson_vectors_rowids" not in names:
         return
@@ -174,8 +160,7 @@ def _vectors_without_sqlite_vec(conn: Connection) -> None:
             conn.execute(f'DROP TABLE "{name}"')  # names read from the schema, all ours
 
 
-# The vector table, made with the first vector (``stores.sqlite.vectors``): a lesson's pk and
-# its unit vector as float32 bytes.
+# Made with the first vector: a lesson's pk and its unit vector as float32 bytes.
 VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
 MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
@@ -229,13 +214,8 @@ def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:
 
 
 def _org_columns_named_as_on_postgres(conn: Connection) -> None:
-    """Rename a file's ``org`` columns to ``org_id``, before any pending migration runs.
-
-    Files made before the two backends shared their statements (``stores.engine.sql``) name
-    a row's org ``org``; Postgres and every migration above name it ``org_id``. Renaming
-    first lets the migrations be written once, in today's names, for old and new files
-    alike. SQLite renames the column in its indexes too; a table already renamed is skipped.
-    """
+    """Rename old files' ``org`` columns to ``org_id`` before pending migrations, so those are
+    written once in today's names (SQLite renames indexes too; renamed tables are skipped)."""
     tables = conn.execute(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' "
         "AND sql NOT LIKE 'CREATE VIRTUAL%'"  # a missing module's table (vec0) cannot be read

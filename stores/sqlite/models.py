@@ -1,9 +1,5 @@
-"""The local file's side of its model record and re-embedding (``stores.engine.embedding_model``).
-
-The new vectors of a re-embed wait in ``lesson_reembed`` until one ``BEGIN IMMEDIATE``
-transaction rebuilds the ``lesson_embeddings`` table from them (``swap``), so no reader ever
-sees a mix of two models' vectors, and a killed run keeps every batch it committed.
-"""
+"""The local file's model record and re-embedding: one transaction rebuilds the vectors (``swap``),
+so no reader sees two models mixed, and a killed run keeps its committed batches."""
 
 from __future__ import annotations
 
@@ -20,8 +16,7 @@ from stores.sqlite.vectors import MAX_DIMENSION
 
 
 class LocalModelDb:
-    """``stores.engine.embedding_model.ModelDb`` on one SQLite file's connections: one process's
-    file, so every step is a plain read or write (the write lock holds the rest)."""
+    """``ModelDb`` on the file's connections: every step a plain read or write under the lock."""
 
     max_dimension = MAX_DIMENSION
     row_lock = ""
@@ -49,8 +44,7 @@ class LocalModelDb:
         return vec.tobytes()
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
-        """The vector table rebuilt from ``lesson_reembed``, and a new revision of the file, so
-        every process's index loads the new vectors."""
+        """Rebuild the vectors and bump the revision, so every process's index reloads."""
         del dimension  # a BLOB takes any
         tx.rows("DROP TABLE IF EXISTS lesson_embeddings", {})
         tx.rows(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})", {})

@@ -1,9 +1,5 @@
-"""``stores.engine.sql.SqlTx`` on a SQLite connection (which binds ``:name`` itself).
-
-JSON is stored as text, times as fixed-width UTC text (``stores.sqlite.db.format_ts``),
-and a list is bound as one JSON array read back with ``json_each``. A statement past the
-request's deadline is stopped by the connection's progress handler (``stores.sqlite.db``).
-"""
+"""``SqlTx`` on a SQLite connection: JSON and times (fixed-width UTC) are text, a list is a JSON
+array read with ``json_each``."""
 
 from __future__ import annotations
 

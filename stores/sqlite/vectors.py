@@ -1,13 +1,8 @@
 """The local file's vectors: their table, and the in-memory ``VectorIndex`` that searches them.
 
-Vectors are float32 BLOBs in a plain table, ``lesson_embeddings`` (made with the first one);
-search is a numpy product over the index, so no SQLite extension is needed.
-
-The index is a cache refreshed from the rows whose revision is newer than its own: every
-write bumps ``lore_meta.rev`` and stamps the rows it touched, and a delete leaves a
-tombstone, so other processes' writes show up on the next read. The lesson store and its
-transactions receive one ``LocalVectors`` and ask it; nothing else touches the index.
-"""
+float32 BLOBs in ``lesson_embeddings``, searched by numpy: no extension needed. The index
+refreshes rows newer than its revision (writes bump ``lore_meta.rev``, deletes leave tombstones),
+so other processes' writes show on the next read; only ``LocalVectors`` touches it."""
 
 from __future__ import annotations
 
