@@ -40,7 +40,7 @@ def settings_file(client: str, *, project: bool, home: Path | None = None, cwd: 
 
 
 def hook_command(event: str, client: str, program: str | None = None) -> str:
-    """The command for ``event``: ``lore-memory`` if on PATH, else uvx (the published package)."""
+    """The command for ``event``: ``lore-memory`` if on PATH, else the published package through uv."""
     found = program or shutil.which("lore-memory")
     base = shlex.quote(found) if found else "uvx --from lore-memory-mcp lore-memory"
     return f"{base} hook {event}" + (" --client cursor" if client == "cursor" else "")
