@@ -1,7 +1,6 @@
-"""What the team server's guards share: sliding-window limits, failed-login counting, the client's address,
-and JSON-RPC errors carrying the refused request's id (so an MCP client shows the reason on that call).
-``BusyGuard`` lives here; ``call_limit.RateLimit`` and ``auth_guard.AuthGuard`` are the others.
-"""
+"""What the team server's guards share (sliding-window limits, failed logins, the client's address, JSON-RPC
+errors carrying the refused request's id, so a client shows the reason on that call), ``AuthGuard`` and
+``BusyGuard``; ``call_limit.RateLimit`` is the other."""
 
 from __future__ import annotations
 
@@ -21,6 +20,7 @@ from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
+from lore_mcp.auth import KeyLookupUnavailable
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.tools.registry import HEAVY_TOOLS
 from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
@@ -36,6 +36,8 @@ HEALTH_PATH = "/healthz"
 WINDOW_S = 60.0
 # Failed authentications (401) one client address may make per minute; beyond, 429 before any lookup.
 FAILED_AUTH_PER_MINUTE = 30
+# How ``/mcp``'s failed authentications are counted across replicas (``count_failure``).
+FAILED_AUTH_DOOR = "failed-auth"
 # Addresses and keys tracked at once; beyond, the stalest are forgotten.
 MAX_TRACKED = 10_000
 # JSON-RPC's range for server-defined errors.
@@ -74,10 +76,8 @@ class SlidingWindowLimiter:
         while hits and hits[0] <= now - self.window:
             hits.popleft()
         excess = len(hits) + calls - self.limit
-        if excess > 0:
-            # Room for them once the oldest of the hits in the way have left the window.
-            return hits[min(excess, calls) - 1] + self.window - now
-        return None
+        # Room for them once the oldest of the hits in the way have left the window.
+        return hits[min(excess, calls) - 1] + self.window - now if excess > 0 else None
 
     def record(self, key: str, calls: int = 1) -> None:
         """Count hits whatever the limit (for events that have already happened)."""
@@ -122,21 +122,7 @@ async def count_failure(
 
 async def request_id(scope: Scope, receive: Receive) -> str | int | None:
     """The JSON-RPC id of a refused POST, so the client matches the error to its call (else None)."""
-    if scope.get("method") != "POST":
-        return None
-    message, _ = await jsonrpc_message(scope, receive)
-    return jsonrpc_id(message)
-
-
-def parsed_json(body: bytes) -> Any:
-    """A body as JSON; None when not JSON, deeper than the recursion limit (a 2 KB body can be) or over
-    the SDK's size limit: the SDK then answers it."""
-    if len(body) > DEFAULT_MAX_REQUEST_BODY_SIZE:
-        return None
-    try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
-        return None
+    return jsonrpc_id((await jsonrpc_message(scope, receive))[0]) if scope.get("method") == "POST" else None
 
 
 def jsonrpc_id(message: Any) -> str | int | None:
@@ -185,11 +171,8 @@ def client_address(scope: Scope) -> str:
         address = ipaddress.ip_address(host)
     except ValueError:
         return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
+    plain = address if isinstance(address, ipaddress.IPv4Address) else address.ipv4_mapped
+    return str(plain) if plain is not None else str(ipaddress.ip_network(f"{address}/64", strict=False))
 
 
 class ForwardedClient:
@@ -234,6 +217,79 @@ def authenticated_post(scope: Scope) -> Caller | None:
     return caller if scope.get("method") == "POST" else None
 
 
+class AuthGuard:
+    """Outside the SDK's auth, to see what the bearer check answers and raises: a lookup that could not be
+    made is 503 ``UNAVAILABLE``, not 401 (the key may be fine). Past the per-address failed-login limit, 429
+    before any lookup, unless its key was accepted before, so one misconfigured client behind a shared
+    address does not lock out its neighbours."""
+
+    def __init__(
+        self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None
+    ) -> None:
+        self.app = app
+        self.failures = failures
+        self.shared = shared
+        self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        address = client_address(scope)
+        path = scope.get("path", "")
+        if path.startswith(MCP_PATH) or (path == HEALTH_PATH and has_authorization(scope)):
+            wait = self.failures.wait(address)
+            if wait is not None and bearer_digest(scope) not in self._accepted:
+                why = f"{self.failures.limit} failed authentications in a minute from this address"
+                await refuse_too_many(scope, receive, send, wait, why, " with a valid API key")
+                return
+        started = read = False
+
+        async def watch(message: Any) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+                if message["status"] == 401:
+                    await count_failure(self.failures, address, self.shared, door=FAILED_AUTH_DOOR)
+                else:
+                    self._accept(scope)
+            await send(message)
+
+        async def reading() -> Any:
+            nonlocal read
+            read = True
+            return await receive()
+
+        try:
+            await self.app(scope, reading, watch)
+        except KeyLookupUnavailable:
+            if started:
+                raise
+            # The key is checked before the body is read, so the body is normally still there.
+            await _unavailable(send, None if read else await request_id(scope, receive))
+
+    def _accept(self, scope: Scope) -> None:
+        """Remember the key of an answered request, which the lock lets through (see above)."""
+        digest = bearer_digest(scope) if isinstance(scope.get("user"), AuthenticatedUser) else None
+        if digest is not None:
+            self._accepted[digest] = None
+            self._accepted.move_to_end(digest)
+            while len(self._accepted) > MAX_TRACKED:
+                self._accepted.popitem(last=False)
+
+
+async def _unavailable(send: Send, id: str | int | None) -> None:
+    await send_jsonrpc_error(
+        send,
+        status=503,
+        code=UNAVAILABLE_JSONRPC_CODE,
+        message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+        "could not check the API key; nothing was done. Try again shortly.",
+        retry_after=5,
+        id=id,
+    )
+
+
 class BusyGuard:
     """Inside auth: a heavy call ``gate`` would refuse (org queue full) gets 429, ``Retry-After`` and
     ``BUSY: …`` here, since MCP answers a tool call with a stream that can no longer carry the header.
@@ -250,11 +306,8 @@ class BusyGuard:
             return
         message, receive = await jsonrpc_message(scope, receive)
         params = message.get("params") if isinstance(message, dict) else None
-        if (
-            not isinstance(params, dict)
-            or message.get("method") != "tools/call"
-            or params.get("name") not in HEAVY_TOOLS
-        ):
+        name = params.get("name") if isinstance(params, dict) else None
+        if name not in HEAVY_TOOLS or message.get("method") != "tools/call":
             await self.app(scope, receive, send)
             return
         busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
@@ -269,39 +322,33 @@ class BusyGuard:
 
 
 async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]:
-    """A POST's body as JSON (or None) and a ``receive`` handing it on as sent; the first guard to ask
-    reads it off the wire and keeps it in the scope for the others."""
-    if MESSAGE_KEY in scope:
-        return scope[MESSAGE_KEY], receive
-    body, receive = await buffered(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
-    message = parsed_json(body) if body is not None else None
-    scope[MESSAGE_KEY] = message
-    return message, receive
+    """A POST's body as JSON (None when not JSON, over the SDK's size limit, or deeper than the recursion
+    limit: the SDK then answers it) and a ``receive`` handing it on as sent; the first guard to ask reads
+    it off the wire and keeps it in the scope for the others."""
+    if MESSAGE_KEY not in scope:
+        body, receive = await buffered(receive, limit=DEFAULT_MAX_REQUEST_BODY_SIZE)
+        try:
+            scope[MESSAGE_KEY] = json.loads(body) if body is not None else None
+        except (ValueError, RecursionError):
+            scope[MESSAGE_KEY] = None
+    return scope[MESSAGE_KEY], receive
 
 
-async def buffered(receive: Receive, *, limit: int | None = None) -> tuple[bytes | None, Receive]:
+async def buffered(receive: Receive, *, limit: int) -> tuple[bytes | None, Receive]:
     """The whole body (None past ``limit`` bytes: reading stops), and a ``receive`` replaying it."""
-    body = bytearray()
-    complete = False
+    body, more = bytearray(), True
     after: list[Message] = []
-    while True:
+    while more and len(body) <= limit:
         message = await receive()
-        if message["type"] != "http.request":
+        if message["type"] == "http.request":
+            body += message.get("body", b"")
+            more = bool(message.get("more_body"))
+        else:
             after.append(message)  # the client left: the app hears of it after the body
-            complete = True
-            break
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            complete = True
-            break
-        if limit is not None and len(body) > limit:
-            break
-    pending: list[Message] = [
-        {"type": "http.request", "body": bytes(body), "more_body": not complete},
-        *after,
-    ]
+            more = False
+    pending: list[Message] = [{"type": "http.request", "body": bytes(body), "more_body": more}, *after]
 
     async def replay() -> Message:
         return pending.pop(0) if pending else await receive()
 
-    return (bytes(body) if complete else None), replay
+    return (bytes(body) if len(body) <= limit and not more else None), replay

@@ -1,19 +1,21 @@
-"""The team server: MCP streamable HTTP at ``/mcp`` with API keys or OAuth, rate limits and ``/healthz``.
-
-The SDK's streamable-HTTP app plus: OAuth routes and consent page (``oauth``), one 401 naming the
-protected-resource metadata, a per-key tool-call limit shared over one Postgres (``call_limit``), ``/healthz``
-(``/mcp``'s Host checks; details for root only), streams ended on revocation (``streams``), replicas without
-affinity (``stateless``, ``request_state_keys``), the page (``ui``), and ``AuthGuard`` outside SDK auth (an
-outage is not a bad key; failed logins limited per client address, which a trusted proxy may name:
-``guards.ForwardedClient``). SIGTERM drains requests in flight (``draining``).
+"""The team server: the SDK's streamable HTTP at ``/mcp`` plus OAuth routes and the consent page, one 401
+naming the protected-resource metadata, the guards (``guards``, ``call_limit``; failed logins counted per
+client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation (``streams``),
+replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
 import logging
 import math
+import os
 import socket
+import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,14 +33,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lore_mcp import __version__
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.transport.auth_guard import AuthGuard
-from lore_mcp.transport.call_limit import CallLimiter, RateLimit, call_limiter
+from lore_mcp.transport.call_limit import RateLimit, call_limiter
 from lore_mcp.transport.capabilities import sessionless_handshake
-from lore_mcp.transport.draining import DRAIN_TIMEOUT_S, DrainingServer
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
     MCP_PATH,
+    AuthGuard,
     BusyGuard,
     ForwardedClient,
     SlidingWindowLimiter,
@@ -53,16 +54,19 @@ from stores import CallCounts, StoreError
 
 logger = logging.getLogger("lore_mcp.transport.http")
 
-# How long /healthz waits for the database.
-HEALTH_TIMEOUT_S = 5.0
+HEALTH_TIMEOUT_S = 5.0  # how long /healthz waits for the database
+# How long SIGTERM waits for MCP requests in flight before closing everything anyway.
+DRAIN_TIMEOUT_S = 30.0
+# After the drain time, this long for the rest of shutdown before the process exits regardless.
+EXIT_GRACE_S = 2.0
+# The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
+EXIT_AFTER_DEADLINE = 1
 
 
 def is_loopback(host: str) -> bool:
     """Whether binding ``host`` keeps the server reachable from this machine only."""
-    if host == "localhost":
-        return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
 
@@ -74,9 +78,6 @@ class RequestCounter:
     def __init__(self) -> None:
         self.active = 0
         self.started = 0
-
-    def as_json(self) -> dict[str, int]:
-        return {"in_flight": self.active, "started": self.started}
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def counted(scope: Scope, receive: Receive, send: Send) -> None:
@@ -116,18 +117,22 @@ def build_app(
     if stateless:
         sessionless_handshake(server.lowlevel)
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host, stateless_http=stateless)
-    _install_oauth(app, resource_metadata_url(server))
-    # The page for people (``ui``): static files that call /mcp like any client, same Host checks.
-    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
-    _install_guards(
-        app,
-        server,
-        requests=requests,
-        limiter=call_limiter(rate_limit_per_minute, call_counts),
-        failed_auth_per_minute=failed_auth_per_minute,
-        trusted_proxies=trusted_proxies,
-        call_counts=call_counts,
-    )
+    _install_routes(app, server)
+    proxies = [Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies))] if trusted_proxies else []
+    failures = SlidingWindowLimiter(failed_auth_per_minute)
+    # Outside the SDK's authentication, so AuthGuard sees what it raises and answers; the proxy
+    # headers outermost, so every guard counts against the client a trusted proxy names.
+    app.user_middleware[:0] = [*proxies, Middleware(AuthGuard, failures=failures, shared=call_counts)]
+    gate = [Middleware(BusyGuard, gate=server.heavy_gate)] if server.heavy_gate is not None else []
+    streams = StandingStreams(MCP_PATH, token_verifier_of(app))
+    # Inside it, so these see the caller.
+    app.user_middleware += [
+        Middleware(RateLimit, limiter=call_limiter(rate_limit_per_minute, call_counts)),
+        *gate,
+        Middleware(requests.middleware),
+        Middleware(streams.middleware),
+    ]
+    server.middleware.append(streams.after_revoke)
     return app
 
 
@@ -147,8 +152,11 @@ def resource_metadata_url(server: LoreServer) -> str | None:
     return str(build_resource_metadata_url(auth.resource_server_url))
 
 
-def _install_oauth(app: Any, metadata_url: str | None) -> None:
-    """The verifier's OAuth routes first, so they answer, not the SDK's; ``/mcp`` refuses with Lore's 401."""
+def _install_routes(app: Any, server: LoreServer) -> None:
+    """The verifier's OAuth routes first, so they answer, not the SDK's; ``/mcp`` refuses with Lore's 401.
+    The page for people (``ui``) is static files calling /mcp like any client, under its Host checks."""
+    app.router.routes.extend(ui_routes(server.session_manager.security_settings))
+    metadata_url = resource_metadata_url(server)
     verifier = token_verifier_of(app)
     if isinstance(verifier, LoreBearerVerifier):
         app.router.routes[0:0] = verifier.routes
@@ -194,38 +202,11 @@ def _add_healthz(
         if not details:
             return JSONResponse({"status": body["status"]}, status_code)
         full = {"status": body.pop("status"), "store": store_name, "version": __version__, **body}
-        return JSONResponse({**full, "requests": requests.as_json()}, status_code)
+        in_flight = {"in_flight": requests.active, "started": requests.started}
+        return JSONResponse({**full, "requests": in_flight}, status_code)
 
     route: Any = server.custom_route  # the SDK leaves its decorator untyped
     route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(healthz)
-
-
-def _install_guards(
-    app: Any,
-    server: LoreServer,
-    *,
-    requests: RequestCounter,
-    limiter: CallLimiter,
-    failed_auth_per_minute: int,
-    trusted_proxies: Sequence[str],
-    call_counts: CallCounts | None,
-) -> None:
-    """Wrap the SDK's app in the guards, each where it sees what it must."""
-    proxies = [Middleware(ForwardedClient, trusted_hosts=list(trusted_proxies))] if trusted_proxies else []
-    failures = SlidingWindowLimiter(failed_auth_per_minute)
-    # Outside the SDK's authentication, so AuthGuard sees what it raises and answers; the proxy
-    # headers outermost, so every guard counts against the client a trusted proxy names.
-    app.user_middleware[:0] = [*proxies, Middleware(AuthGuard, failures=failures, shared=call_counts)]
-    gate = [Middleware(BusyGuard, gate=server.heavy_gate)] if server.heavy_gate is not None else []
-    streams = StandingStreams(MCP_PATH, token_verifier_of(app))
-    # Inside it, so these see the caller.
-    app.user_middleware += [
-        Middleware(RateLimit, limiter=limiter),
-        *gate,
-        Middleware(requests.middleware),
-        Middleware(streams.middleware),
-    ]
-    server.middleware.append(streams.after_revoke)
 
 
 def token_verifier_of(app: Any) -> Any:
@@ -254,6 +235,53 @@ def server_config(
     )
 
 
+class DrainingServer(uvicorn.Server):
+    """uvicorn, but SIGTERM waits for MCP requests, not every connection (a GET stream lives as long as its
+    session). Bounded: a thread blocked on a silent database cannot be cancelled and would hold the exit,
+    so past the drain time the process exits, and a timer ``EXIT_GRACE_S`` later if anything still holds it."""
+
+    def __init__(
+        self,
+        config: uvicorn.Config,
+        counter: RequestCounter,
+        *,
+        drain_timeout_s: float,
+        closing: Callable[[], None] | None = None,
+    ) -> None:
+        super().__init__(config)
+        self.counter = counter
+        self.closing = closing
+        self.drain_timeout_s = drain_timeout_s
+
+    async def shutdown(self, sockets: Any = None) -> None:
+        timer = threading.Timer(
+            self.drain_timeout_s + EXIT_GRACE_S, _exit_now, args=("shutdown did not finish in time",)
+        )
+        timer.daemon = True
+        timer.start()
+        if self.closing is not None:
+            self.closing()
+        await super().shutdown(sockets)
+        # uvicorn re-raises the caught signal ("killed by SIGTERM"); after a clean drain, exit 0 instead.
+        self._captured_signals.clear()
+
+    async def _wait_tasks_to_complete(self) -> None:
+        deadline = time.monotonic() + self.drain_timeout_s
+        while self.counter.active and time.monotonic() < deadline and not self.force_exit:
+            await asyncio.sleep(0.05)
+        if self.counter.active:
+            _exit_now(f"{self.counter.active} MCP requests still running after {self.drain_timeout_s:g} s")
+
+
+def _exit_now(why: str) -> None:
+    """Leave at once, without waiting for threads that may never finish."""
+    logger.error("exiting without waiting: %s", why)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(EXIT_AFTER_DEADLINE)
+
+
 async def serve_http(
     server: LoreServer,
     *,
@@ -268,7 +296,6 @@ async def serve_http(
     counter = RequestCounter()
     app = build_app(server, host=host, counter=counter, **app_options)
     config = server_config(app, host=host, port=port, log_level=log_level, drain_timeout_s=drain_timeout_s)
-    listen = server.listen_streams
-    closing = listen.close if listen is not None else None
+    closing = server.listen_streams.close if server.listen_streams is not None else None
     draining = DrainingServer(config, counter, drain_timeout_s=drain_timeout_s, closing=closing)
     await draining.serve(sockets=list(sockets) if sockets is not None else None)

@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from lore_mcp.transport.draining import EXIT_AFTER_DEADLINE
+from lore_mcp.transport.http import EXIT_AFTER_DEADLINE
 from tests.process.test_replicas import new_key
 from tests.support.processes import lore_command, server_env
 from tests.support.team import free_port, http_client
