@@ -1,11 +1,8 @@
-"""Admission for expensive tool calls, so that one org's heavy work cannot stall another's.
-
-Twelve concurrent heavy ``apply`` calls of one org once held every pooled Postgres connection, so another
-org's key check saw the database unreachable; on SQLite heavy work queued ahead of everyone's saves. So
-a ``heavy`` tool takes a slot: ``total`` (below the pool, so cheap calls find a connection), ``per_org``,
-``per_key``. Waiters go FIFO up to ``max_wait_s`` and ``queue_per_org``; past either, ``BUSY``, which
-touches no database, so load is never mistaken for an outage.
-"""
+"""Admission for expensive tool calls, so that one org's heavy work cannot stall another's (twelve heavy
+``apply`` calls of one org once held every pooled Postgres connection). A ``heavy`` tool takes a slot:
+``total`` (below the pool, so cheap calls find a connection), ``per_org``, ``per_key``. Waiters go FIFO up
+to ``max_wait_s`` and ``queue_per_org``; past either, ``BUSY``, which touches no database, so load is never
+mistaken for an outage."""
 
 from __future__ import annotations
 
@@ -23,8 +20,6 @@ QUEUE_FULL = "this org already has the most heavy calls waiting"
 
 
 class Busy(LoreError):
-    """Refused for load: the caller's share of heavy work is taken; try again later."""
-
     code = BUSY
 
     def __init__(self, retry_after_s: int, *, why: str) -> None:
@@ -56,8 +51,6 @@ class Load:
 
 
 class HeavyGate:
-    """Slots for heavy calls, capped in all, per org and per key (see the module docstring)."""
-
     def __init__(
         self,
         total: int,

@@ -1,15 +1,11 @@
 """The per-key rate limit on ``tools/call`` (one per batch element); handshakes and listings are free. On
 Postgres the count is in the database (a fixed window per key, one statement per call), so N replicas
-give a key its limit, not N times it; on SQLite (one process) in memory.
-
-A person on Lore's page (``Caller.person``) has a second, equal budget under the same key: curating
-never spends what the key's agents may call, nor gets more than a key.
-"""
+give a key its limit, not N times it; on SQLite (one process) in memory."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 import anyio.to_thread
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -26,38 +22,20 @@ from stores import CallCounts, StoreError
 
 logger = logging.getLogger("lore_mcp.transport.call_limit")
 
-TOOL_CALL = "tools/call"
 
+class CallLimiter:
+    """A key's allowance of ``limit`` tool calls a minute: in ``counts`` where the store shares one (an
+    unreachable database lets calls through: they will say it is down), else in this process's memory."""
 
-class CallLimiter(Protocol):
-    """Takes tool calls from a key's allowance of ``limit`` per minute."""
-
-    limit: int
-
-    async def take(self, key_id: str, calls: int) -> float | None:
-        """Count ``calls`` if they fit (None); else the seconds until they would."""
-        ...
-
-
-class LocalCallLimiter:
-    """The count in this process's memory (SQLite: one process serves a file)."""
-
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, counts: CallCounts | None = None) -> None:
         self.limit = limit
+        self._counts = counts
         self._window = SlidingWindowLimiter(limit)
 
     async def take(self, key_id: str, calls: int) -> float | None:
-        return self._window.hit(key_id, calls)
-
-
-class SharedCallLimiter:
-    """The shared count; an unreachable database lets calls through (they will say it is down)."""
-
-    def __init__(self, counts: CallCounts, limit: int) -> None:
-        self.limit = limit
-        self._counts = counts
-
-    async def take(self, key_id: str, calls: int) -> float | None:
+        """Count ``calls`` if they fit (None); else the seconds until they would."""
+        if self._counts is None:
+            return self._window.hit(key_id, calls)
         try:
             return await anyio.to_thread.run_sync(self._counts.take, key_id, calls, self.limit, int(WINDOW_S))
         except StoreError as exc:
@@ -65,15 +43,10 @@ class SharedCallLimiter:
             return None
 
 
-def call_limiter(limit: int, counts: CallCounts | None) -> CallLimiter:
-    """The shared count where the store offers one, else this process's own."""
-    return SharedCallLimiter(counts, limit) if counts is not None else LocalCallLimiter(limit)
-
-
 def tool_calls(message: Any) -> int:
     """How many ``tools/call`` requests a JSON-RPC message (or batch) holds."""
     batch = message if isinstance(message, list) else [message]
-    return sum(1 for item in batch if isinstance(item, dict) and item.get("method") == TOOL_CALL)
+    return sum(1 for item in batch if isinstance(item, dict) and item.get("method") == "tools/call")
 
 
 class RateLimit:
@@ -91,7 +64,8 @@ class RateLimit:
             return
         message, receive = await jsonrpc_message(scope, receive)
         calls = tool_calls(message)
-        # A person's page counts in a budget of its own (see the module docstring).
+        # A person on Lore's page (``Caller.person``) has a second, equal budget under the same key: curating
+        # never spends what the key's agents may call, nor gets more than a key.
         budget = f"{caller.key_id}/page" if caller.person else caller.key_id
         wait = await self.limiter.take(budget, calls) if calls else None
         if wait is not None:

@@ -1,19 +1,21 @@
 """What the team server's guards share (sliding-window limits, failed logins, the client's address, JSON-RPC
-errors carrying the refused request's id, so a client shows the reason on that call), ``AuthGuard`` and
-``BusyGuard``; ``call_limit.RateLimit`` is the other."""
+errors carrying the refused request's id, so a client shows the reason on that call), ``AuthGuard``,
+``BusyGuard`` and ``StandingStreams``; ``call_limit.RateLimit`` is the other."""
 
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import ipaddress
 import json
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
@@ -22,10 +24,13 @@ from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from lore_mcp.auth import KeyLookupUnavailable
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.tools.registry import HEAVY_TOOLS
+from lore_mcp.tools.registry import HEAVY_TOOLS, SPECS
 from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
 
 if TYPE_CHECKING:
+    from mcp.server.auth.provider import AccessToken, TokenVerifier
+    from mcp.server.context import ServerRequestContext
+
     from lore_mcp.auth import Caller
     from stores import CallCounts
 
@@ -203,7 +208,6 @@ def has_authorization(scope: Scope) -> bool:
 
 
 def bearer_digest(scope: Scope) -> str | None:
-    """SHA-256 of the request's bearer token, if it has one."""
     for name, value in scope.get("headers", ()):
         if name == b"authorization" and value[:7].lower() == b"bearer ":
             return hashlib.sha256(value[7:]).hexdigest()
@@ -352,3 +356,102 @@ async def buffered(receive: Receive, *, limit: int) -> tuple[bytes | None, Recei
         return pending.pop(0) if pending else await receive()
 
     return (bytes(body) if len(body) <= limit and not more else None), replay
+
+
+def credential_of(token: AccessToken) -> str:
+    """What revocation names: the Lore key behind the token, else the token's client."""
+    caller = caller_of(token)
+    return caller.key_id if caller is not None else token.client_id
+
+
+async def still_verifies(verifier: TokenVerifier, token: AccessToken) -> bool:
+    """Whether ``token`` still verifies as the same unexpired credential; a failed check is a no."""
+    try:
+        current = await verifier.verify_token(token.token)
+    except Exception as exc:  # KeyLookupUnavailable and whatever a verifier raises
+        logger.warning("could not verify a standing stream's credential: %s", exc)
+        return False
+    if current is None or credential_of(current) != credential_of(token):
+        return False
+    return current.expires_at is None or current.expires_at >= int(time.time())
+
+
+class StandingStreams:
+    """A ``GET /mcp`` stream carries notices long after it was authenticated, so before any message passes
+    (a notice, or the 15 s ping) it re-verifies: one revoked anywhere, or uncheckable (database down), ends
+    as a complete response and the client is asked for its key again; a revocation here ends them at once.
+    ``middleware`` goes inside the SDK's auth, to see the caller."""
+
+    def __init__(self, path: str, verifier: TokenVerifier | None) -> None:
+        self.path = path
+        self.verifier = verifier
+        self._open: dict[str, set[anyio.CancelScope]] = {}
+
+    def middleware(self, app: ASGIApp) -> ASGIApp:
+        async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+            user = scope.get("user")
+            if (
+                scope["type"] == "http"
+                and scope.get("method") == "GET"
+                and scope.get("path", "").startswith(self.path)
+                and isinstance(user, AuthenticatedUser)
+                and self.verifier is not None
+            ):
+                await self._serve(app, self.verifier, user.access_token, scope, receive, send)
+            else:
+                await app(scope, receive, send)
+
+        return guarded
+
+    async def _serve(
+        self,
+        app: ASGIApp,
+        verifier: TokenVerifier,
+        token: AccessToken,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        credential = credential_of(token)
+        started = finished = False
+
+        async def checked(message: Message) -> None:
+            nonlocal started, finished
+            body = message["type"] == "http.response.body"
+            if body and message.get("body") and not await still_verifies(verifier, token):
+                logger.info("ending a standing stream: its credential no longer verifies")
+                stream.cancel()  # the message is dropped; the stream ends at the next checkpoint
+                return
+            await send(message)
+            started = started or message["type"] == "http.response.start"
+            finished = finished or (body and not message.get("more_body"))
+
+        with anyio.CancelScope() as stream:
+            self._open.setdefault(credential, set()).add(stream)
+            try:
+                await app(scope, receive, checked)
+            finally:
+                streams = self._open.get(credential, set())
+                streams.discard(stream)
+                if not streams:
+                    self._open.pop(credential, None)
+        if stream.cancelled_caught and started and not finished:
+            with contextlib.suppress(OSError):  # the client may be gone already
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    def close(self, credential: str) -> int:
+        """End every standing stream of ``credential`` now; how many there were."""
+        streams = list(self._open.get(credential, ()))
+        for stream in streams:
+            stream.cancel()
+        return len(streams)
+
+    async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        """Once a tool that ``revokes`` (registry) has revoked a key, end its streams."""
+        result = await call_next(ctx)
+        spec = SPECS.get(str((ctx.params or {}).get("name")))
+        if ctx.method == "tools/call" and spec is not None and spec.revokes and isinstance(result, Mapping):
+            revoked = (result.get("structuredContent") or {}).get("id")
+            if not result.get("isError") and isinstance(revoked, str):
+                self.close(revoked)
+        return result

@@ -1,6 +1,6 @@
 """The team server: the SDK's streamable HTTP at ``/mcp`` plus OAuth routes and the consent page, one 401
 naming the protected-resource metadata, the guards (``guards``, ``call_limit``; failed logins counted per
-client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation (``streams``),
+client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation,
 replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight.
 """
 
@@ -33,8 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lore_mcp import __version__
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.transport.call_limit import RateLimit, call_limiter
-from lore_mcp.transport.capabilities import sessionless_handshake
+from lore_mcp.transport.call_limit import CallLimiter, RateLimit
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
@@ -43,12 +42,13 @@ from lore_mcp.transport.guards import (
     BusyGuard,
     ForwardedClient,
     SlidingWindowLimiter,
+    StandingStreams,
     has_authorization,
 )
 from lore_mcp.transport.oauth.routes import LoreRequireAuth, refused_response
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier
+from lore_mcp.transport.protocol_extras import sessionless_handshake
 from lore_mcp.transport.server import LoreServer
-from lore_mcp.transport.streams import StandingStreams
 from lore_mcp.transport.ui.routes import ui_routes
 from stores import CallCounts, StoreError
 
@@ -127,7 +127,7 @@ def build_app(
     streams = StandingStreams(MCP_PATH, token_verifier_of(app))
     # Inside it, so these see the caller.
     app.user_middleware += [
-        Middleware(RateLimit, limiter=call_limiter(rate_limit_per_minute, call_counts)),
+        Middleware(RateLimit, limiter=CallLimiter(rate_limit_per_minute, call_counts)),
         *gate,
         Middleware(requests.middleware),
         Middleware(streams.middleware),
@@ -237,8 +237,8 @@ def server_config(
 
 class DrainingServer(uvicorn.Server):
     """uvicorn, but SIGTERM waits for MCP requests, not every connection (a GET stream lives as long as its
-    session). Bounded: a thread blocked on a silent database cannot be cancelled and would hold the exit,
-    so past the drain time the process exits, and a timer ``EXIT_GRACE_S`` later if anything still holds it."""
+    session). Bounded: a thread blocked on a silent database cannot be cancelled and would hold the exit, so
+    past the drain time the process exits, and a timer ``EXIT_GRACE_S`` later if anything still holds it."""
 
     def __init__(
         self,

@@ -1,15 +1,14 @@
-"""Change notices: one bus for both eras, scoped to an org and project, across processes on Postgres.
-
-A change publishes one ``Notice`` (which resources, or "any", and ``Reach``); subscribers hear only what
-their caller would see. Lists never change at run time, so listen honours only resource subscriptions.
-Over Postgres ``LISTEN/NOTIFY`` the bus reaches every process, itself included; on SQLite, in process.
-"""
+"""Change notices: one bus for both eras (legacy subscriptions and listen streams). A change publishes one
+``Notice`` (which resources, or "any", and ``Reach``); subscribers hear only what their caller would see.
+Over Postgres ``LISTEN/NOTIFY`` the bus reaches every process, itself included; on SQLite, in process."""
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,19 +29,29 @@ from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    EmptyResult,
+    SubscribeRequestParams,
     SubscriptionFilter,
     SubscriptionsAcknowledgedNotification,
     SubscriptionsAcknowledgedNotificationParams,
     SubscriptionsListenRequestParams,
     SubscriptionsListenResult,
+    UnsubscribeRequestParams,
 )
 
-from lore_mcp.transport.streams import still_verifies
+from lore_mcp.errors import LoreError
+from lore_mcp.tools.context import caller as request_caller
+from lore_mcp.tools.registry import SPECS
+from lore_mcp.transport.guards import still_verifies
 from stores import NoticeFeed
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
+    from mcp.server.connection import Connection
     from mcp.server.context import ServerRequestContext
+    from mcp.server.mcpserver import MCPServer
+
+    from lore_mcp.services.lessons import LessonService
 
 logger = logging.getLogger("lore_mcp.transport")
 
@@ -51,6 +60,11 @@ READY_TIMEOUT_S = 5.0  # how long a new subscription waits for the feed's listen
 MAX_STREAMS = 1024  # listen streams open at once per server, as the SDK's own handler
 MAX_URIS = 1000  # resources one listen stream (or one legacy session) may watch
 MAX_BUFFERED = 1024  # notices waiting for a listen stream's client; a fuller stream is ended
+NOTIFY_TIMEOUT_S = 1.0  # a subscriber that stops reading must not hold up the others
+MAX_PENDING = 1000  # notices waiting per session; older ones are dropped beyond it
+# In each connection's ``state``, so they end with the session.
+SUBSCRIPTIONS_KEY = "lore_mcp.subscriptions"  # uri -> the subscriber's Reach
+PENDING_KEY = "lore_mcp.pending_notices"  # URIs waiting to be sent, in order
 
 
 @dataclass(frozen=True)
@@ -62,9 +76,7 @@ class Reach:
 
     def hears(self, change: Reach) -> bool:
         """Whether a subscription watching ``self`` is told of ``change``."""
-        if self.org != change.org:
-            return False
-        return self.project is None or change.project is None or self.project == change.project
+        return self.org == change.org and (change.project is None or self.project in (None, change.project))
 
 
 @dataclass(frozen=True)
@@ -75,7 +87,6 @@ class Notice:
     uris: frozenset[str] | None
 
     def hits(self, watched: Iterable[str]) -> list[str]:
-        """The ``watched`` URIs this notice is about, in the order given."""
         return [uri for uri in watched if self.uris is None or uri in self.uris]
 
     def events(self, watched: Iterable[str]) -> list[ResourceUpdated]:
@@ -96,7 +107,6 @@ class Notice:
 
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Notice | None:
-        """The notice a feed carried; None for anything else on the channel."""
         org, project, uris = payload.get("org"), payload.get("project"), payload.get("uris")
         if not all(isinstance(v, str | None) for v in (org, project)):
             return None
@@ -149,12 +159,12 @@ class NoticeBus:
         return unsubscribe
 
     async def ready(self) -> None:
-        """Wait (a few seconds at most) until the feed's listening connection is open."""
+        """Wait (``READY_TIMEOUT_S`` at most) until the feed's listening connection is open."""
         if self.feed is not None:
             await anyio.to_thread.run_sync(self.feed.wait_listening, READY_TIMEOUT_S)
 
     def _from_feed(self, payload: dict[str, Any]) -> None:
-        """On the feed's thread: a notice from some process, this one included."""
+        """On the feed's thread: a notice from any process."""
         notice = Notice.from_payload(payload)
         if notice is not None:
             self._fan_out(notice)
@@ -200,8 +210,7 @@ class ScopedListen:
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
     ) -> SubscriptionsListenResult:
-        subscription_id = ctx.request_id
-        verifier, token = self.verifier, get_access_token()
+        subscription_id, token = ctx.request_id, get_access_token()
         if subscription_id is None:
             raise MCPError(INVALID_REQUEST, "subscriptions/listen needs a request id.")
         watched = list(dict.fromkeys(params.notifications.resource_subscriptions or ()))
@@ -222,7 +231,7 @@ class ScopedListen:
                 SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
             )
             async for event in recv:
-                if verifier is not None and token is not None and not await still_verifies(verifier, token):
+                if self.verifier and token and not await still_verifies(self.verifier, token):
                     logger.info("ending a listen stream: its credential no longer verifies")
                     break
                 notification = event_to_notification(event, meta)
@@ -261,3 +270,114 @@ class ScopedListen:
         """End every open listen stream gracefully (each sends its final result)."""
         for stream in list(self._streams):
             stream.close()
+
+
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> Connection | None:
+    """The connection, whose ``state`` outlives a request (the SDK's proxy holds it privately), or None."""
+    return getattr(ctx.session, "_connection", None)
+
+
+class LegacySubscriptions:
+    """Legacy ``resources/subscribe``: a session hears ``resources/updated`` for a watched URI a notice names
+    in the project its reads show (``reach(None)``). Any URI may be watched, even one not yet existing (an
+    import keeps ids)."""
+
+    def __init__(self, bus: NoticeBus, reach: Callable[[str | None], Reach]) -> None:
+        self.bus = bus
+        self.reach = reach
+        # Connections with at least one subscription; dropped when their session ends.
+        self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self._hearing = False  # whether the subscribers listen on the bus yet
+        self._sending: set[asyncio.Task[None]] = set()  # one per session with notices to send
+        self._busy: weakref.WeakSet[Connection] = weakref.WeakSet()  # the sessions those tasks serve
+
+    async def subscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscribeRequestParams
+    ) -> EmptyResult:
+        connection = connection_of(ctx)
+        if connection is None:
+            raise MCPError(INVALID_PARAMS, "Subscriptions need a session.")
+        subscriptions: dict[str, Reach] = connection.state.setdefault(SUBSCRIPTIONS_KEY, {})
+        uri = str(params.uri)
+        if uri not in subscriptions and len(subscriptions) >= MAX_URIS:
+            raise MCPError(INVALID_PARAMS, f"A session may hold at most {MAX_URIS} subscriptions.")
+        subscriptions[uri] = self.reach(None)
+        self.subscribers.add(connection)
+        if not self._hearing:
+            self._hearing = True
+            self.bus.subscribe(self.hear)
+        await self.bus.ready()
+        return EmptyResult()
+
+    async def unsubscribe(
+        self, ctx: ServerRequestContext[Any, Any], params: UnsubscribeRequestParams
+    ) -> EmptyResult:
+        connection = connection_of(ctx)
+        if connection is not None:
+            connection.state.get(SUBSCRIPTIONS_KEY, {}).pop(str(params.uri), None)
+        return EmptyResult()
+
+    def hear(self, notice: Notice) -> None:
+        """On the loop: queue ``notice`` for each session watching its URIs, starting its sender if none."""
+        for connection in list(self.subscribers):
+            subscriptions: dict[str, Reach] = connection.state.get(SUBSCRIPTIONS_KEY, {})
+            hits = notice.hits(
+                uri for uri, watched in list(subscriptions.items()) if watched.hears(notice.reach)
+            )
+            if not hits:
+                continue
+            pending = connection.state.setdefault(PENDING_KEY, collections.deque(maxlen=MAX_PENDING))
+            pending.extend(hits)
+            if connection not in self._busy:
+                self._busy.add(connection)
+                task = asyncio.get_running_loop().create_task(self._send(connection, pending))
+                self._sending.add(task)
+                task.add_done_callback(self._sending.discard)
+
+    async def _send(self, connection: Connection, pending: collections.deque[str]) -> None:
+        """Send waiting notices in order; a session not reading loses one per ``NOTIFY_TIMEOUT_S``."""
+        try:
+            while pending:
+                uri = pending.popleft()
+                with anyio.move_on_after(NOTIFY_TIMEOUT_S):
+                    await connection.send_resource_updated(uri)
+        finally:
+            self._busy.discard(connection)
+
+
+def caller_reach(server: MCPServer, lessons: LessonService | None) -> Callable[[str | None], Reach]:
+    """Where this request acts for project ``requested`` (``reach(None)``: what resources show). Without
+    ``lessons`` (remote mode) the team server decides: org and, unless named, project are unknown here."""
+
+    def reach(requested: str | None) -> Reach:
+        if lessons is None:
+            return Reach(None, requested)
+        caller = request_caller() or getattr(server, "local_caller", None)
+        try:
+            scope = lessons.scope(requested, caller)
+        except LoreError:  # a project this key cannot reach; the call went to its own
+            scope = lessons.scope(None, caller)
+        return Reach(scope.org, scope.project)
+
+    return reach
+
+
+def change_notices(bus: NoticeBus, reach: Callable[[str | None], Reach]) -> Any:
+    """Server middleware publishing on ``bus`` what each successful tool call changed: the URIs its registry
+    entry names, where it acted (ids are per project: elsewhere, another lesson)."""
+
+    async def after_tool_call(ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
+        result = await call_next(ctx)
+        params = ctx.params or {}
+        spec = SPECS.get(str(params.get("name"))) if ctx.method == "tools/call" else None
+        if spec is None or not isinstance(result, Mapping) or result.get("isError"):
+            return result
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, Mapping) else {}
+        uris = spec.changes(arguments, result.get("structuredContent") or {})
+        if uris is None or uris:
+            requested = arguments.get("project")
+            await bus.publish(Notice(reach(requested if isinstance(requested, str) else None), uris))
+        return result
+
+    return after_tool_call

@@ -1,7 +1,5 @@
 """Remote mode: a stdio server forwarding every call to a team server. It lists its own tools, so listings
-work with the team server down; calls are redacted *before* leaving, over one kept-open HTTP session.
-``UNAVAILABLE`` covers a team server without its database (the key was not checked: not ``UNAUTHORIZED``).
-"""
+work with the team server down; calls are redacted *before* leaving, over one kept-open HTTP session."""
 
 from __future__ import annotations
 
@@ -38,10 +36,6 @@ class RemoteUnavailable(LoreError):
     code = UNAVAILABLE
 
 
-class RemoteUnauthorized(LoreError):
-    code = UNAUTHORIZED
-
-
 def no_endpoint(url: str, consequence: str) -> str:
     """The sentence for a URL where a server answers 404: a wrong path, not a server down."""
     return (
@@ -53,14 +47,12 @@ def no_endpoint(url: str, consequence: str) -> str:
 def api_url_fix(url: str) -> str:
     """What to set LORE_API_URL to, with this server's own /mcp as the example."""
     parts = urlsplit(url)
-    return (
-        "set LORE_API_URL to the team server's base URL or its /mcp endpoint, such as "
-        f"{parts.scheme}://{parts.netloc}/mcp"
-    )
+    example = f"{parts.scheme}://{parts.netloc}/mcp"
+    return f"set LORE_API_URL to the team server's base URL or its /mcp endpoint, such as {example}"
 
 
 def redact_arguments(value: Any, found: set[str]) -> Any:
-    """Every string in the arguments, however deep, with secrets replaced."""
+    """Every string in the arguments, however deep, with secrets replaced (their kinds added to ``found``)."""
     if isinstance(value, str):
         result = redact(value)
         found.update(result.kinds)
@@ -97,13 +89,8 @@ class RemoteConnection:
         self._task_group.cancel_scope.cancel()
         await self._task_group.__aexit__(None, None, None)
 
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
-        return await self._use(lambda client: client.call_tool(name, arguments))
-
-    async def read_resource(self, uri: str) -> Any:
-        return await self._use(lambda client: client.read_resource(uri))
-
-    async def _use(self, request: Callable[[Client], Awaitable[T]]) -> T:
+    async def use(self, request: Callable[[Client], Awaitable[T]]) -> T:
+        """``request``'s answer over the session, or a ``LoreError`` saying what failed."""
         # A status from an earlier call (or from connecting) must not explain this one.
         self._last_status, self._no_endpoint = None, False
         client = await self._connected()
@@ -216,20 +203,18 @@ class RemoteConnection:
                 f"The team server at {self.url} answered 503 Service Unavailable; nothing was changed. "
                 "Try again shortly; if it lasts, tell the team server's admin."
             )
-        return RemoteUnauthorized(
+        return LoreError(
             f"The team server at {self.url} refused LORE_API_KEY (unknown, revoked or malformed); "
-            "ask an admin for a key (`lore-memory keys create`)."
+            "ask an admin for a key (`lore-memory keys create`).",
+            UNAUTHORIZED,
         )
 
 
 class RemoteLoreServer(LoreServer):
-    """Lore's tools, answered by the team server (see the module docstring)."""
-
     def __init__(
         self, services: None, *, remote: RemoteConnection, default_project: str | None, **settings: Any
     ) -> None:
-        """``remote`` answers every call; ``default_project`` (LORE_PROJECT) fills calls naming no project,
-        else the team server decides (a project-scoped key means its own)."""
+        """``default_project`` (LORE_PROJECT) fills calls naming no project, else the team server decides."""
         super().__init__(services, **settings)
         self.remote = remote
         self.default_project = default_project
@@ -245,15 +230,11 @@ class RemoteLoreServer(LoreServer):
         self.check_call(name, arguments)
         found: set[str] = set()
         clean = redact_arguments(arguments, found)
-        if (
-            self.default_project is not None
-            and schema is not None
-            and "project" in schema.get("properties", {})
-            and clean.get("project") is None
-        ):
+        takes_project = schema is not None and "project" in schema.get("properties", {})
+        if self.default_project is not None and takes_project and clean.get("project") is None:
             clean["project"] = self.default_project
         try:
-            result = await self.remote.call_tool(name, clean)
+            result = await self.remote.use(lambda client: client.call_tool(name, clean))
         except LoreError as exc:
             raise ToolError(wire_text(exc.code, exc.message)) from None
         if found and not result.is_error:
@@ -261,13 +242,12 @@ class RemoteLoreServer(LoreServer):
         return result
 
     async def run_stdio_async(self) -> None:
-        """Serve over stdio, holding the connection to the team server meanwhile."""
         async with self.remote:
             await super().run_stdio_async()
 
     async def read_resource(self, uri: Any, context: Any = None) -> Any:
         try:
-            result = await self.remote.read_resource(str(uri))
+            result = await self.remote.use(lambda client: client.read_resource(str(uri)))
         except LoreError as exc:
             raise ResourceError(wire_text(exc.code, exc.message)) from None
         return [

@@ -14,7 +14,7 @@ import httpx2
 import pytest
 
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.transport.oauth.page_client import PAGE_CLIENT_PATH
+from lore_mcp.transport.oauth.clients import PAGE_CLIENT_PATH
 from tests.support.oauth import OAuthServer, consent, oauth_server, pkce, redirect_params
 from tests.support.team import free_port, raw_post
 

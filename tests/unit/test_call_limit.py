@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lore_mcp.transport.call_limit import LocalCallLimiter, SharedCallLimiter, tool_calls
+from lore_mcp.transport.call_limit import CallLimiter, tool_calls
 from lore_mcp.transport.guards import MESSAGE_KEY, SlidingWindowLimiter, jsonrpc_message
 from stores.errors import UnavailableError
 
@@ -54,7 +54,7 @@ def test_several_calls_at_once_fit_only_whole() -> None:
 
 
 async def test_the_in_process_limiter_counts_per_key() -> None:
-    limiter = LocalCallLimiter(2)
+    limiter = CallLimiter(2)
     assert await limiter.take("a", 2) is None
     assert await limiter.take("a", 1) is not None
     assert await limiter.take("b", 1) is None
@@ -66,7 +66,7 @@ class DownCounts:
 
 
 async def test_a_count_the_database_cannot_make_lets_the_call_through() -> None:
-    assert await SharedCallLimiter(DownCounts(), 1).take("a", 1) is None
+    assert await CallLimiter(1, DownCounts()).take("a", 1) is None
 
 
 async def test_the_body_is_read_once_and_handed_on_whole() -> None:

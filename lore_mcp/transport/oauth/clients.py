@@ -1,15 +1,13 @@
-"""OAuth clients: registered ones (RFC 7591) and client ID metadata documents, and their redirect URIs.
+"""OAuth clients, registered (RFC 7591) or known by a client ID metadata document (its ``client_id`` is an
+HTTPS URL whose JSON names it and its redirect URIs), and their redirect URIs.
 
-A client ID metadata document lets a client be known unregistered: its ``client_id`` is an HTTPS URL whose
-JSON names it and its redirect URIs. Any caller can make the server fetch one, so the fetch reaches only
-public addresses (every resolved address is checked and the connection goes to a checked one: no spelling
-of ``127.0.0.1`` or DNS answer reaches this machine or network), with a total deadline, bounded body and
-bounded concurrency; a document whose ``client_id`` is not its own URL is refused; results are cached.
+Any caller can make the server fetch a document, so the fetch reaches only public addresses (the connection
+goes to a checked address: no spelling of ``127.0.0.1`` or DNS answer reaches this machine or network),
+bounded in time, body and concurrency; a document naming another ``client_id`` is refused; results cached.
 
-A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252 §7.3:
-native apps pick a free port). Schemes are an allow-list, so one the browser runs or reads itself
-(``javascript:``, ``data:``, ``file:``, ``blob:``, …) never receives a code or an error: https, http on
-loopback, and a native app's private-use scheme (RFC 8252 §7.1: reverse-domain, or ``APP_SCHEMES``).
+A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252 §7.3).
+Schemes are an allow-list, so one the browser runs or reads itself (``javascript:``, ``data:``, ``file:``,
+…) never receives a code or an error: https, http on loopback, and an app's private-use scheme (§7.1).
 """
 
 from __future__ import annotations
@@ -28,20 +26,23 @@ import anyio
 import httpx2
 from mcp.server.auth.provider import RegistrationError
 from mcp.shared.auth import InvalidRedirectUriError, OAuthClientInformationFull
-from pydantic import AnyUrl, ValidationError
+from pydantic import AnyHttpUrl, AnyUrl, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
 logger = logging.getLogger("lore_mcp.transport.oauth")
 
-# The largest metadata document read; a real one is a few hundred bytes.
-CIMD_MAX_BYTES = 5 * 1024
-# How long a fetch of one may take in all: resolving, connecting and reading.
-CIMD_TIMEOUT_S = 5.0
+PAGE_PATH = "/ui/"
+PAGE_CLIENT_PATH = "/ui/oauth-client.json"
+PAGE_CLIENT_NAME = "Lore's page for people"
+CIMD_MAX_BYTES = 5 * 1024  # a real document is a few hundred bytes
+CIMD_TIMEOUT_S = 5.0  # resolving, connecting and reading, in all
 # How long a fetched document is used, and a refused one refused, before it is fetched again.
 CIMD_TTL_S = 300.0
 CIMD_REFUSED_TTL_S = 60.0
 CIMD_CACHE_MAX = 1000
-# How many fetches may run at once; one more is refused at once rather than queued.
-CIMD_CONCURRENT = 8
+CIMD_CONCURRENT = 8  # fetches at once; one more is refused at once rather than queued
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
 # Native MCP clients' private-use schemes not in reverse-domain form (cursor://anysphere..., VS Code's).
 APP_SCHEMES = ("cursor", "vscode", "vscode-insiders")
@@ -58,31 +59,24 @@ def is_loopback_redirect(uri: str) -> bool:
 
 def redirect_allowed(uri: str) -> bool:
     """Whether ``uri`` may receive a code; never with a fragment (RFC 6749 §3.1.2)."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme  # urlsplit lowers it
-    if parts.fragment or not scheme:
+    parts = urlsplit(uri)  # which lowers the scheme
+    if parts.fragment or not parts.scheme:
         return False
-    if scheme in ("http", "https"):
-        return is_loopback_redirect(uri) if scheme == "http" else bool(parts.hostname)
-    return "." in scheme or scheme in APP_SCHEMES
-
-
-def _without_port(uri: str) -> str:
-    parts = urlsplit(uri)
-    host = parts.hostname or ""
-    netloc = f"[{host}]" if ":" in host else host
-    return parts._replace(netloc=netloc).geturl()
+    if parts.scheme in ("http", "https"):
+        return is_loopback_redirect(uri) if parts.scheme == "http" else bool(parts.hostname)
+    return "." in parts.scheme or parts.scheme in APP_SCHEMES
 
 
 def redirect_matches(requested: str, registered: str) -> bool:
     """Exact match; for loopback URIs, exact but for the port."""
-    if requested == registered:
-        return True
-    return (
-        is_loopback_redirect(requested)
-        and is_loopback_redirect(registered)
-        and _without_port(requested) == _without_port(registered)
-    )
+
+    def without_port(uri: str) -> str:
+        parts = urlsplit(uri)
+        host = parts.hostname or ""
+        return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
+
+    loopback = is_loopback_redirect(requested) and is_loopback_redirect(registered)
+    return requested == registered or (loopback and without_port(requested) == without_port(registered))
 
 
 class LoreClient(OAuthClientInformationFull):
@@ -109,7 +103,6 @@ class LoreClient(OAuthClientInformationFull):
 
 
 def check_redirect_uris(uris: list[str]) -> None:
-    """A client's redirect URIs, each as ``redirect_allowed`` says."""
     for uri in uris:
         if not redirect_allowed(uri):
             raise RegistrationError(
@@ -124,7 +117,7 @@ def is_metadata_url(client_id: str) -> bool:
 
 
 class DocumentRefused(ValueError):
-    """Why a client ID metadata document is not used: a clause for the client's error description."""
+    """Why a metadata document is not used: a clause for the client's error description."""
 
 
 class MetadataDocuments:
@@ -200,8 +193,8 @@ class MetadataDocuments:
         return client_from_document(url, json.loads(body))
 
     async def _addresses(self, host: str, port: int) -> list[str]:
-        """What ``host`` resolves to, each public (IPv4-mapped judged as IPv4), so no name or numeric spelling
-        read as local (``127.1``, ``2130706433``, ``0x7f000001``, ``0``) reaches this machine or network."""
+        """What ``host`` resolves to, each public (IPv4-mapped judged as IPv4): no name or spelling read as
+        local (``127.1``, ``2130706433``, ``0x7f000001``, ``0``) reaches this machine or network."""
         try:
             found = await anyio.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError:
@@ -249,9 +242,8 @@ def client_from_document(url: str, document: Any) -> LoreClient:
         check_redirect_uris(uris)
     except RegistrationError as exc:
         raise DocumentRefused(exc.error_description or "a redirect URI is refused") from None
-    fields = {
-        k: document[k] for k in ("client_name", "client_uri", "logo_uri") if isinstance(document.get(k), str)
-    }
+    names = ("client_name", "client_uri", "logo_uri")
+    fields = {k: document[k] for k in names if isinstance(document.get(k), str)}
     return LoreClient(
         client_id=url,
         redirect_uris=[AnyUrl(u) for u in uris],
@@ -260,3 +252,43 @@ def client_from_document(url: str, document: Any) -> LoreClient:
         response_types=["code"],
         **fields,
     )
+
+
+class PageClient(LoreClient):
+    """The page for people (``/ui``), a public client its own server knows without registering (a row per
+    sign-in) or fetching itself: the provider knows ``{issuer}/ui/oauth-client.json`` in process and serves
+    that document there. Its one redirect URI, ``{issuer}/ui/``, is matched exactly, port included."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        own = str((self.redirect_uris or [])[0])
+        if redirect_uri is None or str(redirect_uri) == own:
+            return AnyUrl(own)
+        raise InvalidRedirectUriError(
+            f"The redirect_uri {str(redirect_uri)!r} is refused: Lore's page returns only to {own}."
+        )
+
+
+def page_client(issuer: str) -> PageClient:
+    base = issuer.rstrip("/")
+    return PageClient(
+        client_id=base + PAGE_CLIENT_PATH,
+        client_name=PAGE_CLIENT_NAME,
+        client_uri=AnyHttpUrl(base + PAGE_PATH),
+        redirect_uris=[AnyUrl(base + PAGE_PATH)],
+        token_endpoint_auth_method="none",
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+    )
+
+
+def document_route(client: PageClient) -> Route:
+    """The page client's metadata document at its id's path, for anyone who reads it."""
+    fields = ("client_id", "client_name", "client_uri", "redirect_uris", "grant_types", "response_types")
+    document = client.model_dump(mode="json", include={*fields, "token_endpoint_auth_method"})
+
+    async def serve(request: Request) -> Response:
+        return JSONResponse(
+            document, headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"}
+        )
+
+    return Route(PAGE_CLIENT_PATH, serve, methods=["GET"])

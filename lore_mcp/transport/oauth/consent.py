@@ -1,10 +1,7 @@
-"""The consent page: where a person lets a client reach Lore with one of their API keys.
-
-It shows the client's name (always escaped), its return host and the project, and asks for an API key or
-offers the one this browser approved before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming, never
-holding, it); approving issues a code bound to that key. The CSRF token must match a ``SameSite=Strict``
-cookie, cross-origin POSTs are refused, wrong keys are limited per address. Nothing logs a key or token.
-"""
+"""The consent page: where a person lets a client reach Lore with one of their API keys, or the one this
+browser approved before (a signed ``HttpOnly`` ``SameSite=Lax`` cookie naming, never holding, it). The CSRF
+token must match a ``SameSite=Strict`` cookie, cross-origin POSTs are refused, wrong keys are limited per
+address. Nothing logs a key or token."""
 
 from __future__ import annotations
 
@@ -25,14 +22,17 @@ from lore_mcp.transport.guards import (
     client_address,
     count_failure,
 )
-from lore_mcp.transport.oauth.provider import LoreOAuthProvider
-from lore_mcp.transport.oauth.signing import REMEMBER_MAX_AGE_S
+from lore_mcp.transport.oauth.provider import REMEMBER_MAX_AGE_S, LoreOAuthProvider
 from stores import ApiKey, CallCounts
 
 # How the consent page's wrong keys are counted across replicas (``guards.count_failure``).
 FAILED_CONSENT_DOOR = "failed-consent"
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
+UNKNOWN_KEY = "This server does not know that API key, or it was revoked; ask your Lore admin for one."
+BAD_PROJECT = (
+    "A project name is letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit."
+)
 EXPIRED_LINK = "This sign-in link has expired or was altered; start connecting again from your client."
 HEADERS = {
     "Cache-Control": "no-store",
@@ -50,10 +50,9 @@ STYLE = (
 
 
 class ConsentPage:
-    """``GET`` shows the page, ``POST`` takes the person's answer."""
+    """``GET`` shows the page, ``POST`` takes the answer; ``shared`` counts wrong keys for every replica."""
 
     def __init__(self, provider: LoreOAuthProvider, shared: CallCounts | None = None) -> None:
-        """``shared``: the store's ``CallCounts``, where every replica counts wrong keys."""
         self.provider = provider
         self.failures = SlidingWindowLimiter(FAILED_AUTH_PER_MINUTE)
         self.shared = shared
@@ -63,7 +62,7 @@ class ConsentPage:
         if request.method == "POST":
             return await self._answer(request)
         signed = request.query_params.get("request", "")
-        pending = (await self.provider.signer()).load_request(signed)
+        pending = (await self.provider.signed("request")).check(signed)
         if pending is None:
             return _problem(EXPIRED_LINK)
         return await self._page(request, signed, pending, error=None)
@@ -90,11 +89,11 @@ class ConsentPage:
         response.set_cookie(
             CSRF_COOKIE,
             csrf,
+            max_age=3600,
             httponly=True,
             samesite="strict",
             secure=self.secure,
             path="/oauth",
-            max_age=3600,
         )
         return response
 
@@ -106,7 +105,7 @@ class ConsentPage:
                 "This form expired or was sent from another site; reload the page and try again.", 403
             )
         signed = fields.get("request", "")
-        pending = (await self.provider.signer()).load_request(signed)
+        pending = (await self.provider.signed("request")).check(signed)
         if pending is None:
             return _problem(EXPIRED_LINK)
         if fields.get("decision") != "approve":
@@ -142,7 +141,7 @@ class ConsentPage:
             await self.provider.approve(pending, key, project), status_code=303, headers=HEADERS
         )
         if fields.get("remember") == "yes":
-            remember = (await self.provider.signer()).remember({"key": key.id, "org": key.org})
+            remember = (await self.provider.signed("remember")).dumps({"key": key.id, "org": key.org})
             response.set_cookie(
                 REMEMBER_COOKIE, remember, max_age=REMEMBER_MAX_AGE_S, httponly=True, samesite="lax",
                 secure=self.secure, path="/oauth",
@@ -154,26 +153,21 @@ class ConsentPage:
         typed = fields.get("api_key", "").strip()
         if not typed:
             remembered = await self._remembered(request)
-            if remembered is not None:
-                return remembered, ""
-            return None, "Enter a Lore API key (it starts with lore_sk_)."
+            return remembered, "" if remembered else "Enter a Lore API key (it starts with lore_sk_)."
         if not KEY_PATTERN.fullmatch(typed):
             return None, "That is not a Lore API key: one is lore_sk_ followed by 32 letters and digits."
         key: ApiKey | None = await self.provider.verifier.bounded(
             self.provider.keys.key_by_hash, secret_digest(typed)
         )
         if key is None or key.revoked_at is not None:
-            return (
-                None,
-                "This server does not know that API key, or it was revoked; ask your Lore admin for one.",
-            )
+            return None, UNKNOWN_KEY
         return key, ""
 
     async def _remembered(self, request: Request) -> ApiKey | None:
         signed = request.cookies.get(REMEMBER_COOKIE)
         if not signed:
             return None
-        value = (await self.provider.signer()).load_remember(signed)
+        value = (await self.provider.signed("remember")).check(signed)
         if value is None or not isinstance(value.get("key"), str) or not isinstance(value.get("org"), str):
             return None
         key: ApiKey | None = await self.provider.verifier.bounded(
@@ -187,10 +181,7 @@ def project_for(key: ApiKey, asked: str) -> tuple[str | None, str | None]:
     if not asked:
         return key.project, None
     if not PROJECT_PATTERN.fullmatch(asked):
-        return (
-            None,
-            "A project name is letters, digits, '.', '_' and '-', at most 64, starting with a letter or digit.",
-        )
+        return None, BAD_PROJECT
     if key.project is not None and asked != key.project:
         return (
             None,

@@ -1,10 +1,8 @@
-"""The SDK's ``OAuthAuthorizationServerProvider`` over the store's OAuth rows.
-
-The SDK's handlers check each request (PKCE S256, the code's client, expiry, redirect URI, secrets); this
-decides which clients exist, where a person consents, and what codes and tokens bind to: a code comes only
-from the consent page, for the key entered there; tokens bind to that key, its org, the project granted
-and this resource (RFC 8707). Each use of a code or refresh token is recorded, so a replay is refused and
-revokes every token the authorization produced.
+"""The SDK's ``OAuthAuthorizationServerProvider`` over the store's OAuth rows. The SDK's handlers check each
+request (PKCE S256, the code's client, expiry, redirect URI, secrets); this decides which clients exist and
+what codes and tokens bind to: a code comes only from the consent page, for the key entered there; tokens
+bind to that key, its org, the project granted and this resource (RFC 8707). Each use of a code or refresh
+token is recorded, so a replay is refused and revokes every token the authorization produced.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from itsdangerous import BadData, URLSafeTimedSerializer
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
@@ -34,9 +33,8 @@ from lore_mcp.transport.oauth.clients import (
     MetadataDocuments,
     check_redirect_uris,
     is_metadata_url,
+    page_client,
 )
-from lore_mcp.transport.oauth.page_client import page_client
-from lore_mcp.transport.oauth.signing import Signer
 from lore_mcp.transport.oauth.tokens import (
     ACCESS_PREFIX,
     ACCESS_TOKEN_TTL_S,
@@ -47,7 +45,6 @@ from lore_mcp.transport.oauth.tokens import (
     LoreBearerVerifier,
     new_secret,
     same_resource,
-    token_row,
 )
 from stores import ApiKey, OAuthCode, OAuthGrant, OAuthTokenRow
 
@@ -57,6 +54,24 @@ UNUSED_CLIENTS_PER_ADDRESS = 20
 UNUSED_CLIENT_TTL = timedelta(hours=24)
 # RFC 7636 §4.2: S256 gives 43 characters; the grammar allows 43 to 128 of these.
 CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+REQUEST_MAX_AGE_S = 10 * 60  # how long a person has to answer the consent page
+REMEMBER_MAX_AGE_S = 30 * 24 * 3600  # how long a browser remembers the key it approved with
+
+
+class Signed(URLSafeTimedSerializer):
+    """Values for one purpose (its salt), so a value signed for one is never accepted as another; one altered
+    or past its age is refused."""
+
+    def __init__(self, secret: str, purpose: str, max_age: int) -> None:
+        super().__init__(secret, salt=f"lore-oauth-{purpose}")
+        self.max_age = max_age
+
+    def check(self, signed: str) -> dict[str, Any] | None:
+        try:
+            value = self.loads(signed, max_age=self.max_age)
+        except BadData:
+            return None
+        return value if isinstance(value, dict) else None
 
 
 class ClientsCrowded(Exception):
@@ -68,8 +83,6 @@ class ClientsCrowded(Exception):
 
 
 class LoreOAuthProvider:
-    """Lore as an OAuth 2.1 authorization server for its own ``/mcp`` resource."""
-
     def __init__(
         self, verifier: LoreBearerVerifier, *, issuer: str, documents: MetadataDocuments | None = None
     ) -> None:
@@ -80,17 +93,17 @@ class LoreOAuthProvider:
         self.documents = documents or MetadataDocuments()
         # The page for people (/ui), known without registering and never fetched over HTTP.
         self.page = page_client(issuer)
-        self._signer: Signer | None = None
+        self._signed: dict[str, Signed] = {}
+        self._store = verifier.bounded
 
-    async def signer(self) -> Signer:
-        """The signer of the consent page's values, under the secret every replica shares."""
-        if self._signer is None:
+    async def signed(self, purpose: str) -> Signed:
+        """The consent page's round-tripped values (the pending ``request``, the cookie to ``remember`` a key)
+        under one secret in the store, so every replica accepts another's."""
+        if not self._signed:
             secret = await self._store(self.keys.oauth.secret, "consent", secrets.token_urlsafe(32))
-            self._signer = Signer(secret)
-        return self._signer
-
-    async def _store(self, call: Any, *args: Any) -> Any:
-        return await self.verifier.bounded(call, *args)
+            ages = {"request": REQUEST_MAX_AGE_S, "remember": REMEMBER_MAX_AGE_S}
+            self._signed = {name: Signed(secret, name, age) for name, age in ages.items()}
+        return self._signed[purpose]
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         if client_id == self.page.client_id:
@@ -140,7 +153,7 @@ class LoreOAuthProvider:
             "state": params.state,
             "scopes": list(params.scopes or []),
         }
-        signed = (await self.signer()).request(pending)
+        signed = (await self.signed("request")).dumps(pending)
         return construct_redirect_uri(self.issuer.rstrip("/") + CONSENT_PATH, request=signed)
 
     async def approve(self, pending: dict[str, Any], key: ApiKey, project: str | None) -> str:
@@ -247,7 +260,8 @@ class LoreOAuthProvider:
             (access, "access", ACCESS_TOKEN_TTL_S),
             (refresh, "refresh", REFRESH_TOKEN_TTL_S),
         ):
-            row = token_row(kind, family, grant, ttl_s)
+            expires_at = datetime.fromtimestamp(time.time() + ttl_s, UTC)
+            row = OAuthTokenRow(kind=kind, family=family, grant=grant, expires_at=expires_at, revoked=False)
             await self._store(self.keys.oauth.add_token, secret_digest(secret), row)
         return OAuthToken(
             access_token=access,
@@ -260,7 +274,6 @@ class LoreOAuthProvider:
     async def exchange_identity_assertion(
         self, client: OAuthClientInformationFull, params: IdentityAssertionParams
     ) -> OAuthToken:
-        """Not offered: a grant comes only from a person on the consent page."""
         raise TokenError("unsupported_grant_type", "This server issues tokens only through its consent page.")
 
     async def load_access_token(self, token: str) -> AccessToken | None:

@@ -1,30 +1,28 @@
 """``/register`` (RFC 7591) with limits fitting real clients, so whoever reaches the server cannot fill its
-database through it.
+database through it (the SDK's handler accepts any size and number, from anyone).
 
-The SDK's handler accepts any size and number, from anyone. Before it: a per-address rate (across
-replicas, as failed logins), optionally an API key (``LORE_OAUTH_REGISTRATION=key``), bounds on the body
-and each field (Claude Desktop, claude.ai, Cursor, the Inspector send under 1 KiB). A client counts
-against its address until its first token; one that never gets one is deleted. Refusals are RFC 7591
-error JSON with one sentence; the rate and the cap answer 429 with ``Retry-After``.
+Before the SDK's handler: a per-address rate (across replicas, as failed logins), optionally an API key
+(``LORE_OAUTH_REGISTRATION=key``), bounds on the body and each field (real clients send under 1 KiB). A
+client counts against its address until its first token; one that never gets one is deleted.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import math
-from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, cast
 
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.routes import REGISTRATION_PATH, cors_middleware
 from mcp.server.auth.settings import ClientRegistrationOptions
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata
+from mcp.shared.auth import OAuthClientMetadata
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Message, Receive
 
-from lore_mcp.transport.guards import SlidingWindowLimiter, client_address, count_failure
+from lore_mcp.transport.guards import SlidingWindowLimiter, buffered, client_address, count_failure
 from lore_mcp.transport.oauth.provider import ClientsCrowded, LoreOAuthProvider
 from stores import CallCounts
 
@@ -81,22 +79,10 @@ def error(status: int, code: str, sentence: str, wait: float | None = None) -> R
     return JSONResponse({"error": code, "error_description": sentence}, status_code=status, headers=headers)
 
 
-@dataclass
-class _From:
-    """The provider as the SDK's handler sees it for one registration from ``address``."""
-
-    provider: LoreOAuthProvider
-    address: str
-
-    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
-        await self.provider.register_client(client_info, self.address)
-
-
 class Registration:
-    """``POST /register``: the limits, then the SDK's handler."""
+    """``POST /register``: the limits (``require_key``: only with an API key), then the SDK's handler."""
 
     def __init__(self, provider: LoreOAuthProvider, *, require_key: bool, shared: CallCounts | None) -> None:
-        """``require_key``: only a request with an API key registers; ``shared`` counts across replicas."""
         self.provider = provider
         self.require_key = require_key
         self.shared = shared
@@ -107,7 +93,11 @@ class Registration:
         refused = await self._refused(request, address)
         if refused is not None:
             return refused
-        body = await _read(request)
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES:
+            body, receive = None, request.receive  # the rest is left unread
+        else:
+            body, receive = await buffered(request.receive, limit=REGISTRATION_MAX_BYTES)
         if body is None:
             return error(
                 413,
@@ -117,11 +107,13 @@ class Registration:
         problem = metadata_problem(body)
         if problem is not None:
             return error(400, *problem)
+        # The provider as the SDK's handler sees it for one registration from ``address``.
+        register = functools.partial(self.provider.register_client, address=address)
         sdk = RegistrationHandler(
-            cast(Any, _From(self.provider, address)), ClientRegistrationOptions(enabled=True)
+            cast(Any, SimpleNamespace(register_client=register)), ClientRegistrationOptions(enabled=True)
         )
         try:
-            answer: Response = await sdk.handle(Request(request.scope, _replay(body)))
+            answer: Response = await sdk.handle(Request(request.scope, receive))
         except ClientsCrowded as crowded:
             return error(
                 429,
@@ -156,26 +148,6 @@ class Registration:
         if scheme.lower() != "bearer" or not token.startswith("lore_sk_"):
             return False
         return await self.provider.verifier.api_keys.verify_token(token) is not None
-
-
-async def _read(request: Request) -> bytes | None:
-    """The body, or None once it is over ``REGISTRATION_MAX_BYTES`` (the rest left unread)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES:
-        return None
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > REGISTRATION_MAX_BYTES:
-            return None
-    return bytes(body)
-
-
-def _replay(body: bytes) -> Receive:
-    async def receive() -> Message:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    return receive
 
 
 def registration_route(

@@ -1,35 +1,34 @@
-"""The OAuth routes of the team server, and the one 401 every refused credential gets.
-
-The SDK's routes run on ``LoreOAuthProvider``. The metadata (RFC 8414) also says the response carries
-``iss`` (RFC 9207) and client ID metadata documents are accepted; ``/authorize`` says why one was refused
-(the SDK says only "not found"). Protected-resource metadata (RFC 9728) is at ``/mcp``'s derived path and
-the bare well-known one.
-"""
+"""The OAuth routes of the team server, on ``LoreOAuthProvider``, and the one 401 every refused credential
+gets; Lore's versions of the SDK's routes say what it leaves out (see each)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.handlers.revoke import RevocationErrorResponse, RevocationHandler
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
+from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
-from mcp.server.auth.middleware.client_auth import ClientAuthenticator
+from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.routes import (
     AUTHORIZATION_PATH,
-    REGISTRATION_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     build_metadata,
     build_resource_metadata_url,
     cors_middleware,
-    create_auth_routes,
+    validate_issuer_url,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
 from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyHttpUrl
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, request_response
@@ -41,13 +40,12 @@ from lore_mcp.transport.oauth.clients import (
     LOOPBACK_HOSTS,
     DocumentRefused,
     MetadataDocuments,
+    document_route,
     is_metadata_url,
 )
 from lore_mcp.transport.oauth.consent import ConsentPage
-from lore_mcp.transport.oauth.page_client import document_route
 from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
 from lore_mcp.transport.oauth.registration import error, registration_route
-from lore_mcp.transport.oauth.revocation import client_route, revocation_route
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
 from stores import CallCounts, KeyStore
 
@@ -55,6 +53,7 @@ from stores import CallCounts, KeyStore
 UNAUTHORIZED_JSONRPC_CODE = -32028
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
 
 
 def refused_response(metadata_url: str | None) -> JSONResponse:
@@ -100,16 +99,51 @@ class LoreTokenHandler(TokenHandler):
 
     async def handle(self, request: Request) -> Response:
         asked = (await request.form()).get("resource")
-        if isinstance(asked, str) and not same_resource(asked, self.resource):
+        answer: Response
+        if not isinstance(asked, str) or same_resource(asked, self.resource):
+            answer = await super().handle(request)
+        else:
             sentence = (
                 f"This server issues tokens only for {self.resource}; the resource {asked!r} is another one."
             )
-            answer: Response = self.response(
-                TokenErrorResponse(error="invalid_target", error_description=sentence)
-            )
-        else:
-            answer = await super().handle(request)
+            answer = self.response(TokenErrorResponse(error="invalid_target", error_description=sentence))
         return answer
+
+
+class LoreRevocationHandler(RevocationHandler):
+    """For public clients too: the SDK's ``/revoke`` requires a ``client_secret``, so a public client (RFC
+    7009 §2.1), such as the page signing out, could not revoke. It authenticates as the SDK does
+    (confidential clients still need the secret), revokes the client's own token, and answers 200 for an
+    unknown one, so the answer says nothing about which tokens exist."""
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            client = await self.client_authenticator.authenticate_request(request)
+        except AuthenticationError as exc:
+            error = RevocationErrorResponse(error="unauthorized_client", error_description=exc.message)
+            return PydanticJSONResponse(status_code=401, content=error)
+        token = (await request.form()).get("token")
+        if not isinstance(token, str) or not token:
+            error = RevocationErrorResponse(
+                error="invalid_request", error_description="The form needs the token to revoke."
+            )
+            return PydanticJSONResponse(status_code=400, content=error)
+        found: Any = await self.provider.load_access_token(token)
+        if found is None:
+            found = await self.provider.load_refresh_token(client, token)
+        if found is not None and found.client_id == client.client_id:
+            await self.provider.revoke_token(found)
+        return Response(status_code=200, headers=NO_STORE)
+
+
+def client_route(path: str, handle: Any) -> Route:
+    """A route clients post a form to, wrapped as the SDK wraps its own (a body limit, CORS for browsers)."""
+    methods = ["POST", "OPTIONS"]
+    limited = RequestBodyLimitMiddleware(request_response(handle), DEFAULT_MAX_REQUEST_BODY_SIZE)
+    cors = CORSMiddleware(
+        limited, allow_origins="*", allow_methods=methods, allow_headers=[MCP_PROTOCOL_VERSION_HEADER]
+    )
+    return Route(path, endpoint=cors, methods=methods)
 
 
 def oauth_possible(issuer: str) -> bool:
@@ -150,19 +184,16 @@ def oauth_routes(
     *,
     registration: str = "open",
 ) -> list[BaseRoute]:
-    """The SDK's OAuth routes, Lore's versions of five, and consent. ``issuer`` is parsed as ``AuthSettings``
-    does (no trailing slash): clients compare metadata ``issuer`` and ``iss`` character by character."""
+    """Lore's versions of the SDK's five OAuth routes, consent and the page client's document. ``issuer`` is
+    parsed as ``AuthSettings`` does (no trailing slash): clients compare ``issuer`` and ``iss`` exactly."""
+    validate_issuer_url(issuer)
     options = ClientRegistrationOptions(enabled=True)
     revocation = RevocationOptions(enabled=True)
-    replaced = (AS_METADATA_PATH, REVOCATION_PATH, AUTHORIZATION_PATH, REGISTRATION_PATH, TOKEN_PATH)
-    sdk = create_auth_routes(
-        provider, issuer_url=issuer, client_registration_options=options, revocation_options=revocation
-    )
-    tokens = LoreTokenHandler(provider, ClientAuthenticator(provider), resource=provider.resource)
+    authenticator = ClientAuthenticator(provider)
+    tokens = LoreTokenHandler(provider, authenticator, resource=provider.resource)
     return [
-        *(route for route in sdk if getattr(route, "path", None) not in replaced),
         authorize_route(provider),
-        revocation_route(provider),  # one that public clients can use
+        client_route(REVOCATION_PATH, LoreRevocationHandler(provider, authenticator).handle),
         registration_route(provider, require_key=registration == "key", shared=call_counts),
         client_route(TOKEN_PATH, tokens.handle),
         *metadata_routes(provider, issuer, build_metadata(issuer, None, options, revocation)),
@@ -172,7 +203,8 @@ def oauth_routes(
 
 
 def metadata_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl, metadata: OAuthMetadata) -> list[Route]:
-    """RFC 8414 metadata with what the SDK's leaves out, and RFC 9728 metadata at both paths."""
+    """RFC 8414 metadata with what the SDK's leaves out (``iss`` in the response, RFC 9207; client ID metadata
+    documents accepted), and RFC 9728 metadata at ``/mcp``'s derived path and the bare well-known one."""
     metadata.authorization_response_iss_parameter_supported = True
     metadata.client_id_metadata_document_supported = True
     methods = ["none", "client_secret_post", "client_secret_basic"]

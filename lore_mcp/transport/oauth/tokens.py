@@ -1,24 +1,19 @@
-"""What ``/mcp`` accepts as a bearer token: a Lore API key, or an access token this server issued.
-
-OAuth credentials are random strings with a prefix naming what they are (so a pasted one is redacted like
-an API key); only their SHA-256 is stored. An access token works only at its resource, and its approving
-key is looked up on every request, so revoking that key ends the token at the next one.
-"""
+"""What ``/mcp`` accepts as a bearer token: a Lore API key, or an access token this server issued. OAuth
+credentials carry a prefix naming what they are (so a pasted one is redacted like an API key); only their
+SHA-256 is stored. An access token's approving key is looked up on every request, so revoking that key ends
+the token at the next one."""
 
 from __future__ import annotations
 
 import secrets
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from mcp.server.auth.provider import AccessToken
 from starlette.routing import BaseRoute
 
 from lore_mcp.auth import Caller, secret_digest
 from lore_mcp.key_tokens import ApiKeyVerifier, LoreAccessToken
-from stores import ApiKey, KeyStore, OAuthGrant, OAuthTokenRow
+from stores import ApiKey, KeyStore, OAuthGrant
 
 ACCESS_PREFIX = "lore_at_"
 REFRESH_PREFIX = "lore_rt_"
@@ -32,7 +27,6 @@ CODE_TTL_S = 5 * 60
 
 
 def new_secret(prefix: str) -> str:
-    """A fresh credential: ``prefix`` and 256 bits from the OS's CSPRNG."""
     return prefix + secrets.token_urlsafe(32)
 
 
@@ -56,9 +50,11 @@ class LoreBearerVerifier:
         self.keys = keys
         self.resource = resource
         self.api_keys = api_keys or ApiKeyVerifier(keys)
+        # A store call on a worker thread, bounded as key lookups are (``KeyLookupUnavailable``).
+        self.bounded = self.api_keys.bounded
         # The authorization server's routes, served beside /mcp (``routes.team_auth``); empty: keys only.
         self.routes: list[BaseRoute] = []
-        # The page's OAuth client id (``page_client``), where this server offers OAuth.
+        # The page's OAuth client id (``clients.PageClient``), where this server offers OAuth.
         self.page_client_id: str | None = None
 
     async def verify_token(self, token: str) -> AccessToken | None:
@@ -85,17 +81,3 @@ class LoreBearerVerifier:
         """The key behind ``grant``, or None once it is revoked (or gone)."""
         key = await self.bounded(self.keys.key_by_id, grant.org, grant.key_id)
         return key if key is not None and key.revoked_at is None else None
-
-    async def bounded(self, call: Callable[..., Any], *args: Any) -> Any:
-        """A store call on a worker thread, bounded as key lookups are (``KeyLookupUnavailable``)."""
-        return await self.api_keys.bounded(call, *args)
-
-
-def token_row(kind: str, family: str, grant: OAuthGrant, ttl_s: int) -> OAuthTokenRow:
-    return OAuthTokenRow(
-        kind=kind,
-        family=family,
-        grant=grant,
-        expires_at=datetime.fromtimestamp(time.time() + ttl_s, UTC),
-        revoked=False,
-    )

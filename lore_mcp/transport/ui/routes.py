@@ -1,9 +1,6 @@
-"""Serve the page's static files at ``/ui``, with headers that keep stored text inert.
-
-The files are read once at start-up, so a request can only name one of them. The CSP allows only this
-origin (no inline script, no eval, no framing), so even a lesson slipping past the text-only rendering
-could not run script. The Host and Origin checks are ``/mcp``'s (DNS rebinding).
-"""
+"""Serve the page's static files at ``/ui``, read once at start-up, so a request can only name one of them.
+The CSP allows only this origin (no inline script, no eval, no framing), so even a lesson slipping past the
+text-only rendering could not run script. The Host and Origin checks are ``/mcp``'s (DNS rebinding)."""
 
 from __future__ import annotations
 
@@ -36,20 +33,16 @@ MEDIA_TYPES = {
 }
 
 
-def static_files() -> dict[str, tuple[bytes, str]]:
+def static_files(folder: Any = None, prefix: str = "") -> dict[str, tuple[bytes, str]]:
     """Every file of the page by its path under ``/ui/``, with its media type."""
-    root = resources.files(__package__ or "lore_mcp.transport.ui").joinpath("static")
+    folder = folder or resources.files(__package__ or "lore_mcp.transport.ui").joinpath("static")
     found: dict[str, tuple[bytes, str]] = {}
-    pending: list[tuple[str, Any]] = [("", root)]
-    while pending:
-        prefix, folder = pending.pop()
-        for entry in folder.iterdir():
-            if entry.is_dir():
-                pending.append((f"{prefix}{entry.name}/", entry))
-                continue
-            suffix = "." + entry.name.rsplit(".", 1)[-1]
-            if suffix in MEDIA_TYPES:
-                found[prefix + entry.name] = (entry.read_bytes(), MEDIA_TYPES[suffix])
+    for entry in folder.iterdir():
+        suffix = "." + entry.name.rsplit(".", 1)[-1]
+        if entry.is_dir():
+            found.update(static_files(entry, f"{prefix}{entry.name}/"))
+        elif suffix in MEDIA_TYPES:
+            found[prefix + entry.name] = (entry.read_bytes(), MEDIA_TYPES[suffix])
     return found
 
 
