@@ -1,6 +1,6 @@
 """What the team server's guards share (sliding-window limits, failed logins, the client's address, JSON-RPC
 errors carrying the refused request's id, so a client shows the reason on that call), ``AuthGuard``,
-``BusyGuard`` and ``StandingStreams``; ``call_limit.RateLimit`` is the other."""
+``RateLimit``, ``BusyGuard`` and ``StandingStreams``."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import anyio
 import anyio.to_thread
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
@@ -26,31 +27,26 @@ from lore_mcp.auth import KeyLookupUnavailable
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.tools.registry import HEAVY_TOOLS, SPECS
 from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
+from stores import CallCounts, StoreError
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken, TokenVerifier
     from mcp.server.context import ServerRequestContext
 
     from lore_mcp.auth import Caller
-    from stores import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 
 MCP_PATH = "/mcp"
 HEALTH_PATH = "/healthz"
 WINDOW_S = 60.0
-# Failed authentications (401) one client address may make per minute; beyond, 429 before any lookup.
-FAILED_AUTH_PER_MINUTE = 30
-# How ``/mcp``'s failed authentications are counted across replicas (``count_failure``).
-FAILED_AUTH_DOOR = "failed-auth"
-# Addresses and keys tracked at once; beyond, the stalest are forgotten.
-MAX_TRACKED = 10_000
-# JSON-RPC's range for server-defined errors.
-RATE_LIMITED_JSONRPC_CODE = -32029
+FAILED_AUTH_PER_MINUTE = 30  # 401s per client address a minute; beyond, 429 before any lookup
+FAILED_AUTH_DOOR = "failed-auth"  # how /mcp's failed logins are counted across replicas (``count_failure``)
+MAX_TRACKED = 10_000  # addresses and keys tracked at once; beyond, the stalest are forgotten
+RATE_LIMITED_JSONRPC_CODE = -32029  # these three in JSON-RPC's range for server-defined errors
 UNAVAILABLE_JSONRPC_CODE = -32030
 BUSY_JSONRPC_CODE = -32031
-# Where the guards keep the JSON of a POST's body, so that it is read off the wire once.
-MESSAGE_KEY = "lore.jsonrpc"
+MESSAGE_KEY = "lore.jsonrpc"  # where the guards keep a POST's body as JSON, read off the wire once
 PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedClient``
 
 
@@ -99,11 +95,9 @@ class SlidingWindowLimiter:
     def _forget_stale(self) -> None:
         """Drop keys with no hit in the window; if that is not enough, the oldest half."""
         cutoff = self.clock() - self.window
-        for key in [k for k, hits in self._hits.items() if not hits or hits[-1] <= cutoff]:
-            del self._hits[key]
+        self._hits = {key: hits for key, hits in self._hits.items() if hits and hits[-1] > cutoff}
         if len(self._hits) >= MAX_TRACKED:
-            for key in list(self._hits)[: len(self._hits) // 2]:
-                del self._hits[key]
+            self._hits = dict(list(self._hits.items())[len(self._hits) // 2 :])
 
 
 async def count_failure(
@@ -137,20 +131,14 @@ def jsonrpc_id(message: Any) -> str | int | None:
 
 
 async def send_jsonrpc_error(
-    send: Send, *, status: int, code: int, message: str, retry_after: int, id: str | int | None = None
+    send: Send, status: int, code: int, message: str, retry_after: int, id: str | int | None
 ) -> None:
     """An HTTP error with a JSON-RPC body, so MCP clients show the reason, not a bare status."""
-    error: dict[str, Any] = {"code": code, "message": message}
-    if status == 429:
-        error["data"] = {"retry_after": retry_after}
-    body = json.dumps({"jsonrpc": "2.0", "id": id, "error": error}).encode()
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(retry_after).encode()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    data = {"data": {"retry_after": retry_after}} if status == 429 else {}
+    body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, **data}}
+    answer = JSONResponse(body, status, headers={"Retry-After": str(retry_after)})
+    await send({"type": "http.response.start", "status": status, "headers": answer.raw_headers})
+    await send({"type": "http.response.body", "body": answer.body})
 
 
 async def refuse_too_many(
@@ -158,14 +146,9 @@ async def refuse_too_many(
 ) -> None:
     """429 ``RATE_LIMITED`` with ``Retry-After``: more than ``why``, try again in ``wait`` s."""
     retry_after = max(1, math.ceil(wait))
-    await send_jsonrpc_error(
-        send,
-        status=429,
-        code=RATE_LIMITED_JSONRPC_CODE,
-        message=f"RATE_LIMITED: more than {why}; retry after {retry_after} s{advice}.",
-        retry_after=retry_after,
-        id=await request_id(scope, receive),
-    )
+    message = f"RATE_LIMITED: more than {why}; retry after {retry_after} s{advice}."
+    refused = await request_id(scope, receive)
+    await send_jsonrpc_error(send, 429, RATE_LIMITED_JSONRPC_CODE, message, retry_after, refused)
 
 
 def client_address(scope: Scope) -> str:
@@ -219,6 +202,61 @@ def authenticated_post(scope: Scope) -> Caller | None:
     user = scope.get("user") if scope["type"] == "http" else None
     caller = caller_of(user.access_token) if isinstance(user, AuthenticatedUser) else None
     return caller if scope.get("method") == "POST" else None
+
+
+class CallLimiter:
+    """A key's allowance of ``limit`` tool calls a minute: on Postgres in ``counts`` (a fixed window per key,
+    one statement per call), so N replicas give a key its limit, not N times it (an unreachable database
+    lets calls through: they will say it is down); on SQLite (one process) in memory."""
+
+    def __init__(self, limit: int, counts: CallCounts | None = None) -> None:
+        self.limit = limit
+        self._counts = counts
+        self._window = SlidingWindowLimiter(limit)
+
+    async def take(self, key_id: str, calls: int) -> float | None:
+        """Count ``calls`` if they fit (None); else the seconds until they would."""
+        if self._counts is None:
+            return self._window.hit(key_id, calls)
+        try:
+            return await anyio.to_thread.run_sync(self._counts.take, key_id, calls, self.limit, int(WINDOW_S))
+        except StoreError as exc:
+            logger.warning("rate limit not checked, the database did not answer: %s", exc)
+            return None
+
+
+def tool_calls(message: Any) -> int:
+    """One per ``tools/call`` of a message or batch: handshakes and listings are free."""
+    batch = message if isinstance(message, list) else [message]
+    return sum(1 for item in batch if isinstance(item, dict) and item.get("method") == "tools/call")
+
+
+class RateLimit:
+    """Inside auth: past ``limiter.limit`` tool calls per key a minute (one per batch element; handshakes and
+    listings are free), 429 ``RATE_LIMITED``. Only an authenticated POST can hold a tool call, so only its
+    body is read (once)."""
+
+    def __init__(self, app: ASGIApp, limiter: CallLimiter) -> None:
+        self.app = app
+        self.limiter = limiter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller = authenticated_post(scope)
+        if caller is None or not scope.get("path", "").startswith(MCP_PATH):
+            await self.app(scope, receive, send)
+            return
+        message, receive = await jsonrpc_message(scope, receive)
+        calls = tool_calls(message)
+        # A person on Lore's page (``Caller.person``) has a second, equal budget under the same key: curating
+        # never spends what the key's agents may call, nor gets more than a key.
+        budget = f"{caller.key_id}/page" if caller.person else caller.key_id
+        wait = await self.limiter.take(budget, calls) if calls else None
+        if wait is not None:
+            who = "on Lore's page" if caller.person else "with this API key"
+            why = f"{self.limiter.limit} tool calls in a minute {who}"
+            await refuse_too_many(scope, receive, send, wait, why)
+            return
+        await self.app(scope, receive, send)
 
 
 class AuthGuard:
@@ -283,15 +321,11 @@ class AuthGuard:
 
 
 async def _unavailable(send: Send, id: str | int | None) -> None:
-    await send_jsonrpc_error(
-        send,
-        status=503,
-        code=UNAVAILABLE_JSONRPC_CODE,
-        message="UNAVAILABLE: The team server's database is unreachable or not answering, so it "
-        "could not check the API key; nothing was done. Try again shortly.",
-        retry_after=5,
-        id=id,
+    message = (
+        "UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+        "could not check the API key; nothing was done. Try again shortly."
     )
+    await send_jsonrpc_error(send, 503, UNAVAILABLE_JSONRPC_CODE, message, 5, id)
 
 
 class BusyGuard:
@@ -315,13 +349,9 @@ class BusyGuard:
             await self.app(scope, receive, send)
             return
         busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
+        refusal = f"{busy.code}: {busy.message}"
         await send_jsonrpc_error(
-            send,
-            status=429,
-            code=BUSY_JSONRPC_CODE,
-            message=f"{busy.code}: {busy.message}",
-            retry_after=busy.retry_after_s,
-            id=jsonrpc_id(message),
+            send, 429, BUSY_JSONRPC_CODE, refusal, busy.retry_after_s, jsonrpc_id(message)
         )
 
 
@@ -397,22 +427,17 @@ class StandingStreams:
                 and isinstance(user, AuthenticatedUser)
                 and self.verifier is not None
             ):
-                await self._serve(app, self.verifier, user.access_token, scope, receive, send)
+                await self._serve(app, user.access_token, scope, receive, send)
             else:
                 await app(scope, receive, send)
 
         return guarded
 
     async def _serve(
-        self,
-        app: ASGIApp,
-        verifier: TokenVerifier,
-        token: AccessToken,
-        scope: Scope,
-        receive: Receive,
-        send: Send,
+        self, app: ASGIApp, token: AccessToken, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        credential = credential_of(token)
+        credential, verifier = credential_of(token), self.verifier
+        assert verifier is not None
         started = finished = False
 
         async def checked(message: Message) -> None:
@@ -439,12 +464,10 @@ class StandingStreams:
             with contextlib.suppress(OSError):  # the client may be gone already
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def close(self, credential: str) -> int:
-        """End every standing stream of ``credential`` now; how many there were."""
-        streams = list(self._open.get(credential, ()))
-        for stream in streams:
+    def close(self, credential: str) -> None:
+        """End every standing stream of ``credential`` now."""
+        for stream in list(self._open.get(credential, ())):
             stream.cancel()
-        return len(streams)
 
     async def after_revoke(self, ctx: ServerRequestContext[Any, Any], call_next: Any) -> Any:
         """Once a tool that ``revokes`` (registry) has revoked a key, end its streams."""

@@ -1,8 +1,7 @@
 """The team server: the SDK's streamable HTTP at ``/mcp`` plus OAuth routes and the consent page, one 401
-naming the protected-resource metadata, the guards (``guards``, ``call_limit``; failed logins counted per
+naming the protected-resource metadata, the guards (``guards``; failed logins counted per
 client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation,
-replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight.
-"""
+replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight."""
 
 from __future__ import annotations
 
@@ -33,14 +32,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from lore_mcp import __version__
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.transport.call_limit import CallLimiter, RateLimit
 from lore_mcp.transport.guards import (
     FAILED_AUTH_PER_MINUTE,
     HEALTH_PATH,
     MCP_PATH,
     AuthGuard,
     BusyGuard,
+    CallLimiter,
     ForwardedClient,
+    RateLimit,
     SlidingWindowLimiter,
     StandingStreams,
     has_authorization,
@@ -55,12 +55,9 @@ from stores import CallCounts, StoreError
 logger = logging.getLogger("lore_mcp.transport.http")
 
 HEALTH_TIMEOUT_S = 5.0  # how long /healthz waits for the database
-# How long SIGTERM waits for MCP requests in flight before closing everything anyway.
-DRAIN_TIMEOUT_S = 30.0
-# After the drain time, this long for the rest of shutdown before the process exits regardless.
-EXIT_GRACE_S = 2.0
-# The exit status when requests or shutdown were still running at the deadline (0 after a clean drain).
-EXIT_AFTER_DEADLINE = 1
+DRAIN_TIMEOUT_S = 30.0  # SIGTERM waits this long for MCP requests in flight, then closes everything
+EXIT_GRACE_S = 2.0  # then this long for the rest of shutdown before the process exits regardless
+EXIT_AFTER_DEADLINE = 1  # the exit status when anything still ran at the deadline (0 after a clean drain)
 
 
 def is_loopback(host: str) -> bool:
@@ -140,16 +137,13 @@ def share_request_state(server: LoreServer, keys: Sequence[str]) -> None:
     """Seal ``requestState`` with ``keys[0]``, open with any (not the SDK's per-process key), so any replica
     opens what another sealed. Swapped in place, so the SDK's middleware order stays."""
     boundary = RequestStateBoundary(RequestStateSecurity(keys=list(keys)), default_audience=server.name)
-    chain = server.middleware
-    chain[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in chain]
+    server.middleware[:] = [boundary if isinstance(m, RequestStateBoundary) else m for m in server.middleware]
 
 
 def resource_metadata_url(server: LoreServer) -> str | None:
     """The protected-resource metadata URL (RFC 9728) every 401 names; None without OAuth."""
-    auth = server.settings.auth
-    if auth is None or auth.resource_server_url is None:
-        return None
-    return str(build_resource_metadata_url(auth.resource_server_url))
+    url = server.settings.auth.resource_server_url if server.settings.auth is not None else None
+    return str(build_resource_metadata_url(url)) if url is not None else None
 
 
 def _install_routes(app: Any, server: LoreServer) -> None:

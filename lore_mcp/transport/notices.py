@@ -108,9 +108,8 @@ class Notice:
     @classmethod
     def from_payload(cls, payload: Mapping[str, Any]) -> Notice | None:
         org, project, uris = payload.get("org"), payload.get("project"), payload.get("uris")
-        if not all(isinstance(v, str | None) for v in (org, project)):
-            return None
-        if uris is not None and not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
+        listed = uris is None or (isinstance(uris, list) and all(isinstance(u, str) for u in uris))
+        if not listed or not all(isinstance(v, str | None) for v in (org, project)):
             return None
         return cls(Reach(org, project), None if uris is None else frozenset(uris))
 
@@ -251,9 +250,7 @@ class ScopedListen:
         def deliver(notice: Notice) -> None:
             if not reach.hears(notice.reach):
                 return
-            for event in notice.events(watched):
-                if not event_matches(honored, watched, event):
-                    continue
+            for event in (e for e in notice.events(watched) if event_matches(honored, watched, e)):
                 try:
                     send.send_nowait(event)
                 except anyio.ClosedResourceError:
@@ -285,8 +282,7 @@ class LegacySubscriptions:
     def __init__(self, bus: NoticeBus, reach: Callable[[str | None], Reach]) -> None:
         self.bus = bus
         self.reach = reach
-        # Connections with at least one subscription; dropped when their session ends.
-        self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()
+        self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()  # each gone with its session
         self._hearing = False  # whether the subscribers listen on the bus yet
         self._sending: set[asyncio.Task[None]] = set()  # one per session with notices to send
         self._busy: weakref.WeakSet[Connection] = weakref.WeakSet()  # the sessions those tasks serve

@@ -28,8 +28,7 @@ logger = logging.getLogger("lore_mcp.transport.remote")
 T = TypeVar("T")
 
 CONNECT_TIMEOUT_S = 10.0
-# A call may wait on the team server's model load or a large apply; beyond this it is UNAVAILABLE.
-CALL_TIMEOUT_S = 120.0
+CALL_TIMEOUT_S = 120.0  # a call may wait on the team server's model load or a large apply
 
 
 class RemoteUnavailable(LoreError):

@@ -17,7 +17,7 @@ import pytest
 
 from lore_mcp.auth import secret_digest
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.transport.oauth import provider, registration
+from lore_mcp.transport.oauth import provider, routes
 from tests.mcp.test_oauth_edges import REDIRECT, authorize_url, code_for, exchange, register, tokens_for
 from tests.support.oauth import OAuthServer, consent, metadata_documents, oauth_server, pkce, redirect_params
 
@@ -181,7 +181,7 @@ def test_a_metadata_document_with_a_script_redirect_is_refused(
 
 
 def test_a_burst_from_one_address_gets_429_with_retry_after(lore: OAuthServer) -> None:
-    for _ in range(registration.REGISTRATIONS_PER_MINUTE):
+    for _ in range(routes.REGISTRATIONS_PER_MINUTE):
         assert post(lore, client()).status_code == 201
     refused = post(lore, client())
     assert refused.status_code == 429 and 1 <= int(refused.headers["retry-after"]) <= 60
@@ -191,7 +191,7 @@ def test_a_burst_from_one_address_gets_429_with_retry_after(lore: OAuthServer) -
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 def test_the_rate_holds_across_replicas_on_postgres(store: Any, embedder: Embedder) -> None:
-    limit = registration.REGISTRATIONS_PER_MINUTE
+    limit = routes.REGISTRATIONS_PER_MINUTE
     with oauth_server(store, embedder) as one, oauth_server(store, embedder) as two:
         answers = [post((one, two)[n % 2], client()).status_code for n in range(2 * limit)]
     # Each replica counts in the database: the limit, plus one per replica that learns of it

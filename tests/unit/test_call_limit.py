@@ -1,4 +1,4 @@
-"""What the per-key rate limit counts (``lore_mcp.transport.call_limit``) and the in-process
+"""What the per-key rate limit counts (``lore_mcp.transport.guards``) and the in-process
 window's arithmetic for several calls at once; the body is read off the wire once."""
 
 from __future__ import annotations
@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
-from lore_mcp.transport.call_limit import CallLimiter, tool_calls
-from lore_mcp.transport.guards import MESSAGE_KEY, SlidingWindowLimiter, jsonrpc_message
+from lore_mcp.transport.guards import (
+    MESSAGE_KEY,
+    CallLimiter,
+    SlidingWindowLimiter,
+    jsonrpc_message,
+    tool_calls,
+)
 from stores.errors import UnavailableError
 
 

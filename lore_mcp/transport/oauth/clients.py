@@ -1,14 +1,9 @@
-"""OAuth clients, registered (RFC 7591) or known by a client ID metadata document (its ``client_id`` is an
-HTTPS URL whose JSON names it and its redirect URIs), and their redirect URIs.
-
-Any caller can make the server fetch a document, so the fetch reaches only public addresses (the connection
-goes to a checked address: no spelling of ``127.0.0.1`` or DNS answer reaches this machine or network),
-bounded in time, body and concurrency; a document naming another ``client_id`` is refused; results cached.
-
-A redirect URI must match a declared one exactly, but a loopback one may use any port (RFC 8252 §7.3).
-Schemes are an allow-list, so one the browser runs or reads itself (``javascript:``, ``data:``, ``file:``,
-…) never receives a code or an error: https, http on loopback, and an app's private-use scheme (§7.1).
-"""
+"""OAuth clients, registered (RFC 7591) or known by a client ID metadata document (an HTTPS ``client_id``
+whose JSON names it and its redirect URIs). Any caller can make the server fetch a document, so the fetch
+reaches only public addresses (no spelling of ``127.0.0.1`` or DNS answer reaches this machine or network),
+bounded in time, body and concurrency. A redirect URI must match a declared one exactly (a loopback one on
+any port: RFC 8252 §7.3) and its scheme an allow-list, so one the browser runs or reads itself
+(``javascript:``, ``data:``, ``file:``, …) never receives a code or an error."""
 
 from __future__ import annotations
 
@@ -44,8 +39,7 @@ CIMD_REFUSED_TTL_S = 60.0
 CIMD_CACHE_MAX = 1000
 CIMD_CONCURRENT = 8  # fetches at once; one more is refused at once rather than queued
 LOOPBACK_HOSTS = ("127.0.0.1", "::1", "localhost")
-# Native MCP clients' private-use schemes not in reverse-domain form (cursor://anysphere..., VS Code's).
-APP_SCHEMES = ("cursor", "vscode", "vscode-insiders")
+APP_SCHEMES = ("cursor", "vscode", "vscode-insiders")  # app schemes not in reverse-domain form
 REDIRECT_RULE = (
     "use https, http on a loopback address (127.0.0.1, [::1], localhost), or an app's own scheme in "
     "reverse-domain form (com.example.app:/callback) or cursor:, vscode:, without a fragment."
@@ -282,7 +276,6 @@ def page_client(issuer: str) -> PageClient:
 
 
 def document_route(client: PageClient) -> Route:
-    """The page client's metadata document at its id's path, for anyone who reads it."""
     fields = ("client_id", "client_name", "client_uri", "redirect_uris", "grant_types", "response_types")
     document = client.model_dump(mode="json", include={*fields, "token_endpoint_auth_method"})
 

@@ -25,8 +25,7 @@ from lore_mcp.transport.guards import (
 from lore_mcp.transport.oauth.provider import REMEMBER_MAX_AGE_S, LoreOAuthProvider
 from stores import ApiKey, CallCounts
 
-# How the consent page's wrong keys are counted across replicas (``guards.count_failure``).
-FAILED_CONSENT_DOOR = "failed-consent"
+FAILED_CONSENT_DOOR = "failed-consent"  # how wrong keys are counted across replicas (``count_failure``)
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
 UNKNOWN_KEY = "This server does not know that API key, or it was revoked; ask your Lore admin for one."
@@ -164,10 +163,7 @@ class ConsentPage:
         return key, ""
 
     async def _remembered(self, request: Request) -> ApiKey | None:
-        signed = request.cookies.get(REMEMBER_COOKIE)
-        if not signed:
-            return None
-        value = (await self.provider.signed("remember")).check(signed)
+        value = (await self.provider.signed("remember")).check(request.cookies.get(REMEMBER_COOKIE, ""))
         if value is None or not isinstance(value.get("key"), str) or not isinstance(value.get("org"), str):
             return None
         key: ApiKey | None = await self.provider.verifier.bounded(

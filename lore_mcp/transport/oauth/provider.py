@@ -2,8 +2,7 @@
 request (PKCE S256, the code's client, expiry, redirect URI, secrets); this decides which clients exist and
 what codes and tokens bind to: a code comes only from the consent page, for the key entered there; tokens
 bind to that key, its org, the project granted and this resource (RFC 8707). Each use of a code or refresh
-token is recorded, so a replay is refused and revokes every token the authorization produced.
-"""
+token is recorded, so a replay is refused and revokes every token the authorization produced."""
 
 from __future__ import annotations
 
@@ -52,8 +51,7 @@ CONSENT_PATH = "/oauth/consent"
 # Token-less clients one address may hold, kept this long: a person approves minutes after registering.
 UNUSED_CLIENTS_PER_ADDRESS = 20
 UNUSED_CLIENT_TTL = timedelta(hours=24)
-# RFC 7636 §4.2: S256 gives 43 characters; the grammar allows 43 to 128 of these.
-CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")
+CODE_CHALLENGE = re.compile(r"[A-Za-z0-9._~-]{43,128}")  # RFC 7636 §4.2 (S256 gives 43 characters)
 REQUEST_MAX_AGE_S = 10 * 60  # how long a person has to answer the consent page
 REMEMBER_MAX_AGE_S = 30 * 24 * 3600  # how long a browser remembers the key it approved with
 
@@ -91,8 +89,7 @@ class LoreOAuthProvider:
         self.issuer = issuer
         self.resource = verifier.resource
         self.documents = documents or MetadataDocuments()
-        # The page for people (/ui), known without registering and never fetched over HTTP.
-        self.page = page_client(issuer)
+        self.page = page_client(issuer)  # the page for people: known without registering or fetching
         self._signed: dict[str, Signed] = {}
         self._store = verifier.bounded
 

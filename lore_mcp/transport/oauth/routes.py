@@ -1,14 +1,20 @@
 """The OAuth routes of the team server, on ``LoreOAuthProvider``, and the one 401 every refused credential
-gets; Lore's versions of the SDK's routes say what it leaves out (see each)."""
+gets; Lore's versions of the SDK's routes (authorize, token, revoke, register, metadata) say what it leaves
+out (see each)."""
 
 from __future__ import annotations
 
+import functools
+import json
+import math
 from dataclasses import dataclass
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationErrorResponse, RevocationHandler
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
 from mcp.server.auth.json_response import PydanticJSONResponse
@@ -16,6 +22,7 @@ from mcp.server.auth.middleware.bearer_auth import RequireAuthMiddleware
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
 from mcp.server.auth.routes import (
     AUTHORIZATION_PATH,
+    REGISTRATION_PATH,
     REVOCATION_PATH,
     TOKEN_PATH,
     build_metadata,
@@ -25,7 +32,7 @@ from mcp.server.auth.routes import (
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
-from mcp.shared.auth import OAuthMetadata, ProtectedResourceMetadata
+from mcp.shared.auth import OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyHttpUrl
 from starlette.middleware.cors import CORSMiddleware
@@ -35,7 +42,7 @@ from starlette.routing import BaseRoute, Route, request_response
 from starlette.types import Send
 
 from lore_mcp.errors import UNAUTHORIZED
-from lore_mcp.transport.guards import MCP_PATH
+from lore_mcp.transport.guards import MCP_PATH, SlidingWindowLimiter, buffered, client_address, count_failure
 from lore_mcp.transport.oauth.clients import (
     LOOPBACK_HOSTS,
     DocumentRefused,
@@ -44,16 +51,22 @@ from lore_mcp.transport.oauth.clients import (
     is_metadata_url,
 )
 from lore_mcp.transport.oauth.consent import ConsentPage
-from lore_mcp.transport.oauth.provider import CONSENT_PATH, LoreOAuthProvider
-from lore_mcp.transport.oauth.registration import error, registration_route
+from lore_mcp.transport.oauth.provider import CONSENT_PATH, ClientsCrowded, LoreOAuthProvider
 from lore_mcp.transport.oauth.tokens import LoreBearerVerifier, same_resource
 from stores import CallCounts, KeyStore
 
-# The JSON-RPC error code of a refused credential, beside lore_mcp.transport.guards' codes.
-UNAUTHORIZED_JSONRPC_CODE = -32028
+UNAUTHORIZED_JSONRPC_CODE = -32028  # a refused credential's, beside the guards' codes
 AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
 PRM_ROOT_PATH = "/.well-known/oauth-protected-resource"
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+REGISTRATION_MAX_BYTES = 16 * 1024
+MAX_REDIRECT_URIS = 10
+# Entries of any other list (grant_types, contacts, ...), characters of any text, of a name.
+MAX_ENTRIES = MAX_REDIRECT_URIS
+MAX_TEXT = 2000
+MAX_NAME = 200
+REGISTRATIONS_PER_MINUTE = 10
+REGISTER_DOOR = "register"
 
 
 def refused_response(metadata_url: str | None) -> JSONResponse:
@@ -173,16 +186,12 @@ def team_auth(
     )
     provider = LoreOAuthProvider(verifier, issuer=str(settings.issuer_url), documents=documents)
     verifier.page_client_id = provider.page.client_id
-    verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts, registration=registration)
+    verifier.routes = oauth_routes(provider, settings.issuer_url, call_counts, registration)
     return verifier, settings
 
 
 def oauth_routes(
-    provider: LoreOAuthProvider,
-    issuer: AnyHttpUrl,
-    call_counts: CallCounts | None = None,
-    *,
-    registration: str = "open",
+    provider: LoreOAuthProvider, issuer: AnyHttpUrl, call_counts: CallCounts | None, registration: str
 ) -> list[BaseRoute]:
     """Lore's versions of the SDK's five OAuth routes, consent and the page client's document. ``issuer`` is
     parsed as ``AuthSettings`` does (no trailing slash): clients compare ``issuer`` and ``iss`` exactly."""
@@ -242,3 +251,129 @@ def authorize_route(provider: LoreOAuthProvider) -> Route:
 
     endpoint = RequestBodyLimitMiddleware(request_response(authorize), DEFAULT_MAX_REQUEST_BODY_SIZE)
     return Route(AUTHORIZATION_PATH, endpoint, methods=["GET", "POST"])
+
+
+def metadata_problem(body: bytes) -> tuple[str, str] | None:
+    """The RFC 7591 error for metadata over a limit, else None; only fields the SDK keeps are checked."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(document, dict):
+        return None
+    uris = document.get("redirect_uris")
+    if isinstance(uris, list) and len(uris) > MAX_REDIRECT_URIS:
+        return "invalid_redirect_uri", f"A client may register at most {MAX_REDIRECT_URIS} redirect URIs."
+    for name in OAuthClientMetadata.model_fields:
+        why = _oversized(document.get(name), MAX_NAME if name == "client_name" else MAX_TEXT)
+        if why:
+            return "invalid_client_metadata", f"The field {name} {why}; send what the client needs."
+    return None
+
+
+def _oversized(value: Any, limit: int) -> str | None:
+    """Why ``value`` is over the limits (a text of ``limit`` characters, ``MAX_ENTRIES`` entries)."""
+    if isinstance(value, str):
+        return f"is longer than {limit} characters" if len(value) > limit else None
+    if isinstance(value, dict):
+        value = list(value.values())
+    if not isinstance(value, list):
+        return None
+    if len(value) > MAX_ENTRIES:
+        return f"has more than {MAX_ENTRIES} entries"
+    inner = (_oversized(item, MAX_TEXT) for item in value)
+    return next(
+        (f"holds a value that {why.removeprefix('holds a value that ')}" for why in inner if why), None
+    )
+
+
+def error(status: int, code: str, sentence: str, wait: float | None = None) -> Response:
+    """An OAuth error (RFC 6749 §5.2, RFC 7591 §3.2.2): never cached, ``Retry-After`` from ``wait``."""
+    headers = {"Cache-Control": "no-store"}
+    if wait is not None:
+        headers["Retry-After"] = str(max(1, math.ceil(wait)))
+    return JSONResponse({"error": code, "error_description": sentence}, status_code=status, headers=headers)
+
+
+class Registration:
+    """``POST /register`` (RFC 7591) with limits fitting real clients, so whoever reaches the server cannot
+    fill its database through it (the SDK's handler accepts any size and number, from anyone): a per-address
+    rate (across replicas), optionally an API key (``require_key``), bounds on the body and each field (real
+    clients send under 1 KiB). A client counts against its address until its first token; one that never
+    gets one is deleted."""
+
+    def __init__(self, provider: LoreOAuthProvider, *, require_key: bool, shared: CallCounts | None) -> None:
+        self.provider = provider
+        self.require_key = require_key
+        self.shared = shared
+        self.limiter = SlidingWindowLimiter(REGISTRATIONS_PER_MINUTE)
+
+    async def handle(self, request: Request) -> Response:
+        address = client_address(request.scope)
+        refused = await self._refused(request, address)
+        if refused is not None:
+            return refused
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > REGISTRATION_MAX_BYTES:
+            body, receive = None, request.receive  # the rest is left unread
+        else:
+            body, receive = await buffered(request.receive, limit=REGISTRATION_MAX_BYTES)
+        if body is None:
+            return error(
+                413,
+                "invalid_client_metadata",
+                f"Client metadata is limited to {REGISTRATION_MAX_BYTES} bytes.",
+            )
+        problem = metadata_problem(body)
+        if problem is not None:
+            return error(400, *problem)
+        # The provider as the SDK's handler sees it for one registration from ``address``.
+        register = functools.partial(self.provider.register_client, address=address)
+        sdk = RegistrationHandler(
+            cast(Any, SimpleNamespace(register_client=register)), ClientRegistrationOptions(enabled=True)
+        )
+        try:
+            answer: Response = await sdk.handle(Request(request.scope, receive))
+        except ClientsCrowded as crowded:
+            return error(
+                429,
+                "temporarily_unavailable",
+                "Your address has registered too many clients that nobody has signed in with yet; "
+                "use one of them, or retry once the oldest expires.",
+                crowded.wait,
+            )
+        return answer
+
+    async def _refused(self, request: Request, address: str) -> Response | None:
+        """The answer to a registration over the address's rate, or without the key it needs."""
+        wait = self.limiter.wait(address)
+        if wait is not None:
+            sentence = f"More than {REGISTRATIONS_PER_MINUTE} registrations a minute came from your address; retry later."
+            return error(429, "temporarily_unavailable", sentence, wait)
+        # Each registration spends the address's allowance, counted as a failed login is.
+        await count_failure(self.limiter, address, self.shared, door=REGISTER_DOOR)
+        if not self.require_key or await self._has_key(request):
+            return None
+        refused = error(
+            401,
+            "invalid_token",
+            "This server registers clients only for a request with the header Authorization: Bearer "
+            "and a current Lore API key (lore_sk_…); ask your Lore admin to register the client.",
+        )
+        refused.headers["WWW-Authenticate"] = 'Bearer error="invalid_token"'  # RFC 6750 §3
+        return refused
+
+    async def _has_key(self, request: Request) -> bool:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not token.startswith("lore_sk_"):
+            return False
+        return await self.provider.verifier.api_keys.verify_token(token) is not None
+
+
+def registration_route(
+    provider: LoreOAuthProvider, *, require_key: bool = False, shared: CallCounts | None = None
+) -> Route:
+    """``/register`` as the SDK serves it (CORS, for the Inspector in a browser), with the limits."""
+    methods = ["POST", "OPTIONS"]
+    handler = Registration(provider, require_key=require_key, shared=shared)
+    return Route(REGISTRATION_PATH, cors_middleware(handler.handle, methods), methods=methods)

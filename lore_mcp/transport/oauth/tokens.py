@@ -18,12 +18,9 @@ from stores import ApiKey, KeyStore, OAuthGrant
 ACCESS_PREFIX = "lore_at_"
 REFRESH_PREFIX = "lore_rt_"
 CODE_PREFIX = "lore_ac_"
-# An access token is short-lived: a stolen one is worth minutes, and clients refresh quietly.
-ACCESS_TOKEN_TTL_S = 15 * 60
-# A refresh token rotates on every use; unused, it lapses after this long and the person consents again.
-REFRESH_TOKEN_TTL_S = 30 * 24 * 3600
-# An authorization code must be exchanged within this long (RFC 6749 recommends at most ten minutes).
-CODE_TTL_S = 5 * 60
+ACCESS_TOKEN_TTL_S = 15 * 60  # short-lived: a stolen one is worth minutes, and clients refresh quietly
+REFRESH_TOKEN_TTL_S = 30 * 24 * 3600  # rotates on every use; unused, it lapses and the person consents again
+CODE_TTL_S = 5 * 60  # to exchange a code in (RFC 6749 recommends at most ten minutes)
 
 
 def new_secret(prefix: str) -> str:
@@ -50,12 +47,9 @@ class LoreBearerVerifier:
         self.keys = keys
         self.resource = resource
         self.api_keys = api_keys or ApiKeyVerifier(keys)
-        # A store call on a worker thread, bounded as key lookups are (``KeyLookupUnavailable``).
-        self.bounded = self.api_keys.bounded
-        # The authorization server's routes, served beside /mcp (``routes.team_auth``); empty: keys only.
-        self.routes: list[BaseRoute] = []
-        # The page's OAuth client id (``clients.PageClient``), where this server offers OAuth.
-        self.page_client_id: str | None = None
+        self.bounded = self.api_keys.bounded  # a store call on a worker thread, bounded as key lookups are
+        self.routes: list[BaseRoute] = []  # the OAuth routes beside /mcp (``team_auth``); empty: keys only
+        self.page_client_id: str | None = None  # the page's client (``PageClient``) where OAuth is offered
 
     async def verify_token(self, token: str) -> AccessToken | None:
         if not token.startswith(ACCESS_PREFIX):
@@ -63,9 +57,7 @@ class LoreBearerVerifier:
         row = await self.bounded(self.keys.oauth.token, secret_digest(token))
         if row is None or row.kind != "access" or row.revoked or row.expires_at <= datetime.now(UTC):
             return None
-        if not same_resource(row.grant.resource, self.resource):
-            return None
-        key = await self.live_key(row.grant)
+        key = await self.live_key(row.grant) if same_resource(row.grant.resource, self.resource) else None
         if key is None:
             return None
         return LoreAccessToken(

@@ -34,7 +34,6 @@ MEDIA_TYPES = {
 
 
 def static_files(folder: Any = None, prefix: str = "") -> dict[str, tuple[bytes, str]]:
-    """Every file of the page by its path under ``/ui/``, with its media type."""
     folder = folder or resources.files(__package__ or "lore_mcp.transport.ui").joinpath("static")
     found: dict[str, tuple[bytes, str]] = {}
     for entry in folder.iterdir():
