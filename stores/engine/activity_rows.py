@@ -1,20 +1,18 @@
-"""The activity log over the one SQL layer (``stores.engine.sql``), written once for both backends.
+"""The activity log over the one SQL layer, written once for both backends.
 
-An entry is an ``activity`` row with a ULID id, so a time bound is an id bound on the index. A
-recall's lessons are ``activity_lessons`` rows, so a recall count is an index lookup; a change's
-lessons are its commit's targets, so "what touched this lesson" is two lookups and a save writes
-one row more, not two. Statements name org and project (plus RLS on Postgres). ``ActivityLog``
-appends in the caller's transaction (the call's effect's) and every ``trim_every`` appends
-trims with one DELETE per table and audience, below the oldest id the bounds keep."""
+An entry's id is a ULID, so a time bound is an id bound on the index. A recall's lessons are
+``activity_lessons`` rows, so a recall count is an index lookup; a change's lessons are its commit's
+targets, so a save writes one row more, not two. Every ``trim_every`` appends trim with one DELETE
+per table and audience, below the oldest id the bounds keep."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ulid import ULID
 
@@ -37,9 +35,13 @@ from stores.engine.sql import SqlTx
 from stores.ids import new_id
 
 logger = logging.getLogger("stores.activity")
+_T = TypeVar("_T")
 
 _SCOPE = "org_id = :org AND project = :project"
 _ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, person, detail"
+# A note's fields kept as they are in their own columns, and in ``detail``.
+_NOTE_COLUMNS = ("kind", "key_id", "client", "commit_id", "error")
+_NOTE_DETAILS = ("query", "target", "session", "size")
 
 
 def id_floor(when: datetime) -> str:
@@ -65,8 +67,7 @@ class ActivityLog:
         *,
         before: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> str:
-        """Write ``note`` (id and time from ``made``) in ``sql``'s transaction, one round trip with
-        the writes ``before`` it (a change's commit); every ``trim_every``-th append trims too."""
+        """Write ``note`` in ``sql``'s transaction, one round trip with the writes ``before`` it."""
         if made is None:  # the time first: an id is never older than its time, which trimming compares
             now = datetime.now(UTC)
             made = (new_id(), now)
@@ -83,8 +84,7 @@ class ActivityLog:
 
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
-    """Delete entries past ``max_age_days`` and, per audience (all keys; ``ROOT_ONLY_KINDS``),
-    beyond the newest ``max_entries``: one key's traffic never trims what it cannot see."""
+    """Delete entries past the bounds per audience: one key's traffic never trims what it cannot see."""
     key = {"org": scope.org, "project": scope.project, "root": sql.listed(ROOT_ONLY_KINDS)}
     age = id_floor(now - timedelta(days=bounds.max_age_days))
     root_only = sql.in_list("kind", "root")
@@ -190,8 +190,7 @@ CLOSE_WAIT_S = 10.0
 class ActivityDb(Protocol):
     """The transactions the activity log runs in, from its backend."""
 
-    # Whether held entries of several orgs may share one write (no row-level security).
-    orgs_together: bool
+    orgs_together: bool  # held entries of several orgs may share one write (no row-level security)
 
     def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction that may see and change ``org_id``'s rows."""
@@ -201,12 +200,10 @@ class ActivityDb(Protocol):
 
 
 class ActivityRecords:
-    """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread,
-    or sooner (``flush``, a write carrying them: ``riding``); reads write what is held first.
-
-    Held because any SQLite write drops the reader's page cache: writing at once left the next
-    recall rereading index and rows (about 3 ms at 10k lessons, against 0.7 ms for the write). A
-    killed process loses at most ``delay_s`` of recall entries, never a change's."""
+    """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread, or
+    sooner (``flush``, ``riding``); reads write what is held first. Held because any SQLite write drops
+    the reader's page cache (the next recall reread index and rows: 3 ms at 10k lessons); a killed
+    process loses at most ``delay_s`` of recall entries, never a change's."""
 
     def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
         self.log = ActivityLog(bounds)
@@ -259,8 +256,8 @@ class ActivityRecords:
             raise
 
     def close(self) -> None:
-        """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write
-        the rest; closing goes on if that fails (only recall and failure entries are lost)."""
+        """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write the
+        rest; closing goes on if that fails (only recall and failure entries are lost)."""
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -272,22 +269,18 @@ class ActivityRecords:
             logger.warning("could not write held activity entries on close: %s", exc)
 
     def page(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
-        with self._reading(scope) as sql:
-            return page(sql, scope, query)
+        return self._read(page, scope, query)
 
     def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
-        with self._reading(scope) as sql:
-            return recall_stats(sql, scope, lesson_ids)
+        return self._read(recall_stats, scope, lesson_ids)
 
     def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
-        with self._reading(scope) as sql:
-            return stale(sql, scope, before, datetime.now(UTC), limit, cursor)
+        return self._read(stale, scope, before, datetime.now(UTC), limit, cursor)
 
-    @contextlib.contextmanager
-    def _reading(self, scope: Scope) -> Iterator[SqlTx]:
+    def _read(self, read: Callable[..., _T], scope: Scope, *args: Any) -> _T:
         self.flush()
         with self._db.scoped(scope.org, write=False) as sql:
-            yield sql
+            return read(sql, scope, *args)
 
     def _write_in(self, sql: SqlTx, held: list[Held]) -> None:
         for scope, entry_id, at, note in held:
@@ -321,9 +314,7 @@ def _entry_writes(
 ) -> list[tuple[str, Mapping[str, Any]]]:
     """The entry's row, and a row per lesson a recall returned."""
     key = {"org": scope.org, "project": scope.project}
-    fields = {
-        name: getattr(note, name) for name in ("kind", "key_id", "client", "commit_id", "error", "person")
-    }
+    fields = {name: getattr(note, name) for name in (*_NOTE_COLUMNS, "person")}
     entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
     writes: list[tuple[str, Mapping[str, Any]]] = [
         (
@@ -359,7 +350,7 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
         detail["query"] = note.query[:MAX_QUERY_CHARS]
     if note.results:
         detail["results"] = [[r.id, r.rank, round(r.score, 6)] for r in note.results]
-    for name in ("target", "session", "size"):
+    for name in _NOTE_DETAILS[1:]:  # the query is cut above
         if getattr(note, name) is not None:
             detail[name] = getattr(note, name)
     return detail
@@ -368,18 +359,11 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
 def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
     detail = sql.load(row["detail"])
     note = ActivityNote(
-        kind=row["kind"],
-        key_id=row["key_id"],
-        client=row["client"],
+        **{name: row[name] for name in _NOTE_COLUMNS},
+        **{name: detail.get(name) for name in _NOTE_DETAILS},
         lesson_ids=tuple(detail.get("lessons", ())),
         tables=tuple(detail.get("tables", ())),
-        commit_id=row["commit_id"],
-        query=detail.get("query"),
         results=tuple(Recalled(i, rank, score) for i, rank, score in detail.get("results", ())),
-        error=row["error"],
-        target=detail.get("target"),
-        session=detail.get("session"),
-        size=detail.get("size"),
         person=bool(row["person"]),
     )
     return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)

@@ -1,16 +1,12 @@
 """When a new lesson may merge into a stored one: only when it adds nothing.
 
-A wrong merge deletes knowledge (the stored text is kept): "Redis client of billing-api times out
-during failover in staging" and the same about search-service in production have nearly the same
-vector but are two lessons. So vectors only *find* candidates; the text decides, alike everywhere:
-
-- the same problem and resolution after normalising case, whitespace and punctuation; or
-- each new field restates its stored one and says less: its content tokens occur there in order, a
-  number keeps its unit ("5 GB" does not cover "5 nodes"), no negation is dropped. A new context
-  restates any one stored field. Order matters: "leaks errors in development" is not covered by
-  "mask errors outside development", nor "staging to production" by "production to staging".
-
-Anything else is a new lesson with its near neighbours reported, so the agent can update or delete."""
+A wrong merge deletes knowledge: the same Redis timeout in billing-api/staging and search/production
+has nearly the same vector but is two lessons. So vectors only *find* candidates; the text decides:
+the same problem and resolution after normalising case, whitespace and punctuation, or each new field
+restating its stored one and saying less (its content tokens occur there in order, a number keeps its
+unit, no negation is dropped; a new context may restate any stored field). Order matters: "staging to
+production" does not cover "production to staging". Anything else is a new lesson, its near neighbours
+reported so the agent can update or delete."""
 
 from __future__ import annotations
 

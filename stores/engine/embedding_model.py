@@ -1,16 +1,13 @@
 """Which model made a store's vectors, and re-embedding a store with another one.
 
-A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so
-each store records its model (name, dimension, fingerprint of weights or endpoint) and the MCP layer
-compares it with its own before embedding. A store from before models were recorded adopts the
-first model of its dimension (those vectors came from the default model, which existing users run).
-Re-embedding computes new vectors beside the old, a batch per transaction, so a killed run resumes;
-then one transaction swaps them all, records the model and bumps the *model generation*. Processes
-that checked the old model see the new generation at their next vector write or recall and raise
-``ModelChangedError`` rather than mix models; commit images carry their vector's generation, so a
-revert never restores an old model's vector. A ``ModelDb`` holds what differs per backend: each
-step's connection (Postgres re-embeds every org as the owner, RLS lifted), vector binding, and the
-final swap (a table rebuilt on SQLite, a column and its HNSW index on Postgres)."""
+A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so each
+store records its model (name, dimension, fingerprint) and the MCP layer compares it with its own. A
+store from before models were recorded adopts the first model of its dimension (the default model made
+those vectors). Re-embedding computes new vectors beside the old, a batch per transaction, so a killed
+run resumes; one transaction then swaps them in, records the model and bumps the *model generation*:
+processes that checked the old model then raise ``ModelChangedError`` rather than mix models, and a
+revert never restores an old model's vector (images carry their generation). A ``ModelDb`` holds what
+differs per backend: connections, vector binding, and the swap (a table, or a column and its index)."""
 
 from __future__ import annotations
 

@@ -47,6 +47,7 @@ class ApiKey:
 
 
 _KEY_COLUMNS = "id, org_id, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
+_KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
 
 
 class KeyDb(Protocol):
@@ -72,7 +73,7 @@ class KeyStore:
 
     @property
     def oauth(self) -> OAuthStore:
-        """OAuth clients, codes and tokens, each token bound to one of these keys, in the same database."""
+        """OAuth clients, codes and tokens, each token bound to one of these keys."""
         return self._oauth
 
     def create_org(self, org_id: str, name: str) -> Org:
@@ -81,7 +82,7 @@ class KeyStore:
             rows = tx.rows(
                 "INSERT INTO orgs (id, name, created_at) VALUES (:id, :name, :now) "
                 "ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at",
-                {"id": org_id, "name": name, "now": tx.stamp(_now())},
+                {"id": org_id, "name": name, "now": tx.stamp(datetime.now(UTC))},
             )
             if not rows:
                 raise ConflictError(f"An org with id {org_id!r} already exists.")
@@ -103,8 +104,7 @@ class KeyStore:
         root: bool,
         activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
-        """A new key; ``NotFoundError`` for no such org; ``activity`` is logged in the same
-        transaction, naming ``created:<id>``."""
+        """A new key; ``activity`` is logged in the same transaction, naming ``created:<id>``."""
         with self._db.scoped(org_id, write=True) as tx:
             if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
                 raise NotFoundError(f"There is no org with id {org_id!r}; create it first.")
@@ -120,7 +120,7 @@ class KeyStore:
                     "prefix": prefix,
                     "project": project,
                     "root": root,
-                    "now": tx.stamp(_now()),
+                    "now": tx.stamp(datetime.now(UTC)),
                 },
             )
             if not rows:
@@ -161,7 +161,7 @@ class KeyStore:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
                 f"WHERE org_id = :org AND id = :id RETURNING {_KEY_COLUMNS}",
-                {"now": tx.stamp(_now()), "org": org_id, "id": key_id},
+                {"now": tx.stamp(datetime.now(UTC)), "org": org_id, "id": key_id},
             )
             if not rows:
                 raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
@@ -193,19 +193,11 @@ def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
 
 
 def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:
-    time = tx.time
+    times: dict[str, Any] = {name: tx.time(row[name]) if row[name] else None for name in _KEY_TIMES}
     return ApiKey(
-        id=row["id"],
+        **{name: row[name] for name in ("id", "name", "project")},
         org=row["org_id"],
-        name=row["name"],
         prefix=row["key_prefix"],
-        project=row["project"],
         root=bool(row["is_root"]),
-        created_at=time(row["created_at"]),
-        last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
-        revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
+        **times,
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

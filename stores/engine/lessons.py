@@ -1,13 +1,10 @@
 """The lessons contract: value types and the protocol every backend implements.
 
-Stores persist, search and scope lessons but never embed or redact: callers hand them
-redacted text and its vector, so a store is deterministic and testable without the model.
-A key is (org, project, id): an id is unique within its project only, so nothing a scope
-does depends on, or shows, what other scopes hold (an import keeps its ids).
-
-Methods raise ``NotFoundError`` for an id outside the scope, ``InvalidInputError`` for a
-vector of the wrong dimension, ``UnavailableError`` when the database is unreachable.
-Writes are atomic: a method that raises has changed nothing."""
+Stores never embed or redact: callers hand them redacted text and its vector, so a store is
+deterministic without the model. A key is (org, project, id), so nothing a scope does depends on,
+or shows, what other scopes hold (an import keeps its ids). Methods raise ``NotFoundError``,
+``InvalidInputError`` (a vector of the wrong dimension) or ``UnavailableError``; a method that raises
+has changed nothing."""
 
 from __future__ import annotations
 
@@ -202,7 +199,6 @@ class LessonStore(Protocol):
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
         """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
-        ...
 
     def save_many(
         self,
@@ -215,11 +211,9 @@ class LessonStore(Protocol):
         """Save drafts in one transaction, deduplicating among them too (one ``save`` or ``merge``
         commit, or an ``import``), ``activity`` logged with it. ``keep_ids``: a draft whose id is
         held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
-        ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         """Return one live lesson."""
-        ...
 
     def update(
         self,
@@ -231,11 +225,9 @@ class LessonStore(Protocol):
         activity: ActivityNote | None = None,
     ) -> Lesson:
         """Apply the patch; ``vector`` replaces the embedding when the text changed."""
-        ...
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         """Delete a lesson and return it as it was."""
-        ...
 
     def merge_lessons(
         self,
@@ -249,45 +241,35 @@ class LessonStore(Protocol):
     ) -> Lesson:
         """Fold ``drop_id`` into ``keep_id`` in one ``merge`` commit: the patch (and ``vector``,
         when the text changed) on the kept lesson, both lessons' votes summed, the other deleted."""
-        ...
 
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         """Count one vote up or down."""
-        ...
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
         """Live lessons newest first, carrying all of ``tags``."""
-        ...
 
     def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
         """Stored float32 vectors of the held ``lesson_ids``, for an export."""
-        ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
         """Live lessons best first by the hybrid score in ``stores.engine.ranking``: full-text
         matches first, then (once ``query``'s vector is there) the nearest vectors, all scored."""
-        ...
 
     def count(self, org: str, project: str | None = None) -> int:
         """Live lessons of an org, in one project or all of them."""
-        ...
 
     def neighbours(
         self, scope: Scope, vectors: Sequence[Sequence[float]]
     ) -> builtins.list[builtins.list[Neighbour]]:
         """As ``LessonTx.nearest``, for the scope."""
-        ...
 
     def ensure_dim(self, dim: int) -> None:
         """Fix the store's vector dimension (another is then ``InvalidInputError``); call it before
         a restoring ``transaction``, which cannot create vector storage on every backend."""
-        ...
 
     @property
     def models(self) -> ModelRecords:
         """The model of this store's vectors, and re-embedding with another."""
-        ...
 
     def close(self) -> None:
         """Release connections; idempotent."""
-        ...

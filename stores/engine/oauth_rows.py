@@ -1,11 +1,10 @@
 """OAuth clients, authorization codes and tokens over the one SQL layer, written once.
 
-What the MCP layer's protocol must remember across requests and replicas. Codes and tokens are stored as
-SHA-256 digests only. Each names the API key entered on the consent page, so a token of a since-revoked
-key is refused. An authorization's tokens share a ``family`` (the code's digest): replaying a used code or
-rotated refresh token revokes it all. Clients remember their address and first token, so unused ones are
-counted per address and forgotten. Clients and the signing secret precede any sign-in, so they live under
-``NO_ORG`` without RLS, in the key store's transactions (``KeyDb``), with each dialect's locking."""
+Codes and tokens are stored as SHA-256 digests, each naming the API key entered on the consent page,
+so a revoked key's tokens are refused. An authorization's tokens share a ``family`` (the code's
+digest): replaying a used code or rotated refresh token revokes it all. Clients remember their address
+and first token, so unused ones are capped per address and forgotten. Clients and the signing secret
+precede any sign-in, so they live under ``NO_ORG`` without RLS, in the key store's transactions."""
 
 from __future__ import annotations
 
@@ -57,8 +56,7 @@ class OAuthTokenRow:
 
 
 class OAuthDb(Protocol):
-    """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them): one on an org
-    (``NO_ORG`` for clients and secrets), and a read before any org is known."""
+    """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them)."""
 
     def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]: ...
 
@@ -98,8 +96,8 @@ class OAuthStore:
         cap: int,
         unused_for: timedelta,
     ) -> float | None:
-        """Record a client unless ``address`` has ``cap`` tokenless ones (then the seconds until its
-        oldest expires), first deleting clients tokenless after ``unused_for``."""
+        """Record a client unless ``address`` has ``cap`` unused ones (then the seconds until its
+        oldest is forgotten), first forgetting clients unused after ``unused_for``."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             stale = {"cutoff": tx.stamp(now - unused_for)}
             unused = (
@@ -208,8 +206,7 @@ class OAuthStore:
             )
 
     def use_refresh(self, token_hash: str) -> bool:
-        """Revoke a refresh token as it is exchanged; False when it already was (a replay of a
-        rotated token), which revokes every token of its family."""
+        """Revoke a refresh token as it is exchanged; False for a replay, which revokes its family."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             used = tx.rows(
                 "UPDATE oauth_tokens SET revoked_at = :now WHERE token_hash = :h AND kind = 'refresh' "
@@ -253,13 +250,7 @@ def _revoke_family(tx: SqlTx, family: str) -> None:
 
 
 # A grant's fields and their columns (scopes apart: one text of names).
-_GRANT = {
-    "client_id": "client_id",
-    "org": "org_id",
-    "key_id": "key_id",
-    "project": "project",
-    "resource": "resource",
-}
+_GRANT = {"org": "org_id"} | {name: name for name in ("client_id", "key_id", "project", "resource")}
 
 
 def _grant_params(grant: OAuthGrant) -> dict[str, Any]:

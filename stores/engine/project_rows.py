@@ -33,6 +33,17 @@ class Commit:
 
 
 _SCOPE = "org_id = :org AND project = :project"
+# A commit's columns stored as they are (its time and effects go through the dialect).
+_COMMIT_COLUMNS = (
+    "id",
+    "seq",
+    "parent",
+    "kind",
+    "message",
+    "actor",
+    "schema_hash_before",
+    "schema_hash_after",
+)
 # A commit of at most this many targets is written in one statement with them (and its entry).
 TOGETHER_MAX_TARGETS = 16
 
@@ -135,18 +146,12 @@ class ProjectTx:
         insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
             "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
-            f":kind, :message, :actor, :created_at, :before, :after, {self.tx.json('effects')})",
+            ":kind, :message, :actor, :created_at, :schema_hash_before, :schema_hash_after, "
+            f"{self.tx.json('effects')})",
             {
                 **self._key,
-                "id": commit.id,
-                "seq": commit.seq,
-                "parent": commit.parent,
-                "kind": commit.kind,
-                "message": commit.message,
-                "actor": commit.actor,
+                **{name: getattr(commit, name) for name in _COMMIT_COLUMNS},
                 "created_at": self.tx.stamp(commit.created_at),
-                "before": commit.schema_hash_before,
-                "after": commit.schema_hash_after,
                 "effects": self.tx.dump(commit.effects),
             },
         )
@@ -265,15 +270,8 @@ class ProjectTx:
     def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
         return [
             Commit(
-                id=r["id"],
-                seq=r["seq"],
-                parent=r["parent"],
-                kind=r["kind"],
-                message=r["message"],
-                actor=r["actor"],
+                **{name: r[name] for name in _COMMIT_COLUMNS},
                 created_at=self.tx.time(r["created_at"]),
-                schema_hash_before=r["schema_hash_before"],
-                schema_hash_after=r["schema_hash_after"],
                 effects=self.tx.load(r["effects"]),
             )
             for r in self.tx.rows(sql, params)

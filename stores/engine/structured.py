@@ -1,11 +1,9 @@
 """Structured memory and history, written once over a small per-backend transaction.
 
-Tables are a catalog (name, columns, next id) and JSON rows; plans run on an in-memory copy, yielding the
-effects (rows' and definitions' before and after), then written with the commit in one write transaction
-through a ``ProjectTx`` (``stores.engine.project_rows``). Every change is a commit (seq, parent, kind,
-message, actor, time, schema hashes, effects) recording its targets (``table:T``, ``schema:T``,
-``row:T:ID``, ``lesson:ID``) so history filters and a revert finds later commits touching the same things.
-Row loops check the deadline, so an overlong request stops inside its transaction, which rolls back."""
+Tables are a catalog and JSON rows; plans run on an in-memory copy, and the effects (rows' and
+definitions' before and after) are written with their commit in one transaction (``ProjectTx``). A
+commit records its targets (``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history filters
+and a revert finds later commits touching the same things. Row loops check the deadline."""
 
 from __future__ import annotations
 

@@ -1,15 +1,12 @@
 """Tool calls per API key in Postgres, so every team-server process shares a key's rate limit;
 failed logins count here too, as ``failed-auth:<address>``.
 
-The window is fixed per key, starting at its first call after the last window ended, rather than
-sliding: one row per key and one atomic ``INSERT … ON CONFLICT DO UPDATE`` per count, so two
-processes never both take the last call; a burst at second 59 is not split across two clock minutes
-(doubling it); and database time keeps replicas with skewed clocks agreeing. The cost: a full limit
-at one window's end and the next's start makes at most twice it in 60 s. Refused calls are not
-counted, so retrying does not push a window on. UNLOGGED: no WAL flush per count (statement p50
-0.37 ms against pgserver, ``SELECT 1`` 0.25 ms, ``take`` with checkout 0.8 ms; logged, 4 ms); a
-crash empties it, giving fresh windows. A key's one row is reused; rows idle an hour are pruned
-every ``PRUNE_EVERY_S`` per process, after a count."""
+A fixed window per key, from its first call after the last window ended: one row and one atomic
+``INSERT … ON CONFLICT DO UPDATE`` per count, so two processes never both take the last call, a burst
+is never split across two clock minutes, and database time keeps skewed replicas agreeing (at worst a
+full limit at a window's end and the next's start: twice it in 60 s). Refused calls are not counted,
+so retrying does not push a window on. UNLOGGED: no WAL flush per count (0.8 ms a ``take``; logged,
+4 ms); a crash empties it, giving fresh windows. Rows idle an hour are pruned every ``PRUNE_EVERY_S``."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Connecting to Postgres: the engine and pool, row-level security, errors.
 
-The org boundary holds twice: queries name their org, and RLS shows a transaction only the org
-set in ``lore.org``, so a forgotten filter still cannot cross orgs. Superusers and BYPASSRLS
-roles skip policies, so such a login switches connections to ``lore_rls``, which has neither.
-No call waits for ever: connect timeout and keepalives (``CONNECT_DEFAULTS``), statement and
-idle-in-transaction timeouts (``SESSION_DEFAULTS``), and ``hang`` for a server frozen on a live
-host. Unreachable, or out of disk, memory or connections, becomes a named ``UnavailableError``."""
+The org boundary holds twice: queries name their org, and RLS shows a transaction only ``lore.org``'s
+rows; superusers and BYPASSRLS roles skip policies, so they switch to ``lore_rls``. No call waits for
+ever (``CONNECT_DEFAULTS``, ``SESSION_DEFAULTS``, and ``hang`` for a frozen server); unreachable, or out
+of disk, memory or connections, becomes a named ``UnavailableError``."""
 
 from __future__ import annotations
 

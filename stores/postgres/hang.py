@@ -1,15 +1,12 @@
 """Noticing a Postgres that stopped answering, and cutting off the calls waiting on it.
 
-Other safeguards need a live peer (``statement_timeout`` the server, keepalives and
-``tcp_user_timeout`` the kernels). A server frozen on a live host (SIGSTOP, swap death, a paused VM,
-a Unix socket) acknowledges packets but never answers, so a call would wait for ever holding a
-pooled connection and a thread. So waits are watched (psycopg routes every blocking round trip
-through ``Connection.wait``). After ``SUSPECT_AFTER_S`` a watcher asks for a fresh connection: any
-answer (even "too many clients") means merely slow, and ``statement_timeout`` applies. None within
-``PROBE_TIMEOUT_S`` means frozen: every wait that long has its socket shut down, so psycopg raises at
-once, the pool discards the connection, nothing commits, and the caller gets ``UNAVAILABLE``. After
-a failed probe new connections get only ``PROBE_TIMEOUT_S`` until one is answered; nothing is
-refused in advance, so recovery needs no restart."""
+Timeouts and keepalives need a live peer; a server frozen on a live host (SIGSTOP, swap death, a paused
+VM) acknowledges packets but never answers, so a call would wait for ever holding a connection and a
+thread. psycopg routes every blocking round trip through ``Connection.wait``, which is watched: after
+``SUSPECT_AFTER_S`` the watcher asks for a fresh connection. Any answer means merely slow; none within
+``PROBE_TIMEOUT_S`` means frozen, and every wait that long has its socket shut down, so psycopg raises,
+nothing commits and the caller gets ``UNAVAILABLE``. Until a connection is answered again new ones get
+only ``PROBE_TIMEOUT_S``; nothing is refused in advance, so recovery needs no restart."""
 
 from __future__ import annotations
 

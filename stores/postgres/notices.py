@@ -1,13 +1,10 @@
-"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``.
+"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``: every replica,
+the publisher included, hears each notice and tells its subscribers.
 
-A replica changing memory publishes a small JSON notice (the transport decides what it says);
-every replica, itself included, hears it and tells its subscribers.
-
-- **Publish**: one ``pg_notify`` on a pooled connection outside a transaction, delivered to this
-  database's listeners in commit order; payloads under 8000 bytes (the caller splits).
-- **Listen**: one dedicated connection per store (idle in ``LISTEN`` for ever, so not pooled),
-  opened on the first subscription; a thread hands notices to subscribers. On a drop it
-  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream."""
+Publish: one ``pg_notify`` on a pooled connection outside a transaction, delivered in commit order,
+under 8000 bytes (the caller splits). Listen: one dedicated connection per store (idle in ``LISTEN``
+for ever, so not pooled) and a thread; on a drop it reconnects with growing waits, and notices
+meanwhile are lost, as with any dropped stream."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Opening the local SQLite file: binding, pragmas, migrations, transactions, timestamp text.
 
-``sqlean.py`` is ``sqlite3``'s DB-API with wheels bringing one recent SQLite with FTS5 to every OS
-(the system Python's varies). Vectors are BLOBs searched in numpy: no extension is loaded. Several
-processes may share a file (each client starts its own server). WAL lets readers run beside the
-writer; writes lock up front with ``BEGIN IMMEDIATE`` through the busy timeout, so none fails
-half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the request's
-deadline, then ``UnavailableError``. The progress handler stops a statement at the deadline
-(rolling back its transaction). A read-only file or a full disk answers ``UnavailableError`` naming
-the path and the fix (``stores.sqlite.files``), never a bare error."""
+``sqlean.py`` brings one recent SQLite with FTS5 to every OS (the system Python's varies); vectors are
+BLOBs searched in numpy. Several processes may share a file: WAL lets readers run beside the writer,
+and writes lock up front with ``BEGIN IMMEDIATE``, so none fails half-way with "database is locked",
+waiting at most ``BUSY_TIMEOUT_MS`` or to the request's deadline. The progress handler stops a
+statement at the deadline. A read-only file or a full disk answers ``UnavailableError`` naming the
+path and the fix (``stores.sqlite.files``)."""
 
 from __future__ import annotations
 

@@ -54,84 +54,6 @@ _LESSON_TAGS = """        CREATE TABLE lesson_tags (
         ) WITHOUT ROWID;
 """
 
-# Each runs once, in order, in a write transaction recording its version: re-running is harmless.
-MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
-    (
-        1,
-        "lessons",
-        """
-        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
-        CREATE TABLE lessons (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-"""
-        + _LESSON_COLUMNS
-        + """        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-"""
-        + _LESSON_TAGS
-        + """        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
-        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
-        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
-        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
-            problem, resolution, context, tags,
-            content = '', contentless_delete = 1,
-            tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        """,
-    )
-]
-
-MIGRATIONS.append((2, "structured memory and history", structured_tables(_TYPES)))
-MIGRATIONS.append((3, "orgs and api keys", key_tables(_TYPES)))
-
-MIGRATIONS.append(
-    (
-        4,
-        "lesson ids unique per org and project",
-        # Key (org, project, id): file-wide ids let a tenant learn of or block another's. SQLite
-        # cannot drop UNIQUE, so the table is rebuilt keeping pks (FTS, vectors and tombstones
-        # use them) and the AUTOINCREMENT counter, so none is reused; lesson_tags is set aside
-        # around the swap so the drop cascades to nothing.
-        """
-        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
-        DROP TABLE lesson_tags;
-        CREATE TABLE lessons_scoped (
-            pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL,
-"""
-        + _LESSON_COLUMNS
-        + """        INSERT INTO sqlite_sequence (name, seq)
-            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
-        INSERT INTO lessons_scoped (pk, id, org_id, project, problem, resolution, context, tags, confidence,
-                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
-            SELECT pk, id, org_id, project, problem, resolution, context, tags, confidence,
-                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
-        DROP TABLE lessons;
-        ALTER TABLE lessons_scoped RENAME TO lessons;
-        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-"""
-        + _LESSON_TAGS
-        + """        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
-        DROP TABLE lesson_tags_keep;
-        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
-        """,
-    )
-)
-
-MIGRATIONS.append(
-    (
-        5,
-        "re-embedding beside the old vectors",
-        # Re-embed's new vectors, until all swap in; stamp (updated_at then) redoes later edits.
-        """
-        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
-        """,
-    )
-)
-
 
 def _vectors_without_sqlite_vec(conn: Connection) -> None:
     """Move sqlite-vec's ``lesson_vectors`` into ``lesson_embeddings``. The extension is no longer
@@ -163,16 +85,6 @@ def _vectors_without_sqlite_vec(conn: Connection) -> None:
 # Made with the first vector: a lesson's pk and its unit vector as float32 bytes.
 VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
-MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
-
-MIGRATIONS.append((7, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
-
-MIGRATIONS.append((8, "the activity log", activity_tables(_TYPES)))
-
-MIGRATIONS.append(
-    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
-)
-
 
 def _curation(conn: Connection) -> None:
     """Pairs kept apart, and ``activity.person`` where a file lacks it."""
@@ -181,7 +93,81 @@ def _curation(conn: Connection) -> None:
         conn.execute(f"ALTER TABLE activity ADD COLUMN {person_column(_TYPES)}")
 
 
-MIGRATIONS.append((10, "pairs kept apart, and people's activity", _curation))
+# Each runs once, in order, in a write transaction recording its version: re-running is harmless.
+MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
+    (
+        1,
+        "lessons",
+        """
+        CREATE TABLE lore_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
+        CREATE TABLE lessons (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL UNIQUE,
+"""
+        + _LESSON_COLUMNS
+        + """        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+"""
+        + _LESSON_TAGS
+        + """        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
+        CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
+        CREATE INDEX lesson_tombstones_rev ON lesson_tombstones (rev);
+        CREATE VIRTUAL TABLE lessons_fts USING fts5 (
+            problem, resolution, context, tags,
+            content = '', contentless_delete = 1,
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        """,
+    ),
+    (2, "structured memory and history", structured_tables(_TYPES)),
+    (3, "orgs and api keys", key_tables(_TYPES)),
+    (
+        4,
+        "lesson ids unique per org and project",
+        # Key (org, project, id): file-wide ids let a tenant learn of or block another's. SQLite
+        # cannot drop UNIQUE, so the table is rebuilt keeping pks (FTS, vectors and tombstones
+        # use them) and the AUTOINCREMENT counter, so none is reused; lesson_tags is set aside
+        # around the swap so the drop cascades to nothing.
+        """
+        CREATE TABLE lesson_tags_keep AS SELECT tag, lesson_pk FROM lesson_tags;
+        DROP TABLE lesson_tags;
+        CREATE TABLE lessons_scoped (
+            pk INTEGER PRIMARY KEY AUTOINCREMENT,
+            id TEXT NOT NULL,
+"""
+        + _LESSON_COLUMNS
+        + """        INSERT INTO sqlite_sequence (name, seq)
+            SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
+        INSERT INTO lessons_scoped (pk, id, org_id, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev)
+            SELECT pk, id, org_id, project, problem, resolution, context, tags, confidence,
+                source, created_at, updated_at, expires_at, upvotes, downvotes, meta, rev FROM lessons;
+        DROP TABLE lessons;
+        ALTER TABLE lessons_scoped RENAME TO lessons;
+        CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
+        CREATE INDEX lessons_rev ON lessons (rev);
+"""
+        + _LESSON_TAGS
+        + """        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
+        DROP TABLE lesson_tags_keep;
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
+        """,
+    ),
+    (
+        5,
+        "re-embedding beside the old vectors",
+        # Re-embed's new vectors, until all swap in; stamp (updated_at then) redoes later edits.
+        """
+        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
+        """,
+    ),
+    (6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec),
+    (7, "oauth clients, codes and tokens", oauth_tables(_TYPES)),
+    (8, "the activity log", activity_tables(_TYPES)),
+    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
+    (10, "pairs kept apart, and people's activity", _curation),
+]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
