@@ -20,8 +20,7 @@ KINDS: tuple[str, ...] = (
 ROOT_ONLY_KINDS = ("key",)
 # Query characters kept: 16,000 in every entry of a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500
-# How many lesson ids and tables one entry keeps (an import of 100 lessons names them all).
-MAX_IDS = 100
+MAX_IDS = 100  # how many lesson ids and tables one entry keeps (an import of 100 lessons names them all)
 
 
 @dataclass(frozen=True)
@@ -57,13 +56,11 @@ class ActivityNote:
     query: str | None = None
     results: tuple[Recalled, ...] = ()
     error: str | None = None
-    # What a key change changed: ``created:<key id>`` or ``revoked:<key id>``.
-    target: str | None = None
+    target: str | None = None  # what a key change changed: ``created:<key id>`` or ``revoked:<key id>``
     # The client's session id of an injection or ask, and the bytes that reached the agent.
     session: str | None = None
     size: int | None = None
-    # A person's credential (the page's OAuth client, the ui key): no agent's recall.
-    person: bool = False
+    person: bool = False  # a person's credential (the page's OAuth client, the ui key): no agent's recall
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""

@@ -183,8 +183,7 @@ def stale(
 
 Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time and note
 
-# Close's wait for the writer's write in progress, on a database that stopped answering.
-CLOSE_WAIT_S = 10.0
+CLOSE_WAIT_S = 10.0  # close's wait for the writer's write in progress, on a database that stopped answering
 
 
 class ActivityDb(Protocol):

@@ -17,8 +17,7 @@ from stores.engine.lesson_rows import SCOPE, SqlLessonTx
 from stores.engine.lesson_tx import live_row
 from stores.engine.lessons import Scope
 
-# Rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32.
-BLOCK = 512
+BLOCK = 512  # rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32
 
 Pair = tuple[str, str, float]  # the smaller id, the other, their cosine similarity
 

@@ -17,8 +17,7 @@ from typing import TypeVar
 
 # Cosine similarity from which a stored lesson is a merge candidate / reported as similar.
 CANDIDATE_SIMILARITY = 0.9
-# How many near neighbours a save reports (and checks for a merge).
-MAX_SIMILAR = 3
+MAX_SIMILAR = 3  # how many near neighbours a save reports (and checks for a merge)
 
 # Contentless words; negations and quantities are absent: "does not retry" adds to "does retry".
 _FUNCTION_WORDS = frozenset(
@@ -112,8 +111,7 @@ def adds_nothing(new: tuple[str, str, str | None], stored: tuple[str, str, str |
     return not content_sequence(new[2]) or any(restates(new[2], field) for field in stored)
 
 
-# What the caller names a candidate by (an id, or a backend row key).
-Key = TypeVar("Key")
+Key = TypeVar("Key")  # what the caller names a candidate by (an id, or a backend row key)
 
 
 def merge_target(

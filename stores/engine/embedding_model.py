@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,9 +52,7 @@ class EmbeddingModel:
 
     def to_json(self) -> str:
         """The record as lore_meta keeps it."""
-        return json.dumps(
-            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint}, sort_keys=True
-        )
+        return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> EmbeddingModel:
@@ -106,10 +104,8 @@ _PENDING = "FROM lessons AS l LEFT JOIN lesson_reembed AS r ON r.pk = l.pk WHERE
 class ModelDb(Protocol):
     """What the model records need of a backend."""
 
-    # The most dimensions the backend's vector storage takes.
-    max_dimension: int
-    # Appended to the read of the re-embed's target, to hold it until commit (" FOR UPDATE"), or "".
-    row_lock: str
+    max_dimension: int  # the most dimensions the backend's vector storage takes
+    row_lock: str  # " FOR UPDATE" (or ""): the re-embed's target is held until commit
 
     def reading(self) -> contextlib.AbstractContextManager[SqlTx]:
         """A read of the record."""
@@ -217,14 +213,11 @@ class ModelRecords:
         """Up to ``limit`` pending lessons keyed above ``after`` (so a run never rescans), lowest first."""
         with self._db.every_org(write=False) as tx:
             rows = tx.rows(
-                f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > :after "
+                f"SELECT l.pk, l.problem, l.resolution, l.updated_at AS stamp {_PENDING} AND l.pk > :after "
                 "ORDER BY l.pk LIMIT :n",
                 {"n": limit, "after": after},
             )
-        return [
-            ReembedRow(pk=r["pk"], problem=r["problem"], resolution=r["resolution"], stamp=r["updated_at"])
-            for r in rows
-        ]
+        return [ReembedRow(**r) for r in rows]
 
     def reembed_put(
         self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -147,11 +147,5 @@ def _piece(text: str) -> re.Pattern[str]:
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
-_COMPARE = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
+_ORDER = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = dict(zip(FILTER_OPS[:6], _ORDER, strict=True))

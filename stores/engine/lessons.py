@@ -30,8 +30,7 @@ MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_RECALL_LIMIT = 50
 MAX_LIST_LIMIT = 100
-# How many differing sources a merged lesson remembers in meta.other_sources.
-MAX_OTHER_SOURCES = 20
+MAX_OTHER_SOURCES = 20  # how many differing sources a merged lesson remembers in meta.other_sources
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,7 @@ from typing import Any, Protocol
 
 from stores.engine.sql import SqlTx
 
-# The scope of a transaction that touches no org's rows (clients, the signing secret).
-NO_ORG = ""
+NO_ORG = ""  # the scope of a transaction that touches no org's rows (clients, the signing secret)
 
 
 @dataclass(frozen=True)

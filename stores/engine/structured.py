@@ -99,9 +99,8 @@ class StalePlanError(ConflictError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The tables a plan names and the last commit. A plan runs outside any transaction so its
-    work (seconds when large) holds no connection or lock; ``apply_snapshot`` then writes it in
-    a short transaction, or reruns it there if a commit landed meanwhile."""
+    """The tables a plan names and the last commit: a plan runs outside any transaction so its work
+    (seconds when large) holds no connection or lock, then ``apply_snapshot`` writes it."""
 
     defs: dict[str, TableDef]
     table_rows: dict[str, dict[int, dict[str, Any]]]
@@ -149,8 +148,7 @@ def apply_snapshot(
     tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
 ) -> dict[str, Any]:
     """Write the plan's result on ``snap``, or rerun it in ``tx`` if an unseen commit changed the
-    schema or a table it read; other commits leave the result valid, and rerunning would hold
-    the writer for the whole plan, which the snapshot avoids."""
+    schema or a table it read (rerunning otherwise would hold the writer for the whole plan)."""
     if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
         return apply(tx, raw_plan, actor)
     return write_applied(tx, *ran, actor)
@@ -261,12 +259,7 @@ def read_only_lessons(lesson_id: str, image: Any) -> None:
 def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
     counts = {"inserted": 0, "updated": 0, "deleted": 0}
     for row in effects.get("rows", []):
-        if row["before"] is None:
-            counts["inserted"] += 1
-        elif row["after"] is None:
-            counts["deleted"] += 1
-        else:
-            counts["updated"] += 1
+        counts["inserted" if row["before"] is None else "deleted" if row["after"] is None else "updated"] += 1
     return {"rows": counts, "schema": list(effects.get("schema", []))}
 
 
@@ -285,10 +278,5 @@ def targets_of(effects: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def error_code(error: StoreError) -> str:
-    if isinstance(error, StalePlanError):
-        return "STALE_PLAN"
-    if isinstance(error, NotFoundError):
-        return "NOT_FOUND"
-    if isinstance(error, ConflictError):
-        return "CONFLICT"
-    return "VALIDATION_ERROR"
+    codes = ((StalePlanError, "STALE_PLAN"), (NotFoundError, "NOT_FOUND"), (ConflictError, "CONFLICT"))
+    return next((code for kind, code in codes if isinstance(error, kind)), "VALIDATION_ERROR")

@@ -13,8 +13,7 @@ from collections.abc import Collection
 
 from stores.engine.ranking_params import DEFAULT, RankingParams
 
-# Keys sharing their first STEM letters match: a crude stemmer that behaves alike everywhere.
-STEM = 5
+STEM = 5  # keys sharing their first STEM letters match: a crude stemmer that behaves alike everywhere
 # Longer runs of letters, digits and separators are not kept as one term (hashes, blobs).
 MAX_COMPOUND_CHARS = 64
 

@@ -83,8 +83,8 @@ class VectorIndex:
             return
         last = self._n - 1
         if pos != last:
-            for arr in (self._vectors, self._keys, self._scopes, self._expires, self._confidence):
-                arr[pos] = arr[last]
+            for name in _COLUMNS:
+                getattr(self, name)[pos] = getattr(self, name)[last]
             self._pos[int(self._keys[pos])] = pos
         self._n = last
 
@@ -178,12 +178,12 @@ class VectorIndex:
         capacity = self._vectors.shape[0]
         if size <= capacity:
             return
-        new_cap = max(size, capacity * 2, 256)
-        self._vectors = _resized(self._vectors, new_cap)
-        self._keys = _resized(self._keys, new_cap)
-        self._scopes = _resized(self._scopes, new_cap)
-        self._expires = _resized(self._expires, new_cap)
-        self._confidence = _resized(self._confidence, new_cap)
+        for name in _COLUMNS:
+            setattr(self, name, _resized(getattr(self, name), max(size, capacity * 2, 256)))
+
+
+# The arrays holding one entry per row, kept in step.
+_COLUMNS = ("_vectors", "_keys", "_scopes", "_expires", "_confidence")
 
 
 def _resized(arr: np.ndarray, capacity: int) -> np.ndarray:

@@ -13,6 +13,7 @@ from stores.engine.filters import filters, matches
 from stores.engine.plans import (
     ID_COLUMN,
     MAX_COLUMNS,
+    OPERATIONS,
     TYPES,
     Column,
     PlanError,
@@ -112,9 +113,6 @@ def run_operation(ws: Workspace, index: int, op: Mapping[str, Any]) -> None:
         raise
     except StoreError as exc:
         raise PlanError(index, exc) from None
-
-
-# -- operations ---------------------------------------------------------------------
 
 
 def _create_table(ws: Workspace, op: Mapping[str, Any]) -> None:
@@ -238,16 +236,9 @@ def _delete(ws: Workspace, op: Mapping[str, Any]) -> None:
     _rewrite_rows(ws, name, lambda i, v: None if matches({"id": i, **v}, conditions) else v)
 
 
+# Each of ``plans.OPERATIONS`` by the function above named after it.
 _OPERATIONS: dict[str, Callable[[Workspace, Mapping[str, Any]], None]] = {
-    "create_table": _create_table,
-    "drop_table": _drop_table,
-    "add_column": _add_column,
-    "drop_column": _drop_column,
-    "rename_column": _rename_column,
-    "alter_column_type": _alter_column_type,
-    "insert": _insert,
-    "update": _update,
-    "delete": _delete,
+    op: globals()[f"_{op}"] for op in OPERATIONS
 }
 
 

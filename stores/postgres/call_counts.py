@@ -20,8 +20,7 @@ from stores.postgres.db import unavailable_on_failure
 
 logger = logging.getLogger("stores.postgres")
 
-# How often one process deletes the rows of keys idle for an hour.
-PRUNE_EVERY_S = 600.0
+PRUNE_EVERY_S = 600.0  # how often one process deletes the rows of keys idle for an hour
 
 # ``hit`` counts the calls if the window ended or has room, else returns nothing, and the outer
 # query reads from the pre-insert snapshot when the refused key's window ends.

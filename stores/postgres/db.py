@@ -40,8 +40,7 @@ CONNECT_DEFAULTS: dict[str, str] = {
 }
 # Server side, unless the URL's ``options`` sets it; migrations lift the statement limit.
 SESSION_DEFAULTS: dict[str, str] = {"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"}
-# How long a call waits for a pooled connection when all are busy.
-POOL_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 5.0  # how long a call waits for a pooled connection when all are busy
 
 
 def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:

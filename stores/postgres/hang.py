@@ -22,12 +22,10 @@ import psycopg
 
 logger = logging.getLogger("stores.postgres")
 
-# A round trip this old makes the watcher ask whether the server still answers.
-SUSPECT_AFTER_S = 2.0
+SUSPECT_AFTER_S = 2.0  # a round trip this old makes the watcher ask whether the server still answers
 # A fresh connection's wait before the server counts as frozen (connect_timeout's floor is 2 s).
 PROBE_TIMEOUT_S = 2
-# A probe's verdict stands this long before the watcher probes again.
-PROBE_INTERVAL_S = 2.0
+PROBE_INTERVAL_S = 2.0  # a probe's verdict stands this long before the watcher probes again
 TICK_S = 0.25
 # The watcher thread ends after this long with nothing to watch, and starts again on demand.
 IDLE_EXIT_S = 10.0
@@ -46,8 +44,6 @@ class HangWatch:
         self.connection_class: type[WatchedConnection] = type(
             "WatchedConnection", (WatchedConnection,), {"hang_watch": self}
         )
-
-    # -- called by the connections ---------------------------------------------------
 
     def remember_connect_args(self, cargs: tuple[Any, ...], cparams: dict[str, Any]) -> None:
         """How the engine connects, so a probe connects the same way."""
@@ -77,8 +73,6 @@ class HangWatch:
         """Record whether the server answered a connection just now."""
         with self._lock:
             self._verdict_at, self._answered = time.monotonic(), answered
-
-    # -- the watcher thread ------------------------------------------------------------
 
     def _watch(self) -> None:
         idle_since = time.monotonic()

@@ -83,8 +83,6 @@ class PostgresNotices:
         if thread is not None:
             thread.join(timeout=WAIT_S * 4 + RECONNECT_MAX_S)
 
-    # -- the listening thread ---------------------------------------------------------------
-
     def _run(self) -> None:
         delay = RECONNECT_FIRST_S
         while not self._stop.is_set():

@@ -19,8 +19,7 @@ from stores.engine.json_numbers import jsonb_text
 
 # A bound parameter in the engine's statements (":name", not the second colon of a "::" cast).
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-# SQLSTATE query_canceled: what a statement stopped by statement_timeout raises.
-_QUERY_CANCELED = "57014"
+_QUERY_CANCELED = "57014"  # SQLSTATE query_canceled: what a statement stopped by statement_timeout raises
 
 
 class PostgresSqlTx:

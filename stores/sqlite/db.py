@@ -23,8 +23,7 @@ from stores import deadline
 from stores.errors import UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
 
-# The longest a statement waits for another connection's lock, all retries included.
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = 30_000  # the longest a statement waits for another connection's lock, all retries included
 # VM steps between progress-handler calls (well under a ms), how a statement sees the deadline.
 PROGRESS_STEPS = 100_000
 LOCKED_MESSAGE = (

@@ -16,8 +16,7 @@ from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import write_transaction
 from stores.sqlite.sql import LocalSqlTx
 
-# The longest recording a key's use waits for another process's write lock.
-TOUCH_WAIT_S = 0.2
+TOUCH_WAIT_S = 0.2  # the longest recording a key's use waits for another process's write lock
 
 
 class LocalKeyDb:
