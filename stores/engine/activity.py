@@ -64,14 +64,8 @@ class ActivityNote:
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""
-        return ActivityNote(
-            kind=self.kind,
-            key_id=self.key_id,
-            client=self.client,
-            query=self.query,
-            error=code,
-            person=self.person,
-        )
+        kept = {name: getattr(self, name) for name in ("kind", "key_id", "client", "query", "person")}
+        return ActivityNote(**kept, error=code)
 
     def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
         """The note with its commit's kind (a merging save is a ``merge``), id and targets."""

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from stores.engine.activity import ActivityNote
 from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
-from stores.engine.oauth_rows import OAuthStore
+from stores.engine.oauth_rows import OAuthDb, OAuthStore
 from stores.engine.sql import SqlTx
 from stores.errors import ConflictError, NotFoundError
 from stores.ids import new_id
@@ -50,14 +50,8 @@ _KEY_COLUMNS = "id, org_id, name, key_prefix, project, is_root, created_at, last
 _KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
 
 
-class KeyDb(Protocol):
-    """What the key store needs of a backend (its ``ActivityDb`` and ``OAuthDb`` too)."""
-
-    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
-        """A transaction that may see and change ``org_id``'s orgs and keys."""
-
-    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
-        """A read that may see the one key with this digest, whatever its org."""
+class KeyDb(OAuthDb, Protocol):
+    """What the key store needs of a backend (its ``ActivityDb`` too)."""
 
     def touching(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx | None]:
         """A write recording a key's use, or None when the backend skips it (writer busy)."""

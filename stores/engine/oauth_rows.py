@@ -57,9 +57,11 @@ class OAuthTokenRow:
 class OAuthDb(Protocol):
     """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them)."""
 
-    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]: ...
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction that may see and change ``org_id``'s rows (``NO_ORG``: clients, secrets)."""
 
-    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]: ...
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read that may see the one row with this digest, whatever its org."""
 
 
 _GRANT_COLUMNS = "client_id, org_id, key_id, project, resource, scopes"

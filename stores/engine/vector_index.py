@@ -30,14 +30,8 @@ class VectorIndex:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._n = 0
-        self._vectors = np.zeros((0, dim), dtype=np.float32)
-        self._keys = np.zeros(0, dtype=np.int64)
-        self._scopes = np.zeros(0, dtype=np.int32)
-        self._expires = np.zeros(0, dtype=np.float64)
-        self._confidence = np.zeros(0, dtype=np.float32)
-        self._pos: dict[int, int] = {}
         self._scope_codes: dict[str, int] = {}
+        self.load([], np.zeros(0, dtype=np.float32))
 
     def __len__(self) -> int:
         return self._n
@@ -66,15 +60,12 @@ class VectorIndex:
         matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
         self._n = len(rows)
         self._vectors = matrix
-        self._keys = np.fromiter((r.key for r in rows), dtype=np.int64, count=len(rows))
-        self._scopes = np.fromiter(
-            (self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows),
-            dtype=np.int32,
-            count=len(rows),
-        )
-        self._expires = np.fromiter((r.expires_at for r in rows), dtype=np.float64, count=len(rows))
-        self._confidence = np.fromiter((r.confidence for r in rows), dtype=np.float32, count=len(rows))
-        self._pos = {int(k): i for i, k in enumerate(self._keys)}
+        self._keys = np.array([r.key for r in rows], dtype=np.int64)
+        codes = [self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows]
+        self._scopes = np.array(codes, dtype=np.int32)
+        self._expires = np.array([r.expires_at for r in rows], dtype=np.float64)
+        self._confidence = np.array([r.confidence for r in rows], dtype=np.float32)
+        self._pos: dict[int, int] = {int(k): i for i, k in enumerate(self._keys)}
 
     def remove(self, key: int) -> None:
         """Drop a lesson; the last row moves into its slot so the matrix stays dense."""
