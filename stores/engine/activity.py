@@ -1,8 +1,6 @@
-"""The activity log's contract: what a call records, what a reader asks for and gets back.
-
-Each memory call leaves one entry (kind, what it touched, a recall's query and results, who),
-written with its effect; a failure leaves only its code. Services decide the ``ActivityNote``,
-stores write, read and bound it; agents only read. Note text is already redacted."""
+"""The activity log's contract: each memory call leaves one entry (kind, what it touched, a recall's
+query and results, who), written with its effect; a failure leaves only its code. Services decide the
+``ActivityNote``, stores write, read and bound it; agents only read. Note text is already redacted."""
 
 from __future__ import annotations
 

@@ -85,7 +85,7 @@ class ActivityLog:
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
     """Delete entries past the bounds per audience: one key's traffic never trims what it cannot see."""
-    key = {"org": scope.org, "project": scope.project, "root": sql.listed(ROOT_ONLY_KINDS)}
+    key = {**scope.params, "root": sql.listed(ROOT_ONLY_KINDS)}
     age = id_floor(now - timedelta(days=bounds.max_age_days))
     root_only = sql.in_list("kind", "root")
     for audience in (f"NOT ({root_only})", root_only):
@@ -104,7 +104,7 @@ def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> Non
 def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     """``query``'s entries of the project, newest first."""
     where = [_SCOPE]
-    params: dict[str, Any] = {"org": scope.org, "project": scope.project, "n": query.limit + 1}
+    params: dict[str, Any] = {**scope.params, "n": query.limit + 1}
     bounds = (("since", ">=", query.since), ("until", "<", query.until))
     for name, op, when in bounds:
         if when is not None:
@@ -146,7 +146,7 @@ def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, R
     rows = sql.rows(
         f"SELECT lesson_id, count(*) AS n, max(at) AS last FROM activity_lessons WHERE {_SCOPE} "
         f"AND kind = 'recall' AND {sql.in_list('lesson_id', 'ids')} GROUP BY lesson_id",
-        {"org": scope.org, "project": scope.project, "ids": sql.listed(lesson_ids)},
+        {**scope.params, "ids": sql.listed(lesson_ids)},
     )
     found = {r["lesson_id"]: RecallStats(int(r["n"]), sql.time(r["last"])) for r in rows}
     return {i: found.get(i, RecallStats()) for i in lesson_ids}
@@ -156,13 +156,7 @@ def stale(
     sql: SqlTx, scope: Scope, before: datetime, now: datetime, limit: int, cursor: str | None
 ) -> StalePage:
     """Live lessons created before ``before`` that no kept recall returned, oldest first."""
-    params: dict[str, Any] = {
-        "org": scope.org,
-        "project": scope.project,
-        "before": sql.stamp(before),
-        "now": sql.stamp(now),
-        "n": limit + 1,
-    }
+    params = {**scope.params, "before": sql.stamp(before), "now": sql.stamp(now), "n": limit + 1}
     after = ""
     if cursor is not None:
         after, params["cursor"] = " AND l.id > :cursor", cursor
@@ -312,7 +306,7 @@ def _entry_writes(
     sql: SqlTx, scope: Scope, entry_id: str, at: Any, note: ActivityNote
 ) -> list[tuple[str, Mapping[str, Any]]]:
     """The entry's row, and a row per lesson a recall returned."""
-    key = {"org": scope.org, "project": scope.project}
+    key = scope.params
     fields = {name: getattr(note, name) for name in (*_NOTE_COLUMNS, "person")}
     entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
     writes: list[tuple[str, Mapping[str, Any]]] = [

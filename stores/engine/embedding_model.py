@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from stores.engine.sql import SqlTx
-from stores.engine.vectors import unit_vector
+from stores.engine.vectors import check_dimension, unit_vector
 from stores.errors import ConflictError, InvalidInputError, UnavailableError
 
 # Fingerprint of unrecorded vectors that the asking model cannot adopt (other dimension).
@@ -196,11 +196,7 @@ class ModelRecords:
 
     def reembed_begin(self, target: EmbeddingModel) -> ReembedProgress:
         """Start or resume re-embedding with ``target``, discarding a half-done run for another."""
-        top = self._db.max_dimension
-        if not 1 <= target.dimension <= top:
-            raise InvalidInputError(
-                f"A vector must have between 1 and {top} dimensions, not {target.dimension}."
-            )
+        check_dimension(target.dimension, self._db.max_dimension)
         with self._db.every_org(write=True) as tx:
             if get_meta(tx, TARGET_KEY) != target.to_json():
                 tx.rows("DELETE FROM lesson_reembed", {})  # half of a run towards another model
@@ -238,8 +234,7 @@ class ModelRecords:
             )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
-        """When every lesson has its new vector, swap them in, record ``target``, bump the
-        generation and return 0; else change nothing and return how many still need one."""
+        """Swap every new vector in, record ``target``, bump the generation: 0; else how many lack one."""
         with self._db.every_org(write=True) as tx:
             self._check_target(tx, target)
             pending = _count(tx, _PENDING)

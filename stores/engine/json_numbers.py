@@ -42,9 +42,7 @@ def _any_float(value: Any, test: Callable[[float], bool]) -> bool:
 
 def without_negative_zero(value: Any) -> Any:
     """A JSON-like value with every ``-0.0`` in it made ``0.0``; ``value`` itself when it has none."""
-    if not has_negative_zero(value):
-        return value
-    return _zeroed(value)
+    return _zeroed(value) if has_negative_zero(value) else value
 
 
 def _zeroed(value: Any) -> Any:

@@ -1,8 +1,5 @@
-"""Orgs and API keys, as the team server's auth needs them, over the one SQL layer for both backends.
-
-A store sees only a key's SHA-256 digest and display prefix. Lookup by digest is the one query
-before an org is known. A ``KeyDb`` per backend opens transactions and may skip recording a
-key's use while its writer is busy."""
+"""Orgs and API keys over the one SQL layer for both backends: a store sees only a key's SHA-256
+digest and display prefix, and lookup by digest is the one query before an org is known."""
 
 from __future__ import annotations
 

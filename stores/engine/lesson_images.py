@@ -14,9 +14,8 @@ from stores.errors import ConflictError
 def lesson_image(
     lesson: Lesson, embedding: bytes | None = None, generation: int | None = None
 ) -> dict[str, Any]:
-    """A lesson as JSON for a commit, with its vector when a revert may recreate it, tagged with
-    its model ``generation`` so a revert after a re-embed can tell an old model's vector
-    (``None``: just computed with the current model, as in an import)."""
+    """A lesson as JSON for a commit, with its vector when a revert may recreate it, tagged with its
+    model ``generation`` (None: the current model's) so a revert can tell an old model's vector."""
     image = by_kind(vars(lesson), _TO_IMAGE)
     if embedding is not None:
         image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}

@@ -42,12 +42,16 @@ class Scope:
     # Who is acting, for the commit log; not part of the scope's identity.
     actor: str = field(default="local", compare=False)
 
+    @property
+    def params(self) -> dict[str, str]:
+        """The ``:org`` and ``:project`` of a statement confined to this scope."""
+        return {"org": self.org, "project": self.project}
+
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them.
-    A draft's text is redacted and tags normalised; a save gets a new id, now, no votes; an
-    import carries its exported id (kept with ``keep_ids``), times and votes."""
+    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them. A
+    save gets a new id, now, no votes; an import carries its exported id, times and votes."""
 
     id: str | None = field(default=None, kw_only=True)
     problem: str
@@ -207,8 +211,7 @@ class LessonStore(Protocol):
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Save drafts in one transaction, deduplicating among them too (one ``save`` or ``merge``
-        commit, or an ``import``), ``activity`` logged with it. ``keep_ids``: a draft whose id is
+        """Save drafts in one commit, deduplicating among them too; ``keep_ids``: a draft whose id is
         held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:

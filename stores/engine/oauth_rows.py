@@ -101,13 +101,9 @@ class OAuthStore:
         oldest is forgotten), first forgetting clients unused after ``unused_for``."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             stale = {"cutoff": tx.stamp(now - unused_for)}
-            unused = (
-                "SELECT client_id FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff"
-            )
-            tx.rows(f"DELETE FROM oauth_clients WHERE client_id IN ({unused})", stale)
-            tx.rows(
-                "DELETE FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff", stale
-            )
+            unused = "FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff"
+            tx.rows(f"DELETE FROM oauth_clients WHERE client_id IN (SELECT client_id {unused})", stale)
+            tx.rows(f"DELETE {unused}", stale)
             held = tx.rows(
                 "SELECT count(*) AS n, min(registered_at) AS oldest FROM oauth_registrations "
                 "WHERE address = :address AND used_at IS NULL",

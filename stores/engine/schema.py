@@ -1,7 +1,5 @@
-"""Tables both backends make alike, written once with each dialect's names for the column types.
-
-Only type names differ (``Types``); each dialect gets exactly the text its migration had when
-written apart, so no database that ran it sees a change."""
+"""Tables both backends make alike, written once with each dialect's type names (``Types``): each
+dialect gets exactly the text its migration had when written apart, so no database sees a change."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """A query's terms and which of them a text has: the lexical half of the ranking.
 
 Terms: words but stopwords and words about lessons ("root cause", "fix"); numbers, versions,
-identifiers, paths ("6.28.8", "billing-api") whole and by parts (a version's number is not that
-number). Words match through a light suffix stripper. Entities: terms with a digit,
-identifiers, paths and names (capitalised words inside a sentence)."""
+identifiers and paths ("6.28.8", "billing-api") whole and by parts. Words match through a light
+suffix stripper. Entities: terms with a digit, identifiers, paths and names."""
 
 from __future__ import annotations
 
@@ -19,9 +18,8 @@ MAX_COMPOUND_CHARS = 64
 
 
 def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
-    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``; with
-    ``entity_terms`` also single digits and compounds whole before their parts. Terms are
-    letters and digits joined by ``. _ / -``: safe in FTS5 quotes and a tsquery."""
+    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``: letters and
+    digits joined by ``. _ / -``, safe in FTS5 quotes and a tsquery."""
     cap = params.max_terms if max_terms is None else max_terms
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
     if not params.entity_terms:

@@ -1,9 +1,6 @@
-"""An in-memory matrix of lesson vectors for fast exact cosine search.
-
-sqlite-vec's scan took about 55 ms for 100k 384-d vectors on 2 cores, over the 25 ms recall
-budget; a numpy product takes about 10 ms. ``lesson_embeddings`` stays the truth; this cache is
-refreshed from rows changed since its revision, so processes sharing a file see each other's
-writes. Not thread-safe: the owning store serialises access."""
+"""An in-memory matrix of lesson vectors for exact cosine search: sqlite-vec's scan took 55 ms for
+100k 384-d vectors, over the 25 ms recall budget; a numpy product takes 10 ms. ``lesson_embeddings``
+stays the truth. Not thread-safe: the owning store serialises access."""
 
 from __future__ import annotations
 

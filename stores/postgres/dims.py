@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, text
 
+from stores.engine.vectors import check_dimension
 from stores.errors import InvalidInputError
 from stores.postgres.db import as_owner, transaction
 
@@ -63,9 +64,9 @@ class PostgresDims:
 
 
 def _create_column(conn: Connection, dim: int) -> None:
-    if not 1 <= dim <= MAX_DIMENSION:
-        raise InvalidInputError(f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}.")
-    # dim is an int checked above, never user text.
-    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
+    # dim is an int checked here, never user text.
+    conn.exec_driver_sql(
+        f"ALTER TABLE lessons ADD COLUMN embedding vector({check_dimension(dim, MAX_DIMENSION)})"
+    )
     conn.exec_driver_sql("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)")
     conn.execute(text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)})

@@ -1,8 +1,6 @@
-"""Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``).
-
-One record per database, as every org shares the ``embedding`` column. Re-embedding runs as the
-owner with RLS lifted for its transaction only (``NO FORCE ROW LEVEL SECURITY`` is transactional
-and restored before commit); the swap rebuilds the column (dimension may change) and its index."""
+"""Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``): one
+record per database, as every org shares the ``embedding`` column. Re-embedding runs as the owner
+with RLS lifted for its transaction only; the swap rebuilds the column and its index."""
 
 from __future__ import annotations
 

@@ -1,9 +1,8 @@
 """Lore behind a transaction-mode pooler such as PgBouncer (``LORE_DATABASE_DIRECT_URL``).
 
-A server connection is lent per transaction, so nothing may outlive one: prepared statements
-would be missing on the next (PgBouncer 1.18 does not track them), and session settings (the
-``SET ROLE`` keeping a privileged login under RLS) would stay on one server connection. So
-nothing is prepared and each transaction sets role and timeouts itself, in one statement."""
+A server connection is lent per transaction, so nothing may outlive one: prepared statements would
+be missing on the next (PgBouncer 1.18 does not track them), and session settings (``SET ROLE``)
+would stay on one server connection. So each transaction sets role and timeouts itself."""
 
 from __future__ import annotations
 

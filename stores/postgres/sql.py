@@ -1,8 +1,5 @@
-"""``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres.
-
-JSON is ``jsonb`` (bound via ``jsonb_text``), lists are arrays for ``= ANY``. ``bounded`` sets
-``statement_timeout`` to the deadline's time left, so Postgres stops an overrunning statement and
-the transaction rolls back."""
+"""``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres: JSON is ``jsonb``, lists
+are arrays for ``= ANY``, and ``bounded`` sets ``statement_timeout`` to the deadline's time left."""
 
 from __future__ import annotations
 

@@ -155,8 +155,8 @@ def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> No
 def write_transaction(
     conn: Connection, *, refused: str = "so the call changed nothing"
 ) -> Iterator[Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolling back on any exception; a deadline stop is
-    ``DeadlineExceeded``, a read-only refusal ``UnavailableError`` (``refused`` says what it meant)."""
+    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolling back on any exception (``refused``: what a read-only
+    refusal meant)."""
     deadline.check()
     finish_statements(conn)  # nothing left from before pins an old snapshot
     with writes_refused_as_unavailable(conn, refused):
@@ -197,9 +197,8 @@ def _raise_late(exc: BaseException) -> None:
 
 
 def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
-    """Run ``fn``, waiting at most ``BUSY_TIMEOUT_MS`` (or to a sooner deadline) for a lock. SQLite
-    waits in the statement, but reports "locked" at once in a few cases (lock upgrade, WAL
-    recovery), so those are retried with a short pause within the same budget."""
+    """Run ``fn``, waiting at most ``BUSY_TIMEOUT_MS`` (or to the deadline) for a lock: SQLite reports
+    "locked" at once in a few cases (lock upgrade, WAL recovery), so those are retried."""
     start = time.monotonic()
     pause = 0.01
     try:

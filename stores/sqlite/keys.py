@@ -1,7 +1,5 @@
-"""Orgs, API keys and the activity log in the local SQLite file (the ``engine`` modules' dialect).
-
-Shares the lesson store's connections and locks, so key writes queue behind lesson writes
-rather than contend with them. Times are fixed-width UTC text."""
+"""Orgs, API keys and the activity log in the local file, on the lesson store's connections and
+locks, so key writes queue behind lesson writes rather than contend with them."""
 
 from __future__ import annotations
 

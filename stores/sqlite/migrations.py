@@ -56,11 +56,9 @@ _LESSON_TAGS = """        CREATE TABLE lesson_tags (
 
 
 def _vectors_without_sqlite_vec(conn: Connection) -> None:
-    """Move sqlite-vec's ``lesson_vectors`` into ``lesson_embeddings``. The extension is no longer
-    loaded, so the table is unreadable, but ``lesson_vectors_rowids`` maps a pk to a chunk and
-    offset, and ``lesson_vectors_vector_chunks00`` rows hold float32 vectors end to end. The
-    schema entry is then removed by hand (SQLite's documented way for a missing module) and the
-    shadow tables dropped; a file without them is left as it is."""
+    """Move sqlite-vec's unreadable ``lesson_vectors`` into ``lesson_embeddings`` through its shadow
+    tables (``_rowids``: a pk's chunk and offset; ``_vector_chunks00``: float32 vectors end to end),
+    then remove its schema entry by hand (SQLite's way for a missing module) and the shadow tables."""
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "lesson_vectors_rowids" not in names:
         return
