@@ -14,9 +14,9 @@ from stores.engine.structured import (
     Commit,
     ProjectTx,
     current_hash,
+    record,
     summarize,
     targets_of,
-    write,
 )
 from stores.engine.workspace import Workspace, table_from_json
 from stores.errors import ConflictError, InvalidInputError, NotFoundError
@@ -42,9 +42,8 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     lesson_effects = _undo(tx, ws, target, later)
     effects = ws.effects()
     effects["rows"] = lesson_effects + effects["rows"]
-    commit = write(
-        tx, ws, effects, kind="revert", message=f"Revert #{target.seq}", actor=actor, hash_before=before
-    )
+    message = f"Revert #{target.seq}"
+    commit = record(tx, effects, kind="revert", message=message, actor=actor, hash_before=before, ws=ws)
     return {
         "commit_id": commit.id,
         "seq": commit.seq,

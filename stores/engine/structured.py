@@ -163,7 +163,7 @@ def _snapshot_stale(tx: ProjectTx, snap: Snapshot, hash_before: str) -> bool:
 
 def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:
     effects = ws.effects()
-    commit = write(tx, ws, effects, kind="apply", message=plan.message, actor=actor, hash_before=before)
+    commit = record(tx, effects, kind="apply", message=plan.message, actor=actor, hash_before=before, ws=ws)
     return {
         "commit_id": commit.id,
         "seq": commit.seq,
@@ -172,17 +172,8 @@ def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: 
     }
 
 
-def write(
-    tx: ProjectTx,
-    ws: Workspace,
-    effects: dict[str, Any],
-    *,
-    kind: str,
-    message: str,
-    actor: str,
-    hash_before: str,
-) -> Commit:
-    """Persist the workspace's changes and the commit describing them."""
+def _persist(tx: ProjectTx, ws: Workspace, effects: dict[str, Any]) -> None:
+    """Write the workspace's changed tables and rows."""
     for name in {*ws.tables_before, *ws.renumbered}:
         tx.put_table(name, ws.defs.get(name))
     changes: dict[str, dict[int, dict[str, Any] | None]] = {}
@@ -192,10 +183,6 @@ def write(
     for table, table_changes in changes.items():
         if table in ws.defs:
             tx.put_rows(table, table_changes)
-    after = tables_hash(ws.defs)
-    return record(
-        tx, effects, kind=kind, message=message, actor=actor, hash_before=hash_before, hash_after=after
-    )
 
 
 def record(
@@ -206,10 +193,13 @@ def record(
     message: str,
     actor: str,
     hash_before: str,
-    hash_after: str | None = None,
+    ws: Workspace | None = None,
     activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit (with ``activity``, written together); every 100th also snapshots tables."""
+    """Add a commit (with ``activity``, written together) after persisting ``ws``'s changes; every
+    ``SNAPSHOT_EVERY``-th also snapshots tables."""
+    if ws is not None:
+        _persist(tx, ws, effects)
     last = tx.last_commit()
     commit = Commit(
         id=new_id(),
@@ -220,20 +210,15 @@ def record(
         actor=actor,
         created_at=datetime.now(UTC),
         schema_hash_before=hash_before,
-        schema_hash_after=hash_after or hash_before,
+        schema_hash_after=tables_hash(ws.defs) if ws is not None else hash_before,
         effects=effects,
         targets=targets_of(effects),
     )
     tx.add_commit(commit, activity)
     if commit.seq % SNAPSHOT_EVERY == 0:
-        tables = tx.tables()
-        tx.put_snapshot(
-            commit.seq,
-            {
-                name: {"columns": columns_json(t), "next_id": t.next_id, "rows": tx.rows(name)}
-                for name, t in tables.items()
-            },
-        )
+        tables = tx.tables().items()
+        state = {n: {"columns": columns_json(t), "next_id": t.next_id, "rows": tx.rows(n)} for n, t in tables}
+        tx.put_snapshot(commit.seq, state)
     return commit
 
 

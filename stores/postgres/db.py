@@ -60,14 +60,11 @@ def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
     )
     watch = HangWatch()
     session = session_settings(sa_url)
-
-    def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        return connect_watched(watch, tuple(cargs), dict(cparams))
+    event.listen(engine, "do_connect", lambda _d, _r, cargs, cparams: connect_watched(watch, cargs, cparams))
 
     def on_connect(dbapi_conn: Any, record: Any) -> None:
         record.info[ROLE_INFO] = _on_connect(dbapi_conn, {} if pooled else session, set_role=not pooled)
 
-    event.listen(engine, "do_connect", do_connect)
     event.listen(engine, "connect", on_connect)
     if pooled:
         settings_per_transaction(engine, session)
