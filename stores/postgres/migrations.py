@@ -6,10 +6,10 @@ import logging
 
 from sqlalchemy import Connection, Engine, text
 
-from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    apply_pending,
     curation_tables,
     key_tables,
     oauth_registration_table,

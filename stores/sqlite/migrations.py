@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    apply_pending,
     curation_tables,
     key_tables,
     oauth_registration_table,
