@@ -23,8 +23,7 @@ MAX_IDS = 100  # how many lesson ids and tables one entry keeps (an import of 10
 
 @dataclass(frozen=True)
 class ActivityBounds:
-    """At most ``max_entries`` (root-only kinds apart) under ``max_age_days``, trimmed every
-    ``trim_every`` appends; 5,000 busy entries (about 0.5 kB each) come to under 3 MB."""
+    """The log's bounds, trimmed every ``trim_every`` appends: 5,000 busy entries come to under 3 MB."""
 
     max_age_days: float = 30.0
     max_entries: int = 5_000

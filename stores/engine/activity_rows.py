@@ -73,14 +73,12 @@ class ActivityLog:
             made = (new_id(), now)
         entry_id, now = made
         sql.together([*before, *_entry_writes(sql, scope, entry_id, sql.stamp(now), note)])
-        if self._due():
-            trim(sql, scope, self.bounds, now)
-        return entry_id
-
-    def _due(self) -> bool:
         with self._lock:
             self._appends += 1
-            return self._appends % max(1, self.bounds.trim_every) == 0
+            due = self._appends % max(1, self.bounds.trim_every) == 0
+        if due:
+            trim(sql, scope, self.bounds, now)
+        return entry_id
 
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
@@ -250,7 +248,7 @@ class ActivityRecords:
 
     def close(self) -> None:
         """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write the
-        rest; closing goes on if that fails (only recall and failure entries are lost)."""
+        rest; a failure is only logged, as only recall and failure entries are lost."""
         self._stop.set()
         self._wake.set()
         thread = self._thread

@@ -107,9 +107,8 @@ def like(value: str, pattern: str) -> bool:
 
 
 class _LikeMatcher:
-    """A like pattern cut at ``%`` into fixed-length pieces: it matches when the first starts the
-    value, the last ends it, and the middle ones occur in order. The leftmost place leaves most
-    room, so one pass decides, unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
+    """A like pattern cut at ``%`` into fixed-length pieces, matched leftmost first in one pass,
+    unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
 
     def __init__(self, pattern: str) -> None:
         pieces = pattern.split("%")

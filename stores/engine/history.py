@@ -90,8 +90,8 @@ def _blocks(target: Commit, later: Commit) -> bool:
 
 
 def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> list[dict[str, Any]]:
-    """Restore ``target``'s before images: tables in ``ws``, lessons in ``tx`` (effects returned,
-    as lessons are outside the copy); a lesson gets back only the fields ``target`` changed."""
+    """Restore ``target``'s before images: tables in ``ws``, lessons (only the fields ``target``
+    changed) in ``tx``, returning their effects, as lessons are outside the copy."""
     lesson_effects = []
     # Oldest first: the last image of a lesson is what it is now.
     latest = {

@@ -130,8 +130,8 @@ DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SaveResult:
-    """A draft's id, whether it merged (only adding nothing), its unmerged near neighbours (id,
-    similarity; most similar first), and ``skipped``: an import's draft whose id was held."""
+    """A draft's id, whether it merged, its unmerged near neighbours (id, similarity; most similar
+    first), and ``skipped``: an import's draft whose id was held."""
 
     id: str
     merged: bool
@@ -241,8 +241,7 @@ class LessonStore(Protocol):
         *,
         activity: ActivityNote | None = None,
     ) -> Lesson:
-        """Fold ``drop_id`` into ``keep_id`` in one ``merge`` commit: the patch (and ``vector``,
-        when the text changed) on the kept lesson, both lessons' votes summed, the other deleted."""
+        """Fold ``drop_id`` into ``keep_id`` (patched, votes summed) in one ``merge`` commit."""
 
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         """Count one vote up or down."""
@@ -254,8 +253,8 @@ class LessonStore(Protocol):
         """Stored float32 vectors of the held ``lesson_ids``, for an export."""
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        """Live lessons best first by the hybrid score in ``stores.engine.ranking``: full-text
-        matches first, then (once ``query``'s vector is there) the nearest vectors, all scored."""
+        """Live lessons best first by ``stores.engine.ranking``: full-text matches, then (once the
+        vector is there) the nearest vectors, all scored."""
 
     def count(self, org: str, project: str | None = None) -> int:
         """Live lessons of an org, in one project or all of them."""

@@ -172,8 +172,8 @@ def best(
     nearest: Collection[str] | None = None,
     names: Collection[str] = (),
 ) -> list[tuple[str, float]]:
-    """The ``limit`` best (id, similarity, weight, text) ``candidates`` as (id, score), scores
-    rounded to 6 places, ties to the smaller id; rarity counts among ``nearest`` (all if None)."""
+    """The ``limit`` best (id, similarity, weight, text) ``candidates`` as (id, score rounded to 6
+    places), ties to the smaller id; rarity counts among ``nearest`` (all if None)."""
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
     lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
     scores = [

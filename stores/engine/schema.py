@@ -108,8 +108,8 @@ def key_tables(t: Types) -> str:
 
 
 def oauth_tables(t: Types) -> str:
-    """OAuth clients, token digests, the signing secret; no RLS (read before the org is known, no
-    org memory); ``IF NOT EXISTS`` so a file whose schema was wound back keeps them."""
+    """OAuth state, without RLS (read before the org is known); ``IF NOT EXISTS`` so a file whose
+    schema was wound back keeps it."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_clients (
             client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL

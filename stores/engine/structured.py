@@ -114,9 +114,8 @@ class Snapshot:
 
 
 def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
-    """The tables ``raw_plan`` names (all, if not a plan), the last commit read first: on
-    Postgres each statement sees what is committed by then, so a commit between reads must make
-    the snapshot stale, never current with older tables."""
+    """The tables ``raw_plan`` names (all, if not a plan), the last commit read first: a commit
+    between reads (each sees what is committed by then) then makes the snapshot stale."""
     last = tx.last_commit()
     tables = tx.tables()
     ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None

@@ -116,8 +116,8 @@ class VectorIndex:
     def nearest_many(
         self, scope: str, queries: np.ndarray, *, now: float, k: int = 1, min_similarity: float = -1.0
     ) -> list[list[tuple[int, float]]]:
-        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first; a
-        few matrix products per batch, not a scan per vector, keep bulk loads fast."""
+        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first, in
+        a few matrix products per batch (not a scan per vector) to keep bulk loads fast."""
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0:
             return [[] for _ in range(len(queries))]

@@ -63,17 +63,13 @@ class PostgresCallCounts:
         with unavailable_on_failure(), self._engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             counted, wait = conn.execute(_TAKE, params).one()
-            if self._prune_due():
+            with self._prune_lock:  # at most one call per ``PRUNE_EVERY_S`` per process prunes
+                now = time.monotonic()
+                due = now - self._pruned_at >= PRUNE_EVERY_S
+                if due:
+                    self._pruned_at = now
+            if due:
                 conn.execute(_PRUNE)
         if counted is not None:
             return None
         return max(0.0, float(wait)) if wait is not None else None
-
-    def _prune_due(self) -> bool:
-        """Whether this call should prune (at most one call per ``PRUNE_EVERY_S`` per process)."""
-        now = time.monotonic()
-        with self._prune_lock:
-            if now - self._pruned_at < PRUNE_EVERY_S:
-                return False
-            self._pruned_at = now
-            return True

@@ -262,12 +262,16 @@ def migrate(engine: Engine) -> int:
         # Building an index on a large table may take minutes; only migrations may.
         conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-        _ensure_vector_extension(conn)
-        conn.execute(
-            text(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        if conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
+            raise UnavailableError(
+                "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
+                "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
+                "and restart Lore."
             )
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        conn.exec_driver_sql(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         for version, name, _ in apply_pending(
             PostgresSqlTx(conn), MIGRATIONS, SCHEMA_VERSION, conn.exec_driver_sql
@@ -276,17 +280,6 @@ def migrate(engine: Engine) -> int:
         _ensure_rls_role(conn)
     engine.dispose()  # new connections pick up the role and the vector type
     return SCHEMA_VERSION
-
-
-def _ensure_vector_extension(conn: Connection) -> None:
-    available = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
-    if available is None:
-        raise UnavailableError(
-            "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
-            "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
-            "and restart Lore."
-        )
-    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
 
 
 def _ensure_rls_role(conn: Connection) -> None:

@@ -16,7 +16,7 @@ from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure
-from stores.postgres.dims import MAX_DIMENSION, PostgresDims
+from stores.postgres.dims import EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
 from stores.postgres.sql import PostgresSqlTx
 
 # Where PostgresLessonStore._begin leaves the generation it read, for the transaction's images.
@@ -83,7 +83,7 @@ class PostgresModelDb:
         tx.rows(
             "UPDATE lessons AS l SET embedding = r.embedding FROM lesson_reembed AS r WHERE r.pk = l.pk", {}
         )
-        tx.rows("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)", {})
+        tx.rows(EMBEDDING_INDEX, {})
 
     def swapped(self, dimension: int) -> None:
         self._dims.adopt(dimension)

@@ -52,9 +52,8 @@ def parse_ts(text: str) -> datetime:
 
 
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
-    """A connection remembering its cursors, so a transaction finishes statements left before it:
-    a half-read SELECT (kept by a traceback until GC) pins the snapshot, and once another process
-    writes every ``BEGIN IMMEDIATE`` is "locked", which wedged the team server's writer."""
+    """A connection remembering its cursors, so a transaction finishes statements left before it: a
+    half-read SELECT pins the snapshot, which made every ``BEGIN IMMEDIATE`` "locked" and wedged a writer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -24,8 +24,7 @@ class Unwritable:
 
 
 def unwritable(path: Path | str) -> Unwritable | None:
-    """Why ``path`` is unwritable, or None: the file and its WAL files, else the directory they go
-    in (or the nearest existing one above)."""
+    """Why ``path``, its WAL files or (the nearest existing) directory is unwritable, or None."""
     if str(path) == ":memory:":
         return None
     file = Path(path)

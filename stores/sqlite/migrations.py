@@ -193,8 +193,10 @@ def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:
     if callable(step):
         step(conn)
         return
-    for statement in _statements(step):
-        conn.execute(statement)
+    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
+    for statement in step.split(";"):
+        if statement.strip():
+            conn.execute(statement.strip())
 
 
 def _org_columns_named_as_on_postgres(conn: Connection) -> None:
@@ -208,8 +210,3 @@ def _org_columns_named_as_on_postgres(conn: Connection) -> None:
         columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}  # names from the schema
         if "org" in columns and "org_id" not in columns:
             conn.execute(f'ALTER TABLE "{table}" RENAME COLUMN org TO org_id')
-
-
-def _statements(sql: str) -> list[str]:
-    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
-    return [s.strip() for s in sql.split(";") if s.strip()]
