@@ -18,10 +18,9 @@ multiplied by 0.8, so one answer said six ways does not push out the lesson aske
 Anchor: similarity is measured from the mean of the scope's newest lessons, not the origin: a
 project's lessons share a direction, and a short lesson, mostly that direction, looked like every question.
 
-The final score multiplies relevance by bounded factors, so weak signals decide near-ties but never
-bury a strong match: decay ``0.5 + 0.5 * 2 ** (-age_days / half_life_days)``, confidence
-``0.5 + 0.5 * confidence``, votes ``1 + 0.2 * tanh((up - down) / 3)``. Each part was measured with
-``benchmarks/eval_retrieval.py`` and is a ``RankingParams`` switch; ``LEGACY`` is the ranking before them."""
+The final score multiplies relevance by bounded factors (``weight``), so weak signals decide near-ties
+but never bury a strong match. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a
+``RankingParams`` switch; ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -135,8 +134,14 @@ def _lexical(
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
     found = [matcher.found(text) for text in texts]
-    counted = [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
-    weights, df = _weights(terms, counted or found, params, names)
+    counted = (
+        [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
+    ) or found
+    n, df = len(counted), Counter(t for f in counted for t in f)
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(terms):  # weighed by rarity among the ``counted`` texts
+        w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
+        weights[term] = w * params.entity_weight if is_entity(term, names) else w
     if not params.rarity:
         total = sum(weights.values())
         return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
@@ -149,19 +154,6 @@ def _lexical(
         sum(weights[t] for t in f) / (total + sum(weights[t] for t in f if t not in counted_terms))
         for f in found
     ], found
-
-
-def _weights(
-    terms: list[str], counted: list[set[str]], params: RankingParams, names: Collection[str]
-) -> tuple[dict[str, float], Counter[str]]:
-    """Each term's weight among the ``counted`` texts (``_lexical``), and how many hold it."""
-    n = len(counted)
-    df = Counter(t for f in counted for t in f)
-    weights: dict[str, float] = {}
-    for term in dict.fromkeys(terms):
-        w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
-        weights[term] = w * params.entity_weight if is_entity(term, names) else w
-    return weights, df
 
 
 def best(

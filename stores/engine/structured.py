@@ -148,16 +148,12 @@ def apply_snapshot(
 ) -> dict[str, Any]:
     """Write the plan's result on ``snap``, or rerun it in ``tx`` if an unseen commit changed the
     schema or a table it read (rerunning otherwise would hold the writer for the whole plan)."""
-    if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
-        return apply(tx, raw_plan, actor)
+    if tx.last_commit() != snap.last:
+        read = [f"table:{name}" for name in snap.table_rows]
+        since = snap.last[1] if snap.last else 0
+        if current_hash(tx) != ran[1] or (read and tx.later_commits_touching(since, read)):
+            return apply(tx, raw_plan, actor)
     return write_applied(tx, *ran, actor)
-
-
-def _snapshot_stale(tx: ProjectTx, snap: Snapshot, hash_before: str) -> bool:
-    if current_hash(tx) != hash_before:
-        return True
-    read = [f"table:{name}" for name in snap.table_rows]
-    return bool(read) and bool(tx.later_commits_touching(snap.last[1] if snap.last else 0, read))
 
 
 def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 MAX_DIMENSION = 4096
 _INDEXED = "SELECT pk, org_id, project, expires_at, confidence FROM lessons"  # what the index keeps
+_VECTORS = "SELECT e.pk, e.embedding FROM lesson_embeddings AS e"
 
 
 def scope_key(scope: Scope) -> str:
@@ -102,7 +103,7 @@ class LocalVectors:
         if rev <= self._rev:
             return index
         if self._rev == 0:
-            vectors = dict(conn.execute("SELECT pk, embedding FROM lesson_embeddings"))
+            vectors = dict(conn.execute(_VECTORS))
             entries = _entries(conn.execute(_INDEXED), vectors)
             blob = b"".join(v for _, v in entries)
             index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
@@ -110,17 +111,13 @@ class LocalVectors:
             for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,)):
                 index.remove(pk)
             changed = conn.execute(f"{_INDEXED} WHERE rev > ?", (self._rev,)).fetchall()
-            for entry, vec in _entries(changed, _vectors_of(conn, [r[0] for r in changed])):
+            vectors = dict(
+                conn.execute(f"{_VECTORS} JOIN lessons AS l ON l.pk = e.pk WHERE l.rev > ?", (self._rev,))
+            )
+            for entry, vec in _entries(changed, vectors):
                 index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._rev = rev
         return index
-
-
-def _vectors_of(conn: Connection, keys: list[int]) -> dict[int, bytes]:
-    if not keys:
-        return {}
-    marks = ",".join("?" * len(keys))
-    return dict(conn.execute(f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", keys))
 
 
 def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[IndexedRow, bytes]]:
