@@ -21,11 +21,16 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from stores.errors import UnavailableError
 from stores.postgres.hang import HangWatch, connect_watched
-from stores.postgres.pooling import CONNECT_ARGS, ROLE_INFO, settings_per_transaction
 
 logger = logging.getLogger("stores.postgres")
 
 RLS_ROLE = "lore_rls"
+
+# The connection record's ``info`` key holding the role each transaction takes (or None).
+ROLE_INFO = "lore.role"
+# psycopg prepares a statement its connection ran five times; through the pooler, never (PgBouncer
+# 1.18 does not track prepared statements, so the next transaction's server connection lacks them).
+CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
 
 
 # Client side, in libpq's names; LORE_DATABASE_URL's query string wins over each.
@@ -181,3 +186,23 @@ def unavailable_on_failure() -> Iterator[None]:
 def as_owner(conn: Connection) -> None:
     """For this transaction only, act as the login role again (DDL needs the tables' owner)."""
     conn.exec_driver_sql("SET LOCAL ROLE NONE")
+
+
+def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
+    """Set ``session`` and the role locally per transaction, behind a transaction-mode pooler such as
+    PgBouncer (``LORE_DATABASE_DIRECT_URL``): a server connection is lent per transaction, so session
+    settings would stay on one server connection. One more statement, the pooler's price."""
+
+    def on_begin(conn: Connection) -> None:
+        settings = dict(session)
+        role = conn.info.get(ROLE_INFO)
+        if role:
+            settings["role"] = role
+        dbapi_conn: Any = conn.connection.dbapi_connection  # psycopg's, which begins on its own
+        if not settings or dbapi_conn is None:
+            return
+        calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SELECT {calls}", [part for item in settings.items() for part in item])
+
+    event.listen(engine, "begin", on_begin)
