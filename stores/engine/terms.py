@@ -133,12 +133,8 @@ def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
     """Lower-cased capitalised words not starting a sentence ("Did Bruno join?" -> bruno)."""
     if not params.names:
         return frozenset()
-    found = set()
-    for match in _NAME.finditer(text):
-        word = match.group(2)
-        if match.group(1) is None and word[:1].isupper() and word.lower() not in _STOPWORDS:
-            found.add(word.lower())
-    return frozenset(found)
+    words = (m.group(2) for m in _NAME.finditer(text) if m.group(1) is None)
+    return frozenset(w.lower() for w in words if w[:1].isupper() and w.lower() not in _STOPWORDS)
 
 
 def is_entity(term: str, names: Collection[str] = ()) -> bool:

@@ -91,14 +91,8 @@ class VectorIndex:
         if code is None or self._n == 0 or k <= 0:
             return []
         q = unit_vector(query)
-        if allowed is not None:
-            positions = np.fromiter(
-                (p for p in (self._pos.get(key) for key in allowed) if p is not None), dtype=np.int64
-            )
-            if positions.size == 0:
-                return []
-        else:
-            positions = None
+        held = None if allowed is None else [self._pos[key] for key in allowed if key in self._pos]
+        positions = None if held is None else np.array(held, dtype=np.int64)
         candidates = np.flatnonzero(self._live_mask(code, now, min_confidence, positions))
         if candidates.size == 0:
             return []

@@ -106,14 +106,6 @@ def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
     )
 
 
-def _is_read_only(exc: BaseException) -> bool:
-    """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(exc, sqlean.OperationalError) and code is not None:
-        return bool(code & 0xFF == 8)  # SQLITE_READONLY
-    return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
-
-
 @contextlib.contextmanager
 def writes_refused_as_unavailable(
     conn: Connection, consequence: str = "so the call changed nothing"
@@ -123,7 +115,8 @@ def writes_refused_as_unavailable(
         yield
     except sqlean.OperationalError as exc:
         _raise_if_full(conn, exc, consequence)
-        if not _is_read_only(exc):
+        code = getattr(exc, "sqlite_errorcode", None)  # a file could not be written: SQLITE_READONLY
+        if (code & 0xFF != 8) if code is not None else "readonly" not in str(exc).lower():
             raise
         path = _main_path(conn)
         problem = unwritable(path) or Unwritable(
