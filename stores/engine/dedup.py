@@ -2,11 +2,9 @@
 
 A wrong merge deletes knowledge: the same Redis timeout in billing-api/staging and search/production
 has nearly the same vector but is two lessons. So vectors only *find* candidates; the text decides:
-the same problem and resolution after normalising case, whitespace and punctuation, or each new field
-restating its stored one and saying less (its content tokens occur there in order, a number keeps its
-unit, no negation is dropped; a new context may restate any stored field). Order matters: "staging to
-production" does not cover "production to staging". Anything else is a new lesson, its near neighbours
-reported so the agent can update or delete."""
+the same problem and resolution once normalised, or each new field restating its stored one in order
+(a number keeps its unit, no negation is dropped: "staging to production" does not cover "production
+to staging"). Anything else is a new lesson, its near neighbours reported."""
 
 from __future__ import annotations
 

@@ -1,13 +1,11 @@
 """Which model made a store's vectors, and re-embedding a store with another one.
 
 A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so each
-store records its model (name, dimension, fingerprint) and the MCP layer compares it with its own. A
-store from before models were recorded adopts the first model of its dimension (the default model made
-those vectors). Re-embedding computes new vectors beside the old, a batch per transaction, so a killed
-run resumes; one transaction then swaps them in, records the model and bumps the *model generation*:
-processes that checked the old model then raise ``ModelChangedError`` rather than mix models, and a
-revert never restores an old model's vector (images carry their generation). A ``ModelDb`` holds what
-differs per backend: connections, vector binding, and the swap (a table, or a column and its index)."""
+store records its model and the MCP layer compares it with its own; a store from before models were
+recorded adopts the first model of its dimension (the default model made those vectors). Re-embedding
+computes new vectors beside the old, a batch per transaction, so a killed run resumes; one transaction
+swaps them in and bumps the *model generation*, so processes that checked the old model raise
+``ModelChangedError`` rather than mix models, and a revert never restores an old model's vector."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """The lessons contract: value types and the protocol every backend implements.
 
 Stores never embed or redact: callers hand them redacted text and its vector, so a store is
-deterministic without the model. A key is (org, project, id), so nothing a scope does depends on,
-or shows, what other scopes hold (an import keeps its ids). Methods raise ``NotFoundError``,
-``InvalidInputError`` (a vector of the wrong dimension) or ``UnavailableError``; a method that raises
-has changed nothing."""
+deterministic without the model. A key is (org, project, id), so nothing a scope does depends on, or
+shows, what other scopes hold. A method that raises (``NotFoundError``, ``InvalidInputError``,
+``UnavailableError``) has changed nothing."""
 
 from __future__ import annotations
 

@@ -1,10 +1,9 @@
 """OAuth clients, authorization codes and tokens over the one SQL layer, written once.
 
 Codes and tokens are stored as SHA-256 digests, each naming the API key entered on the consent page,
-so a revoked key's tokens are refused. An authorization's tokens share a ``family`` (the code's
-digest): replaying a used code or rotated refresh token revokes it all. Clients remember their address
-and first token, so unused ones are capped per address and forgotten. Clients and the signing secret
-precede any sign-in, so they live under ``NO_ORG`` without RLS, in the key store's transactions."""
+so a revoked key's tokens are refused; an authorization's tokens share a ``family``, all revoked when
+a used code or rotated refresh token is replayed. Clients and the signing secret precede any sign-in,
+so they live under ``NO_ORG`` without RLS."""
 
 from __future__ import annotations
 

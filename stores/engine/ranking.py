@@ -3,24 +3,18 @@
 ``relevance = 0.75 * similarity + 0.25 * lexical``: the cosine of the lesson's vector to the query's,
 seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's text
 (``stores.engine.terms``). The full-text index (FTS5, tsvector) only finds candidates; scores are
-computed here, so they are the same on every backend.
+computed here, so they are the same on every backend. Final scores multiply relevance by bounded
+factors (``weight``), so weak signals decide near-ties but never bury a strong match.
 
-Rarity: a term weighs its BM25 IDF among the recall's nearest vectors, so a word all of them share
-weighs little and the entity only the right lesson has weighs most; entities (digits, identifiers,
-paths, names) weigh triple. A word no nearest lesson has counts in its lesson's part and total, raising
-its score without saturating it. Counting among the nearest vectors, not the full-text matches, keeps
-the backends equal: their indexes split and stem words differently.
-
-Redundancy: a candidate with the same query terms as a better nearest one already kept, whose words
-overlap it by half or more (Jaccard), differs only in what the question does not ask; its score is
-multiplied by 0.8, so one answer said six ways does not push out the lesson asked for.
-
-Anchor: similarity is measured from the mean of the scope's newest lessons, not the origin: a
-project's lessons share a direction, and a short lesson, mostly that direction, looked like every question.
-
-The final score multiplies relevance by bounded factors (``weight``), so weak signals decide near-ties
-but never bury a strong match. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a
-``RankingParams`` switch; ``LEGACY`` is the ranking before them."""
+Rarity: a term weighs its BM25 IDF among the recall's nearest vectors (not the full-text matches,
+which the backends' indexes find differently), so the entity only the right lesson has weighs most;
+entities (digits, identifiers, paths, names) weigh triple. Redundancy: a candidate with the same
+query terms as a better nearest one, whose words overlap it by half (Jaccard), differs only in what
+the question does not ask; its score times 0.8 keeps one answer said six ways from pushing out the
+one asked for. Anchor: similarity is measured from the mean of the scope's newest lessons, as a
+project's lessons share a direction and a short lesson, mostly that direction, looked like every
+question. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a ``RankingParams``
+switch; ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
