@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-# What a call did, as an entry names it: a lesson write names its commit's kind.
-# The last three reached an agent unasked (``lore_mcp.services.loop``): injected lessons, an ask
-# to save what a session learned, and an ask a dry run only recorded.
+# What a call did, as an entry names it (a lesson write: its commit's kind). The last three reached an
+# agent unasked (``lore_mcp.services.loop``): injected lessons, an ask to save, a dry run's ask.
 KINDS: tuple[str, ...] = (
     *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
     *("inject", "ask", "would_ask"),

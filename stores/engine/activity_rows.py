@@ -192,9 +192,8 @@ class ActivityDb(Protocol):
 
 class ActivityRecords:
     """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread, or
-    sooner (``flush``, ``riding``); reads write what is held first. Held because any SQLite write drops
-    the reader's page cache (the next recall reread index and rows: 3 ms at 10k lessons); a killed
-    process loses at most ``delay_s`` of recall entries, never a change's."""
+    sooner: any SQLite write drops the reader's page cache (the next recall reread index and rows: 3 ms
+    at 10k lessons). A killed process loses at most ``delay_s`` of recall entries, never a change's."""
 
     def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
         self.log = ActivityLog(bounds)

@@ -141,8 +141,7 @@ class ModelRecords:
     @property
     def known(self) -> EmbeddingModel | None:
         """The model last read or adopted, asking nothing; None if unread or made stale."""
-        known = self._known
-        return known[0] if known is not None else None
+        return self._known[0] if self._known is not None else None
 
     def forget(self) -> None:
         """Drop what ``known`` holds, so the next ``adopt`` reads the database again."""

@@ -70,8 +70,7 @@ def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
 def restored_embedding(
     lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
 ) -> bytes | None:
-    """The vector a revert writes (None: same text, keep it); an image vector of an older model
-    would be compared with another model's, so that revert is refused."""
+    """The vector a revert writes (None: same text, keep it); an older model's is refused."""
     if current_text and (
         tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
     ):

@@ -264,8 +264,8 @@ class LessonStore(Protocol):
         """As ``LessonTx.nearest``, for the scope."""
 
     def ensure_dim(self, dim: int) -> None:
-        """Fix the store's vector dimension (another is then ``InvalidInputError``); call it before
-        a restoring ``transaction``, which cannot create vector storage on every backend."""
+        """Fix the store's vector dimension before a restoring ``transaction``, which cannot create
+        vector storage on every backend (another dimension is then ``InvalidInputError``)."""
 
     @property
     def models(self) -> ModelRecords:

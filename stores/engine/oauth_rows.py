@@ -227,9 +227,8 @@ class OAuthStore:
                 "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
                 {"name": name, "value": candidate},
             )
-            return str(
-                tx.rows("SELECT value FROM oauth_secrets WHERE name = :name", {"name": name})[0]["value"]
-            )
+            found = tx.rows("SELECT value FROM oauth_secrets WHERE name = :name", {"name": name})
+            return str(found[0]["value"])
 
     def prune(self, now: datetime) -> None:
         """Forget codes and tokens that expired before ``now``."""

@@ -130,8 +130,8 @@ def column_def(raw: Any) -> Column:
 
 
 def coerce(value: Any, col_type: str, column: str) -> Any:
-    """A JSON value checked against a column type; timestamps as UTC ISO-8601. ``-0.0`` becomes
-    ``0.0``: ``jsonb`` drops its sign and SQLite JSON text keeps it, splitting the backends."""
+    """A JSON value checked against a column type; timestamps as UTC ISO-8601, ``-0.0`` as ``0.0``
+    (``jsonb`` drops its sign and SQLite JSON text keeps it)."""
     if value is None:
         return None
     if col_type == "timestamp":
@@ -228,8 +228,7 @@ def timestamp(value: Any, column: str) -> str:
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
-    """A total order on column values, the same on every backend: a mixed ``json`` column orders
-    booleans, numbers, text, then arrays and objects (canonical JSON); nulls last."""
+    """A total order on column values, the same on every backend: booleans, numbers, text, canonical JSON."""
     if value is None:
         return (1,)
     for rank, kind in enumerate((bool, int | float, str)):

@@ -124,8 +124,7 @@ class ProjectTx:
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
     def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
-        """Write ``commit``, its targets and ``activity``: one round trip for a few targets, else the
-        targets as one batch and the entry after."""
+        """Write ``commit``, its targets and ``activity``, in one round trip for a few targets."""
         self._added = commit
         insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "

@@ -120,10 +120,9 @@ def _lexical(
     pool: Sequence[bool] | None,
     names: Collection[str],
 ) -> tuple[list[float], list[set[str]]]:
-    """Each text's lexical score (0..1) and the terms it has: the weight of its terms over that of
-    the pool's (all texts when ``pool`` marks none) and the query's entities. A word no pooled text
-    has counts only where found, so pooled texts score alike whatever else is a candidate; with
-    ``open_total`` it joins that text's total too, else the score is capped at 1."""
+    """Each text's lexical score (0..1), the weight of its terms over the pool's and the query's
+    entities, and the terms it has. A word no pooled text has counts only where found, so pooled
+    texts score alike whatever else is a candidate (``open_total``: in that text's total too)."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)

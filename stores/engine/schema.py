@@ -1,9 +1,8 @@
 """Both backends' migration runner, and the tables they make alike.
 
-The runner works in the caller's transaction (locked against other migrators): each unrecorded step
-runs in order and is recorded, so re-running is harmless; a newer Lore's database is refused
-untouched. Shared tables are written once with each dialect's type names (``Types``): each dialect
-gets exactly the text its migration had when written apart, so no database sees a change."""
+The runner records each step it runs in the caller's (locked) transaction, so re-running is harmless,
+and refuses a newer Lore's database untouched. Shared tables are written once with each dialect's
+type names (``Types``), each the text its migration had when written apart: no database sees a change."""
 
 from __future__ import annotations
 
@@ -108,8 +107,7 @@ def key_tables(t: Types) -> str:
 
 
 def oauth_tables(t: Types) -> str:
-    """OAuth state, without RLS (read before the org is known); ``IF NOT EXISTS`` so a file whose
-    schema was wound back keeps it."""
+    """OAuth state, no RLS (read before an org is known); ``IF NOT EXISTS``: a wound-back file keeps it."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_clients (
             client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL

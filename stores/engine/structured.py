@@ -1,9 +1,8 @@
-"""Structured memory and history, written once over a small per-backend transaction.
+"""Structured memory and history, written once over a small per-backend transaction (``ProjectTx``).
 
-Tables are a catalog and JSON rows; plans run on an in-memory copy, and the effects (rows' and
-definitions' before and after) are written with their commit in one transaction (``ProjectTx``). A
-commit records its targets (``table:T``, ``schema:T``, ``row:T:ID``, ``lesson:ID``) so history filters
-and a revert finds later commits touching the same things. Row loops check the deadline."""
+Plans run on an in-memory copy of a project's tables; the effects (rows' and definitions' before and
+after) are written with their commit, which records its targets (``table:T``, ``schema:T``,
+``row:T:ID``, ``lesson:ID``) so history filters and a revert finds later commits touching them."""
 
 from __future__ import annotations
 
@@ -146,8 +145,8 @@ def run_plan(
 def apply_snapshot(
     tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
 ) -> dict[str, Any]:
-    """Write the plan's result on ``snap``, or rerun it in ``tx`` if an unseen commit changed the
-    schema or a table it read (rerunning otherwise would hold the writer for the whole plan)."""
+    """Write the plan's result on ``snap``, or rerun it in ``tx`` (holding the writer for the whole
+    plan) if an unseen commit changed the schema or a table it read."""
     if tx.last_commit() != snap.last:
         read = [f"table:{name}" for name in snap.table_rows]
         since = snap.last[1] if snap.last else 0
@@ -191,8 +190,7 @@ def record(
     ws: Workspace | None = None,
     activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit (with ``activity``, written together) after persisting ``ws``'s changes; every
-    ``SNAPSHOT_EVERY``-th also snapshots tables."""
+    """Add a commit (and ``activity``) after ``ws``'s changes; each ``SNAPSHOT_EVERY``-th snapshots tables."""
     if ws is not None:
         _persist(tx, ws, effects)
     last = tx.last_commit()

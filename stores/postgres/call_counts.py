@@ -1,12 +1,9 @@
-"""Tool calls per API key in Postgres, so every team-server process shares a key's rate limit;
-failed logins count here too, as ``failed-auth:<address>``.
-
-A fixed window per key, from its first call after the last window ended: one row and one atomic
-``INSERT … ON CONFLICT DO UPDATE`` per count, so two processes never both take the last call, a burst
-is never split across two clock minutes, and database time keeps skewed replicas agreeing (at worst a
-full limit at a window's end and the next's start: twice it in 60 s). Refused calls are not counted,
-so retrying does not push a window on. UNLOGGED: no WAL flush per count (0.8 ms a ``take``; logged,
-4 ms); a crash empties it, giving fresh windows. Rows idle an hour are pruned every ``PRUNE_EVERY_S``."""
+"""Tool calls per API key (and failed logins per address) in Postgres, so every team-server process
+shares a key's rate limit. A fixed window per key from its first call, not clock minutes that split a
+burst: one atomic ``INSERT … ON CONFLICT DO UPDATE`` per count, so two processes never both take the
+last call, and database time keeps skewed replicas agreeing (at worst twice the limit in 60 s).
+Refused calls are not counted, so retrying does not push a window on. UNLOGGED: no WAL flush per
+count (0.8 ms a ``take``; logged, 4 ms); a crash only gives fresh windows."""
 
 from __future__ import annotations
 

@@ -75,8 +75,7 @@ class PostgresModelDb:
         return vec
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
-        """The column dropped and made again with ``dimension``, filled, and its index rebuilt."""
-        # The dimension is an int checked by reembed_begin, never user text.
+        """The column made again with ``dimension`` (an int checked by reembed_begin), and its index."""
         tx.rows("DROP INDEX IF EXISTS lessons_embedding", {})
         tx.rows("ALTER TABLE lessons DROP COLUMN IF EXISTS embedding", {})
         tx.rows(f"ALTER TABLE lessons ADD COLUMN embedding vector({int(dimension)})", {})

@@ -1,10 +1,7 @@
-"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``: every replica,
-the publisher included, hears each notice and tells its subscribers.
-
-Publish: one ``pg_notify`` on a pooled connection outside a transaction, delivered in commit order,
-under 8000 bytes (the caller splits). Listen: one dedicated connection per store (idle in ``LISTEN``
-for ever, so not pooled) and a thread; on a drop it reconnects with growing waits, and notices
-meanwhile are lost, as with any dropped stream."""
+"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``: every replica, the
+publisher included, hears each notice (under 8000 bytes) and tells its subscribers. Listening takes
+one dedicated connection per store (idle for ever, so not pooled) and a thread; on a drop it
+reconnects with growing waits, and notices meanwhile are lost, as with any dropped stream."""
 
 from __future__ import annotations
 

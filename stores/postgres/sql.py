@@ -36,8 +36,8 @@ class PostgresSqlTx:
             self._execute(sql, [dict(p) for p in params])
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """One statement, earlier writes as ``WITH`` parts (each runs once on one snapshot; none
-        reads another's), parameters renamed ``w<i>_<name>`` to not collide."""
+        """One statement, earlier writes as ``WITH`` parts (each runs once on one snapshot), their
+        parameters renamed ``w<i>_<name>`` to not collide."""
         if len(writes) <= 1:
             for sql, params in writes:
                 self._execute(sql, dict(params))

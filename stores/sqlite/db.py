@@ -1,11 +1,10 @@
 """Opening the local SQLite file: binding, pragmas, migrations, transactions, timestamp text.
 
-``sqlean.py`` brings one recent SQLite with FTS5 to every OS (the system Python's varies); vectors are
-BLOBs searched in numpy. Several processes may share a file: WAL lets readers run beside the writer,
-and writes lock up front with ``BEGIN IMMEDIATE``, so none fails half-way with "database is locked",
-waiting at most ``BUSY_TIMEOUT_MS`` or to the request's deadline. The progress handler stops a
-statement at the deadline. A read-only file or a full disk answers ``UnavailableError`` naming the
-path and the fix (``stores.sqlite.files``)."""
+``sqlean.py`` brings one recent SQLite with FTS5 to every OS. Several processes may share a file: WAL
+lets readers run beside the writer, and writes lock up front with ``BEGIN IMMEDIATE``, so none fails
+half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the request's deadline
+(the progress handler stops a statement there). A read-only file or a full disk answers
+``UnavailableError`` naming the path and the fix."""
 
 from __future__ import annotations
 
@@ -147,8 +146,7 @@ def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> No
 def write_transaction(
     conn: Connection, *, refused: str = "so the call changed nothing"
 ) -> Iterator[Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolling back on any exception (``refused``: what a read-only
-    refusal meant)."""
+    """``BEGIN IMMEDIATE`` to ``COMMIT``, rolled back on any exception (``refused``: what one meant)."""
     deadline.check()
     finish_statements(conn)  # nothing left from before pins an old snapshot
     with writes_refused_as_unavailable(conn, refused):

@@ -48,8 +48,8 @@ class LocalKeyDb:
 
     @contextlib.contextmanager
     def touching(self, org_id: str) -> Iterator[LocalSqlTx | None]:
-        """Record a key's use, skipped while the writer is taken: last-used is informative, and a
-        key check must never queue behind a long write (the next request records it)."""
+        """Record a key's use, skipped while the writer is taken: a key check must never queue behind
+        a long write for an informative last-used time (the next request records it)."""
         del org_id
         lock = self._conns.write_lock
         if not lock.acquire(blocking=False):
