@@ -1,7 +1,5 @@
-"""Curating a project's lessons: near-duplicate pairs across all of them, and pairs kept apart.
-
-A reviewer wants every near-identical pair, not each lesson's nearest by recall's blend, so plain
-cosine similarity, found in blocks of ``BLOCK`` rows; ``kept_pairs`` are never listed again."""
+"""Curating a project's lessons: every near-identical pair (plain cosine similarity, not recall's
+blend), found in blocks of ``BLOCK`` rows, and pairs kept apart (``kept_pairs``, never listed again)."""
 
 from __future__ import annotations
 
