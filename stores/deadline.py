@@ -1,9 +1,6 @@
-"""A per-request deadline that store work checks itself.
-
-Cancelling a coroutine does not stop its worker thread, so the deadline travels in a context
-variable (``to_thread`` copies it) and long work reads it: SQLite's progress handler and lock
-waits, Postgres's ``statement_timeout``, structured memory's row loops. ``DeadlineExceeded``
-is raised inside the transaction, which rolls back: nothing is left half done."""
+"""A per-request deadline that store work checks itself: cancelling a coroutine does not stop its
+worker thread, so the deadline travels in a context variable (``to_thread`` copies it) and long work
+reads it. ``DeadlineExceeded`` is raised inside the transaction, which rolls back."""
 
 from __future__ import annotations
 

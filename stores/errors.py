@@ -1,7 +1,5 @@
-"""Errors a store raises.
-
-Stores know nothing of MCP; the server maps each class to one stable wire code
-(see ``lore_mcp.errors``). Each message is a sentence a person can act on."""
+"""Errors a store raises: the server maps each class to one stable wire code (``lore_mcp.errors``);
+each message is a sentence a person can act on."""
 
 from __future__ import annotations
 

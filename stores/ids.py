@@ -1,7 +1,5 @@
-"""Lesson ids: ULIDs that sort in creation order.
-
-Listing pages newest first by id, so ids made in the same millisecond must still
-sort in the order they were made; plain ULIDs are random within a millisecond."""
+"""Lesson ids: ULIDs that sort in creation order, even within a millisecond (plain ULIDs are random
+there), as listing pages newest first by id."""
 
 from __future__ import annotations
 

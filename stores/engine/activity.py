@@ -1,17 +1,14 @@
-"""The activity log's contract: what a call records, what a reader asks for and gets back.
-
-Each memory call leaves one entry (kind, what it touched, a recall's query and results, who),
-written with its effect; a failure leaves only its code. Services decide the ``ActivityNote``,
-stores write, read and bound it; agents only read. Note text is already redacted."""
+"""The activity log's contract: each memory call leaves one entry (kind, what it touched, a recall's
+query and results, who), written with its effect; a failure leaves only its code. Services decide the
+``ActivityNote``, stores write, read and bound it; agents only read. Note text is already redacted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-# What a call did, as an entry names it: a lesson write names its commit's kind.
-# The last three reached an agent unasked (``lore_mcp.services.loop``): injected lessons, an ask
-# to save what a session learned, and an ask a dry run only recorded.
+# What a call did, as an entry names it (a lesson write: its commit's kind). The last three reached an
+# agent unasked (``lore_mcp.services.loop``): injected lessons, an ask to save, a dry run's ask.
 KINDS: tuple[str, ...] = (
     *("save", "update", "merge", "vote", "delete", "recall", "apply", "revert", "import", "key"),
     *("inject", "ask", "would_ask"),
@@ -20,14 +17,12 @@ KINDS: tuple[str, ...] = (
 ROOT_ONLY_KINDS = ("key",)
 # Query characters kept: 16,000 in every entry of a busy project would make the log tens of MB.
 MAX_QUERY_CHARS = 500
-# How many lesson ids and tables one entry keeps (an import of 100 lessons names them all).
-MAX_IDS = 100
+MAX_IDS = 100  # how many lesson ids and tables one entry keeps (an import of 100 lessons names them all)
 
 
 @dataclass(frozen=True)
 class ActivityBounds:
-    """At most ``max_entries`` (root-only kinds apart) under ``max_age_days``, trimmed every
-    ``trim_every`` appends; 5,000 busy entries (about 0.5 kB each) come to under 3 MB."""
+    """The log's bounds, trimmed every ``trim_every`` appends: 5,000 busy entries come to under 3 MB."""
 
     max_age_days: float = 30.0
     max_entries: int = 5_000
@@ -57,24 +52,16 @@ class ActivityNote:
     query: str | None = None
     results: tuple[Recalled, ...] = ()
     error: str | None = None
-    # What a key change changed: ``created:<key id>`` or ``revoked:<key id>``.
-    target: str | None = None
+    target: str | None = None  # what a key change changed: ``created:<key id>`` or ``revoked:<key id>``
     # The client's session id of an injection or ask, and the bytes that reached the agent.
     session: str | None = None
     size: int | None = None
-    # A person's credential (the page's OAuth client, the ui key): no agent's recall.
-    person: bool = False
+    person: bool = False  # a person's credential (the page's OAuth client, the ui key): no agent's recall
 
     def failed(self, code: str) -> ActivityNote:
         """The note of this call having failed with ``code``: nothing it touched, only who and why."""
-        return ActivityNote(
-            kind=self.kind,
-            key_id=self.key_id,
-            client=self.client,
-            query=self.query,
-            error=code,
-            person=self.person,
-        )
+        kept = {name: getattr(self, name) for name in ("kind", "key_id", "client", "query", "person")}
+        return ActivityNote(**kept, error=code)
 
     def with_commit(self, kind: str, commit_id: str, targets: tuple[str, ...]) -> ActivityNote:
         """The note with its commit's kind (a merging save is a ``merge``), id and targets."""

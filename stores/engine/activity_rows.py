@@ -1,20 +1,18 @@
-"""The activity log over the one SQL layer (``stores.engine.sql``), written once for both backends.
+"""The activity log over the one SQL layer, written once for both backends.
 
-An entry is an ``activity`` row with a ULID id, so a time bound is an id bound on the index. A
-recall's lessons are ``activity_lessons`` rows, so a recall count is an index lookup; a change's
-lessons are its commit's targets, so "what touched this lesson" is two lookups and a save writes
-one row more, not two. Statements name org and project (plus RLS on Postgres). ``ActivityLog``
-appends in the caller's transaction (the call's effect's) and every ``trim_every`` appends
-trims with one DELETE per table and audience, below the oldest id the bounds keep."""
+An entry's id is a ULID, so a time bound is an id bound on the index. A recall's lessons are
+``activity_lessons`` rows, so a recall count is an index lookup; a change's lessons are its commit's
+targets, so a save writes one row more, not two. Every ``trim_every`` appends trim with one DELETE
+per table and audience, below the oldest id the bounds keep."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ulid import ULID
 
@@ -37,9 +35,13 @@ from stores.engine.sql import SqlTx
 from stores.ids import new_id
 
 logger = logging.getLogger("stores.activity")
+_T = TypeVar("_T")
 
 _SCOPE = "org_id = :org AND project = :project"
 _ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, person, detail"
+# A note's fields kept as they are in their own columns, and in ``detail``.
+_NOTE_COLUMNS = ("kind", "key_id", "client", "commit_id", "error")
+_NOTE_DETAILS = ("query", "target", "session", "size")
 
 
 def id_floor(when: datetime) -> str:
@@ -65,27 +67,23 @@ class ActivityLog:
         *,
         before: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> str:
-        """Write ``note`` (id and time from ``made``) in ``sql``'s transaction, one round trip with
-        the writes ``before`` it (a change's commit); every ``trim_every``-th append trims too."""
+        """Write ``note`` in ``sql``'s transaction, one round trip with the writes ``before`` it."""
         if made is None:  # the time first: an id is never older than its time, which trimming compares
             now = datetime.now(UTC)
             made = (new_id(), now)
         entry_id, now = made
         sql.together([*before, *_entry_writes(sql, scope, entry_id, sql.stamp(now), note)])
-        if self._due():
+        with self._lock:
+            self._appends += 1
+            due = self._appends % max(1, self.bounds.trim_every) == 0
+        if due:
             trim(sql, scope, self.bounds, now)
         return entry_id
 
-    def _due(self) -> bool:
-        with self._lock:
-            self._appends += 1
-            return self._appends % max(1, self.bounds.trim_every) == 0
-
 
 def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> None:
-    """Delete entries past ``max_age_days`` and, per audience (all keys; ``ROOT_ONLY_KINDS``),
-    beyond the newest ``max_entries``: one key's traffic never trims what it cannot see."""
-    key = {"org": scope.org, "project": scope.project, "root": sql.listed(ROOT_ONLY_KINDS)}
+    """Delete entries past the bounds per audience: one key's traffic never trims what it cannot see."""
+    key = {**scope.params, "root": sql.listed(ROOT_ONLY_KINDS)}
     age = id_floor(now - timedelta(days=bounds.max_age_days))
     root_only = sql.in_list("kind", "root")
     for audience in (f"NOT ({root_only})", root_only):
@@ -104,7 +102,7 @@ def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> Non
 def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     """``query``'s entries of the project, newest first."""
     where = [_SCOPE]
-    params: dict[str, Any] = {"org": scope.org, "project": scope.project, "n": query.limit + 1}
+    params: dict[str, Any] = {**scope.params, "n": query.limit + 1}
     bounds = (("since", ">=", query.since), ("until", "<", query.until))
     for name, op, when in bounds:
         if when is not None:
@@ -146,7 +144,7 @@ def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, R
     rows = sql.rows(
         f"SELECT lesson_id, count(*) AS n, max(at) AS last FROM activity_lessons WHERE {_SCOPE} "
         f"AND kind = 'recall' AND {sql.in_list('lesson_id', 'ids')} GROUP BY lesson_id",
-        {"org": scope.org, "project": scope.project, "ids": sql.listed(lesson_ids)},
+        {**scope.params, "ids": sql.listed(lesson_ids)},
     )
     found = {r["lesson_id"]: RecallStats(int(r["n"]), sql.time(r["last"])) for r in rows}
     return {i: found.get(i, RecallStats()) for i in lesson_ids}
@@ -156,13 +154,7 @@ def stale(
     sql: SqlTx, scope: Scope, before: datetime, now: datetime, limit: int, cursor: str | None
 ) -> StalePage:
     """Live lessons created before ``before`` that no kept recall returned, oldest first."""
-    params: dict[str, Any] = {
-        "org": scope.org,
-        "project": scope.project,
-        "before": sql.stamp(before),
-        "now": sql.stamp(now),
-        "n": limit + 1,
-    }
+    params = {**scope.params, "before": sql.stamp(before), "now": sql.stamp(now), "n": limit + 1}
     after = ""
     if cursor is not None:
         after, params["cursor"] = " AND l.id > :cursor", cursor
@@ -183,15 +175,13 @@ def stale(
 
 Held = tuple[Scope, str, datetime, ActivityNote]  # an entry's scope, id, time and note
 
-# Close's wait for the writer's write in progress, on a database that stopped answering.
-CLOSE_WAIT_S = 10.0
+CLOSE_WAIT_S = 10.0  # close's wait for the writer's write in progress, on a database that stopped answering
 
 
 class ActivityDb(Protocol):
     """The transactions the activity log runs in, from its backend."""
 
-    # Whether held entries of several orgs may share one write (no row-level security).
-    orgs_together: bool
+    orgs_together: bool  # held entries of several orgs may share one write (no row-level security)
 
     def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction that may see and change ``org_id``'s rows."""
@@ -201,12 +191,9 @@ class ActivityDb(Protocol):
 
 
 class ActivityRecords:
-    """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread,
-    or sooner (``flush``, a write carrying them: ``riding``); reads write what is held first.
-
-    Held because any SQLite write drops the reader's page cache: writing at once left the next
-    recall rereading index and rows (about 3 ms at 10k lessons, against 0.7 ms for the write). A
-    killed process loses at most ``delay_s`` of recall entries, never a change's."""
+    """Entries of their own (recalls, failures), held and written within ``delay_s`` by a thread, or
+    sooner: any SQLite write drops the reader's page cache (the next recall reread index and rows: 3 ms
+    at 10k lessons). A killed process loses at most ``delay_s`` of recall entries, never a change's."""
 
     def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
         self.log = ActivityLog(bounds)
@@ -259,8 +246,8 @@ class ActivityRecords:
             raise
 
     def close(self) -> None:
-        """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write
-        the rest; closing goes on if that fails (only recall and failure entries are lost)."""
+        """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write the
+        rest; a failure is only logged, as only recall and failure entries are lost."""
         self._stop.set()
         self._wake.set()
         thread = self._thread
@@ -272,22 +259,18 @@ class ActivityRecords:
             logger.warning("could not write held activity entries on close: %s", exc)
 
     def page(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
-        with self._reading(scope) as sql:
-            return page(sql, scope, query)
+        return self._read(page, scope, query)
 
     def recall_stats(self, scope: Scope, lesson_ids: list[str]) -> dict[str, RecallStats]:
-        with self._reading(scope) as sql:
-            return recall_stats(sql, scope, lesson_ids)
+        return self._read(recall_stats, scope, lesson_ids)
 
     def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
-        with self._reading(scope) as sql:
-            return stale(sql, scope, before, datetime.now(UTC), limit, cursor)
+        return self._read(stale, scope, before, datetime.now(UTC), limit, cursor)
 
-    @contextlib.contextmanager
-    def _reading(self, scope: Scope) -> Iterator[SqlTx]:
+    def _read(self, read: Callable[..., _T], scope: Scope, *args: Any) -> _T:
         self.flush()
         with self._db.scoped(scope.org, write=False) as sql:
-            yield sql
+            return read(sql, scope, *args)
 
     def _write_in(self, sql: SqlTx, held: list[Held]) -> None:
         for scope, entry_id, at, note in held:
@@ -320,10 +303,8 @@ def _entry_writes(
     sql: SqlTx, scope: Scope, entry_id: str, at: Any, note: ActivityNote
 ) -> list[tuple[str, Mapping[str, Any]]]:
     """The entry's row, and a row per lesson a recall returned."""
-    key = {"org": scope.org, "project": scope.project}
-    fields = {
-        name: getattr(note, name) for name in ("kind", "key_id", "client", "commit_id", "error", "person")
-    }
+    key = scope.params
+    fields = {name: getattr(note, name) for name in (*_NOTE_COLUMNS, "person")}
     entry = {**key, **fields, "id": entry_id, "at": at, "detail": sql.dump(_detail(note))}
     writes: list[tuple[str, Mapping[str, Any]]] = [
         (
@@ -359,7 +340,7 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
         detail["query"] = note.query[:MAX_QUERY_CHARS]
     if note.results:
         detail["results"] = [[r.id, r.rank, round(r.score, 6)] for r in note.results]
-    for name in ("target", "session", "size"):
+    for name in _NOTE_DETAILS[1:]:  # the query is cut above
         if getattr(note, name) is not None:
             detail[name] = getattr(note, name)
     return detail
@@ -368,18 +349,11 @@ def _detail(note: ActivityNote) -> dict[str, Any]:
 def _entry(sql: SqlTx, row: dict[str, Any]) -> ActivityEntry:
     detail = sql.load(row["detail"])
     note = ActivityNote(
-        kind=row["kind"],
-        key_id=row["key_id"],
-        client=row["client"],
+        **{name: row[name] for name in _NOTE_COLUMNS},
+        **{name: detail.get(name) for name in _NOTE_DETAILS},
         lesson_ids=tuple(detail.get("lessons", ())),
         tables=tuple(detail.get("tables", ())),
-        commit_id=row["commit_id"],
-        query=detail.get("query"),
         results=tuple(Recalled(i, rank, score) for i, rank, score in detail.get("results", ())),
-        error=row["error"],
-        target=detail.get("target"),
-        session=detail.get("session"),
-        size=detail.get("size"),
         person=bool(row["person"]),
     )
     return ActivityEntry(id=row["id"], at=sql.time(row["at"]), note=note)

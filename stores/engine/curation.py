@@ -1,9 +1,5 @@
-"""Curating a project's lessons: near-duplicate pairs across all of them, and pairs kept apart.
-
-A reviewer wants every near-identical pair, not each lesson's nearest by recall's blend; cosine
-similarity means the same on every project. Pairs from a threshold up, most similar first, are
-found in blocks (memory: ``BLOCK`` rows times the lessons). ``kept_pairs`` (smaller id first)
-are never listed again, for any curator."""
+"""Curating a project's lessons: every near-identical pair (plain cosine similarity, not recall's
+blend), found in blocks of ``BLOCK`` rows, and pairs kept apart (``kept_pairs``, never listed again)."""
 
 from __future__ import annotations
 
@@ -15,10 +11,8 @@ import numpy as np
 
 from stores.engine.lesson_rows import SCOPE, SqlLessonTx
 from stores.engine.lesson_tx import live_row
-from stores.engine.lessons import Scope
 
-# Rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32.
-BLOCK = 512
+BLOCK = 512  # rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32
 
 Pair = tuple[str, str, float]  # the smaller id, the other, their cosine similarity
 
@@ -45,7 +39,7 @@ def duplicate_pairs(reading: contextlib.AbstractContextManager[SqlLessonTx], thr
         found = tx.live_vectors()
         kept = {
             (r["a"], r["b"])
-            for r in tx.sql.rows(f"SELECT a, b FROM kept_pairs WHERE {SCOPE}", _key(tx.scope))
+            for r in tx.sql.rows(f"SELECT a, b FROM kept_pairs WHERE {SCOPE}", tx.scope.params)
         }
     present = [(i, raw) for i, raw in found if raw]
     if len(present) < 2:
@@ -61,14 +55,10 @@ def keep_pair(writing: contextlib.AbstractContextManager[SqlLessonTx], a: str, b
     with writing as tx:
         for lesson_id in (a, b):
             live_row(tx, lesson_id, embedding=False)
-        row: dict[str, Any] = {**_key(tx.scope), "a": a, "b": b, "actor": tx.scope.actor}
+        row: dict[str, Any] = {**tx.scope.params, "a": a, "b": b, "actor": tx.scope.actor}
         row["at"] = tx.sql.stamp(datetime.now(UTC))
         tx.sql.rows(
             "INSERT INTO kept_pairs (org_id, project, a, b, at, actor) "
             "VALUES (:org, :project, :a, :b, :at, :actor) ON CONFLICT DO NOTHING",
             row,
         )
-
-
-def _key(scope: Scope) -> dict[str, str]:
-    return {"org": scope.org, "project": scope.project}

@@ -1,16 +1,10 @@
 """When a new lesson may merge into a stored one: only when it adds nothing.
 
-A wrong merge deletes knowledge (the stored text is kept): "Redis client of billing-api times out
-during failover in staging" and the same about search-service in production have nearly the same
-vector but are two lessons. So vectors only *find* candidates; the text decides, alike everywhere:
-
-- the same problem and resolution after normalising case, whitespace and punctuation; or
-- each new field restates its stored one and says less: its content tokens occur there in order, a
-  number keeps its unit ("5 GB" does not cover "5 nodes"), no negation is dropped. A new context
-  restates any one stored field. Order matters: "leaks errors in development" is not covered by
-  "mask errors outside development", nor "staging to production" by "production to staging".
-
-Anything else is a new lesson with its near neighbours reported, so the agent can update or delete."""
+A wrong merge deletes knowledge: the same Redis timeout in billing-api/staging and search/production
+has nearly the same vector but is two lessons. So vectors only *find* candidates; the text decides:
+the same problem and resolution once normalised, or each new field restating its stored one in order
+(a number keeps its unit, no negation is dropped: "staging to production" does not cover "production
+to staging"). Anything else is a new lesson, its near neighbours reported."""
 
 from __future__ import annotations
 
@@ -21,8 +15,7 @@ from typing import TypeVar
 
 # Cosine similarity from which a stored lesson is a merge candidate / reported as similar.
 CANDIDATE_SIMILARITY = 0.9
-# How many near neighbours a save reports (and checks for a merge).
-MAX_SIMILAR = 3
+MAX_SIMILAR = 3  # how many near neighbours a save reports (and checks for a merge)
 
 # Contentless words; negations and quantities are absent: "does not retry" adds to "does retry".
 _FUNCTION_WORDS = frozenset(
@@ -116,8 +109,7 @@ def adds_nothing(new: tuple[str, str, str | None], stored: tuple[str, str, str |
     return not content_sequence(new[2]) or any(restates(new[2], field) for field in stored)
 
 
-# What the caller names a candidate by (an id, or a backend row key).
-Key = TypeVar("Key")
+Key = TypeVar("Key")  # what the caller names a candidate by (an id, or a backend row key)
 
 
 def merge_target(

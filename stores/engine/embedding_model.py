@@ -1,29 +1,24 @@
 """Which model made a store's vectors, and re-embedding a store with another one.
 
-A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so
-each store records its model (name, dimension, fingerprint of weights or endpoint) and the MCP layer
-compares it with its own before embedding. A store from before models were recorded adopts the
-first model of its dimension (those vectors came from the default model, which existing users run).
-Re-embedding computes new vectors beside the old, a batch per transaction, so a killed run resumes;
-then one transaction swaps them all, records the model and bumps the *model generation*. Processes
-that checked the old model see the new generation at their next vector write or recall and raise
-``ModelChangedError`` rather than mix models; commit images carry their vector's generation, so a
-revert never restores an old model's vector. A ``ModelDb`` holds what differs per backend: each
-step's connection (Postgres re-embeds every org as the owner, RLS lifted), vector binding, and the
-final swap (a table rebuilt on SQLite, a column and its HNSW index on Postgres)."""
+A query embedded by one model finds nonsense among another's vectors, even at equal dimension, so each
+store records its model and the MCP layer compares it with its own; a store from before models were
+recorded adopts the first model of its dimension (the default model made those vectors). Re-embedding
+computes new vectors beside the old, a batch per transaction, so a killed run resumes; one transaction
+swaps them in and bumps the *model generation*, so processes that checked the old model raise
+``ModelChangedError`` rather than mix models, and a revert never restores an old model's vector."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from stores.engine.sql import SqlTx
-from stores.engine.vectors import unit_vector
+from stores.engine.vectors import check_dimension, unit_vector
 from stores.errors import ConflictError, InvalidInputError, UnavailableError
 
 # Fingerprint of unrecorded vectors that the asking model cannot adopt (other dimension).
@@ -55,9 +50,7 @@ class EmbeddingModel:
 
     def to_json(self) -> str:
         """The record as lore_meta keeps it."""
-        return json.dumps(
-            {"name": self.name, "dimension": self.dimension, "fingerprint": self.fingerprint}, sort_keys=True
-        )
+        return json.dumps(asdict(self), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> EmbeddingModel:
@@ -109,10 +102,8 @@ _PENDING = "FROM lessons AS l LEFT JOIN lesson_reembed AS r ON r.pk = l.pk WHERE
 class ModelDb(Protocol):
     """What the model records need of a backend."""
 
-    # The most dimensions the backend's vector storage takes.
-    max_dimension: int
-    # Appended to the read of the re-embed's target, to hold it until commit (" FOR UPDATE"), or "".
-    row_lock: str
+    max_dimension: int  # the most dimensions the backend's vector storage takes
+    row_lock: str  # " FOR UPDATE" (or ""): the re-embed's target is held until commit
 
     def reading(self) -> contextlib.AbstractContextManager[SqlTx]:
         """A read of the record."""
@@ -150,8 +141,7 @@ class ModelRecords:
     @property
     def known(self) -> EmbeddingModel | None:
         """The model last read or adopted, asking nothing; None if unread or made stale."""
-        known = self._known
-        return known[0] if known is not None else None
+        return self._known[0] if self._known is not None else None
 
     def forget(self) -> None:
         """Drop what ``known`` holds, so the next ``adopt`` reads the database again."""
@@ -203,11 +193,7 @@ class ModelRecords:
 
     def reembed_begin(self, target: EmbeddingModel) -> ReembedProgress:
         """Start or resume re-embedding with ``target``, discarding a half-done run for another."""
-        top = self._db.max_dimension
-        if not 1 <= target.dimension <= top:
-            raise InvalidInputError(
-                f"A vector must have between 1 and {top} dimensions, not {target.dimension}."
-            )
+        check_dimension(target.dimension, self._db.max_dimension)
         with self._db.every_org(write=True) as tx:
             if get_meta(tx, TARGET_KEY) != target.to_json():
                 tx.rows("DELETE FROM lesson_reembed", {})  # half of a run towards another model
@@ -220,14 +206,11 @@ class ModelRecords:
         """Up to ``limit`` pending lessons keyed above ``after`` (so a run never rescans), lowest first."""
         with self._db.every_org(write=False) as tx:
             rows = tx.rows(
-                f"SELECT l.pk, l.problem, l.resolution, l.updated_at {_PENDING} AND l.pk > :after "
+                f"SELECT l.pk, l.problem, l.resolution, l.updated_at AS stamp {_PENDING} AND l.pk > :after "
                 "ORDER BY l.pk LIMIT :n",
                 {"n": limit, "after": after},
             )
-        return [
-            ReembedRow(pk=r["pk"], problem=r["problem"], resolution=r["resolution"], stamp=r["updated_at"])
-            for r in rows
-        ]
+        return [ReembedRow(**r) for r in rows]
 
     def reembed_put(
         self, target: EmbeddingModel, rows: Sequence[tuple[ReembedRow, Sequence[float] | np.ndarray]]
@@ -248,8 +231,7 @@ class ModelRecords:
             )
 
     def reembed_finish(self, target: EmbeddingModel) -> int:
-        """When every lesson has its new vector, swap them in, record ``target``, bump the
-        generation and return 0; else change nothing and return how many still need one."""
+        """Swap every new vector in, record ``target``, bump the generation: 0; else how many lack one."""
         with self._db.every_org(write=True) as tx:
             self._check_target(tx, target)
             pending = _count(tx, _PENDING)

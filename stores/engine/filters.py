@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -107,9 +107,8 @@ def like(value: str, pattern: str) -> bool:
 
 
 class _LikeMatcher:
-    """A like pattern cut at ``%`` into fixed-length pieces: it matches when the first starts the
-    value, the last ends it, and the middle ones occur in order. The leftmost place leaves most
-    room, so one pass decides, unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
+    """A like pattern cut at ``%`` into fixed-length pieces, matched leftmost first in one pass,
+    unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
 
     def __init__(self, pattern: str) -> None:
         pieces = pattern.split("%")
@@ -147,11 +146,5 @@ def _piece(text: str) -> re.Pattern[str]:
     return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
-_COMPARE = {
-    "=": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
+_ORDER = (operator.eq, operator.ne, operator.lt, operator.le, operator.gt, operator.ge)
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = dict(zip(FILTER_OPS[:6], _ORDER, strict=True))

@@ -14,9 +14,9 @@ from stores.engine.structured import (
     Commit,
     ProjectTx,
     current_hash,
+    record,
     summarize,
     targets_of,
-    write,
 )
 from stores.engine.workspace import Workspace, table_from_json
 from stores.errors import ConflictError, InvalidInputError, NotFoundError
@@ -42,9 +42,8 @@ def revert(tx: ProjectTx, commit_id: str, actor: str) -> dict[str, Any]:
     lesson_effects = _undo(tx, ws, target, later)
     effects = ws.effects()
     effects["rows"] = lesson_effects + effects["rows"]
-    commit = write(
-        tx, ws, effects, kind="revert", message=f"Revert #{target.seq}", actor=actor, hash_before=before
-    )
+    message = f"Revert #{target.seq}"
+    commit = record(tx, effects, kind="revert", message=message, actor=actor, hash_before=before, ws=ws)
     return {
         "commit_id": commit.id,
         "seq": commit.seq,
@@ -76,8 +75,8 @@ def _lesson_fields(commit: Commit) -> dict[str, frozenset[str]]:
 
 
 def _blocks(target: Commit, later: Commit) -> bool:
-    """Whether ``later`` changed what reverting ``target`` undoes: a row, a table, or a lesson field
-    (a later vote changed counts, not text, so does not block reverting a text edit)."""
+    """Whether ``later`` changed a row, table or lesson field reverting ``target`` undoes (a vote does
+    not block reverting a text edit)."""
     shared = set(conflict_targets(targets_of(target.effects))) & set(targets_of(later.effects))
     mine, theirs = _lesson_fields(target), _lesson_fields(later)
     for name in shared:
@@ -91,8 +90,8 @@ def _blocks(target: Commit, later: Commit) -> bool:
 
 
 def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> list[dict[str, Any]]:
-    """Restore ``target``'s before images: tables in ``ws``, lessons in ``tx`` (effects returned,
-    as lessons are outside the copy); a lesson gets back only the fields ``target`` changed."""
+    """Restore ``target``'s before images: tables in ``ws``, lessons (only the fields ``target``
+    changed) in ``tx``, returning their effects, as lessons are outside the copy."""
     lesson_effects = []
     # Oldest first: the last image of a lesson is what it is now.
     latest = {

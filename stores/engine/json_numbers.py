@@ -1,9 +1,6 @@
-"""Numbers in stored JSON read back the same from every backend.
-
-- **Negative zero**: ``numeric`` has none, SQLite ``REAL`` drops the sign, ``double precision``
-  and JSON text keep it; so ``-0.0`` is written ``0.0`` everywhere (equal by every comparison).
-- **Exponents**: ``json.dumps(1e16)`` is ``1e+16``, which ``jsonb`` prints back as an integer;
-  ``jsonb_text`` writes such floats in full with ``.0`` (``numeric`` keeps the scale)."""
+"""Numbers in stored JSON read back the same from every backend: ``-0.0`` is written ``0.0`` everywhere
+(``numeric`` has none, SQLite ``REAL`` drops the sign, ``double precision`` and JSON text keep it), and
+``jsonb_text`` writes exponent floats in full with ``.0`` (``jsonb`` prints ``1e+16`` back as an integer)."""
 
 from __future__ import annotations
 
@@ -42,9 +39,7 @@ def _any_float(value: Any, test: Callable[[float], bool]) -> bool:
 
 def without_negative_zero(value: Any) -> Any:
     """A JSON-like value with every ``-0.0`` in it made ``0.0``; ``value`` itself when it has none."""
-    if not has_negative_zero(value):
-        return value
-    return _zeroed(value)
+    return _zeroed(value) if has_negative_zero(value) else value
 
 
 def _zeroed(value: Any) -> Any:
@@ -58,8 +53,7 @@ def _zeroed(value: Any) -> Any:
 
 
 def jsonb_text(value: Any) -> str:
-    """JSON text for ``jsonb`` whose floats read back as floats; plain ``json.dumps`` unless the
-    text could hold an exponent float, and then only a value truly holding one goes slower."""
+    """JSON text for ``jsonb`` whose floats read back as floats (slower only for exponent floats)."""
     text = json.dumps(value)
     if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _any_float(value, _has_exponent):
         return text

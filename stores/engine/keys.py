@@ -1,8 +1,5 @@
-"""Orgs and API keys, as the team server's auth needs them, over the one SQL layer for both backends.
-
-A store sees only a key's SHA-256 digest and display prefix. Lookup by digest is the one query
-before an org is known. A ``KeyDb`` per backend opens transactions and may skip recording a
-key's use while its writer is busy."""
+"""Orgs and API keys over the one SQL layer for both backends: a store sees only a key's SHA-256
+digest and display prefix, and lookup by digest is the one query before an org is known."""
 
 from __future__ import annotations
 
@@ -16,7 +13,7 @@ from typing import Any, Protocol
 from stores.engine.activity import ActivityNote
 from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
-from stores.engine.oauth_rows import OAuthStore
+from stores.engine.oauth_rows import OAuthDb, OAuthStore
 from stores.engine.sql import SqlTx
 from stores.errors import ConflictError, NotFoundError
 from stores.ids import new_id
@@ -47,16 +44,11 @@ class ApiKey:
 
 
 _KEY_COLUMNS = "id, org_id, name, key_prefix, project, is_root, created_at, last_used_at, revoked_at"
+_KEY_TIMES = ("created_at", "last_used_at", "revoked_at")
 
 
-class KeyDb(Protocol):
-    """What the key store needs of a backend (its ``ActivityDb`` and ``OAuthDb`` too)."""
-
-    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
-        """A transaction that may see and change ``org_id``'s orgs and keys."""
-
-    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
-        """A read that may see the one key with this digest, whatever its org."""
+class KeyDb(OAuthDb, Protocol):
+    """What the key store needs of a backend (its ``ActivityDb`` too)."""
 
     def touching(self, org_id: str) -> contextlib.AbstractContextManager[SqlTx | None]:
         """A write recording a key's use, or None when the backend skips it (writer busy)."""
@@ -72,7 +64,7 @@ class KeyStore:
 
     @property
     def oauth(self) -> OAuthStore:
-        """OAuth clients, codes and tokens, each token bound to one of these keys, in the same database."""
+        """OAuth clients, codes and tokens, each token bound to one of these keys."""
         return self._oauth
 
     def create_org(self, org_id: str, name: str) -> Org:
@@ -81,7 +73,7 @@ class KeyStore:
             rows = tx.rows(
                 "INSERT INTO orgs (id, name, created_at) VALUES (:id, :name, :now) "
                 "ON CONFLICT (id) DO NOTHING RETURNING id, name, created_at",
-                {"id": org_id, "name": name, "now": tx.stamp(_now())},
+                {"id": org_id, "name": name, "now": tx.stamp(datetime.now(UTC))},
             )
             if not rows:
                 raise ConflictError(f"An org with id {org_id!r} already exists.")
@@ -103,8 +95,7 @@ class KeyStore:
         root: bool,
         activity: tuple[str, ActivityNote] | None = None,
     ) -> ApiKey:
-        """A new key; ``NotFoundError`` for no such org; ``activity`` is logged in the same
-        transaction, naming ``created:<id>``."""
+        """A new key; ``activity`` is logged in the same transaction, naming ``created:<id>``."""
         with self._db.scoped(org_id, write=True) as tx:
             if not tx.rows("SELECT 1 FROM orgs WHERE id = :id", {"id": org_id}):
                 raise NotFoundError(f"There is no org with id {org_id!r}; create it first.")
@@ -120,7 +111,7 @@ class KeyStore:
                     "prefix": prefix,
                     "project": project,
                     "root": root,
-                    "now": tx.stamp(_now()),
+                    "now": tx.stamp(datetime.now(UTC)),
                 },
             )
             if not rows:
@@ -161,7 +152,7 @@ class KeyStore:
             rows = tx.rows(
                 "UPDATE api_keys SET revoked_at = coalesce(revoked_at, :now) "
                 f"WHERE org_id = :org AND id = :id RETURNING {_KEY_COLUMNS}",
-                {"now": tx.stamp(_now()), "org": org_id, "id": key_id},
+                {"now": tx.stamp(datetime.now(UTC)), "org": org_id, "id": key_id},
             )
             if not rows:
                 raise NotFoundError(f"Org {org_id!r} has no key with id {key_id!r}.")
@@ -193,19 +184,11 @@ def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
 
 
 def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:
-    time = tx.time
+    times: dict[str, Any] = {name: tx.time(row[name]) if row[name] else None for name in _KEY_TIMES}
     return ApiKey(
-        id=row["id"],
+        **{name: row[name] for name in ("id", "name", "project")},
         org=row["org_id"],
-        name=row["name"],
         prefix=row["key_prefix"],
-        project=row["project"],
         root=bool(row["is_root"]),
-        created_at=time(row["created_at"]),
-        last_used_at=time(row["last_used_at"]) if row["last_used_at"] else None,
-        revoked_at=time(row["revoked_at"]) if row["revoked_at"] else None,
+        **times,
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

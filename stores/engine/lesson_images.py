@@ -14,9 +14,8 @@ from stores.errors import ConflictError
 def lesson_image(
     lesson: Lesson, embedding: bytes | None = None, generation: int | None = None
 ) -> dict[str, Any]:
-    """A lesson as JSON for a commit, with its vector when a revert may recreate it, tagged with
-    its model ``generation`` so a revert after a re-embed can tell an old model's vector
-    (``None``: just computed with the current model, as in an import)."""
+    """A lesson as JSON for a commit, with its vector when a revert may recreate it, tagged with its
+    model ``generation`` (None: the current model's) so a revert can tell an old model's vector."""
     image = by_kind(vars(lesson), _TO_IMAGE)
     if embedding is not None:
         image["embedding"] = {"vector": base64.b64encode(embedding).decode("ascii"), "generation": generation}
@@ -71,8 +70,7 @@ def image_vector_usable(image: Mapping[str, Any], generation: int) -> bool:
 def restored_embedding(
     lesson_id: str, image: Mapping[str, Any], current_text: Sequence[str] | None, generation: int
 ) -> bytes | None:
-    """The vector a revert writes (None: same text, keep it); an image vector of an older model
-    would be compared with another model's, so that revert is refused."""
+    """The vector a revert writes (None: same text, keep it); an older model's is refused."""
     if current_text and (
         tuple(current_text) == (image["problem"], image["resolution"]) or not image.get("embedding")
     ):

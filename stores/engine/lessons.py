@@ -1,13 +1,9 @@
 """The lessons contract: value types and the protocol every backend implements.
 
-Stores persist, search and scope lessons but never embed or redact: callers hand them
-redacted text and its vector, so a store is deterministic and testable without the model.
-A key is (org, project, id): an id is unique within its project only, so nothing a scope
-does depends on, or shows, what other scopes hold (an import keeps its ids).
-
-Methods raise ``NotFoundError`` for an id outside the scope, ``InvalidInputError`` for a
-vector of the wrong dimension, ``UnavailableError`` when the database is unreachable.
-Writes are atomic: a method that raises has changed nothing."""
+Stores never embed or redact: callers hand them redacted text and its vector, so a store is
+deterministic without the model. A key is (org, project, id), so nothing a scope does depends on, or
+shows, what other scopes hold. A method that raises (``NotFoundError``, ``InvalidInputError``,
+``UnavailableError``) has changed nothing."""
 
 from __future__ import annotations
 
@@ -33,8 +29,7 @@ MAX_TAGS = 32
 MAX_TAG_CHARS = 64
 MAX_RECALL_LIMIT = 50
 MAX_LIST_LIMIT = 100
-# How many differing sources a merged lesson remembers in meta.other_sources.
-MAX_OTHER_SOURCES = 20
+MAX_OTHER_SOURCES = 20  # how many differing sources a merged lesson remembers in meta.other_sources
 
 
 @dataclass(frozen=True)
@@ -46,12 +41,16 @@ class Scope:
     # Who is acting, for the commit log; not part of the scope's identity.
     actor: str = field(default="local", compare=False)
 
+    @property
+    def params(self) -> dict[str, str]:
+        """The ``:org`` and ``:project`` of a statement confined to this scope."""
+        return {"org": self.org, "project": self.project}
+
 
 @dataclass(frozen=True)
 class LessonDraft:
-    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them.
-    A draft's text is redacted and tags normalised; a save gets a new id, now, no votes; an
-    import carries its exported id (kept with ``keep_ids``), times and votes."""
+    """A lesson's fields, declared once: columns, commit images and MCP shapes derive from them. A
+    save gets a new id, now, no votes; an import carries its exported id, times and votes."""
 
     id: str | None = field(default=None, kw_only=True)
     problem: str
@@ -130,8 +129,8 @@ DEFAULTS: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SaveResult:
-    """A draft's id, whether it merged (only adding nothing), its unmerged near neighbours (id,
-    similarity; most similar first), and ``skipped``: an import's draft whose id was held."""
+    """A draft's id, whether it merged, its unmerged near neighbours (id, similarity; most similar
+    first), and ``skipped``: an import's draft whose id was held."""
 
     id: str
     merged: bool
@@ -202,7 +201,6 @@ class LessonStore(Protocol):
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
         """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
-        ...
 
     def save_many(
         self,
@@ -212,14 +210,11 @@ class LessonStore(Protocol):
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> list[SaveResult]:
-        """Save drafts in one transaction, deduplicating among them too (one ``save`` or ``merge``
-        commit, or an ``import``), ``activity`` logged with it. ``keep_ids``: a draft whose id is
+        """Save drafts in one commit, deduplicating among them too; ``keep_ids``: a draft whose id is
         held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
-        ...
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
         """Return one live lesson."""
-        ...
 
     def update(
         self,
@@ -231,11 +226,9 @@ class LessonStore(Protocol):
         activity: ActivityNote | None = None,
     ) -> Lesson:
         """Apply the patch; ``vector`` replaces the embedding when the text changed."""
-        ...
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         """Delete a lesson and return it as it was."""
-        ...
 
     def merge_lessons(
         self,
@@ -247,47 +240,36 @@ class LessonStore(Protocol):
         *,
         activity: ActivityNote | None = None,
     ) -> Lesson:
-        """Fold ``drop_id`` into ``keep_id`` in one ``merge`` commit: the patch (and ``vector``,
-        when the text changed) on the kept lesson, both lessons' votes summed, the other deleted."""
-        ...
+        """Fold ``drop_id`` into ``keep_id`` (patched, votes summed) in one ``merge`` commit."""
 
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
         """Count one vote up or down."""
-        ...
 
     def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
         """Live lessons newest first, carrying all of ``tags``."""
-        ...
 
     def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
         """Stored float32 vectors of the held ``lesson_ids``, for an export."""
-        ...
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        """Live lessons best first by the hybrid score in ``stores.engine.ranking``: full-text
-        matches first, then (once ``query``'s vector is there) the nearest vectors, all scored."""
-        ...
+        """Live lessons best first by ``stores.engine.ranking``: full-text matches, then (once the
+        vector is there) the nearest vectors, all scored."""
 
     def count(self, org: str, project: str | None = None) -> int:
         """Live lessons of an org, in one project or all of them."""
-        ...
 
     def neighbours(
         self, scope: Scope, vectors: Sequence[Sequence[float]]
     ) -> builtins.list[builtins.list[Neighbour]]:
         """As ``LessonTx.nearest``, for the scope."""
-        ...
 
     def ensure_dim(self, dim: int) -> None:
-        """Fix the store's vector dimension (another is then ``InvalidInputError``); call it before
-        a restoring ``transaction``, which cannot create vector storage on every backend."""
-        ...
+        """Fix the store's vector dimension before a restoring ``transaction``, which cannot create
+        vector storage on every backend (another dimension is then ``InvalidInputError``)."""
 
     @property
     def models(self) -> ModelRecords:
         """The model of this store's vectors, and re-embedding with another."""
-        ...
 
     def close(self) -> None:
         """Release connections; idempotent."""
-        ...

@@ -1,11 +1,9 @@
 """OAuth clients, authorization codes and tokens over the one SQL layer, written once.
 
-What the MCP layer's protocol must remember across requests and replicas. Codes and tokens are stored as
-SHA-256 digests only. Each names the API key entered on the consent page, so a token of a since-revoked
-key is refused. An authorization's tokens share a ``family`` (the code's digest): replaying a used code or
-rotated refresh token revokes it all. Clients remember their address and first token, so unused ones are
-counted per address and forgotten. Clients and the signing secret precede any sign-in, so they live under
-``NO_ORG`` without RLS, in the key store's transactions (``KeyDb``), with each dialect's locking."""
+Codes and tokens are stored as SHA-256 digests, each naming the API key entered on the consent page,
+so a revoked key's tokens are refused; an authorization's tokens share a ``family``, all revoked when
+a used code or rotated refresh token is replayed. Clients and the signing secret precede any sign-in,
+so they live under ``NO_ORG`` without RLS."""
 
 from __future__ import annotations
 
@@ -17,8 +15,7 @@ from typing import Any, Protocol
 
 from stores.engine.sql import SqlTx
 
-# The scope of a transaction that touches no org's rows (clients, the signing secret).
-NO_ORG = ""
+NO_ORG = ""  # the scope of a transaction that touches no org's rows (clients, the signing secret)
 
 
 @dataclass(frozen=True)
@@ -57,12 +54,13 @@ class OAuthTokenRow:
 
 
 class OAuthDb(Protocol):
-    """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them): one on an org
-    (``NO_ORG`` for clients and secrets), and a read before any org is known."""
+    """The transactions the OAuth rows need (``stores.engine.keys.KeyDb`` has them)."""
 
-    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]: ...
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A transaction that may see and change ``org_id``'s rows (``NO_ORG``: clients, secrets)."""
 
-    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]: ...
+    def lookup(self, key_hash: str) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read that may see the one row with this digest, whatever its org."""
 
 
 _GRANT_COLUMNS = "client_id, org_id, key_id, project, resource, scopes"
@@ -98,17 +96,13 @@ class OAuthStore:
         cap: int,
         unused_for: timedelta,
     ) -> float | None:
-        """Record a client unless ``address`` has ``cap`` tokenless ones (then the seconds until its
-        oldest expires), first deleting clients tokenless after ``unused_for``."""
+        """Record a client unless ``address`` has ``cap`` unused ones (then the seconds until its
+        oldest is forgotten), first forgetting clients unused after ``unused_for``."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             stale = {"cutoff": tx.stamp(now - unused_for)}
-            unused = (
-                "SELECT client_id FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff"
-            )
-            tx.rows(f"DELETE FROM oauth_clients WHERE client_id IN ({unused})", stale)
-            tx.rows(
-                "DELETE FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff", stale
-            )
+            unused = "FROM oauth_registrations WHERE used_at IS NULL AND registered_at < :cutoff"
+            tx.rows(f"DELETE FROM oauth_clients WHERE client_id IN (SELECT client_id {unused})", stale)
+            tx.rows(f"DELETE {unused}", stale)
             held = tx.rows(
                 "SELECT count(*) AS n, min(registered_at) AS oldest FROM oauth_registrations "
                 "WHERE address = :address AND used_at IS NULL",
@@ -208,8 +202,7 @@ class OAuthStore:
             )
 
     def use_refresh(self, token_hash: str) -> bool:
-        """Revoke a refresh token as it is exchanged; False when it already was (a replay of a
-        rotated token), which revokes every token of its family."""
+        """Revoke a refresh token as it is exchanged; False for a replay, which revokes its family."""
         with self._db.scoped(NO_ORG, write=True) as tx:
             used = tx.rows(
                 "UPDATE oauth_tokens SET revoked_at = :now WHERE token_hash = :h AND kind = 'refresh' "
@@ -234,9 +227,8 @@ class OAuthStore:
                 "INSERT INTO oauth_secrets (name, value) VALUES (:name, :value) ON CONFLICT (name) DO NOTHING",
                 {"name": name, "value": candidate},
             )
-            return str(
-                tx.rows("SELECT value FROM oauth_secrets WHERE name = :name", {"name": name})[0]["value"]
-            )
+            found = tx.rows("SELECT value FROM oauth_secrets WHERE name = :name", {"name": name})
+            return str(found[0]["value"])
 
     def prune(self, now: datetime) -> None:
         """Forget codes and tokens that expired before ``now``."""
@@ -253,13 +245,7 @@ def _revoke_family(tx: SqlTx, family: str) -> None:
 
 
 # A grant's fields and their columns (scopes apart: one text of names).
-_GRANT = {
-    "client_id": "client_id",
-    "org": "org_id",
-    "key_id": "key_id",
-    "project": "project",
-    "resource": "resource",
-}
+_GRANT = {"org": "org_id"} | {name: name for name in ("client_id", "key_id", "project", "resource")}
 
 
 def _grant_params(grant: OAuthGrant) -> dict[str, Any]:

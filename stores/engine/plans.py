@@ -1,9 +1,7 @@
-"""Structured-memory plans: parsing, identifiers, types, filters, risk and the schema hash.
-
-Pure Python shared by every backend, so a plan means the same everywhere. Agents never send SQL:
-identifiers meet a strict pattern and a reserved list, values their column types, and filters are (column,
-operator, value) triples evaluated here, so backends cannot disagree. Filter cost is bounded: ``like`` is
-linear (no backtracking regex), ``where`` and ``in`` are bounded lists."""
+"""Structured-memory plans: parsing, identifiers, types, risk and the schema hash, in Python shared
+by every backend so a plan means the same everywhere. Agents never send SQL: identifiers meet a
+strict pattern and a reserved list, values their column types; filters (``stores.engine.filters``)
+are triples evaluated here, with bounded cost."""
 
 from __future__ import annotations
 
@@ -132,8 +130,8 @@ def column_def(raw: Any) -> Column:
 
 
 def coerce(value: Any, col_type: str, column: str) -> Any:
-    """A JSON value checked against a column type; timestamps as UTC ISO-8601. ``-0.0`` becomes
-    ``0.0``: ``jsonb`` drops its sign and SQLite JSON text keeps it, splitting the backends."""
+    """A JSON value checked against a column type; timestamps as UTC ISO-8601, ``-0.0`` as ``0.0``
+    (``jsonb`` drops its sign and SQLite JSON text keeps it)."""
     if value is None:
         return None
     if col_type == "timestamp":
@@ -187,9 +185,7 @@ def _to_integer(value: Any, column: str) -> Any:
 
 
 def _to_real(value: Any, column: str) -> Any:
-    if isinstance(value, int | float) and not isinstance(value, bool) and _finite(value):
-        return plain_float(float(value))
-    if isinstance(value, str) and math.isfinite(float(value)):
+    if _IS["real"](value) or (isinstance(value, str) and math.isfinite(float(value))):
         return plain_float(float(value))
     return _AS_IS
 
@@ -232,16 +228,12 @@ def timestamp(value: Any, column: str) -> str:
 
 
 def sort_key(value: Any) -> tuple[Any, ...]:
-    """A total order on column values, the same on every backend: a mixed ``json`` column orders
-    booleans, numbers, text, then arrays and objects (canonical JSON); nulls last."""
+    """A total order on column values, the same on every backend: booleans, numbers, text, canonical JSON."""
     if value is None:
         return (1,)
-    if isinstance(value, bool):
-        return (0, 0, value)
-    if isinstance(value, int | float):
-        return (0, 1, value)
-    if isinstance(value, str):
-        return (0, 2, value)
+    for rank, kind in enumerate((bool, int | float, str)):
+        if isinstance(value, kind):
+            return (0, rank, value)
     return (0, 3, json.dumps(value, sort_keys=True))
 
 

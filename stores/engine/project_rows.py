@@ -12,9 +12,8 @@ from stores import deadline
 from stores.engine.activity import ActivityNote
 from stores.engine.activity_rows import ActivityLog
 from stores.engine.lessons import Scope
-from stores.engine.plans import Column
 from stores.engine.sql import SqlTx
-from stores.engine.workspace import TableDef
+from stores.engine.workspace import TableDef, table_from_json
 
 
 @dataclass(frozen=True)
@@ -33,6 +32,8 @@ class Commit:
 
 
 _SCOPE = "org_id = :org AND project = :project"
+# A commit's columns stored as they are (its time and effects go through the dialect).
+_COMMIT_COLUMNS = "id seq parent kind message actor schema_hash_before schema_hash_after".split()
 # A commit of at most this many targets is written in one statement with them (and its entry).
 TOGETHER_MAX_TARGETS = 16
 
@@ -55,20 +56,14 @@ class ProjectTx:
         self._tables: dict[str, TableDef] | None = None
         self._rows: dict[str, dict[int, dict[str, Any]]] = {}
 
-    @property
-    def _key(self) -> dict[str, str]:
-        return {"org": self.scope.org, "project": self.scope.project}
-
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
             rows = self.tx.rows(
-                f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE} ORDER BY name", self._key
+                f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE} ORDER BY name",
+                self.scope.params,
             )
             self._tables = {
-                r["name"]: TableDef(
-                    columns=tuple(Column(**c) for c in self.tx.load(r["columns"])), next_id=r["next_id"]
-                )
-                for r in rows
+                r["name"]: table_from_json({**r, "columns": self.tx.load(r["columns"])}, None) for r in rows
             }
         return self._tables
 
@@ -76,7 +71,7 @@ class ProjectTx:
         if table not in self._rows:
             found = self.tx.rows(
                 f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t ORDER BY row_id",
-                {**self._key, "t": table},
+                {**self.scope.params, "t": table},
             )
             rows = {}
             for r in found:
@@ -89,7 +84,7 @@ class ProjectTx:
         """Create, change or (None) drop a table with its rows."""
         self._tables = None
         self._rows.pop(name, None)
-        params = {**self._key, "name": name}
+        params = {**self.scope.params, "name": name}
         if table is None:
             self.tx.rows(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name", params)
             self.tx.rows(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name", params)
@@ -108,9 +103,9 @@ class ProjectTx:
     def put_rows(self, table: str, changes: Mapping[int, dict[str, Any] | None]) -> None:
         """Insert, replace or (None) delete rows."""
         self._rows.pop(table, None)
-        gone = [{**self._key, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
+        gone = [{**self.scope.params, "t": table, "id": row_id} for row_id, v in changes.items() if v is None]
         kept = [
-            {**self._key, "t": table, "id": row_id, "data": self.tx.dump(v)}
+            {**self.scope.params, "t": table, "id": row_id, "data": self.tx.dump(v)}
             for row_id, v in changes.items()
             if v is not None
         ]
@@ -124,29 +119,22 @@ class ProjectTx:
 
     def last_commit(self) -> tuple[str, int] | None:
         rows = self.tx.rows(
-            f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1", self._key
+            f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1", self.scope.params
         )
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
     def add_commit(self, commit: Commit, activity: ActivityNote | None = None) -> None:
-        """Write ``commit``, its targets and ``activity``: one round trip for a few targets, else the
-        targets as one batch and the entry after."""
+        """Write ``commit``, its targets and ``activity``, in one round trip for a few targets."""
         self._added = commit
         insert = (
             "INSERT INTO commits (id, org_id, project, seq, parent, kind, message, actor, created_at, "
             "schema_hash_before, schema_hash_after, effects) VALUES (:id, :org, :project, :seq, :parent, "
-            f":kind, :message, :actor, :created_at, :before, :after, {self.tx.json('effects')})",
+            ":kind, :message, :actor, :created_at, :schema_hash_before, :schema_hash_after, "
+            f"{self.tx.json('effects')})",
             {
-                **self._key,
-                "id": commit.id,
-                "seq": commit.seq,
-                "parent": commit.parent,
-                "kind": commit.kind,
-                "message": commit.message,
-                "actor": commit.actor,
+                **self.scope.params,
+                **{name: getattr(commit, name) for name in _COMMIT_COLUMNS},
                 "created_at": self.tx.stamp(commit.created_at),
-                "before": commit.schema_hash_before,
-                "after": commit.schema_hash_after,
                 "effects": self.tx.dump(commit.effects),
             },
         )
@@ -154,7 +142,7 @@ class ProjectTx:
             "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
             "ON CONFLICT DO NOTHING"
         )
-        targets = [{**self._key, "target": t, "seq": commit.seq} for t in commit.targets]
+        targets = [{**self.scope.params, "target": t, "seq": commit.seq} for t in commit.targets]
         if len(targets) <= TOGETHER_MAX_TARGETS:
             writes = [insert, *((target, t) for t in targets)]
             if activity is None:
@@ -184,7 +172,9 @@ class ProjectTx:
         # "#12" (or "12") is commit 12 of the project, as history and the page number them.
         seq = commit_id.lstrip("#")
         by, value = ("seq", int(seq)) if seq.isdigit() else ("id", commit_id)
-        rows = self._commits(f"SELECT * FROM commits WHERE {by} = :v AND {_SCOPE}", {**self._key, "v": value})
+        rows = self._commits(
+            f"SELECT * FROM commits WHERE {by} = :v AND {_SCOPE}", {**self.scope.params, "v": value}
+        )
         return rows[0] if rows else None
 
     def later_commits_touching(self, seq: int, targets: list[str]) -> list[str]:
@@ -195,13 +185,13 @@ class ProjectTx:
             "ON c.org_id = t.org_id AND c.project = t.project AND c.seq = t.seq "
             f"WHERE t.org_id = :org AND t.project = :project AND t.seq > :seq AND {self.tx.in_list('t.target', 'targets')} "
             "ORDER BY c.seq",
-            {**self._key, "seq": seq, "targets": self.tx.listed(targets)},
+            {**self.scope.params, "seq": seq, "targets": self.tx.listed(targets)},
         )
         return [r["id"] for r in rows]
 
     def commits(self, target: str | None, limit: int, before_seq: int | None) -> list[Commit]:
         sql = "SELECT c.* FROM commits AS c WHERE c.org_id = :org AND c.project = :project"
-        params: dict[str, Any] = {**self._key, "n": limit}
+        params: dict[str, Any] = {**self.scope.params, "n": limit}
         if target is not None:
             sql += (
                 " AND EXISTS (SELECT 1 FROM commit_targets AS t WHERE t.org_id = c.org_id "
@@ -218,7 +208,7 @@ class ProjectTx:
             "INSERT INTO snapshots (org_id, project, seq, state) "
             f"VALUES (:org, :project, :seq, {self.tx.json('state')}) "
             "ON CONFLICT (org_id, project, seq) DO UPDATE SET state = excluded.state",
-            {**self._key, "seq": seq, "state": self.tx.dump(state)},
+            {**self.scope.params, "seq": seq, "state": self.tx.dump(state)},
         )
 
     def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
@@ -230,7 +220,7 @@ class ProjectTx:
         # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
         rows = self.tx.rows(
             f"SELECT id FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
-            {**self._key, "ids": self.tx.listed(ids)},
+            {**self.scope.params, "ids": self.tx.listed(ids)},
         )
         return {r["id"] for r in rows}
 
@@ -238,7 +228,7 @@ class ProjectTx:
         """The problem of each of ``ids`` still stored in this project, by id."""
         rows = self.tx.rows(
             f"SELECT id, problem FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
-            {**self._key, "ids": self.tx.listed(ids)},
+            {**self.scope.params, "ids": self.tx.listed(ids)},
         )
         return {r["id"]: r["problem"] for r in rows}
 
@@ -247,7 +237,7 @@ class ProjectTx:
         rows = self.tx.rows(
             "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
             f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",
-            {**self._key, "now": self.tx.stamp(now)},
+            {**self.scope.params, "now": self.tx.stamp(now)},
         )
         return [
             {**r, "tags": self.tx.load(r["tags"]), "created_at": self.tx.time(r["created_at"])} for r in rows
@@ -265,15 +255,8 @@ class ProjectTx:
     def _commits(self, sql: str, params: dict[str, Any]) -> list[Commit]:
         return [
             Commit(
-                id=r["id"],
-                seq=r["seq"],
-                parent=r["parent"],
-                kind=r["kind"],
-                message=r["message"],
-                actor=r["actor"],
+                **{name: r[name] for name in _COMMIT_COLUMNS},
                 created_at=self.tx.time(r["created_at"]),
-                schema_hash_before=r["schema_hash_before"],
-                schema_hash_after=r["schema_hash_after"],
                 effects=self.tx.load(r["effects"]),
             )
             for r in self.tx.rows(sql, params)

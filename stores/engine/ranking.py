@@ -1,37 +1,20 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
-``relevance = 0.75 * similarity + 0.25 * lexical``: cosine similarity of the lesson's vector to the
-query's, seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's
-text. The full-text index (FTS5, tsvector) only finds lexical candidates; the score is computed here from
-their text and vectors, so it is the same on every backend. Terms and matching: ``stores.engine.terms``.
+``relevance = 0.75 * similarity + 0.25 * lexical``: the cosine of the lesson's vector to the query's,
+seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's text
+(``stores.engine.terms``). The full-text index (FTS5, tsvector) only finds candidates; scores are
+computed here, so they are the same on every backend. Final scores multiply relevance by bounded
+factors (``weight``), so weak signals decide near-ties but never bury a strong match.
 
-Rarity: a term weighs its BM25 IDF among the recall's nearest vectors, the lessons the query chooses
-between: a word all share (the component, the speaker) weighs little, the entity only the right lesson has
-weighs most. Entities (terms with a digit, identifiers, paths, capitalised words inside a sentence) weigh
-triple. The score is the weight of the terms a lesson has over that of the terms the nearest lessons have
-plus the query's entities; a word no nearest lesson has counts, where a lesson has it, in both its part
-and its total, so it raises the score without saturating at 1 and a lesson that also has the asked-for
-environment still outranks one that lacks it. Counting among the nearest vectors, not the full-text
-matches, keeps both backends equal: their indexes split and stem words differently, so find different
-full-text candidates.
-
-Redundancy (``redundancy_penalty``): going down the ranking, a candidate with the same query terms as a
-better nearest candidate already kept, whose words overlap it by half or more (Jaccard), differs only in
-what the question does not ask about (another service, environment, aside); its score is multiplied by
-0.8, so one answer said six ways does not push out the lesson asked for. Only nearest candidates demote,
-so a score still depends only on itself and the nearest vectors.
-
-Anchor (``anchor``, ``centred_similarities``): similarity is measured from the mean of the scope's newest
-lessons, not the origin. A project's lessons share a direction (a dialog's speakers and dates, a team's
-templates); a short lesson is mostly that direction and so looked like every question.
-
-The final score multiplies relevance by bounded factors, so weak signals never bury a strongly relevant
-lesson but decide near-ties: decay ``0.5 + 0.5 * 2 ** (-age_days / half_life_days)`` (1.0 new, 0.75 at one
-half-life, never below 0.5), confidence ``0.5 + 0.5 * confidence``,
-votes ``1 + 0.2 * tanh((up - down) / 3)`` (0.8..1.2).
-
-Every part was measured with ``benchmarks/eval_retrieval.py`` (``benchmarks/eval-ablation.json``); each is
-a ``RankingParams`` switch so evaluation can turn it off, and ``LEGACY`` is the ranking before them."""
+Rarity: a term weighs its BM25 IDF among the recall's nearest vectors (not the full-text matches,
+which the backends' indexes find differently), so the entity only the right lesson has weighs most;
+entities (digits, identifiers, paths, names) weigh triple. Redundancy: a candidate with the same
+query terms as a better nearest one, whose words overlap it by half (Jaccard), differs only in what
+the question does not ask; its score times 0.8 keeps one answer said six ways from pushing out the
+one asked for. Anchor: similarity is measured from the mean of the scope's newest lessons, as a
+project's lessons share a direction and a short lesson, mostly that direction, looked like every
+question. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a ``RankingParams``
+switch; ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -63,8 +46,7 @@ def query_entities(terms: list[str], names: Collection[str], params: RankingPara
 def candidate_terms(
     chosen: list[str], terms: list[str], names: Collection[str], params: RankingParams
 ) -> list[str]:
-    """The terms ordering full-text candidates: ``chosen``, plus (``lexical_entities``) the
-    query's entities. Chosen terms pick candidates (bounding the work), entities order them;
+    """``chosen`` (which bound the work) plus the query's entities, to order full-text candidates;
     common words are left out, as the index would read all their postings to weigh them."""
     if not params.lexical_entities:
         return chosen
@@ -86,9 +68,8 @@ def rare_terms(
     budget: int = POSTINGS_BUDGET,
     entities: Collection[str] = (),
 ) -> list[str]:
-    """The query terms that find lexical candidates: rarest first while their postings fit ``budget``
-    (the first always; none with no postings), as ranking every match of a common word costs more than
-    the rest of recall (every term still counts in the score). ``entities`` within budget come first: a
+    """Terms finding lexical candidates, rarest first while their postings fit ``budget``: ranking
+    every match of a common word costs more than the rest of recall. ``entities`` come first: a
     question paraphrases a lesson's words but repeats its numbers, identifiers and names."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
@@ -103,8 +84,7 @@ def rare_terms(
 
 
 def anchor(sample: np.ndarray) -> np.ndarray:
-    """Sum of the ``sample`` rows over their number plus one, shrinking towards the origin so a
-    one-lesson scope is not centred onto its lesson (Postgres: the same in SQL)."""
+    """The rows' sum over their number plus one, so a one-lesson scope is not centred onto its lesson."""
     rows = np.asarray(sample, dtype=np.float64)
     mean: np.ndarray = rows.sum(axis=0) / (rows.shape[0] + 1)
     return mean.astype(np.float32)
@@ -140,20 +120,21 @@ def _lexical(
     pool: Sequence[bool] | None,
     names: Collection[str],
 ) -> tuple[list[float], list[set[str]]]:
-    """Each text's lexical score (0..1) for ``terms``, and the terms it has.
-
-    With ``params.rarity`` a term weighs ``log(1 + (n - df + 0.5) / (df + 0.5))`` over the ``n`` pooled
-    texts (all when ``pool`` is None or marks none), times ``entity_weight`` for entities. A score is the
-    weight of the terms a text has over that of the pool's terms and the query's entities. A plain word no
-    pooled text has counts only where found, so pooled texts score the same whatever else is a candidate:
-    with ``open_total`` it joins that text's total too (rising towards 1 yet still showing which pool
-    terms it lacks), else the score is capped at 1. Without rarity, a score is the share of terms found."""
+    """Each text's lexical score (0..1), the weight of its terms over the pool's and the query's
+    entities, and the terms it has. A word no pooled text has counts only where found, so pooled
+    texts score alike whatever else is a candidate (``open_total``: in that text's total too)."""
     if not terms or not texts:
         return [0.0] * len(texts), [set() for _ in texts]
     matcher = Matcher(terms, params)
     found = [matcher.found(text) for text in texts]
-    counted = [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
-    weights, df = _weights(terms, counted or found, params, names)
+    counted = (
+        [f for f, inside in zip(found, pool, strict=True) if inside] if pool is not None else []
+    ) or found
+    n, df = len(counted), Counter(t for f in counted for t in f)
+    weights: dict[str, float] = {}
+    for term in dict.fromkeys(terms):  # weighed by rarity among the ``counted`` texts
+        w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
+        weights[term] = w * params.entity_weight if is_entity(term, names) else w
     if not params.rarity:
         total = sum(weights.values())
         return [min(1.0, sum(weights[t] for t in f) / total) for f in found], found
@@ -168,19 +149,6 @@ def _lexical(
     ], found
 
 
-def _weights(
-    terms: list[str], counted: list[set[str]], params: RankingParams, names: Collection[str]
-) -> tuple[dict[str, float], Counter[str]]:
-    """Each term's weight among the ``counted`` texts (``_lexical``), and how many hold it."""
-    n = len(counted)
-    df = Counter(t for f in counted for t in f)
-    weights: dict[str, float] = {}
-    for term in dict.fromkeys(terms):
-        w = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5)) if params.rarity else 1.0
-        weights[term] = w * params.entity_weight if is_entity(term, names) else w
-    return weights, df
-
-
 def best(
     candidates: Sequence[tuple[str, float | None, float, str]],
     terms: list[str],
@@ -189,8 +157,8 @@ def best(
     nearest: Collection[str] | None = None,
     names: Collection[str] = (),
 ) -> list[tuple[str, float]]:
-    """The ``limit`` best (id, similarity, weight, text) ``candidates`` as (id, score), scores
-    rounded to 6 places, ties to the smaller id; rarity counts among ``nearest`` (all if None)."""
+    """The ``limit`` best (id, similarity, weight, text) ``candidates`` as (id, score rounded to 6
+    places), ties to the smaller id; rarity counts among ``nearest`` (all if None)."""
     pool = [c[0] in nearest for c in candidates] if nearest is not None and params.nearest_pool else None
     lexical, found = _lexical([c[3] for c in candidates], terms, params, pool, names)
     scores = [
@@ -211,9 +179,8 @@ def _demote_redundant(
     limit: int,
     params: RankingParams,
 ) -> list[float]:
-    """Scores with redundant candidates demoted (see Redundancy); only ``pool`` candidates
-    (all when None) demote others. The walk stops after ``limit`` undemoted ones: every later
-    one scores below them either way, so no result or returned score changes."""
+    """Scores with redundant candidates demoted (see Redundancy) by ``pool`` ones; the walk stops
+    after ``limit`` undemoted ones, as every later one scores below them either way."""
     order = sorted(range(len(candidates)), key=lambda i: (-round(scores[i], 6), candidates[i][0]))
     kept: dict[frozenset[str], list[frozenset[str]]] = {}  # query terms -> words of kept candidates
     out = list(scores)

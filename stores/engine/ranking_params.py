@@ -6,8 +6,7 @@ from dataclasses import dataclass
 
 # At most about this many full-text matches are ranked per recall (see ranking.rare_terms).
 POSTINGS_BUDGET = 2000
-# A scope's anchor is the mean of (at most) this many of its newest live lessons.
-ANCHOR_SAMPLE = 128
+ANCHOR_SAMPLE = 128  # a scope's anchor is the mean of (at most) this many of its newest live lessons
 
 
 @dataclass(frozen=True)
@@ -15,30 +14,24 @@ class RankingParams:
     """Switches so the evaluation can measure each part; defaults are what Lore ships."""
 
     half_life_days: float = 30.0
-    # Numbers (single digits too), versions, identifiers and paths are query terms.
-    entity_terms: bool = True
-    # At most this many query terms count (long questions name the telling entity late).
-    max_terms: int = 48
+    entity_terms: bool = True  # numbers (single digits too), versions, identifiers and paths are query terms
+    max_terms: int = 48  # at most this many query terms count (long questions name the telling entity late)
     # Words about lessons ("root cause", "fix") are not terms: they tell no lesson apart.
     meta_stopwords: bool = True
     # A number inside a version or path ("3" in "3.8.1") also counts as that number.
     compound_digits: bool = False
     # Words match after a light suffix stripping ("queries" is "query"), not only by prefix.
     stemming: bool = True
-    # Terms weigh by their rarity among the candidates (else every term weighs the same).
-    rarity: bool = True
-    # Rarity is counted among the nearest vectors only (else among all candidates).
-    nearest_pool: bool = True
-    # Capitalised words inside a sentence are names, and weigh as entities.
-    names: bool = True
+    rarity: bool = True  # terms weigh by their rarity among the candidates (else every term weighs the same)
+    nearest_pool: bool = True  # rarity is counted among the nearest vectors only (else among all candidates)
+    names: bool = True  # capitalised words inside a sentence are names, and weigh as entities
     # Extra weight of entities: terms with a digit, identifiers, paths, names (1.0: none).
     entity_weight: float = 3.0
     # Vector similarity is measured from the scope's anchor (``anchor``), not the origin.
     centring: bool = True
     vector_weight: float = 0.75
     lexical_weight: float = 0.25
-    # Each signal contributes at least this many candidates.
-    min_candidates: int = 50
+    min_candidates: int = 50  # each signal contributes at least this many candidates
     # Full-text candidates ordered by entities too (``candidate_terms``): of a thousand lessons
     # naming one person, the one with the question's number comes first.
     lexical_entities: bool = True

@@ -1,11 +1,43 @@
-"""Tables both backends make alike, written once with each dialect's names for the column types.
+"""Both backends' migration runner, and the tables they make alike.
 
-Only type names differ (``Types``); each dialect gets exactly the text its migration had when
-written apart, so no database that ran it sees a change."""
+The runner records each step it runs in the caller's (locked) transaction, so re-running is harmless,
+and refuses a newer Lore's database untouched. Shared tables are written once with each dialect's
+type names (``Types``), each the text its migration had when written apart: no database sees a change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from stores.engine.sql import SqlTx
+from stores.errors import refuse_newer_schema
+
+Migration = tuple[int, str, Any]
+
+
+def apply_pending(
+    tx: SqlTx,
+    migrations: Sequence[Migration],
+    schema_version: int,
+    run: Callable[[Any], object],
+    *,
+    before_pending: Callable[[], None] | None = None,
+) -> list[Migration]:
+    """Run and record pending migrations, returning them; ``before_pending`` runs first if any."""
+    applied = {row["version"] for row in tx.rows("SELECT version FROM schema_migrations", {})}
+    refuse_newer_schema(applied, schema_version)
+    pending = [m for m in migrations if m[0] not in applied]
+    if pending and before_pending is not None:
+        before_pending()
+    for version, name, step in pending:
+        run(step)
+        tx.rows(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (:v, :n, :at)",
+            {"v": version, "n": name, "at": tx.stamp(datetime.now(UTC))},
+        )
+    return pending
 
 
 @dataclass(frozen=True)
@@ -75,8 +107,7 @@ def key_tables(t: Types) -> str:
 
 
 def oauth_tables(t: Types) -> str:
-    """OAuth clients, token digests, the signing secret; no RLS (read before the org is known, no
-    org memory); ``IF NOT EXISTS`` so a file whose schema was wound back keeps them."""
+    """OAuth state, no RLS (read before an org is known); ``IF NOT EXISTS``: a wound-back file keeps it."""
     return f"""
         CREATE TABLE IF NOT EXISTS oauth_clients (
             client_id {t.text} PRIMARY KEY, metadata {t.json} NOT NULL, created_at {t.time} NOT NULL

@@ -1,8 +1,6 @@
-"""The one SQL layer the engine writes against: statements as text with ``:name`` parameters.
-
-SQLite binds ``:name`` itself, Postgres via SQLAlchemy's ``text()``. Not SQLAlchemy Core: its
-import costs about 0.37 s, over a third of the local cold start, and a builder adds nothing
-needed. Each ``SqlTx`` keeps what differs: JSON and time storage, list membership, deadlines."""
+"""The one SQL layer the engine writes against: statements as text with ``:name`` parameters, not
+SQLAlchemy Core (its import costs about 0.37 s, over a third of the local cold start, for a builder
+nothing needs). Each ``SqlTx`` keeps what differs: JSON and times, list membership, deadlines."""
 
 from __future__ import annotations
 

@@ -1,11 +1,8 @@
-"""Structured memory and history, written once over a small per-backend transaction.
+"""Structured memory and history, written once over a small per-backend transaction (``ProjectTx``).
 
-Tables are a catalog (name, columns, next id) and JSON rows; plans run on an in-memory copy, yielding the
-effects (rows' and definitions' before and after), then written with the commit in one write transaction
-through a ``ProjectTx`` (``stores.engine.project_rows``). Every change is a commit (seq, parent, kind,
-message, actor, time, schema hashes, effects) recording its targets (``table:T``, ``schema:T``,
-``row:T:ID``, ``lesson:ID``) so history filters and a revert finds later commits touching the same things.
-Row loops check the deadline, so an overlong request stops inside its transaction, which rolls back."""
+Plans run on an in-memory copy of a project's tables; the effects (rows' and definitions' before and
+after) are written with their commit, which records its targets (``table:T``, ``schema:T``,
+``row:T:ID``, ``lesson:ID``) so history filters and a revert finds later commits touching them."""
 
 from __future__ import annotations
 
@@ -101,9 +98,8 @@ class StalePlanError(ConflictError):
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The tables a plan names and the last commit. A plan runs outside any transaction so its
-    work (seconds when large) holds no connection or lock; ``apply_snapshot`` then writes it in
-    a short transaction, or reruns it there if a commit landed meanwhile."""
+    """The tables a plan names and the last commit: a plan runs outside any transaction so its work
+    (seconds when large) holds no connection or lock, then ``apply_snapshot`` writes it."""
 
     defs: dict[str, TableDef]
     table_rows: dict[str, dict[int, dict[str, Any]]]
@@ -117,9 +113,8 @@ class Snapshot:
 
 
 def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
-    """The tables ``raw_plan`` names (all, if not a plan), the last commit read first: on
-    Postgres each statement sees what is committed by then, so a commit between reads must make
-    the snapshot stale, never current with older tables."""
+    """The tables ``raw_plan`` names (all, if not a plan), the last commit read first: a commit
+    between reads (each sees what is committed by then) then makes the snapshot stale."""
     last = tx.last_commit()
     tables = tx.tables()
     ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
@@ -150,24 +145,19 @@ def run_plan(
 def apply_snapshot(
     tx: ProjectTx, snap: Snapshot, ran: tuple[Plan, str, Workspace], raw_plan: Mapping[str, Any], actor: str
 ) -> dict[str, Any]:
-    """Write the plan's result on ``snap``, or rerun it in ``tx`` if an unseen commit changed the
-    schema or a table it read; other commits leave the result valid, and rerunning would hold
-    the writer for the whole plan, which the snapshot avoids."""
-    if tx.last_commit() != snap.last and _snapshot_stale(tx, snap, ran[1]):
-        return apply(tx, raw_plan, actor)
+    """Write the plan's result on ``snap``, or rerun it in ``tx`` (holding the writer for the whole
+    plan) if an unseen commit changed the schema or a table it read."""
+    if tx.last_commit() != snap.last:
+        read = [f"table:{name}" for name in snap.table_rows]
+        since = snap.last[1] if snap.last else 0
+        if current_hash(tx) != ran[1] or (read and tx.later_commits_touching(since, read)):
+            return apply(tx, raw_plan, actor)
     return write_applied(tx, *ran, actor)
-
-
-def _snapshot_stale(tx: ProjectTx, snap: Snapshot, hash_before: str) -> bool:
-    if current_hash(tx) != hash_before:
-        return True
-    read = [f"table:{name}" for name in snap.table_rows]
-    return bool(read) and bool(tx.later_commits_touching(snap.last[1] if snap.last else 0, read))
 
 
 def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: str) -> dict[str, Any]:
     effects = ws.effects()
-    commit = write(tx, ws, effects, kind="apply", message=plan.message, actor=actor, hash_before=before)
+    commit = record(tx, effects, kind="apply", message=plan.message, actor=actor, hash_before=before, ws=ws)
     return {
         "commit_id": commit.id,
         "seq": commit.seq,
@@ -176,17 +166,8 @@ def write_applied(tx: ProjectTx, plan: Plan, before: str, ws: Workspace, actor: 
     }
 
 
-def write(
-    tx: ProjectTx,
-    ws: Workspace,
-    effects: dict[str, Any],
-    *,
-    kind: str,
-    message: str,
-    actor: str,
-    hash_before: str,
-) -> Commit:
-    """Persist the workspace's changes and the commit describing them."""
+def _persist(tx: ProjectTx, ws: Workspace, effects: dict[str, Any]) -> None:
+    """Write the workspace's changed tables and rows."""
     for name in {*ws.tables_before, *ws.renumbered}:
         tx.put_table(name, ws.defs.get(name))
     changes: dict[str, dict[int, dict[str, Any] | None]] = {}
@@ -196,10 +177,6 @@ def write(
     for table, table_changes in changes.items():
         if table in ws.defs:
             tx.put_rows(table, table_changes)
-    after = tables_hash(ws.defs)
-    return record(
-        tx, effects, kind=kind, message=message, actor=actor, hash_before=hash_before, hash_after=after
-    )
 
 
 def record(
@@ -210,10 +187,12 @@ def record(
     message: str,
     actor: str,
     hash_before: str,
-    hash_after: str | None = None,
+    ws: Workspace | None = None,
     activity: ActivityNote | None = None,
 ) -> Commit:
-    """Add a commit (with ``activity``, written together); every 100th also snapshots tables."""
+    """Add a commit (and ``activity``) after ``ws``'s changes; each ``SNAPSHOT_EVERY``-th snapshots tables."""
+    if ws is not None:
+        _persist(tx, ws, effects)
     last = tx.last_commit()
     commit = Commit(
         id=new_id(),
@@ -224,20 +203,15 @@ def record(
         actor=actor,
         created_at=datetime.now(UTC),
         schema_hash_before=hash_before,
-        schema_hash_after=hash_after or hash_before,
+        schema_hash_after=tables_hash(ws.defs) if ws is not None else hash_before,
         effects=effects,
         targets=targets_of(effects),
     )
     tx.add_commit(commit, activity)
     if commit.seq % SNAPSHOT_EVERY == 0:
-        tables = tx.tables()
-        tx.put_snapshot(
-            commit.seq,
-            {
-                name: {"columns": columns_json(t), "next_id": t.next_id, "rows": tx.rows(name)}
-                for name, t in tables.items()
-            },
-        )
+        tables = tx.tables().items()
+        state = {n: {"columns": columns_json(t), "next_id": t.next_id, "rows": tx.rows(n)} for n, t in tables}
+        tx.put_snapshot(commit.seq, state)
     return commit
 
 
@@ -263,12 +237,7 @@ def read_only_lessons(lesson_id: str, image: Any) -> None:
 def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
     counts = {"inserted": 0, "updated": 0, "deleted": 0}
     for row in effects.get("rows", []):
-        if row["before"] is None:
-            counts["inserted"] += 1
-        elif row["after"] is None:
-            counts["deleted"] += 1
-        else:
-            counts["updated"] += 1
+        counts["inserted" if row["before"] is None else "deleted" if row["after"] is None else "updated"] += 1
     return {"rows": counts, "schema": list(effects.get("schema", []))}
 
 
@@ -287,10 +256,5 @@ def targets_of(effects: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def error_code(error: StoreError) -> str:
-    if isinstance(error, StalePlanError):
-        return "STALE_PLAN"
-    if isinstance(error, NotFoundError):
-        return "NOT_FOUND"
-    if isinstance(error, ConflictError):
-        return "CONFLICT"
-    return "VALIDATION_ERROR"
+    codes = ((StalePlanError, "STALE_PLAN"), (NotFoundError, "NOT_FOUND"), (ConflictError, "CONFLICT"))
+    return next((code for kind, code in codes if isinstance(error, kind)), "VALIDATION_ERROR")

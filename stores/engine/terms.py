@@ -1,9 +1,8 @@
 """A query's terms and which of them a text has: the lexical half of the ranking.
 
 Terms: words but stopwords and words about lessons ("root cause", "fix"); numbers, versions,
-identifiers, paths ("6.28.8", "billing-api") whole and by parts (a version's number is not that
-number). Words match through a light suffix stripper. Entities: terms with a digit,
-identifiers, paths and names (capitalised words inside a sentence)."""
+identifiers and paths ("6.28.8", "billing-api") whole and by parts. Words match through a light
+suffix stripper. Entities: terms with a digit, identifiers, paths and names."""
 
 from __future__ import annotations
 
@@ -13,16 +12,14 @@ from collections.abc import Collection
 
 from stores.engine.ranking_params import DEFAULT, RankingParams
 
-# Keys sharing their first STEM letters match: a crude stemmer that behaves alike everywhere.
-STEM = 5
+STEM = 5  # keys sharing their first STEM letters match: a crude stemmer that behaves alike everywhere
 # Longer runs of letters, digits and separators are not kept as one term (hashes, blobs).
 MAX_COMPOUND_CHARS = 64
 
 
 def lexical_terms(text: str, max_terms: int | None = None, params: RankingParams = DEFAULT) -> list[str]:
-    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``; with
-    ``entity_terms`` also single digits and compounds whole before their parts. Terms are
-    letters and digits joined by ``. _ / -``: safe in FTS5 quotes and a tsquery."""
+    """Lower-cased, de-duplicated, stopword-free terms in order, at most ``max_terms``: letters and
+    digits joined by ``. _ / -``, safe in FTS5 quotes and a tsquery."""
     cap = params.max_terms if max_terms is None else max_terms
     stopwords = _STOPWORDS | _META_STOPWORDS if params.meta_stopwords else _STOPWORDS
     if not params.entity_terms:
@@ -136,12 +133,8 @@ def names(text: str, params: RankingParams = DEFAULT) -> frozenset[str]:
     """Lower-cased capitalised words not starting a sentence ("Did Bruno join?" -> bruno)."""
     if not params.names:
         return frozenset()
-    found = set()
-    for match in _NAME.finditer(text):
-        word = match.group(2)
-        if match.group(1) is None and word[:1].isupper() and word.lower() not in _STOPWORDS:
-            found.add(word.lower())
-    return frozenset(found)
+    words = (m.group(2) for m in _NAME.finditer(text) if m.group(1) is None)
+    return frozenset(w.lower() for w in words if w[:1].isupper() and w.lower() not in _STOPWORDS)
 
 
 def is_entity(term: str, names: Collection[str] = ()) -> bool:

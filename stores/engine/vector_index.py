@@ -1,9 +1,6 @@
-"""An in-memory matrix of lesson vectors for fast exact cosine search.
-
-sqlite-vec's scan took about 55 ms for 100k 384-d vectors on 2 cores, over the 25 ms recall
-budget; a numpy product takes about 10 ms. ``lesson_embeddings`` stays the truth; this cache is
-refreshed from rows changed since its revision, so processes sharing a file see each other's
-writes. Not thread-safe: the owning store serialises access."""
+"""An in-memory matrix of lesson vectors for exact cosine search: sqlite-vec's scan took 55 ms for
+100k 384-d vectors, over the 25 ms recall budget; a numpy product takes 10 ms. ``lesson_embeddings``
+stays the truth. Not thread-safe: the owning store serialises access."""
 
 from __future__ import annotations
 
@@ -30,14 +27,8 @@ class VectorIndex:
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._n = 0
-        self._vectors = np.zeros((0, dim), dtype=np.float32)
-        self._keys = np.zeros(0, dtype=np.int64)
-        self._scopes = np.zeros(0, dtype=np.int32)
-        self._expires = np.zeros(0, dtype=np.float64)
-        self._confidence = np.zeros(0, dtype=np.float32)
-        self._pos: dict[int, int] = {}
         self._scope_codes: dict[str, int] = {}
+        self.load([], np.zeros(0, dtype=np.float32))
 
     def __len__(self) -> int:
         return self._n
@@ -66,15 +57,12 @@ class VectorIndex:
         matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
         self._n = len(rows)
         self._vectors = matrix
-        self._keys = np.fromiter((r.key for r in rows), dtype=np.int64, count=len(rows))
-        self._scopes = np.fromiter(
-            (self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows),
-            dtype=np.int32,
-            count=len(rows),
-        )
-        self._expires = np.fromiter((r.expires_at for r in rows), dtype=np.float64, count=len(rows))
-        self._confidence = np.fromiter((r.confidence for r in rows), dtype=np.float32, count=len(rows))
-        self._pos = {int(k): i for i, k in enumerate(self._keys)}
+        self._keys = np.array([r.key for r in rows], dtype=np.int64)
+        codes = [self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows]
+        self._scopes = np.array(codes, dtype=np.int32)
+        self._expires = np.array([r.expires_at for r in rows], dtype=np.float64)
+        self._confidence = np.array([r.confidence for r in rows], dtype=np.float32)
+        self._pos: dict[int, int] = {int(k): i for i, k in enumerate(self._keys)}
 
     def remove(self, key: int) -> None:
         """Drop a lesson; the last row moves into its slot so the matrix stays dense."""
@@ -83,8 +71,8 @@ class VectorIndex:
             return
         last = self._n - 1
         if pos != last:
-            for arr in (self._vectors, self._keys, self._scopes, self._expires, self._confidence):
-                arr[pos] = arr[last]
+            for name in _COLUMNS:
+                getattr(self, name)[pos] = getattr(self, name)[last]
             self._pos[int(self._keys[pos])] = pos
         self._n = last
 
@@ -103,14 +91,8 @@ class VectorIndex:
         if code is None or self._n == 0 or k <= 0:
             return []
         q = unit_vector(query)
-        if allowed is not None:
-            positions = np.fromiter(
-                (p for p in (self._pos.get(key) for key in allowed) if p is not None), dtype=np.int64
-            )
-            if positions.size == 0:
-                return []
-        else:
-            positions = None
+        held = None if allowed is None else [self._pos[key] for key in allowed if key in self._pos]
+        positions = None if held is None else np.array(held, dtype=np.int64)
         candidates = np.flatnonzero(self._live_mask(code, now, min_confidence, positions))
         if candidates.size == 0:
             return []
@@ -128,8 +110,8 @@ class VectorIndex:
     def nearest_many(
         self, scope: str, queries: np.ndarray, *, now: float, k: int = 1, min_similarity: float = -1.0
     ) -> list[list[tuple[int, float]]]:
-        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first; a
-        few matrix products per batch, not a scan per vector, keep bulk loads fast."""
+        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first, in
+        a few matrix products per batch (not a scan per vector) to keep bulk loads fast."""
         code = self._scope_codes.get(scope)
         if code is None or self._n == 0:
             return [[] for _ in range(len(queries))]
@@ -178,12 +160,12 @@ class VectorIndex:
         capacity = self._vectors.shape[0]
         if size <= capacity:
             return
-        new_cap = max(size, capacity * 2, 256)
-        self._vectors = _resized(self._vectors, new_cap)
-        self._keys = _resized(self._keys, new_cap)
-        self._scopes = _resized(self._scopes, new_cap)
-        self._expires = _resized(self._expires, new_cap)
-        self._confidence = _resized(self._confidence, new_cap)
+        for name in _COLUMNS:
+            setattr(self, name, _resized(getattr(self, name), max(size, capacity * 2, 256)))
+
+
+# The arrays holding one entry per row, kept in step.
+_COLUMNS = ("_vectors", "_keys", "_scopes", "_expires", "_confidence")
 
 
 def _resized(arr: np.ndarray, capacity: int) -> np.ndarray:

@@ -16,3 +16,10 @@ def unit_vector(vector: Sequence[float] | np.ndarray) -> np.ndarray:
         raise InvalidInputError("A vector must hold only finite numbers.")
     norm = float(np.linalg.norm(vec))
     return vec / norm if norm > 0 else vec
+
+
+def check_dimension(dim: int, top: int) -> int:
+    """``dim``, which vector storage takes from 1 to ``top`` (the backend's) dimensions."""
+    if not 1 <= dim <= top:
+        raise InvalidInputError(f"A vector must have between 1 and {top} dimensions, not {dim}.")
+    return dim

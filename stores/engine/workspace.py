@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from stores import deadline
@@ -13,6 +13,7 @@ from stores.engine.filters import filters, matches
 from stores.engine.plans import (
     ID_COLUMN,
     MAX_COLUMNS,
+    OPERATIONS,
     TYPES,
     Column,
     PlanError,
@@ -114,9 +115,6 @@ def run_operation(ws: Workspace, index: int, op: Mapping[str, Any]) -> None:
         raise PlanError(index, exc) from None
 
 
-# -- operations ---------------------------------------------------------------------
-
-
 def _create_table(ws: Workspace, op: Mapping[str, Any]) -> None:
     name = identifier(op.get("table"), "table")
     if name in ws.defs:
@@ -149,7 +147,7 @@ def _add_column(ws: Workspace, op: Mapping[str, Any]) -> None:
         raise InvalidInputError(
             f"column {column.name!r} is not nullable and has no default, but table {name!r} has rows; give a default."
         )
-    ws.set_def(name, TableDef(columns=(*table.columns, column), next_id=table.next_id))
+    ws.set_def(name, replace(table, columns=(*table.columns, column)))
     if column.default is not None:
         for row_id, values in list(rows.items()):
             ws.set_row(name, row_id, {**values, column.name: column.default})
@@ -159,10 +157,7 @@ def _add_column(ws: Workspace, op: Mapping[str, Any]) -> None:
 def _drop_column(ws: Workspace, op: Mapping[str, Any]) -> None:
     name, table = ws.table(op.get("table"))
     column = _existing_column(table, op.get("column"), name)
-    ws.set_def(
-        name,
-        TableDef(columns=tuple(c for c in table.columns if c.name != column.name), next_id=table.next_id),
-    )
+    _set_column(ws, name, table, column.name, None)
     _rewrite_rows(ws, name, lambda _, v: {k: x for k, x in v.items() if k != column.name})
     ws.schema.append({"op": "drop_column", "table": name, "column": column.name})
 
@@ -173,10 +168,7 @@ def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
     new = identifier(op.get("to"), "column")
     if any(c.name == new for c in table.columns):
         raise ConflictError(f"table {name!r} already has a column {new!r}.")
-    columns = tuple(
-        Column(new, c.type, c.nullable, c.default) if c.name == old.name else c for c in table.columns
-    )
-    ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
+    _set_column(ws, name, table, old.name, replace(old, name=new))
     _rewrite_rows(ws, name, lambda _, v: {(new if k == old.name else k): x for k, x in v.items()})
     ws.schema.append({"op": "rename_column", "table": name, "from": old.name, "to": new})
 
@@ -188,10 +180,7 @@ def _alter_column_type(ws: Workspace, op: Mapping[str, Any]) -> None:
     if new_type not in TYPES:
         raise InvalidInputError(f"type {new_type!r} is not one of {', '.join(TYPES)}.")
     default = convert(old.default, new_type, old.name)
-    columns = tuple(
-        Column(c.name, new_type, c.nullable, default) if c.name == old.name else c for c in table.columns
-    )
-    ws.set_def(name, TableDef(columns=columns, next_id=table.next_id))
+    _set_column(ws, name, table, old.name, replace(old, type=new_type, default=default))
 
     def converted(_: int, values: dict[str, Any]) -> dict[str, Any]:
         if values.get(old.name) is None:
@@ -215,7 +204,7 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
         values = _row_values(table, raw, f"row {position}", fill=True)
         ws.set_row(name, next_id, values)
         next_id += 1
-    ws.defs[name] = TableDef(columns=table.columns, next_id=next_id)
+    ws.defs[name] = replace(table, next_id=next_id)
     ws.renumbered.add(name)
 
 
@@ -238,16 +227,9 @@ def _delete(ws: Workspace, op: Mapping[str, Any]) -> None:
     _rewrite_rows(ws, name, lambda i, v: None if matches({"id": i, **v}, conditions) else v)
 
 
+# Each of ``plans.OPERATIONS`` by the function above named after it.
 _OPERATIONS: dict[str, Callable[[Workspace, Mapping[str, Any]], None]] = {
-    "create_table": _create_table,
-    "drop_table": _drop_table,
-    "add_column": _add_column,
-    "drop_column": _drop_column,
-    "rename_column": _rename_column,
-    "alter_column_type": _alter_column_type,
-    "insert": _insert,
-    "update": _update,
-    "delete": _delete,
+    op: globals()[f"_{op}"] for op in OPERATIONS
 }
 
 
@@ -283,6 +265,12 @@ def _rewrite_rows(
         new = fn(row_id, values)
         if new != values:
             ws.set_row(table, row_id, new)
+
+
+def _set_column(ws: Workspace, name: str, table: TableDef, old: str, new: Column | None) -> None:
+    """Table ``name`` with its column ``old`` replaced by ``new`` (None: dropped)."""
+    columns = (new if c.name == old else c for c in table.columns)
+    ws.set_def(name, replace(table, columns=tuple(c for c in columns if c is not None)))
 
 
 def _existing_column(table: TableDef, raw: Any, table_name: str) -> Column:

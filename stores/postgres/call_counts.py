@@ -1,15 +1,9 @@
-"""Tool calls per API key in Postgres, so every team-server process shares a key's rate limit;
-failed logins count here too, as ``failed-auth:<address>``.
-
-The window is fixed per key, starting at its first call after the last window ended, rather than
-sliding: one row per key and one atomic ``INSERT … ON CONFLICT DO UPDATE`` per count, so two
-processes never both take the last call; a burst at second 59 is not split across two clock minutes
-(doubling it); and database time keeps replicas with skewed clocks agreeing. The cost: a full limit
-at one window's end and the next's start makes at most twice it in 60 s. Refused calls are not
-counted, so retrying does not push a window on. UNLOGGED: no WAL flush per count (statement p50
-0.37 ms against pgserver, ``SELECT 1`` 0.25 ms, ``take`` with checkout 0.8 ms; logged, 4 ms); a
-crash empties it, giving fresh windows. A key's one row is reused; rows idle an hour are pruned
-every ``PRUNE_EVERY_S`` per process, after a count."""
+"""Tool calls per API key (and failed logins per address) in Postgres, so every team-server process
+shares a key's rate limit. A fixed window per key from its first call, not clock minutes that split a
+burst: one atomic ``INSERT … ON CONFLICT DO UPDATE`` per count, so two processes never both take the
+last call, and database time keeps skewed replicas agreeing (at worst twice the limit in 60 s).
+Refused calls are not counted, so retrying does not push a window on. UNLOGGED: no WAL flush per
+count (0.8 ms a ``take``; logged, 4 ms); a crash only gives fresh windows."""
 
 from __future__ import annotations
 
@@ -23,8 +17,7 @@ from stores.postgres.db import unavailable_on_failure
 
 logger = logging.getLogger("stores.postgres")
 
-# How often one process deletes the rows of keys idle for an hour.
-PRUNE_EVERY_S = 600.0
+PRUNE_EVERY_S = 600.0  # how often one process deletes the rows of keys idle for an hour
 
 # ``hit`` counts the calls if the window ended or has room, else returns nothing, and the outer
 # query reads from the pre-insert snapshot when the refused key's window ends.
@@ -67,17 +60,13 @@ class PostgresCallCounts:
         with unavailable_on_failure(), self._engine.connect() as conn:
             conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             counted, wait = conn.execute(_TAKE, params).one()
-            if self._prune_due():
+            with self._prune_lock:  # at most one call per ``PRUNE_EVERY_S`` per process prunes
+                now = time.monotonic()
+                due = now - self._pruned_at >= PRUNE_EVERY_S
+                if due:
+                    self._pruned_at = now
+            if due:
                 conn.execute(_PRUNE)
         if counted is not None:
             return None
         return max(0.0, float(wait)) if wait is not None else None
-
-    def _prune_due(self) -> bool:
-        """Whether this call should prune (at most one call per ``PRUNE_EVERY_S`` per process)."""
-        now = time.monotonic()
-        with self._prune_lock:
-            if now - self._pruned_at < PRUNE_EVERY_S:
-                return False
-            self._pruned_at = now
-            return True

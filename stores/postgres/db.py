@@ -1,33 +1,39 @@
 """Connecting to Postgres: the engine and pool, row-level security, errors.
 
-The org boundary holds twice: queries name their org, and RLS shows a transaction only the org
-set in ``lore.org``, so a forgotten filter still cannot cross orgs. Superusers and BYPASSRLS
-roles skip policies, so such a login switches connections to ``lore_rls``, which has neither.
-No call waits for ever: connect timeout and keepalives (``CONNECT_DEFAULTS``), statement and
-idle-in-transaction timeouts (``SESSION_DEFAULTS``), and ``hang`` for a server frozen on a live
-host. Unreachable, or out of disk, memory or connections, becomes a named ``UnavailableError``."""
+The org boundary holds twice: queries name their org, and RLS shows a transaction only ``lore.org``'s
+rows; superusers and BYPASSRLS roles skip policies, so they switch to ``lore_rls``. No call waits for
+ever (``CONNECT_DEFAULTS``, ``SESSION_DEFAULTS``, and ``HangWatch`` for a frozen server); unreachable, or out
+of disk, memory or connections, becomes a named ``UnavailableError``."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+import socket
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 
 from stores.errors import UnavailableError
-from stores.postgres.failures import operational_sentence
-from stores.postgres.hang import HangWatch, connect_watched
-from stores.postgres.pooling import CONNECT_ARGS, ROLE_INFO, settings_per_transaction
 
 logger = logging.getLogger("stores.postgres")
 
 RLS_ROLE = "lore_rls"
+
+# The connection record's ``info`` key holding the role each transaction takes (or None).
+ROLE_INFO = "lore.role"
+# psycopg prepares a statement its connection ran five times; through the pooler, never (PgBouncer
+# 1.18 does not track prepared statements, so the next transaction's server connection lacks them).
+CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
 
 
 # Client side, in libpq's names; LORE_DATABASE_URL's query string wins over each.
@@ -42,8 +48,51 @@ CONNECT_DEFAULTS: dict[str, str] = {
 }
 # Server side, unless the URL's ``options`` sets it; migrations lift the statement limit.
 SESSION_DEFAULTS: dict[str, str] = {"statement_timeout": "30s", "idle_in_transaction_session_timeout": "60s"}
-# How long a call waits for a pooled connection when all are busy.
-POOL_TIMEOUT_S = 5.0
+POOL_TIMEOUT_S = 5.0  # how long a call waits for a pooled connection when all are busy
+# Lack of disk, memory or connections (class 53) is reported like unreachability; calling it that
+# sends a person to the network while the disk is full, so each is named with its SQLSTATE and fix.
+UNREACHABLE = (
+    "Postgres is unreachable or not answering right now; the call changed nothing. Try again shortly."
+)
+STATEMENT_TIMEOUT = (
+    "Postgres stopped a statement that ran past its time limit (statement_timeout); "
+    "the call changed nothing. Narrow the request, or try again when the database is less busy."
+)
+# SQLSTATE class 53 by code: what ran out, and what a person can do about it.
+OUT_OF_RESOURCES = {
+    "53100": "Postgres is out of disk space (SQLSTATE 53100, disk_full); the call changed nothing "
+    "and nothing stored was lost. Free space on the database server's disk or grow its volume, "
+    "then try again.",
+    "53200": "Postgres ran out of memory (SQLSTATE 53200, out_of_memory); the call changed nothing. "
+    "Try again shortly; if it keeps happening, give the database server more memory or lower its "
+    "work_mem.",
+    "53300": "Postgres has no connection free (SQLSTATE 53300, too_many_connections); the call "
+    "changed nothing. Try again shortly; if it keeps happening, raise max_connections on the "
+    "database server, or lower LORE_POOL_SIZE or the number of Lore servers.",
+    "53400": "Postgres stopped the statement at one of its configured limits (SQLSTATE 53400, "
+    "configuration_limit_exceeded, such as temp_file_limit); the call changed nothing. Narrow "
+    "the request, or raise that limit on the database server.",
+}
+
+# A connect-time refusal has no SQLSTATE (libpq passes only text), so too_many_connections is
+# known by its words: max_connections, CONNECTION LIMIT, superuser slots.
+_NO_CONNECTION_FREE = ("too many clients", "too many connections", "connection slots are reserved")
+
+
+def operational_sentence(error: BaseException | None) -> str:
+    """The sentence for ``error``, the psycopg error under SQLAlchemy's ``OperationalError``."""
+    if isinstance(error, psycopg.errors.QueryCanceled):
+        return STATEMENT_TIMEOUT
+    state = getattr(error, "sqlstate", None)
+    if state is None and any(words in str(error).lower() for words in _NO_CONNECTION_FREE):
+        state = "53300"
+    if isinstance(state, str) and state.startswith("53"):
+        return OUT_OF_RESOURCES.get(
+            state,
+            f"Postgres lacks the resources to run this (SQLSTATE {state}, insufficient resources); "
+            "the call changed nothing. Check the database server's disk, memory and limits, then try again.",
+        )
+    return UNREACHABLE
 
 
 def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
@@ -63,14 +112,11 @@ def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
     )
     watch = HangWatch()
     session = session_settings(sa_url)
-
-    def do_connect(_dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
-        return connect_watched(watch, tuple(cargs), dict(cparams))
+    event.listen(engine, "do_connect", lambda _d, _r, cargs, cparams: connect_watched(watch, cargs, cparams))
 
     def on_connect(dbapi_conn: Any, record: Any) -> None:
         record.info[ROLE_INFO] = _on_connect(dbapi_conn, {} if pooled else session, set_role=not pooled)
 
-    event.listen(engine, "do_connect", do_connect)
     event.listen(engine, "connect", on_connect)
     if pooled:
         settings_per_transaction(engine, session)
@@ -143,3 +189,173 @@ def unavailable_on_failure() -> Iterator[None]:
 def as_owner(conn: Connection) -> None:
     """For this transaction only, act as the login role again (DDL needs the tables' owner)."""
     conn.exec_driver_sql("SET LOCAL ROLE NONE")
+
+
+def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
+    """Set ``session`` and the role locally per transaction, behind a transaction-mode pooler such as
+    PgBouncer (``LORE_DATABASE_DIRECT_URL``): a server connection is lent per transaction, so session
+    settings would stay on one server connection. One more statement, the pooler's price."""
+
+    def on_begin(conn: Connection) -> None:
+        settings = dict(session)
+        role = conn.info.get(ROLE_INFO)
+        if role:
+            settings["role"] = role
+        dbapi_conn: Any = conn.connection.dbapi_connection  # psycopg's, which begins on its own
+        if not settings or dbapi_conn is None:
+            return
+        calls = ", ".join("set_config(%s, %s, true)" for _ in settings)
+        with dbapi_conn.cursor() as cur:
+            cur.execute(f"SELECT {calls}", [part for item in settings.items() for part in item])
+
+    event.listen(engine, "begin", on_begin)
+
+
+SUSPECT_AFTER_S = 2.0  # a round trip this old makes the watcher ask whether the server still answers
+# A fresh connection's wait before the server counts as frozen (connect_timeout's floor is 2 s).
+PROBE_TIMEOUT_S = 2
+PROBE_INTERVAL_S = 2.0  # a probe's verdict stands this long before the watcher probes again
+TICK_S = 0.25
+# The watcher thread ends after this long with nothing to watch, and starts again on demand.
+IDLE_EXIT_S = 10.0
+
+
+class HangWatch:
+    """Notices a Postgres that stopped answering, and cuts off the calls waiting on it.
+
+    Timeouts and keepalives need a live peer; a server frozen on a live host (SIGSTOP, swap death, a
+    paused VM) acknowledges packets but never answers, so a call would wait for ever holding a
+    connection and a thread. psycopg routes every blocking round trip through ``Connection.wait``,
+    which is watched: after ``SUSPECT_AFTER_S`` the watcher asks for a fresh connection. Any answer
+    means merely slow; none within ``PROBE_TIMEOUT_S`` means frozen, and every wait that long has its
+    socket shut down, so psycopg raises, nothing commits and the caller gets ``UNAVAILABLE``. Until a
+    connection is answered again new ones get only ``PROBE_TIMEOUT_S``; nothing is refused in
+    advance, so recovery needs no restart."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting: dict[object, tuple[psycopg.Connection[Any], float]] = {}
+        self._thread: threading.Thread | None = None
+        self._connect_args: tuple[tuple[Any, ...], dict[str, Any]] | None = None
+        self._verdict_at = -float("inf")  # when the server last answered, or failed to answer, a connection
+        self._answered = True
+        self.connection_class: type[WatchedConnection] = type(
+            "WatchedConnection", (WatchedConnection,), {"hang_watch": self}
+        )
+
+    def remember_connect_args(self, cargs: tuple[Any, ...], cparams: dict[str, Any]) -> None:
+        """How the engine connects, so a probe connects the same way."""
+        self._connect_args = (tuple(cargs), dict(cparams))
+
+    def started(self, conn: psycopg.Connection[Any]) -> object:
+        token = object()
+        with self._lock:
+            self._waiting[token] = (conn, time.monotonic())
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._watch, name="lore-postgres-hang-watch", daemon=True
+                )
+                self._thread.start()
+        return token
+
+    def finished(self, token: object) -> None:
+        with self._lock:
+            self._waiting.pop(token, None)
+
+    def doubtful(self) -> bool:
+        """Whether the last connection attempt, however long ago, went unanswered."""
+        with self._lock:
+            return not self._answered
+
+    def note(self, *, answered: bool) -> None:
+        """Record whether the server answered a connection just now."""
+        with self._lock:
+            self._verdict_at, self._answered = time.monotonic(), answered
+
+    def _watch(self) -> None:
+        idle_since = time.monotonic()
+        while True:
+            time.sleep(TICK_S)
+            now = time.monotonic()
+            with self._lock:
+                if self._waiting:
+                    idle_since = now
+                elif now - idle_since > IDLE_EXIT_S:
+                    self._thread = None
+                    return
+                suspects = [
+                    t for t, (_, started) in self._waiting.items() if now - started >= SUSPECT_AFTER_S
+                ]
+            if suspects and not self._server_answers(now):
+                self._cut(suspects)
+
+    def _server_answers(self, now: float) -> bool:
+        with self._lock:
+            if now - self._verdict_at < PROBE_INTERVAL_S:
+                return self._answered
+        answered = self._probe()
+        self.note(answered=answered)
+        if not answered:
+            logger.warning(
+                "Postgres did not answer a new connection within %s s; cutting off the calls waiting on it",
+                PROBE_TIMEOUT_S,
+            )
+        return answered
+
+    def _probe(self) -> bool:
+        if self._connect_args is None:
+            return True  # never connected: nothing to compare with, so never cut
+        cargs, cparams = self._connect_args
+        try:
+            conn = psycopg.Connection.connect(*cargs, **{**cparams, "connect_timeout": PROBE_TIMEOUT_S})
+        except psycopg.Error as exc:
+            # An error the server sent (too many clients, starting up) proves it is alive.
+            return exc.sqlstate is not None
+        conn.close()
+        return True
+
+    def _cut(self, tokens: list[object]) -> None:
+        with self._lock:
+            for token in tokens:
+                entry = self._waiting.pop(token, None)
+                if entry is not None:
+                    _shut_down(entry[0])
+
+
+def _shut_down(conn: psycopg.Connection[Any]) -> None:
+    """Shut the socket under libpq so its wait reads end-of-file; ``shutdown``, not ``close``,
+    so libpq's thread never touches a freed or reused descriptor (libpq closes it later)."""
+    with contextlib.suppress(OSError, psycopg.Error):
+        fd = conn.pgconn.socket
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+class WatchedConnection(psycopg.Connection[Any]):
+    """psycopg's connection reporting round trips to its engine's ``HangWatch``; a subclass per
+    engine names the watch, so it is in place before the first round trip."""
+
+    hang_watch: HangWatch
+
+    def wait(self, *args: Any, **kwargs: Any) -> Any:
+        token = self.hang_watch.started(self)
+        try:
+            return super().wait(*args, **kwargs)
+        finally:
+            self.hang_watch.finished(token)
+
+
+def connect_watched(
+    watch: HangWatch, cargs: tuple[Any, ...], cparams: dict[str, Any]
+) -> psycopg.Connection[Any]:
+    """What the engine's ``do_connect`` returns: a ``WatchedConnection``, quick to give up while in doubt."""
+    watch.remember_connect_args(cargs, cparams)
+    params = {**cparams, "connect_timeout": PROBE_TIMEOUT_S} if watch.doubtful() else cparams
+    try:
+        conn = watch.connection_class.connect(*cargs, **params)
+    except psycopg.Error as exc:
+        # An error the server sent (bad password, too many clients) is an answer.
+        watch.note(answered=exc.sqlstate is not None)
+        raise
+    watch.note(answered=True)
+    return conn

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from sqlalchemy import Connection, Engine, text
 
+from stores.engine.vectors import check_dimension
 from stores.errors import InvalidInputError
 from stores.postgres.db import as_owner, transaction
 
 MAX_DIMENSION = 2000  # pgvector's HNSW index takes at most 2000 dimensions
+EMBEDDING_INDEX = "CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)"
 
 
 class PostgresDims:
@@ -51,8 +53,12 @@ class PostgresDims:
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
                 stored = conn.execute(text("SELECT value FROM lore_meta WHERE key = 'dim'")).scalar()
                 if stored is None:
-                    _create_column(conn, dim)
-                    stored = dim
+                    stored = check_dimension(dim, MAX_DIMENSION)  # an int, never user text
+                    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({stored})")
+                    conn.exec_driver_sql(EMBEDDING_INDEX)
+                    conn.execute(
+                        text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)}
+                    )
                 self._dim = int(stored)
         if self._dim != dim:
             raise InvalidInputError(
@@ -60,12 +66,3 @@ class PostgresDims:
                 "with a different embedding model. Use that model, or a new database."
             )
         return self._dim
-
-
-def _create_column(conn: Connection, dim: int) -> None:
-    if not 1 <= dim <= MAX_DIMENSION:
-        raise InvalidInputError(f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}.")
-    # dim is an int checked above, never user text.
-    conn.exec_driver_sql(f"ALTER TABLE lessons ADD COLUMN embedding vector({dim})")
-    conn.exec_driver_sql("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)")
-    conn.execute(text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)})

@@ -28,8 +28,7 @@ class PostgresKeyDb:
 
     @contextlib.contextmanager
     def entries(self, org_id: str) -> Iterator[PostgresSqlTx]:
-        """Held entries with ``synchronous_commit`` off here: one short round trip, and a crash
-        may lose the last entries, never the memory they describe."""
+        """Held entries, ``synchronous_commit`` off for a short commit: a crash may lose them, not memory."""
         settings = "set_config('lore.org', :org, true), set_config('synchronous_commit', 'off', true)"
         with unavailable_on_failure(), self._engine.begin() as conn:
             conn.execute(text(f"SELECT {settings}"), {"org": org_id})

@@ -6,10 +6,10 @@ import logging
 
 from sqlalchemy import Connection, Engine, text
 
-from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    apply_pending,
     curation_tables,
     key_tables,
     oauth_registration_table,
@@ -83,19 +83,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE INDEX lessons_tsv ON lessons USING gin (tsv);
         """
         + _org_policy("lessons"),
-    )
-]
-
-MIGRATIONS.append(
+    ),
     (
         2,
         "structured memory and history",
         structured_tables(_TYPES)
         + _org_policy("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots"),
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         3,
         "orgs and api keys",
@@ -109,10 +103,7 @@ MIGRATIONS.append(
         CREATE POLICY api_keys_lookup ON api_keys FOR SELECT
             USING (key_hash = current_setting('lore.key_hash', true));
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         4,
         "full-text candidates through the GIN index",
@@ -168,10 +159,7 @@ MIGRATIONS.append(
         END
         $$;
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         5,
         "lesson ids unique per org and project",
@@ -181,10 +169,7 @@ MIGRATIONS.append(
         DROP INDEX IF EXISTS lessons_scope_id;
         ALTER TABLE lessons ADD CONSTRAINT lessons_scope_id UNIQUE (org_id, project, id);
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         6,
         "re-embedding beside the old vectors",
@@ -195,10 +180,7 @@ MIGRATIONS.append(
         CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
         ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         7,
         "full-text candidates ordered by the query's entities",
@@ -226,10 +208,7 @@ MIGRATIONS.append(
         END
         $$;
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         8,
         "full-text indexes without a pending list",
@@ -241,12 +220,8 @@ MIGRATIONS.append(
         ALTER INDEX lessons_tags SET (fastupdate = off);
         SELECT gin_clean_pending_list('lessons_tsv'::regclass), gin_clean_pending_list('lessons_tags'::regclass);
         """,
-    )
-)
-
-MIGRATIONS.append((9, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
-
-MIGRATIONS.append(
+    ),
+    (9, "oauth clients, codes and tokens", oauth_tables(_TYPES)),
     (
         10,
         "tool calls per key, shared by every server process",
@@ -260,31 +235,22 @@ MIGRATIONS.append(
             calls integer NOT NULL
         );
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         11,
         "the activity log",
         # Per org like the lessons: row-level security shows a transaction only its org's entries.
         activity_tables(_TYPES) + ";" + _org_policy("activity", "activity_lessons"),
-    )
-)
-
-MIGRATIONS.append(
-    (12, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
-)
-
-MIGRATIONS.append(
+    ),
+    (12, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
     (
         13,
         "pairs kept apart, and people's activity",
         curation_tables(_TYPES)
         + f"; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};"
         + _org_policy("kept_pairs"),
-    )
-)
+    ),
+]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -296,12 +262,16 @@ def migrate(engine: Engine) -> int:
         # Building an index on a large table may take minutes; only migrations may.
         conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
-        _ensure_vector_extension(conn)
-        conn.execute(
-            text(
-                "CREATE TABLE IF NOT EXISTS schema_migrations "
-                "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+        if conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
+            raise UnavailableError(
+                "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
+                "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
+                "and restart Lore."
             )
+        conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
+        conn.exec_driver_sql(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
         for version, name, _ in apply_pending(
             PostgresSqlTx(conn), MIGRATIONS, SCHEMA_VERSION, conn.exec_driver_sql
@@ -310,27 +280,6 @@ def migrate(engine: Engine) -> int:
         _ensure_rls_role(conn)
     engine.dispose()  # new connections pick up the role and the vector type
     return SCHEMA_VERSION
-
-
-def pending_migrations(engine: Engine) -> list[int]:
-    """Versions not yet applied (all of them on an empty database)."""
-    with unavailable_on_failure(), engine.connect() as conn:
-        exists = conn.execute(text("SELECT to_regclass('schema_migrations') IS NOT NULL")).scalar()
-        applied = (
-            set(conn.execute(text("SELECT version FROM schema_migrations")).scalars()) if exists else set()
-        )
-    return [v for v, _, _ in MIGRATIONS if v not in applied]
-
-
-def _ensure_vector_extension(conn: Connection) -> None:
-    available = conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first()
-    if available is None:
-        raise UnavailableError(
-            "This Postgres does not have the pgvector extension. Install pgvector 0.5 or newer "
-            "(for example the postgresql-16-pgvector package, or the pgvector/pgvector:pg16 image) "
-            "and restart Lore."
-        )
-    conn.execute(text("CREATE EXTENSION IF NOT EXISTS vector"))
 
 
 def _ensure_rls_role(conn: Connection) -> None:

@@ -1,8 +1,6 @@
-"""Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``).
-
-One record per database, as every org shares the ``embedding`` column. Re-embedding runs as the
-owner with RLS lifted for its transaction only (``NO FORCE ROW LEVEL SECURITY`` is transactional
-and restored before commit); the swap rebuilds the column (dimension may change) and its index."""
+"""Postgres's side of its model record and re-embedding (``stores.engine.embedding_model``): one
+record per database, as every org shares the ``embedding`` column. Re-embedding runs as the owner
+with RLS lifted for its transaction only; the swap rebuilds the column and its index."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure
-from stores.postgres.dims import MAX_DIMENSION, PostgresDims
+from stores.postgres.dims import EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
 from stores.postgres.sql import PostgresSqlTx
 
 # Where PostgresLessonStore._begin leaves the generation it read, for the transaction's images.
@@ -77,15 +75,14 @@ class PostgresModelDb:
         return vec
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
-        """The column dropped and made again with ``dimension``, filled, and its index rebuilt."""
-        # The dimension is an int checked by reembed_begin, never user text.
+        """The column made again with ``dimension`` (an int checked by reembed_begin), and its index."""
         tx.rows("DROP INDEX IF EXISTS lessons_embedding", {})
         tx.rows("ALTER TABLE lessons DROP COLUMN IF EXISTS embedding", {})
         tx.rows(f"ALTER TABLE lessons ADD COLUMN embedding vector({int(dimension)})", {})
         tx.rows(
             "UPDATE lessons AS l SET embedding = r.embedding FROM lesson_reembed AS r WHERE r.pk = l.pk", {}
         )
-        tx.rows("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)", {})
+        tx.rows(EMBEDDING_INDEX, {})
 
     def swapped(self, dimension: int) -> None:
         self._dims.adopt(dimension)

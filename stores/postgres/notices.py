@@ -1,13 +1,7 @@
-"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``.
-
-A replica changing memory publishes a small JSON notice (the transport decides what it says);
-every replica, itself included, hears it and tells its subscribers.
-
-- **Publish**: one ``pg_notify`` on a pooled connection outside a transaction, delivered to this
-  database's listeners in commit order; payloads under 8000 bytes (the caller splits).
-- **Listen**: one dedicated connection per store (idle in ``LISTEN`` for ever, so not pooled),
-  opened on the first subscription; a thread hands notices to subscribers. On a drop it
-  reconnects with growing waits; notices meanwhile are lost, as with any dropped stream."""
+"""Change notices between a database's server processes, on ``LISTEN/NOTIFY``: every replica, the
+publisher included, hears each notice (under 8000 bytes) and tells its subscribers. Listening takes
+one dedicated connection per store (idle for ever, so not pooled) and a thread; on a drop it
+reconnects with growing waits, and notices meanwhile are lost, as with any dropped stream."""
 
 from __future__ import annotations
 
@@ -85,8 +79,6 @@ class PostgresNotices:
         thread = self._thread
         if thread is not None:
             thread.join(timeout=WAIT_S * 4 + RECONNECT_MAX_S)
-
-    # -- the listening thread ---------------------------------------------------------------
 
     def _run(self) -> None:
         delay = RECONNECT_FIRST_S

@@ -1,8 +1,5 @@
-"""``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres.
-
-JSON is ``jsonb`` (bound via ``jsonb_text``), lists are arrays for ``= ANY``. ``bounded`` sets
-``statement_timeout`` to the deadline's time left, so Postgres stops an overrunning statement and
-the transaction rolls back."""
+"""``stores.engine.sql.SqlTx`` on a SQLAlchemy connection to Postgres: JSON is ``jsonb``, lists
+are arrays for ``= ANY``, and ``bounded`` sets ``statement_timeout`` to the deadline's time left."""
 
 from __future__ import annotations
 
@@ -19,8 +16,7 @@ from stores.engine.json_numbers import jsonb_text
 
 # A bound parameter in the engine's statements (":name", not the second colon of a "::" cast).
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
-# SQLSTATE query_canceled: what a statement stopped by statement_timeout raises.
-_QUERY_CANCELED = "57014"
+_QUERY_CANCELED = "57014"  # SQLSTATE query_canceled: what a statement stopped by statement_timeout raises
 
 
 class PostgresSqlTx:
@@ -40,8 +36,8 @@ class PostgresSqlTx:
             self._execute(sql, [dict(p) for p in params])
 
     def together(self, writes: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
-        """One statement, earlier writes as ``WITH`` parts (each runs once on one snapshot; none
-        reads another's), parameters renamed ``w<i>_<name>`` to not collide."""
+        """One statement, earlier writes as ``WITH`` parts (each runs once on one snapshot), their
+        parameters renamed ``w<i>_<name>`` to not collide."""
         if len(writes) <= 1:
             for sql, params in writes:
                 self._execute(sql, dict(params))

@@ -1,13 +1,10 @@
 """Opening the local SQLite file: binding, pragmas, migrations, transactions, timestamp text.
 
-``sqlean.py`` is ``sqlite3``'s DB-API with wheels bringing one recent SQLite with FTS5 to every OS
-(the system Python's varies). Vectors are BLOBs searched in numpy: no extension is loaded. Several
-processes may share a file (each client starts its own server). WAL lets readers run beside the
-writer; writes lock up front with ``BEGIN IMMEDIATE`` through the busy timeout, so none fails
-half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the request's
-deadline, then ``UnavailableError``. The progress handler stops a statement at the deadline
-(rolling back its transaction). A read-only file or a full disk answers ``UnavailableError`` naming
-the path and the fix (``stores.sqlite.files``), never a bare error."""
+``sqlean.py`` brings one recent SQLite with FTS5 to every OS. Several processes may share a file: WAL
+lets readers run beside the writer, and writes lock up front with ``BEGIN IMMEDIATE``, so none fails
+half-way with "database is locked", waiting at most ``BUSY_TIMEOUT_MS`` or to the request's deadline
+(the progress handler stops a statement there). A read-only file or a full disk answers
+``UnavailableError`` naming the path and the fix."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ from stores import deadline
 from stores.errors import UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
 
-# The longest a statement waits for another connection's lock, all retries included.
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = 30_000  # the longest a statement waits for another connection's lock, all retries included
 # VM steps between progress-handler calls (well under a ms), how a statement sees the deadline.
 PROGRESS_STEPS = 100_000
 LOCKED_MESSAGE = (
@@ -55,9 +51,8 @@ def parse_ts(text: str) -> datetime:
 
 
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
-    """A connection remembering its cursors, so a transaction finishes statements left before it:
-    a half-read SELECT (kept by a traceback until GC) pins the snapshot, and once another process
-    writes every ``BEGIN IMMEDIATE`` is "locked", which wedged the team server's writer."""
+    """A connection remembering its cursors, so a transaction finishes statements left before it: a
+    half-read SELECT pins the snapshot, which made every ``BEGIN IMMEDIATE`` "locked" and wedged a writer."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -110,14 +105,6 @@ def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
     )
 
 
-def _is_read_only(exc: BaseException) -> bool:
-    """SQLite refused a write because a file could not be written (SQLITE_READONLY, any variant)."""
-    code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(exc, sqlean.OperationalError) and code is not None:
-        return bool(code & 0xFF == 8)  # SQLITE_READONLY
-    return isinstance(exc, sqlean.OperationalError) and "readonly" in str(exc).lower()
-
-
 @contextlib.contextmanager
 def writes_refused_as_unavailable(
     conn: Connection, consequence: str = "so the call changed nothing"
@@ -127,7 +114,8 @@ def writes_refused_as_unavailable(
         yield
     except sqlean.OperationalError as exc:
         _raise_if_full(conn, exc, consequence)
-        if not _is_read_only(exc):
+        code = getattr(exc, "sqlite_errorcode", None)  # a file could not be written: SQLITE_READONLY
+        if (code & 0xFF != 8) if code is not None else "readonly" not in str(exc).lower():
             raise
         path = _main_path(conn)
         problem = unwritable(path) or Unwritable(
@@ -158,8 +146,7 @@ def _raise_if_full(conn: Connection, exc: BaseException, consequence: str) -> No
 def write_transaction(
     conn: Connection, *, refused: str = "so the call changed nothing"
 ) -> Iterator[Connection]:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT``, rolling back on any exception; a deadline stop is
-    ``DeadlineExceeded``, a read-only refusal ``UnavailableError`` (``refused`` says what it meant)."""
+    """``BEGIN IMMEDIATE`` to ``COMMIT``, rolled back on any exception (``refused``: what one meant)."""
     deadline.check()
     finish_statements(conn)  # nothing left from before pins an old snapshot
     with writes_refused_as_unavailable(conn, refused):
@@ -200,9 +187,8 @@ def _raise_late(exc: BaseException) -> None:
 
 
 def _retry_locked(conn: Connection, fn: Callable[[], Any]) -> Any:
-    """Run ``fn``, waiting at most ``BUSY_TIMEOUT_MS`` (or to a sooner deadline) for a lock. SQLite
-    waits in the statement, but reports "locked" at once in a few cases (lock upgrade, WAL
-    recovery), so those are retried with a short pause within the same budget."""
+    """Run ``fn``, waiting at most ``BUSY_TIMEOUT_MS`` (or to the deadline) for a lock: SQLite reports
+    "locked" at once in a few cases (lock upgrade, WAL recovery), so those are retried."""
     start = time.monotonic()
     pause = 0.01
     try:

@@ -1,7 +1,6 @@
-"""Whether this user can write a SQLite database and its WAL files, else what is in the way and
-the fix. SQLite silently opens an unwritable file read-only, failing only at the first write,
-and WAL needs the directory writable; checked without writing, so ``doctor`` warns before a save
-is refused, and a refused write names the cause."""
+"""Whether this user can write a SQLite database and its WAL files, else what is in the way and the
+fix, checked without writing: SQLite opens an unwritable file read-only and fails at the first write
+(WAL needs the directory writable too), so ``doctor`` warns first and a refused write names the cause."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ class Unwritable:
 
 
 def unwritable(path: Path | str) -> Unwritable | None:
-    """Why ``path`` is unwritable, or None: the file and its WAL files, else the directory they go
-    in (or the nearest existing one above)."""
+    """Why ``path``, its WAL files or (the nearest existing) directory is unwritable, or None."""
     if str(path) == ":memory:":
         return None
     file = Path(path)

@@ -1,7 +1,5 @@
-"""Orgs, API keys and the activity log in the local SQLite file (the ``engine`` modules' dialect).
-
-Shares the lesson store's connections and locks, so key writes queue behind lesson writes
-rather than contend with them. Times are fixed-width UTC text."""
+"""Orgs, API keys and the activity log in the local file, on the lesson store's connections and
+locks, so key writes queue behind lesson writes rather than contend with them."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ from stores.sqlite.connections import LocalConnections
 from stores.sqlite.db import write_transaction
 from stores.sqlite.sql import LocalSqlTx
 
-# The longest recording a key's use waits for another process's write lock.
-TOUCH_WAIT_S = 0.2
+TOUCH_WAIT_S = 0.2  # the longest recording a key's use waits for another process's write lock
 
 
 class LocalKeyDb:
@@ -51,8 +48,8 @@ class LocalKeyDb:
 
     @contextlib.contextmanager
     def touching(self, org_id: str) -> Iterator[LocalSqlTx | None]:
-        """Record a key's use, skipped while the writer is taken: last-used is informative, and a
-        key check must never queue behind a long write (the next request records it)."""
+        """Record a key's use, skipped while the writer is taken: a key check must never queue behind
+        a long write for an informative last-used time (the next request records it)."""
         del org_id
         lock = self._conns.write_lock
         if not lock.acquire(blocking=False):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stores.engine.migrations import apply_pending
 from stores.engine.schema import (
     Types,
     activity_tables,
+    apply_pending,
     curation_tables,
     key_tables,
     oauth_registration_table,
@@ -54,6 +54,43 @@ _LESSON_TAGS = """        CREATE TABLE lesson_tags (
         ) WITHOUT ROWID;
 """
 
+
+def _vectors_without_sqlite_vec(conn: Connection) -> None:
+    """Move sqlite-vec's unreadable ``lesson_vectors`` into ``lesson_embeddings`` through its shadow
+    tables (``_rowids``: a pk's chunk and offset; ``_vector_chunks00``: float32 vectors end to end),
+    then remove its schema entry by hand (SQLite's way for a missing module) and the shadow tables."""
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "lesson_vectors_rowids" not in names:
+        return
+    conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
+    conn.execute(
+        "INSERT INTO lesson_embeddings (pk, embedding) "
+        "SELECT r.rowid, substr(c.vectors, r.chunk_offset * d.size + 1, d.size) "
+        "FROM lesson_vectors_rowids AS r "
+        "JOIN lesson_vectors_vector_chunks00 AS c ON c.rowid = r.chunk_id "
+        "JOIN (SELECT 4 * CAST(value AS INTEGER) AS size FROM lore_meta WHERE key = 'dim') AS d"
+    )
+    conn.execute("PRAGMA writable_schema = ON")
+    try:
+        conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = 'lesson_vectors'")
+    finally:
+        conn.execute("PRAGMA writable_schema = OFF")
+    for name in sorted(names):
+        if name.startswith("lesson_vectors_"):
+            conn.execute(f'DROP TABLE "{name}"')  # names read from the schema, all ours
+
+
+# Made with the first vector: a lesson's pk and its unit vector as float32 bytes.
+VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
+
+
+def _curation(conn: Connection) -> None:
+    """Pairs kept apart, and ``activity.person`` where a file lacks it."""
+    _run(conn, curation_tables(_TYPES))
+    if "person" not in {row[1] for row in conn.execute("PRAGMA table_info(activity)")}:
+        conn.execute(f"ALTER TABLE activity ADD COLUMN {person_column(_TYPES)}")
+
+
 # Each runs once, in order, in a write transaction recording its version: re-running is harmless.
 MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
     (
@@ -80,13 +117,9 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         """,
-    )
-]
-
-MIGRATIONS.append((2, "structured memory and history", structured_tables(_TYPES)))
-MIGRATIONS.append((3, "orgs and api keys", key_tables(_TYPES)))
-
-MIGRATIONS.append(
+    ),
+    (2, "structured memory and history", structured_tables(_TYPES)),
+    (3, "orgs and api keys", key_tables(_TYPES)),
     (
         4,
         "lesson ids unique per org and project",
@@ -118,10 +151,7 @@ MIGRATIONS.append(
         DROP TABLE lesson_tags_keep;
         CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
         """,
-    )
-)
-
-MIGRATIONS.append(
+    ),
     (
         5,
         "re-embedding beside the old vectors",
@@ -129,59 +159,13 @@ MIGRATIONS.append(
         """
         CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
         """,
-    )
-)
-
-
-def _vectors_without_sqlite_vec(conn: Connection) -> None:
-    """Move sqlite-vec's ``lesson_vectors`` into ``lesson_embeddings``. The extension is no longer
-    loaded, so the table is unreadable, but ``lesson_vectors_rowids`` maps a pk to a chunk and
-    offset, and ``lesson_vectors_vector_chunks00`` rows hold float32 vectors end to end. The
-    schema entry is then removed by hand (SQLite's documented way for a missing module) and the
-    shadow tables dropped; a file without them is left as it is."""
-    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    if "lesson_vectors_rowids" not in names:
-        return
-    conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
-    conn.execute(
-        "INSERT INTO lesson_embeddings (pk, embedding) "
-        "SELECT r.rowid, substr(c.vectors, r.chunk_offset * d.size + 1, d.size) "
-        "FROM lesson_vectors_rowids AS r "
-        "JOIN lesson_vectors_vector_chunks00 AS c ON c.rowid = r.chunk_id "
-        "JOIN (SELECT 4 * CAST(value AS INTEGER) AS size FROM lore_meta WHERE key = 'dim') AS d"
-    )
-    conn.execute("PRAGMA writable_schema = ON")
-    try:
-        conn.execute("DELETE FROM sqlite_master WHERE type = 'table' AND name = 'lesson_vectors'")
-    finally:
-        conn.execute("PRAGMA writable_schema = OFF")
-    for name in sorted(names):
-        if name.startswith("lesson_vectors_"):
-            conn.execute(f'DROP TABLE "{name}"')  # names read from the schema, all ours
-
-
-# Made with the first vector: a lesson's pk and its unit vector as float32 bytes.
-VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
-
-MIGRATIONS.append((6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec))
-
-MIGRATIONS.append((7, "oauth clients, codes and tokens", oauth_tables(_TYPES)))
-
-MIGRATIONS.append((8, "the activity log", activity_tables(_TYPES)))
-
-MIGRATIONS.append(
-    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES))
-)
-
-
-def _curation(conn: Connection) -> None:
-    """Pairs kept apart, and ``activity.person`` where a file lacks it."""
-    _run(conn, curation_tables(_TYPES))
-    if "person" not in {row[1] for row in conn.execute("PRAGMA table_info(activity)")}:
-        conn.execute(f"ALTER TABLE activity ADD COLUMN {person_column(_TYPES)}")
-
-
-MIGRATIONS.append((10, "pairs kept apart, and people's activity", _curation))
+    ),
+    (6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec),
+    (7, "oauth clients, codes and tokens", oauth_tables(_TYPES)),
+    (8, "the activity log", activity_tables(_TYPES)),
+    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
+    (10, "pairs kept apart, and people's activity", _curation),
+]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
@@ -209,8 +193,10 @@ def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:
     if callable(step):
         step(conn)
         return
-    for statement in _statements(step):
-        conn.execute(statement)
+    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
+    for statement in step.split(";"):
+        if statement.strip():
+            conn.execute(statement.strip())
 
 
 def _org_columns_named_as_on_postgres(conn: Connection) -> None:
@@ -224,8 +210,3 @@ def _org_columns_named_as_on_postgres(conn: Connection) -> None:
         columns = {row[1] for row in conn.execute(f'PRAGMA table_info("{table}")')}  # names from the schema
         if "org" in columns and "org_id" not in columns:
             conn.execute(f'ALTER TABLE "{table}" RENAME COLUMN org TO org_id')
-
-
-def _statements(sql: str) -> list[str]:
-    # Migration SQL is ours (never user text) and holds no semicolons inside literals.
-    return [s.strip() for s in sql.split(";") if s.strip()]

@@ -1,8 +1,6 @@
-"""The local file's vectors: their table, and the in-memory ``VectorIndex`` that searches them.
-
-float32 BLOBs in ``lesson_embeddings``, searched by numpy: no extension needed. The index
-refreshes rows newer than its revision (writes bump ``lore_meta.rev``, deletes leave tombstones),
-so other processes' writes show on the next read; only ``LocalVectors`` touches it."""
+"""The local file's vectors: float32 BLOBs in ``lesson_embeddings``, searched by an in-memory
+``VectorIndex`` that refreshes rows newer than its revision (writes bump ``lore_meta.rev``, deletes
+leave tombstones), so other processes' writes show on the next read."""
 
 from __future__ import annotations
 
@@ -15,6 +13,7 @@ import numpy as np
 
 from stores.engine.lessons import Scope
 from stores.engine.vector_index import IndexedRow, VectorIndex
+from stores.engine.vectors import check_dimension
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
 from stores.sqlite.db import parse_ts
@@ -24,6 +23,8 @@ if TYPE_CHECKING:
     from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
 
 MAX_DIMENSION = 4096
+_INDEXED = "SELECT pk, org_id, project, expires_at, confidence FROM lessons"  # what the index keeps
+_VECTORS = "SELECT e.pk, e.embedding FROM lesson_embeddings AS e"
 
 
 def scope_key(scope: Scope) -> str:
@@ -43,10 +44,7 @@ class LocalVectors:
         """The vector table is created with the first vector's dimension; others are refused."""
         stored = meta.stored_dim(conn)
         if stored is None:
-            if not 1 <= dim <= MAX_DIMENSION:
-                raise InvalidInputError(
-                    f"A vector must have between 1 and {MAX_DIMENSION} dimensions, not {dim}."
-                )
+            check_dimension(dim, MAX_DIMENSION)
             conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
             meta.put_dim(conn, dim)
             return dim
@@ -105,30 +103,21 @@ class LocalVectors:
         if rev <= self._rev:
             return index
         if self._rev == 0:
-            vectors = dict(conn.execute("SELECT pk, embedding FROM lesson_embeddings"))
-            rows: Iterable[Any] = conn.execute(
-                "SELECT pk, org_id, project, expires_at, confidence FROM lessons"
-            )
-            entries = _entries(rows, vectors)
+            vectors = dict(conn.execute(_VECTORS))
+            entries = _entries(conn.execute(_INDEXED), vectors)
             blob = b"".join(v for _, v in entries)
             index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
         else:
             for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,)):
                 index.remove(pk)
-            changed = conn.execute(
-                "SELECT pk, org_id, project, expires_at, confidence FROM lessons WHERE rev > ?", (self._rev,)
-            ).fetchall()
-            for entry, vec in _entries(changed, _vectors_of(conn, [r[0] for r in changed])):
+            changed = conn.execute(f"{_INDEXED} WHERE rev > ?", (self._rev,)).fetchall()
+            vectors = dict(
+                conn.execute(f"{_VECTORS} JOIN lessons AS l ON l.pk = e.pk WHERE l.rev > ?", (self._rev,))
+            )
+            for entry, vec in _entries(changed, vectors):
                 index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._rev = rev
         return index
-
-
-def _vectors_of(conn: Connection, keys: list[int]) -> dict[int, bytes]:
-    if not keys:
-        return {}
-    marks = ",".join("?" * len(keys))
-    return dict(conn.execute(f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", keys))
 
 
 def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[IndexedRow, bytes]]:

@@ -1,7 +1,7 @@
 """Lore's Postgres store through a real PgBouncer 1.18 in transaction mode (docs/scaling-out.md).
 
 With ``direct_url`` (``LORE_DATABASE_DIRECT_URL``) the store prepares no statements on the
-pooled URL, takes its role and timeouts in each transaction (``stores.postgres.pooling``), and
+pooled URL, takes its role and timeouts in each transaction (``stores.postgres.db``), and
 listens for change notices on the direct URL: saves, recalls, a structured plan and apply,
 writers in two stores at once and the notice feed all work through a pool of three server
 connections. Skipped where PgBouncer is not installed, failed under ``CI=true``.
