@@ -19,6 +19,7 @@ from stores.engine.activity import (
 from stores.engine.dedup import restates
 from stores.engine.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelChangedError, ModelRecords
 from stores.engine.keys import ApiKey, KeyStore, Org
+from stores.engine.lesson_rules import CallCounts, NoticeFeed, SqlStore
 from stores.engine.lessons import KINDS as LESSON_KINDS
 from stores.engine.lessons import (
     MAX_LIST_LIMIT,
@@ -42,7 +43,7 @@ from stores.engine.ranking import RankingParams, weight
 from stores.engine.structured import Commit, ProjectTx, StalePlanError
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
-from stores.store import CallCounts, NoticeFeed, Store
+from stores.store import Store
 
 # All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
 __all__ = [
@@ -113,9 +114,9 @@ def open_local_store(
     activity_bounds: ActivityBounds | None = None,
 ) -> Store:
     """Open (creating and migrating as needed) the SQLite store at ``path``."""
-    from stores.sqlite.lessons import LocalLessonStore
+    from stores.sqlite.lessons import LocalLessons
 
-    return LocalLessonStore(path, ranking_params=ranking_params, activity_bounds=activity_bounds)
+    return SqlStore(LocalLessons(path, ranking_params=ranking_params, activity_bounds=activity_bounds))
 
 
 def open_postgres_store(
@@ -129,13 +130,13 @@ def open_postgres_store(
 ) -> Store:
     """Connect to (and migrate) Postgres at ``url``, reading from ``read_url``'s replica if given."""
     try:
-        from stores.postgres.lessons import PostgresLessonStore
+        from stores.postgres.lessons import PostgresLessons
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise UnavailableError(
             f"The Postgres backend needs extra packages ({exc.name} is missing): "
             "pip install 'lore-memory-mcp[postgres]'."
         ) from exc
-    return PostgresLessonStore(
+    backend = PostgresLessons(
         url,
         pool_size=pool_size,
         ranking_params=ranking_params,
@@ -143,3 +144,4 @@ def open_postgres_store(
         read_url=read_url,
         direct_url=direct_url,
     )
+    return SqlStore(backend)

@@ -9,8 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from stores.engine.lesson_rows import SCOPE, SqlLessonTx
-from stores.engine.lesson_tx import live_row
+from stores.engine.lesson_rows import SCOPE, SqlLessonTx, live_row
 
 BLOCK = 512  # rows of the similarity matrix computed at once: 512 x 50,000 lessons is 100 MB of float32
 

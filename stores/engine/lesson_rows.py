@@ -1,25 +1,30 @@
-"""``stores.engine.lesson_tx.LessonTx`` over the one SQL layer (``stores.engine.sql``), written once.
+"""One project's lesson rows in one transaction (``SqlLessonTx``), over the one SQL layer.
 
-``lessons`` has the same columns on both backends; a ``LessonDialect`` gives what differs:
-vector storage and nearest search (pgvector HNSW; ``lesson_embeddings`` and ``VectorIndex``),
-word indexing (a generated ``tsvector``; FTS5 and ``lesson_tags``), ``FOR UPDATE`` on reads,
-and what writes stamp besides (the SQLite file's revision)."""
+``lessons`` has the same columns on both backends; a ``LessonDialect`` (the backend's leaf for
+one transaction) gives what differs: vector storage and nearest search (pgvector HNSW;
+``lesson_embeddings`` and ``VectorIndex``), word indexing (a generated ``tsvector``; FTS5 and
+``lesson_tags``), ``FOR UPDATE`` on reads, and what writes stamp besides (the file's revision)."""
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
+import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
 
+from stores.engine import structured
+from stores.engine.activity import ActivityNote
 from stores.engine.activity_rows import ActivityLog
-from stores.engine.lesson_images import by_kind
-from stores.engine.lesson_tx import Near, Restorer, Row, lesson_of, live_row
-from stores.engine.lessons import KINDS, Lesson, LessonPage, Scope
+from stores.engine.embedding_model import ModelRecords
+from stores.engine.lesson_images import by_kind, image_lesson, lesson_image, restored_embedding
+from stores.engine.lessons import KINDS, Lesson, LessonPage, LessonPatch, Scope
 from stores.engine.project_rows import SqlProjectTx
 from stores.engine.sql import SqlTx
+from stores.errors import NotFoundError
 
 COLUMNS = ", ".join(("pk", *KINDS))
 SCOPE = "org_id = :org AND project = :project"
@@ -27,96 +32,103 @@ LIVE = "(expires_at IS NULL OR expires_at > :now)"
 # The columns a write sets: a lesson's own but its id and project (the scope's).
 _WRITTEN = [name for name in KINDS if name not in ("id", "project")]
 
+Text = tuple[str, str, str | None]  # problem, resolution, context: what dedup compares
+Change = tuple[str, dict[str, Any] | None, dict[str, Any] | None]  # a commit's (id, before, after)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A read lesson: its row key, the lesson, and float32 vector bytes (None if unread or none)."""
+
+    key: int
+    lesson: Lesson
+    embedding: bytes | None = None
+
+
+@dataclass(frozen=True)
+class Near:
+    """A live lesson near a vector: its key, cosine similarity, id and text."""
+
+    key: int
+    similarity: float
+    id: str
+    text: Text
+
 
 class LessonDialect(Protocol):
-    """What a backend does its own way inside one lesson transaction (made per transaction)."""
+    """A backend's side of one lesson transaction, made per transaction; it calls nothing above."""
 
+    # The transaction's SQL, and the deadline-bounded one for tables and commits.
+    sql: SqlTx
+    project_sql: SqlTx
     # Appended to a read whose rows the transaction may change: " FOR UPDATE", or "".
     row_lock: str
     # Added to the columns ``by_id`` reads, for the lesson's vector (", embedding"), or "".
     embedding_select: str
 
+    def generation(self) -> int: ...
+
     def ensure_dim(self, dim: int) -> None:
         """``InvalidInputError`` unless the store takes vectors of ``dim`` dimensions now."""
-        ...
 
     def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
-        """As ``LessonTx.nearest``, in any order."""
-        ...
+        """As ``SqlLessonTx.nearest``, in any order."""
 
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         """Columns a write sets besides the lesson's: the vector where the row holds it, stamps."""
-        ...
 
     def copy_rows(
         self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
     ) -> list[dict[str, Any]] | None:
         """Insert ``rows`` at once, returned as stored; None where single inserts cost no trip."""
-        ...
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """After row ``key`` is written: index its words, store a given vector the row lacks."""
-        ...
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
         """The vector of a row ``by_id`` read, as float32 bytes."""
-        ...
 
     def removed(self, key: int) -> None:
         """After row ``key`` was deleted: what else held it (words, vector, other processes' caches)."""
-        ...
 
     def tagged(self, tags: str, count: str) -> str:
         """SQL true for a lesson with every tag bound as ``tags`` (``count`` of them)."""
-        ...
-
-
-class ModelGuard(Protocol):
-    """``LessonTx.guard`` and ``generation`` for this transaction (``lesson_tx.ModelChecks``)."""
-
-    def guard(self) -> None: ...
-
-    def generation(self) -> int: ...
 
 
 class SqlLessonTx:
-    """One project's lessons in the caller's transaction (``project_sql``: deadline-bounded)."""
+    """What the lesson rules need in one project transaction. ``now`` measures "live"; a write
+    transaction locks rows read until it ends, and the dialect stamps its upkeep on writes."""
 
     def __init__(
-        self,
-        sql: SqlTx,
-        scope: Scope,
-        now: datetime,
-        dialect: LessonDialect,
-        models: ModelGuard,
-        project_sql: SqlTx | None = None,
-        activity: ActivityLog | None = None,
+        self, dialect: LessonDialect, scope: Scope, now: datetime, models: ModelRecords, activity: ActivityLog
     ) -> None:
-        self.sql = sql
+        self.sql = dialect.sql
         self.scope = scope
         self.now = now
         self._dialect = dialect
         self._models = models
-        self._project_sql = project_sql or sql
         self._activity = activity
+        self._guarded = False
 
     @property
     def _scope(self) -> dict[str, Any]:
         return {"org": self.scope.org, "project": self.scope.project, "now": self.sql.stamp(self.now)}
 
     def guard(self) -> None:
-        self._models.guard()
+        """``ModelChangedError`` if re-embedded since read; call before writing or comparing vectors."""
+        if not self._guarded:
+            self._models.check(self._dialect.generation())
+            self._guarded = True
 
     def generation(self) -> int:
-        return self._models.generation()
-
-    def ensure_dim(self, dim: int) -> None:
-        self._dialect.ensure_dim(dim)
+        return self._dialect.generation()
 
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
+        """Per unit vector, up to ``MAX_SIMILAR`` live lessons at ``CANDIDATE_SIMILARITY`` or more,
+        most similar (then smaller key) first; empty while the store holds no vectors."""
         found = self._dialect.nearest(vectors, self.now)
         keys = sorted({key for hits in found for key, _ in hits})
-        texts: dict[int, tuple[str, tuple[str, str, str | None]]] = {}
+        texts: dict[int, tuple[str, Text]] = {}
         if keys:
             rows = self.sql.rows(
                 f"SELECT pk, id, problem, resolution, context FROM lessons WHERE {self.sql.in_list('pk', 'keys')}",
@@ -149,6 +161,7 @@ class SqlLessonTx:
         return Row(row["pk"], self._lesson(row), self._dialect.embedding(row) if embedding else None)
 
     def insert(self, lesson: Lesson, vector: np.ndarray) -> Row:
+        """Store a new lesson in this project, every field as given; the row as stored."""
         values = {**self._fields(lesson), **self._dialect.columns(vector)}
         names = ", ".join(values)
         marks = ", ".join(self._mark(name) for name in values)
@@ -161,6 +174,7 @@ class SqlLessonTx:
         return Row(row["pk"], self._lesson(row), vector.tobytes())
 
     def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
+        """``insert`` each lesson, one statement where there are round trips; rows in order."""
         values = [
             {**self._fields(lesson), **self._dialect.columns(vec), "id": lesson.id}
             for lesson, vec in zip(lessons, vectors, strict=True)
@@ -177,6 +191,7 @@ class SqlLessonTx:
         return found
 
     def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
+        """Replace row ``key``'s fields but its id (and a given vector); the lesson as stored."""
         values = {**self._fields(lesson), **self._dialect.columns(vector)}
         sets = ", ".join(f"{name} = {self._mark(name)}" for name in values)
         row = self.sql.rows(
@@ -215,8 +230,40 @@ class SqlLessonTx:
         lessons = tuple(self._lesson(r) for r in rows[:limit])
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
-    def project(self, restore: Restorer) -> SqlProjectTx:
-        return SqlProjectTx(self._project_sql, self.scope, restore, self._activity)
+    def project(self, *, restoring: bool = False) -> SqlProjectTx:
+        """The project's tables and commits in this transaction; ``restoring``: a revert may
+        restore lessons (write transactions only), each after checking the store's model."""
+        restore = self._restore if restoring else structured.read_only_lessons
+        return SqlProjectTx(self._dialect.project_sql, self.scope, restore, self._activity)
+
+    def image(self, row: Row) -> dict[str, Any]:
+        """A commit's image of the row, with its vector and the model generation it belongs to."""
+        if row.embedding is None:
+            return lesson_image(row.lesson)
+        return lesson_image(row.lesson, row.embedding, self.generation())
+
+    def record(self, kind: str, changes: list[Change], activity: ActivityNote | None = None) -> None:
+        """The commit of this transaction's lesson changes, with the call's ``activity`` entry."""
+        structured.record_lessons(self.project(), kind, self.scope.actor, changes, activity)
+
+    def _restore(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
+        """Make the lesson ``image`` (None: gone), taking its vector only where text changed."""
+        self.guard()
+        row = self.by_id(lesson_id, live=False, embedding=False)
+        if image is None:
+            if row is not None:
+                self.remove(row.key)
+            return
+        current = (row.lesson.problem, row.lesson.resolution) if row is not None else None
+        embedding = restored_embedding(lesson_id, image, current, self.generation())
+        vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
+        lesson = dataclasses.replace(image_lesson(image), id=lesson_id, project=self.scope.project)
+        if row is not None:
+            self.write(row.key, lesson, vec)
+            return
+        assert vec is not None  # restored_embedding gives one for a lesson that is gone
+        self._dialect.ensure_dim(vec.shape[0])
+        self.insert(lesson, vec)
 
     def _mark(self, name: str) -> str:
         return self.sql.json(name) if KINDS.get(name) == "json" else f":{name}"
@@ -235,24 +282,28 @@ class SqlLessonTx:
         return lesson_of(decoded(self.sql, row))
 
 
-class LessonReads:
-    """``LessonStore.get`` and ``list`` over a store's ``_lesson_reader``."""
+class RolledBack(Exception):
+    """Raised inside a transaction to end it undone (a write probe's)."""
 
-    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[SqlLessonTx]:
-        raise NotImplementedError
 
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        with self._lesson_reader(scope) as tx:
-            return live_row(tx, lesson_id, embedding=False).lesson
+def not_found(scope: Scope, lesson_id: str) -> NotFoundError:
+    return NotFoundError(f"No lesson {lesson_id} in project '{scope.project}' (it may have expired).")
 
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        with self._lesson_reader(scope) as tx:
-            return tx.page(tags, limit, cursor)
 
-    def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
-        with self._lesson_reader(scope) as tx:
-            rows = (tx.by_id(lesson_id, live=False) for lesson_id in lesson_ids)
-            return {row.lesson.id: row.embedding for row in rows if row is not None and row.embedding}
+def live_row(tx: SqlLessonTx, lesson_id: str, *, embedding: bool = True) -> Row:
+    """The live lesson with this id, or ``NotFoundError``."""
+    row = tx.by_id(lesson_id, embedding=embedding)
+    if row is None:
+        raise not_found(tx.scope, lesson_id)
+    return row
+
+
+def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
+    """The lesson with the patch's fields, changed at ``now``."""
+    changed = {f.name: getattr(patch, f.name) for f in dataclasses.fields(patch) if f.name != "clear"}
+    fields: dict[str, Any] = {name: value for name, value in changed.items() if value is not None}
+    fields.update(dict.fromkeys(patch.clear))  # None there means "unchanged", so clearing is named
+    return dataclasses.replace(lesson, **fields, updated_at=now)
 
 
 def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
@@ -268,6 +319,19 @@ def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
 def decoded(sql: SqlTx, row: Mapping[str, Any]) -> dict[str, Any]:
     """A row with tags and times decoded; meta stays as given (recall keeps it text until chosen)."""
     return {**row, **by_kind(row, {"time": _unless_none(sql.time), "list": sql.load})}
+
+
+def lesson_of(row: Mapping[str, Any]) -> Lesson:
+    """A decoded row's lesson; meta may still be JSON text (recall leaves it so until chosen)."""
+    return Lesson(**by_kind(row, _FROM_ROW))
+
+
+_FROM_ROW: dict[str, Callable[[Any], Any]] = {
+    "list": tuple,
+    "float": float,
+    "int": int,
+    "json": lambda v: json.loads(v) if isinstance(v, str) else dict(v),
+}
 
 
 def _unless_none(cast: Callable[[Any], Any]) -> Callable[[Any], Any]:

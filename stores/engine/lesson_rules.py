@@ -1,69 +1,194 @@
-"""Lessons' writes, written once over a small per-backend transaction (``LessonTx``).
-
-Saving and importing (one batch path, with ``dedup``), updating, voting, deleting and restoring
-are the same rules on every backend, only the SQL differs; so ``LessonWrites`` holds them over a
-backend's ``LessonTx``. Every write records a commit with each lesson's image before and after
-in the same transaction, so history shows it and a revert undoes it through ``restore``."""
+"""The one lesson store (``SqlStore``): saving and importing (one batch path, with ``dedup``),
+updating, voting, deleting and recall are the same rules on every backend, so they are written
+once over the leaf a backend hands the store (``LessonBackend``), which never calls back. Every
+write commits each lesson's image before and after in its transaction, for history and revert."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import dataclasses
-from collections.abc import Iterator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 import numpy as np
 
-from stores.engine import dedup, structured
+from stores.engine import curation, dedup, ranking
 from stores.engine.activity import ActivityNote
+from stores.engine.activity_rows import ActivityRecords
+from stores.engine.embedding_model import ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_images import lesson_image, merged_fields
-from stores.engine.lesson_tx import (
+from stores.engine.lesson_rows import (
     Change,
-    LessonTx,
+    LessonDialect,
     Near,
     Row,
+    SqlLessonTx,
     Text,
-    image,
+    count_live,
+    lesson_of,
     live_row,
     not_found,
     patched,
-    record,
-    restorer,
 )
-from stores.engine.lessons import Lesson, LessonDraft, LessonPatch, Neighbour, SaveResult, Scope
+from stores.engine.lessons import (
+    Lesson,
+    LessonDraft,
+    LessonPage,
+    LessonPatch,
+    Neighbour,
+    RecallQuery,
+    SaveResult,
+    Scope,
+    ScoredLesson,
+    WordMatches,
+)
 from stores.engine.structured import ProjectTx
 from stores.engine.vectors import unit_vector
 from stores.errors import InvalidInputError
 from stores.ids import new_id
 
 
-class LessonWrites:
-    """``LessonStore``'s writes over a backend's ``_lesson_writer`` and ``_lesson_reader``."""
+class CallCounts(Protocol):
+    """Tool calls per API key in the database, one count for every server process (the rate
+    limit); failed authentications per address too, under keys no key id can be."""
 
-    def _lesson_writer(
-        self, scope: Scope, vectors: Sequence[np.ndarray]
-    ) -> contextlib.AbstractContextManager[LessonTx]:
-        """A write transaction, once ``vectors`` fit (the first vector fixes the dimension)."""
-        raise NotImplementedError
+    def take(self, key_id: str, calls: int, limit: int, window_s: int) -> float | None:
+        """Count ``calls`` if under ``limit``: None, else (counting nothing) seconds to window end."""
 
-    def _lesson_reader(self, scope: Scope) -> contextlib.AbstractContextManager[LessonTx]:
-        """A read-only transaction on the project."""
-        raise NotImplementedError
 
-    def ensure_dim(self, dim: int) -> None:
-        raise NotImplementedError
+class NoticeFeed(Protocol):
+    """Change notices (small JSON, the caller's content) for every server process on a database."""
 
-    def _key_store(self) -> KeyStore:
-        """The backend's orgs and keys, made once (``keys``)."""
-        raise NotImplementedError
+    def publish(self, notice: Mapping[str, Any]) -> None:
+        """Send ``notice`` to every subscriber of every process on the database, this one included."""
 
-    @property
-    def keys(self) -> KeyStore:
-        """Orgs and API keys beside the lessons, the same object on every access."""
-        if getattr(self, "_keys", None) is None:
-            self._keys = self._key_store()
-        return self._keys
+    def subscribe(self, listener: Callable[[dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener`` per notice on the feed's thread; returns the callable that stops it."""
+
+    def wait_listening(self, timeout: float) -> bool:
+        """Whether new notices reach this process, waiting ``timeout`` for the feed to listen."""
+
+
+class LessonBackend(Protocol):
+    """A dialect's leaf under ``SqlStore`` (``stores.sqlite.lessons``, ``stores.postgres.lessons``):
+    what differs between backends, with the records made on its connections."""
+
+    ranking: ranking.RankingParams
+    activity: ActivityRecords
+    models: ModelRecords
+    keys: KeyStore
+    call_counts: CallCounts | None
+    notices: NoticeFeed | None
+    # Whether held activity entries are written in a lesson write (``ActivityRecords.riding``).
+    rides_activity: bool
+
+    def writing(self, scope: Scope, dim: int | None) -> contextlib.AbstractContextManager[LessonDialect]:
+        """A write transaction on the project, its vector storage made for ``dim`` if given."""
+
+    def reading(
+        self, scope: Scope, *, lagging: bool = False
+    ) -> contextlib.AbstractContextManager[LessonDialect]:
+        """A read-only transaction; a ``lagging`` one may read a replica behind the primary."""
+
+    def word_keys(
+        self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
+    ) -> list[int]:
+        """Recall's full-text half: row keys of the best matches of ``terms``, at most ``k``."""
+
+    def candidates(
+        self, scope: Scope, query: RecallQuery, words: WordMatches, vector: np.ndarray, k: int
+    ) -> list[dict[str, Any]]:
+        """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``."""
+
+    def ensure_dim(self, dim: int) -> None: ...
+
+    def probe_write(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class SqlStore:
+    """``stores.Store`` over one backend's leaf, which it receives and never hands itself to."""
+
+    def __init__(self, backend: LessonBackend) -> None:
+        self._backend = backend
+        self._activity = records = backend.activity
+        # What the leaf and its records answer alone: keys, model, activity log, counts, upkeep.
+        self.append_activity, self.activity = records.append, records.page
+        self.recall_stats, self.stale_lessons = records.recall_stats, records.stale_lessons
+        self.keys, self.models = backend.keys, backend.models
+        self.call_counts, self.notices = backend.call_counts, backend.notices
+        self.ensure_dim, self.probe_write, self.close = backend.ensure_dim, backend.probe_write, backend.close
+
+    @contextlib.contextmanager
+    def _writing(self, scope: Scope, vectors: Sequence[np.ndarray] = ()) -> Iterator[SqlLessonTx]:
+        """A write transaction, the first of ``vectors`` fixing the dimension; with vectors, the
+        model is checked first. Held activity entries ride along where the backend wants it."""
+        dim = vectors[0].shape[0] if vectors else None
+        with self._backend.writing(scope, dim) as dialect:
+            if any(v.shape[0] != dim for v in vectors):
+                raise InvalidInputError(f"All vectors must have {dim} dimensions.")
+            rides = self._backend.rides_activity
+            with self._activity.riding(dialect.sql) if rides else contextlib.nullcontext():
+                tx = SqlLessonTx(dialect, scope, datetime.now(UTC), self.models, self._activity.log)
+                if vectors:
+                    tx.guard()
+                yield tx
+
+    @contextlib.contextmanager
+    def _reading(self, scope: Scope, *, lagging: bool = False) -> Iterator[SqlLessonTx]:
+        with self._backend.reading(scope, lagging=lagging) as dialect:
+            yield SqlLessonTx(dialect, scope, datetime.now(UTC), self.models, self._activity.log)
+
+    def count(self, org: str, project: str | None = None) -> int:
+        with self._reading(Scope(org, project or "")) as tx:  # the scope's project is unused
+            return count_live(tx.sql, org, project, tx.now)
+
+    def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        with self._reading(scope) as tx:
+            return live_row(tx, lesson_id, embedding=False).lesson
+
+    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
+        with self._reading(scope, lagging=True) as tx:
+            return tx.page(tags, limit, cursor)
+
+    def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
+        with self._reading(scope) as tx:
+            rows = (tx.by_id(lesson_id, live=False) for lesson_id in lesson_ids)
+            return {row.lesson.id: row.embedding for row in rows if row is not None and row.embedding}
+
+    def neighbours(
+        self, scope: Scope, vectors: Sequence[Sequence[float]]
+    ) -> builtins.list[builtins.list[Neighbour]]:
+        vecs = [unit_vector(v) for v in vectors]
+        with self._reading(scope) as tx:
+            return [[Neighbour(n.id, n.similarity, n.text) for n in near] for near in tx.nearest(vecs)]
+
+    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
+        """Words first, needing no vector, so they match while it embeds; then its candidates."""
+        params = self._backend.ranking
+        now = query.now or datetime.now(UTC)
+        k = ranking.candidate_count(query.limit, params)
+        terms = ranking.lexical_terms(query.text, params=params)
+        keys = self._backend.word_keys(scope, query, terms, k, now) if terms else []
+        words = WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
+        rows = self._backend.candidates(scope, query, words, unit_vector(query.needs_vector()), k)
+        return scored_lessons(rows, query, terms, now, params)
+
+    @contextlib.contextmanager
+    def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
+        """The project's tables and history in one transaction (a write one restores lessons)."""
+        with self._writing(scope) if write else self._reading(scope, lagging=True) as tx:
+            yield tx.project(restoring=write)
+
+    def duplicate_pairs(self, scope: Scope, threshold: float) -> builtins.list[curation.Pair]:
+        return curation.duplicate_pairs(self._reading(scope), threshold)
+
+    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
+        curation.keep_pair(self._writing(scope), a, b)
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
         return self.save_many(scope, [(draft, vector)])[0]
@@ -75,13 +200,12 @@ class LessonWrites:
         *,
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
-    ) -> list[SaveResult]:
+    ) -> builtins.list[SaveResult]:
         if not items:
             return []
         drafts = [draft for draft, _ in items]
         vectors = [unit_vector(vec) for _, vec in items]
-        with self._lesson_writer(scope, vectors) as tx:
-            tx.guard()
+        with self._writing(scope, vectors) as tx:
             batch = _Batch(tx, keep_ids=keep_ids, capacity=len(items))
             saving = batch.fresh(drafts)
             nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving]), strict=True))
@@ -94,9 +218,9 @@ class LessonWrites:
             batch.flush()
             if batch.changes:
                 single = "merge" if results[0].merged else "save"
-                record(tx, "import" if keep_ids or len(items) > 1 else single, batch.changes, activity)
-            else:
-                _log(tx, activity)
+                tx.record("import" if keep_ids or len(items) > 1 else single, batch.changes, activity)
+            elif activity is not None:  # a change's entry is written with its commit
+                tx.project().append_activity(activity)
         return results
 
     def update(
@@ -109,25 +233,24 @@ class LessonWrites:
         activity: ActivityNote | None = None,
     ) -> Lesson:
         vec = unit_vector(vector) if vector is not None else None
-        with self._lesson_writer(scope, [vec] if vec is not None else []) as tx:
-            if vec is not None:
-                tx.guard()
+        with self._writing(scope, [vec] if vec is not None else []) as tx:
             row = live_row(tx, lesson_id)
             after = tx.write(row.key, patched(row.lesson, patch, tx.now), vec)
             embedding = row.embedding if vec is None else vec.tobytes()
-            changes: list[Change] = [(lesson_id, image(tx, row), image(tx, Row(row.key, after, embedding)))]
-            record(tx, "update", changes, activity)
+            tx.record(
+                "update", [(lesson_id, tx.image(row), tx.image(Row(row.key, after, embedding)))], activity
+            )
             return after
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
-        with self._lesson_writer(scope, []) as tx:
+        with self._writing(scope) as tx:
             row = live_row(tx, lesson_id)
             tx.remove(row.key)
-            record(tx, "delete", [(lesson_id, image(tx, row), None)], activity)
+            tx.record("delete", [(lesson_id, tx.image(row), None)], activity)
             return row.lesson
 
     def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
-        with self._lesson_writer(scope, []) as tx:
+        with self._writing(scope) as tx:
             after = tx.add_vote(lesson_id, up)
             if after is None:
                 raise not_found(scope, lesson_id)
@@ -135,7 +258,7 @@ class LessonWrites:
             before = dataclasses.replace(
                 after, upvotes=after.upvotes - int(up), downvotes=after.downvotes - int(not up)
             )
-            record(tx, "vote", [(lesson_id, lesson_image(before), lesson_image(after))], activity)
+            tx.record("vote", [(lesson_id, lesson_image(before), lesson_image(after))], activity)
             return after
 
     def merge_lessons(
@@ -152,9 +275,7 @@ class LessonWrites:
         if keep_id == drop_id:
             raise InvalidInputError("A lesson cannot be merged into itself; name two lessons.")
         vec = unit_vector(vector) if vector is not None else None
-        with self._lesson_writer(scope, [vec] if vec is not None else []) as tx:
-            if vec is not None:
-                tx.guard()
+        with self._writing(scope, [vec] if vec is not None else []) as tx:
             keep, drop = live_row(tx, keep_id), live_row(tx, drop_id)
             merged = dataclasses.replace(
                 patched(keep.lesson, patch, tx.now),
@@ -164,27 +285,12 @@ class LessonWrites:
             after = tx.write(keep.key, merged, vec)
             tx.remove(drop.key)
             embedding = keep.embedding if vec is None else vec.tobytes()
-            changes: list[Change] = [
-                (keep_id, image(tx, keep), image(tx, Row(keep.key, after, embedding))),
-                (drop_id, image(tx, drop), None),
+            changes: builtins.list[Change] = [
+                (keep_id, tx.image(keep), tx.image(Row(keep.key, after, embedding))),
+                (drop_id, tx.image(drop), None),
             ]
-            record(tx, "merge", changes, activity)
+            tx.record("merge", changes, activity)
             return after
-
-    @contextlib.contextmanager
-    def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history in one transaction (a write one restores lessons)."""
-        if write:
-            with self._lesson_writer(scope, []) as tx:
-                yield tx.project(restorer(tx))
-        else:
-            with self._lesson_reader(scope) as tx:
-                yield tx.project(structured.read_only_lessons)
-
-    def neighbours(self, scope: Scope, vectors: Sequence[Sequence[float]]) -> list[list[Neighbour]]:
-        vecs = [unit_vector(v) for v in vectors]
-        with self._lesson_reader(scope) as tx:
-            return [[Neighbour(n.id, n.similarity, n.text) for n in near] for near in tx.nearest(vecs)]
 
 
 class _Batch:
@@ -192,7 +298,7 @@ class _Batch:
     New rows are written together (one COPY on Postgres) at the end or before a draft merges
     into one; until then they have stand-in keys above every real one."""
 
-    def __init__(self, tx: LessonTx, *, keep_ids: bool, capacity: int) -> None:
+    def __init__(self, tx: SqlLessonTx, *, keep_ids: bool, capacity: int) -> None:
         self.tx = tx
         self.keep_ids = keep_ids
         self.capacity = capacity
@@ -207,14 +313,12 @@ class _Batch:
         if not self.keep_ids:
             return list(range(len(drafts)))
         ids = [draft.id for draft in drafts if draft.id is not None]
-        taken = self.tx.project(structured.read_only_lessons).existing_lesson_ids(ids) if ids else set()
+        taken: set[str | None] = set(self.tx.project().existing_lesson_ids(ids) if ids else ())
         fresh: list[int] = []
         for i, draft in enumerate(drafts):
-            if draft.id is None:
+            if draft.id is None or draft.id not in taken:
                 fresh.append(i)
-            elif draft.id not in taken:
-                fresh.append(i)
-                taken.add(draft.id)
+                taken.add(draft.id)  # None is never taken: drafts without ids are all new
         return fresh
 
     def save(self, draft: LessonDraft, vec: np.ndarray, stored: list[Near]) -> SaveResult:
@@ -246,7 +350,7 @@ class _Batch:
         rows = self.tx.insert_many([u[2] for u in self.unwritten], [u[3] for u in self.unwritten])
         real: dict[int, int] = {}
         for (change, key, _, _), row in zip(self.unwritten, rows, strict=True):
-            self.changes[change] = (row.lesson.id, None, image(self.tx, row))
+            self.changes[change] = (row.lesson.id, None, self.tx.image(row))
             real[key] = row.key
         self.pending = [dataclasses.replace(n, key=real.get(n.key, n.key)) for n in self.pending]
         self.texts = {real.get(key, key): text for key, text in self.texts.items()}
@@ -273,7 +377,7 @@ class _Batch:
         after = self.tx.write(row.key, merged, None)
         self.texts[row.key] = (after.problem, after.resolution, after.context)
         self.changes.append(
-            (lesson_id, image(self.tx, row), image(self.tx, Row(row.key, after, row.embedding)))
+            (lesson_id, self.tx.image(row), self.tx.image(Row(row.key, after, row.embedding)))
         )
 
 
@@ -281,10 +385,35 @@ class _Batch:
 _UNWRITTEN = 2**62
 
 
-def _log(tx: LessonTx, note: ActivityNote | None) -> None:
-    """The entry of a call that changed nothing (a change's is written with its commit)."""
-    if note is not None:
-        tx.project(structured.read_only_lessons).append_activity(note)
+def scored_lessons(
+    rows: Sequence[Mapping[str, Any]],
+    query: RecallQuery,
+    terms: list[str],
+    now: datetime,
+    params: ranking.RankingParams,
+) -> list[ScoredLesson]:
+    """The best ``rows`` (``near``: found by vector), best first; only those become lessons."""
+    kept = [row for row in rows if row["confidence"] >= query.min_confidence]
+    by_id = {row["id"]: row for row in kept}
+    candidates = [
+        (
+            row["id"],
+            row["sim"],
+            ranking.weight(
+                updated_at=row["updated_at"],
+                now=now,
+                confidence=row["confidence"],
+                upvotes=row["upvotes"],
+                downvotes=row["downvotes"],
+                params=params,
+            ),
+            " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"]))),
+        )
+        for row in kept
+    ]
+    nearest = {row["id"] for row in kept if row["near"]}
+    best = ranking.best(candidates, terms, query.limit, params, nearest, ranking.names(query.text, params))
+    return [ScoredLesson(lesson=lesson_of(by_id[i]), score=score) for i, score in best]
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:

@@ -45,7 +45,7 @@ _PRUNE = text("DELETE FROM call_counts WHERE window_start < statement_timestamp(
 
 
 class PostgresCallCounts:
-    """``stores.store.CallCounts`` on the engine of a ``PostgresLessonStore``."""
+    """``stores.store.CallCounts`` on the engine of a ``PostgresLessons``."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine

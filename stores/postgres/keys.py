@@ -13,7 +13,7 @@ from stores.postgres.sql import PostgresSqlTx
 
 
 class PostgresKeyDb:
-    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on the engine of a ``PostgresLessonStore``."""
+    """``stores.engine.keys.KeyDb`` (and ``ActivityDb``) on the engine of a ``PostgresLessons``."""
 
     orgs_together = False  # row-level security checks each row's org: one transaction per org
 

@@ -5,55 +5,40 @@ ranks the same lessons first on both. Transactions set ``lore.org`` for RLS besi
 
 from __future__ import annotations
 
-import builtins
 import contextlib
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Connection, Engine, text
 
-from stores.engine import curation, ranking
-from stores.engine.activity import (
-    ActivityBounds,
-    ActivityNote,
-    ActivityPage,
-    ActivityQuery,
-    RecallStats,
-    StalePage,
-)
+from stores.engine import dedup, ranking
+from stores.engine.activity import ActivityBounds
 from stores.engine.activity_rows import ActivityRecords
 from stores.engine.embedding_model import GENERATION_KEY, ModelRecords
 from stores.engine.keys import KeyStore
-from stores.engine.lesson_rows import COLUMNS as _COLUMNS
-from stores.engine.lesson_rows import LIVE, SCOPE, LessonReads, SqlLessonTx, count_live
-from stores.engine.lesson_rules import LessonWrites
-from stores.engine.lesson_tx import ModelChecks, check_dims
-from stores.engine.lessons import KINDS, LessonPage, RecallQuery, Scope, ScoredLesson, WordMatches
-from stores.engine.recall_scoring import TwoStepRecall, scored_lessons
-from stores.engine.structured import ProjectTx
-from stores.engine.vectors import unit_vector
+from stores.engine.lesson_rows import COLUMNS, LIVE, SCOPE, RolledBack, count_live
+from stores.engine.lesson_rules import CallCounts, NoticeFeed
+from stores.engine.lessons import KINDS, Lesson, RecallQuery, Scope, WordMatches
+from stores.engine.sql import SqlTx
 from stores.errors import InvalidInputError
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import transaction, unavailable_on_failure
 from stores.postgres.dims import PostgresDims
 from stores.postgres.keys import PostgresKeyDb
-from stores.postgres.lesson_rows import PostgresLessonRows
 from stores.postgres.migrations import migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
-from stores.postgres.routing import open_engines
+from stores.postgres.routing import dispose, open_engines
 from stores.postgres.sql import PostgresSqlTx
 
 _SCOPED = f"{SCOPE} AND {LIVE}"
 
 # Recall scores every candidate but returns only a few: meta stays text until then.
-_RECALL_COLUMNS = ", ".join(
-    f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in _COLUMNS.split(", ")
-)
+_RECALL_COLUMNS = ", ".join(f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in COLUMNS.split(", "))
 
 # Nearest k by HNSW; when its post-search filters leave it short an exact scoped scan replaces
 # them (the one-time filter on ``scoped`` skips that scan whenever the index found k).
@@ -99,12 +84,10 @@ def _pgvector_version(engine: Any) -> tuple[int, ...]:
     return tuple(int(part) for part in str(found or "0").split(".") if part.isdigit())
 
 
-class _ProbeDone(Exception):
-    """Raised inside the probe's transaction so that it rolls back."""
+class PostgresLessons:
+    """``stores.engine.lesson_rules.LessonBackend`` on Postgres with pgvector: ``SqlStore``'s leaf."""
 
-
-class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
-    """``stores.Store`` on Postgres with pgvector."""
+    rides_activity = False  # row-level security confines a write to its org; entries of others wait
 
     def __init__(
         self,
@@ -116,46 +99,63 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
         read_url: str | None = None,
         direct_url: str | None = None,
     ) -> None:
-        self._ranking = ranking_params or ranking.RankingParams()
-        self._engines = open_engines(url, pool_size, read_url=read_url, direct_url=direct_url)
-        self._engine, self._reads = self._engines.primary, self._engines.reads
+        self.ranking = ranking_params or ranking.RankingParams()
+        self._engine, self._reads = open_engines(url, pool_size, read_url=read_url, direct_url=direct_url)
         migrate(self._engine)
-        self._key_db = PostgresKeyDb(self._engine)
-        self._activity = ActivityRecords(self._key_db, activity_bounds)
+        key_db = PostgresKeyDb(self._engine)
+        self.activity = ActivityRecords(key_db, activity_bounds)
+        # Orgs and API keys in this same database, on this engine.
+        self.keys = KeyStore(key_db, self.activity.log)
         self._dims = PostgresDims(self._engine)
-        self._models = ModelRecords(PostgresModelDb(self._engine, self._dims))
-        self._call_counts = PostgresCallCounts(self._engine)
+        self.models = ModelRecords(PostgresModelDb(self._engine, self._dims))
+        # In this database, shared by every server process on it: the counts and LISTEN/NOTIFY.
+        self.call_counts: CallCounts | None = PostgresCallCounts(self._engine)
         self._notices = PostgresNotices(self._engine, listen_url=direct_url)
+        self.notices: NoticeFeed | None = self._notices
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
 
-    def rank(self, scope: Scope, query: RecallQuery, words: WordMatches) -> builtins.list[ScoredLesson]:
+    @contextlib.contextmanager
+    def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
+        """The project's advisory lock, once the vector column fits (``PostgresDims.ensure``).
+        Writes to a project take turns: concurrent near-duplicates merge, sequences stay dense."""
+        if dim is not None:
+            self._dims.ensure(dim)
+        lock = "pg_advisory_xact_lock(hashtext(:key))"
+        with self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}") as conn:
+            yield PostgresLessonRows(self._dims, conn, scope, lock=True)
+
+    @contextlib.contextmanager
+    def reading(self, scope: Scope, *, lagging: bool = False) -> Iterator[PostgresLessonRows]:
+        with transaction(self._reads if lagging else self._engine, scope.org) as conn:
+            yield PostgresLessonRows(self._dims, conn, scope, lock=False)
+
+    def candidates(
+        self, scope: Scope, query: RecallQuery, words: WordMatches, q: np.ndarray, k: int
+    ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
-        now, terms, lexical = words.now, list(words.terms), list(words.keys)
-        k = ranking.candidate_count(query.limit, self._ranking)
-        q = unit_vector(query.needs_vector())
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         ef = 2 * k if self._scan else math.ceil(1.5 * k / self._share(scope))
         with self._begin(
             scope.org, ef_search, *self._scan, engine=self._reads, ef=str(min(1000, max(2 * k, ef)))
         ) as conn:
-            self._models.check(generation(conn))
+            self.models.check(generation(conn))
             dim = self._dims.stored(conn)
             if dim is not None and q.shape[0] != dim:
                 raise InvalidInputError(
                     f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
                     "the database was created with a different embedding model."
                 )
-            if dim is None and not lexical:
+            if dim is None and not words.keys:
                 return []
-            filters, params = self._recall_filters(scope, query, now)
+            filters, params = self._recall_filters(scope, query, words.now)
             ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:
                 ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)} "
                 candidates = f"SELECT pk FROM vector UNION {candidates}"
                 sim, near = "1 - (embedding <=> :q)", "pk IN (SELECT pk FROM vector)"
-                if self._ranking.centring:
+                if self.ranking.centring:
                     ctes = f"WITH {_VECTOR_CANDIDATES.format(filters=filters)}, {_ANCHOR} "
                     sim = _CENTRED_SIMILARITY
                     params.update(anchor_n=ranking.ANCHOR_SAMPLE, zero=np.zeros(dim, dtype=np.float32))
@@ -163,8 +163,7 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
                 f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
                 f"WHERE pk IN ({candidates}) AND {filters}"
             )
-            rows = PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": lexical})
-        return scored_lessons(rows, query, terms, now, self._ranking)
+            return PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": list(words.keys)})
 
     def _share(self, scope: Scope) -> float:
         """The project's share of rows, counted at most once a minute. HNSW filters after its
@@ -179,98 +178,41 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             total = conn.execute(
                 text("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass")
             ).scalar()
-            rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, _now())
+            rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
         share = min(1.0, max(rows, 1) / float(total or 1))
         self._shares[key] = (share, now)
         return share
 
-    def count(self, org: str, project: str | None = None) -> int:
-        with transaction(self._engine, org) as conn:
-            return count_live(PostgresSqlTx(conn), org, project, _now())
+    def word_keys(
+        self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
+    ) -> list[int]:
+        """Best full-text keys: one trip sets the org and estimates postings, a second ranks (migration 4)."""
+        with unavailable_on_failure(), self._reads.begin() as conn:
+            postings = conn.execute(
+                text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
+                {"org": scope.org, "terms": terms},
+            ).one()[1]
+            found = dict(zip(terms, postings, strict=True))
+            chosen, ordering = ranking.full_text_terms(query.text, terms, found, self.ranking)
+            if not chosen:
+                return []
+            sql, params = _lexical_call(chosen, ordering)
+            params.update(project=scope.project, k=k, now=now, min_conf=query.min_confidence)
+            return [row[0] for row in conn.execute(text(sql), {**params, "tags": list(query.tags)})]
+
+    def ensure_dim(self, dim: int) -> None:
+        self._dims.ensure(dim)
 
     def probe_write(self) -> None:
         """``stores.Store.probe_write``: an update in a transaction that is rolled back."""
-        try:
-            with transaction(self._engine, None) as conn:
-                conn.execute(text("UPDATE lore_meta SET value = value WHERE key = 'dim'"))
-                raise _ProbeDone
-        except _ProbeDone:
-            pass
-
-    @property
-    def call_counts(self) -> PostgresCallCounts:
-        """``stores.Store.call_counts``: in this database, shared by every server process on it."""
-        return self._call_counts
-
-    @property
-    def notices(self) -> PostgresNotices:
-        """``stores.Store.notices``: LISTEN/NOTIFY on this database, heard by every server process on it."""
-        return self._notices
+        with contextlib.suppress(RolledBack), transaction(self._engine, None) as conn:
+            conn.execute(text("UPDATE lore_meta SET value = value WHERE key = 'dim'"))
+            raise RolledBack
 
     def close(self) -> None:
         self._notices.close()
-        self._activity.close()
-        self._engines.dispose()
-
-    # -- the activity log and curation (``stores.engine.activity_rows``, ``curation``) -----
-
-    def append_activity(self, scope: Scope, note: ActivityNote) -> str:
-        return self._activity.append(scope, note)
-
-    def activity(self, scope: Scope, query: ActivityQuery) -> ActivityPage:
-        return self._activity.page(scope, query)
-
-    def recall_stats(self, scope: Scope, lesson_ids: builtins.list[str]) -> dict[str, RecallStats]:
-        return self._activity.recall_stats(scope, lesson_ids)
-
-    def stale_lessons(self, scope: Scope, before: datetime, limit: int, cursor: str | None) -> StalePage:
-        return self._activity.stale_lessons(scope, before, limit, cursor)
-
-    def duplicate_pairs(self, scope: Scope, threshold: float) -> builtins.list[curation.Pair]:
-        return curation.duplicate_pairs(self._lesson_reader(scope), threshold)
-
-    def keep_pair(self, scope: Scope, a: str, b: str) -> None:
-        curation.keep_pair(self._lesson_writer(scope, []), a, b)
-
-    # -- the transactions of stores.engine.lesson_rules -----------------------------------
-
-    @contextlib.contextmanager
-    def _lesson_writer(self, scope: Scope, vectors: Sequence[np.ndarray]) -> Iterator[SqlLessonTx]:
-        """The project's advisory lock, once the vector column fits (``PostgresDims.check``)."""
-        if vectors:
-            check_dims(vectors, self._dims.ensure(vectors[0].shape[0]))
-        with self._writing(scope) as conn:
-            yield self._tx(conn, scope, lock=True)
-
-    @contextlib.contextmanager
-    def _lesson_reader(self, scope: Scope) -> Iterator[SqlLessonTx]:
-        with transaction(self._engines.reader(), scope.org) as conn:
-            yield self._tx(conn, scope, lock=False)
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        with self._engines.on_replica():
-            return super().list(scope, tags, limit, cursor)
-
-    @contextlib.contextmanager
-    def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        with self._engines.on_replica(not write), super().transaction(scope, write=write) as tx:
-            yield tx
-
-    def _tx(self, conn: Connection, scope: Scope, *, lock: bool) -> SqlLessonTx:
-        """Lesson rows in ``conn``'s transaction; tables and commits are deadline-bounded."""
-        rows = PostgresLessonRows(self._dims, conn, scope, lock=lock)
-        checks = ModelChecks(self._models, lambda: generation(conn))
-        return SqlLessonTx(
-            PostgresSqlTx(conn),
-            scope,
-            _now(),
-            rows,
-            checks,
-            PostgresSqlTx(conn, bounded=True),
-            activity=self._activity.log,
-        )
-
-    # -- internals ----------------------------------------------------------------
+        self.activity.close()
+        dispose(self._engine, self._reads)
 
     @contextlib.contextmanager
     def _begin(
@@ -287,64 +229,17 @@ class PostgresLessonStore(LessonReads, LessonWrites, TwoStepRecall):
             finally:
                 conn.info.pop(GENERATION_INFO, None)
 
-    def _writing(self, scope: Scope) -> contextlib.AbstractContextManager[Connection]:
-        # Writes to a project take turns: concurrent near-duplicates merge, sequences stay dense.
-        lock = "pg_advisory_xact_lock(hashtext(:key))"
-        return self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}")
-
     def _recall_filters(self, scope: Scope, query: RecallQuery, now: datetime) -> tuple[str, dict[str, Any]]:
         filters = f"{_SCOPED} AND confidence >= :min_conf"
-        params: dict[str, Any] = {**_scope_params(scope, now), "min_conf": query.min_confidence}
+        params: dict[str, Any] = {"org": scope.org, "project": scope.project, "now": now}
+        params["min_conf"] = query.min_confidence
         if query.tags:
             filters += " AND tags @> :tags"
             params["tags"] = list(query.tags)
         return filters, params
 
-    def _word_keys(
-        self, scope: Scope, query: RecallQuery, terms: builtins.list[str], k: int, now: datetime
-    ) -> builtins.list[int]:
-        """Best full-text keys: one trip sets the org and estimates postings, a second ranks (migration 4)."""
-        with unavailable_on_failure(), self._reads.begin() as conn:
-            postings = conn.execute(
-                text("SELECT set_config('lore.org', :org, true), lore_term_postings(CAST(:terms AS text[]))"),
-                {"org": scope.org, "terms": terms},
-            ).one()[1]
-            found = dict(zip(terms, postings, strict=True))
-            chosen, ordering = ranking.full_text_terms(query.text, terms, found, self._ranking)
-            if not chosen:
-                return []
-            sql, params = _lexical_call(chosen, ordering)
-            rows = conn.execute(
-                text(sql),
-                {
-                    **params,
-                    "project": scope.project,
-                    "k": k,
-                    "now": now,
-                    "min_conf": query.min_confidence,
-                    "tags": list(query.tags),
-                },
-            )
-            return [row[0] for row in rows]
 
-    def ensure_dim(self, dim: int) -> None:
-        self._dims.ensure(dim)
-
-    # -- the embedding model -------------------------------------------------------
-
-    @property
-    def models(self) -> ModelRecords:
-        """The model that made this database's vectors, and re-embedding (``stores.engine.embedding_model``)."""
-        return self._models
-
-    # -- orgs and api keys ---------------------------------------------------------
-
-    def _key_store(self) -> KeyStore:
-        """Orgs and API keys in this same database, on this store's engine."""
-        return KeyStore(self._key_db, self._activity.log)
-
-
-def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> tuple[str, dict[str, str]]:
+def _lexical_call(chosen: list[str], ordering: list[str]) -> tuple[str, dict[str, Any]]:
     """Full-text search of ``chosen``, ordered by ``ordering`` (migration 7). ts_rank ignores
     rarity, so chosen entities are also searched alone, lest many common words crowd them out."""
     alone = [t for t in chosen if ranking.is_entity(t)]
@@ -359,9 +254,84 @@ def _lexical_call(chosen: builtins.list[str], ordering: builtins.list[str]) -> t
     return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
 
 
-def _scope_params(scope: Scope, now: datetime) -> dict[str, Any]:
-    return {"org": scope.org, "project": scope.project, "now": now}
+# Every vector of a batch in one round trip: the nearest ``k`` of each, by the HNSW index.
+_NEAREST = text(
+    "SELECT q.i, n.pk, n.sim FROM unnest(CAST(CAST(:qs AS text[]) AS vector[])) WITH ORDINALITY AS q(v, i) "
+    "CROSS JOIN LATERAL (SELECT pk, 1 - (embedding <=> q.v) AS sim FROM lessons "
+    f"WHERE {SCOPE} AND {LIVE} ORDER BY embedding <=> q.v LIMIT :k) AS n"
+)
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
+class PostgresLessonRows:
+    """Postgres's side of a lesson transaction; ``lock`` locks every row read."""
+
+    embedding_select = ", embedding"
+
+    def __init__(self, dims: PostgresDims, conn: Connection, scope: Scope, *, lock: bool) -> None:
+        self.sql: SqlTx = PostgresSqlTx(conn)
+        self.project_sql: SqlTx = PostgresSqlTx(conn, bounded=True)  # tables and commits: deadline-bounded
+        self._dims = dims
+        self._conn = conn
+        self._scope = scope
+        self.row_lock = " FOR UPDATE" if lock else ""
+
+    def generation(self) -> int:
+        return generation(self._conn)
+
+    def ensure_dim(self, dim: int) -> None:
+        self._dims.check(self._conn, dim)
+
+    def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
+        if not vectors or self._dims.stored(self._conn) is None:
+            return [[] for _ in vectors]
+        params = {"org": self._scope.org, "project": self._scope.project, "now": now, "k": dedup.MAX_SIMILAR}
+        found: list[list[tuple[int, float]]] = [[] for _ in vectors]
+        texts = ["[" + ",".join(map(repr, vec.tolist())) + "]" for vec in vectors]
+        for r in self._conn.execute(_NEAREST, {**params, "qs": texts}):
+            if r.sim >= dedup.CANDIDATE_SIMILARITY:
+                found[r.i - 1].append((r.pk, float(r.sim)))
+        return found
+
+    def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
+        return {"embedding": vector} if vector is not None else {}
+
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """COPY into the connection's temporary table, then ``INSERT ... SELECT``: Postgres refuses
+        a COPY into ``lessons``, which would skip its RLS."""
+        names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
+        columns = ", ".join(names)  # the engine's column names, never user text
+        typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
+        self._conn.execute(
+            text(
+                f"CREATE TEMP TABLE IF NOT EXISTS lore_copy ON COMMIT DELETE ROWS AS SELECT {typed} FROM lessons LIMIT 0"
+            )
+        )
+        raw = self._conn.connection.driver_connection
+        assert raw is not None
+        with raw.cursor() as cursor, cursor.copy(f"COPY lore_copy ({columns}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(
+                    [row["id"], scope["org"], scope["project"], *(row[name] for name in names[3:])]
+                )
+        inserted = self._conn.execute(
+            text(f"INSERT INTO lessons ({columns}) SELECT {columns} FROM lore_copy RETURNING {COLUMNS}")
+        )
+        return [dict(row._mapping) for row in inserted]
+
+    def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
+        """Nothing more: the row holds the vector, and its words are a generated column."""
+
+    def embedding(self, row: Mapping[str, Any]) -> bytes | None:
+        """float32 bytes, from pgvector's Vector or ndarray (by version)."""
+        found = row["embedding"]
+        if found is None:
+            return None
+        array = found.to_numpy() if hasattr(found, "to_numpy") else found
+        return np.asarray(array, dtype=np.float32).tobytes()
+
+    def removed(self, key: int) -> None:
+        """Nothing more: the row held everything."""
+
+    def tagged(self, tags: str, count: str) -> str:
+        del count  # an array holds all of them or not
+        return f"tags @> :{tags}"

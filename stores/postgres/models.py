@@ -19,7 +19,7 @@ from stores.postgres.db import as_owner, transaction, unavailable_on_failure
 from stores.postgres.dims import EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
 from stores.postgres.sql import PostgresSqlTx
 
-# Where PostgresLessonStore._begin leaves the generation it read, for the transaction's images.
+# Where PostgresLessons._begin leaves the generation it read, for the transaction's images.
 GENERATION_INFO = "lore_model_generation"
 NOT_OWNER = (
     "lore-memory reembed changes every org's vectors, so it must connect as the database role that owns "

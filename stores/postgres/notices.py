@@ -33,7 +33,7 @@ Listener = Callable[[dict[str, Any]], None]
 
 
 class PostgresNotices:
-    """``NoticeFeed`` over a ``PostgresLessonStore``'s engine; ``close`` ends the listener."""
+    """``NoticeFeed`` over a ``PostgresLessons``'s engine; ``close`` ends the listener."""
 
     def __init__(self, engine: Engine, channel: str = CHANNEL, *, listen_url: str | None = None) -> None:
         self._engine = engine

@@ -231,7 +231,7 @@ async def test_a_key_sees_only_its_own_projects_log(store: Any, embedder: Embedd
 def reopened(store: Any, request: pytest.FixtureRequest, bounds: ActivityBounds) -> Any:
     """A second store on the same file or database, keeping ``bounds``."""
     if hasattr(store, "path"):
-        return open_local_store(store.path, activity_bounds=bounds)
+        return open_local_store(store._backend.path, activity_bounds=bounds)
     return open_postgres_store(request.getfixturevalue("postgres_url"), activity_bounds=bounds)
 
 

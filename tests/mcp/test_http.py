@@ -296,7 +296,11 @@ def test_healthz_stays_200_while_a_write_within_its_deadline_holds_the_writer(
     holding, release = threading.Event(), threading.Event()
 
     def write(seconds: float) -> None:  # a write of the server's own, as an apply runs it
-        with contextlib.suppress(deadline.DeadlineExceeded), deadline.limit(seconds), store._conns.writing():
+        with (
+            contextlib.suppress(deadline.DeadlineExceeded),
+            deadline.limit(seconds),
+            store._backend.conns.writing(),
+        ):
             holding.set()
             release.wait(30)  # the stuck one ends past its deadline: stopped, it changes nothing
 
@@ -312,7 +316,7 @@ def test_healthz_stays_200_while_a_write_within_its_deadline_holds_the_writer(
         stuck = threading.Thread(target=write, args=(0.5,))
         stuck.start()
         holding.wait(10)
-        while time.monotonic() <= store._conns.writer_until:  # held on the event past its deadline
+        while time.monotonic() <= store._backend.conns.writer_until:  # held on the event past its deadline
             time.sleep(0.01)
         past = httpx2.get(f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10)
         release.set()

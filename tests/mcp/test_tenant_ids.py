@@ -208,15 +208,15 @@ def test_a_local_file_with_database_wide_ids_keeps_everything_when_upgraded(
         before = open_local_store(path)
         ids = populate(before)
         sequence = "SELECT seq FROM sqlite_sequence WHERE name = 'lessons'"
-        highest = before._reader.execute(sequence).fetchone()[0]
+        highest = before._backend.conns.reader.execute(sequence).fetchone()[0]
         before.close()
     store = open_local_store(path)
     try:
         check_upgraded(store, ids)
         # pks are what the FTS, vector and tombstone rows point at: none was renumbered or reused.
-        assert store._reader.execute("SELECT max(pk) FROM lessons").fetchone()[0] > highest
-        assert store._reader.execute("PRAGMA foreign_key_check").fetchall() == []
-        assert store._reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store._backend.conns.reader.execute("SELECT max(pk) FROM lessons").fetchone()[0] > highest
+        assert store._backend.conns.reader.execute("PRAGMA foreign_key_check").fetchall() == []
+        assert store._backend.conns.reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     finally:
         store.close()
 

@@ -265,7 +265,7 @@ async def test_healthz_fails_when_writes_cannot_begin(
     with team_server(store, embedder) as server:
         key = server.keys.init_org("local").key
         healthy = httpx2.get(f"{server.base}/healthz", timeout=10)
-        with store._write_lock:  # a writer that never lets go
+        with store._backend.conns.write_lock:  # a writer that never lets go
             stuck = httpx2.get(
                 f"{server.base}/healthz", headers={"Authorization": f"Bearer {key}"}, timeout=10
             )

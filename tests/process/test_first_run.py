@@ -386,7 +386,7 @@ async def locked_by_another_process(request: pytest.FixtureRequest) -> str:
     """A write waiting on another connection's write beyond the busy timeout (shortened here)."""
     service: LessonService = request.getfixturevalue("local_service")
     request.getfixturevalue("monkeypatch").setattr(local_db, "BUSY_TIMEOUT_MS", 500)
-    holder = sqlean.connect(str(service.store.path), isolation_level=None)  # type: ignore[attr-defined]
+    holder = sqlean.connect(str(service.store._backend.path), isolation_level=None)  # type: ignore[attr-defined]
     try:
         async with connected(build_server(service)) as client:
             plan = make_plan(await schema_hash(client), create_table("notes", column("v", "text")))

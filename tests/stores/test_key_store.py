@@ -191,7 +191,10 @@ def test_a_local_file_at_schema_2_gains_orgs_and_keys(tmp_path: Path, monkeypatc
         open_local_store(path).close()
     store = open_local_store(path)
     try:
-        versions = [r[0] for r in store._reader.execute("SELECT version FROM schema_migrations ORDER BY 1")]
+        versions = [
+            r[0]
+            for r in store._backend.conns.reader.execute("SELECT version FROM schema_migrations ORDER BY 1")
+        ]
         assert versions == list(range(1, local_db.SCHEMA_VERSION + 1))
         store.keys.create_org("acme", "Acme")
         key = add(store.keys, "acme", "lore_sk_new")
@@ -281,7 +284,7 @@ def test_a_postgres_at_schema_2_gains_orgs_and_keys_for_the_rls_role(postgres_ur
             open_postgres_store(url).close()
         store = open_postgres_store(url)  # migration 3, and the grants on its new tables
         try:
-            with store._engine.connect() as conn:
+            with store._backend._engine.connect() as conn:
                 versions = conn.execute(text("SELECT version FROM schema_migrations ORDER BY 1")).scalars()
                 assert list(versions) == list(range(1, postgres_db.SCHEMA_VERSION + 1))
                 user = conn.execute(text("SELECT current_user")).scalar()
@@ -316,7 +319,7 @@ def test_recording_a_key_use_never_waits_behind_a_long_write(tmp_path: Path) -> 
     keys = store.keys
     keys.create_org("acme", "Acme")
     key = add(keys, "acme", "lore_sk_a")
-    with store._write_lock:  # a heavy apply of this process is writing
+    with store._backend.conns.write_lock:  # a heavy apply of this process is writing
         started = time.perf_counter()
         keys.touch_key("acme", key.id, T0)
         assert time.perf_counter() - started < 0.1

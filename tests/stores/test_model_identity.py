@@ -361,7 +361,7 @@ async def test_a_server_started_before_another_process_reembedded_refuses_with_t
     """Two store objects on one database stand for two processes: a running server, and
     `lore-memory reembed`."""
     elsewhere = (
-        open_local_store(store.path)  # type: ignore[attr-defined]
+        open_local_store(store._backend.path)  # type: ignore[attr-defined]
         if backend == "local"
         else open_postgres_store(request.getfixturevalue("postgres_url"))
     )

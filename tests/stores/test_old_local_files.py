@@ -66,12 +66,13 @@ def test_a_file_with_sqlite_vec_vectors_keeps_them_all(tmp_path: Path) -> None:
     before = as_sqlite_vec_left_it(path)
 
     store = open_local_store(path)
+    reader = store._backend.conns.reader
     try:
-        tables = {r[0] for r in store._reader.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {r[0] for r in reader.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert not any(name.startswith("lesson_vectors") for name in tables)
-        assert dict(store._reader.execute("SELECT pk, embedding FROM lesson_embeddings")) == before
-        assert store._reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        org_columns = {r[1] for r in store._reader.execute("PRAGMA table_info(commits)")} & {"org", "org_id"}
+        assert dict(reader.execute("SELECT pk, embedding FROM lesson_embeddings")) == before
+        assert reader.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        org_columns = {r[1] for r in reader.execute("PRAGMA table_info(commits)")} & {"org", "org_id"}
         assert org_columns == {"org_id"}
         with store.transaction(ALPHA, write=False) as tx:
             assert len(tx.commits(None, 100, None)) == 41  # 40 saves and a delete
@@ -79,7 +80,7 @@ def test_a_file_with_sqlite_vec_vectors_keeps_them_all(tmp_path: Path) -> None:
         assert [hit.lesson.id for hit in hits] == [ids[7]]
         saved = store.save(ALPHA, LessonDraft("a new problem", "r"), vector("new"))
         assert np.frombuffer(
-            store._reader.execute("SELECT embedding FROM lesson_embeddings ORDER BY pk DESC").fetchone()[0],
+            reader.execute("SELECT embedding FROM lesson_embeddings ORDER BY pk DESC").fetchone()[0],
             dtype=np.float32,
         ).shape == (len(vector("new")),)
         assert store.get(ALPHA, saved.id).problem == "a new problem"

@@ -67,7 +67,7 @@ def test_saves_and_recalls_go_through_the_pooler_unprepared(two: tuple[Store, St
 
 
 def test_each_transaction_takes_the_role_and_timeouts_for_itself(two: tuple[Store, Store]) -> None:
-    engine: Any = two[0]._engine  # type: ignore[attr-defined]
+    engine: Any = two[0]._backend._engine  # type: ignore[attr-defined]
     with engine.begin() as conn:
         privileged = conn.execute(
             text("SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = session_user")

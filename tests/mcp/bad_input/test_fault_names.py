@@ -312,7 +312,7 @@ def disk_full(store: Any, backend: str, request: pytest.FixtureRequest) -> Itera
     (SQLSTATE 53100), as Postgres does when a data file cannot grow.
     """
     if backend == "local":
-        writer = store._writer  # the connection every write of this store goes through
+        writer = store._backend.conns.writer  # the connection every write of this store goes through
         limit = writer.execute("PRAGMA max_page_count").fetchone()[0]
         writer.execute(f"PRAGMA max_page_count = {writer.execute('PRAGMA page_count').fetchone()[0]}")
         try:

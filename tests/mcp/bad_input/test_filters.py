@@ -354,7 +354,7 @@ async def test_a_writer_waiting_on_a_held_sqlite_lock_is_unavailable_after_the_b
 ) -> None:
     monkeypatch.setattr(local_db, "BUSY_TIMEOUT_MS", 1_000)
     server = build_server(LessonService(local_store, embedder, default_project="default"))
-    holder = sqlean.connect(str(local_store.path), isolation_level=None)  # type: ignore[attr-defined]
+    holder = sqlean.connect(str(local_store._backend.path), isolation_level=None)  # type: ignore[attr-defined]
     try:
         async with connected(server) as client:
             base = await schema_hash(client)
@@ -378,7 +378,7 @@ async def test_a_writer_waiting_on_a_held_sqlite_lock_gives_up_at_the_request_de
     local_store: LessonStore, embedder: Embedder
 ) -> None:
     server = build_server(LessonService(local_store, embedder, default_project="default"))
-    holder = sqlean.connect(str(local_store.path), isolation_level=None)  # type: ignore[attr-defined]
+    holder = sqlean.connect(str(local_store._backend.path), isolation_level=None)  # type: ignore[attr-defined]
     try:
         async with connected(server) as client:
             base = await schema_hash(client)

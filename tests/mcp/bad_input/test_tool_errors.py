@@ -97,7 +97,6 @@ async def test_an_unexpected_failure_is_reported_without_internals(
         raise RuntimeError("secret internal detail at /srv/lore/db.py line 12")
 
     store.recall = broken  # type: ignore[method-assign]
-    store.rank = broken  # type: ignore[method-assign]  # what recall_lessons calls, after match_words
     result = await client.call_tool("recall_lessons", {"query": "anything"})
     assert result.is_error
     text = result.content[0].text
