@@ -6,8 +6,7 @@ Remote mode lists the same functions but forwards each call by name and argument
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterator, Mapping
-from typing import Any
+from collections.abc import Collection
 
 from mcp.server.mcpserver.tools import Tool, ToolManager
 
@@ -21,31 +20,12 @@ class LoreTools(ToolManager):
     def __init__(self, groups: Collection[str]) -> None:
         super().__init__()
         self.names = dict.fromkeys(spec.name for spec in TOOLS if spec.group in groups)
-        self.schemas = _Schemas(self.names)
 
     def get_tool(self, name: str) -> Tool | None:
         return _tool(name) if name in self.names else None
 
     def list_tools(self) -> list[Tool]:
         return [_tool(name) for name in self.names]
-
-
-class _Schemas(Mapping[str, Mapping[str, Any]]):
-    """Each tool's input schema by name (what its arguments are checked against), made with the tool."""
-
-    def __init__(self, names: Mapping[str, None]) -> None:
-        self._names = names
-
-    def __getitem__(self, name: str) -> Mapping[str, Any]:
-        if name not in self._names:
-            raise KeyError(name)
-        return _tool(name).parameters
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names)
-
-    def __len__(self) -> int:
-        return len(self._names)
 
 
 @functools.cache

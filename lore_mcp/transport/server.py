@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -77,9 +77,8 @@ class LoreServer(MCPServer):
         self.heavy_gate = heavy_gate
         # The subscriptions/listen handler, whose close() shutdown calls before it drains.
         self.listen_streams: ScopedListen | None = None
-        # The tools of the ``tools`` groups; each one's input schema is what its arguments are checked against.
-        self._tool_manager = manager = LoreTools(tools)
-        self.tool_schemas: Mapping[str, Mapping[str, Any]] = manager.schemas
+        # The tools of the ``tools`` groups (the SDK's manager, each tool made on first use).
+        self._tool_manager = LoreTools(tools)
 
     async def list_tools(self) -> list[Any]:
         caller = self.caller()
@@ -101,7 +100,7 @@ class LoreServer(MCPServer):
 
     def check_call(self, name: str, arguments: dict[str, Any]) -> None:
         """Refuse unknown arguments and non-finite numbers: the SDK would drop one and misname the other."""
-        schema = self.tool_schemas.get(name)
+        schema = self._tool_input_schema(name)  # the tool's input schema as listed
         if schema is not None:
             try:
                 check_arguments(name, schema, arguments)
