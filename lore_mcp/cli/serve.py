@@ -33,8 +33,8 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
-    """Open the store and serve; the model loads once ``initialize`` is answered: its load holds the
-    GIL (ONNX Runtime builds the session under it), so loading sooner held the answer back."""
+    """Open the store and serve; the model loads once ``initialize`` is answered: importing ONNX
+    Runtime holds the GIL, so loading it sooner held the answer back (by 0.1-0.3 s)."""
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
     app = open_or_report(settings, read_only="warn")
