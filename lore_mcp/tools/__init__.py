@@ -22,10 +22,10 @@ class LoreTools(ToolManager):
         self.names = dict.fromkeys(spec.name for spec in TOOLS if spec.group in groups)
 
     def get_tool(self, name: str) -> Tool | None:
-        return _tool(name) if name in self.names else None
+        return _tool(name) if name in self.names else super().get_tool(name)
 
-    def list_tools(self) -> list[Tool]:
-        return [_tool(name) for name in self.names]
+    def list_tools(self) -> list[Tool]:  # registry order, then any added with the SDK's add_tool
+        return [_tool(name) for name in self.names] + super().list_tools()
 
 
 @functools.cache
