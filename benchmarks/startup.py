@@ -11,7 +11,7 @@ Measured, each printed and written to ``benchmarks/results-startup.json``:
   ``MCPServer`` (``bare_server.py``: spawn -> ``initialize``, spawn -> its first ``ping``)
   spawned in the same runs in a rotating order, and Lore's own cost, the per-run difference;
   the CPU seconds each process had used by then (steadier than the wall clock on a busy
-  machine); the server's RSS right after that save (VmRSS) and its high-water mark (VmHWM).
+  machine) and Lore's own, the difference again; the server's RSS right after that save (VmRSS) and its high-water mark (VmHWM).
   Median and range of ``--runs``. ``--baseline DIR`` adds the Lore of another checkout to
   every run (before and after a change, on the same machine at the same moment).
 - the default encoder in this process: query p50 (distinct texts, so the cache never helps)
@@ -139,6 +139,8 @@ def bench_cold(runs: int, workdir: Path, errlog: Any, baseline: Path | None = No
                 f"{name}_own_first_save_s": lore["first_save_s"] - bare["first_call_s"],
                 f"{name}_initialize_cpu_s": lore["initialize_cpu_s"],
                 f"{name}_first_save_cpu_s": lore["first_save_cpu_s"],
+                f"{name}_own_initialize_cpu_s": lore["initialize_cpu_s"] - bare["initialize_cpu_s"],
+                f"{name}_own_first_save_cpu_s": lore["first_save_cpu_s"] - bare["first_call_cpu_s"],
                 f"{name}_VmRSS_mb": lore["VmRSS"],
                 f"{name}_VmHWM_mb": lore["VmHWM"],
             }

@@ -11,7 +11,6 @@ from lore_mcp.app import App, open_app
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
-    from lore_mcp.embedding.embedder import Embedder
     from stores import Unwritable
 
 # On an unwritable local database: refuse (it writes), warn (a server: reads work, saves answer
@@ -19,14 +18,12 @@ if TYPE_CHECKING:
 ReadOnly = Literal["refuse", "warn", "allow"]
 
 
-def open_or_report(
-    settings: Settings, *, read_only: ReadOnly = "refuse", embedder: Embedder | None = None
-) -> App | None:
+def open_or_report(settings: Settings, *, read_only: ReadOnly = "refuse") -> App | None:
     """``open_app``, or None after printing why the store cannot open or be written (exit 1)."""
     from stores import StoreError
 
     try:
-        app = open_app(settings, embedder=embedder)
+        app = open_app(settings)
     except StoreError as exc:
         report_failure(exc)
         return None

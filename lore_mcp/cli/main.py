@@ -11,10 +11,12 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from lore_mcp import __version__
-from lore_mcp.settings import Settings, expand_path
+
+if TYPE_CHECKING:  # imported when a command runs: pydantic's settings cost `--help` 0.2 s
+    from lore_mcp.settings import Settings
 
 # Flags of `lore-memory mcp`, one per setting: (flag, settings field, help).
 _SETTING_FLAGS = [
@@ -78,6 +80,8 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def path_argument(text: str) -> Path:
     """A path on the command line, expanded as every path setting is (``settings.expand_path``)."""
+    from lore_mcp.settings import expand_path
+
     try:
         return expand_path(text)
     except ValueError as exc:
@@ -249,6 +253,8 @@ def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: boo
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Environment first, then any flags given on the command line."""
+    from lore_mcp.settings import Settings
+
     overrides = {
         field: getattr(args, field)
         for _, field, _ in _SETTING_FLAGS

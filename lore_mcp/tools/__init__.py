@@ -8,20 +8,30 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection
 
-from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.tools import Tool, ToolManager
 
 from lore_mcp.tools.registry import SPECS, TOOLS
 
 
-def lore_tools(groups: Collection[str]) -> list[Tool]:
-    """The tools of ``groups``, in registry order, made once per process (about 8 ms a tool,
-    130 ms a server) and shared, since a tool finds its services through the calling server."""
-    return [_tool(spec.name) for spec in TOOLS if spec.group in groups]
+class LoreTools(ToolManager):
+    """The SDK's tool manager over the tools of ``groups``, each made on first use (about 8 ms a tool):
+    made all at once they held back the ``initialize`` answer, and a first call needs only its own."""
+
+    def __init__(self, groups: Collection[str]) -> None:
+        super().__init__()
+        self.names = dict.fromkeys(spec.name for spec in TOOLS if spec.group in groups)
+
+    def get_tool(self, name: str) -> Tool | None:
+        return _tool(name) if name in self.names else super().get_tool(name)
+
+    def list_tools(self) -> list[Tool]:  # registry order, then any added with the SDK's add_tool
+        return [_tool(name) for name in self.names] + super().list_tools()
 
 
 @functools.cache
 def _tool(name: str) -> Tool:
-    """Tool ``name`` as the SDK makes it, once per process (see ``lore_tools``)."""
+    """Tool ``name`` as the SDK makes it, once per process and shared by every server, since a tool
+    finds its services through the calling server."""
     spec = SPECS[name]
     return Tool.from_function(
         spec.function,

@@ -220,7 +220,7 @@ class RemoteLoreServer(LoreServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
-        schema = self.tool_schemas.get(name)
+        schema = self._tool_input_schema(name)
         if schema is None and name not in ADMIN_TOOLS:
             raise ToolError(
                 wire_text("NOT_FOUND", f"There is no tool named {name!r}; call tools/list to see them.")

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Collection, Mapping
-from types import MappingProxyType
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Literal
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.mcpserver.tools import Tool
 from pydantic import ValidationError
 
 from lore_mcp import __version__
@@ -21,7 +19,7 @@ from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.errors import UNAVAILABLE, InvalidArgument, LoreError, describe, wire_text
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S
-from lore_mcp.tools import lore_tools
+from lore_mcp.tools import LoreTools
 from lore_mcp.tools.argument_checks import check_arguments
 from lore_mcp.tools.context import Services
 from lore_mcp.tools.prompts import add_prompts
@@ -52,7 +50,7 @@ class LoreServer(MCPServer):
         self,
         services: Services | None,
         *,
-        tools: list[Tool],
+        tools: Collection[str],
         local_caller: Caller | None = None,
         request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
         heavy_gate: HeavyGate | None = None,
@@ -66,7 +64,6 @@ class LoreServer(MCPServer):
             website_url=WEBSITE_URL,
             version=__version__,
             instructions=INSTRUCTIONS,
-            tools=tools,
             log_level=log_level,
             **settings,
         )
@@ -80,10 +77,8 @@ class LoreServer(MCPServer):
         self.heavy_gate = heavy_gate
         # The subscriptions/listen handler, whose close() shutdown calls before it drains.
         self.listen_streams: ScopedListen | None = None
-        # Each tool's input schema as listed, which its arguments are checked against.
-        self.tool_schemas: Mapping[str, Mapping[str, Any]] = MappingProxyType(
-            {tool.name: tool.parameters for tool in tools}
-        )
+        # The tools of the ``tools`` groups (the SDK's manager, each tool made on first use).
+        self._tool_manager = LoreTools(tools)
 
     async def list_tools(self) -> list[Any]:
         caller = self.caller()
@@ -105,7 +100,7 @@ class LoreServer(MCPServer):
 
     def check_call(self, name: str, arguments: dict[str, Any]) -> None:
         """Refuse unknown arguments and non-finite numbers: the SDK would drop one and misname the other."""
-        schema = self.tool_schemas.get(name)
+        schema = self._tool_input_schema(name)  # the tool's input schema as listed
         if schema is not None:
             try:
                 check_arguments(name, schema, arguments)
@@ -200,7 +195,7 @@ def lore_server(
     ``bus`` carries change notices. Without ``services`` it forwards every call (remote mode)."""
     served = set(groups) if services is not None and services.keys is not None else set(groups) - {"admin"}
     middleware = [load_model_after_first_request(services.lessons.embedder)] if services is not None else []
-    server = server_class(services, tools=lore_tools(served), middleware=middleware, **settings)
+    server = server_class(services, tools=served, middleware=middleware, **settings)
     if services is not None:
         add_prompts(server)
         add_memory_resources(server, services)
