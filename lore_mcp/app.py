@@ -148,9 +148,9 @@ def loop_settings(settings: Settings) -> LoopSettings:
     )
 
 
-def open_app(settings: Settings, *, embedder: Embedder | None = None) -> App:
+def open_app(settings: Settings) -> App:
     """``open_store`` and the services over it (raises as ``open_store`` does)."""
-    return App(settings, open_store(settings), embedder=embedder)
+    return App(settings, open_store(settings))
 
 
 class App:
