@@ -67,12 +67,5 @@ async def ask_to_save(
     """For stop hooks: whether to ask the agent to save what the session learned (the server's
     settings and this hour's asks decide); records the ask in the activity log."""
     call = call_of(ctx)
-    decision = await call.services.loop.ask_to_save(
-        session_id=session_id,
-        signal=signal,
-        remember=remember,
-        project=project,
-        caller=call.caller,
-        client=call.client,
-    )
+    decision = await call.services.loop.ask_to_save(**call.given(locals()))
     return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
