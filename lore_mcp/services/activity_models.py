@@ -4,27 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from stores import ActivityEntry, StaleLesson
+from stores import ACTIVITY_KINDS, ActivityEntry, StaleLesson
 
-ActivityKind = Literal[
-    "save",
-    "update",
-    "merge",
-    "vote",
-    "delete",
-    "recall",
-    "apply",
-    "revert",
-    "import",
-    "key",
-    "inject",
-    "ask",
-    "would_ask",
-]
+# The stores' kinds, declared once there (a string for mypy, which takes no computed Literal).
+if TYPE_CHECKING:
+    ActivityKind = str
+else:
+    ActivityKind = Literal[ACTIVITY_KINDS]
 
 
 class RecalledOut(BaseModel):
