@@ -191,14 +191,9 @@ def _capture(
         save_state(hook.session, state)
         return {}
     words = signal or "the person asked to remember it (#remember)"
+    scoped = {"project": project} if project else {}
     decision = call(
-        "ask_to_save",
-        {
-            "session_id": hook.session,
-            "signal": words,
-            "remember": remember,
-            **({"project": project} if project else {}),
-        },
+        "ask_to_save", {"session_id": hook.session, "signal": words, "remember": remember, **scoped}
     )
     save_state(hook.session, _cleared(state))
     if not decision.get("ask"):

@@ -9,12 +9,7 @@ import anyio.to_thread
 
 from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
-from lore_mcp.services.activity_models import (
-    ActivityEntryOut,
-    ActivityResult,
-    LessonRecalls,
-    StaleLessonOut,
-)
+from lore_mcp.services.activity_models import ActivityEntryOut, ActivityResult, LessonRecalls, StaleLessonOut
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.structured import in_transaction

@@ -269,11 +269,7 @@ def make_draft(
         expires_at = expiry(ttl_days)
     clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
     draft = LessonDraft(
-        **texts,
-        tags=clean_tags,
-        confidence=float(confidence),
-        expires_at=expires_at,
-        meta=clean_meta,
+        **texts, tags=clean_tags, confidence=float(confidence), expires_at=expires_at, meta=clean_meta
     )
     return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))
 

@@ -121,11 +121,8 @@ class FileReport:
     errors: list[str] = field(default_factory=list)  # "line N: why"
 
     def count(self, saved: Sequence[SaveResult]) -> None:
-        """Add one batch's outcome."""
-        tally = _tally(saved)
-        self.added += tally["added"]
-        self.skipped += tally["skipped"]
-        self.merged += tally["merged"]
+        for name, n in _tally(saved).items():
+            setattr(self, name, getattr(self, name) + n)
 
 
 def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
@@ -299,18 +296,12 @@ class Transfer:
         vectors: list[np.ndarray] = []
         for start in range(0, len(items), FILE_BATCH):
             batch = items[start : start + FILE_BATCH]
-            batch_drafts, batch_vectors = (
-                [draft for draft, _ in batch],
-                self._vectors(batch, report, kept=kept),
-            )
-            if strict:
-                drafts += batch_drafts
-                vectors += batch_vectors
-            else:
-                report.count(self.lessons.store_drafts(scope, batch_drafts, batch_vectors, keep_ids=True))
+            drafts += [draft for draft, _ in batch]
+            vectors += self._vectors(batch, report, kept=kept)
+            if not strict or start + FILE_BATCH >= len(items):
+                report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
+                drafts, vectors = [], []
             progress(len(batch))
-        if strict:
-            report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
 
     def _takes(self, model: EmbeddingModel) -> bool:
         """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
