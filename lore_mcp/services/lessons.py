@@ -183,15 +183,8 @@ class LessonService:
         recorded = note("recall", caller, client)
         async with failures_recorded(self.store, scope, recorded):
             hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
-        if verbose:
-            return RecallResult(
-                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
-            )
-        return RecallResult(
-            lessons=[
-                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
-            ]
-        )
+        shape, scored = (LessonOut, RecalledLesson) if verbose else (CompactLesson, CompactRecalledLesson)
+        return RecallResult(lessons=[scored(**shape.of(h.lesson).model_dump(), score=h.score) for h in hits])
 
     async def _recall(
         self,
