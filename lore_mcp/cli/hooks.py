@@ -92,11 +92,9 @@ def save_state(session: str, state: SessionState) -> None:
     temporary.replace(path)
     cutoff = time.time() - STATE_DAYS * 86_400
     for old in folder.glob("*.json"):
-        try:
+        with contextlib.suppress(OSError):
             if old.stat().st_mtime < cutoff:
                 old.unlink()
-        except OSError:
-            continue
 
 
 def ask_text(signal: str, project: str | None) -> str:

@@ -155,7 +155,7 @@ class Transfer:
         with self.store.transaction(Scope(org=org, project=self.lessons.default_project), write=False) as tx:
             return tx.org_projects()
 
-    def lessons_of(self, scope: Scope) -> Iterator[StoredLesson]:
+    def lessons_of(self, scope: Scope) -> list[StoredLesson]:
         """Every live lesson of the project, oldest first."""
         page: list[StoredLesson] = []
         cursor: str | None = None
@@ -164,8 +164,7 @@ class Transfer:
             page.extend(listed.lessons)
             cursor = listed.next_cursor
             if cursor is None:
-                break
-        yield from reversed(page)
+                return page[::-1]
 
     def commits_of(self, scope: Scope) -> list[structured.Commit]:
         """Every commit of the project, oldest first."""
@@ -176,9 +175,8 @@ class Transfer:
                 chunk = tx.commits(None, 500, before)
             found.extend(chunk)
             if len(chunk) < 500:
-                break
+                return found[::-1]
             before = chunk[-1].seq
-        return list(reversed(found))
 
     def export_lines(
         self, org: str, project: str | None, *, with_history: bool, with_vectors: bool = False
@@ -189,27 +187,22 @@ class Transfer:
             yield {"type": "model", **json.loads(model.to_json())}
         for name in projects:
             scope = Scope(org=org, project=name)
-            page: list[StoredLesson] = []
-            for lesson in self.lessons_of(scope):
-                page.append(lesson)
-                if model is None:
-                    yield lesson_line(lesson)
-                elif len(page) == EXPORT_PAGE:
-                    yield from self._with_vectors(scope, page)
-            if model is not None:
-                yield from self._with_vectors(scope, page)
+            lessons = self.lessons_of(scope)
+            for start in range(0, len(lessons), EXPORT_PAGE):
+                yield from self._lines(scope, lessons[start : start + EXPORT_PAGE], vectors=model is not None)
             if with_history:
                 for commit in self.commits_of(scope):
                     yield commit_line(name, commit)
 
-    def _with_vectors(self, scope: Scope, page: list[StoredLesson]) -> Iterator[dict[str, Any]]:
-        """The page's lesson lines, each with its vector; the page is emptied."""
-        found = self.store.embeddings(scope, [lesson.id for lesson in page])
+    def _lines(self, scope: Scope, page: list[StoredLesson], *, vectors: bool) -> Iterator[dict[str, Any]]:
+        """The page's lesson lines, each with its vector when asked (one query a page)."""
+        found = self.store.embeddings(scope, [lesson.id for lesson in page]) if vectors else {}
         for lesson in page:
             vector = found.get(lesson.id)
-            extra = {"vector": base64.b64encode(vector).decode("ascii")} if vector else {}
-            yield {**lesson_line(lesson), **extra}
-        page.clear()
+            yield {
+                **lesson_line(lesson),
+                **({"vector": base64.b64encode(vector).decode("ascii")} if vector else {}),
+            }
 
     async def export_page(
         self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
