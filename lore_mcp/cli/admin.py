@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lore_mcp.cli.common import open_or_report, report_failure
+from lore_mcp.cli.common import open_or_report, report_failure, say
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -22,8 +21,7 @@ def migrate(_args: argparse.Namespace, settings: Settings) -> int:
         return 1
     app.close()
     where = settings.db_path if settings.store == "local" else "Postgres"
-    print(f"lore-memory: {where} is at the current schema.", file=sys.stderr)
-    return 0
+    return say(f"{where} is at the current schema.")
 
 
 def administer_keys(args: argparse.Namespace, settings: Settings) -> int:

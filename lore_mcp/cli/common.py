@@ -30,15 +30,12 @@ def open_or_report(settings: Settings, *, read_only: ReadOnly = "refuse") -> App
     problem = read_only_problem(settings) if read_only != "allow" else None
     if problem is not None:
         if read_only == "refuse":
-            print(
-                f"lore-memory: UNAVAILABLE: {problem.sentence('so this command cannot run')}", file=sys.stderr
-            )
+            say(f"UNAVAILABLE: {problem.sentence('so this command cannot run')}")
             app.close()
             return None
-        print(
-            "lore-memory: WARNING: UNAVAILABLE: "
-            + problem.sentence("so recall works but every save will answer UNAVAILABLE"),
-            file=sys.stderr,
+        say(
+            "WARNING: UNAVAILABLE: "
+            + problem.sentence("so recall works but every save will answer UNAVAILABLE")
         )
     return app
 
@@ -52,10 +49,15 @@ def read_only_problem(settings: Settings) -> Unwritable | None:
     return unwritable(settings.db_path)
 
 
+def say(text: str, status: int = 0) -> int:
+    """``lore-memory: text`` on stderr (progress, counts, refusals); returns the exit ``status``."""
+    print(f"lore-memory: {text}", file=sys.stderr)
+    return status
+
+
 def report_failure(exc: BaseException) -> int:
     """Print ``exc`` as its code and sentence (``describe`` logs anything unexpected); returns 1."""
     from lore_mcp.errors import describe
 
     code, message = describe(exc)
-    print(f"lore-memory: {code}: {message}", file=sys.stderr)
-    return 1
+    return say(f"{code}: {message}", 1)

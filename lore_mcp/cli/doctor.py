@@ -68,11 +68,8 @@ def check_sqlite(_settings: Settings) -> Check:
         )
     finally:
         conn.close()
-    return Check(
-        "sqlite",
-        True,
-        f"SQLite {sqlean.sqlite_version} (sqlean.py) with FTS5; vectors in numpy, no sqlite-vec needed",
-    )
+    detail = f"SQLite {sqlean.sqlite_version} (sqlean.py) with FTS5; vectors in numpy, no sqlite-vec needed"
+    return Check("sqlite", True, detail)
 
 
 def configured_embedder(settings: Settings) -> Embedder:
@@ -139,11 +136,8 @@ def check_database(settings: Settings) -> Check:
         store.close()
     if problem is not None:
         return Check("database", False, problem.sentence("so every save would answer UNAVAILABLE"))
-    return Check(
-        "database",
-        True,
-        f"{where} opens at the current schema{extra}; {lessons} lessons in org {settings.org!r}",
-    )
+    detail = f"{where} opens at the current schema{extra}; {lessons} lessons in org {settings.org!r}"
+    return Check("database", True, detail)
 
 
 def check_vectors(settings: Settings) -> Check:

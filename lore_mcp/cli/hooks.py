@@ -92,11 +92,9 @@ def save_state(session: str, state: SessionState) -> None:
     temporary.replace(path)
     cutoff = time.time() - STATE_DAYS * 86_400
     for old in folder.glob("*.json"):
-        try:
+        with contextlib.suppress(OSError):
             if old.stat().st_mtime < cutoff:
                 old.unlink()
-        except OSError:
-            continue
 
 
 def ask_text(signal: str, project: str | None) -> str:
@@ -191,14 +189,9 @@ def _capture(
         save_state(hook.session, state)
         return {}
     words = signal or "the person asked to remember it (#remember)"
+    scoped = {"project": project} if project else {}
     decision = call(
-        "ask_to_save",
-        {
-            "session_id": hook.session,
-            "signal": words,
-            "remember": remember,
-            **({"project": project} if project else {}),
-        },
+        "ask_to_save", {"session_id": hook.session, "signal": words, "remember": remember, **scoped}
     )
     save_state(hook.session, _cleared(state))
     if not decision.get("ask"):
@@ -255,27 +248,13 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
     import anyio
 
     from lore_mcp.app import loop_settings, open_app
-    from lore_mcp.services.loop import LoopService, hook_output
-    from lore_mcp.services.workdir import Workdir
+    from lore_mcp.services.loop import LoopService
 
     with open_app(settings) as app:
         if warm:
             app.embedder.start()
         loop = LoopService(app.lessons, loop_settings(settings))
-
-        async def run(name: str, args: dict[str, Any]) -> dict[str, Any]:
-            asked = {"session_id": args["session_id"], "project": args.get("project"), "client": CLIENT_NAME}
-            if name == "session_context":
-                where = Workdir(repository=args.get("repository"), branch=args.get("branch"))
-                return hook_output("SessionStart", await loop.session_context(where=where, **asked))
-            if name == "prompt_context":
-                found = await loop.prompt_context(prompt=args["prompt"], **asked)
-                return hook_output("UserPromptSubmit", found)
-            remember = bool(args.get("remember"))
-            decision = await loop.ask_to_save(signal=args["signal"], remember=remember, **asked)
-            return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
-
-        yield lambda name, args: anyio.run(run, name, args)
+        yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, client=CLIENT_NAME))
 
 
 # The client name a command hook's activity entries carry.

@@ -13,18 +13,11 @@ from typing import Any
 
 # Each client's events, and the ``lore-memory hook`` event each runs.
 EVENTS = {
-    "claude-code": {
-        "SessionStart": "session-start",
-        "UserPromptSubmit": "prompt",
-        "Stop": "stop",
-        "PreCompact": "pre-compact",
-    },
-    "cursor": {
-        "sessionStart": "session-start",
-        "beforeSubmitPrompt": "prompt",
-        "stop": "stop",
-        "preCompact": "pre-compact",
-    },
+    client: dict(zip(names.split(), ("session-start", "prompt", "stop", "pre-compact"), strict=True))
+    for client, names in (
+        ("claude-code", "SessionStart UserPromptSubmit Stop PreCompact"),
+        ("cursor", "sessionStart beforeSubmitPrompt stop preCompact"),
+    )
 }
 # Seconds a client waits for a hook (Claude Code's `timeout`); Lore's answer well within it.
 TIMEOUT_S = 10

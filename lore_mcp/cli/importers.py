@@ -199,41 +199,29 @@ def _mcp_memory_service(text: str) -> Conversion:
         out.error("file", "expected mcp-memory-service's export: a JSON object with a 'memories' list")
         return out.result
     for number, memory in enumerate(memories, start=1):
-        where = f"memory {number}"
-        if not isinstance(memory, dict):
-            out.error(where, "expected a JSON object")
-            continue
-        content = _text(memory.get("content"))
-        if content is None:
-            out.error(where, "'content' must be non-empty text")
-            continue
-        tags = memory.get("tags") or []
-        if isinstance(tags, str):  # the service also takes "a,b,c"
-            tags = tags.split(",")
-        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-            out.error(where, "'tags' must be a list of strings")
-            continue
-        memory_type = _text(memory.get("memory_type"))
         try:
-            created = _when(memory.get("created_at"))
-            updated = _when(memory.get("updated_at"))
+            lesson = _service_lesson(out.source, memory)
         except ValueError as exc:
-            out.error(where, str(exc))
+            out.error(f"memory {number}", str(exc))
             continue
-        out.add(where, _service_lesson(out.source, memory, content, tags, memory_type, created, updated))
+        out.add(f"memory {number}", lesson)
     return out.result
 
 
-def _service_lesson(
-    source: str,
-    memory: dict[str, Any],
-    content: str,
-    tags: list[str],
-    memory_type: str | None,
-    created: datetime | None,
-    updated: datetime | None,
-) -> dict[str, Any]:
-    """A memory as a lesson, its id from content hash and creation time (stable on re-import)."""
+def _service_lesson(source: str, memory: Any) -> dict[str, Any]:
+    """A memory as a lesson, its id from content hash and creation time (stable on re-import);
+    ``ValueError`` says why a memory cannot be one."""
+    if not isinstance(memory, dict):
+        raise ValueError("expected a JSON object")
+    content = _text(memory.get("content"))
+    if content is None:
+        raise ValueError("'content' must be non-empty text")
+    tags = memory.get("tags") or []
+    if isinstance(tags, str):  # the service also takes "a,b,c"
+        tags = tags.split(",")
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ValueError("'tags' must be a list of strings")
+    created, updated = _when(memory.get("created_at")), _when(memory.get("updated_at"))
     content_hash = memory.get("content_hash")
     if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
         content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
@@ -243,7 +231,9 @@ def _service_lesson(
         "id": stable_id(source, store, content_hash.lower(), millis=millis),
         "problem": _first_line(content),
         "resolution": content,
-        "tags": _tags([t for t in tags if t.strip().lower() != "untagged"] + [memory_type or ""]),
+        "tags": _tags(
+            [t for t in tags if t.strip().lower() != "untagged"] + [_text(memory.get("memory_type")) or ""]
+        ),
         "source": source,
         "created_at": created.isoformat() if created else None,
         "updated_at": changed.isoformat() if (changed := updated or created) else None,

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from lore_mcp.app import open_app
-from lore_mcp.cli.common import open_or_report, report_failure
+from lore_mcp.cli.common import open_or_report, report_failure, say
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -26,15 +26,13 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
     except StoreError as exc:
         return report_failure(exc)
     except Exception as exc:
-        print(f"lore-memory: VALIDATION_ERROR: {exc}", file=sys.stderr)
-        return 2
+        return say(f"VALIDATION_ERROR: {exc}", 2)
     counts = {"lesson": 0, "commit": 0}
     try:
         out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout  # noqa: SIM115
     except OSError as exc:
         app.close()
-        print(f"lore-memory: VALIDATION_ERROR: cannot write {args.out}: {exc.strerror}.", file=sys.stderr)
-        return 2
+        return say(f"VALIDATION_ERROR: cannot write {args.out}: {exc.strerror}.", 2)
     try:
         lines = app.transfer.export_lines(
             settings.org, project, with_history=args.with_history, with_vectors=args.with_vectors
@@ -49,8 +47,7 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
             out.close()
         app.close()
     history = f" and {counts['commit']} commits" if args.with_history else ""
-    print(f"lore-memory: exported {counts['lesson']} lessons{history}.", file=sys.stderr)
-    return 0
+    return say(f"exported {counts['lesson']} lessons{history}.")
 
 
 def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[str]] | int:
@@ -64,11 +61,9 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[
         with open(args.file, encoding="utf-8-sig") as f:
             text = f.read()
     except OSError as exc:
-        print(f"lore-memory: cannot read {args.file}: {exc.strerror}", file=sys.stderr)
-        return 2
+        return say(f"cannot read {args.file}: {exc.strerror}", 2)
     except Exception as exc:
-        print(f"lore-memory: VALIDATION_ERROR: {describe(exc)[1]}", file=sys.stderr)
-        return 2
+        return say(f"VALIDATION_ERROR: {describe(exc)[1]}", 2)
     lines, foreign = text.splitlines(), []
     if args.import_from != "lore":  # another server's export, as Lore lesson lines
         from lore_mcp.cli.importers import convert
@@ -93,31 +88,23 @@ def import_lessons(args: argparse.Namespace, settings: Settings) -> int:
     if app is None:
         return 1
     if not args.strict:
-        print(
-            f"lore-memory: importing in batches of {FILE_BATCH} lessons, each its own transaction and "
-            "`import` commit; if this stops part-way, run the same command again: lessons already "
-            "imported are skipped.",
-            file=sys.stderr,
+        say(
+            f"importing in batches of {FILE_BATCH} lessons, each its own transaction and `import` "
+            "commit; if this stops part-way, run the same command again: lessons already imported "
+            "are skipped."
         )
     try:
-        transfer = app.transfer
-        with counter("import") as bar:
-
-            def started(total: int) -> None:
-                bar.reset(total)
-
-            report = transfer.import_file(
+        with app, counter("import") as bar:
+            report = app.transfer.import_file(
                 lines,
                 org=settings.org,
                 project=project,
                 strict=args.strict,
-                started=started,
+                started=bar.reset,
                 progress=bar.update,
             )
     except Exception as exc:  # describe() logs anything unexpected
         return report_failure(exc)
-    finally:
-        app.close()
     return _print_import_report(report, foreign, strict=args.strict)
 
 
@@ -127,28 +114,22 @@ def _print_import_report(report: FileReport, foreign: list[str], *, strict: bool
 
     report.errors[:0] = foreign
     for error in report.errors:
-        print(f"lore-memory: {error}", file=sys.stderr)
+        say(error)
     if strict and report.errors:
-        print(
-            f"lore-memory: {len(report.errors)} malformed lines; nothing was imported (--strict).",
-            file=sys.stderr,
-        )
-        return 1
+        return say(f"{len(report.errors)} malformed lines; nothing was imported (--strict).", 1)
     if report.foreign_model is not None:
-        print(
-            f"lore-memory: the file's vectors come from {describe_model(report.foreign_model)}, not this "
-            "store's model; its lessons were embedded anew.",
-            file=sys.stderr,
+        say(
+            f"the file's vectors come from {describe_model(report.foreign_model)}, not this store's "
+            "model; its lessons were embedded anew."
         )
     redacted = f"; redacted {', '.join(sorted(report.redacted))}" if report.redacted else ""
     kept = f"; {report.kept_vectors} kept the vector the file carried" if report.kept_vectors else ""
-    print(
-        f"lore-memory: imported {report.added} lessons, skipped {report.skipped} already present, "
+    return say(
+        f"imported {report.added} lessons, skipped {report.skipped} already present, "
         f"{len(report.errors)} malformed lines skipped, {report.commits} commit lines not replayed, "
         f"{report.merged} merged into a stored lesson they added nothing to{redacted}{kept}.",
-        file=sys.stderr,
+        1 if report.errors else 0,
     )
-    return 1 if report.errors else 0
 
 
 def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
@@ -158,13 +139,12 @@ def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
 
     batch_size = args.batch_size if args.batch_size is not None else BATCH_SIZE
     if not 1 <= batch_size <= 10_000:
-        print("lore-memory: VALIDATION_ERROR: --batch-size must be between 1 and 10000.", file=sys.stderr)
-        return 2
+        return say("VALIDATION_ERROR: --batch-size must be between 1 and 10000.", 2)
     app = open_or_report(settings)
     if app is None:
         return 1
     try:
-        with counter("reembed") as bar:
+        with app, counter("reembed") as bar:
 
             def started(done: int, total: int) -> None:
                 bar.reset(total)
@@ -176,16 +156,11 @@ def reembed_lessons(args: argparse.Namespace, settings: Settings) -> int:
             )
     except Exception as exc:  # describe() logs anything unexpected
         return report_failure(exc)
-    finally:
-        app.close()
     model = f"{report.model.name} ({report.model.dimension} dimensions)"
     if not report.switched:
-        print(f"lore-memory: the store already records {model}; nothing to re-embed.", file=sys.stderr)
-        return 0
+        return say(f"the store already records {model}; nothing to re-embed.")
     kept = f" ({report.kept} kept from an earlier run)" if report.kept else ""
-    print(
-        f"lore-memory: re-embedded {report.reembedded} lessons{kept} with {model} in "
-        f"{report.seconds:.1f} s; the store now records {model}.",
-        file=sys.stderr,
+    return say(
+        f"re-embedded {report.reembedded} lessons{kept} with {model} in {report.seconds:.1f} s; "
+        f"the store now records {model}."
     )
-    return 0

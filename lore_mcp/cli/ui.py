@@ -7,10 +7,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import socket
-import sys
 from typing import TYPE_CHECKING
 
-from lore_mcp.cli.common import open_or_report
+from lore_mcp.cli.common import open_or_report, say
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -26,17 +25,15 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
     """Serve the page until Ctrl-C (or SIGTERM); the one-time key is revoked on the way out."""
     port, open_browser, log_level = args.port, not args.no_browser, args.log_level.upper()
     if settings.store == "remote":
-        print(
-            "lore-memory: the page serves this machine's store; with LORE_STORE=remote, open the team "
-            "server's /ui and sign in with your API key.",
-            file=sys.stderr,
+        return say(
+            "the page serves this machine's store; with LORE_STORE=remote, open the team server's /ui "
+            "and sign in with your API key.",
+            2,
         )
-        return 2
     try:
         listening = _listen(port)
     except OSError as exc:
-        print(f"lore-memory: UNAVAILABLE: cannot listen on {HOST}:{port} ({exc.strerror}).", file=sys.stderr)
-        return 1
+        return say(f"UNAVAILABLE: cannot listen on {HOST}:{port} ({exc.strerror}).", 1)
     app = open_or_report(settings.model_copy(update={"tools": page_groups()}), read_only="warn")
     if app is None:
         listening.close()
@@ -48,7 +45,7 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
             _serve(app, listening, key, open_browser=open_browser, log_level=log_level)
         finally:
             app.keys.revoke_key(key.org, key.id)
-            print("lore-memory: stopped; the page's key is revoked.", file=sys.stderr)
+            say("stopped; the page's key is revoked.")
     return 0
 
 

@@ -125,14 +125,13 @@ class CurationService:
         keep: str,
         other: str,
         *,
-        problem: str | None = None,
-        resolution: str | None = None,
-        context: str | None = None,
         dry_run: bool = False,
         project: str | None = None,
         caller: Caller | None = None,
         client: str | None = None,
+        **given: str | None,
     ) -> MergeResult:
+        """``merge_lessons``; ``given`` are the texts (problem, resolution, context) to use instead."""
         scope, recorded = self.lessons.scope(project, caller), note("merge", caller, client)
         store = self.lessons.store
         async with failures_recorded(store, scope, recorded):
@@ -141,7 +140,6 @@ class CurationService:
                 raise InvalidArgument("merge_lessons takes two different lessons.")
             kept = await anyio.to_thread.run_sync(store.get, scope, keep)
             gone = await anyio.to_thread.run_sync(store.get, scope, other)
-            given = {"problem": problem, "resolution": resolution, "context": context}
             patch, preview, how, kinds = merged(kept, gone, given)
             shown = MergeResult(
                 lesson=preview, merged_from=other, combined=how, dry_run=dry_run, redacted=kinds

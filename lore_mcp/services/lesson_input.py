@@ -22,13 +22,24 @@ ULID_PATTERN = re.compile(r"\A[0-7][0-9A-HJKMNP-TV-Z]{25}\Z")
 MAX_TTL_DAYS = 36_500
 
 
-def redact_fields(
-    problem: str | None, resolution: str | None, context: str | None, source: str | None
-) -> tuple[list[str | None], tuple[str, ...]]:
-    """Text fields redacted within their limits (``redaction.fit``), so a store re-imports."""
-    fields, kinds = redact_many([problem, resolution, context, source])
-    limits = (MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_TEXT_CHARS, MAX_SHORT_CHARS)
-    return [None if f is None else fit(f, n) for f, n in zip(fields, limits, strict=True)], kinds
+# A lesson's text fields and their limits; problem and resolution are required.
+TEXT_LIMITS = {
+    "problem": MAX_TEXT_CHARS,
+    "resolution": MAX_TEXT_CHARS,
+    "context": MAX_TEXT_CHARS,
+    "source": MAX_SHORT_CHARS,
+}
+
+
+def checked_texts(*, patch: bool = False, **texts: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Text fields checked (a patch may leave problem and resolution out), then redacted within
+    their limits (``redaction.fit``), so a store re-imports; '' becomes None."""
+    for name, limit in TEXT_LIMITS.items():
+        required = name in ("problem", "resolution") and not (patch and texts[name] is None)
+        check_text(name, texts[name], limit, required=required)
+    redacted, kinds = redact_many(texts.values())
+    fitted = {n: fit(t, TEXT_LIMITS[n]) if t else None for n, t in zip(texts, redacted, strict=True)}
+    return fitted, kinds
 
 
 def check_project(project: str) -> str:
@@ -251,28 +262,14 @@ def make_draft(
     meta: dict[str, Any] | None = None,
 ) -> tuple[LessonDraft, tuple[str, ...]]:
     """A new lesson checked then redacted: the one check of every save, import and bulk load."""
-    problem = check_text("problem", problem, MAX_TEXT_CHARS, required=True)
-    resolution = check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
-    context = check_text("context", context, MAX_TEXT_CHARS)
-    source = check_text("source", source, MAX_SHORT_CHARS)
+    texts, kinds = checked_texts(problem=problem, resolution=resolution, context=context, source=source)
     check_confidence(confidence)
     clean_tags, tag_kinds = normalise_tags(tags)
     if ttl_days is not None:
         expires_at = expiry(ttl_days)
-    (clean_problem, clean_resolution, context, source), kinds = redact_fields(
-        problem, resolution, context, source
-    )
     clean_meta, meta_kinds = redact_json(check_meta(meta or {}))
-    assert clean_problem is not None and clean_resolution is not None
     draft = LessonDraft(
-        problem=clean_problem,
-        resolution=clean_resolution,
-        context=context or None,
-        tags=clean_tags,
-        confidence=float(confidence),
-        source=source or None,
-        expires_at=expires_at,
-        meta=clean_meta,
+        **texts, tags=clean_tags, confidence=float(confidence), expires_at=expires_at, meta=clean_meta
     )
     return draft, tuple(sorted({*kinds, *tag_kinds, *meta_kinds}))
 
@@ -288,29 +285,19 @@ def make_patch(
     ttl_days: float | None = None,
 ) -> tuple[LessonPatch, list[str]]:
     """``update_lesson``'s patch checked first (bad input changes nothing), then redacted."""
-    if problem is not None:
-        check_text("problem", problem, MAX_TEXT_CHARS, required=True)
-    if resolution is not None:
-        check_text("resolution", resolution, MAX_TEXT_CHARS, required=True)
-    check_text("context", context, MAX_TEXT_CHARS)
-    check_text("source", source, MAX_SHORT_CHARS)
+    given = {"problem": problem, "resolution": resolution, "context": context, "source": source}
+    texts, kinds = checked_texts(patch=True, **given)
     if confidence is not None:
         check_confidence(confidence)
     clean_tags, tag_kinds = normalise_tags(tags) if tags is not None else (None, ())
     expires_at = expiry(ttl_days)
-    if all(v is None for v in (problem, resolution, context, tags, confidence, source, ttl_days)):
+    if all(v is None for v in (*given.values(), tags, confidence, ttl_days)):
         raise InvalidArgument("Nothing to update: pass at least one field to change.")
-    (problem, resolution, context, source), kinds = redact_fields(problem, resolution, context, source)
-    # An empty string clears an optional field.
-    clear = frozenset(name for name, value in (("context", context), ("source", source)) if value == "")
     patch = LessonPatch(
-        problem=problem,
-        resolution=resolution,
-        context=context or None,
+        **texts,
         tags=clean_tags,
         confidence=confidence,
-        source=source or None,
         expires_at=expires_at,
-        clear=clear,
+        clear=frozenset(name for name in ("context", "source") if given[name] == ""),  # '' clears it
     )
     return patch, sorted({*kinds, *tag_kinds})

@@ -183,15 +183,8 @@ class LessonService:
         recorded = note("recall", caller, client)
         async with failures_recorded(self.store, scope, recorded):
             hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
-        if verbose:
-            return RecallResult(
-                lessons=[RecalledLesson(**LessonOut.of(h.lesson).model_dump(), score=h.score) for h in hits]
-            )
-        return RecallResult(
-            lessons=[
-                CompactRecalledLesson(**CompactLesson.of(h.lesson).model_dump(), score=h.score) for h in hits
-            ]
-        )
+        shape, scored = (LessonOut, RecalledLesson) if verbose else (CompactLesson, CompactRecalledLesson)
+        return RecallResult(lessons=[scored(**shape.of(h.lesson).model_dump(), score=h.score) for h in hits])
 
     async def _recall(
         self,
@@ -313,7 +306,7 @@ class LessonService:
 
     async def update(
         self,
-        lesson_id: str,
+        id: str,
         *,
         project: str | None = None,
         caller: Caller | None = None,
@@ -323,7 +316,7 @@ class LessonService:
         """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
         scope, recorded = self.scope(project, caller), note("update", caller, client)
         async with failures_recorded(self.store, scope, recorded):
-            lesson_id = check_id(lesson_id)
+            lesson_id = check_id(id)
             patch, kinds = make_patch(**fields)
             vector = None
             if patch.problem is not None or patch.resolution is not None:

@@ -192,6 +192,17 @@ class LoopService:
         self.lessons.store.append_activity(scope, entry)
         return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
+    async def answer(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        """A ``loop`` tool's answer as Claude Code hook output, for the tools and for the command
+        hooks that run without a server (``lore_mcp.cli.hooks``)."""
+        if tool == "session_context":
+            where = Workdir(repository=arguments.pop("repository"), branch=arguments.pop("branch"))
+            return hook_output("SessionStart", await self.session_context(where=where, **arguments))
+        if tool == "prompt_context":
+            return hook_output("UserPromptSubmit", await self.prompt_context(**arguments))
+        decision = await self.ask_to_save(**arguments)
+        return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
+
     def _best(self, lessons: Iterable[Lesson]) -> list[Lesson]:
         """Lessons by votes, confidence and recency (recall's own multipliers), none voted down."""
         params = RankingParams(half_life_days=self.settings.half_life_days)

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from lore_mcp.redaction import redact
+from lore_mcp.services.lesson_input import check_json
 
 ColumnType = Literal["text", "integer", "real", "boolean", "json", "timestamp"]
 FilterOp = Literal["=", "!=", "<", "<=", ">", ">=", "in", "like", "is_null"]
@@ -126,17 +127,18 @@ class PlanModel(_Strict):
         return self.model_dump(by_alias=True, exclude_unset=True)
 
 
-def plan_values(plan: dict[str, Any]) -> tuple[dict[str, Any], list[tuple[str, Any]]]:
-    """``plan`` split into a frame (caller's values as None) and those values with their paths,
-    so a value's nesting is limited from itself, not the plan (five levels less for a row value)."""
+def check_values(name: str, given: Any) -> None:
+    """A plan (``name`` "plan") or ``query_rows``'s ``where`` as ``check_json`` takes it: its frame,
+    then each caller's value, so a value's nesting counts from itself, not the plan (five levels less
+    for a row value)."""
     values: list[tuple[str, Any]] = []
-    return map_values(plan, lambda where, value: values.append((where, value)), filters=True), values
 
+    def keep(where: str, value: Any) -> None:
+        values.append((where, value))
 
-def where_values(conditions: Any) -> tuple[Any, list[tuple[str, Any]]]:
-    """``query_rows``'s ``where`` split into its frame and its values, as ``plan_values`` does."""
-    values: list[tuple[str, Any]] = []
-    return filter_values("where", conditions, lambda where, value: values.append((where, value))), values
+    frame = map_values(given, keep, filters=True) if name == "plan" else filter_values(name, given, keep)
+    for where, value in [(name, frame), *values]:
+        check_json(where, value)
 
 
 def map_values(plan: dict[str, Any], fn: Callable[[str, Any], Any], *, filters: bool) -> dict[str, Any]:

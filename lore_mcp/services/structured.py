@@ -15,9 +15,9 @@ import anyio.to_thread
 from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact_json
-from lore_mcp.services.lesson_input import ULID_PATTERN, check_json
+from lore_mcp.services.lesson_input import ULID_PATTERN
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.plan_models import PlanModel, map_values, plan_values, where_values
+from lore_mcp.services.plan_models import PlanModel, check_values, map_values
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import failures_recorded, note
 from stores import (
@@ -114,10 +114,7 @@ class StructuredService:
         project: str | None = None,
         caller: Caller | None = None,
     ) -> dict[str, Any]:
-        frame, values = where_values(where)
-        check_json("where", frame)
-        for at, value in values:  # a value's nesting counts from the value, not the filter list
-            check_json(at, value)
+        check_values("where", where)
         rows = await self._read(project, caller, lambda tx: queries.read_table(tx, table))
         # After the read transaction: a slow filter holds no connection or lock (queries.py).
         return await anyio.to_thread.run_sync(
@@ -250,10 +247,7 @@ def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
     """The plan checked then redacted: message, row values (nested too) and column defaults.
     Filters are never stored and identifiers cannot hold a secret's shape, so they stay."""
     raw = plan.as_plan()
-    frame, values = plan_values(raw)  # a value's nesting counts from the value, not the plan
-    check_json("plan", frame)
-    for where, value in values:
-        check_json(where, value)
+    check_values("plan", raw)
     found: set[str] = set()
 
     def clean(where: str, value: Any) -> Any:

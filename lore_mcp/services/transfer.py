@@ -121,11 +121,8 @@ class FileReport:
     errors: list[str] = field(default_factory=list)  # "line N: why"
 
     def count(self, saved: Sequence[SaveResult]) -> None:
-        """Add one batch's outcome."""
-        tally = _tally(saved)
-        self.added += tally["added"]
-        self.skipped += tally["skipped"]
-        self.merged += tally["merged"]
+        for name, n in _tally(saved).items():
+            setattr(self, name, getattr(self, name) + n)
 
 
 def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
@@ -158,7 +155,7 @@ class Transfer:
         with self.store.transaction(Scope(org=org, project=self.lessons.default_project), write=False) as tx:
             return tx.org_projects()
 
-    def lessons_of(self, scope: Scope) -> Iterator[StoredLesson]:
+    def lessons_of(self, scope: Scope) -> list[StoredLesson]:
         """Every live lesson of the project, oldest first."""
         page: list[StoredLesson] = []
         cursor: str | None = None
@@ -167,8 +164,7 @@ class Transfer:
             page.extend(listed.lessons)
             cursor = listed.next_cursor
             if cursor is None:
-                break
-        yield from reversed(page)
+                return page[::-1]
 
     def commits_of(self, scope: Scope) -> list[structured.Commit]:
         """Every commit of the project, oldest first."""
@@ -179,9 +175,8 @@ class Transfer:
                 chunk = tx.commits(None, 500, before)
             found.extend(chunk)
             if len(chunk) < 500:
-                break
+                return found[::-1]
             before = chunk[-1].seq
-        return list(reversed(found))
 
     def export_lines(
         self, org: str, project: str | None, *, with_history: bool, with_vectors: bool = False
@@ -192,27 +187,22 @@ class Transfer:
             yield {"type": "model", **json.loads(model.to_json())}
         for name in projects:
             scope = Scope(org=org, project=name)
-            page: list[StoredLesson] = []
-            for lesson in self.lessons_of(scope):
-                page.append(lesson)
-                if model is None:
-                    yield lesson_line(lesson)
-                elif len(page) == EXPORT_PAGE:
-                    yield from self._with_vectors(scope, page)
-            if model is not None:
-                yield from self._with_vectors(scope, page)
+            lessons = self.lessons_of(scope)
+            for start in range(0, len(lessons), EXPORT_PAGE):
+                yield from self._lines(scope, lessons[start : start + EXPORT_PAGE], vectors=model is not None)
             if with_history:
                 for commit in self.commits_of(scope):
                     yield commit_line(name, commit)
 
-    def _with_vectors(self, scope: Scope, page: list[StoredLesson]) -> Iterator[dict[str, Any]]:
-        """The page's lesson lines, each with its vector; the page is emptied."""
-        found = self.store.embeddings(scope, [lesson.id for lesson in page])
+    def _lines(self, scope: Scope, page: list[StoredLesson], *, vectors: bool) -> Iterator[dict[str, Any]]:
+        """The page's lesson lines, each with its vector when asked (one query a page)."""
+        found = self.store.embeddings(scope, [lesson.id for lesson in page]) if vectors else {}
         for lesson in page:
             vector = found.get(lesson.id)
-            extra = {"vector": base64.b64encode(vector).decode("ascii")} if vector else {}
-            yield {**lesson_line(lesson), **extra}
-        page.clear()
+            yield {
+                **lesson_line(lesson),
+                **({"vector": base64.b64encode(vector).decode("ascii")} if vector else {}),
+            }
 
     async def export_page(
         self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
@@ -299,18 +289,12 @@ class Transfer:
         vectors: list[np.ndarray] = []
         for start in range(0, len(items), FILE_BATCH):
             batch = items[start : start + FILE_BATCH]
-            batch_drafts, batch_vectors = (
-                [draft for draft, _ in batch],
-                self._vectors(batch, report, kept=kept),
-            )
-            if strict:
-                drafts += batch_drafts
-                vectors += batch_vectors
-            else:
-                report.count(self.lessons.store_drafts(scope, batch_drafts, batch_vectors, keep_ids=True))
+            drafts += [draft for draft, _ in batch]
+            vectors += self._vectors(batch, report, kept=kept)
+            if not strict or start + FILE_BATCH >= len(items):
+                report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
+                drafts, vectors = [], []
             progress(len(batch))
-        if strict:
-            report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
 
     def _takes(self, model: EmbeddingModel) -> bool:
         """Whether the store's vectors come from ``model`` (a store with none adopts it)."""

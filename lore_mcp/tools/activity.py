@@ -8,7 +8,7 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from lore_mcp.services.activity_models import ActivityKind, ActivityResult
+from lore_mcp.services.activity import ActivityKind, ActivityResult
 from lore_mcp.tools.arguments import Cursor, Project
 from lore_mcp.tools.context import call_of
 from stores import MAX_LIST_LIMIT, ActivityQuery

@@ -15,8 +15,7 @@ Tags = Annotated[
     Field(max_length=32, description="Short labels, e.g. ['stripe', 'webhooks']."),
 ]
 Project = Annotated[
-    str | None,
-    Field(description="Project to use; defaults to the server's LORE_PROJECT.", max_length=64),
+    str | None, Field(description="Project to use; defaults to the server's LORE_PROJECT.", max_length=64)
 ]
 LessonId = Annotated[
     str, Field(description="A lesson id as returned by save_lesson or recall_lessons.", max_length=64)

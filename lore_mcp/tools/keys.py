@@ -42,8 +42,7 @@ async def list_keys(ctx: Context) -> KeyList:
 
 
 async def revoke_key(
-    ctx: Context,
-    id: Annotated[str, Field(max_length=64, description="A key id from list_keys.")],
+    ctx: Context, id: Annotated[str, Field(max_length=64, description="A key id from list_keys.")]
 ) -> KeyOut:
     """Revoke an API key of your org; it stops working on its next request (root keys only)."""
     call = call_of(ctx)

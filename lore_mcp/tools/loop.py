@@ -9,8 +9,6 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from lore_mcp.services.loop import hook_output
-from lore_mcp.services.workdir import Workdir
 from lore_mcp.tools.arguments import Project, Text
 from lore_mcp.tools.context import call_of
 
@@ -28,14 +26,7 @@ async def session_context(
     """For hooks at session start: the project's best lessons and those about the repository and
     branch, within the server's budget, as a Claude Code hook answer."""
     call = call_of(ctx)
-    injection = await call.services.loop.session_context(
-        session_id=session_id,
-        where=Workdir(repository=repository, branch=branch),
-        project=project,
-        caller=call.caller,
-        client=call.client,
-    )
-    return hook_output("SessionStart", injection)
+    return await call.services.loop.answer("session_context", **call.given(locals()))
 
 
 async def prompt_context(
@@ -47,10 +38,7 @@ async def prompt_context(
     """For hooks on each prompt: lessons that clearly match it and were not given earlier in the
     session, as a Claude Code hook answer; {} when none does."""
     call = call_of(ctx)
-    injection = await call.services.loop.prompt_context(
-        prompt=prompt, session_id=session_id, project=project, caller=call.caller, client=call.client
-    )
-    return hook_output("UserPromptSubmit", injection)
+    return await call.services.loop.answer("prompt_context", **call.given(locals()))
 
 
 async def ask_to_save(
@@ -67,12 +55,4 @@ async def ask_to_save(
     """For stop hooks: whether to ask the agent to save what the session learned (the server's
     settings and this hour's asks decide); records the ask in the activity log."""
     call = call_of(ctx)
-    decision = await call.services.loop.ask_to_save(
-        session_id=session_id,
-        signal=signal,
-        remember=remember,
-        project=project,
-        caller=call.caller,
-        client=call.client,
-    )
-    return {"ask": decision.ask, "recorded": decision.recorded, "why": decision.why}
+    return await call.services.loop.answer("ask_to_save", **call.given(locals()))
