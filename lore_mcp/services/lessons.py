@@ -306,7 +306,7 @@ class LessonService:
 
     async def update(
         self,
-        id: str,
+        lesson_id: str,
         *,
         project: str | None = None,
         caller: Caller | None = None,
@@ -316,7 +316,7 @@ class LessonService:
         """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
         scope, recorded = self.scope(project, caller), note("update", caller, client)
         async with failures_recorded(self.store, scope, recorded):
-            lesson_id = check_id(id)
+            lesson_id = check_id(lesson_id)
             patch, kinds = make_patch(**fields)
             vector = None
             if patch.problem is not None or patch.resolution is not None:

@@ -104,12 +104,6 @@ class Call:
         found.require_root(what)
         return found
 
-    def given(self, arguments: dict[str, Any], *, client: bool = True) -> dict[str, Any]:
-        """A tool's ``locals()`` as its service takes them, with the caller (and client): the
-        service's parameters are the tool's names, so no call restates the signature."""
-        named = {k: v for k, v in arguments.items() if k not in ("ctx", "call")}
-        return {**named, "caller": self.caller, **({"client": self.client} if client else {})}
-
     @property
     def keys(self) -> KeyService:
         if self.services.keys is None:  # pragma: no cover - key tools are listed only with it

@@ -58,4 +58,14 @@ async def merge_lessons(
     (summed), their tags, the higher confidence and the combined text; `other` is deleted.
     `combined` says how each text field was chosen. Revert the merge commit to undo it."""
     call = call_of(ctx)
-    return await call.services.curation.merge(**call.given(locals()))
+    return await call.services.curation.merge(
+        keep,
+        other,
+        problem=problem,
+        resolution=resolution,
+        context=context,
+        dry_run=dry_run,
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )

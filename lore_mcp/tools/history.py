@@ -27,7 +27,9 @@ async def history(
 ) -> dict[str, Any]:
     """List this project's commits newest first: every lesson change, apply and revert."""
     call = call_of(ctx)
-    return await call.services.tables.history(**call.given(locals(), client=False))
+    return await call.services.tables.history(
+        target, limit, cursor, project, effects=effects, caller=call.caller
+    )
 
 
 async def get_commit(ctx: Context, commit_id: CommitId, project: Project = None) -> dict[str, Any]:

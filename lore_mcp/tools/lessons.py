@@ -43,7 +43,18 @@ async def save_lesson(
     update_lesson or delete_lesson one that says the same thing.
     """
     call = call_of(ctx)
-    return await call.services.lessons.save(**call.given(locals()))
+    return await call.services.lessons.save(
+        problem=problem,
+        resolution=resolution,
+        context=context,
+        tags=tags,
+        confidence=confidence,
+        source=source,
+        project=project,
+        ttl_days=ttl_days,
+        caller=call.caller,
+        client=call.client,
+    )
 
 
 async def recall_lessons(
@@ -59,7 +70,16 @@ async def recall_lessons(
     may have been solved before. Matches by meaning and by words; fresher, more confident and
     upvoted lessons rank higher."""
     call = call_of(ctx)
-    return await call.services.lessons.recall(**call.given(locals()))
+    return await call.services.lessons.recall(
+        query=query,
+        tags=tags,
+        project=project,
+        limit=limit,
+        min_confidence=min_confidence,
+        verbose=verbose,
+        caller=call.caller,
+        client=call.client,
+    )
 
 
 async def upvote_lesson(ctx: Context, id: LessonId, project: Project = None) -> VoteResult:
@@ -98,7 +118,19 @@ async def update_lesson(
 ) -> UpdateLessonResult:
     """Correct or refine a lesson; only the fields you pass change."""
     call = call_of(ctx)
-    return await call.services.lessons.update(**call.given(locals()))
+    return await call.services.lessons.update(
+        id,
+        project=project,
+        problem=problem,
+        resolution=resolution,
+        context=context,
+        tags=tags,
+        confidence=confidence,
+        source=source,
+        ttl_days=ttl_days,
+        caller=call.caller,
+        client=call.client,
+    )
 
 
 async def delete_lesson(ctx: Context, id: LessonId, project: Project = None) -> DeleteResult:
@@ -117,4 +149,11 @@ async def list_lessons(
 ) -> ListResult:
     """List lessons newest first, a page at a time."""
     call = call_of(ctx)
-    return await call.services.lessons.list(**call.given(locals(), client=False))
+    return await call.services.lessons.list(
+        project=project,
+        tags=tags,
+        limit=limit,
+        cursor=cursor,
+        verbose=verbose,
+        caller=call.caller,
+    )

@@ -26,7 +26,15 @@ async def session_context(
     """For hooks at session start: the project's best lessons and those about the repository and
     branch, within the server's budget, as a Claude Code hook answer."""
     call = call_of(ctx)
-    return await call.services.loop.answer("session_context", **call.given(locals()))
+    return await call.services.loop.answer(
+        "session_context",
+        session_id=session_id,
+        repository=repository,
+        branch=branch,
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )
 
 
 async def prompt_context(
@@ -38,7 +46,14 @@ async def prompt_context(
     """For hooks on each prompt: lessons that clearly match it and were not given earlier in the
     session, as a Claude Code hook answer; {} when none does."""
     call = call_of(ctx)
-    return await call.services.loop.answer("prompt_context", **call.given(locals()))
+    return await call.services.loop.answer(
+        "prompt_context",
+        prompt=prompt,
+        session_id=session_id,
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )
 
 
 async def ask_to_save(
@@ -55,4 +70,12 @@ async def ask_to_save(
     """For stop hooks: whether to ask the agent to save what the session learned (the server's
     settings and this hour's asks decide); records the ask in the activity log."""
     call = call_of(ctx)
-    return await call.services.loop.answer("ask_to_save", **call.given(locals()))
+    return await call.services.loop.answer(
+        "ask_to_save",
+        session_id=session_id,
+        signal=signal,
+        remember=remember,
+        project=project,
+        caller=call.caller,
+        client=call.client,
+    )
