@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import sqlean
 from mcp import Client
 
 from lore_mcp.app import build_server
@@ -163,7 +163,9 @@ async def _ok(client: Client, tool: str, arguments: dict[str, Any]) -> Any:
 
 def _sqlite_counts(path: Path) -> Callable[[], tuple[int, ...]]:
     def counts() -> tuple[int, ...]:
-        with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        # sqlean, the store's own SQLite: a second SQLite library in this process would take the
+        # WAL index for its own, truncate it under the store's live mapping, and crash with SIGBUS.
+        with contextlib.closing(sqlean.connect(f"file:{path}?mode=ro", uri=True)) as conn:
             return tuple(conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in RAW_TABLES)
 
     return counts
