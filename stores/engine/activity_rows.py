@@ -207,7 +207,9 @@ class ActivityRecords:
         self._thread: threading.Thread | None = None
 
     def append(self, scope: Scope, note: ActivityNote) -> str:
-        """``stores.Store.append_activity``: held in memory, never a wait on the database."""
+        """``stores.Store.append_activity``: an entry of no change (a recall, a rolled-back failure),
+        held in memory, never a wait on the database, so a server may call it on its event loop;
+        reads write held entries first. Changes log with their write. Returns its id."""
         at = datetime.now(UTC)
         entry_id = new_id()  # after its time, as ``ActivityLog.append`` makes them
         with self._lock:

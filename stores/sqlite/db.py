@@ -36,10 +36,6 @@ else:
     Connection = sqlean.Connection
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def format_ts(dt: datetime) -> str:
     """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
     # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
