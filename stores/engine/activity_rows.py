@@ -103,8 +103,7 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     """``query``'s entries of the project, newest first."""
     where = [_SCOPE]
     params: dict[str, Any] = {**scope.params, "n": query.limit + 1}
-    bounds = (("since", ">=", query.since), ("until", "<", query.until))
-    for name, op, when in bounds:
+    for name, op, when in (("since", ">=", query.since), ("until", "<", query.until)):
         if when is not None:
             where.append(f"id {op} :{name}")
             params[name] = id_floor(when)

@@ -42,10 +42,6 @@ def format_ts(dt: datetime) -> str:
     return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def parse_ts(text: str) -> datetime:
-    return datetime.fromisoformat(text)
-
-
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict
     """A connection remembering its cursors, so a transaction finishes statements left before it: a
     half-read SELECT pins the snapshot, which made every ``BEGIN IMMEDIATE`` "locked" and wedged a writer."""

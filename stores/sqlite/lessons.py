@@ -280,7 +280,6 @@ class LocalLessonRows:
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> None:
         """None: an insert into the file is a call, not a round trip (``LessonDialect.copy_rows``)."""
-        del scope, rows
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         conn = self._conn
