@@ -103,8 +103,7 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     """``query``'s entries of the project, newest first."""
     where = [_SCOPE]
     params: dict[str, Any] = {**scope.params, "n": query.limit + 1}
-    bounds = (("since", ">=", query.since), ("until", "<", query.until))
-    for name, op, when in bounds:
+    for name, op, when in (("since", ">=", query.since), ("until", "<", query.until)):
         if when is not None:
             where.append(f"id {op} :{name}")
             params[name] = id_floor(when)
@@ -207,7 +206,9 @@ class ActivityRecords:
         self._thread: threading.Thread | None = None
 
     def append(self, scope: Scope, note: ActivityNote) -> str:
-        """``stores.Store.append_activity``: held in memory, never a wait on the database."""
+        """``stores.Store.append_activity``: an entry of no change (a recall, a rolled-back failure),
+        held in memory, never a wait on the database, so a server may call it on its event loop;
+        reads write held entries first. Changes log with their write. Returns its id."""
         at = datetime.now(UTC)
         entry_id = new_id()  # after its time, as ``ActivityLog.append`` makes them
         with self._lock:

@@ -56,9 +56,7 @@ class EmbeddingModel:
     def from_json(cls, text: str) -> EmbeddingModel:
         """The record lore_meta keeps."""
         data = json.loads(text)
-        return cls(
-            name=str(data["name"]), dimension=int(data["dimension"]), fingerprint=str(data["fingerprint"])
-        )
+        return cls(str(data["name"]), int(data["dimension"]), str(data["fingerprint"]))
 
 
 def unrecorded(dimension: int) -> EmbeddingModel:

@@ -217,7 +217,7 @@ class SqlLessonTx:
         self._dialect.removed(key)
 
     def page(self, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        """``LessonStore.list``: live lessons newest first (ids below ``cursor``), with all of ``tags``."""
+        """``SqlStore.list``: live lessons newest first (ids below ``cursor``), with all of ``tags``."""
         sql = f"SELECT {COLUMNS} FROM lessons WHERE {SCOPE} AND {LIVE}"
         params: dict[str, Any] = {**self._scope, "n": limit + 1}
         if cursor is not None:
@@ -307,7 +307,7 @@ def patched(lesson: Lesson, patch: LessonPatch, now: datetime) -> Lesson:
 
 
 def count_live(sql: SqlTx, org: str, project: str | None, now: datetime) -> int:
-    """``LessonStore.count``: the org's live lessons, in one project or all of them."""
+    """``SqlStore.count``: the org's live lessons, in one project or all of them."""
     where = f"org_id = :org AND {LIVE}" + (" AND project = :project" if project is not None else "")
     found = sql.rows(
         f"SELECT count(*) AS n FROM lessons WHERE {where}",

@@ -103,20 +103,28 @@ class LessonBackend(Protocol):
     ) -> list[dict[str, Any]]:
         """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``."""
 
-    def ensure_dim(self, dim: int) -> None: ...
+    def ensure_dim(self, dim: int) -> None:
+        """Fix the store's vector dimension before a restoring ``transaction``, which cannot create
+        vector storage on every backend (another dimension is then ``InvalidInputError``)."""
 
-    def probe_write(self) -> None: ...
+    def probe_write(self) -> None:
+        """Begin a real write and roll back, else ``UnavailableError``: ``/healthz`` and ``doctor``
+        thus show a stuck writer or unwritable database, not only failing saves."""
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release connections; idempotent."""
 
 
 class SqlStore:
-    """``stores.Store`` over one backend's leaf, which it receives and never hands itself to."""
+    """``stores.Store``: lessons, tables, history and keys of one file or database, over its
+    backend's leaf, which it receives and never hands itself to."""
 
     def __init__(self, backend: LessonBackend) -> None:
         self._backend = backend
         self._activity = records = backend.activity
-        # What the leaf and its records answer alone: keys, model, activity log, counts, upkeep.
+        # What the leaf and its records answer alone: keys (the same object on every access), the
+        # model of its vectors and re-embedding, activity log, shared call counts and notices
+        # (None on SQLite, whose one process counts and tells its own subscribers), upkeep.
         self.append_activity, self.activity = records.append, records.page
         self.recall_stats, self.stale_lessons = records.recall_stats, records.stale_lessons
         self.keys, self.models = backend.keys, backend.models
@@ -148,6 +156,7 @@ class SqlStore:
             return count_live(tx.sql, org, project, tx.now)
 
     def get(self, scope: Scope, lesson_id: str) -> Lesson:
+        """One live lesson, else ``NotFoundError``."""
         with self._reading(scope) as tx:
             return live_row(tx, lesson_id, embedding=False).lesson
 
@@ -156,6 +165,7 @@ class SqlStore:
             return tx.page(tags, limit, cursor)
 
     def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
+        """Stored float32 vectors of the held ``lesson_ids``, for an export."""
         with self._reading(scope) as tx:
             rows = (tx.by_id(lesson_id, live=False) for lesson_id in lesson_ids)
             return {row.lesson.id: row.embedding for row in rows if row is not None and row.embedding}
@@ -163,12 +173,14 @@ class SqlStore:
     def neighbours(
         self, scope: Scope, vectors: Sequence[Sequence[float]]
     ) -> builtins.list[builtins.list[Neighbour]]:
+        """As ``SqlLessonTx.nearest``, for the scope."""
         vecs = [unit_vector(v) for v in vectors]
         with self._reading(scope) as tx:
             return [[Neighbour(n.id, n.similarity, n.text) for n in near] for near in tx.nearest(vecs)]
 
     def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        """Words first, needing no vector, so they match while it embeds; then its candidates."""
+        """Live lessons best first by ``ranking``: words first, needing no vector, so they match
+        while it embeds; then its nearest vectors, all scored."""
         params = self._backend.ranking
         now = query.now or datetime.now(UTC)
         k = ranking.candidate_count(query.limit, params)
@@ -180,7 +192,8 @@ class SqlStore:
 
     @contextlib.contextmanager
     def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history in one transaction (a write one restores lessons)."""
+        """The project's tables and history in one transaction: a write one takes the write lock
+        (and restores lessons), a read one sees a snapshot."""
         with self._writing(scope) if write else self._reading(scope, lagging=True) as tx:
             yield tx.project(restoring=write)
 
@@ -191,6 +204,7 @@ class SqlStore:
         curation.keep_pair(self._writing(scope), a, b)
 
     def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
+        """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
         return self.save_many(scope, [(draft, vector)])[0]
 
     def save_many(
@@ -201,6 +215,8 @@ class SqlStore:
         keep_ids: bool = False,
         activity: ActivityNote | None = None,
     ) -> builtins.list[SaveResult]:
+        """Drafts in one commit, deduplicated among them too; ``keep_ids``: a draft whose id is held
+        (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
         if not items:
             return []
         drafts = [draft for draft, _ in items]
@@ -232,6 +248,7 @@ class SqlStore:
         *,
         activity: ActivityNote | None = None,
     ) -> Lesson:
+        """Apply the patch; ``vector`` replaces the embedding when the text changed."""
         vec = unit_vector(vector) if vector is not None else None
         with self._writing(scope, [vec] if vec is not None else []) as tx:
             row = live_row(tx, lesson_id)
@@ -243,6 +260,7 @@ class SqlStore:
             return after
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
+        """Delete a lesson and return it as it was."""
         with self._writing(scope) as tx:
             row = live_row(tx, lesson_id)
             tx.remove(row.key)

@@ -1,4 +1,4 @@
-"""The lessons contract: value types and the protocol every backend implements.
+"""The lessons contract's value types (``stores.engine.lesson_rules.SqlStore`` holds its rules).
 
 Stores never embed or redact: callers hand them redacted text and its vector, so a store is
 deterministic without the model. A key is (org, project, id), so nothing a scope does depends on, or
@@ -7,20 +7,16 @@ shows, what other scopes hold. A method that raises (``NotFoundError``, ``Invali
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import KW_ONLY, MISSING, dataclass, field, fields, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from stores.engine.json_numbers import has_negative_zero, plain_float, without_negative_zero
 from stores.errors import InvalidInputError
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from stores.engine.activity import ActivityNote
-    from stores.engine.embedding_model import ModelRecords
 
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
 MAX_TEXT_CHARS = 16_000
@@ -194,82 +190,3 @@ class LessonPage:
 
     lessons: tuple[Lesson, ...]
     next_cursor: str | None
-
-
-class LessonStore(Protocol):
-    """Persistence and search of lessons, confined to a scope."""
-
-    def save(self, scope: Scope, draft: LessonDraft, vector: Sequence[float]) -> SaveResult:
-        """Insert the draft, or merge it into a live lesson it adds nothing to (``dedup``)."""
-
-    def save_many(
-        self,
-        scope: Scope,
-        items: Sequence[tuple[LessonDraft, Sequence[float] | np.ndarray]],
-        *,
-        keep_ids: bool = False,
-        activity: ActivityNote | None = None,
-    ) -> list[SaveResult]:
-        """Save drafts in one commit, deduplicating among them too; ``keep_ids``: a draft whose id is
-        held (live, expired or earlier in the batch) is skipped; all skipped makes no commit."""
-
-    def get(self, scope: Scope, lesson_id: str) -> Lesson:
-        """Return one live lesson."""
-
-    def update(
-        self,
-        scope: Scope,
-        lesson_id: str,
-        patch: LessonPatch,
-        vector: Sequence[float] | None,
-        *,
-        activity: ActivityNote | None = None,
-    ) -> Lesson:
-        """Apply the patch; ``vector`` replaces the embedding when the text changed."""
-
-    def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
-        """Delete a lesson and return it as it was."""
-
-    def merge_lessons(
-        self,
-        scope: Scope,
-        keep_id: str,
-        drop_id: str,
-        patch: LessonPatch,
-        vector: Sequence[float] | np.ndarray | None,
-        *,
-        activity: ActivityNote | None = None,
-    ) -> Lesson:
-        """Fold ``drop_id`` into ``keep_id`` (patched, votes summed) in one ``merge`` commit."""
-
-    def vote(self, scope: Scope, lesson_id: str, up: bool, *, activity: ActivityNote | None = None) -> Lesson:
-        """Count one vote up or down."""
-
-    def list(self, scope: Scope, tags: tuple[str, ...], limit: int, cursor: str | None) -> LessonPage:
-        """Live lessons newest first, carrying all of ``tags``."""
-
-    def embeddings(self, scope: Scope, lesson_ids: Sequence[str]) -> dict[str, bytes]:
-        """Stored float32 vectors of the held ``lesson_ids``, for an export."""
-
-    def recall(self, scope: Scope, query: RecallQuery) -> builtins.list[ScoredLesson]:
-        """Live lessons best first by ``stores.engine.ranking``: full-text matches, then (once the
-        vector is there) the nearest vectors, all scored."""
-
-    def count(self, org: str, project: str | None = None) -> int:
-        """Live lessons of an org, in one project or all of them."""
-
-    def neighbours(
-        self, scope: Scope, vectors: Sequence[Sequence[float]]
-    ) -> builtins.list[builtins.list[Neighbour]]:
-        """As ``LessonTx.nearest``, for the scope."""
-
-    def ensure_dim(self, dim: int) -> None:
-        """Fix the store's vector dimension before a restoring ``transaction``, which cannot create
-        vector storage on every backend (another dimension is then ``InvalidInputError``)."""
-
-    @property
-    def models(self) -> ModelRecords:
-        """The model of this store's vectors, and re-embedding with another."""
-
-    def close(self) -> None:
-        """Release connections; idempotent."""

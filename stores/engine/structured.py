@@ -118,11 +118,9 @@ def snapshot(tx: ProjectTx, raw_plan: Mapping[str, Any]) -> Snapshot:
     last = tx.last_commit()
     tables = tx.tables()
     ops = raw_plan.get("operations") if isinstance(raw_plan, Mapping) else None
-    if isinstance(ops, list):  # a table name of the wrong type is refused when the plan runs
-        named = [op.get("table") for op in ops if isinstance(op, Mapping)]
-        rows = {name: tx.rows(name) for name in tables if name in named}
-    else:
-        rows = {name: tx.rows(name) for name in tables}
+    # A table name of the wrong type is refused when the plan runs.
+    named = [op.get("table") for op in ops if isinstance(op, Mapping)] if isinstance(ops, list) else None
+    rows = {name: tx.rows(name) for name in tables if named is None or name in named}
     return Snapshot(dict(tables), rows, last)
 
 
@@ -242,17 +240,15 @@ def summarize(effects: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def targets_of(effects: Mapping[str, Any]) -> tuple[str, ...]:
-    found: dict[str, None] = {}
+    found: list[str] = []
     for name in effects.get("tables", {}):
-        found[f"schema:{name}"] = None
-        found[f"table:{name}"] = None
+        found += [f"schema:{name}", f"table:{name}"]
     for row in effects.get("rows", []):
-        if row["table"] == LESSONS_TABLE:
-            found[f"lesson:{row['id']}"] = None
-        else:
-            found[f"table:{row['table']}"] = None
-            found[f"row:{row['table']}:{row['id']}"] = None
-    return tuple(found)
+        table, row_id = row["table"], row["id"]
+        found += (
+            [f"lesson:{row_id}"] if table == LESSONS_TABLE else [f"table:{table}", f"row:{table}:{row_id}"]
+        )
+    return tuple(dict.fromkeys(found))
 
 
 def error_code(error: StoreError) -> str:

@@ -231,8 +231,7 @@ class PostgresLessons:
 
     def _recall_filters(self, scope: Scope, query: RecallQuery, now: datetime) -> tuple[str, dict[str, Any]]:
         filters = f"{_SCOPED} AND confidence >= :min_conf"
-        params: dict[str, Any] = {"org": scope.org, "project": scope.project, "now": now}
-        params["min_conf"] = query.min_confidence
+        params: dict[str, Any] = {**scope.params, "now": now, "min_conf": query.min_confidence}
         if query.tags:
             filters += " AND tags @> :tags"
             params["tags"] = list(query.tags)

@@ -36,18 +36,10 @@ else:
     Connection = sqlean.Connection
 
 
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
 def format_ts(dt: datetime) -> str:
     """Fixed-width UTC text, so timestamps compare correctly as strings in SQL."""
     # isoformat, not strftime: strftime writes the year 1 as "1", not "0001".
     return dt.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def parse_ts(text: str) -> datetime:
-    return datetime.fromisoformat(text)
 
 
 class TrackedConnection(sqlean.Connection):  # type: ignore[misc, unused-ignore]  # sqlean is untyped under --strict

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from stores.sqlite.db import Connection, format_ts, parse_ts
+from stores.sqlite.db import Connection, format_ts
 
 
 class LocalSqlTx:
@@ -47,7 +47,7 @@ class LocalSqlTx:
         return format_ts(when)
 
     def time(self, value: str) -> datetime:
-        return parse_ts(value)
+        return datetime.fromisoformat(value)
 
     def in_list(self, column: str, param: str) -> str:
         return f"{column} IN (SELECT value FROM json_each(:{param}))"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -16,7 +17,6 @@ from stores.engine.vector_index import IndexedRow, VectorIndex
 from stores.engine.vectors import check_dimension
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
-from stores.sqlite.db import parse_ts
 from stores.sqlite.migrations import VECTOR_COLUMNS
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[Index
             IndexedRow(
                 key=pk,
                 scope=scope_key(Scope(org, project)),
-                expires_at=parse_ts(expires_at).timestamp() if expires_at else math.inf,
+                expires_at=datetime.fromisoformat(expires_at).timestamp() if expires_at else math.inf,
                 confidence=confidence,
             ),
             vectors[pk],
