@@ -42,7 +42,7 @@ from stores.engine.ranking import RankingParams, weight
 from stores.engine.structured import Commit, ProjectTx, StalePlanError
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
-from stores.store import LessonStore, Store
+from stores.store import Store
 
 # All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
 __all__ = [
@@ -72,7 +72,6 @@ __all__ = [
     "Lesson",
     "LessonDraft",
     "LessonPatch",
-    "LessonStore",
     "ModelChangedError",
     "ModelRecords",
     "NotFoundError",

@@ -9,4 +9,3 @@ from __future__ import annotations
 from stores.engine.lesson_rules import SqlStore
 
 Store = SqlStore
-LessonStore = SqlStore  # the name callers typed lessons alone with

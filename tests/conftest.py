@@ -31,7 +31,7 @@ from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
-from stores import LessonStore, open_local_store, open_postgres_store
+from stores import Store, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.eras import ERAS, PROTOCOL_VERSIONS, client_mode
 from tests.support.markers import kinds_of, timeout_for
@@ -122,7 +122,7 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LessonStore]:
+def store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
     s = open_store(backend, tmp_path, request)
     yield s
     s.close()
@@ -138,7 +138,7 @@ def embedder() -> Embedder:
 
 
 @pytest.fixture
-def service(store: LessonStore, embedder: Embedder) -> LessonService:
+def service(store: Store, embedder: Embedder) -> LessonService:
     return LessonService(store, embedder, default_project="default")
 
 
@@ -164,7 +164,7 @@ async def client(server: LoreServer, era: str) -> AsyncIterator[Client]:
 
 
 @pytest.fixture
-def pristine_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LessonStore]:
+def pristine_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
     """A store on a database nobody used, not even for another vector dimension (Postgres:
     a database of its own, since the suite's shared one keeps its vector column)."""
     if backend == "local":

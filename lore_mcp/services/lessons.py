@@ -157,7 +157,7 @@ class LessonService:
     ) -> list[SaveResult]:
         """Embed checked drafts (unless ``vectors`` given) and store them with the call's
         ``activity`` in one transaction: the one write path of new lessons (imports ``keep_ids``,
-        see ``LessonStore.save_many``); blocking. A model change meanwhile names the fix."""
+        see ``Store.save_many``); blocking. A model change meanwhile names the fix."""
         if vectors is None:
             vectors = self.vectors_of(drafts)
         try:

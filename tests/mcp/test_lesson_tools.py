@@ -11,7 +11,7 @@ from mcp import Client
 from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from stores import LessonStore
+from stores import Store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 
@@ -176,7 +176,7 @@ async def test_list_lessons_pages_with_a_cursor(client: Client) -> None:
 
 
 async def test_projects_are_separate_and_default_to_the_configured_one(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     server = build_server(LessonService(store, embedder, default_project="team-a"))
     async with connected(server) as client:

@@ -30,7 +30,7 @@ from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
-from stores import LessonStore, open_postgres_store
+from stores import Store, open_postgres_store
 from tests.support.clients import no_deprecation_warnings
 from tests.support.helpers import call
 from tests.support.stores import empty_postgres
@@ -211,7 +211,7 @@ async def test_capabilities_say_what_each_era_is_served_in_process(server: LoreS
 
 
 async def test_over_http_a_listener_hears_only_its_own_org_and_project_and_logs_ride_its_requests(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     with team_server(store, embedder) as team:
         root = team.keys.init_org("acme").key
@@ -271,7 +271,7 @@ async def test_over_http_a_listener_hears_only_its_own_org_and_project_and_logs_
 
 
 async def test_a_revoked_keys_listen_stream_ends_and_hears_nothing_more(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     with team_server(store, embedder) as team:
         root = team.keys.init_org("acme").key

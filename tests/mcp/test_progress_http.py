@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from lore_mcp.embedding.embedder import Embedder
-from stores.store import LessonStore
+from stores.store import Store
 from tests.mcp.test_progress import MODES, HeldEmbedder, N, Notices, lessons, stored
 from tests.support.team import team_server
 
@@ -25,7 +25,7 @@ def http(key: str) -> httpx2.AsyncClient:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_import_over_http_reports_progress_with_totals(
-    store: LessonStore, embedder: Embedder, mode: str
+    store: Store, embedder: Embedder, mode: str
 ) -> None:
     notices = Notices()
     with team_server(store, embedder) as team:
@@ -44,7 +44,7 @@ async def test_import_over_http_reports_progress_with_totals(
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_cancelled_import_over_http_stops_and_changes_nothing(
-    store: LessonStore, embedder: Embedder, mode: str, monkeypatch: pytest.MonkeyPatch
+    store: Store, embedder: Embedder, mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with team_server(store, embedder) as team:
         key = team.keys.init_org("acme").key

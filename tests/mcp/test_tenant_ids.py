@@ -26,7 +26,7 @@ from sqlalchemy.engine import make_url
 from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from stores import LessonStore, open_local_store, open_postgres_store
+from stores import Store, open_local_store, open_postgres_store
 from stores.engine import history
 from stores.engine.lesson_images import lesson_image
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
@@ -45,7 +45,7 @@ def lesson(problem: str, lesson_id: str = TAKEN, **fields: Any) -> dict[str, Any
 
 
 @asynccontextmanager
-async def org_client(store: LessonStore, embedder: Embedder, org: str) -> AsyncIterator[Client]:
+async def org_client(store: Store, embedder: Embedder, org: str) -> AsyncIterator[Client]:
     """An in-process client of a server for ``org`` (as ``LORE_ORG`` picks it over stdio)."""
     async with connected(
         build_server(LessonService(store, embedder, default_project="default", org=org))
@@ -57,7 +57,7 @@ async def org_client(store: LessonStore, embedder: Embedder, org: str) -> AsyncI
 
 
 async def test_an_id_another_org_holds_imports_and_their_lesson_is_untouched(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     async with org_client(store, embedder, "acme") as acme, org_client(store, embedder, "globex") as globex:
         first = await call(acme, "import_lessons", lessons=[lesson("acme's flaky deploy")])
@@ -74,7 +74,7 @@ async def test_an_id_another_org_holds_imports_and_their_lesson_is_untouched(
 
 
 async def test_taking_an_id_first_does_not_block_its_owners_later_import(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     async with org_client(store, embedder, "acme") as acme, org_client(store, embedder, "mallory") as mallory:
         await call(mallory, "import_lessons", lessons=[lesson("squatted", confidence=0.1)])
@@ -147,7 +147,7 @@ async def test_the_same_id_in_two_projects_is_two_lessons_each_changed_and_rever
 # -- a store migrated from ids unique across the database ----------------------------------
 
 
-def populate(store: LessonStore) -> dict[str, str]:
+def populate(store: Store) -> dict[str, str]:
     """Lessons, tags, a vote, a deletion and their commits, through the store's own API."""
     alpha = Scope("acme", "alpha")
     ids = {
@@ -289,7 +289,7 @@ class Inbox:
 
 
 @pytest.fixture
-def team(store: LessonStore, embedder: Embedder) -> Iterator[Any]:
+def team(store: Store, embedder: Embedder) -> Iterator[Any]:
     with team_server(store, embedder) as server:
         yield server
 

@@ -21,7 +21,7 @@ import pytest
 from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from stores import LessonStore, open_local_store, open_postgres_store
+from stores import Store, open_local_store, open_postgres_store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 from tests.support.plans import (
@@ -149,7 +149,7 @@ def crash_runs(env: dict[str, str], prefix: str) -> tuple[dict[str, Any], list[d
 
 
 async def check_consistent(
-    store: LessonStore, embedder: Embedder, applied: dict[str, Any], attempts: list[dict[str, Any]]
+    store: Store, embedder: Embedder, applied: dict[str, Any], attempts: list[dict[str, Any]]
 ) -> list[str]:
     """Assert each attempt left all or nothing; returns what each one left, the revert last."""
     applied_hash = applied["schema_hash"]

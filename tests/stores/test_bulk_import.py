@@ -17,7 +17,7 @@ import numpy as np
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import FILE_BATCH, Transfer
-from stores import LessonStore, open_local_store
+from stores import Store, open_local_store
 from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from tests.support.fuzz_settings import HashEngine
@@ -51,7 +51,7 @@ def unit_rows(n: int, seed: int) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)
 
 
-def filled(store: LessonStore, n: int) -> list[dict[str, Any]]:
+def filled(store: Store, n: int) -> list[dict[str, Any]]:
     """``n`` lessons with random vectors in org local, project a, exported with their vectors."""
     store.models.adopt(MODEL)
     drafts = [LessonDraft(problem=f"problem {i}", resolution=f"fix {i}", tags=("t",)) for i in range(n)]
@@ -60,7 +60,7 @@ def filled(store: LessonStore, n: int) -> list[dict[str, Any]]:
     return list(Transfer(service).export_lines("local", None, with_history=False, with_vectors=True))
 
 
-def test_an_import_with_vectors_embeds_nothing_and_commits_once_per_batch(store: LessonStore) -> None:
+def test_an_import_with_vectors_embeds_nothing_and_commits_once_per_batch(store: Store) -> None:
     n = FILE_BATCH + 20
     lines = filled(store, n)
     assert lines[0] == {"type": "model", "name": "hash", "dimension": 384, "fingerprint": MODEL.fingerprint}
@@ -84,7 +84,7 @@ def test_an_import_with_vectors_embeds_nothing_and_commits_once_per_batch(store:
         )
 
 
-def test_a_lesson_that_redaction_changes_is_embedded_anew(store: LessonStore) -> None:
+def test_a_lesson_that_redaction_changes_is_embedded_anew(store: Store) -> None:
     lines = filled(store, 3)
     lines[1] = {**lines[1], "problem": f"token {GITHUB_TOKEN} leaked"}
     engine = CountingEngine()
@@ -99,7 +99,7 @@ def test_a_lesson_that_redaction_changes_is_embedded_anew(store: LessonStore) ->
     assert not np.allclose(np.frombuffer(kept, np.float32), np.frombuffer(source, np.float32), atol=1e-3)
 
 
-def test_vectors_of_another_model_are_embedded_anew(store: LessonStore) -> None:
+def test_vectors_of_another_model_are_embedded_anew(store: Store) -> None:
     lines = filled(store, 2)
     lines[0] = {**lines[0], "fingerprint": "sha256:another"}
     engine = CountingEngine()
@@ -111,7 +111,7 @@ def test_vectors_of_another_model_are_embedded_anew(store: LessonStore) -> None:
     assert report.foreign_model is not None and report.foreign_model.fingerprint == "sha256:another"
 
 
-def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(store: LessonStore) -> None:
+def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(store: Store) -> None:
     """The filtered-ANN failure: an index that returns the nearest of the whole table finds
     few of a small project's lessons once the filter removes the others'. Recall@10 against
     exact search: what the project answered while it was alone in the store (an exact scan),

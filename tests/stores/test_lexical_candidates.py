@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stores import LessonStore, Scope, open_local_store, open_postgres_store
+from stores import Scope, Store, open_local_store, open_postgres_store
 from stores.engine.lessons import LessonDraft, RecallQuery
 from stores.engine.ranking import RankingParams
 from tests.support.helpers import blend, vector
@@ -43,9 +43,7 @@ def lessons() -> list[str]:
     return [*rotation, *chains, *fifteen, TARGET]
 
 
-def open_with(
-    backend: str, tmp_path: Path, request: pytest.FixtureRequest, params: RankingParams
-) -> LessonStore:
+def open_with(backend: str, tmp_path: Path, request: pytest.FixtureRequest, params: RankingParams) -> Store:
     if backend == "local":
         return open_local_store(tmp_path / "lore.db", ranking_params=params)
     return open_postgres_store(request.getfixturevalue("postgres_url"), ranking_params=params)
@@ -73,7 +71,7 @@ def filled(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iter
     yield backend
 
 
-def first(store: LessonStore) -> str:
+def first(store: Store) -> str:
     [hit] = store.recall(HERE, RecallQuery(text=QUESTION, vector=vector("same"), limit=1))
     return hit.lesson.problem
 

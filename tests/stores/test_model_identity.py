@@ -30,7 +30,7 @@ from lore_mcp.embedding.embedder import Embedder, Engine
 from lore_mcp.embedding.identity import mismatch_message, running_model
 from lore_mcp.services.lessons import LessonService, embedding_text
 from lore_mcp.services.reembed import reembed_store
-from stores import LessonStore, open_local_store, open_postgres_store
+from stores import Store, open_local_store, open_postgres_store
 from stores.engine.embedding_model import EmbeddingModel, unrecorded
 from stores.engine.lessons import LessonDraft, Scope
 from tests.support.clients import connected
@@ -90,12 +90,12 @@ def other_model(embedder: Embedder, dims: int | None = None) -> tuple[Embedder, 
     return other, engine
 
 
-def service(store: LessonStore, embedder: Embedder) -> LessonService:
+def service(store: Store, embedder: Embedder) -> LessonService:
     return LessonService(store, embedder, default_project="default")
 
 
 @contextlib.asynccontextmanager
-async def client_of(store: LessonStore, embedder: Embedder) -> Any:
+async def client_of(store: Store, embedder: Embedder) -> Any:
     async with connected(build_server(service(store, embedder))) as client:
         yield client
 
@@ -136,7 +136,7 @@ def leave_the_shared_database_as_found(request: pytest.FixtureRequest) -> Iterat
 
 
 async def test_a_new_store_records_the_model_of_its_first_save(
-    pristine_store: LessonStore, embedder: Embedder
+    pristine_store: Store, embedder: Embedder
 ) -> None:
     assert pristine_store.models.recorded() is None
     async with client_of(pristine_store, embedder) as client:
@@ -147,7 +147,7 @@ async def test_a_new_store_records_the_model_of_its_first_save(
 
 
 async def test_a_store_written_before_models_were_recorded_adopts_the_model_of_its_dimension(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     scope = Scope("local", "default")
     old = LESSONS[0]
@@ -162,7 +162,7 @@ async def test_a_store_written_before_models_were_recorded_adopts_the_model_of_i
 
 
 async def test_a_store_of_unrecorded_vectors_of_another_dimension_refuses_the_server(
-    pristine_store: LessonStore, embedder: Embedder
+    pristine_store: Store, embedder: Embedder
 ) -> None:
     scope = Scope("local", "default")
     pristine_store.save(scope, LessonDraft(problem="an old lesson", resolution="of 8 dimensions"), [1.0] * 8)
@@ -180,7 +180,7 @@ async def test_a_store_of_unrecorded_vectors_of_another_dimension_refuses_the_se
 
 
 async def test_a_server_with_another_model_refuses_save_recall_and_import_and_stores_nothing(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     async with client_of(store, embedder) as client:
         ids = await save_all(client, LESSONS[:3])
@@ -235,7 +235,7 @@ def test_the_sentence_for_an_endpoint_store_names_the_endpoint_setting() -> None
 
 
 async def test_the_model_check_asks_the_store_once_not_on_every_call(
-    store: LessonStore, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    store: Store, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     asked = []
     adopt = store.models.adopt
@@ -251,7 +251,7 @@ async def test_the_model_check_asks_the_store_once_not_on_every_call(
 
 
 async def test_reembed_switches_the_store_and_the_new_model_finds_lessons_by_meaning(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     async with client_of(store, embedder) as client:
         ids = await save_all(client)
@@ -287,7 +287,7 @@ async def test_reembed_switches_the_store_and_the_new_model_finds_lessons_by_mea
 
 
 async def test_an_interrupted_reembed_resumes_without_redoing_finished_batches(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     async with client_of(store, embedder) as client:
         ids = await save_all(client)
@@ -321,7 +321,7 @@ async def test_an_interrupted_reembed_resumes_without_redoing_finished_batches(
 
 
 async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_storage(
-    pristine_store: LessonStore, embedder: Embedder
+    pristine_store: Store, embedder: Embedder
 ) -> None:
     async with client_of(pristine_store, embedder) as client:
         ids = await save_all(client)
@@ -345,9 +345,7 @@ async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_stora
     assert f"come from {OTHER} (256 dimensions)" in refused.message
 
 
-async def test_reembed_with_the_model_the_store_has_does_nothing(
-    store: LessonStore, embedder: Embedder
-) -> None:
+async def test_reembed_with_the_model_the_store_has_does_nothing(store: Store, embedder: Embedder) -> None:
     async with client_of(store, embedder) as client:
         await save_all(client, LESSONS[:3])
     report = reembed_store(store, embedder)
@@ -356,7 +354,7 @@ async def test_reembed_with_the_model_the_store_has_does_nothing(
 
 
 async def test_a_server_started_before_another_process_reembedded_refuses_with_the_fix(
-    backend: str, store: LessonStore, embedder: Embedder, tmp_path: Path, request: pytest.FixtureRequest
+    backend: str, store: Store, embedder: Embedder, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     """Two store objects on one database stand for two processes: a running server, and
     `lore-memory reembed`."""
@@ -385,7 +383,7 @@ async def test_a_server_started_before_another_process_reembedded_refuses_with_t
 
 
 async def test_a_revert_after_reembed_never_brings_back_a_vector_of_the_old_model(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     gone, voted = LESSONS[0], LESSONS[1]
     async with client_of(store, embedder) as client:

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
-from stores import InvalidInputError, LessonStore, NotFoundError, Scope, Store
+from stores import InvalidInputError, NotFoundError, Scope, Store
 from stores.engine.lessons import LessonDraft, LessonPatch, RecallQuery
 from tests.support.helpers import blend, vector
 
@@ -23,12 +23,12 @@ def draft(problem: str, resolution: str = "fixed it", **kw: object) -> LessonDra
     return LessonDraft(problem=problem, resolution=resolution, **kw)  # type: ignore[arg-type]
 
 
-def recall(store: LessonStore, scope: Scope, name: str, text: str = "", **kw: object) -> list[str]:
+def recall(store: Store, scope: Scope, name: str, text: str = "", **kw: object) -> list[str]:
     hits = store.recall(scope, RecallQuery(text=text, vector=vector(name), **kw))  # type: ignore[arg-type]
     return [h.lesson.problem for h in hits]
 
 
-def test_a_saved_lesson_reads_back_with_every_field(store: LessonStore) -> None:
+def test_a_saved_lesson_reads_back_with_every_field(store: Store) -> None:
     expires = datetime.now(UTC) + timedelta(days=3)
     saved = store.save(
         HERE,
@@ -45,7 +45,7 @@ def test_a_saved_lesson_reads_back_with_every_field(store: LessonStore) -> None:
     assert saved.merged is False
 
 
-def test_lessons_are_invisible_outside_their_project_and_org(store: LessonStore) -> None:
+def test_lessons_are_invisible_outside_their_project_and_org(store: Store) -> None:
     saved = store.save(HERE, draft("secret plan"), vector("x"))
     for scope in (THERE, OTHER_ORG):
         with pytest.raises(NotFoundError):
@@ -59,7 +59,7 @@ def test_lessons_are_invisible_outside_their_project_and_org(store: LessonStore)
     assert store.count(HERE.org, HERE.project) == 1
 
 
-def test_a_near_duplicate_in_the_same_project_merges_instead_of_adding(store: LessonStore) -> None:
+def test_a_near_duplicate_in_the_same_project_merges_instead_of_adding(store: Store) -> None:
     first = store.save(HERE, draft("cache stampede", tags=("cache",), confidence=0.4), vector("dup"))
     second = store.save(HERE, draft("cache stampede!", tags=("redis",), confidence=0.9), vector("dup", 0.05))
     assert second.merged is True and second.id == first.id
@@ -72,13 +72,13 @@ def test_a_near_duplicate_in_the_same_project_merges_instead_of_adding(store: Le
     assert store.save(THERE, draft("cache stampede"), vector("dup")).merged is False
 
 
-def test_distinct_lessons_are_not_merged(store: LessonStore) -> None:
+def test_distinct_lessons_are_not_merged(store: Store) -> None:
     a = store.save(HERE, draft("a"), vector("a"))
     b = store.save(HERE, draft("b"), vector("b"))
     assert not a.merged and not b.merged and a.id != b.id
 
 
-def test_save_many_deduplicates_within_the_batch(store: LessonStore) -> None:
+def test_save_many_deduplicates_within_the_batch(store: Store) -> None:
     results = store.save_many(
         HERE,
         [
@@ -118,7 +118,7 @@ def test_save_many_keeping_ids_is_an_import_that_adds_nothing_twice(store: Store
         assert [c.kind for c in tx.commits(None, 10, None)] == ["import"]
 
 
-def test_recall_orders_by_similarity_and_respects_limit(store: LessonStore) -> None:
+def test_recall_orders_by_similarity_and_respects_limit(store: Store) -> None:
     q = vector("query")
     for i, w in enumerate([0.9, 0.5, 0.2, 0.7]):
         store.save(HERE, draft(f"lesson {i}"), blend(vector(f"noise{i}"), q, w))
@@ -127,7 +127,7 @@ def test_recall_orders_by_similarity_and_respects_limit(store: LessonStore) -> N
     assert got[0].score > got[1].score > got[2].score > 0
 
 
-def test_lexical_match_lifts_a_lesson_with_the_query_words(store: LessonStore) -> None:
+def test_lexical_match_lifts_a_lesson_with_the_query_words(store: Store) -> None:
     q = vector("q")
     store.save(HERE, draft("generic failure", "restart"), blend(vector("n1"), q, 0.5))
     store.save(
@@ -136,7 +136,7 @@ def test_lexical_match_lifts_a_lesson_with_the_query_words(store: LessonStore) -
     assert recall(store, HERE, "q", "kafka rebalance")[0] == "kafka consumer rebalance storm"
 
 
-def test_votes_reorder_equally_relevant_lessons(store: LessonStore) -> None:
+def test_votes_reorder_equally_relevant_lessons(store: Store) -> None:
     q = vector("q")
     a = store.save(HERE, draft("fix A"), blend(vector("a"), q, 0.6))
     b = store.save(HERE, draft("fix B"), blend(vector("b"), q, 0.6))
@@ -150,7 +150,7 @@ def test_votes_reorder_equally_relevant_lessons(store: LessonStore) -> None:
     assert store.get(HERE, loser.id).downvotes == 4
 
 
-def test_older_lessons_decay_below_fresh_equally_relevant_ones(store: LessonStore) -> None:
+def test_older_lessons_decay_below_fresh_equally_relevant_ones(store: Store) -> None:
     q = vector("q")
     old_time = datetime.now(UTC) - timedelta(days=365)
     store.save(HERE, draft("old fix", created_at=old_time), blend(vector("a"), q, 0.6))
@@ -158,7 +158,7 @@ def test_older_lessons_decay_below_fresh_equally_relevant_ones(store: LessonStor
     assert recall(store, HERE, "q") == ["new fix", "old fix"]
 
 
-def test_expired_lessons_never_come_back(store: LessonStore) -> None:
+def test_expired_lessons_never_come_back(store: Store) -> None:
     soon = datetime.now(UTC) + timedelta(seconds=30)
     saved = store.save(HERE, draft("short lived", expires_at=soon), vector("e"))
     assert recall(store, HERE, "e", "short lived") == ["short lived"]
@@ -172,7 +172,7 @@ def test_expired_lessons_never_come_back(store: LessonStore) -> None:
     assert [x.id for x in store.list(HERE, (), 10, None).lessons] == [saved.id]
 
 
-def test_tag_and_confidence_filters_restrict_recall_and_list(store: LessonStore) -> None:
+def test_tag_and_confidence_filters_restrict_recall_and_list(store: Store) -> None:
     store.save(HERE, draft("both tags", tags=("x", "y"), confidence=0.9), vector("1"))
     store.save(HERE, draft("one tag", tags=("x",), confidence=0.9), vector("2"))
     store.save(HERE, draft("unsure", tags=("x", "y"), confidence=0.1), vector("3"))
@@ -183,7 +183,7 @@ def test_tag_and_confidence_filters_restrict_recall_and_list(store: LessonStore)
     assert sorted(x.problem for x in listed.lessons) == ["both tags", "unsure"]
 
 
-def test_list_pages_newest_first_without_gaps_or_repeats(store: LessonStore) -> None:
+def test_list_pages_newest_first_without_gaps_or_repeats(store: Store) -> None:
     ids = [store.save(HERE, draft(f"l{i}"), vector(f"l{i}")).id for i in range(7)]
     seen, cursor = [], None
     while True:
@@ -195,7 +195,7 @@ def test_list_pages_newest_first_without_gaps_or_repeats(store: LessonStore) -> 
     assert seen == list(reversed(ids))
 
 
-def test_update_changes_only_given_fields_and_can_clear_optional_ones(store: LessonStore) -> None:
+def test_update_changes_only_given_fields_and_can_clear_optional_ones(store: Store) -> None:
     saved = store.save(HERE, draft("p", "r", context="c", source="s", tags=("a",)), vector("u"))
     updated = store.update(
         HERE, saved.id, LessonPatch(resolution="r2", tags=("b",), clear=frozenset({"context"})), None
@@ -207,14 +207,14 @@ def test_update_changes_only_given_fields_and_can_clear_optional_ones(store: Les
     assert recall(store, HERE, "u", tags=("a",)) == []
 
 
-def test_update_with_a_new_vector_moves_the_lesson_in_recall(store: LessonStore) -> None:
+def test_update_with_a_new_vector_moves_the_lesson_in_recall(store: Store) -> None:
     saved = store.save(HERE, draft("movable"), vector("before"))
     store.save(HERE, draft("anchor"), vector("anchor"))
     store.update(HERE, saved.id, LessonPatch(problem="moved"), vector("after"))
     assert recall(store, HERE, "after")[0] == "moved"
 
 
-def test_delete_removes_the_lesson_everywhere(store: LessonStore) -> None:
+def test_delete_removes_the_lesson_everywhere(store: Store) -> None:
     saved = store.save(HERE, draft("doomed"), vector("d"))
     removed = store.delete(HERE, saved.id)
     assert removed.problem == "doomed"
@@ -226,7 +226,7 @@ def test_delete_removes_the_lesson_everywhere(store: LessonStore) -> None:
     assert store.count("local") == 0
 
 
-def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: LessonStore) -> None:
+def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: Store) -> None:
     store.save(HERE, draft("first"), vector("f"))
     with pytest.raises(InvalidInputError, match="384"):
         store.save(HERE, draft("wrong"), np.ones(768, dtype=np.float32))
@@ -235,13 +235,13 @@ def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: Les
     assert store.count("local") == 1
 
 
-def test_a_failed_batch_saves_nothing(store: LessonStore) -> None:
+def test_a_failed_batch_saves_nothing(store: Store) -> None:
     with pytest.raises(InvalidInputError):
         store.save_many(HERE, [(draft("ok"), vector("ok")), (draft("bad"), np.full(384, np.nan))])
     assert store.count("local") == 0
 
 
-def test_unknown_ids_are_not_found(store: LessonStore) -> None:
+def test_unknown_ids_are_not_found(store: Store) -> None:
     missing = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
     for op in (
         lambda: store.get(HERE, missing),

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stores import LessonStore, open_local_store, open_postgres_store
+from stores import Store, open_local_store, open_postgres_store
 
 
 def empty_postgres(url: str) -> None:
@@ -38,7 +38,7 @@ def empty_postgres(url: str) -> None:
             conn.execute("TRUNCATE api_keys, orgs")
 
 
-def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> LessonStore:
+def open_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Store:
     """A fresh, empty store of the given backend."""
     if backend == "local":
         return open_local_store(tmp_path / "lore.db")

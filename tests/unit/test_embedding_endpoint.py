@@ -29,7 +29,7 @@ from lore_mcp.embedding.endpoint import EndpointEngine, EndpointUnreachable, emb
 from lore_mcp.errors import UNAVAILABLE, ModelUnavailable
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.settings import Settings
-from stores import LessonStore
+from stores import Store
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call
 
@@ -486,7 +486,7 @@ def test_settings_from_the_environment_choose_the_endpoint_engine(
 
 @pytest.fixture
 def endpoint_service(
-    pristine_store: LessonStore, endpoint: FakeEndpoint, engines: Callable[..., EndpointEngine]
+    pristine_store: Store, endpoint: FakeEndpoint, engines: Callable[..., EndpointEngine]
 ) -> LessonService:
     """A LessonService whose embedder is the test endpoint, already loaded, on a store that
     never held vectors of another dimension (the suite's shared Postgres keeps its column)."""
@@ -543,7 +543,7 @@ async def test_while_the_endpoint_is_down_saves_and_recalls_are_unavailable_and_
 
 
 async def test_an_endpoint_down_at_start_makes_save_lesson_unavailable_with_the_reason(
-    store: LessonStore, engines: Callable[..., EndpointEngine]
+    store: Store, engines: Callable[..., EndpointEngine]
 ) -> None:
     port = closed_port()
     embedder = Embedder(MODEL, engine=engines(f"http://127.0.0.1:{port}/v1", max_attempts=2))

@@ -26,7 +26,7 @@ from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.tools.registry import TOOL_GROUPS
 from lore_mcp.transport.stdio import MAX_LINE_BYTES
-from stores import LessonStore
+from stores import Store
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, engine_for, transaction
 from tests.support.bad_input import GOOD, nothing_stored, refused
@@ -66,9 +66,7 @@ async def test_several_unknown_arguments_are_all_named(client: Client) -> None:
     assert "'limit' for 'limt'" in message and "'min_confidence' for 'min_confidance'" in message
 
 
-async def test_every_tool_refuses_an_argument_it_does_not_have(
-    store: LessonStore, embedder: Embedder
-) -> None:
+async def test_every_tool_refuses_an_argument_it_does_not_have(store: Store, embedder: Embedder) -> None:
     """Every tool of every group (the key tools included), before any other check runs."""
     service = LessonService(store, embedder, default_project="default")
     server = build_server(service, keys=KeyService(store.keys), tools=list(TOOL_GROUPS))
@@ -83,7 +81,7 @@ async def test_every_tool_refuses_an_argument_it_does_not_have(
 
 
 async def test_remote_mode_forwards_a_misspelt_argument_and_the_team_server_names_it(
-    store: LessonStore, embedder: Embedder
+    store: Store, embedder: Embedder
 ) -> None:
     with team_server(store, embedder) as server:
         root = server.keys.init_org("local")
@@ -345,7 +343,7 @@ DISK_FULL = {
 
 
 async def test_a_full_disk_is_unavailable_naming_it_loses_nothing_and_recovers(
-    client: Client, store: LessonStore, backend: str, request: pytest.FixtureRequest
+    client: Client, store: Store, backend: str, request: pytest.FixtureRequest
 ) -> None:
     kept = await call(client, "save_lesson", **GOOD)
     big = {

@@ -27,7 +27,7 @@ from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.transport.server import LoreServer
-from stores import LessonStore, Scope, deadline, open_local_store
+from stores import Scope, Store, deadline, open_local_store
 from stores.engine import queries
 from stores.engine.filters import like
 from stores.engine.plans import MAX_LIKE_CHARS, coerce
@@ -350,7 +350,7 @@ def local_store(tmp_path: Path) -> Any:
 
 
 async def test_a_writer_waiting_on_a_held_sqlite_lock_is_unavailable_after_the_busy_timeout_once(
-    local_store: LessonStore, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
+    local_store: Store, embedder: Embedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(local_db, "BUSY_TIMEOUT_MS", 1_000)
     server = build_server(LessonService(local_store, embedder, default_project="default"))
@@ -375,7 +375,7 @@ async def test_a_writer_waiting_on_a_held_sqlite_lock_is_unavailable_after_the_b
 
 
 async def test_a_writer_waiting_on_a_held_sqlite_lock_gives_up_at_the_request_deadline(
-    local_store: LessonStore, embedder: Embedder
+    local_store: Store, embedder: Embedder
 ) -> None:
     server = build_server(LessonService(local_store, embedder, default_project="default"))
     holder = sqlean.connect(str(local_store._backend.path), isolation_level=None)  # type: ignore[attr-defined]

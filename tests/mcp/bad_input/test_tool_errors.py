@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from stores import LessonStore
+from stores import Store
 from tests.support.bad_input import GOOD
 from tests.support.helpers import ToolFailed, call
 
@@ -60,7 +60,7 @@ BAD_CALLS: list[tuple[str, str, dict[str, Any], str]] = [
 
 @pytest.mark.parametrize(("case", "tool", "arguments", "code"), BAD_CALLS, ids=[c[0] for c in BAD_CALLS])
 async def test_bad_input_is_refused_with_a_code_and_changes_nothing(
-    client: Client, store: LessonStore, case: str, tool: str, arguments: dict[str, Any], code: str
+    client: Client, store: Store, case: str, tool: str, arguments: dict[str, Any], code: str
 ) -> None:
     existing = await call(client, "save_lesson", **GOOD)
     before = await call(client, "get_lesson", id=existing["id"])
@@ -90,9 +90,7 @@ async def test_updating_an_existing_lesson_with_bad_values_leaves_it_unchanged(c
     assert await call(client, "get_lesson", id=saved["id"]) == before
 
 
-async def test_an_unexpected_failure_is_reported_without_internals(
-    client: Client, store: LessonStore
-) -> None:
+async def test_an_unexpected_failure_is_reported_without_internals(client: Client, store: Store) -> None:
     def broken(*args: object) -> None:
         raise RuntimeError("secret internal detail at /srv/lore/db.py line 12")
 
