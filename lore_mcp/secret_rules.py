@@ -50,9 +50,10 @@ class Rule(NamedTuple):
 
 
 def _rule(
-    kind: str, pattern: str, *hints: str, validator: Validator | None = None, lowered: bool = False
+    kind: str, pattern: str, hints: str = "", validator: Validator | None = None, lowered: bool = False
 ) -> Rule:
-    return Rule(kind, re.compile(pattern), hints, validator, lowered)
+    """A rule from its pattern's text and its hints, space-separated."""
+    return Rule(kind, re.compile(pattern), tuple(hints.split()), validator, lowered)
 
 
 # Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9). Translating
@@ -201,8 +202,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "stripe_key",
         rf"[rs]k_(?:live|test)_{_unglued('[A-Za-z0-9][rs]k_(?:live|test)_')}[A-Za-z0-9]{{16,}}",
-        "k_live_",
-        "k_test_",
+        "k_live_ k_test_",
     ),
     _rule("github_token", rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}"),
     _rule("github_token", rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}"),
@@ -216,8 +216,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "slack_token",
         rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}",
-        "xox",
-        "xapp-",
+        "xox xapp-",
     ),
     # The path of an incoming webhook is its secret; the host stays.
     _rule(
@@ -228,7 +227,7 @@ RULES: tuple[Rule, ...] = (
         "aws_access_key",
         r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
         r"|(?:akia|asia)(?=[a-z]{0,15}[0-9])[a-z0-9]{16})(?![A-Za-z0-9])",
-        *("akia", "asia", "abia", "acca", "a3t"),
+        "akia asia abia acca a3t",
     ),
     # The 40-character secret has no shape of its own: it is known by its label ("SecretAccessKey" ...).
     _rule("aws_secret_key", r"secret_?access_?key" + _AWS_SECRET, "secret", lowered=True),
@@ -246,8 +245,7 @@ RULES: tuple[Rule, ...] = (
     _rule(
         "npm_token",
         rf"npm_{_unglued(_KEY + 'npm_')}[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)",
-        "npm_",
-        "_authtoken=",
+        "npm_ _authtoken=",
     ),
     _rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])", "-us"),
     _rule("artifactory_token", r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}"),
@@ -300,7 +298,7 @@ RULES: tuple[Rule, ...] = (
         r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}(?:(?P=sep)[0-9]{1,3})?"
         r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5})"
         r"(?!\w|[.-][0-9])",
-        *"23456",
+        "2 3 4 5 6",
         validator=_card_span,
     ),
     # Last: any value given to a secret-named key. Prose ("the password field is required") has no "="

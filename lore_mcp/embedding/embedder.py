@@ -73,6 +73,7 @@ class SentenceTransformersEngine:
 
     runtime = "torch"
     fingerprint = ""  # the weights' digest, once loaded
+    dimension = 0
     _model: Any = None
     _threads = 0
 
@@ -88,21 +89,16 @@ class SentenceTransformersEngine:
 
         torch.set_num_threads(inference_threads())
         self._threads = inference_threads()
-        self._model = SentenceTransformer(self.model_name, device="cpu")
+        model: Any = SentenceTransformer(self.model_name, device="cpu")
+        self._model = model
+        # sentence-transformers renamed the accessor in v5; support both.
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(getter())
         digest = hashlib.sha256()
-        for name, tensor in sorted(self._model.state_dict().items()):
+        for name, tensor in sorted(model.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
         self.fingerprint = f"sha256:{digest.hexdigest()}"
-
-    @property
-    def dimension(self) -> int:
-        # sentence-transformers renamed the accessor in v5; support both.
-        getter = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        return int(getter())
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         import torch

@@ -56,10 +56,8 @@ def public_url(url: str) -> str:
 
 def host_port(url: str) -> str:
     """``host:port`` of ``url``, with the scheme's default port when none is written."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    parts = urlsplit(public_url(url))
+    return parts.netloc if parts.port else f"{parts.netloc}:{443 if parts.scheme == 'https' else 80}"
 
 
 class EndpointEngine:
