@@ -130,8 +130,6 @@ def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
     for rule in RULES:
         if not rule.hints or any(hint in lowered for hint in rule.hints):
             masked = _apply(rule, masked, spans)
-    if not spans:
-        return []
     found.update(kind for _, _, kind in spans)
     return _disjoint(spans)
 
@@ -146,9 +144,7 @@ def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
         if span is not None and span[0] < span[1]:
             found.append(span)
     spans += [(start, end, rule.kind) for start, end in found]
-    return (
-        _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found]) if found else masked
-    )
+    return _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found])
 
 
 def _lower(text: str) -> str:

@@ -274,7 +274,6 @@ class Settings(BaseSettings):
         description="Entries the activity log keeps per project, newest first (5,000 is under 3 MB "
         "for a busy project).",
     )
-
     project_from_repo: bool = Field(
         False,
         description="With LORE_PROJECT unset, a local server and the hooks use the name of the git "

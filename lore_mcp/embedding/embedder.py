@@ -147,6 +147,7 @@ class Embedder:
     def __init__(self, model_name: str = DEFAULT_MODEL, *, engine: Engine | None = None) -> None:
         self.model_name = model_name
         self.engine: Engine = engine if engine is not None else engine_for(model_name)
+        self.runtime = self.engine.runtime
         self._error: BaseException | None = None
         self._loaded = threading.Event()
         self._start_lock = threading.Lock()
@@ -205,10 +206,6 @@ class Embedder:
     def fingerprint(self) -> str:
         self.wait()
         return self.engine.fingerprint
-
-    @property
-    def runtime(self) -> str:
-        return self.engine.runtime
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed lesson texts in batches (blocking)."""

@@ -70,12 +70,9 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
         workers = max(1, (os.cpu_count() or 1) // self._threads)
-        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lore-encode") as pool:
-            parts = pool.map(lambda b: self.encode([texts[i] for i in b]), batches)
-            for batch, vectors in zip(batches, parts, strict=True):
-                out[batch] = vectors
-        return out
+            vectors = np.vstack(list(pool.map(lambda b: self.encode([texts[i] for i in b]), batches)))
+        return vectors[np.argsort(order)]  # back from length order to the texts' own
 
 
 def _verified(path: Path, expected: str) -> Path:
