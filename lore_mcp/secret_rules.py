@@ -138,9 +138,7 @@ _KEY_QUALIFIER = re.compile(
 
 def _qualified_key_span(m: re.Match[str]) -> Span | None:
     """``_assigned_span`` only after a qualifier: "api_key" names a secret, "sort_key" does not."""
-    if not _KEY_QUALIFIER.search(m.string, max(0, m.start() - 10), m.start()):
-        return None
-    return _assigned_span(m)
+    return _assigned_span(m) if _KEY_QUALIFIER.search(m.string, max(0, m.start() - 10), m.start()) else None
 
 
 def _assignment(name: str, hint: str, validator: Validator = _assigned_span) -> Rule:
