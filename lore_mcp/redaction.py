@@ -1,7 +1,5 @@
-"""Remove secrets from text before Lore stores or embeds it.
-
-Agents paste logs, configs and shell sessions into memories, and what is saved is kept, shared with a
-team and sent to an embedding model, so credentials are stripped first, on every save. Each secret becomes
+"""Remove secrets from text before Lore stores or embeds it: agents paste logs, configs and shell sessions,
+and what is saved is kept, shared with a team and sent to an embedding model. Each secret becomes
 ``[REDACTED:kind]``, the stable kind of the ``lore_mcp.secret_rules`` rule that found it (README lists them).
 
 Matching sees the text with compatibility forms folded (NFKC: fullwidth "sk-" reads "sk-") and invisible
@@ -19,8 +17,8 @@ from typing import Any
 
 from lore_mcp.secret_rules import FILLER, RULES, Rule
 
-# What a redacted secret becomes; other code uses it to keep markers whole.
-MARKER = re.compile(r"\[REDACTED:[a-z_]+\]")
+# What a redacted secret becomes, as a group: splitting on it keeps the markers, at odd positions.
+MARKER = re.compile(r"(\[REDACTED:[a-z_]+\])")
 # Characters that can split a secret unseen: every Default_Ignorable_Code_Point (unassigned ones too: a
 # later Unicode may give them meaning) and format character (Cf). test_shapes.py checks it against Unicode.
 _IGNORABLE_RANGES = (
@@ -132,8 +130,6 @@ def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
     for rule in RULES:
         if not rule.hints or any(hint in lowered for hint in rule.hints):
             masked = _apply(rule, masked, spans)
-    if not spans:
-        return []
     found.update(kind for _, _, kind in spans)
     return _disjoint(spans)
 
@@ -148,9 +144,7 @@ def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
         if span is not None and span[0] < span[1]:
             found.append(span)
     spans += [(start, end, rule.kind) for start, end in found]
-    return (
-        _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found]) if found else masked
-    )
+    return _splice(masked, [(start, end, FILLER * (end - start)) for start, end in found])
 
 
 def _lower(text: str) -> str:
@@ -209,12 +203,7 @@ def _redact_json(value: Any, found: set[str]) -> Any:
 
 def lower_outside_markers(text: str) -> str:
     """Lower-case ``text`` but leave each ``[REDACTED:kind]`` as it is (tags are lower case)."""
-    pieces, last = [], 0
-    for m in MARKER.finditer(text):
-        pieces += [text[last : m.start()].lower(), m.group(0)]
-        last = m.end()
-    pieces.append(text[last:].lower())
-    return "".join(pieces)
+    return "".join(part if i % 2 else part.lower() for i, part in enumerate(MARKER.split(text)))
 
 
 def fit(text: str, limit: int) -> str:

@@ -34,6 +34,7 @@ def _unglued(*before: str) -> str:
 _NOT_REDACTED = rf"(?!{FILLER}|\[REDACTED:)"
 
 Span = tuple[int, int]
+Validator = Callable[[re.Match[str]], Span | None]
 
 
 class Rule(NamedTuple):
@@ -43,9 +44,16 @@ class Rule(NamedTuple):
     # costs almost nothing. A rule with none always runs.
     hints: tuple[str, ...] = ()
     # The span to redact, or None to leave the match; without one, the "secret" group or the match.
-    validator: Callable[[re.Match[str]], Span | None] | None = None
+    validator: Validator | None = None
     # Lower case, for the lower-cased text: a case-insensitive pattern makes the engine try every position.
     lowered: bool = False
+
+
+def _rule(
+    kind: str, pattern: str, hints: str = "", validator: Validator | None = None, lowered: bool = False
+) -> Rule:
+    """A rule from its pattern's text and its hints, space-separated."""
+    return Rule(kind, re.compile(pattern), tuple(hints.split()), validator, lowered)
 
 
 # Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9). Translating
@@ -130,16 +138,12 @@ _KEY_QUALIFIER = re.compile(
 
 def _qualified_key_span(m: re.Match[str]) -> Span | None:
     """``_assigned_span`` only after a qualifier: "api_key" names a secret, "sort_key" does not."""
-    if not _KEY_QUALIFIER.search(m.string, max(0, m.start() - 10), m.start()):
-        return None
-    return _assigned_span(m)
+    return _assigned_span(m) if _KEY_QUALIFIER.search(m.string, max(0, m.start() - 10), m.start()) else None
 
 
-def _assignment(
-    name: str, hint: str, validator: Callable[[re.Match[str]], Span | None] = _assigned_span
-) -> Rule:
+def _assignment(name: str, hint: str, validator: Validator = _assigned_span) -> Rule:
     """A rule for the value of keys whose name ends in ``name`` (lower case)."""
-    return Rule("secret_assignment", re.compile(name + _ASSIGNED), (hint,), validator, lowered=True)
+    return _rule("secret_assignment", name + _ASSIGNED, hint, validator=validator, lowered=True)
 
 
 # Names whose value is a secret (detect-secrets' keyword list): any identifier ending in one. One rule per
@@ -153,177 +157,146 @@ _ASSIGNMENTS = (
     _assignment("credentials?", "credential"),
     _assignment("contrase(?:ñ|n)a", "contrase"),
     _assignment("key", "key", _qualified_key_span),
-    Rule(
-        # A command-line flag and its value: "--password hunter2", "--api-key abc123...".
+    # A command-line flag and its value: "--password hunter2", "--api-key abc123...".
+    _rule(
         "secret_assignment",
-        re.compile(
-            r"--(?:[a-z0-9]{1,30}-){0,5}(?:password|passwd|passphrase|pass|pwd|pw|secret|token|credentials?"
-            r"|[a-z0-9]{1,30}-?key)(?P<sign>[ \t]+)"
-            rf"(?P<bare>(?![-$<{{%]){_NOT_REDACTED}[^\s\"'`]+)"
-        ),
-        ("--",),
-        _assigned_span,
+        r"--(?:[a-z0-9]{1,30}-){0,5}(?:password|passwd|passphrase|pass|pwd|pw|secret|token|credentials?"
+        r"|[a-z0-9]{1,30}-?key)(?P<sign>[ \t]+)"
+        rf"(?P<bare>(?![-$<{{%]){_NOT_REDACTED}[^\s\"'`]+)",
+        "--",
+        validator=_assigned_span,
         lowered=True,
     ),
 )
 
+# What follows an AWS secret's label, and the Authorization header before its scheme.
+_AWS_SECRET = r"[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"
+_AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
+
 RULES: tuple[Rule, ...] = (
-    Rule(
-        # First: the base64 inside a key can look like other tokens. PEM has five dashes, SSH2 four and a
-        # space. The body may not hold four dashes, so an unterminated BEGIN scans only to the next dashes
-        # rather than to the end of the text (no quadratic blow-up).
+    # First: the base64 inside a key can look like other tokens. PEM has five dashes, SSH2 four and a
+    # space. The body may not hold four dashes, so an unterminated BEGIN scans only to the next dashes
+    # rather than to the end of the text (no quadratic blow-up).
+    _rule(
         "private_key",
-        re.compile(
-            r"----(?<!-----)-? ?BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
-            r"(?:[^-]*(?:-(?!---)[^-]*)*-{4,5} ?END (?P=label)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
-            # Truncated paste, no END: take header and base64 lines, each whole or the match stops early.
-            r"|(?:\r?\n(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]*(?![^\r\n])))*)"
-        ),
+        r"----(?<!-----)-? ?BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+        r"(?:[^-]*(?:-(?!---)[^-]*)*-{4,5} ?END (?P=label)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
+        # Truncated paste, no END: take header and base64 lines, each whole or the match stops early.
+        r"|(?:\r?\n(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]*(?![^\r\n])))*)",
     ),
-    Rule(
-        # A PuTTY key file: its header line and every header or base64 line through Private-MAC.
+    # A PuTTY key file: its header line and every header or base64 line through Private-MAC.
+    _rule(
         "private_key",
-        re.compile(
-            r"PuTTY-User-Key-File-[0-9]+:[^\r\n]*"
-            r"(?:\r?\n(?!Private-MAC:)(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]+(?![^\r\n])))*"
-            r"(?:\r?\nPrivate-MAC:[^\r\n]*)?"
-        ),
+        r"PuTTY-User-Key-File-[0-9]+:[^\r\n]*"
+        r"(?:\r?\n(?!Private-MAC:)(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]+(?![^\r\n])))*"
+        r"(?:\r?\nPrivate-MAC:[^\r\n]*)?",
     ),
-    Rule("lore_api_key", re.compile(rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}")),
+    _rule("lore_api_key", rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}"),
     # The team server's OAuth access/refresh tokens and codes (transport.oauth.tokens): prefix + 43 chars.
-    Rule("lore_oauth_token", re.compile(rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}")),
-    Rule("anthropic_key", re.compile(rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}")),
+    _rule("lore_oauth_token", rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}"),
+    _rule("anthropic_key", rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}"),
     # A digit is required: hyphenated prose ("sk-learn-compatible-api") stays; real keys have one.
-    Rule("openai_key", re.compile(rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}")),
-    Rule(
+    _rule("openai_key", rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}"),
+    _rule(
         "stripe_key",
-        re.compile(rf"[rs]k_(?:live|test)_{_unglued('[A-Za-z0-9][rs]k_(?:live|test)_')}[A-Za-z0-9]{{16,}}"),
-        ("k_live_", "k_test_"),
+        rf"[rs]k_(?:live|test)_{_unglued('[A-Za-z0-9][rs]k_(?:live|test)_')}[A-Za-z0-9]{{16,}}",
+        "k_live_ k_test_",
     ),
-    Rule("github_token", re.compile(rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}")),
-    Rule("github_token", re.compile(rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}")),
-    Rule(
-        "gitlab_token",
-        re.compile(rf"gl{_unglued(_KEY + 'gl')}(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}"),
+    _rule("github_token", rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}"),
+    _rule("github_token", rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}"),
+    _rule(
+        "gitlab_token", rf"gl{_unglued(_KEY + 'gl')}(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}"
     ),
-    Rule("gitlab_token", re.compile(rf"GR1348941{_unglued(_KEY + 'GR1348941')}{_KEY}{{20,}}")),
-    Rule("google_api_key", re.compile(rf"AIza{_unglued(_KEY + 'AIza')}{_KEY}{{35}}")),
-    Rule("huggingface_token", re.compile(rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}")),
-    Rule(
-        # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
+    _rule("gitlab_token", rf"GR1348941{_unglued(_KEY + 'GR1348941')}{_KEY}{{20,}}"),
+    _rule("google_api_key", rf"AIza{_unglued(_KEY + 'AIza')}{_KEY}{{35}}"),
+    _rule("huggingface_token", rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}"),
+    # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
+    _rule(
         "slack_token",
-        re.compile(rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}"),
-        ("xox", "xapp-"),
+        rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}",
+        "xox xapp-",
     ),
-    Rule(
-        # The path of an incoming webhook is its secret; the host stays.
-        "slack_webhook",
-        re.compile(r"hooks\.slack\.com/services/(?P<secret>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"),
+    # The path of an incoming webhook is its secret; the host stays.
+    _rule(
+        "slack_webhook", r"hooks\.slack\.com/services/(?P<secret>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"
     ),
-    Rule(
-        # Upper case as issued, or lower case with a digit: a lower-cased key is recovered by upper-casing.
+    # Upper case as issued, or lower case with a digit: a lower-cased key is recovered by upper-casing.
+    _rule(
         "aws_access_key",
-        re.compile(
-            r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
-            r"|(?:akia|asia)(?=[a-z]{0,15}[0-9])[a-z0-9]{16})(?![A-Za-z0-9])"
-        ),
-        ("akia", "asia", "abia", "acca", "a3t"),
+        r"(?<![A-Za-z0-9])(?:(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}"
+        r"|(?:akia|asia)(?=[a-z]{0,15}[0-9])[a-z0-9]{16})(?![A-Za-z0-9])",
+        "akia asia abia acca a3t",
     ),
     # The 40-character secret has no shape of its own: it is known by its label ("SecretAccessKey" ...).
-    *(
-        Rule(
-            "aws_secret_key",
-            re.compile(
-                label + r"[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})(?![a-z0-9/+])"
-            ),
-            (hint,),
-            lowered=True,
-        )
-        for label, hint in (
-            (r"secret_?access_?key", "secret"),
-            (r"aws[a-z0-9_.-]{0,20}?(?:key|token|pass[a-z0-9_]*|pwd|pw)", "aws"),
-        )
+    _rule("aws_secret_key", r"secret_?access_?key" + _AWS_SECRET, "secret", lowered=True),
+    _rule(
+        "aws_secret_key",
+        r"aws[a-z0-9_.-]{0,20}?(?:key|token|pass[a-z0-9_]*|pwd|pw)" + _AWS_SECRET,
+        "aws",
+        lowered=True,
     ),
-    Rule("azure_storage_key", re.compile(r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})")),
-    Rule("sendgrid_key", re.compile(rf"SG\.{_unglued(_KEY + 'SG[.]')}{_KEY}{{22}}\.{_KEY}{{43}}")),
-    Rule(
-        "square_token",
-        re.compile(rf"sq0(?:csp|atp)-{_unglued(_KEY + 'sq0csp-', _KEY + 'sq0atp-')}{_KEY}{{22,}}"),
-    ),
-    Rule("pypi_token", re.compile(rf"pypi-AgE{_KEY}{{50,}}")),
-    Rule(
-        # npm's own tokens, and whatever an .npmrc gives as a registry's _authToken.
+    _rule("azure_storage_key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"),
+    _rule("sendgrid_key", rf"SG\.{_unglued(_KEY + 'SG[.]')}{_KEY}{{22}}\.{_KEY}{{43}}"),
+    _rule("square_token", rf"sq0(?:csp|atp)-{_unglued(_KEY + 'sq0csp-', _KEY + 'sq0atp-')}{_KEY}{{22,}}"),
+    _rule("pypi_token", rf"pypi-AgE{_KEY}{{50,}}"),
+    # npm's own tokens, and whatever an .npmrc gives as a registry's _authToken.
+    _rule(
         "npm_token",
-        re.compile(
-            rf"npm_{_unglued(_KEY + 'npm_')}[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)"
-        ),
-        ("npm_", "_authtoken="),
+        rf"npm_{_unglued(_KEY + 'npm_')}[A-Za-z0-9]{{36,}}|:_authToken=(?P<secret>{_NOT_REDACTED}[^\s\"']+)",
+        "npm_ _authtoken=",
     ),
-    Rule("mailchimp_key", re.compile(r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])"), ("-us",)),
-    Rule("artifactory_token", re.compile(r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}")),
+    _rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])", "-us"),
+    _rule("artifactory_token", r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}"),
     # No fixed prefix, so found from a literal inside (a scan starting on a class tries every position):
     # Discord's first dot, Telegram's colon; the validator finds where each begins.
-    Rule(
+    _rule(
         "discord_token",
-        re.compile(rf"\.(?<={_KEY}{{24}}\.){_KEY}{{6}}\.{_KEY}{{27,}}"),
+        rf"\.(?<={_KEY}{{24}}\.){_KEY}{{6}}\.{_KEY}{{27,}}",
         validator=lambda m: _run_back(m, _KEY_CHARS, "MNO", 24, 26),
     ),
-    Rule(
+    _rule(
         "telegram_token",
-        re.compile(rf":(?<=[0-9]{{8}}:){_KEY}{{35}}(?!{_KEY})"),
+        rf":(?<=[0-9]{{8}}:){_KEY}{{35}}(?!{_KEY})",
         validator=lambda m: _run_back(m, "0123456789", "0123456789", 8, 10),
     ),
-    Rule("twilio_key", re.compile(r"AC(?<![A-Za-z0-9]AC)[a-z0-9]{32}(?![A-Za-z0-9])")),
-    Rule("twilio_key", re.compile(r"SK(?<![A-Za-z0-9]SK)[a-z0-9]{32}(?![A-Za-z0-9])")),
+    _rule("twilio_key", r"AC(?<![A-Za-z0-9]AC)[a-z0-9]{32}(?![A-Za-z0-9])"),
+    _rule("twilio_key", r"SK(?<![A-Za-z0-9]SK)[a-z0-9]{32}(?![A-Za-z0-9])"),
     # "eyj" too: a lower-cased token still gives most of its payload away.
-    Rule("jwt", re.compile(rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*"), ("eyj",)),
-    Rule(
-        # The scheme is bounded so a long run of letters cannot go quadratic; a redacted password stays.
+    _rule("jwt", rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*", "eyj"),
+    # The scheme is bounded so a long run of letters cannot go quadratic; a redacted password stays.
+    _rule(
         "url_password",
-        re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:"
-            rf"{_NOT_REDACTED}(?P<secret>[^\s/?#@]+(?:@[^\s/?#@]+)*)(?=@)"
-        ),
-        ("://",),
+        r"\b[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s:/?#@\[\]]*:"
+        rf"{_NOT_REDACTED}(?P<secret>[^\s/?#@]+(?:@[^\s/?#@]+)*)(?=@)",
+        "://",
     ),
-    Rule(
-        # After an Authorization header any value is a credential.
+    # After an Authorization header any value is a credential.
+    _rule(
         "bearer_token",
-        re.compile(
-            r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:bearer)[ \t]+"
-            rf"{_NOT_REDACTED}(?P<secret>[A-Za-z0-9._~+/-]+=*)"
-        ),
-        ("authorization",),
+        rf"{_AUTHORIZATION}(?i:bearer)[ \t]+{_NOT_REDACTED}(?P<secret>[A-Za-z0-9._~+/-]+=*)",
+        "authorization",
     ),
-    Rule(
+    _rule(
         "basic_auth",
-        re.compile(
-            r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+"
-            rf"{_NOT_REDACTED}(?P<secret>[A-Za-z0-9+/]+=*)"
-        ),
-        ("authorization",),
+        rf"{_AUTHORIZATION}(?i:basic)[ \t]+{_NOT_REDACTED}(?P<secret>[A-Za-z0-9+/]+=*)",
+        "authorization",
     ),
-    Rule(
-        # A bare "Bearer" is often English, so the value must look like a token: 16+ chars with a digit.
+    # A bare "Bearer" is often English, so the value must look like a token: 16+ chars with a digit.
+    _rule(
         "bearer_token",
-        re.compile(
-            r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]+"
-            r"(?P<secret>(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*)"
-        ),
-        ("bearer",),
+        r"(?<![A-Za-z0-9_])(?i:bearer)[ \t]+(?P<secret>(?=[A-Za-z._~+/-]*[0-9])[A-Za-z0-9._~+/-]{16,}=*)",
+        "bearer",
     ),
-    Rule(
-        # Networks lead with 2-6, skipping ms and ns timestamps (leading 1). "+", "-" or "." touching the
-        # digits means a phone number, UUID, ID or decimal, not a card.
+    # Networks lead with 2-6, skipping ms and ns timestamps (leading 1). "+", "-" or "." touching the
+    # digits means a phone number, UUID, ID or decimal, not a card. Its first digit is the hint: a
+    # text without one (most prose) skips a scan that starts on a class.
+    _rule(
         "credit_card",
-        re.compile(
-            r"[2-6](?<![\w.+-][2-6])(?:[0-9]{12,18}"
-            r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}(?:(?P=sep)[0-9]{1,3})?"
-            r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5})"
-            r"(?!\w|[.-][0-9])"
-        ),
-        # Its first digit: a text without one (most prose) skips a scan that starts on a class.
-        ("2", "3", "4", "5", "6"),
+        r"[2-6](?<![\w.+-][2-6])(?:[0-9]{12,18}"
+        r"|[0-9]{3}(?P<sep>[ -])[0-9]{4}(?P=sep)[0-9]{4}(?P=sep)[0-9]{1,4}(?:(?P=sep)[0-9]{1,3})?"
+        r"|[0-9]{3}(?P<sep2>[ -])[0-9]{6}(?P=sep2)[0-9]{4,5})"
+        r"(?!\w|[.-][0-9])",
+        "2 3 4 5 6",
         validator=_card_span,
     ),
     # Last: any value given to a secret-named key. Prose ("the password field is required") has no "="

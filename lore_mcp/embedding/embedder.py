@@ -5,13 +5,13 @@ waits), caches queries, and groups requests arriving while busy into one call ("
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
@@ -44,13 +44,10 @@ class Engine(Protocol):
     runtime: str  # "onnxruntime", "torch" or "endpoint": what doctor reports
 
     def load(self) -> None: ...
-
     @property
     def dimension(self) -> int: ...
-
     @property
     def fingerprint(self) -> str: ...
-
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray: ...
 
 
@@ -75,12 +72,13 @@ class SentenceTransformersEngine:
     """Any other model by name or path, on sentence-transformers (the extra)."""
 
     runtime = "torch"
+    fingerprint = ""  # the weights' digest, once loaded
+    dimension = 0
+    _model: Any = None
+    _threads = 0
 
     def __init__(self, model_name: str) -> None:
         self.model_name = model_name
-        self._model: Any = None
-        self._threads = 0
-        self._fingerprint = ""
 
     def load(self) -> None:
         try:
@@ -91,25 +89,16 @@ class SentenceTransformersEngine:
 
         torch.set_num_threads(inference_threads())
         self._threads = inference_threads()
-        self._model = SentenceTransformer(self.model_name, device="cpu")
+        model: Any = SentenceTransformer(self.model_name, device="cpu")
+        self._model = model
+        # sentence-transformers renamed the accessor in v5; support both.
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(getter())
         digest = hashlib.sha256()
-        for name, tensor in sorted(self._model.state_dict().items()):
+        for name, tensor in sorted(model.state_dict().items()):
             digest.update(name.encode())
             digest.update(tensor.detach().cpu().contiguous().numpy().tobytes())
-        self._fingerprint = f"sha256:{digest.hexdigest()}"
-
-    @property
-    def dimension(self) -> int:
-        # sentence-transformers renamed the accessor in v5; support both.
-        getter = (
-            getattr(self._model, "get_embedding_dimension", None)
-            or self._model.get_sentence_embedding_dimension
-        )
-        return int(getter())
-
-    @property
-    def fingerprint(self) -> str:
-        return self._fingerprint
+        self.fingerprint = f"sha256:{digest.hexdigest()}"
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         import torch
@@ -118,12 +107,8 @@ class SentenceTransformersEngine:
         if threads != self._threads:
             torch.set_num_threads(threads)
             self._threads = threads
-        vectors: np.ndarray = self._model.encode(
-            texts,
-            batch_size=BATCH_SIZE,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
+        vectors: np.ndarray = self._model.encode(  # a numpy array unless told otherwise
+            texts, batch_size=BATCH_SIZE, normalize_embeddings=True, show_progress_bar=False
         )
         return vectors
 
@@ -152,14 +137,8 @@ def embedder_for(settings: Settings) -> Embedder:
     return Embedder(settings.embedding_model)
 
 
-@dataclass
-class _Request:
-    """Texts waiting for a grouped encode, and what became of them."""
-
-    texts: list[str]
-    vectors: Any = None
-    error: BaseException | None = None
-    done: bool = False
+# Texts waiting for a grouped encode, and what becomes of them.
+_Request = tuple[list[str], "Future[np.ndarray]"]
 
 
 class Embedder:
@@ -168,27 +147,23 @@ class Embedder:
     def __init__(self, model_name: str = DEFAULT_MODEL, *, engine: Engine | None = None) -> None:
         self.model_name = model_name
         self.engine: Engine = engine if engine is not None else engine_for(model_name)
+        self.runtime = self.engine.runtime
         self._error: BaseException | None = None
         self._loaded = threading.Event()
         self._start_lock = threading.Lock()
-        self._started = False
-        self._encode_lock = threading.Lock()
-        self._group = threading.Condition()
+        self.started = False
+        self._encode_lock = threading.RLock()  # reentrant: a group's leader holds it while it encodes
+        self._waiting_lock = threading.Lock()
         self._waiting: list[_Request] = []
-        self._group_busy = False
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._cache_lock = threading.Lock()
-
-    @property
-    def started(self) -> bool:
-        return self._started
+        # Looks ``_encode`` up at each miss (tests count its calls); thread-safe, errors never cached.
+        self._query = functools.lru_cache(QUERY_CACHE_SIZE)(lambda text: self._encode([text])[0])
 
     def start(self) -> None:
         """Begin loading on a daemon thread; calling again does nothing."""
         with self._start_lock:
-            if self._started:
+            if self.started:
                 return
-            self._started = True
+            self.started = True
         threading.Thread(target=self._load, name="lore-model-load", daemon=True).start()
 
     def wait(self, timeout: float | None = None) -> None:
@@ -202,7 +177,7 @@ class Embedder:
         if getattr(error, "retry_load", False):  # an outage (an endpoint not up yet): next call loads again
             with self._start_lock:
                 if self._error is error:
-                    self._started, self._error = False, None
+                    self.started, self._error = False, None
                     self._loaded.clear()
         if isinstance(error, LoreError):
             raise error
@@ -219,7 +194,7 @@ class Embedder:
 
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
         """Wait for a load in progress: exiting while ONNX Runtime builds its session aborts (SIGABRT)."""
-        if self._started:
+        if self.started:
             self._loaded.wait(timeout)
 
     @property
@@ -232,10 +207,6 @@ class Embedder:
         self.wait()
         return self.engine.fingerprint
 
-    @property
-    def runtime(self) -> str:
-        return self.engine.runtime
-
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed lesson texts in batches (blocking)."""
         if not texts:
@@ -244,17 +215,8 @@ class Embedder:
 
     def encode_query(self, text: str) -> np.ndarray:
         """Embed a query (blocking), from the cache when it was seen recently."""
-        with self._cache_lock:
-            hit = self._cache.get(text)
-            if hit is not None:
-                self._cache.move_to_end(text)
-                return hit
-        vec: np.ndarray = self._encode([text])[0]
-        with self._cache_lock:
-            self._cache[text] = vec
-            if len(self._cache) > QUERY_CACHE_SIZE:
-                self._cache.popitem(last=False)
-        return vec
+        vector: np.ndarray = self._query(text)
+        return vector
 
     # On a worker thread, so the event loop keeps serving.
     async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
@@ -267,37 +229,29 @@ class Embedder:
         self.wait()
         if len(texts) >= BULK_TEXTS:
             return self._run_model(texts, bulk=True)
-        request = _Request(texts)
-        with self._group:
-            self._waiting.append(request)
-            while self._group_busy and not request.done:
-                self._group.wait()
-            if not request.done:  # the engine is free: encode everything waiting, ours included
-                batch, self._waiting = self._waiting, []
-                self._group_busy = True
-        if not request.done:
-            self._encode_group(batch)
-        if request.error is not None:
-            raise request.error
-        vectors: np.ndarray = request.vectors
-        return vectors
+        request: Future[np.ndarray] = Future()
+        with self._waiting_lock:
+            self._waiting.append((texts, request))
+        # Whoever gets the engine encodes everything waiting, so requests queued behind a busy
+        # engine share one call; those whose texts went in another's call find them done.
+        with self._encode_lock:
+            if not request.done():
+                with self._waiting_lock:
+                    batch, self._waiting = self._waiting, []
+                self._encode_group(batch)
+        return request.result()
 
     def _encode_group(self, batch: list[_Request]) -> None:
         try:
-            vectors = self._run_model([t for r in batch for t in r.texts], bulk=False)
-            start = 0
-            for r in batch:
-                r.vectors = vectors[start : start + len(r.texts)]
-                start += len(r.texts)
+            vectors = self._run_model([t for texts, _ in batch for t in texts], bulk=False)
         except BaseException as exc:  # every request of the group gets the failure
-            for r in batch:
-                r.error = exc
-        finally:
-            with self._group:
-                for r in batch:
-                    r.done = True
-                self._group_busy = False
-                self._group.notify_all()
+            for _, request in batch:
+                request.set_exception(exc)
+            return
+        start = 0
+        for texts, request in batch:
+            request.set_result(vectors[start : start + len(texts)])
+            start += len(texts)
 
     def _run_model(self, texts: list[str], *, bulk: bool) -> np.ndarray:
         with self._encode_lock:

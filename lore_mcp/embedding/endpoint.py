@@ -1,18 +1,14 @@
 """Embeddings from any OpenAI-compatible ``/v1/embeddings`` endpoint (``LORE_EMBEDDING_URL``).
 
-Beyond a bare POST: a probe at load, so a wrong URL, key or model shows at start and the
-dimension is known before any vector is stored; batches (servers cap inputs, imports send
-thousands); rows reordered by ``index`` and normalised (neither is promised; scores assume unit
-cosine); one time budget per request with retries on no connection, 429 and 5xx (doubling backoff,
-capped ``Retry-After``), other 4xx reported at once as config mistakes; ``ModelUnavailable``
-naming host, port, cause and setting, never the key. Texts arrive redacted; a failed encode
-stores nothing, since Lore embeds before it writes.
+Beyond a bare POST: a probe at load (a wrong URL, key or model shows at start, and the dimension is
+known before any vector is stored); batches (servers cap inputs); rows put in ``index`` order and
+normalised (neither is promised); one time budget per request, retrying no connection, 429 and 5xx,
+other 4xx reported at once as config mistakes, never showing the key. Texts arrive redacted.
 """
 
 from __future__ import annotations
 
 import base64
-import binascii
 import logging
 import random
 import threading
@@ -60,10 +56,8 @@ def public_url(url: str) -> str:
 
 def host_port(url: str) -> str:
     """``host:port`` of ``url``, with the scheme's default port when none is written."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    host = parts.hostname or ""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    parts = urlsplit(public_url(url))
+    return parts.netloc if parts.port else f"{parts.netloc}:{443 if parts.scheme == 'https' else 80}"
 
 
 class EndpointEngine:
@@ -201,11 +195,10 @@ class EndpointEngine:
 
     def _retry_wait(self, response: httpx2.Response, attempt: int) -> float | None:
         """The backoff or ``Retry-After`` within the cap; None if longer than a call should wait."""
-        header = response.headers.get("retry-after", "").strip()
         try:
-            asked = float(header)
-        except ValueError:  # absent, or the HTTP-date form: fall back to our own backoff
-            return self._backoff(attempt)
+            asked = float(response.headers.get("retry-after", ""))
+        except ValueError:  # absent, or the HTTP-date form: our own backoff
+            asked = -1.0
         if asked < 0:
             return self._backoff(attempt)
         return asked if asked <= self.retry_after_cap_s else None
@@ -223,17 +216,14 @@ class EndpointEngine:
             raise ModelUnavailable(
                 self._malformed(f"{count} texts were sent but {len(data)} vectors came back")
             )
-        rows: list[np.ndarray | None] = [None] * count
-        for position, item in enumerate(data):
-            index = item.get("index", position) if isinstance(item, dict) else None
-            if type(index) is not int or not 0 <= index < count or rows[index] is not None:
-                raise ModelUnavailable(self._malformed('its "index" values are not 0..n-1, once each'))
-            rows[index] = self._row(item.get("embedding"))
-        widths = {row.shape[0] for row in rows if row is not None}
-        if len(widths) != 1:
+        indexes = [item.get("index", i) if isinstance(item, dict) else None for i, item in enumerate(data)]
+        if any(type(index) is not int for index in indexes) or set(indexes) != set(range(count)):
+            raise ModelUnavailable(self._malformed('its "index" values are not 0..n-1, once each'))
+        by_index = dict(zip(indexes, data, strict=True))
+        rows = [self._row(by_index[index].get("embedding")) for index in range(count)]
+        if len({row.shape[0] for row in rows}) != 1:
             raise ModelUnavailable(self._malformed("its vectors have different lengths"))
-        # len(data) == count and each index came once, so every row is filled.
-        matrix = np.vstack([row for row in rows if row is not None])
+        matrix = np.vstack(rows)
         norms = np.linalg.norm(matrix, axis=1)
         if not np.all(np.isfinite(matrix)) or not np.all(norms > 0):
             raise ModelUnavailable(self._malformed("a vector is zero or not a finite number"))
@@ -244,14 +234,13 @@ class EndpointEngine:
         """One embedding: a list of numbers, or base64 float32 (``encoding_format: base64``)."""
         try:
             if isinstance(embedding, str):
-                row = np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
-            else:
-                row = np.asarray(embedding, dtype=np.float64)
-        except (TypeError, ValueError, binascii.Error):
-            raise ModelUnavailable(self._malformed('an "embedding" is not a list of numbers')) from None
+                embedding = np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+            row = np.asarray(embedding, dtype=np.float64)
+        except (TypeError, ValueError):  # binascii.Error is a ValueError
+            row = np.zeros(0)
         if row.ndim != 1 or row.shape[0] == 0:
             raise ModelUnavailable(self._malformed('an "embedding" is not a list of numbers'))
-        return row.astype(np.float64)
+        return row
 
     def _excerpt(self, response: httpx2.Response) -> str:
         """The start of the server's answer, on one line, with any credential taken out."""

@@ -32,15 +32,13 @@ class ChecksumMismatch(RuntimeError):
 class OnnxEncoder:
     """Unit sentence vectors from the shipped graph; thread-safe."""
 
-    def __init__(self, threads: int, model_dir: Path | None = None) -> None:
+    def __init__(self, threads: int) -> None:
         """Load and verify the graph and tokenizer (about 0.3 s); ``threads`` per run."""
         import onnxruntime
         from tokenizers import Tokenizer
 
-        model_dir = model_dir or MODEL_DIR
-
-        graph = _verified(model_dir / "model.onnx", GRAPH_SHA256)
-        self._tokenizer = Tokenizer.from_file(str(_verified(model_dir / "tokenizer.json", TOKENIZER_SHA256)))
+        graph = _verified(MODEL_DIR / "model.onnx", GRAPH_SHA256)
+        self._tokenizer = Tokenizer.from_file(str(_verified(MODEL_DIR / "tokenizer.json", TOKENIZER_SHA256)))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         options = onnxruntime.SessionOptions()
@@ -72,13 +70,9 @@ class OnnxEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
         workers = max(1, (os.cpu_count() or 1) // self._threads)
-        out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lore-encode") as pool:
-            for batch, vectors in zip(
-                batches, pool.map(lambda b: self.encode([texts[i] for i in b]), batches), strict=True
-            ):
-                out[batch] = vectors
-        return out
+            vectors = np.vstack(list(pool.map(lambda b: self.encode([texts[i] for i in b]), batches)))
+        return vectors[np.argsort(order)]  # back from length order to the texts' own
 
 
 def _verified(path: Path, expected: str) -> Path:
