@@ -200,15 +200,11 @@ class Completer:
         found: list[str] = []
         cursor: str | None = None
         scanned = 0
-        while scanned < COMPLETION_SCAN:
-            page = await self._page(lister, cursor)
-            if page is None:
-                break
+        while scanned < COMPLETION_SCAN and (page := await self._page(lister, cursor)) is not None:
             lessons = page.get("lessons") or []
             scanned += len(lessons)
             found += [lesson["id"] for lesson in lessons if str(lesson.get("id", "")).startswith(prefix)]
-            cursor = page.get("next_cursor")
-            if not cursor:
+            if not (cursor := page.get("next_cursor")):
                 break
         complete = not cursor
         return Completion(
