@@ -59,13 +59,23 @@ class ConsentPage:
         self.secure = urlsplit(provider.issuer).scheme == "https"
 
     async def handle(self, request: Request) -> Response:
+        fields = dict(request.query_params)
         if request.method == "POST":
-            return await self._answer(request)
-        signed = request.query_params.get("request", "")
+            form = await request.form()
+            fields = {name: value for name, value in form.items() if isinstance(value, str)}
+            if not self._same_site(request, fields.get("csrf", "")):
+                return _problem(
+                    "This form expired or was sent from another site; reload the page and try again.", 403
+                )
+        signed = fields.get("request", "")
         pending = (await self.provider.signed("request")).check(signed)
         if pending is None:
             return _problem(EXPIRED_LINK)
-        return await self._page(request, signed, pending, error=None)
+        if request.method != "POST":
+            return await self._page(request, signed, pending, error=None)
+        if fields.get("decision") != "approve":
+            return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
+        return await self._approve(request, fields, signed, pending)
 
     async def _page(
         self, request: Request, signed: str, pending: dict[str, Any], *, error: str | None, status: int = 200
@@ -94,21 +104,6 @@ class ConsentPage:
         response.set_cookie(
             name, value, max_age=max_age, httponly=True, samesite=samesite, secure=self.secure, path="/oauth"
         )
-
-    async def _answer(self, request: Request) -> Response:
-        form = await request.form()
-        fields = {name: value for name, value in form.items() if isinstance(value, str)}
-        if not self._same_site(request, fields.get("csrf", "")):
-            return _problem(
-                "This form expired or was sent from another site; reload the page and try again.", 403
-            )
-        signed = fields.get("request", "")
-        pending = (await self.provider.signed("request")).check(signed)
-        if pending is None:
-            return _problem(EXPIRED_LINK)
-        if fields.get("decision") != "approve":
-            return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
-        return await self._approve(request, fields, signed, pending)
 
     def _same_site(self, request: Request, csrf: str) -> bool:
         """The form's CSRF token matches its cookie, and no other origin posted it."""
