@@ -156,9 +156,8 @@ async def log_tool_duration(ctx: ServerRequestContext[Any, Any], call_next: Any)
     result = await call_next(ctx)
     name = str((ctx.params or {}).get("name", ""))
     failed = not isinstance(result, Mapping) or bool(result.get("isError"))
-    message = (
-        f"{name} {'failed' if failed else 'answered'} in {(time.perf_counter() - started) * 1000:.0f} ms"
-    )
+    took_ms = (time.perf_counter() - started) * 1000
+    message = f"{name} {'failed' if failed else 'answered'} in {took_ms:.0f} ms"
     params = LoggingMessageNotificationParams(level="debug", logger="lore", data=message)
     await ctx.session.send_notification(
         LoggingMessageNotification(params=params), related_request_id=ctx.request_id
@@ -215,11 +214,8 @@ class Completer:
 
     async def _page(self, lister: str, cursor: str | None) -> Mapping[str, Any] | None:
         """One page of ``lister``; None when it is not served here (LORE_TOOLS) or failed."""
-        arguments: dict[str, Any] = {"limit": MAX_LIST_LIMIT}
-        if cursor is not None:
-            arguments["cursor"] = cursor
         try:
-            result = await self.server.call_tool(lister, arguments)
+            result = await self.server.call_tool(lister, {"limit": MAX_LIST_LIMIT, "cursor": cursor})
         except ToolError:
             return None
         page = getattr(result, "structured_content", None)
