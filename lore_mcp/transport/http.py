@@ -1,6 +1,5 @@
 """The team server: the SDK's streamable HTTP at ``/mcp`` plus OAuth routes and the consent page, one 401
-naming the protected-resource metadata, the guards (``guards``; failed logins counted per
-client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation,
+naming the protected-resource metadata, the guards (``guards``), ``/healthz``, streams ended on revocation,
 replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight."""
 
 from __future__ import annotations
