@@ -48,6 +48,10 @@ UNAVAILABLE_JSONRPC_CODE = -32030
 BUSY_JSONRPC_CODE = -32031
 MESSAGE_KEY = "lore.jsonrpc"  # where the guards keep a POST's body as JSON, read off the wire once
 PEER_KEY = "lore.peer"  # the TCP peer, kept in the ASGI scope for ``ForwardedClient``
+UNAVAILABLE = (
+    "UNAVAILABLE: The team server's database is unreachable or not answering, so it "
+    "could not check the API key; nothing was done. Try again shortly."
+)
 
 
 class SlidingWindowLimiter:
@@ -130,15 +134,11 @@ def jsonrpc_id(message: Any) -> str | int | None:
     return found if isinstance(found, str | int) and not isinstance(found, bool) else None
 
 
-async def send_jsonrpc_error(
-    send: Send, status: int, code: int, message: str, retry_after: int, id: str | int | None
-) -> None:
+def jsonrpc_error(status: int, code: int, message: str, retry: int, id: str | int | None) -> JSONResponse:
     """An HTTP error with a JSON-RPC body, so MCP clients show the reason, not a bare status."""
-    data = {"data": {"retry_after": retry_after}} if status == 429 else {}
+    data = {"data": {"retry_after": retry}} if status == 429 else {}
     body = {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, **data}}
-    answer = JSONResponse(body, status, headers={"Retry-After": str(retry_after)})
-    await send({"type": "http.response.start", "status": status, "headers": answer.raw_headers})
-    await send({"type": "http.response.body", "body": answer.body})
+    return JSONResponse(body, status, headers={"Retry-After": str(retry)})
 
 
 async def refuse_too_many(
@@ -148,7 +148,7 @@ async def refuse_too_many(
     retry_after = max(1, math.ceil(wait))
     message = f"RATE_LIMITED: more than {why}; retry after {retry_after} s{advice}."
     refused = await request_id(scope, receive)
-    await send_jsonrpc_error(send, 429, RATE_LIMITED_JSONRPC_CODE, message, retry_after, refused)
+    await jsonrpc_error(429, RATE_LIMITED_JSONRPC_CODE, message, retry_after, refused)(scope, receive, send)
 
 
 def client_address(scope: Scope) -> str:
@@ -308,7 +308,8 @@ class AuthGuard:
             if started:
                 raise
             # The key is checked before the body is read, so the body is normally still there.
-            await _unavailable(send, None if read else await request_id(scope, receive))
+            refused = None if read else await request_id(scope, receive)
+            await jsonrpc_error(503, UNAVAILABLE_JSONRPC_CODE, UNAVAILABLE, 5, refused)(scope, receive, send)
 
     def _accept(self, scope: Scope) -> None:
         """Remember the key of an answered request, which the lock lets through (see above)."""
@@ -318,14 +319,6 @@ class AuthGuard:
             self._accepted.move_to_end(digest)
             while len(self._accepted) > MAX_TRACKED:
                 self._accepted.popitem(last=False)
-
-
-async def _unavailable(send: Send, id: str | int | None) -> None:
-    message = (
-        "UNAVAILABLE: The team server's database is unreachable or not answering, so it "
-        "could not check the API key; nothing was done. Try again shortly."
-    )
-    await send_jsonrpc_error(send, 503, UNAVAILABLE_JSONRPC_CODE, message, 5, id)
 
 
 class BusyGuard:
@@ -350,9 +343,8 @@ class BusyGuard:
             return
         busy = Busy(self.gate.retry_after_s(), why=QUEUE_FULL)
         refusal = f"{busy.code}: {busy.message}"
-        await send_jsonrpc_error(
-            send, 429, BUSY_JSONRPC_CODE, refusal, busy.retry_after_s, jsonrpc_id(message)
-        )
+        answer = jsonrpc_error(429, BUSY_JSONRPC_CODE, refusal, busy.retry_after_s, jsonrpc_id(message))
+        await answer(scope, receive, send)
 
 
 async def jsonrpc_message(scope: Scope, receive: Receive) -> tuple[Any, Receive]:
@@ -420,13 +412,8 @@ class StandingStreams:
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
             user = scope.get("user")
-            if (
-                scope["type"] == "http"
-                and scope.get("method") == "GET"
-                and scope.get("path", "").startswith(self.path)
-                and isinstance(user, AuthenticatedUser)
-                and self.verifier is not None
-            ):
+            get = scope["type"] == "http" and scope.get("method") == "GET"
+            if get and scope.get("path", "").startswith(self.path) and isinstance(user, AuthenticatedUser):
                 await self._serve(app, user.access_token, scope, receive, send)
             else:
                 await app(scope, receive, send)
@@ -437,7 +424,7 @@ class StandingStreams:
         self, app: ASGIApp, token: AccessToken, scope: Scope, receive: Receive, send: Send
     ) -> None:
         credential, verifier = credential_of(token), self.verifier
-        assert verifier is not None
+        assert verifier is not None  # an authenticated user means the SDK's auth, with its verifier
         started = finished = False
 
         async def checked(message: Message) -> None:

@@ -1,6 +1,5 @@
 """The team server: the SDK's streamable HTTP at ``/mcp`` plus OAuth routes and the consent page, one 401
-naming the protected-resource metadata, the guards (``guards``; failed logins counted per
-client address, which a trusted proxy may name), ``/healthz``, streams ended on revocation,
+naming the protected-resource metadata, the guards (``guards``), ``/healthz``, streams ended on revocation,
 replicas without affinity, the page (``ui``) and a SIGTERM that drains requests in flight."""
 
 from __future__ import annotations
@@ -20,11 +19,10 @@ from typing import Any
 
 import anyio.to_thread
 import uvicorn
-from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, BearerAuthBackend, RequireAuthMiddleware
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser, RequireAuthMiddleware
 from mcp.server.auth.routes import build_resource_metadata_url
 from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.transport_security import TransportSecurityMiddleware
-from pydantic import AnyHttpUrl
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -121,7 +119,7 @@ def build_app(
     # headers outermost, so every guard counts against the client a trusted proxy names.
     app.user_middleware[:0] = [*proxies, Middleware(AuthGuard, failures=failures, shared=call_counts)]
     gate = [Middleware(BusyGuard, gate=server.heavy_gate)] if server.heavy_gate is not None else []
-    streams = StandingStreams(MCP_PATH, token_verifier_of(app))
+    streams = StandingStreams(MCP_PATH, server._token_verifier)
     # Inside it, so these see the caller.
     app.user_middleware += [
         Middleware(RateLimit, limiter=CallLimiter(rate_limit_per_minute, call_counts)),
@@ -150,16 +148,12 @@ def _install_routes(app: Any, server: LoreServer) -> None:
     """The verifier's OAuth routes first, so they answer, not the SDK's; ``/mcp`` refuses with Lore's 401.
     The page for people (``ui``) is static files calling /mcp like any client, under its Host checks."""
     app.router.routes.extend(ui_routes(server.session_manager.security_settings))
-    metadata_url = resource_metadata_url(server)
-    verifier = token_verifier_of(app)
-    if isinstance(verifier, LoreBearerVerifier):
-        app.router.routes[0:0] = verifier.routes
+    if isinstance(server._token_verifier, LoreBearerVerifier):  # the SDK keeps the verifier private
+        app.router.routes[0:0] = server._token_verifier.routes
     for route in app.router.routes:
         guard = getattr(route, "app", None)
         if getattr(route, "path", None) == MCP_PATH and type(guard) is RequireAuthMiddleware:
-            route.app = LoreRequireAuth(
-                guard.app, guard.required_scopes, AnyHttpUrl(metadata_url) if metadata_url else None
-            )
+            route.app = LoreRequireAuth(guard.app, guard.required_scopes, guard.resource_metadata_url)
 
 
 def _add_healthz(
@@ -201,15 +195,6 @@ def _add_healthz(
 
     route: Any = server.custom_route  # the SDK leaves its decorator untyped
     route(HEALTH_PATH, methods=["GET"], include_in_schema=False)(healthz)
-
-
-def token_verifier_of(app: Any) -> Any:
-    """The verifier the SDK's authentication middleware checks bearer tokens with (None without auth)."""
-    for middleware in app.user_middleware:
-        backend = middleware.kwargs.get("backend")
-        if isinstance(backend, BearerAuthBackend):
-            return backend.token_verifier
-    return None
 
 
 def server_config(

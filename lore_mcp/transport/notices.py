@@ -19,12 +19,7 @@ import anyio.to_thread
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import (
-    SUBSCRIPTION_ID_META_KEY,
-    ResourceUpdated,
-    event_matches,
-    event_to_notification,
-)
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ResourceUpdated, event_to_notification
 from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -89,11 +84,6 @@ class Notice:
     def hits(self, watched: Iterable[str]) -> list[str]:
         return [uri for uri in watched if self.uris is None or uri in self.uris]
 
-    def events(self, watched: Iterable[str]) -> list[ResourceUpdated]:
-        """The SDK's events: one per changed resource, or for "any" one per ``watched`` URI."""
-        uris = sorted(self.uris) if self.uris is not None else list(watched)
-        return [ResourceUpdated(uri=uri) for uri in uris]
-
     def payloads(self) -> list[dict[str, Any]]:
         """The JSON objects a ``NoticeFeed`` carries, each small enough for one."""
         base = {"org": self.reach.org, "project": self.reach.project}
@@ -145,11 +135,10 @@ class NoticeBus:
         token = object()
         with self._lock:
             self._listeners[token] = (listener, loop)
-            feed_now = self.feed is not None and not self._fed
-            self._fed = self._fed or feed_now
-        if feed_now:
-            assert self.feed is not None
-            self.feed.subscribe(self._from_feed)
+            feed = None if self._fed else self.feed  # the first subscriber starts the feed's listening
+            self._fed = True
+        if feed is not None:
+            feed.subscribe(self._from_feed)
 
         def unsubscribe() -> None:
             with self._lock:
@@ -221,38 +210,35 @@ class ScopedListen:
         honored = SubscriptionFilter(resource_subscriptions=watched or None)
         meta: dict[str, Any] = {SUBSCRIPTION_ID_META_KEY: subscription_id}
         send, recv = anyio.create_memory_object_stream[ResourceUpdated](MAX_BUFFERED)
-        unsubscribe = self.bus.subscribe(self._deliverer(self.reach(), honored, send))
+        unsubscribe = self.bus.subscribe(self._deliverer(self.reach(), frozenset(watched), send))
         self._streams.add(send)
-        try:
-            await self.bus.ready()
-            ack = SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
-            await ctx.session.send_notification(
-                SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
-            )
-            async for event in recv:
-                if self.verifier and token and not await still_verifies(self.verifier, token):
-                    logger.info("ending a listen stream: its credential no longer verifies")
-                    break
-                notification = event_to_notification(event, meta)
-                await ctx.session.send_notification(notification, related_request_id=subscription_id)
-        finally:
-            unsubscribe()
-            self._streams.discard(send)
-            send.close()
-            recv.close()
+        with send, recv:
+            try:
+                await self.bus.ready()
+                ack = SubscriptionsAcknowledgedNotificationParams(notifications=honored, _meta=meta)
+                await ctx.session.send_notification(
+                    SubscriptionsAcknowledgedNotification(params=ack), related_request_id=subscription_id
+                )
+                async for event in recv:
+                    if self.verifier and token and not await still_verifies(self.verifier, token):
+                        logger.info("ending a listen stream: its credential no longer verifies")
+                        break
+                    notification = event_to_notification(event, meta)
+                    await ctx.session.send_notification(notification, related_request_id=subscription_id)
+            finally:
+                unsubscribe()
+                self._streams.discard(send)
         return SubscriptionsListenResult(_meta=meta)
 
     def _deliverer(
-        self, reach: Reach, honored: SubscriptionFilter, send: MemoryObjectSendStream[ResourceUpdated]
+        self, reach: Reach, watched: frozenset[str], send: MemoryObjectSendStream[ResourceUpdated]
     ) -> NoticeListener:
-        watched = frozenset(honored.resource_subscriptions or ())
-
         def deliver(notice: Notice) -> None:
             if not reach.hears(notice.reach):
                 return
-            for event in (e for e in notice.events(watched) if event_matches(honored, watched, e)):
+            for uri in sorted(notice.hits(watched)):
                 try:
-                    send.send_nowait(event)
+                    send.send_nowait(ResourceUpdated(uri=uri))
                 except anyio.ClosedResourceError:
                     return  # the stream is ending
                 except anyio.WouldBlock:

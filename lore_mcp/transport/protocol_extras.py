@@ -156,9 +156,8 @@ async def log_tool_duration(ctx: ServerRequestContext[Any, Any], call_next: Any)
     result = await call_next(ctx)
     name = str((ctx.params or {}).get("name", ""))
     failed = not isinstance(result, Mapping) or bool(result.get("isError"))
-    message = (
-        f"{name} {'failed' if failed else 'answered'} in {(time.perf_counter() - started) * 1000:.0f} ms"
-    )
+    took_ms = (time.perf_counter() - started) * 1000
+    message = f"{name} {'failed' if failed else 'answered'} in {took_ms:.0f} ms"
     params = LoggingMessageNotificationParams(level="debug", logger="lore", data=message)
     await ctx.session.send_notification(
         LoggingMessageNotification(params=params), related_request_id=ctx.request_id
@@ -200,15 +199,11 @@ class Completer:
         found: list[str] = []
         cursor: str | None = None
         scanned = 0
-        while scanned < COMPLETION_SCAN:
-            page = await self._page(lister, cursor)
-            if page is None:
-                break
+        while scanned < COMPLETION_SCAN and (page := await self._page(lister, cursor)) is not None:
             lessons = page.get("lessons") or []
             scanned += len(lessons)
             found += [lesson["id"] for lesson in lessons if str(lesson.get("id", "")).startswith(prefix)]
-            cursor = page.get("next_cursor")
-            if not cursor:
+            if not (cursor := page.get("next_cursor")):
                 break
         complete = not cursor
         return Completion(
@@ -219,11 +214,8 @@ class Completer:
 
     async def _page(self, lister: str, cursor: str | None) -> Mapping[str, Any] | None:
         """One page of ``lister``; None when it is not served here (LORE_TOOLS) or failed."""
-        arguments: dict[str, Any] = {"limit": MAX_LIST_LIMIT}
-        if cursor is not None:
-            arguments["cursor"] = cursor
         try:
-            result = await self.server.call_tool(lister, arguments)
+            result = await self.server.call_tool(lister, {"limit": MAX_LIST_LIMIT, "cursor": cursor})
         except ToolError:
             return None
         page = getattr(result, "structured_content", None)

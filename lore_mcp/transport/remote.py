@@ -250,9 +250,7 @@ class RemoteLoreServer(LoreServer):
         except LoreError as exc:
             raise ResourceError(wire_text(exc.code, exc.message)) from None
         return [
-            ReadResourceContents(content=c.text, mime_type=c.mime_type)
-            if hasattr(c, "text")
-            else ReadResourceContents(content=base64.b64decode(c.blob), mime_type=c.mime_type)
+            ReadResourceContents(c.text if hasattr(c, "text") else base64.b64decode(c.blob), c.mime_type)
             for c in result.contents
         ]
 

@@ -241,9 +241,7 @@ def client_from_document(url: str, document: Any) -> LoreClient:
     return LoreClient(
         client_id=url,
         redirect_uris=[AnyUrl(u) for u in uris],
-        token_endpoint_auth_method="none",
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
+        token_endpoint_auth_method="none",  # grant and response types: the SDK's defaults, code and refresh
         **fields,
     )
 
@@ -270,8 +268,6 @@ def page_client(issuer: str) -> PageClient:
         client_uri=AnyHttpUrl(base + PAGE_PATH),
         redirect_uris=[AnyUrl(base + PAGE_PATH)],
         token_endpoint_auth_method="none",
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hmac
 import html
 import secrets
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
@@ -26,6 +26,7 @@ from lore_mcp.transport.oauth.provider import REMEMBER_MAX_AGE_S, LoreOAuthProvi
 from stores import ApiKey, CallCounts
 
 FAILED_CONSENT_DOOR = "failed-consent"  # how wrong keys are counted across replicas (``count_failure``)
+SameSite = Literal["lax", "strict"]
 CSRF_COOKIE = "lore_oauth_csrf"
 REMEMBER_COOKIE = "lore_oauth_key"
 UNKNOWN_KEY = "This server does not know that API key, or it was revoked; ask your Lore admin for one."
@@ -58,13 +59,23 @@ class ConsentPage:
         self.secure = urlsplit(provider.issuer).scheme == "https"
 
     async def handle(self, request: Request) -> Response:
+        fields = dict(request.query_params)
         if request.method == "POST":
-            return await self._answer(request)
-        signed = request.query_params.get("request", "")
+            form = await request.form()
+            fields = {name: value for name, value in form.items() if isinstance(value, str)}
+            if not self._same_site(request, fields.get("csrf", "")):
+                return _problem(
+                    "This form expired or was sent from another site; reload the page and try again.", 403
+                )
+        signed = fields.get("request", "")
         pending = (await self.provider.signed("request")).check(signed)
         if pending is None:
             return _problem(EXPIRED_LINK)
-        return await self._page(request, signed, pending, error=None)
+        if request.method != "POST":
+            return await self._page(request, signed, pending, error=None)
+        if fields.get("decision") != "approve":
+            return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
+        return await self._approve(request, fields, signed, pending)
 
     async def _page(
         self, request: Request, signed: str, pending: dict[str, Any], *, error: str | None, status: int = 200
@@ -85,31 +96,14 @@ class ConsentPage:
             error=error,
         )
         response = HTMLResponse(body, status_code=status, headers=HEADERS)
-        response.set_cookie(
-            CSRF_COOKIE,
-            csrf,
-            max_age=3600,
-            httponly=True,
-            samesite="strict",
-            secure=self.secure,
-            path="/oauth",
-        )
+        self._cookie(response, CSRF_COOKIE, csrf, 3600, "strict")
         return response
 
-    async def _answer(self, request: Request) -> Response:
-        form = await request.form()
-        fields = {name: value for name, value in form.items() if isinstance(value, str)}
-        if not self._same_site(request, fields.get("csrf", "")):
-            return _problem(
-                "This form expired or was sent from another site; reload the page and try again.", 403
-            )
-        signed = fields.get("request", "")
-        pending = (await self.provider.signed("request")).check(signed)
-        if pending is None:
-            return _problem(EXPIRED_LINK)
-        if fields.get("decision") != "approve":
-            return RedirectResponse(self.provider.deny(pending), status_code=303, headers=HEADERS)
-        return await self._approve(request, fields, signed, pending)
+    def _cookie(self, response: Response, name: str, value: str, max_age: int, samesite: SameSite) -> None:
+        """An ``HttpOnly`` cookie for the consent page's paths only."""
+        response.set_cookie(
+            name, value, max_age=max_age, httponly=True, samesite=samesite, secure=self.secure, path="/oauth"
+        )
 
     def _same_site(self, request: Request, csrf: str) -> bool:
         """The form's CSRF token matches its cookie, and no other origin posted it."""
@@ -141,10 +135,7 @@ class ConsentPage:
         )
         if fields.get("remember") == "yes":
             remember = (await self.provider.signed("remember")).dumps({"key": key.id, "org": key.org})
-            response.set_cookie(
-                REMEMBER_COOKIE, remember, max_age=REMEMBER_MAX_AGE_S, httponly=True, samesite="lax",
-                secure=self.secure, path="/oauth",
-            )  # fmt: skip
+            self._cookie(response, REMEMBER_COOKIE, remember, REMEMBER_MAX_AGE_S, "lax")
         return response
 
     async def _key(self, request: Request, fields: dict[str, str]) -> tuple[ApiKey | None, str]:
@@ -179,10 +170,8 @@ def project_for(key: ApiKey, asked: str) -> tuple[str | None, str | None]:
     if not PROJECT_PATTERN.fullmatch(asked):
         return None, BAD_PROJECT
     if key.project is not None and asked != key.project:
-        return (
-            None,
-            f"This API key reaches only project {key.project}; leave the project empty or use another key.",
-        )
+        why = f"This API key reaches only project {key.project}; leave the project empty or use another key."
+        return None, why
     return asked, None
 
 

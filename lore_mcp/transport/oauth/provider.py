@@ -262,7 +262,6 @@ class LoreOAuthProvider:
             await self._store(self.keys.oauth.add_token, secret_digest(secret), row)
         return OAuthToken(
             access_token=access,
-            token_type="Bearer",
             expires_in=ACCESS_TOKEN_TTL_S,
             refresh_token=refresh,
             scope=" ".join(grant.scopes) or None,

@@ -13,7 +13,7 @@ from typing import Any, cast
 from urllib.parse import urlsplit
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
-from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
+from mcp.server.auth.handlers.metadata import MetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationErrorResponse, RevocationHandler
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
@@ -26,13 +26,13 @@ from mcp.server.auth.routes import (
     REVOCATION_PATH,
     TOKEN_PATH,
     build_metadata,
-    build_resource_metadata_url,
     cors_middleware,
+    create_protected_resource_routes,
     validate_issuer_url,
 )
 from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import DEFAULT_MAX_REQUEST_BODY_SIZE, RequestBodyLimitMiddleware
-from mcp.shared.auth import OAuthClientMetadata, OAuthMetadata, ProtectedResourceMetadata
+from mcp.shared.auth import OAuthClientMetadata, OAuthMetadata
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyHttpUrl
 from starlette.middleware.cors import CORSMiddleware
@@ -220,17 +220,12 @@ def metadata_routes(provider: LoreOAuthProvider, issuer: AnyHttpUrl, metadata: O
     metadata.token_endpoint_auth_methods_supported = methods
     metadata.revocation_endpoint_auth_methods_supported = list(methods)
     verbs = ["GET", "OPTIONS"]
-    routes = [
-        Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, verbs), methods=verbs)
+    derived = create_protected_resource_routes(AnyHttpUrl(provider.resource), [issuer], resource_name="Lore")
+    return [
+        Route(AS_METADATA_PATH, cors_middleware(MetadataHandler(metadata).handle, verbs), methods=verbs),
+        *derived,
+        Route(PRM_ROOT_PATH, derived[0].endpoint, methods=verbs),
     ]
-    resource = ProtectedResourceMetadata(
-        resource=AnyHttpUrl(provider.resource), authorization_servers=[issuer], resource_name="Lore"
-    )
-    handler = cors_middleware(ProtectedResourceMetadataHandler(resource).handle, verbs)
-    derived = str(build_resource_metadata_url(AnyHttpUrl(provider.resource))).split("://", 1)[1]
-    for path in dict.fromkeys(["/" + derived.split("/", 1)[1], PRM_ROOT_PATH]):
-        routes.append(Route(path, handler, methods=verbs))
-    return routes
 
 
 def authorize_route(provider: LoreOAuthProvider) -> Route:
@@ -319,11 +314,8 @@ class Registration:
         else:
             body, receive = await buffered(request.receive, limit=REGISTRATION_MAX_BYTES)
         if body is None:
-            return error(
-                413,
-                "invalid_client_metadata",
-                f"Client metadata is limited to {REGISTRATION_MAX_BYTES} bytes.",
-            )
+            sentence = f"Client metadata is limited to {REGISTRATION_MAX_BYTES} bytes."
+            return error(413, "invalid_client_metadata", sentence)
         problem = metadata_problem(body)
         if problem is not None:
             return error(400, *problem)
@@ -333,16 +325,13 @@ class Registration:
             cast(Any, SimpleNamespace(register_client=register)), ClientRegistrationOptions(enabled=True)
         )
         try:
-            answer: Response = await sdk.handle(Request(request.scope, receive))
+            return await sdk.handle(Request(request.scope, receive))
         except ClientsCrowded as crowded:
-            return error(
-                429,
-                "temporarily_unavailable",
+            sentence = (
                 "Your address has registered too many clients that nobody has signed in with yet; "
-                "use one of them, or retry once the oldest expires.",
-                crowded.wait,
+                "use one of them, or retry once the oldest expires."
             )
-        return answer
+            return error(429, "temporarily_unavailable", sentence, crowded.wait)
 
     async def _refused(self, request: Request, address: str) -> Response | None:
         """The answer to a registration over the address's rate, or without the key it needs."""
