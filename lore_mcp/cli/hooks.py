@@ -249,16 +249,14 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
 
     from lore_mcp.app import loop_settings, open_app
     from lore_mcp.services.loop import LoopService
+    from lore_mcp.services.recording import Who
 
     with open_app(settings) as app:
         if warm:
             app.embedder.start()
         loop = LoopService(app.lessons, loop_settings(settings))
-        yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, client=CLIENT_NAME))
-
-
-# The client name a command hook's activity entries carry.
-CLIENT_NAME = "lore-memory hook"
+        who = Who(client="lore-memory hook")  # the client a command hook's activity entries name
+        yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, who=who))
 
 
 def hook_env_client() -> str:

@@ -41,7 +41,7 @@ from lore_mcp.services.models import (
     UpdateLessonResult,
     VoteResult,
 )
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from stores import (
     MAX_TEXT_CHARS,
     ActivityNote,
@@ -119,13 +119,11 @@ class LessonService:
         self,
         *,
         project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         **fields: Any,
     ) -> SaveLessonResult:
         """``save_lesson``; ``fields`` are the lesson's, as ``make_draft`` checks them."""
-        scope = self.scope(project, caller)
-        recorded = note("save", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("save")
         async with failures_recorded(self.store, scope, recorded):
             draft, kinds = make_draft(**fields)
             [result] = await _run(functools.partial(self.store_drafts, activity=recorded), scope, [draft])
@@ -176,11 +174,9 @@ class LessonService:
         limit: int = 5,
         min_confidence: float = 0.0,
         verbose: bool = False,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
     ) -> RecallResult:
-        scope = self.scope(project, caller)
-        recorded = note("recall", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("recall")
         async with failures_recorded(self.store, scope, recorded):
             hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
         shape, scored = (LessonOut, RecalledLesson) if verbose else (CompactLesson, CompactRecalledLesson)
@@ -254,35 +250,20 @@ class LessonService:
             raise group.exceptions[0] from None
         return hits
 
-    async def get(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> LessonOut:
-        return LessonOut.of(await _run(self.store.get, self.scope(project, caller), check_id(lesson_id)))
+    async def get(self, lesson_id: str, project: str | None = None, *, who: Who = NO_KEY) -> LessonOut:
+        return LessonOut.of(await _run(self.store.get, self.scope(project, who.caller), check_id(lesson_id)))
 
     async def vote(
-        self,
-        lesson_id: str,
-        *,
-        up: bool,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        self, lesson_id: str, *, up: bool, project: str | None = None, who: Who = NO_KEY
     ) -> VoteResult:
-        scope, recorded = self.scope(project, caller), note("vote", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("vote")
         async with failures_recorded(self.store, scope, recorded):
             vote = functools.partial(self.store.vote, activity=recorded)
             lesson = await _run(vote, scope, check_id(lesson_id), up)
         return VoteResult(id=lesson.id, upvotes=lesson.upvotes, downvotes=lesson.downvotes)
 
-    async def delete(
-        self,
-        lesson_id: str,
-        project: str | None = None,
-        *,
-        caller: Caller | None = None,
-        client: str | None = None,
-    ) -> DeleteResult:
-        scope, recorded = self.scope(project, caller), note("delete", caller, client)
+    async def delete(self, lesson_id: str, project: str | None = None, *, who: Who = NO_KEY) -> DeleteResult:
+        scope, recorded = self.scope(project, who.caller), who.note("delete")
         async with failures_recorded(self.store, scope, recorded):
             delete = functools.partial(self.store.delete, activity=recorded)
             lesson = await _run(delete, scope, check_id(lesson_id))
@@ -296,9 +277,9 @@ class LessonService:
         limit: int = 20,
         cursor: str | None = None,
         verbose: bool = False,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> ListResult:
-        scope = self.scope(project, caller)
+        scope = self.scope(project, who.caller)
         check_cursor(cursor)
         page = await _run(self.store.list, scope, check_tags(tags), limit, cursor)
         shape = LessonOut if verbose else CompactLesson
@@ -309,12 +290,11 @@ class LessonService:
         lesson_id: str,
         *,
         project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         **fields: Any,
     ) -> UpdateLessonResult:
         """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
-        scope, recorded = self.scope(project, caller), note("update", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("update")
         async with failures_recorded(self.store, scope, recorded):
             lesson_id = check_id(lesson_id)
             patch, kinds = make_patch(**fields)

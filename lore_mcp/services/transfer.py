@@ -25,13 +25,12 @@ import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import (
     MAX_SHORT_CHARS,
@@ -205,11 +204,11 @@ class Transfer:
             }
 
     async def export_page(
-        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+        self, project: str | None, cursor: str | None, limit: int, *, who: Who = NO_KEY
     ) -> ExportPage:
         """One page of a project's live lessons, newest first (the ``export_lessons`` tool)."""
         check_cursor(cursor)
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
         return ExportPage(
             lessons=[LessonOut.of(lesson) for lesson in listed.lessons], next_cursor=listed.next_cursor
@@ -222,8 +221,7 @@ class Transfer:
         items: Sequence[LessonIn],
         project: str | None,
         *,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         report: Progress = no_progress,
     ) -> ImportResult:
         """``import_lessons``: one bounded batch into one project, all or nothing. Embedded a few
@@ -231,7 +229,7 @@ class Transfer:
         this project's ids count as "already there" (the key is org, project, id)."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
-        scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
+        scope, recorded = self.lessons.scope(project, who.caller), who.note("import")
         async with failures_recorded(self.store, scope, recorded):
             drafts, found = _checked_items(items)
             vectors: list[Any] = []

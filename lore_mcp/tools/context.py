@@ -21,6 +21,7 @@ from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.loop import LoopService, LoopSettings
 from lore_mcp.services.progress import Progress
+from lore_mcp.services.recording import Who
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import Transfer
 
@@ -89,16 +90,15 @@ def client_name(ctx: Context[Any, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call's services, caller and client (the name it introduced itself with)."""
+    """One tool call's services and who makes it (its key, and the name its client gave)."""
 
     services: Services
-    caller: Caller | None
+    who: Who
     local_caller: Caller | None
-    client: str | None = None
 
     def root(self, what: str) -> Caller:
         """A key tool's caller, which must be root to do ``what`` (stdio: the local user)."""
-        found = self.caller or self.local_caller
+        found = self.who.caller or self.local_caller
         if found is None:
             raise Forbidden("Key tools need a root API key.")
         found.require_root(what)
@@ -116,4 +116,4 @@ def call_of(ctx: Context[Any, Any]) -> Call:
     server = cast(Serving, ctx.mcp_server)
     if server.services is None:
         raise RuntimeError("This server forwards tool calls; nothing runs locally.")
-    return Call(server.services, caller(), server.local_caller, client_name(ctx))
+    return Call(server.services, Who(caller(), client_name(ctx)), server.local_caller)

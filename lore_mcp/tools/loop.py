@@ -32,8 +32,7 @@ async def session_context(
         repository=repository,
         branch=branch,
         project=project,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
@@ -51,8 +50,7 @@ async def prompt_context(
         prompt=prompt,
         session_id=session_id,
         project=project,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
@@ -76,6 +74,5 @@ async def ask_to_save(
         signal=signal,
         remember=remember,
         project=project,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
