@@ -178,26 +178,15 @@ class LessonService:
     ) -> RecallResult:
         scope, recorded = self.scope(project, who.caller), who.note("recall")
         async with failures_recorded(self.store, scope, recorded):
-            hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
+            text, hits = await self.search(
+                scope, query, tags=tags, limit=limit, min_confidence=min_confidence
+            )
+            # The log keeps the redacted query and the ranked ids. Held in memory
+            # (Store.append_activity): a worker-thread hop would cost the recall more.
+            returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
+            self.store.append_activity(scope, dataclasses.replace(recorded, query=text, results=returned))
         shape, scored = (LessonOut, RecalledLesson) if verbose else (CompactLesson, CompactRecalledLesson)
         return RecallResult(lessons=[scored(**shape.of(h.lesson).model_dump(), score=h.score) for h in hits])
-
-    async def _recall(
-        self,
-        scope: Scope,
-        recorded: ActivityNote,
-        query: str,
-        tags: Sequence[str],
-        limit: int,
-        min_confidence: float,
-    ) -> list[ScoredLesson]:
-        """``recall``'s lessons best first, logging the redacted query and ranked ids."""
-        text, hits = await self.search(scope, query, tags=tags, limit=limit, min_confidence=min_confidence)
-        returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
-        entry = dataclasses.replace(recorded, query=text, results=returned)
-        # Held in memory (Store.append_activity): a worker-thread hop would cost the recall more.
-        self.store.append_activity(scope, entry)
-        return hits
 
     async def search(
         self,

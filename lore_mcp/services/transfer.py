@@ -382,14 +382,9 @@ Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
     """A checked lesson and vector, a model line's model, None for a commit, or an error."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return f"line {number}: not JSON ({exc.msg})"
-    except RecursionError:
-        return f"line {number}: not JSON (nested too deeply)"
-    if not isinstance(data, dict):
-        return f"line {number}: expected a JSON object"
+    data = json_object(line)
+    if isinstance(data, str):
+        return f"line {number}: {data}"
     kind = data.get("type", "lesson")
     if kind == "commit":
         return None
@@ -405,6 +400,17 @@ def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed 
         return (*checked_lesson(data), vector)
     except (ValidationError, InvalidArgument) as exc:
         return f"line {number}: {refusal(exc)}"
+
+
+def json_object(line: str) -> dict[str, Any] | str:
+    """A line's JSON object, or why it is not one."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg})"
+    except RecursionError:
+        return "not JSON (nested too deeply)"
+    return data if isinstance(data, dict) else "expected a JSON object"
 
 
 def _vector(value: Any, model: EmbeddingModel | None) -> np.ndarray | None:
