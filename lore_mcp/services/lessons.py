@@ -115,13 +115,7 @@ class LessonService:
             org=caller.org, project=caller.project_for(requested, self.default_project), actor=caller.actor
         )
 
-    async def save(
-        self,
-        *,
-        project: str | None = None,
-        who: Who = NO_KEY,
-        **fields: Any,
-    ) -> SaveLessonResult:
+    async def save(self, *, project: str | None = None, who: Who = NO_KEY, **fields: Any) -> SaveLessonResult:
         """``save_lesson``; ``fields`` are the lesson's, as ``make_draft`` checks them."""
         scope, recorded = self.scope(project, who.caller), who.note("save")
         async with failures_recorded(self.store, scope, recorded):
@@ -275,12 +269,7 @@ class LessonService:
         return ListResult(lessons=[shape.of(x) for x in page.lessons], next_cursor=page.next_cursor)
 
     async def update(
-        self,
-        lesson_id: str,
-        *,
-        project: str | None = None,
-        who: Who = NO_KEY,
-        **fields: Any,
+        self, lesson_id: str, *, project: str | None = None, who: Who = NO_KEY, **fields: Any
     ) -> UpdateLessonResult:
         """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
         scope, recorded = self.scope(project, who.caller), who.note("update")

@@ -97,12 +97,7 @@ class LoopService:
             return self.lessons.scope(None, who.caller)
 
     async def session_context(
-        self,
-        *,
-        session_id: str,
-        where: Workdir,
-        project: str | None = None,
-        who: Who = NO_KEY,
+        self, *, session_id: str, where: Workdir, project: str | None = None, who: Who = NO_KEY
     ) -> Injection:
         """Repo and branch lessons that clear the bar, then the project's best, in ``session_chars``."""
         session = _session(session_id)
@@ -125,12 +120,7 @@ class LoopService:
         return injection
 
     async def prompt_context(
-        self,
-        *,
-        prompt: str,
-        session_id: str,
-        project: str | None = None,
-        who: Who = NO_KEY,
+        self, *, prompt: str, session_id: str, project: str | None = None, who: Who = NO_KEY
     ) -> Injection:
         """Lessons scoring ``prompt_min_score`` or more not given earlier, in ``prompt_chars``."""
         session = _session(session_id)

@@ -143,10 +143,5 @@ async def list_lessons(
     """List lessons newest first, a page at a time."""
     call = call_of(ctx)
     return await call.services.lessons.list(
-        project=project,
-        tags=tags,
-        limit=limit,
-        cursor=cursor,
-        verbose=verbose,
-        who=call.who,
+        project=project, tags=tags, limit=limit, cursor=cursor, verbose=verbose, who=call.who
     )
