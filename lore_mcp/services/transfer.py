@@ -124,20 +124,6 @@ class FileReport:
             setattr(self, name, getattr(self, name) + n)
 
 
-def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
-    return {"type": "lesson", **LessonOut.of(lesson).model_dump(mode="json")}
-
-
-def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
-    """A commit as the history tools show it, with its effects (vectors left out)."""
-    return {
-        "type": "commit",
-        "project": project,
-        **commit_summary(commit),
-        "effects": public_effects(commit.effects),
-    }
-
-
 @dataclass(frozen=True)
 class Transfer:
     """Export and import on one store, for the CLI and the MCP tools alike."""
@@ -189,9 +175,10 @@ class Transfer:
             lessons = self.lessons_of(scope)
             for start in range(0, len(lessons), EXPORT_PAGE):
                 yield from self._lines(scope, lessons[start : start + EXPORT_PAGE], vectors=model is not None)
-            if with_history:
-                for commit in self.commits_of(scope):
-                    yield commit_line(name, commit)
+            for commit in self.commits_of(scope) if with_history else ():
+                # As the history tools show it, with its effects (vectors left out).
+                effects = public_effects(commit.effects)
+                yield {"type": "commit", "project": name, **commit_summary(commit), "effects": effects}
 
     def _lines(self, scope: Scope, page: list[StoredLesson], *, vectors: bool) -> Iterator[dict[str, Any]]:
         """The page's lesson lines, each with its vector when asked (one query a page)."""
@@ -199,7 +186,8 @@ class Transfer:
         for lesson in page:
             vector = found.get(lesson.id)
             yield {
-                **lesson_line(lesson),
+                "type": "lesson",
+                **LessonOut.of(lesson).model_dump(mode="json"),
                 **({"vector": base64.b64encode(vector).decode("ascii")} if vector else {}),
             }
 
