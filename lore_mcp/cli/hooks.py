@@ -163,11 +163,11 @@ def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: 
             return {"continue": True} if client == "cursor" else {}
         found = call("prompt_context", {"prompt": hook.prompt[:16_000], "session_id": hook.session, **scoped})
         return _in_format(client, "UserPromptSubmit", found)
-    return _capture(event, client, hook, settings, call, project)
+    return _capture(event, client, hook, settings, call, scoped)
 
 
 def _capture(
-    event: str, client: str, hook: HookInput, settings: Settings, call: Call, project: str | None
+    event: str, client: str, hook: HookInput, settings: Settings, call: Call, scoped: dict[str, Any]
 ) -> dict[str, Any]:
     """``stop`` and ``pre-compact``: examine the transcript since the last check; a stop asks."""
     from lore_mcp.services.transcript import examine, read_lines
@@ -189,14 +189,13 @@ def _capture(
         save_state(hook.session, state)
         return {}
     words = signal or "the person asked to remember it (#remember)"
-    scoped = {"project": project} if project else {}
     decision = call(
         "ask_to_save", {"session_id": hook.session, "signal": words, "remember": remember, **scoped}
     )
     save_state(hook.session, _cleared(state))
     if not decision.get("ask"):
         return {}
-    reason = ask_text(str(decision.get("why") or words), project)
+    reason = ask_text(str(decision.get("why") or words), scoped.get("project"))
     return {"followup_message": reason} if client == "cursor" else {"decision": "block", "reason": reason}
 
 

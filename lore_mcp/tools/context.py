@@ -36,19 +36,17 @@ class Services:
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
     loop_settings: LoopSettings = field(default_factory=LoopSettings)  # what the loop tools give and ask
 
+    # Made on each use: these hold no state (the store and its activity log hold it).
     @property
     def activity(self) -> ActivityService:
-        """Reading the activity log (no state of its own: it reads through ``lessons``' store)."""
         return ActivityService(self.lessons)
 
     @property
     def curation(self) -> CurationService:
-        """Near-duplicates, pairs kept apart and merges (no state of its own)."""
         return CurationService(self.lessons)
 
     @property
     def loop(self) -> LoopService:
-        """The agent-loop tools' logic (no state of its own: the activity log holds it)."""
         return LoopService(self.lessons, self.loop_settings)
 
     @classmethod
