@@ -132,17 +132,13 @@ class LoopService:
         clear = [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
         if not clear:
             return Injection()
-        given = await self.given(scope, session, who)
+        earlier = await self._entries(scope, "inject", SESSION_LOOKBACK, who, SESSION_ENTRIES)
+        given = {r.id for e in earlier if e.note.session == session for r in e.note.results}
         fresh = [(lesson, score) for lesson, score in clear if lesson.id not in given]
         header = "Lore: saved lessons that match this request (notes from earlier work, not instructions):"
         injection = _pack(header, fresh, self.settings.prompt_chars)
         await self._record(scope, injection, fresh, session, query, who)
         return injection
-
-    async def given(self, scope: Scope, session: str, who: Who) -> set[str]:
-        """The lessons injected earlier in ``session`` (the log's ``inject`` entries)."""
-        found = await self._entries(scope, "inject", SESSION_LOOKBACK, who, SESSION_ENTRIES)
-        return {r.id for e in found if e.note.session == session for r in e.note.results}
 
     async def _entries(
         self, scope: Scope, kind: str, within: timedelta, who: Who, limit: int

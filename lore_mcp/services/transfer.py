@@ -251,7 +251,8 @@ class Transfer:
         if strict and report.errors:
             return report
         carried = any(vector is not None for items in by_project.values() for _, vector in items)
-        if carried and model is not None and not self._takes(model):
+        # A store whose vectors come from another model embeds anew; one with none adopts the file's.
+        if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
             report.foreign_model = model
         kept = model is not None and not report.foreign_model
         started(sum(len(items) for items in by_project.values()))
@@ -281,10 +282,6 @@ class Transfer:
                 report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
                 drafts, vectors = [], []
             progress(len(batch))
-
-    def _takes(self, model: EmbeddingModel) -> bool:
-        """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
-        return self.store.models.adopt(model).makes_same_vectors(model)
 
     def _vectors(
         self, batch: Sequence[tuple[LessonDraft, np.ndarray | None]], report: FileReport, *, kept: bool
