@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from lore_mcp.services.workdir import Workdir, workdir_of
 from lore_mcp.settings import Settings
 
 logger = logging.getLogger("lore_mcp.hooks")
@@ -121,8 +122,11 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
         hook = HookInput.of(data)
         if not hook.session:
             raise ValueError("the hook input names no session (session_id or conversation_id)")
-        with _connection(settings, warm=_needs_model(event, hook)) as call:
-            answer = _answer(event, client, hook, settings, call)
+        where = workdir_of(hook.cwd)
+        # Load the model meanwhile when the hook embeds: a prompt does, a topic branch's start does.
+        warm = event == "prompt" or (event == "session-start" and bool(where.topic))
+        with _connection(settings, warm=warm) as call:
+            answer = _answer(event, client, hook, where, settings, call)
     except Exception as exc:  # a hook never fails the client's turn
         print(f"lore-memory hook {event}: answered nothing: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
@@ -131,21 +135,9 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
     return 0
 
 
-def _needs_model(event: str, hook: HookInput) -> bool:
-    """Whether the hook will embed text: a prompt does; a session start on a topic branch does."""
-    if event == "prompt":
-        return True
-    if event != "session-start":
-        return False
-    from lore_mcp.services.workdir import workdir_of
-
-    return bool(workdir_of(hook.cwd).topic)
-
-
-def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: Call) -> dict[str, Any]:
-    from lore_mcp.services.workdir import workdir_of
-
-    where = workdir_of(hook.cwd)
+def _answer(
+    event: str, client: str, hook: HookInput, where: Workdir, settings: Settings, call: Call
+) -> dict[str, Any]:
     project = hook_project(settings, where.project)
     scoped = {"project": project} if project else {}
     if event == "session-start":

@@ -98,14 +98,6 @@ class LessonService:
         if not self._model_known():
             await _run(self.require_model)
 
-    async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
-        """A vector store call; a re-embed meanwhile gets a refusal naming the fix, not the change."""
-        try:
-            return await _run(fn, *args)
-        except ModelChangedError:
-            await _run(self.require_model)
-            raise
-
     def scope(self, project: str | None, caller: Caller | None = None) -> Scope:
         """The call's org and project: the caller's key's, or without one the server's own org."""
         requested = check_project(project) if project is not None else None
@@ -285,7 +277,11 @@ class LessonService:
                 await self._require_model()
                 [vector] = await self.embedder.aencode_documents([text])
             update = functools.partial(self.store.update, activity=recorded)
-            lesson = await self._with_vectors(update, scope, lesson_id, patch, vector)
+            try:  # a re-embed meanwhile gets a refusal naming the fix, not the change
+                lesson = await _run(update, scope, lesson_id, patch, vector)
+            except ModelChangedError:
+                await _run(self.require_model)
+                raise
         return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=kinds)
 
 
