@@ -17,7 +17,7 @@ import numpy as np
 from lore_mcp.auth import Caller
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running_model
-from lore_mcp.redaction import redact_many
+from lore_mcp.redaction import redact
 from lore_mcp.services.lesson_input import (
     check_confidence,
     check_cursor,
@@ -188,9 +188,7 @@ class LessonService:
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
         # The query is redacted too: a secret pasted into a query must not reach the model or logs.
-        (redacted,), _ = redact_many([checked])
-        assert redacted is not None
-        text: str = redacted
+        text = redact(checked).text
         await self._require_model()
         try:
             hits = await self._recall_while_embedding(
