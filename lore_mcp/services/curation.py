@@ -93,11 +93,9 @@ class CurationService:
         pairs = await anyio.to_thread.run_sync(store.duplicate_pairs, scope, threshold)
         start = int(cursor or 0)
         page = pairs[start : start + limit]
-
-        def lessons() -> dict[str, Lesson]:
-            return {i: store.get(scope, i) for pair in page for i in pair[:2]}
-
-        found = await anyio.to_thread.run_sync(lessons)
+        found = await anyio.to_thread.run_sync(
+            lambda: {i: store.get(scope, i) for pair in page for i in pair[:2]}
+        )
         return DuplicatesResult(
             project=scope.project,
             threshold=threshold,
