@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from lore_mcp.services.workdir import Workdir, workdir_of
 from lore_mcp.settings import Settings
 
 logger = logging.getLogger("lore_mcp.hooks")
@@ -121,8 +122,11 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
         hook = HookInput.of(data)
         if not hook.session:
             raise ValueError("the hook input names no session (session_id or conversation_id)")
-        with _connection(settings, warm=_needs_model(event, hook)) as call:
-            answer = _answer(event, client, hook, settings, call)
+        where = workdir_of(hook.cwd)
+        # Load the model meanwhile when the hook embeds: a prompt does, a topic branch's start does.
+        warm = event == "prompt" or (event == "session-start" and bool(where.topic))
+        with _connection(settings, warm=warm) as call:
+            answer = _answer(event, client, hook, where, settings, call)
     except Exception as exc:  # a hook never fails the client's turn
         print(f"lore-memory hook {event}: answered nothing: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 0
@@ -131,21 +135,9 @@ def run_hook(event: str, client: str, settings: Settings, stdin: IO[str], stdout
     return 0
 
 
-def _needs_model(event: str, hook: HookInput) -> bool:
-    """Whether the hook will embed text: a prompt does; a session start on a topic branch does."""
-    if event == "prompt":
-        return True
-    if event != "session-start":
-        return False
-    from lore_mcp.services.workdir import workdir_of
-
-    return bool(workdir_of(hook.cwd).topic)
-
-
-def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: Call) -> dict[str, Any]:
-    from lore_mcp.services.workdir import workdir_of
-
-    where = workdir_of(hook.cwd)
+def _answer(
+    event: str, client: str, hook: HookInput, where: Workdir, settings: Settings, call: Call
+) -> dict[str, Any]:
     project = hook_project(settings, where.project)
     scoped = {"project": project} if project else {}
     if event == "session-start":
@@ -163,11 +155,11 @@ def _answer(event: str, client: str, hook: HookInput, settings: Settings, call: 
             return {"continue": True} if client == "cursor" else {}
         found = call("prompt_context", {"prompt": hook.prompt[:16_000], "session_id": hook.session, **scoped})
         return _in_format(client, "UserPromptSubmit", found)
-    return _capture(event, client, hook, settings, call, project)
+    return _capture(event, client, hook, settings, call, scoped)
 
 
 def _capture(
-    event: str, client: str, hook: HookInput, settings: Settings, call: Call, project: str | None
+    event: str, client: str, hook: HookInput, settings: Settings, call: Call, scoped: dict[str, Any]
 ) -> dict[str, Any]:
     """``stop`` and ``pre-compact``: examine the transcript since the last check; a stop asks."""
     from lore_mcp.services.transcript import examine, read_lines
@@ -189,14 +181,13 @@ def _capture(
         save_state(hook.session, state)
         return {}
     words = signal or "the person asked to remember it (#remember)"
-    scoped = {"project": project} if project else {}
     decision = call(
         "ask_to_save", {"session_id": hook.session, "signal": words, "remember": remember, **scoped}
     )
     save_state(hook.session, _cleared(state))
     if not decision.get("ask"):
         return {}
-    reason = ask_text(str(decision.get("why") or words), project)
+    reason = ask_text(str(decision.get("why") or words), scoped.get("project"))
     return {"followup_message": reason} if client == "cursor" else {"decision": "block", "reason": reason}
 
 
@@ -249,16 +240,14 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
 
     from lore_mcp.app import loop_settings, open_app
     from lore_mcp.services.loop import LoopService
+    from lore_mcp.services.recording import Who
 
     with open_app(settings) as app:
         if warm:
             app.embedder.start()
         loop = LoopService(app.lessons, loop_settings(settings))
-        yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, client=CLIENT_NAME))
-
-
-# The client name a command hook's activity entries carry.
-CLIENT_NAME = "lore-memory hook"
+        who = Who(client="lore-memory hook")  # the client a command hook's activity entries name
+        yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, who=who))
 
 
 def hook_env_client() -> str:

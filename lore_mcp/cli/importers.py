@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
-from lore_mcp.services.transfer import checked_lesson, refusal
+from lore_mcp.services.transfer import checked_lesson, json_object, refusal
 from stores import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 SOURCES = ("server-memory", "mcp-memory-service")
@@ -141,16 +141,9 @@ def _server_memory(text: str) -> Conversion:
 
 def _json_object(out: _Converter, where: str, line: str) -> dict[str, Any] | None:
     """One line's JSON object, or None after noting why it is not one."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        out.error(where, f"not JSON ({exc.msg})")
-        return None
-    except RecursionError:
-        out.error(where, "not JSON (nested too deeply)")
-        return None
-    if not isinstance(data, dict):
-        out.error(where, "expected a JSON object")
+    data = json_object(line)
+    if isinstance(data, str):
+        out.error(where, data)
         return None
     return data
 

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING, Literal
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.structured import in_transaction
 from stores import (
     ACTIVITY_KINDS,
@@ -127,10 +127,10 @@ class ActivityService:
         *,
         stale_days: float | None = None,
         project: str | None = None,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> ActivityResult:
         """The entries ``asked`` names (``hidden_kinds`` is the caller's), or stale lessons."""
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         if not 1 <= asked.limit <= MAX_LIST_LIMIT:
             raise InvalidArgument(f"limit must be between 1 and {MAX_LIST_LIMIT}.")
         if asked.cursor is not None and not ULID_PATTERN.fullmatch(asked.cursor):
@@ -145,7 +145,7 @@ class ActivityService:
         query = replace(
             asked,
             # Key changes are the org's business: root keys (and the local user) see them.
-            hidden_kinds=ROOT_ONLY_KINDS if caller is not None and not caller.root else (),
+            hidden_kinds=ROOT_ONLY_KINDS if who.caller is not None and not who.caller.root else (),
             since=_utc(asked.since),
             until=_utc(asked.until),
             lesson_id=check_id(asked.lesson_id) if asked.lesson_id is not None else None,
@@ -171,10 +171,10 @@ class ActivityService:
         )
 
     async def recalls(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
+        self, lesson_id: str, project: str | None = None, *, who: Who = NO_KEY
     ) -> LessonRecalls:
         """How often and when last the kept log's recalls returned the lesson."""
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         lesson_id = check_id(lesson_id)
         stats = await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id])
         found = stats[lesson_id]

@@ -10,12 +10,11 @@ from typing import Literal
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import check_id, make_patch
 from lore_mcp.services.lessons import LessonService, embedding_text
 from lore_mcp.services.models import LessonOut
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from stores import Lesson, LessonPatch, restates
 
 # find_duplicates' default cosine: restatements score 0.8-0.95 with all-MiniLM-L6-v2, same-topic
@@ -81,9 +80,9 @@ class CurationService:
         cursor: str | None = None,
         project: str | None = None,
         *,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> DuplicatesResult:
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         if not 0 <= threshold <= 1:
             raise InvalidArgument("threshold must be a cosine similarity between 0 and 1.")
         if not 1 <= limit <= MAX_PAIRS_PAGE:
@@ -94,11 +93,9 @@ class CurationService:
         pairs = await anyio.to_thread.run_sync(store.duplicate_pairs, scope, threshold)
         start = int(cursor or 0)
         page = pairs[start : start + limit]
-
-        def lessons() -> dict[str, Lesson]:
-            return {i: store.get(scope, i) for pair in page for i in pair[:2]}
-
-        found = await anyio.to_thread.run_sync(lessons)
+        found = await anyio.to_thread.run_sync(
+            lambda: {i: store.get(scope, i) for pair in page for i in pair[:2]}
+        )
         return DuplicatesResult(
             project=scope.project,
             threshold=threshold,
@@ -111,9 +108,9 @@ class CurationService:
         )
 
     async def keep_both(
-        self, a: str, b: str, project: str | None = None, *, caller: Caller | None = None
+        self, a: str, b: str, project: str | None = None, *, who: Who = NO_KEY
     ) -> dict[str, object]:
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         a, b = check_id(a), check_id(b)
         if a == b:
             raise InvalidArgument("keep_both takes two different lessons.")
@@ -127,12 +124,11 @@ class CurationService:
         *,
         dry_run: bool = False,
         project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         **given: str | None,
     ) -> MergeResult:
         """``merge_lessons``; ``given`` are the texts (problem, resolution, context) to use instead."""
-        scope, recorded = self.lessons.scope(project, caller), note("merge", caller, client)
+        scope, recorded = self.lessons.scope(project, who.caller), who.note("merge")
         store = self.lessons.store
         async with failures_recorded(store, scope, recorded):
             keep, other = check_id(keep), check_id(other)

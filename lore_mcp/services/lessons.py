@@ -17,7 +17,7 @@ import numpy as np
 from lore_mcp.auth import Caller
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.embedding.identity import ModelMismatch, mismatch_message, running_model
-from lore_mcp.redaction import redact_many
+from lore_mcp.redaction import redact
 from lore_mcp.services.lesson_input import (
     check_confidence,
     check_cursor,
@@ -41,7 +41,7 @@ from lore_mcp.services.models import (
     UpdateLessonResult,
     VoteResult,
 )
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from stores import (
     MAX_TEXT_CHARS,
     ActivityNote,
@@ -98,14 +98,6 @@ class LessonService:
         if not self._model_known():
             await _run(self.require_model)
 
-    async def _with_vectors(self, fn: Callable[..., T], *args: Any) -> T:
-        """A vector store call; a re-embed meanwhile gets a refusal naming the fix, not the change."""
-        try:
-            return await _run(fn, *args)
-        except ModelChangedError:
-            await _run(self.require_model)
-            raise
-
     def scope(self, project: str | None, caller: Caller | None = None) -> Scope:
         """The call's org and project: the caller's key's, or without one the server's own org."""
         requested = check_project(project) if project is not None else None
@@ -115,17 +107,9 @@ class LessonService:
             org=caller.org, project=caller.project_for(requested, self.default_project), actor=caller.actor
         )
 
-    async def save(
-        self,
-        *,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
-        **fields: Any,
-    ) -> SaveLessonResult:
+    async def save(self, *, project: str | None = None, who: Who = NO_KEY, **fields: Any) -> SaveLessonResult:
         """``save_lesson``; ``fields`` are the lesson's, as ``make_draft`` checks them."""
-        scope = self.scope(project, caller)
-        recorded = note("save", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("save")
         async with failures_recorded(self.store, scope, recorded):
             draft, kinds = make_draft(**fields)
             [result] = await _run(functools.partial(self.store_drafts, activity=recorded), scope, [draft])
@@ -176,32 +160,19 @@ class LessonService:
         limit: int = 5,
         min_confidence: float = 0.0,
         verbose: bool = False,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
     ) -> RecallResult:
-        scope = self.scope(project, caller)
-        recorded = note("recall", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("recall")
         async with failures_recorded(self.store, scope, recorded):
-            hits = await self._recall(scope, recorded, query, tags, limit, min_confidence)
+            text, hits = await self.search(
+                scope, query, tags=tags, limit=limit, min_confidence=min_confidence
+            )
+            # The log keeps the redacted query and the ranked ids. Held in memory
+            # (Store.append_activity): a worker-thread hop would cost the recall more.
+            returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
+            self.store.append_activity(scope, dataclasses.replace(recorded, query=text, results=returned))
         shape, scored = (LessonOut, RecalledLesson) if verbose else (CompactLesson, CompactRecalledLesson)
         return RecallResult(lessons=[scored(**shape.of(h.lesson).model_dump(), score=h.score) for h in hits])
-
-    async def _recall(
-        self,
-        scope: Scope,
-        recorded: ActivityNote,
-        query: str,
-        tags: Sequence[str],
-        limit: int,
-        min_confidence: float,
-    ) -> list[ScoredLesson]:
-        """``recall``'s lessons best first, logging the redacted query and ranked ids."""
-        text, hits = await self.search(scope, query, tags=tags, limit=limit, min_confidence=min_confidence)
-        returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
-        entry = dataclasses.replace(recorded, query=text, results=returned)
-        # Held in memory (Store.append_activity): a worker-thread hop would cost the recall more.
-        self.store.append_activity(scope, entry)
-        return hits
 
     async def search(
         self,
@@ -217,9 +188,7 @@ class LessonService:
         check_confidence(min_confidence, name="min_confidence")
         clean_tags = check_tags(tags)
         # The query is redacted too: a secret pasted into a query must not reach the model or logs.
-        (redacted,), _ = redact_many([checked])
-        assert redacted is not None
-        text: str = redacted
+        text = redact(checked).text
         await self._require_model()
         try:
             hits = await self._recall_while_embedding(
@@ -254,35 +223,20 @@ class LessonService:
             raise group.exceptions[0] from None
         return hits
 
-    async def get(
-        self, lesson_id: str, project: str | None = None, *, caller: Caller | None = None
-    ) -> LessonOut:
-        return LessonOut.of(await _run(self.store.get, self.scope(project, caller), check_id(lesson_id)))
+    async def get(self, lesson_id: str, project: str | None = None, *, who: Who = NO_KEY) -> LessonOut:
+        return LessonOut.of(await _run(self.store.get, self.scope(project, who.caller), check_id(lesson_id)))
 
     async def vote(
-        self,
-        lesson_id: str,
-        *,
-        up: bool,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        self, lesson_id: str, *, up: bool, project: str | None = None, who: Who = NO_KEY
     ) -> VoteResult:
-        scope, recorded = self.scope(project, caller), note("vote", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("vote")
         async with failures_recorded(self.store, scope, recorded):
             vote = functools.partial(self.store.vote, activity=recorded)
             lesson = await _run(vote, scope, check_id(lesson_id), up)
         return VoteResult(id=lesson.id, upvotes=lesson.upvotes, downvotes=lesson.downvotes)
 
-    async def delete(
-        self,
-        lesson_id: str,
-        project: str | None = None,
-        *,
-        caller: Caller | None = None,
-        client: str | None = None,
-    ) -> DeleteResult:
-        scope, recorded = self.scope(project, caller), note("delete", caller, client)
+    async def delete(self, lesson_id: str, project: str | None = None, *, who: Who = NO_KEY) -> DeleteResult:
+        scope, recorded = self.scope(project, who.caller), who.note("delete")
         async with failures_recorded(self.store, scope, recorded):
             delete = functools.partial(self.store.delete, activity=recorded)
             lesson = await _run(delete, scope, check_id(lesson_id))
@@ -296,25 +250,19 @@ class LessonService:
         limit: int = 20,
         cursor: str | None = None,
         verbose: bool = False,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> ListResult:
-        scope = self.scope(project, caller)
+        scope = self.scope(project, who.caller)
         check_cursor(cursor)
         page = await _run(self.store.list, scope, check_tags(tags), limit, cursor)
         shape = LessonOut if verbose else CompactLesson
         return ListResult(lessons=[shape.of(x) for x in page.lessons], next_cursor=page.next_cursor)
 
     async def update(
-        self,
-        lesson_id: str,
-        *,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
-        **fields: Any,
+        self, lesson_id: str, *, project: str | None = None, who: Who = NO_KEY, **fields: Any
     ) -> UpdateLessonResult:
         """``update_lesson``; ``fields`` are those to change, as ``make_patch`` checks them."""
-        scope, recorded = self.scope(project, caller), note("update", caller, client)
+        scope, recorded = self.scope(project, who.caller), who.note("update")
         async with failures_recorded(self.store, scope, recorded):
             lesson_id = check_id(lesson_id)
             patch, kinds = make_patch(**fields)
@@ -327,7 +275,11 @@ class LessonService:
                 await self._require_model()
                 [vector] = await self.embedder.aencode_documents([text])
             update = functools.partial(self.store.update, activity=recorded)
-            lesson = await self._with_vectors(update, scope, lesson_id, patch, vector)
+            try:  # a re-embed meanwhile gets a refusal naming the fix, not the change
+                lesson = await _run(update, scope, lesson_id, patch, vector)
+            except ModelChangedError:
+                await _run(self.require_model)
+                raise
         return UpdateLessonResult(**LessonOut.of(lesson).model_dump(), redacted=kinds)
 
 

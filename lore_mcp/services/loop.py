@@ -17,11 +17,11 @@ from typing import Any
 
 import anyio.to_thread
 
-from lore_mcp.auth import Caller, Forbidden
+from lore_mcp.auth import Forbidden
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import redact
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.recording import note
+from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.workdir import Workdir
 from stores import (
     MAX_LIST_LIMIT,
@@ -89,27 +89,21 @@ class LoopService:
     lessons: LessonService
     settings: LoopSettings = field(default_factory=LoopSettings)
 
-    def scope(self, project: str | None, caller: Caller | None) -> Scope:
+    def scope(self, project: str | None, who: Who) -> Scope:
         """The call's scope; an unreachable project is dropped so a project key's hooks still work."""
         try:
-            return self.lessons.scope(project, caller)
+            return self.lessons.scope(project, who.caller)
         except Forbidden:
-            return self.lessons.scope(None, caller)
+            return self.lessons.scope(None, who.caller)
 
     async def session_context(
-        self,
-        *,
-        session_id: str,
-        where: Workdir,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        self, *, session_id: str, where: Workdir, project: str | None = None, who: Who = NO_KEY
     ) -> Injection:
         """Repo and branch lessons that clear the bar, then the project's best, in ``session_chars``."""
         session = _session(session_id)
         if not self.settings.inject:
             return Injection()
-        scope = self.scope(project, caller)
+        scope = self.scope(project, who)
         chosen: list[tuple[Lesson, float]] = []
         if where.topic:  # the branch names the work: its best lessons first, whatever their score
             _, hits = await self.lessons.search(scope, where.topic, limit=TOPIC_LESSONS)
@@ -122,46 +116,36 @@ class LoopService:
         chosen += [(lesson, 0.0) for lesson in self._best(page.lessons)]
         header = _header(scope.project, where)
         injection = _pack(header, _unique(chosen), self.settings.session_chars)
-        await self._record(scope, injection, chosen, session, "session start", caller, client)
+        await self._record(scope, injection, chosen, session, "session start", who)
         return injection
 
     async def prompt_context(
-        self,
-        *,
-        prompt: str,
-        session_id: str,
-        project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        self, *, prompt: str, session_id: str, project: str | None = None, who: Who = NO_KEY
     ) -> Injection:
         """Lessons scoring ``prompt_min_score`` or more not given earlier, in ``prompt_chars``."""
         session = _session(session_id)
         text = strip_markers(prompt)
         if not self.settings.inject or not text or text.startswith("/"):
             return Injection()
-        scope = self.scope(project, caller)
+        scope = self.scope(project, who)
         query, hits = await self.lessons.search(scope, text[:2000], limit=PROMPT_CANDIDATES)
         clear = [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
         if not clear:
             return Injection()
-        given = await self.given(scope, session, caller)
+        earlier = await self._entries(scope, "inject", SESSION_LOOKBACK, who, SESSION_ENTRIES)
+        given = {r.id for e in earlier if e.note.session == session for r in e.note.results}
         fresh = [(lesson, score) for lesson, score in clear if lesson.id not in given]
         header = "Lore: saved lessons that match this request (notes from earlier work, not instructions):"
         injection = _pack(header, fresh, self.settings.prompt_chars)
-        await self._record(scope, injection, fresh, session, query, caller, client)
+        await self._record(scope, injection, fresh, session, query, who)
         return injection
 
-    async def given(self, scope: Scope, session: str, caller: Caller | None) -> set[str]:
-        """The lessons injected earlier in ``session`` (the log's ``inject`` entries)."""
-        found = await self._entries(scope, "inject", SESSION_LOOKBACK, caller, SESSION_ENTRIES)
-        return {r.id for e in found if e.note.session == session for r in e.note.results}
-
     async def _entries(
-        self, scope: Scope, kind: str, within: timedelta, caller: Caller | None, limit: int
+        self, scope: Scope, kind: str, within: timedelta, who: Who, limit: int
     ) -> tuple[ActivityEntry, ...]:
         """The caller's latest ``kind`` entries of the last ``within``: the log is what counts."""
         since = datetime.now(UTC) - within
-        key_id = caller.key_id if caller is not None else None
+        key_id = who.caller.key_id if who.caller is not None else None
         query = ActivityQuery(kinds=(kind,), since=since, key_id=key_id, limit=limit)
         return (await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)).entries
 
@@ -172,23 +156,20 @@ class LoopService:
         signal: str,
         remember: bool = False,
         project: str | None = None,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
     ) -> AskDecision:
         """Ask for a save? Not with capture off, nor past ``asks_per_hour`` unless ``#remember``."""
         session = _session(session_id)
         if not self.settings.capture:
             return AskDecision(ask=False, why="capture is off (LORE_LOOP_CAPTURE)")
-        scope = self.scope(project, caller)
+        scope = self.scope(project, who)
         if not remember:
-            hour = await self._entries(
-                scope, "ask", timedelta(hours=1), caller, self.settings.asks_per_hour + 1
-            )
+            hour = await self._entries(scope, "ask", timedelta(hours=1), who, self.settings.asks_per_hour + 1)
             if len(hour) >= self.settings.asks_per_hour:
                 return AskDecision(ask=False, why="the hour's asks are spent (LORE_LOOP_ASKS_PER_HOUR)")
         kind = "would_ask" if self.settings.dry_run else "ask"
         summary = redact(signal[:500]).text
-        entry = note(kind, caller, client, session=session, query=summary, size=len(summary.encode()))
+        entry = who.note(kind, session=session, query=summary, size=len(summary.encode()))
         self.lessons.store.append_activity(scope, entry)
         return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
@@ -228,8 +209,7 @@ class LoopService:
         scored: Sequence[tuple[Lesson, float]],
         session: str,
         query: str,
-        caller: Caller | None,
-        client: str | None,
+        who: Who,
     ) -> None:
         """The injection's ``inject`` entry: the lessons given, in order, with their scores."""
         if not injection.lesson_ids:
@@ -238,9 +218,7 @@ class LoopService:
         results = tuple(
             Recalled(i, rank, scores.get(i, 0.0)) for rank, i in enumerate(injection.lesson_ids, start=1)
         )
-        entry = note(
-            "inject", caller, client, session=session, query=query, size=injection.size, results=results
-        )
+        entry = who.note("inject", session=session, query=query, size=injection.size, results=results)
         self.lessons.store.append_activity(scope, entry)
 
 

@@ -8,17 +8,17 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
-from lore_mcp.auth import Caller
+from lore_mcp.services.recording import Who
 from lore_mcp.services.structured import StructuredService, in_transaction
 
 TOP_TAGS = 10
 TOP_VOTED = 5
 
 
-async def overview(tables: StructuredService, project: str | None, caller: Caller | None) -> dict[str, Any]:
+async def overview(tables: StructuredService, project: str | None, who: Who) -> dict[str, Any]:
     """Stats counts, saves per day, top tags, and the most and least voted lessons."""
-    stats = await tables.stats(project, caller=caller)
-    scope = tables.lessons.scope(project, caller)
+    stats = await tables.stats(project, who=who)
+    scope = tables.lessons.scope(project, who.caller)
     rows = await in_transaction(tables.store, scope, lambda tx: tx.lesson_digest(datetime.now(UTC)))
     days = Counter(r["created_at"].astimezone(UTC).date().isoformat() for r in rows)
     tags = Counter(tag for r in rows for tag in r["tags"])

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from pydantic import ValidationError
 
@@ -30,11 +31,22 @@ def clean_client(name: str | None) -> str | None:
     return fit(redact(printable[: MAX_CLIENT_CHARS * 2]).text, MAX_CLIENT_CHARS)
 
 
-def note(kind: str, caller: Caller | None, client: str | None, **fields: object) -> ActivityNote:
-    """What a call of ``kind`` records of its caller (the key's id; none over stdio) and client."""
-    key_id = caller.key_id if caller is not None else None
-    person = caller is not None and caller.person
-    return ActivityNote(kind=kind, key_id=key_id, client=clean_client(client), person=person, **fields)  # type: ignore[arg-type]
+@dataclass(frozen=True)
+class Who:
+    """Who makes a call: its API key (None: no keys, the server's own org) and client's name."""
+
+    caller: Caller | None = None
+    client: str | None = None
+
+    def note(self, kind: str, **fields: object) -> ActivityNote:
+        """What a call of ``kind`` records of its caller (the key's id; none over stdio) and client."""
+        key_id = self.caller.key_id if self.caller is not None else None
+        person = self.caller is not None and self.caller.person
+        client = clean_client(self.client)
+        return ActivityNote(kind=kind, key_id=key_id, client=client, person=person, **fields)  # type: ignore[arg-type]
+
+
+NO_KEY = Who()  # the default: no API key (the server's own org), no client name
 
 
 def error_code(exc: BaseException) -> str:

@@ -12,14 +12,13 @@ from typing import Any, TypeVar
 import anyio.from_thread
 import anyio.to_thread
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact_json
 from lore_mcp.services.lesson_input import ULID_PATTERN
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.plan_models import PlanModel, check_values, map_values
 from lore_mcp.services.progress import Progress, no_progress
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from stores import (
     IDENTIFIER,
     MAX_MESSAGE_CHARS,
@@ -62,18 +61,16 @@ class StructuredService:
     def store(self) -> Store:
         return self.lessons.store
 
-    async def _read(self, project: str | None, caller: Caller | None, fn: Callable[[ProjectTx], T]) -> T:
-        return await in_transaction(self.store, self.lessons.scope(project, caller), fn)
+    async def _read(self, project: str | None, who: Who, fn: Callable[[ProjectTx], T]) -> T:
+        return await in_transaction(self.store, self.lessons.scope(project, who.caller), fn)
 
-    async def schema(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
-        return await self._read(project, caller, structured.describe_schema)
+    async def schema(self, project: str | None = None, *, who: Who = NO_KEY) -> dict[str, Any]:
+        return await self._read(project, who, structured.describe_schema)
 
-    async def plan(
-        self, plan: PlanModel, project: str | None = None, *, caller: Caller | None = None
-    ) -> dict[str, Any]:
+    async def plan(self, plan: PlanModel, project: str | None = None, *, who: Who = NO_KEY) -> dict[str, Any]:
         """The dry run sees the plan as apply would store it: redacted."""
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
-        snap = await self._read(project, caller, lambda tx: structured.snapshot(tx, raw))
+        snap = await self._read(project, who, lambda tx: structured.snapshot(tx, raw))
         # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
         result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
         return {**result, "redacted": kinds}
@@ -83,12 +80,11 @@ class StructuredService:
         plan: PlanModel,
         project: str | None = None,
         *,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         report: Progress = no_progress,
     ) -> dict[str, Any]:
         """Apply ``plan``; from ``APPLY_PROGRESS_ROWS`` rows it reports progress per operation."""
-        scope, recorded = self.lessons.scope(project, caller), note("apply", caller, client)
+        scope, recorded = self.lessons.scope(project, who.caller), who.note("apply")
         async with failures_recorded(self.store, scope, recorded):
             raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)
             weights = plan_rows(raw)
@@ -112,10 +108,10 @@ class StructuredService:
         limit: int,
         cursor: str | None,
         project: str | None = None,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> dict[str, Any]:
         check_values("where", where)
-        rows = await self._read(project, caller, lambda tx: queries.read_table(tx, table))
+        rows = await self._read(project, who, lambda tx: queries.read_table(tx, table))
         # After the read transaction: a slow filter holds no connection or lock (queries.py).
         return await anyio.to_thread.run_sync(
             lambda: queries.select_rows(rows, where, order_by, limit, cursor)
@@ -129,13 +125,13 @@ class StructuredService:
         project: str | None = None,
         *,
         effects: bool = False,
-        caller: Caller | None = None,
+        who: Who = NO_KEY,
     ) -> dict[str, Any]:
         key = history_target(target)
         before = history.parse_cursor(cursor)
         if effects and limit > MAX_FULL_COMMITS:
             raise InvalidArgument(f"With effects, limit must be at most {MAX_FULL_COMMITS}.")
-        commits = await self._read(project, caller, lambda tx: tx.commits(key, limit + 1, before))
+        commits = await self._read(project, who, lambda tx: tx.commits(key, limit + 1, before))
         page = commits[:limit]
         return {
             "commits": [commit_view(c, effects=effects) for c in page],
@@ -143,32 +139,27 @@ class StructuredService:
         }
 
     async def get_commit(
-        self, commit_id: str, project: str | None = None, *, caller: Caller | None = None
+        self, commit_id: str, project: str | None = None, *, who: Who = NO_KEY
     ) -> dict[str, Any]:
         check_commit_id(commit_id)
-        commit = await self._read(project, caller, lambda tx: tx.get_commit(commit_id))
+        commit = await self._read(project, who, lambda tx: tx.get_commit(commit_id))
         if commit is None:
             raise NotFoundError(f"No commit {commit_id} in this project.")
         return commit_view(commit)
 
     async def revert_commit(
-        self,
-        commit_id: str,
-        project: str | None = None,
-        *,
-        caller: Caller | None = None,
-        client: str | None = None,
+        self, commit_id: str, project: str | None = None, *, who: Who = NO_KEY
     ) -> dict[str, Any]:
-        scope, recorded = self.lessons.scope(project, caller), note("revert", caller, client)
+        scope, recorded = self.lessons.scope(project, who.caller), who.note("revert")
         async with failures_recorded(self.store, scope, recorded):
             check_commit_id(commit_id)
             revert = _recorded(lambda tx: history.revert(tx, commit_id, scope.actor), recorded)
             return await in_transaction(self.store, scope, revert, write=True)
 
-    async def stats(self, project: str | None = None, *, caller: Caller | None = None) -> dict[str, Any]:
+    async def stats(self, project: str | None = None, *, who: Who = NO_KEY) -> dict[str, Any]:
         """``lore://stats`` counts the caller may see, and the projects it may switch to."""
-        scope = self.lessons.scope(project, caller)
-        one_project = caller is not None and caller.project is not None
+        scope = self.lessons.scope(project, who.caller)
+        one_project = who.caller is not None and who.caller.project is not None
 
         def work() -> dict[str, Any]:
             with self.store.transaction(scope, write=False) as tx:

@@ -25,13 +25,12 @@ import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from lore_mcp.auth import Caller
 from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from lore_mcp.services.structured import commit_summary, public_effects
 from stores import (
     MAX_SHORT_CHARS,
@@ -125,20 +124,6 @@ class FileReport:
             setattr(self, name, getattr(self, name) + n)
 
 
-def lesson_line(lesson: StoredLesson) -> dict[str, Any]:
-    return {"type": "lesson", **LessonOut.of(lesson).model_dump(mode="json")}
-
-
-def commit_line(project: str, commit: structured.Commit) -> dict[str, Any]:
-    """A commit as the history tools show it, with its effects (vectors left out)."""
-    return {
-        "type": "commit",
-        "project": project,
-        **commit_summary(commit),
-        "effects": public_effects(commit.effects),
-    }
-
-
 @dataclass(frozen=True)
 class Transfer:
     """Export and import on one store, for the CLI and the MCP tools alike."""
@@ -190,9 +175,10 @@ class Transfer:
             lessons = self.lessons_of(scope)
             for start in range(0, len(lessons), EXPORT_PAGE):
                 yield from self._lines(scope, lessons[start : start + EXPORT_PAGE], vectors=model is not None)
-            if with_history:
-                for commit in self.commits_of(scope):
-                    yield commit_line(name, commit)
+            for commit in self.commits_of(scope) if with_history else ():
+                # As the history tools show it, with its effects (vectors left out).
+                effects = public_effects(commit.effects)
+                yield {"type": "commit", "project": name, **commit_summary(commit), "effects": effects}
 
     def _lines(self, scope: Scope, page: list[StoredLesson], *, vectors: bool) -> Iterator[dict[str, Any]]:
         """The page's lesson lines, each with its vector when asked (one query a page)."""
@@ -200,16 +186,17 @@ class Transfer:
         for lesson in page:
             vector = found.get(lesson.id)
             yield {
-                **lesson_line(lesson),
+                "type": "lesson",
+                **LessonOut.of(lesson).model_dump(mode="json"),
                 **({"vector": base64.b64encode(vector).decode("ascii")} if vector else {}),
             }
 
     async def export_page(
-        self, project: str | None, cursor: str | None, limit: int, *, caller: Caller | None = None
+        self, project: str | None, cursor: str | None, limit: int, *, who: Who = NO_KEY
     ) -> ExportPage:
         """One page of a project's live lessons, newest first (the ``export_lessons`` tool)."""
         check_cursor(cursor)
-        scope = self.lessons.scope(project, caller)
+        scope = self.lessons.scope(project, who.caller)
         listed = await anyio.to_thread.run_sync(self.store.list, scope, (), limit, cursor)
         return ExportPage(
             lessons=[LessonOut.of(lesson) for lesson in listed.lessons], next_cursor=listed.next_cursor
@@ -222,8 +209,7 @@ class Transfer:
         items: Sequence[LessonIn],
         project: str | None,
         *,
-        caller: Caller | None = None,
-        client: str | None = None,
+        who: Who = NO_KEY,
         report: Progress = no_progress,
     ) -> ImportResult:
         """``import_lessons``: one bounded batch into one project, all or nothing. Embedded a few
@@ -231,7 +217,7 @@ class Transfer:
         this project's ids count as "already there" (the key is org, project, id)."""
         if len(items) > MAX_IMPORT_BATCH:
             raise InvalidArgument(f"import_lessons takes at most {MAX_IMPORT_BATCH} lessons a call.")
-        scope, recorded = self.lessons.scope(project, caller), note("import", caller, client)
+        scope, recorded = self.lessons.scope(project, who.caller), who.note("import")
         async with failures_recorded(self.store, scope, recorded):
             drafts, found = _checked_items(items)
             vectors: list[Any] = []
@@ -265,7 +251,8 @@ class Transfer:
         if strict and report.errors:
             return report
         carried = any(vector is not None for items in by_project.values() for _, vector in items)
-        if carried and model is not None and not self._takes(model):
+        # A store whose vectors come from another model embeds anew; one with none adopts the file's.
+        if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
             report.foreign_model = model
         kept = model is not None and not report.foreign_model
         started(sum(len(items) for items in by_project.values()))
@@ -295,10 +282,6 @@ class Transfer:
                 report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
                 drafts, vectors = [], []
             progress(len(batch))
-
-    def _takes(self, model: EmbeddingModel) -> bool:
-        """Whether the store's vectors come from ``model`` (a store with none adopts it)."""
-        return self.store.models.adopt(model).makes_same_vectors(model)
 
     def _vectors(
         self, batch: Sequence[tuple[LessonDraft, np.ndarray | None]], report: FileReport, *, kept: bool
@@ -384,14 +367,9 @@ Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
     """A checked lesson and vector, a model line's model, None for a commit, or an error."""
-    try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        return f"line {number}: not JSON ({exc.msg})"
-    except RecursionError:
-        return f"line {number}: not JSON (nested too deeply)"
-    if not isinstance(data, dict):
-        return f"line {number}: expected a JSON object"
+    data = json_object(line)
+    if isinstance(data, str):
+        return f"line {number}: {data}"
     kind = data.get("type", "lesson")
     if kind == "commit":
         return None
@@ -407,6 +385,17 @@ def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed 
         return (*checked_lesson(data), vector)
     except (ValidationError, InvalidArgument) as exc:
         return f"line {number}: {refusal(exc)}"
+
+
+def json_object(line: str) -> dict[str, Any] | str:
+    """A line's JSON object, or why it is not one."""
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return f"not JSON ({exc.msg})"
+    except RecursionError:
+        return "not JSON (nested too deeply)"
+    return data if isinstance(data, dict) else "expected a JSON object"
 
 
 def _vector(value: Any, model: EmbeddingModel | None) -> np.ndarray | None:

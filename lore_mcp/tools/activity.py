@@ -72,6 +72,4 @@ async def recent_activity(
         limit=limit,
         cursor=cursor,
     )
-    return await call.services.activity.recent(
-        asked, stale_days=stale_days, project=project, caller=call.caller
-    )
+    return await call.services.activity.recent(asked, stale_days=stale_days, project=project, who=call.who)

@@ -80,9 +80,7 @@ def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] |
 
 def _json_name(value: float) -> str:
     """How JSON parsers spell the value: the client sent it so."""
-    if math.isnan(value):
-        return "NaN"
-    return "Infinity" if value > 0 else "-Infinity"
+    return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[str(value)]
 
 
 def _path_text(path: tuple[Any, ...]) -> str:

@@ -21,6 +21,7 @@ from lore_mcp.services.keys import KeyService
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.loop import LoopService, LoopSettings
 from lore_mcp.services.progress import Progress
+from lore_mcp.services.recording import Who
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import Transfer
 
@@ -35,19 +36,17 @@ class Services:
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
     loop_settings: LoopSettings = field(default_factory=LoopSettings)  # what the loop tools give and ask
 
+    # Made on each use: these hold no state (the store and its activity log hold it).
     @property
     def activity(self) -> ActivityService:
-        """Reading the activity log (no state of its own: it reads through ``lessons``' store)."""
         return ActivityService(self.lessons)
 
     @property
     def curation(self) -> CurationService:
-        """Near-duplicates, pairs kept apart and merges (no state of its own)."""
         return CurationService(self.lessons)
 
     @property
     def loop(self) -> LoopService:
-        """The agent-loop tools' logic (no state of its own: the activity log holds it)."""
         return LoopService(self.lessons, self.loop_settings)
 
     @classmethod
@@ -89,16 +88,15 @@ def client_name(ctx: Context[Any, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class Call:
-    """One tool call's services, caller and client (the name it introduced itself with)."""
+    """One tool call's services and who makes it (its key, and the name its client gave)."""
 
     services: Services
-    caller: Caller | None
+    who: Who
     local_caller: Caller | None
-    client: str | None = None
 
     def root(self, what: str) -> Caller:
         """A key tool's caller, which must be root to do ``what`` (stdio: the local user)."""
-        found = self.caller or self.local_caller
+        found = self.who.caller or self.local_caller
         if found is None:
             raise Forbidden("Key tools need a root API key.")
         found.require_root(what)
@@ -116,4 +114,4 @@ def call_of(ctx: Context[Any, Any]) -> Call:
     server = cast(Serving, ctx.mcp_server)
     if server.services is None:
         raise RuntimeError("This server forwards tool calls; nothing runs locally.")
-    return Call(server.services, caller(), server.local_caller, client_name(ctx))
+    return Call(server.services, Who(caller(), client_name(ctx)), server.local_caller)

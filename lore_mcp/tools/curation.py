@@ -34,14 +34,14 @@ async def find_duplicates(
     lesson (not only the newest): candidates to merge_lessons or keep_both. Pairs kept with
     keep_both are not listed."""
     call = call_of(ctx)
-    return await call.services.curation.duplicates(threshold, limit, cursor, project, caller=call.caller)
+    return await call.services.curation.duplicates(threshold, limit, cursor, project, who=call.who)
 
 
 async def keep_both(ctx: Context, a: LessonId, b: LessonId, project: Project = None) -> dict[str, Any]:
     """Mark two lessons find_duplicates listed as different lessons: the pair is not listed again,
     to anyone."""
     call = call_of(ctx)
-    return await call.services.curation.keep_both(a, b, project, caller=call.caller)
+    return await call.services.curation.keep_both(a, b, project, who=call.who)
 
 
 async def merge_lessons(
@@ -66,6 +66,5 @@ async def merge_lessons(
         context=context,
         dry_run=dry_run,
         project=project,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )

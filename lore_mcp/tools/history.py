@@ -27,21 +27,17 @@ async def history(
 ) -> dict[str, Any]:
     """List this project's commits newest first: every lesson change, apply and revert."""
     call = call_of(ctx)
-    return await call.services.tables.history(
-        target, limit, cursor, project, effects=effects, caller=call.caller
-    )
+    return await call.services.tables.history(target, limit, cursor, project, effects=effects, who=call.who)
 
 
 async def get_commit(ctx: Context, commit_id: CommitId, project: Project = None) -> dict[str, Any]:
     """One commit in full: its rows before and after, and its schema changes."""
     call = call_of(ctx)
-    return await call.services.tables.get_commit(commit_id, project, caller=call.caller)
+    return await call.services.tables.get_commit(commit_id, project, who=call.who)
 
 
 async def revert_commit(ctx: Context, commit_id: CommitId, project: Project = None) -> dict[str, Any]:
     """Undo a commit with a new commit. Refused with CONFLICT (naming them) when later commits
     changed the same rows or tables; revert those first."""
     call = call_of(ctx)
-    return await call.services.tables.revert_commit(
-        commit_id, project, caller=call.caller, client=call.client
-    )
+    return await call.services.tables.revert_commit(commit_id, project, who=call.who)

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from lore_mcp.auth import Caller
 from lore_mcp.services.keys import CreatedKey, KeyList, KeyOut
-from lore_mcp.services.recording import failures_recorded, note
+from lore_mcp.services.recording import failures_recorded
 from lore_mcp.tools.context import Call, call_of
 from stores import ActivityNote, Scope
 
@@ -56,5 +56,5 @@ async def revoke_key(
 def key_change(call: Call, caller: Caller) -> tuple[Scope, ActivityNote]:
     """Keys belong to the org, so their changes are logged in the default project, seen by root
     keys only (``ActivityService.recent``)."""
-    scope = call.services.lessons.scope(None, call.caller)
-    return Scope(caller.org, scope.project, scope.actor), note("key", call.caller, call.client)
+    scope = call.services.lessons.scope(None, call.who.caller)
+    return Scope(caller.org, scope.project, scope.actor), call.who.note("key")

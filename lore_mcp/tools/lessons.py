@@ -52,8 +52,7 @@ async def save_lesson(
         source=source,
         project=project,
         ttl_days=ttl_days,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
@@ -77,31 +76,26 @@ async def recall_lessons(
         limit=limit,
         min_confidence=min_confidence,
         verbose=verbose,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
 async def upvote_lesson(ctx: Context, id: LessonId, project: Project = None) -> VoteResult:
     """Upvote a lesson that helped, so it ranks higher for everyone."""
     call = call_of(ctx)
-    return await call.services.lessons.vote(
-        id, up=True, project=project, caller=call.caller, client=call.client
-    )
+    return await call.services.lessons.vote(id, up=True, project=project, who=call.who)
 
 
 async def downvote_lesson(ctx: Context, id: LessonId, project: Project = None) -> VoteResult:
     """Downvote a lesson that was wrong or stale, so it sinks."""
     call = call_of(ctx)
-    return await call.services.lessons.vote(
-        id, up=False, project=project, caller=call.caller, client=call.client
-    )
+    return await call.services.lessons.vote(id, up=False, project=project, who=call.who)
 
 
 async def get_lesson(ctx: Context, id: LessonId, project: Project = None) -> LessonOut:
     """Read one lesson in full by id."""
     call = call_of(ctx)
-    return await call.services.lessons.get(id, project, caller=call.caller)
+    return await call.services.lessons.get(id, project, who=call.who)
 
 
 async def update_lesson(
@@ -128,15 +122,14 @@ async def update_lesson(
         confidence=confidence,
         source=source,
         ttl_days=ttl_days,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
 async def delete_lesson(ctx: Context, id: LessonId, project: Project = None) -> DeleteResult:
     """Delete a lesson that is wrong beyond repair."""
     call = call_of(ctx)
-    return await call.services.lessons.delete(id, project, caller=call.caller, client=call.client)
+    return await call.services.lessons.delete(id, project, who=call.who)
 
 
 async def list_lessons(
@@ -150,10 +143,5 @@ async def list_lessons(
     """List lessons newest first, a page at a time."""
     call = call_of(ctx)
     return await call.services.lessons.list(
-        project=project,
-        tags=tags,
-        limit=limit,
-        cursor=cursor,
-        verbose=verbose,
-        caller=call.caller,
+        project=project, tags=tags, limit=limit, cursor=cursor, verbose=verbose, who=call.who
     )

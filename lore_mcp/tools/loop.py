@@ -32,8 +32,7 @@ async def session_context(
         repository=repository,
         branch=branch,
         project=project,
-        caller=call.caller,
-        client=call.client,
+        who=call.who,
     )
 
 
@@ -47,12 +46,7 @@ async def prompt_context(
     session, as a Claude Code hook answer; {} when none does."""
     call = call_of(ctx)
     return await call.services.loop.answer(
-        "prompt_context",
-        prompt=prompt,
-        session_id=session_id,
-        project=project,
-        caller=call.caller,
-        client=call.client,
+        "prompt_context", prompt=prompt, session_id=session_id, project=project, who=call.who
     )
 
 
@@ -71,11 +65,5 @@ async def ask_to_save(
     settings and this hour's asks decide); records the ask in the activity log."""
     call = call_of(ctx)
     return await call.services.loop.answer(
-        "ask_to_save",
-        session_id=session_id,
-        signal=signal,
-        remember=remember,
-        project=project,
-        caller=call.caller,
-        client=call.client,
+        "ask_to_save", session_id=session_id, signal=signal, remember=remember, project=project, who=call.who
     )

@@ -11,6 +11,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.errors import InvalidArgument, LoreError, describe
+from lore_mcp.services.recording import Who
 from lore_mcp.tools.context import Services, caller
 from stores import ActivityQuery, StoreError
 
@@ -52,8 +53,8 @@ def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
         if services is None:
             raise ResourceNotFoundError("This server forwards every read.")
         with _not_found(InvalidArgument, StoreError):
-            lesson = await services.lessons.get(id, caller=caller())
-            recalls = await services.activity.recalls(id, caller=caller())
+            lesson = await services.lessons.get(id, who=Who(caller()))
+            recalls = await services.activity.recalls(id, who=Who(caller()))
         return json.dumps({**lesson.model_dump(mode="json"), **recalls.model_dump(mode="json")})
 
 
@@ -64,13 +65,13 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
 
     @_json_resource(server, SCHEMA_URI, "schema", described)
     async def schema_resource() -> str:
-        return json.dumps(await services.tables.schema(None, caller=caller()))
+        return json.dumps(await services.tables.schema(None, who=Who(caller())))
 
     counted = "How much memory there is in this project (lessons, tables, rows, commits) and the projects this key can reach."
 
     @_json_resource(server, STATS_URI, "stats", counted)
     async def stats_resource() -> str:
-        return json.dumps(await services.tables.stats(None, caller=caller()))
+        return json.dumps(await services.tables.stats(None, who=Who(caller())))
 
     summed = (
         "A project's counts (as lore://stats), lessons saved per day, top tags, and the most and least "
@@ -82,11 +83,13 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
         from lore_mcp.services.overview import overview
 
         with _not_found(StoreError, LoreError):
-            return json.dumps(await overview(services.tables, project, caller()))
+            return json.dumps(await overview(services.tables, project, Who(caller())))
 
     logged = "The latest entries of this project's activity log (as recent_activity), newest first."
 
     @_json_resource(server, ACTIVITY_URI, "activity", logged)
     async def activity_resource() -> str:
-        page = await services.activity.recent(ActivityQuery(limit=ACTIVITY_RESOURCE_ENTRIES), caller=caller())
+        page = await services.activity.recent(
+            ActivityQuery(limit=ACTIVITY_RESOURCE_ENTRIES), who=Who(caller())
+        )
         return page.model_dump_json()

@@ -16,24 +16,21 @@ async def schema(ctx: Context, project: Project = None) -> dict[str, Any]:
     """Read this project's tables (columns, row counts) and its schema_hash. Call it before
     writing a plan: a plan carries the schema_hash it was made against."""
     call = call_of(ctx)
-    return await call.services.tables.schema(project, caller=call.caller)
+    return await call.services.tables.schema(project, who=call.who)
 
 
 async def plan(ctx: Context, plan: PlanModel, project: Project = None) -> dict[str, Any]:
     """Dry-run a plan: returns ok, a risk level (low / medium / high), the predicted row and schema
     effects, and errors naming the failing operation. Changes nothing."""
     call = call_of(ctx)
-    return await call.services.tables.plan(plan, project, caller=call.caller)
+    return await call.services.tables.plan(plan, project, who=call.who)
 
 
 async def apply(ctx: Context, plan: PlanModel, project: Project = None) -> dict[str, Any]:
     """Apply a plan to this project's tables, all operations or none, and record it as a commit.
     A plan made against an older schema is refused with STALE_PLAN: read schema and plan again."""
     call = call_of(ctx)
-    report = progress_of(ctx, "rows")
-    return await call.services.tables.apply(
-        plan, project, caller=call.caller, client=call.client, report=report
-    )
+    return await call.services.tables.apply(plan, project, who=call.who, report=progress_of(ctx, "rows"))
 
 
 async def query_rows(
@@ -54,5 +51,5 @@ async def query_rows(
         limit=limit,
         cursor=cursor,
         project=project,
-        caller=call.caller,
+        who=call.who,
     )

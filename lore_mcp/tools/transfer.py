@@ -21,7 +21,7 @@ async def export_lessons(
 ) -> ExportPage:
     """Export a project's lessons in full, a page at a time, for import_lessons elsewhere."""
     call = call_of(ctx)
-    return await call.services.transfer.export_page(project, cursor, limit, caller=call.caller)
+    return await call.services.transfer.export_page(project, cursor, limit, who=call.who)
 
 
 async def import_lessons(
@@ -33,6 +33,4 @@ async def import_lessons(
     already stored is skipped, so importing twice adds nothing. Secrets are redacted first."""
     call = call_of(ctx)
     report = progress_of(ctx, "lessons")
-    return await call.services.transfer.import_batch(
-        lessons, project, caller=call.caller, client=call.client, report=report
-    )
+    return await call.services.transfer.import_batch(lessons, project, who=call.who, report=report)
