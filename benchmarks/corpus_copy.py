@@ -22,16 +22,17 @@ SCOPE = Scope("local", "default")
 BATCH = 1000
 
 
-def copy_corpus(path: Path, store: Store) -> None:
-    """The lessons and vectors of the corpus at ``path`` into ``store``'s default project."""
+def copy_corpus(path: Path, store: Store, batch: int = BATCH) -> None:
+    """The lessons and vectors of the corpus at ``path`` into ``store``'s default project, ``batch``
+    lessons a transaction (fewer on a busy machine, where a big one can pass a statement timeout)."""
     open_local_store(path).close()  # an older corpus moves its vectors to today's table
     conn = sqlite3.connect(path)
     rows = conn.execute(
         "SELECT l.problem, l.resolution, v.embedding FROM lessons AS l JOIN lesson_embeddings AS v ON v.pk = l.pk"
     ).fetchall()
     conn.close()
-    for start in range(0, len(rows), BATCH):
-        chunk = rows[start : start + BATCH]
+    for start in range(0, len(rows), batch):
+        chunk = rows[start : start + batch]
         store.save_many(
             SCOPE, [(LessonDraft(p, r), np.frombuffer(blob, dtype=np.float32)) for p, r, blob in chunk]
         )
