@@ -3,8 +3,7 @@
 A key is ``lore_sk_`` + 32 random alphanumerics; only its SHA-256 is stored, so a leaked database leaks no
 key. Over HTTP ``key_tokens.ApiKeyVerifier`` checks each request and tools read the caller from its token;
 over stdio the local user is trusted. An unknown or revoked key is refused (401); an unanswerable lookup
-raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): an outage is not a bad key.
-"""
+raises ``KeyLookupUnavailable`` (503, ``UNAVAILABLE``): an outage is not a bad key."""
 
 from __future__ import annotations
 
@@ -91,7 +90,3 @@ class Caller:
                 f"{requested!r}. Omit project, or use a key for that project."
             )
         return self.project
-
-    def require_root(self, what: str) -> None:
-        if not self.root:
-            raise Forbidden(f"Only a root key can {what}; this key is not one.")

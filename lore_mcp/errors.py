@@ -1,6 +1,5 @@
 """Where failures become an MCP tool error ``CODE: sentence``: a stable code and an actionable sentence.
-Unexpected exceptions are logged with traceback and reported without detail, so none leaves the server.
-"""
+Unexpected exceptions are logged with traceback and reported without detail, so none leaves the server."""
 
 from __future__ import annotations
 

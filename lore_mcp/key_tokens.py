@@ -1,6 +1,5 @@
 """The bearer side of API keys: ``TokenVerifier`` and the caller behind a token. Apart from ``auth``
-since it needs the MCP SDK, which non-HTTP processes (hooks, the key commands) then never import.
-"""
+since it needs the MCP SDK, which non-HTTP processes (hooks, the key commands) then never import."""
 
 from __future__ import annotations
 

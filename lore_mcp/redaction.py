@@ -4,8 +4,7 @@ and what is saved is kept, shared with a team and sent to an embedding model. Ea
 
 Matching sees the text with compatibility forms folded (NFKC: fullwidth "sk-" reads "sk-") and invisible
 characters removed (zero-width spaces and joiners, soft hyphen, variation selectors, tags...), so neither
-hides a secret. What is stored keeps the caller's characters: each match maps back to its original span.
-"""
+hides a secret. What is stored keeps the caller's characters: each match maps back to its original span."""
 
 from __future__ import annotations
 

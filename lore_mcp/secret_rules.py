@@ -3,8 +3,8 @@ stays readable: what ``detect-secrets``' default plugins catch (patterns are Lor
 ``tests/unit/redaction/test_shapes.py`` checks it finds nothing left), plus the vendors memory meets most.
 
 Every pattern starts on a literal or a bounded run with no nested ambiguous repetition, so 1 MB scans in
-linear time; starting with the literal and checking what precedes by look-behind lets the engine skip ahead.
-"""
+linear time; starting with the literal and checking what precedes by look-behind lets the engine skip
+ahead."""
 
 from __future__ import annotations
 

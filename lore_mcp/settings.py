@@ -106,12 +106,10 @@ def _expanded_name_or_path(value: object) -> object:
     return value
 
 
-def _expanded_path(value: object) -> object:
-    return expand_path(value) if isinstance(value, str | os.PathLike) else value
-
-
 # Every Path field of Settings is this type, so flags and variables expand alike.
-ExpandedPath = Annotated[Path, BeforeValidator(_expanded_path)]
+ExpandedPath = Annotated[
+    Path, BeforeValidator(lambda v: expand_path(v) if isinstance(v, str | os.PathLike) else v)
+]
 
 
 def default_db_path() -> Path:

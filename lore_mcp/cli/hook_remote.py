@@ -1,6 +1,5 @@
 """The hooks' calls in remote mode: one ``tools/call`` POST (2026-07-28 needs no handshake), no
-SDK import for a hook that lives a second. Arguments are redacted before they leave.
-"""
+SDK import for a hook that lives a second. Arguments are redacted before they leave."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""``lore-memory hook EVENT``: client command hooks. A hook never fails the turn: on error it
-prints nothing, exits 0, logs one stderr line. The stop hook reads the transcript from its saved
-offset and asks once after an unsaved struggle; only a few redacted words leave.
-"""
+"""``lore-memory hook EVENT``: client command hooks (and ``hooks``, which installs them). A hook never
+fails the turn: on error it prints nothing, exits 0, logs one stderr line. The stop hook reads the
+transcript from its saved offset and asks once after an unsaved struggle; only a few redacted words leave."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import hashlib
 import json
@@ -253,3 +253,19 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
 def hook_env_client() -> str:
     """The client a hook answers for when ``--client`` is not given: Cursor sets CURSOR_VERSION."""
     return "cursor" if os.environ.get("CURSOR_VERSION") else "claude-code"
+
+
+def run_loop_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "hook":
+        return run_hook(args.event, args.client or hook_env_client(), settings, sys.stdin, sys.stdout)
+    from lore_mcp.cli.common import say
+    from lore_mcp.cli.hooks_install import install, settings_file, uninstall
+
+    path = settings_file(args.client, project=args.in_project)
+    try:
+        changed = (install if args.hooks_command == "install" else uninstall)(path, args.client)
+    except (OSError, ValueError) as exc:
+        return say(f"VALIDATION_ERROR: {path} could not be updated: {exc}.", 2)
+    done = "added to" if args.hooks_command == "install" else "removed from"
+    print(f"Lore's hooks {done} {path}." if changed else f"Nothing to change in {path}.")
+    return 0

@@ -1,6 +1,5 @@
 """``lore-memory hooks install|uninstall CLIENT``: merges only Lore's entries (idempotent); uninstall
-restores an unchanged file byte for byte (``<file>.lore-backup``), else removes just Lore's part.
-"""
+restores an unchanged file byte for byte (``<file>.lore-backup``), else removes just Lore's part."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 ``server-memory``: a lesson per observation (problem ``entity (type)``, context its relations).
 ``mcp-memory-service``: a lesson per memory (problem its first line, times kept). Ids are ULIDs
 hashed from each record's identity and ``created_at``, so a re-import adds only what is new. A
-malformed record is reported and left out; the rest still converts.
-"""
+malformed record is reported and left out; the rest still converts."""
 
 from __future__ import annotations
 

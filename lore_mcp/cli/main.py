@@ -1,6 +1,5 @@
 """The ``lore-memory`` command. Every ``LORE_*`` setting is also a flag (flags win). It runs and
-administers Lore, never a second API: what an agent does goes through MCP tools.
-"""
+administers Lore, never a second API: what an agent does goes through MCP tools."""
 
 from __future__ import annotations
 
@@ -322,8 +321,8 @@ _COMMANDS = {
     "migrate": "admin:migrate",
     "init": "admin:administer_keys",
     "keys": "admin:administer_keys",
-    "hook": "hooks_command:run_loop_command",
-    "hooks": "hooks_command:run_loop_command",
+    "hook": "hooks:run_loop_command",
+    "hooks": "hooks:run_loop_command",
     "doctor": "doctor:run_doctor",
     "export": "transfer:export_lessons",
     "import": "transfer:import_lessons",

@@ -1,6 +1,5 @@
 """Progress of ``import`` and ``reembed`` on stderr: tqdm on a terminal, else a line per batch
-(a log cannot hold a redrawn counter).
-"""
+(a log cannot hold a redrawn counter)."""
 
 from __future__ import annotations
 

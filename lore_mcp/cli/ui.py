@@ -1,6 +1,5 @@
 """``lore-memory ui``: the page on 127.0.0.1, signed in with a run-only root key passed in the URL
-fragment (never sent or logged) and revoked on stop: an agent's rules, nothing outlives the run.
-"""
+fragment (never sent or logged) and revoked on stop: an agent's rules, nothing outlives the run."""
 
 from __future__ import annotations
 

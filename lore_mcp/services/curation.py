@@ -1,6 +1,5 @@
 """Curating memory (tools too, since agents tidy): near-duplicates, pairs kept apart (stored for
-every curator), and merges, one ``merge`` commit keeping both lessons' votes.
-"""
+every curator), and merges, one ``merge`` commit keeping both lessons' votes."""
 
 from __future__ import annotations
 

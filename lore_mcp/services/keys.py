@@ -1,6 +1,5 @@
 """Orgs and API keys for the CLI and the root-only tools: one set of rules; the store only
-ever receives a key's digest.
-"""
+ever receives a key's digest."""
 
 from __future__ import annotations
 

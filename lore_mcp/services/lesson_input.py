@@ -1,6 +1,5 @@
 """Input checks before storing, and ``make_draft``; apart because several services share them.
-Every refusal is an ``InvalidArgument`` that says what to send instead.
-"""
+Every refusal is an ``InvalidArgument`` that says what to send instead."""
 
 from __future__ import annotations
 

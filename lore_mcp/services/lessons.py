@@ -1,6 +1,5 @@
 """Lesson operations: validate (bad input changes nothing), redact, embed only redacted text,
-store on worker threads (store calls block).
-"""
+store on worker threads (store calls block)."""
 
 from __future__ import annotations
 

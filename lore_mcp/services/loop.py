@@ -4,8 +4,7 @@ Agents rarely call memory themselves, so client hooks call these: at session sta
 repo/branch lessons; per prompt only clear new matches; after a struggle, one ask to save. Each
 injection and ask is an activity entry, which is also how they are counted, so every process
 agrees and nothing is kept in memory. Lesson text is framed as data, never an instruction; no
-model runs here and nothing from the transcript is stored.
-"""
+model runs here and nothing from the transcript is stored."""
 
 from __future__ import annotations
 

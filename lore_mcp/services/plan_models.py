@@ -1,6 +1,5 @@
 """The plan format as pydantic models, so the input schema shows it. Only shape is checked here:
-``stores.engine.plans`` checks the rest per operation, so errors name the failed one.
-"""
+``stores.engine.plans`` checks the rest per operation, so errors name the failed one."""
 
 from __future__ import annotations
 

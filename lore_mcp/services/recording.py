@@ -1,6 +1,5 @@
 """Activity-log entries (``note``), appended in the transaction of the call's effect; a failed
-call records only its error code after rollback, so it changes nothing stored but the log.
-"""
+call records only its error code after rollback, so it changes nothing stored but the log."""
 
 from __future__ import annotations
 

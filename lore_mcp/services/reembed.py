@@ -1,8 +1,7 @@
 """``lore-memory reembed``: every lesson re-embedded with the configured model, switched in one commit.
 
 New vectors are kept beside the old per batch, so a killed run loses one batch and the next
-resumes. One transaction swaps them all in at the end; until then the old model keeps serving.
-"""
+resumes. One transaction swaps them all in at the end; until then the old model keeps serving."""
 
 from __future__ import annotations
 

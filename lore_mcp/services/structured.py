@@ -1,12 +1,13 @@
 """Structured memory and history: each call one transaction (one snapshot; a write lands whole
-with its commit or not at all).
-"""
+with its commit or not at all)."""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import anyio.from_thread
@@ -37,6 +38,8 @@ T = TypeVar("T")
 APPLY_PROGRESS_ROWS = 200  # plans this large (plan_rows) report progress
 # Commits a history page carries in full: a lesson page's ten diffs in one call, not eleven.
 MAX_FULL_COMMITS = 20
+TOP_TAGS = 10  # lore://overview's tags, and lessons most and least voted
+TOP_VOTED = 5
 
 
 async def in_transaction(
@@ -178,6 +181,34 @@ class StructuredService:
             }
 
         return await anyio.to_thread.run_sync(work)
+
+    async def overview(self, project: str | None = None, *, who: Who = NO_KEY) -> dict[str, Any]:
+        """``lore://overview``: stats, saves per day, top tags, the most and least voted lessons, in one
+        query (the page read lessons 100 at a time: twenty calls at 2,000, each from the caller's budget)."""
+        stats = await self.stats(project, who=who)
+        scope = self.lessons.scope(project, who.caller)
+        rows = await in_transaction(self.store, scope, lambda tx: tx.lesson_digest(datetime.now(UTC)))
+        days = Counter(r["created_at"].astimezone(UTC).date().isoformat() for r in rows)
+        tags = Counter(tag for r in rows for tag in r["tags"])
+        voted = sorted(rows, key=lambda r: (r["downvotes"] - r["upvotes"], r["id"]))
+
+        def titled(picked: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [
+                {"id": r["id"], "problem": r["problem"], "net_votes": r["upvotes"] - r["downvotes"]}
+                for r in picked
+            ]
+
+        return {
+            **stats,
+            "lessons": len(rows),
+            "per_day": [{"day": day, "lessons": n} for day, n in sorted(days.items())],
+            "tags": [
+                {"tag": t, "lessons": n}
+                for t, n in sorted(tags.items(), key=lambda x: (-x[1], x[0]))[:TOP_TAGS]
+            ],
+            "most_voted": titled(voted[:TOP_VOTED]),
+            "least_voted": titled(voted[::-1][:TOP_VOTED]),
+        }
 
 
 def _recorded(fn: Callable[[ProjectTx], T], recorded: ActivityNote) -> Callable[[ProjectTx], T]:

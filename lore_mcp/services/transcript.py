@@ -1,7 +1,6 @@
 """Whether a transcript stretch taught something (stop hook; never stored), by signals a person sees:
 a fail-then-pass, a correction, a long struggle; a failure asked for (test first) is the plan. No
-ask after ``save_lesson`` or ``#skip``; ``#remember`` always asks. Odd lines are skipped, never fatal.
-"""
+ask after ``save_lesson`` or ``#skip``; ``#remember`` always asks. Odd lines are skipped, never fatal."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """A directory's git repository and branch, read from ``.git`` directly: hooks run every session
-start and a ``git`` process costs more than the lookup. Nothing raises.
-"""
+start and a ``git`` process costs more than the lookup. Nothing raises."""
 
 from __future__ import annotations
 

@@ -9,8 +9,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from lore_mcp.services.activity import ActivityKind, ActivityResult
-from lore_mcp.tools.arguments import Cursor, Project
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import Cursor, Project, call_of
 from stores import MAX_LIST_LIMIT, ActivityQuery
 
 # The arguments' schema, declared apart so the tool's signature reads in one screen.

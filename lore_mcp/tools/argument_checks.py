@@ -2,8 +2,7 @@
 
 The SDK ignores unknown names (a misspelt ``tag=`` dropped the tags and the save succeeded) and
 compares NaN or Infinity with bounds ("should be less than or equal to 1"); both come back here
-as ``VALIDATION_ERROR`` with a clear sentence.
-"""
+as ``VALIDATION_ERROR`` with a clear sentence."""
 
 from __future__ import annotations
 

@@ -1,17 +1,16 @@
 """What a tool call is given: the server's services and who is calling.
 
-Both come through the SDK's ``Context`` (kept out of the input schema): services from
-``ctx.mcp_server`` (which also serves request-less calls, as completion's), the caller from the
-request's access token.
-"""
+Both come through the SDK's ``Context`` (kept out of the input schema): services from ``ctx.mcp_server``
+(which also serves request-less calls, as completion's), the caller from the request's access token."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Literal, Protocol, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field
 
 from lore_mcp.auth import Caller, Forbidden
 from lore_mcp.key_tokens import caller_of
@@ -24,6 +23,29 @@ from lore_mcp.services.progress import Progress
 from lore_mcp.services.recording import Who
 from lore_mcp.services.structured import StructuredService
 from lore_mcp.services.transfer import Transfer
+from stores import MAX_SHORT_CHARS, MAX_TEXT_CHARS
+
+# Argument types shared by the tools; their bounds are published, so clients see them first.
+Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+Short = Annotated[str, Field(max_length=MAX_SHORT_CHARS)]
+Tags = Annotated[
+    list[Annotated[str, Field(max_length=64)]],
+    Field(max_length=32, description="Short labels, e.g. ['stripe', 'webhooks']."),
+]
+Project = Annotated[
+    str | None, Field(description="Project to use; defaults to the server's LORE_PROJECT.", max_length=64)
+]
+LessonId = Annotated[
+    str, Field(description="A lesson id as returned by save_lesson or recall_lessons.", max_length=64)
+]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+Days = Annotated[float, Field(gt=0, le=36_500)]  # a lesson's time to live
+Cursor = Annotated[str | None, Field(max_length=64, description="next_cursor of the previous page.")]
+
+
+class OrderBy(BaseModel):
+    column: Annotated[str, Field(max_length=64)]
+    direction: Literal["asc", "desc"] = "asc"
 
 
 @dataclass(frozen=True)
@@ -99,7 +121,8 @@ class Call:
         found = self.who.caller or self.local_caller
         if found is None:
             raise Forbidden("Key tools need a root API key.")
-        found.require_root(what)
+        if not found.root:
+            raise Forbidden(f"Only a root key can {what}; this key is not one.")
         return found
 
     @property

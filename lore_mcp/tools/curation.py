@@ -8,8 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from lore_mcp.services.curation import DEFAULT_THRESHOLD, MAX_PAIRS_PAGE, DuplicatesResult, MergeResult
-from lore_mcp.tools.arguments import LessonId, Project, Text
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import LessonId, Project, Text, call_of
 
 MergedProblem = Annotated[Text | None, Field(description="The merged problem, instead of the combined one.")]
 MergedResolution = Annotated[

@@ -7,8 +7,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from lore_mcp.tools.arguments import Project
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import Project, call_of
 
 CommitId = Annotated[str, Field(max_length=64)]
 

@@ -16,8 +16,7 @@ from lore_mcp.services.models import (
     UpdateLessonResult,
     VoteResult,
 )
-from lore_mcp.tools.arguments import Confidence, Cursor, Days, LessonId, Project, Short, Tags, Text
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import Confidence, Cursor, Days, LessonId, Project, Short, Tags, Text, call_of
 from stores import MAX_LIST_LIMIT, MAX_RECALL_LIMIT
 
 

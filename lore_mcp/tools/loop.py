@@ -1,6 +1,5 @@
 """The agent-loop tools the clients' hooks call, answering as Claude Code hook output, so an
-``mcp_tool`` hook injects with no process per prompt; ``{}`` when nothing fits.
-"""
+``mcp_tool`` hook injects with no process per prompt; ``{}`` when nothing fits."""
 
 from __future__ import annotations
 
@@ -9,8 +8,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from lore_mcp.tools.arguments import Project, Text
-from lore_mcp.tools.context import call_of
+from lore_mcp.tools.context import Project, Text, call_of
 
 SessionId = Annotated[str, Field(min_length=1, max_length=200, description="The client's id of the session.")]
 Name = Annotated[str | None, Field(max_length=200)]

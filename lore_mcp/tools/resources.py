@@ -80,10 +80,8 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
 
     @_json_resource(server, OVERVIEW_TEMPLATE, "overview", summed)
     async def overview_resource(project: str) -> str:
-        from lore_mcp.services.overview import overview
-
         with _not_found(StoreError, LoreError):
-            return json.dumps(await overview(services.tables, project, Who(caller())))
+            return json.dumps(await services.tables.overview(project, who=Who(caller())))
 
     logged = "The latest entries of this project's activity log (as recent_activity), newest first."
 

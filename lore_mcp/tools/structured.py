@@ -8,8 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from lore_mcp.services.plan_models import PlanModel, RowFilter
-from lore_mcp.tools.arguments import OrderBy, Project
-from lore_mcp.tools.context import call_of, progress_of
+from lore_mcp.tools.context import OrderBy, Project, call_of, progress_of
 
 
 async def schema(ctx: Context, project: Project = None) -> dict[str, Any]:

@@ -8,8 +8,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from lore_mcp.services.transfer import MAX_IMPORT_BATCH, ExportPage, ImportResult, LessonIn
-from lore_mcp.tools.arguments import Cursor, Project
-from lore_mcp.tools.context import call_of, progress_of
+from lore_mcp.tools.context import Cursor, Project, call_of, progress_of
 from stores import MAX_LIST_LIMIT
 
 

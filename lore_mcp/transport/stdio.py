@@ -2,8 +2,7 @@
 -32700 for text that is not JSON (or the SDK's parser refuses: deep nesting, lone surrogates), -32600 for
 non-JSON-RPC and lines over ``MAX_LINE_BYTES`` (never read whole), with the id if recoverable, else
 ``null`` (JSON-RPC 2.0). At end of input running requests are answered (within ``EOF_DRAIN_S``). fd 1
-points at stderr while serving so a stray ``print`` cannot corrupt the stream; frames use a duplicate.
-"""
+points at stderr while serving so a stray ``print`` cannot corrupt the stream; frames use a duplicate."""
 
 from __future__ import annotations
 

@@ -223,14 +223,13 @@ IDLE_EXIT_S = 10.0
 class HangWatch:
     """Notices a Postgres that stopped answering, and cuts off the calls waiting on it.
 
-    Timeouts and keepalives need a live peer; a server frozen on a live host (SIGSTOP, swap death, a
-    paused VM) acknowledges packets but never answers, so a call would wait for ever holding a
-    connection and a thread. psycopg routes every blocking round trip through ``Connection.wait``,
-    which is watched: after ``SUSPECT_AFTER_S`` the watcher asks for a fresh connection. Any answer
-    means merely slow; none within ``PROBE_TIMEOUT_S`` means frozen, and every wait that long has its
-    socket shut down, so psycopg raises, nothing commits and the caller gets ``UNAVAILABLE``. Until a
-    connection is answered again new ones get only ``PROBE_TIMEOUT_S``; nothing is refused in
-    advance, so recovery needs no restart."""
+    Timeouts and keepalives need a live peer; a server frozen on a live host (SIGSTOP, swap death, a paused
+    VM) acknowledges packets but never answers, so a call would wait for ever holding a connection and a
+    thread. psycopg routes every blocking round trip through ``Connection.wait``, which is watched: after
+    ``SUSPECT_AFTER_S`` the watcher asks for a fresh connection. Any answer means merely slow; none within
+    ``PROBE_TIMEOUT_S`` means frozen, and every wait that long has its socket shut down, so psycopg raises,
+    nothing commits and the caller gets ``UNAVAILABLE``. Until a connection is answered again new ones get
+    only ``PROBE_TIMEOUT_S``; nothing is refused in advance, so recovery needs no restart."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
