@@ -75,12 +75,9 @@ class ApiKeyVerifier:
             raise KeyLookupUnavailable(str(exc)) from exc
 
     def _refused_recently(self, digest: str) -> bool:
-        until = self._refused.get(digest)
-        if until is None:
-            return False
-        if until > time.monotonic():
+        if self._refused.get(digest, 0.0) > time.monotonic():
             return True
-        del self._refused[digest]
+        self._refused.pop(digest, None)
         return False
 
     def _remember_refused(self, digest: str) -> None:

@@ -231,6 +231,4 @@ def _key_problem(url: str, health: str, api_key: str) -> str | None:
         return "the server refused LORE_API_KEY (unknown, revoked or malformed)."
     if probe.status_code == 404:
         return no_endpoint(url, f"although {health} is up")
-    if probe.status_code >= 400:
-        return f"{url} answered {probe.status_code}."
-    return None
+    return f"{url} answered {probe.status_code}." if probe.status_code >= 400 else None

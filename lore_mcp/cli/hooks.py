@@ -213,9 +213,7 @@ def hook_project(settings: Settings, repository_project: str | None) -> str | No
     mode names LORE_PROJECT only: a team's projects are its keys'."""
     if "project" in settings.model_fields_set:
         return settings.project
-    if settings.project_from_repo and settings.store != "remote":
-        return repository_project
-    return None
+    return repository_project if settings.project_from_repo and settings.store != "remote" else None
 
 
 def _in_format(client: str, event: str, found: dict[str, Any]) -> dict[str, Any]:

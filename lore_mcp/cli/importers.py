@@ -94,9 +94,7 @@ def _tags(values: list[str]) -> list[str]:
 
 def _cut(text: str, limit: int) -> str:
     """``text`` within ``limit`` characters, redacted first when it has to be cut."""
-    if len(text) <= limit:
-        return text
-    return fit(redact(text).text, limit).strip()
+    return text if len(text) <= limit else fit(redact(text).text, limit).strip()
 
 
 def _text(value: Any) -> str | None:

@@ -181,9 +181,7 @@ def _operation(at: str, op: dict[str, Any], fn: Callable[[str, Any], Any], filte
 def _step(key: Any) -> str:
     """A column as a path step: ``.name``, else quoted, redacted, cut (unchecked caller text)."""
     text = str(key)
-    if text.isidentifier() and len(text) <= 63:
-        return f".{text}"
-    return f"[{redact(text).text[:40]!r}]"
+    return f".{text}" if text.isidentifier() and len(text) <= 63 else f"[{redact(text).text[:40]!r}]"
 
 
 def filter_values(where: str, conditions: Any, fn: Callable[[str, Any], Any]) -> Any:

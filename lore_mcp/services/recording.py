@@ -25,9 +25,7 @@ def clean_client(name: str | None) -> str | None:
     if not isinstance(name, str):
         return None
     printable = "".join(c for c in name if c.isprintable()).strip()
-    if not printable:
-        return None
-    return fit(redact(printable[: MAX_CLIENT_CHARS * 2]).text, MAX_CLIENT_CHARS)
+    return None if not printable else fit(redact(printable[: MAX_CLIENT_CHARS * 2]).text, MAX_CLIENT_CHARS)
 
 
 @dataclass(frozen=True)

@@ -127,9 +127,7 @@ def _signal(steps: list[Step], corrected: bool, expected: bool = False) -> str |
         return f"`{fixed[0]}` failed {failed_families[fixed[0]]} time(s), then passed"
     if corrected:
         return "the person corrected the agent"
-    if failures >= STRUGGLE_FAILURES:
-        return f"a long struggle ({failures} failed steps)"
-    return None
+    return f"a long struggle ({failures} failed steps)" if failures >= STRUGGLE_FAILURES else None
 
 
 def _blocks(entry: dict[str, Any]) -> Iterator[tuple[str, Any]]:

@@ -16,6 +16,8 @@ from lore_mcp.redaction import redact
 
 # Unknown names listed, and chars of each: they are the caller's text, so the sentence stays short.
 MAX_NAMES_SHOWN = 5
+# How JSON parsers spell the non-finite numbers: the client sent them so.
+_JSON_NAMES = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 MAX_NAME_CHARS = 40
 
 
@@ -29,7 +31,9 @@ def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str
     if found is not None:
         path, value = found
         bounds = _bounds(_schema_at(schema, path))
-        raise InvalidArgument(f"{_path_text(path)} must be a finite number{bounds}, not {_json_name(value)}.")
+        raise InvalidArgument(
+            f"{_path_text(path)} must be a finite number{bounds}, not {_JSON_NAMES[str(value)]}."
+        )
 
 
 def unknown_sentence(tool: str, unknown: list[str], accepted: list[str]) -> str:
@@ -50,9 +54,7 @@ def unknown_sentence(tool: str, unknown: list[str], accepted: list[str]) -> str:
         sentence += "; did you mean " + ", ".join(f"{g!r} for {_name_text(n)}" for n, g in guesses) + "?"
     else:
         sentence += "."
-    if accepted:
-        return f"{sentence} It takes {', '.join(accepted)}."
-    return f"{sentence} It takes no arguments."
+    return f"{sentence} It takes {', '.join(accepted)}." if accepted else f"{sentence} It takes no arguments."
 
 
 def _name_text(name: str) -> str:
@@ -75,11 +77,6 @@ def _non_finite(arguments: Mapping[str, Any]) -> tuple[tuple[Any, ...], float] |
         elif isinstance(item, list | tuple):
             stack.extend(reversed([((*path, i), inner) for i, inner in enumerate(item)]))
     return None
-
-
-def _json_name(value: float) -> str:
-    """How JSON parsers spell the value: the client sent it so."""
-    return {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}[str(value)]
 
 
 def _path_text(path: tuple[Any, ...]) -> str:

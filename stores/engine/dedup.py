@@ -44,9 +44,7 @@ def normalised(text: str | None) -> str:
 
 
 def _raw_tokens(text: str | None) -> list[re.Match[str]]:
-    if not text:
-        return []
-    return list(_TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()))
+    return [] if not text else list(_TOKEN.finditer(unicodedata.normalize("NFKC", text).casefold()))
 
 
 def content_sequence(text: str | None) -> list[str]:

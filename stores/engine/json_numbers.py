@@ -55,18 +55,14 @@ def _zeroed(value: Any) -> Any:
 def jsonb_text(value: Any) -> str:
     """JSON text for ``jsonb`` whose floats read back as floats (slower only for exponent floats)."""
     text = json.dumps(value)
-    if "e+" not in text or not _EXPONENT_NUMBER.search(text) or not _any_float(value, _has_exponent):
+    if "e+" not in text or not _EXPONENT_NUMBER.search(text):
         return text
-    return _encode(value)
+    # Written again only when a float itself is one json.dumps gives a positive exponent.
+    return _encode(value) if _any_float(value, lambda item: "e+" in float.__repr__(item)) else text
 
 
 # A number with a positive exponent after start, "[", ":" or ","; base64 vectors never match.
 _EXPONENT_NUMBER = re.compile(r"(?:^|[\[:,] ?)-?[0-9][0-9.]*e\+")
-
-
-def _has_exponent(item: float) -> bool:
-    """Whether ``json.dumps`` writes this float with a positive exponent."""
-    return "e+" in float.__repr__(item)
 
 
 def _encode(value: Any) -> str:
@@ -82,9 +78,7 @@ def _encode(value: Any) -> str:
 
 def _key(key: Any) -> str:
     """An object key as ``json.dumps`` writes it (it turns numbers, booleans and null into text)."""
-    if isinstance(key, str):
-        return key
-    return str(next(iter(json.loads(json.dumps({key: 0})))))
+    return key if isinstance(key, str) else str(next(iter(json.loads(json.dumps({key: 0})))))
 
 
 def _float_text(value: float) -> str:

@@ -59,13 +59,8 @@ class KeyStore:
 
     def __init__(self, db: KeyDb, activity: ActivityLog | None = None) -> None:
         self._db = db
-        self._oauth = OAuthStore(db)
+        self.oauth = OAuthStore(db)  # OAuth clients, codes and tokens, each token bound to one of these keys
         self._activity = activity
-
-    @property
-    def oauth(self) -> OAuthStore:
-        """OAuth clients, codes and tokens, each token bound to one of these keys."""
-        return self._oauth
 
     def create_org(self, org_id: str, name: str) -> Org:
         """``ConflictError`` when an org with this id exists."""

@@ -50,7 +50,7 @@ class ProjectTx:
     ) -> None:
         self.tx = tx
         self.scope = scope
-        self._restore_lesson = restore_lesson
+        self.restore_lesson = restore_lesson  # puts a lesson back as its image says (None: deletes it)
         self._activity = activity
         self._added: Commit | None = None  # the commit this transaction recorded, for its log entry
         self._tables: dict[str, TableDef] | None = None
@@ -211,18 +211,10 @@ class ProjectTx:
             {**self.scope.params, "seq": seq, "state": self.tx.dump(state)},
         )
 
-    def restore_lesson(self, lesson_id: str, image: Mapping[str, Any] | None) -> None:
-        """Put a lesson back as ``image`` describes it (None: delete it)."""
-        self._restore_lesson(lesson_id, image)
-
     def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
         """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
         # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
-        rows = self.tx.rows(
-            f"SELECT id FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
-            {**self.scope.params, "ids": self.tx.listed(ids)},
-        )
-        return {r["id"] for r in rows}
+        return set(self.lesson_titles(ids))
 
     def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
         """The problem of each of ``ids`` still stored in this project, by id."""

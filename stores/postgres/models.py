@@ -96,6 +96,4 @@ class PostgresModelDb:
 def generation(conn: Connection) -> int:
     """The store's model generation in ``conn``'s transaction: as ``_begin`` read it, else read now."""
     found = conn.info.get(GENERATION_INFO)
-    if found is not None:
-        return int(found)
-    return read_generation(PostgresSqlTx(conn))
+    return int(found) if found is not None else read_generation(PostgresSqlTx(conn))

@@ -149,9 +149,7 @@ class ConsentPage:
         key: ApiKey | None = await self.provider.verifier.bounded(
             self.provider.keys.key_by_hash, secret_digest(typed)
         )
-        if key is None or key.revoked_at is not None:
-            return None, UNKNOWN_KEY
-        return key, ""
+        return (None, UNKNOWN_KEY) if key is None or key.revoked_at is not None else (key, "")
 
     async def _remembered(self, request: Request) -> ApiKey | None:
         value = (await self.provider.signed("remember")).check(request.cookies.get(REMEMBER_COOKIE, ""))
