@@ -62,8 +62,7 @@ def proxy_networks(value: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(networks))
 
 
-# The shortest request-state key the SDK's codec accepts (bytes).
-MIN_REQUEST_STATE_SECRET = 32
+MIN_REQUEST_STATE_SECRET = 32  # the shortest request-state key the SDK's codec accepts (bytes)
 
 
 def request_state_keys(secret: SecretStr | None) -> tuple[str, ...]:

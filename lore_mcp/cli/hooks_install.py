@@ -18,8 +18,7 @@ EVENTS = {
         ("cursor", "sessionStart beforeSubmitPrompt stop preCompact"),
     )
 }
-# Seconds a client waits for a hook (Claude Code's `timeout`); Lore's answer well within it.
-TIMEOUT_S = 10
+TIMEOUT_S = 10  # seconds a client waits for a hook (Claude Code's `timeout`); Lore's answer well within it
 _OURS = re.compile(r"lore-memory(\.exe)?['\"]? hook (session-start|prompt|stop|pre-compact)\b")
 
 
@@ -39,11 +38,8 @@ def hook_command(event: str, client: str, program: str | None = None) -> str:
 
 
 def is_ours(entry: object) -> bool:
-    return (
-        isinstance(entry, dict)
-        and isinstance(entry.get("command"), str)
-        and bool(_OURS.search(entry["command"]))
-    )
+    command = entry.get("command") if isinstance(entry, dict) else None
+    return isinstance(command, str) and bool(_OURS.search(command))
 
 
 def install(path: Path, client: str, program: str | None = None) -> bool:
@@ -147,11 +143,8 @@ def _load(raw: bytes | None) -> dict[str, Any]:
 
 def _write(path: Path, data: dict[str, Any], like: bytes | None) -> None:
     """Write ``data`` indented as the file was (two spaces when new), atomically."""
-    indent = 2
-    if like:
-        match = re.search(rb"\n([ \t]+)\S", like)
-        if match:
-            indent = len(match.group(1).expandtabs(4))
+    match = re.search(rb"\n([ \t]+)\S", like) if like else None
+    indent = len(match.group(1).expandtabs(4)) if match else 2
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".lore-tmp")
     temporary.write_text(json.dumps(data, indent=indent, ensure_ascii=False) + "\n", encoding="utf-8")

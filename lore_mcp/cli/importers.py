@@ -110,8 +110,10 @@ def _server_memory(text: str) -> Conversion:
     relations: list[tuple[str, str, str]] = []
     for number, line in enumerate(text.splitlines(), start=1):
         where = f"line {number}"
-        data = _json_object(out, where, line) if line.strip() else None
-        if data is None:
+        data = json_object(line) if line.strip() else None
+        if isinstance(data, str):
+            out.error(where, data)
+        if not isinstance(data, dict):
             continue
         kind = data.get("type")
         if kind == "entity":
@@ -134,15 +136,6 @@ def _server_memory(text: str) -> Conversion:
             out.error(where, f"unknown type {kind!r} (expected 'entity' or 'relation')")
     _add_observations(out, entities, relations)
     return out.result
-
-
-def _json_object(out: _Converter, where: str, line: str) -> dict[str, Any] | None:
-    """One line's JSON object, or None after noting why it is not one."""
-    data = json_object(line)
-    if isinstance(data, str):
-        out.error(where, data)
-        return None
-    return data
 
 
 def _add_observations(

@@ -32,8 +32,7 @@ MAX_LINE_BYTES = DEFAULT_MAX_REQUEST_BODY_SIZE
 # How much of an over-long line is kept (to find its id) and how much is skipped per read.
 _HEAD_BYTES = 4096
 _SKIP_BYTES = 1 << 20
-# How long the end of input waits for the requests still running to be answered.
-EOF_DRAIN_S = 60.0
+EOF_DRAIN_S = 60.0  # how long the end of input waits for the requests still running to be answered
 # An id that appears before any nested object or array opens belongs to the top level.
 _LEADING_ID = re.compile(r'^\s*\{[^{}\[\]]*?"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
 

@@ -35,8 +35,7 @@ MAX_FILTERS = 50
 MAX_IN_VALUES = 1_000
 # A like pattern's length bounds the work per value: at most this many steps per character.
 MAX_LIKE_CHARS = 200
-# Integers are 64-bit, as in SQL databases.
-INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1  # integers are 64-bit, as in SQL databases
 MAX_JSON_DEPTH = 100
 
 
