@@ -99,18 +99,8 @@ class Delete(_Strict):
     where: list[RowFilter] = Field(default_factory=list, description="ANDed; empty means every row.")
 
 
-Operation = Annotated[
-    CreateTable
-    | DropTable
-    | AddColumn
-    | DropColumn
-    | RenameColumn
-    | AlterColumnType
-    | Insert
-    | Update
-    | Delete,
-    Field(discriminator="op"),
-]
+_SchemaChange = CreateTable | DropTable | AddColumn | DropColumn | RenameColumn | AlterColumnType
+Operation = Annotated[_SchemaChange | Insert | Update | Delete, Field(discriminator="op")]
 
 
 class PlanModel(_Strict):

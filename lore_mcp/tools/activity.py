@@ -30,15 +30,11 @@ ClientFilter = Annotated[
 AgentsOnly = Annotated[
     bool, Field(description="Leave out what people did on Lore's page (told apart by their credential).")
 ]
-StaleDays = Annotated[
-    float | None,
-    Field(
-        ge=0,
-        le=36_500,
-        description="Instead of entries, list lessons created over this many days ago that no "
-        "recall in the kept log returned (candidates to improve or delete), oldest first.",
-    ),
-]
+STALE = (
+    "Instead of entries, list lessons created over this many days ago that no "
+    "recall in the kept log returned (candidates to improve or delete), oldest first."
+)
+StaleDays = Annotated[float | None, Field(ge=0, le=36_500, description=STALE)]
 
 
 async def recent_activity(

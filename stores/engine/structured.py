@@ -217,11 +217,8 @@ def record_lessons(
     tx: ProjectTx, kind: str, actor: str, changes: list[Any], activity: ActivityNote | None = None
 ) -> Commit:
     """The commit for lesson changes, each (id, before image, after image)."""
-    effects = {
-        "rows": [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes],
-        "schema": [],
-        "tables": {},
-    }
+    rows = [{"table": LESSONS_TABLE, "id": i, "before": b, "after": a} for i, b, a in changes]
+    effects = {"rows": rows, "schema": [], "tables": {}}
     return record(
         tx, effects, kind=kind, message=kind, actor=actor, hash_before=current_hash(tx), activity=activity
     )
