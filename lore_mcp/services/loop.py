@@ -276,6 +276,4 @@ def _pack(header: str, scored: Sequence[tuple[Lesson, float]], budget: int) -> I
             lines.append(line)
             ids.append(lesson.id)
             used += size
-    if not lines:
-        return Injection()
-    return Injection(text="\n".join([header, *lines]), lesson_ids=tuple(ids))
+    return Injection(text="\n".join([header, *lines]), lesson_ids=tuple(ids)) if lines else Injection()

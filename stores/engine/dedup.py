@@ -38,9 +38,7 @@ _SPACES = re.compile(r"\s+")
 
 def normalised(text: str | None) -> str:
     """Text compared for sameness: NFKC, case-folded, punctuation and spacing removed."""
-    if not text:
-        return ""
-    return _PUNCT_OR_SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    return _PUNCT_OR_SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip() if text else ""
 
 
 def _raw_tokens(text: str | None) -> list[re.Match[str]]:
@@ -114,7 +112,5 @@ def merge_target(
     new: tuple[str, str, str | None], candidates: Iterable[tuple[Key, float, tuple[str, str, str | None]]]
 ) -> Key | None:
     """The most similar candidate the new lesson adds nothing to; None if every one would lose."""
-    for key, _similarity, stored in sorted(candidates, key=lambda c: -c[1]):
-        if adds_nothing(new, stored):
-            return key
-    return None
+    ranked = sorted(candidates, key=lambda c: -c[1])
+    return next((key for key, _similarity, stored in ranked if adds_nothing(new, stored)), None)

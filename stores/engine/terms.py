@@ -100,9 +100,7 @@ def _word_key(word: str, legacy: bool, stemming: bool) -> str | None:
 
 def _parts(parts: list[str], compound_digits: bool) -> list[str]:
     """An identifier's parts; "3" in "3.8.1" is not 3 unless ``compound_digits``."""
-    if len(parts) < 2 or compound_digits:
-        return parts
-    return [p for p in parts if not p.isdigit()]
+    return parts if len(parts) < 2 or compound_digits else [p for p in parts if not p.isdigit()]
 
 
 @functools.lru_cache(maxsize=65536)

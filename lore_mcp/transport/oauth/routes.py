@@ -200,10 +200,13 @@ def oauth_routes(
     revocation = RevocationOptions(enabled=True)
     authenticator = ClientAuthenticator(provider)
     tokens = LoreTokenHandler(provider, authenticator, resource=provider.resource)
+    register = Registration(provider, require_key=registration == "key", shared=call_counts)
+    posts = ["POST", "OPTIONS"]
     return [
         authorize_route(provider),
         client_route(REVOCATION_PATH, LoreRevocationHandler(provider, authenticator).handle),
-        registration_route(provider, require_key=registration == "key", shared=call_counts),
+        # ``/register`` as the SDK serves it (CORS, for the Inspector in a browser), with the limits.
+        Route(REGISTRATION_PATH, cors_middleware(register.handle, posts), methods=posts),
         client_route(TOKEN_PATH, tokens.handle),
         *metadata_routes(provider, issuer, build_metadata(issuer, None, options, revocation)),
         Route(CONSENT_PATH, ConsentPage(provider, call_counts).handle, methods=["GET", "POST"]),
@@ -357,12 +360,3 @@ class Registration:
         if scheme.lower() != "bearer" or not token.startswith("lore_sk_"):
             return False
         return await self.provider.verifier.api_keys.verify_token(token) is not None
-
-
-def registration_route(
-    provider: LoreOAuthProvider, *, require_key: bool = False, shared: CallCounts | None = None
-) -> Route:
-    """``/register`` as the SDK serves it (CORS, for the Inspector in a browser), with the limits."""
-    methods = ["POST", "OPTIONS"]
-    handler = Registration(provider, require_key=require_key, shared=shared)
-    return Route(REGISTRATION_PATH, cors_middleware(handler.handle, methods), methods=methods)
