@@ -83,9 +83,7 @@ def _run_back(m: re.Match[str], run: str, first: str, shortest: int, longest: in
     start = end
     while start > end - longest - 1 and start > 0 and text[start - 1] in run:
         start -= 1
-    if not shortest <= end - start <= longest or text[start] not in first:
-        return None
-    return start, m.end()
+    return (start, m.end()) if shortest <= end - start <= longest and text[start] in first else None
 
 
 _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"

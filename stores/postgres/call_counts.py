@@ -67,6 +67,4 @@ class PostgresCallCounts:
                     self._pruned_at = now
             if due:
                 conn.execute(_PRUNE)
-        if counted is not None:
-            return None
-        return max(0.0, float(wait)) if wait is not None else None
+        return max(0.0, float(wait)) if counted is None and wait is not None else None
