@@ -48,9 +48,8 @@ NO_KEY = Who()  # the default: no API key (the server's own org), no client name
 
 def error_code(exc: BaseException) -> str:
     """The stable code a failure reaches the client with (``lore_mcp.errors.describe``)."""
-    if isinstance(exc, LoreError | StoreError | ValidationError):
-        return describe(exc)[0]
-    return INTERNAL_ERROR  # described (and logged) once, where the server answers the call
+    # Anything else is described (and logged) once, where the server answers the call.
+    return describe(exc)[0] if isinstance(exc, LoreError | StoreError | ValidationError) else INTERNAL_ERROR
 
 
 @contextlib.asynccontextmanager

@@ -16,9 +16,9 @@ from lore_mcp.redaction import redact
 
 # Unknown names listed, and chars of each: they are the caller's text, so the sentence stays short.
 MAX_NAMES_SHOWN = 5
+MAX_NAME_CHARS = 40
 # How JSON parsers spell the non-finite numbers: the client sent them so.
 _JSON_NAMES = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
-MAX_NAME_CHARS = 40
 
 
 def check_arguments(tool: str, schema: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""What a tool call is given: the server's services and who is calling.
+"""What a tool call is given: the server's services, who is calling, and the argument types tools share.
 
 Both come through the SDK's ``Context`` (kept out of the input schema): services from ``ctx.mcp_server``
 (which also serves request-less calls, as completion's), the caller from the request's access token."""

@@ -83,7 +83,5 @@ def _key(key: Any) -> str:
 
 def _float_text(value: float) -> str:
     """A float as JSON with no exponent, so ``numeric`` gives it back with its fraction digit."""
-    text = json.dumps(value)
-    if "e+" not in text:  # a small exponent (1e-07) comes back from jsonb as 0.0000001: a float
-        return text
-    return format(Decimal(text), "f") + ".0"
+    text = json.dumps(value)  # a small exponent (1e-07) comes back from jsonb as 0.0000001: a float
+    return text if "e+" not in text else format(Decimal(text), "f") + ".0"

@@ -109,12 +109,8 @@ class ConsentPage:
         """The form's CSRF token matches its cookie, and no other origin posted it."""
         cookie = request.cookies.get(CSRF_COOKIE, "")
         issuer = urlsplit(self.provider.issuer)
-        origin = request.headers.get("origin")
-        return (
-            bool(cookie)
-            and hmac.compare_digest(cookie, csrf)
-            and origin in (None, f"{issuer.scheme}://{issuer.netloc}")
-        )
+        same_origin = request.headers.get("origin") in (None, f"{issuer.scheme}://{issuer.netloc}")
+        return bool(cookie) and hmac.compare_digest(cookie, csrf) and same_origin
 
     async def _approve(
         self, request: Request, fields: dict[str, str], signed: str, pending: dict[str, Any]
