@@ -112,7 +112,7 @@ def engine_for(url: str, pool_size: int, *, pooled: bool = False) -> Engine:
     )
     watch = HangWatch()
     session = session_settings(sa_url)
-    event.listen(engine, "do_connect", lambda _d, _r, cargs, cparams: connect_watched(watch, cargs, cparams))
+    event.listen(engine, "do_connect", lambda _d, _r, cargs, cparams: watch.connect(cargs, cparams))
 
     def on_connect(dbapi_conn: Any, record: Any) -> None:
         record.info[ROLE_INFO] = _on_connect(dbapi_conn, {} if pooled else session, set_role=not pooled)
@@ -242,10 +242,6 @@ class HangWatch:
             "WatchedConnection", (WatchedConnection,), {"hang_watch": self}
         )
 
-    def remember_connect_args(self, cargs: tuple[Any, ...], cparams: dict[str, Any]) -> None:
-        """How the engine connects, so a probe connects the same way."""
-        self._connect_args = (tuple(cargs), dict(cparams))
-
     def started(self, conn: psycopg.Connection[Any]) -> object:
         token = object()
         with self._lock:
@@ -261,10 +257,21 @@ class HangWatch:
         with self._lock:
             self._waiting.pop(token, None)
 
-    def doubtful(self) -> bool:
-        """Whether the last connection attempt, however long ago, went unanswered."""
+    def connect(self, cargs: tuple[Any, ...], cparams: dict[str, Any]) -> psycopg.Connection[Any]:
+        """What the engine's ``do_connect`` returns: a ``WatchedConnection``, quick to give up while the
+        last attempt, however long ago, went unanswered; its arguments kept, so a probe connects alike."""
         with self._lock:
-            return not self._answered
+            self._connect_args = (tuple(cargs), dict(cparams))
+            doubtful = not self._answered
+        params = {**cparams, "connect_timeout": PROBE_TIMEOUT_S} if doubtful else cparams
+        try:
+            conn = self.connection_class.connect(*cargs, **params)
+        except psycopg.Error as exc:
+            # An error the server sent (bad password, too many clients) is an answer.
+            self.note(answered=exc.sqlstate is not None)
+            raise
+        self.note(answered=True)
+        return conn
 
     def note(self, *, answered: bool) -> None:
         """Record whether the server answered a connection just now."""
@@ -342,19 +349,3 @@ class WatchedConnection(psycopg.Connection[Any]):
             return super().wait(*args, **kwargs)
         finally:
             self.hang_watch.finished(token)
-
-
-def connect_watched(
-    watch: HangWatch, cargs: tuple[Any, ...], cparams: dict[str, Any]
-) -> psycopg.Connection[Any]:
-    """What the engine's ``do_connect`` returns: a ``WatchedConnection``, quick to give up while in doubt."""
-    watch.remember_connect_args(cargs, cparams)
-    params = {**cparams, "connect_timeout": PROBE_TIMEOUT_S} if watch.doubtful() else cparams
-    try:
-        conn = watch.connection_class.connect(*cargs, **params)
-    except psycopg.Error as exc:
-        # An error the server sent (bad password, too many clients) is an answer.
-        watch.note(answered=exc.sqlstate is not None)
-        raise
-    watch.note(answered=True)
-    return conn
