@@ -13,7 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -64,7 +64,6 @@ class SessionState:
     pending: str | None = None  # a signal found before compaction, asked about at the next stop
     skip: bool = False  # the person wrote #skip (Cursor's prompt hook sees prompts the stop hook cannot)
     remember: bool = False
-    saved_at: float = field(default_factory=time.time)
 
 
 def state_dir() -> Path:
@@ -89,7 +88,6 @@ def load_state(session: str) -> SessionState:
 def save_state(session: str, state: SessionState) -> None:
     folder = state_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    state.saved_at = time.time()
     path = _state_path(session)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(asdict(state)), encoding="utf-8")

@@ -46,7 +46,7 @@ def install(path: Path, client: str, program: str | None = None) -> bool:
     """Merge Lore's hooks into ``path``; whether the file changed."""
     before = path.read_bytes() if path.exists() else None
     data = _load(before)
-    wanted = _without_ours(data, client)
+    wanted = _without_ours(data)
     hooks = wanted.setdefault("hooks", {})
     if client == "cursor":
         wanted.setdefault("version", 1)
@@ -73,7 +73,7 @@ def uninstall(path: Path, client: str) -> bool:
         return False
     current = path.read_bytes()
     data = _load(current)
-    cleaned = _without_ours(data, client)
+    cleaned = _without_ours(data)
     backup = _backup(path)
     if cleaned == data:
         backup.unlink(missing_ok=True)
@@ -92,7 +92,7 @@ def uninstall(path: Path, client: str) -> bool:
     return True
 
 
-def _without_ours(data: dict[str, Any], client: str) -> dict[str, Any]:
+def _without_ours(data: dict[str, Any]) -> dict[str, Any]:
     """``data`` without Lore's handlers, and without the groups and events they alone filled."""
     copy: dict[str, Any] = json.loads(json.dumps(data))
     hooks = copy.get("hooks")

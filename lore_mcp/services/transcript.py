@@ -8,7 +8,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 # Failed steps in one stretch that make a long struggle even when nothing passed afterwards.
@@ -53,8 +53,6 @@ class Finding:
     saved: bool = False
     skip: bool = False
     remember: bool = False
-    lines: int = 0
-    failures: list[str] = field(default_factory=list)
 
     @property
     def should_ask(self) -> bool:
@@ -91,7 +89,6 @@ def examine(lines: Iterable[str]) -> Finding:
     steps: list[Step] = []
     acted = corrected = expected = False
     for entry in entries(lines):
-        finding.lines += 1
         for kind, block in _blocks(entry):
             if kind == "prompt":
                 text = str(block)
@@ -102,13 +99,12 @@ def examine(lines: Iterable[str]) -> Finding:
             elif kind == "tool_use":
                 name = str(block.get("name", ""))
                 finding.saved |= name.endswith("save_lesson")
-                calls[str(block.get("id", ""))] = (name, _family(name, block.get("input")))
+                calls[str(block.get("id", ""))] = (name, _family(block.get("input")))
                 acted = True
             elif kind == "tool_result":
                 tool, family = calls.get(str(block.get("tool_use_id", "")), ("", None))
                 failed = _failed(block) and family not in _ANSWERING
                 steps.append(Step(tool, family or tool, failed, command=family is not None))
-    finding.failures = [s.family for s in steps if s.failed and s.command]
     finding.signal = _signal(steps, corrected, expected)
     return finding
 
@@ -159,7 +155,7 @@ def _failed(block: dict[str, Any]) -> bool:
     return isinstance(content, str) and bool(_FAILED_OUTPUT.search(content[:2000]))
 
 
-def _family(tool: str, arguments: object) -> str | None:
+def _family(arguments: object) -> str | None:
     """A command's program and, for runners, first non-flag argument (``npm test``); None."""
     command = arguments.get("command") if isinstance(arguments, dict) else None
     if not isinstance(command, str) or not command.strip():
