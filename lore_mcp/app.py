@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Collection
-from functools import cached_property
+import threading
+from collections.abc import Callable, Collection
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
 from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S, Settings
-from stores import Org, Store
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
@@ -21,21 +21,25 @@ if TYPE_CHECKING:
     from lore_mcp.services.transfer import Transfer
     from lore_mcp.tools.context import Services
     from lore_mcp.transport.admission import HeavyGate
+    from lore_mcp.transport.notices import NoticeBus
     from lore_mcp.transport.remote import RemoteLoreServer
     from lore_mcp.transport.server import LogLevel, LoreServer
+    from stores import Org, Store
 
 
 def open_store(settings: Settings) -> Store:
     """The configured backend, migrated; ``StoreError`` or ``SystemExit`` when it cannot open."""
     from stores import ActivityBounds, RankingParams, open_local_store, open_postgres_store
 
+    refusal = store_refusal(settings)
+    if refusal is not None:
+        raise SystemExit(refusal)
     ranking = RankingParams(half_life_days=settings.decay_half_life_days)
     activity = ActivityBounds(
         max_age_days=settings.activity_max_age_days, max_entries=settings.activity_max_entries
     )
     if settings.store == "postgres":
-        if not settings.database_url:
-            raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
+        assert settings.database_url is not None  # store_refusal
         return open_postgres_store(
             settings.database_url,
             pool_size=settings.pool_size,
@@ -44,16 +48,25 @@ def open_store(settings: Settings) -> Store:
             read_url=settings.database_read_url,
             direct_url=settings.database_direct_url,
         )
-    if settings.database_read_url or settings.database_direct_url:
-        raise SystemExit(
-            "lore-memory: LORE_DATABASE_READ_URL and LORE_DATABASE_DIRECT_URL need LORE_STORE=postgres."
+    return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)
+
+
+def store_refusal(settings: Settings) -> str | None:
+    """Why the settings name no store this process can open, known before opening anything."""
+    if settings.store == "postgres":
+        return (
+            None
+            if settings.database_url
+            else "lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url)."
         )
-    if settings.store == "local":
-        return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)
-    raise SystemExit(
-        "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
-        "run this command where the team server's database is (LORE_STORE=local or postgres)."
-    )
+    if settings.database_read_url or settings.database_direct_url:
+        return "lore-memory: LORE_DATABASE_READ_URL and LORE_DATABASE_DIRECT_URL need LORE_STORE=postgres."
+    if settings.store == "remote":
+        return (
+            "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
+            "run this command where the team server's database is (LORE_STORE=local or postgres)."
+        )
+    return None
 
 
 def build_server(
@@ -77,26 +90,52 @@ def serve(
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """The server of the ``tools`` groups (None: defaults), prompts and resources.
+    """``local_server`` over ready ``services``."""
+    from lore_mcp.transport.notices import NoticeBus
 
-    Key tools need ``services.keys``: with API keys they serve root keys whatever ``tools`` says;
-    without (stdio) only with ``admin``, on the server's own org as trusted local caller. Change
-    notices use the store's feed where it has one (Postgres: every process hears), else local.
+    lessons, keys = services.lessons, services.keys is not None
+    bus = NoticeBus(lessons.store.notices)
+    return local_server(
+        services, lessons.org, lessons.embedder, bus, keys, tools, request_timeout_s, heavy_gate, **settings
+    )
+
+
+def local_server(
+    services: Services | Callable[[], Services],
+    org: str,
+    embedder: Embedder | None,
+    bus: NoticeBus,
+    keys: bool,
+    tools: Collection[str] | None,
+    request_timeout_s: float | None,
+    heavy_gate: HeavyGate | None,
+    **settings: Any,
+) -> LoreServer:
+    """The server of the ``tools`` groups (None: defaults), prompts and resources; ``services`` may
+    be made on first use (a stdio server opens its store after the handshake).
+
+    Key tools need ``keys`` (a key service): with API keys they serve root keys whatever ``tools``
+    says; without (stdio) only with ``admin``, on ``org`` as trusted local caller. Change notices
+    go through ``bus``: over the store's feed where it has one (Postgres: every process hears).
     """
     from lore_mcp.auth import Caller
     from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
-    from lore_mcp.transport.notices import NoticeBus
     from lore_mcp.transport.server import lore_server
 
     groups = set(DEFAULT_TOOL_GROUPS if tools is None else tools)
     if "token_verifier" in settings:
         groups.add("admin")
     else:  # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
-        org = services.lessons.org
         settings["local_caller"] = Caller(key_id="local", org=org, name="local", project=None, root=True)
-    bus = NoticeBus(services.lessons.store.notices)
     return lore_server(
-        services, groups, request_timeout_s=request_timeout_s, heavy_gate=heavy_gate, bus=bus, **settings
+        services,
+        groups,
+        embedder=embedder,
+        keys=keys,
+        bus=bus,
+        **settings,
+        request_timeout_s=request_timeout_s,
+        heavy_gate=heavy_gate,
     )
 
 
@@ -154,12 +193,36 @@ def open_app(settings: Settings) -> App:
 
 
 class App:
-    """One process's opened store and services; ``embedder`` overrides the settings' one."""
+    """One process's store and services; ``embedder`` overrides the settings' one. Without ``store``
+    it is ``attach``ed later (a stdio server opens it beside the handshake) and uses wait for it."""
 
-    def __init__(self, settings: Settings, store: Store, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self, settings: Settings, store: Store | None = None, *, embedder: Embedder | None = None
+    ) -> None:
         self.settings = settings
-        self.store = store
+        self._store = store
         self._embedder = embedder
+        self._attached = threading.Event()
+        self._buses: list[NoticeBus] = []
+        self._services: Services | None = None
+        if store is not None:
+            self._attached.set()
+
+    @property
+    def store(self) -> Store:
+        self._attached.wait()
+        if self._store is None:
+            from stores import UnavailableError
+
+            raise UnavailableError("The store could not be opened; the server's log says why.")
+        return self._store
+
+    def attach(self, store: Store | None) -> None:
+        """The store opened after start-up (None: it could not open, as was reported)."""
+        self._store = store
+        for bus in self._buses:
+            bus.feed = store.notices if store is not None else None
+        self._attached.set()
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -204,19 +267,35 @@ class App:
     def server(
         self, *, with_keys: bool, log_level: LogLevel = "WARNING", shared: bool = False, **auth: Any
     ) -> LoreServer:
-        """The settings' MCP server; ``shared`` (a team server) caps heavy calls fairly by org."""
-        from lore_mcp.tools.context import Services
+        """The settings' MCP server, its services made on first use; ``shared`` (a team server)
+        caps heavy calls fairly by org. Whoever ``attach``es the store later starts the model."""
+        from lore_mcp.transport.notices import NoticeBus
 
-        keys = self.keys if with_keys else None
-        services = Services(self.lessons, self.transfer, self.structured, keys, loop_settings(self.settings))
-        return serve(
-            services,
-            tools=self.settings.tool_groups,
+        bus = NoticeBus(self._store.notices if self._store is not None else None)
+        self._buses.append(bus)
+        return local_server(
+            partial(self.services, with_keys),
+            self.settings.org,
+            self.embedder if self._store is not None else None,
+            bus,
+            with_keys,
+            self.settings.tool_groups,
+            self.settings.request_timeout_s,
+            self.heavy_gate() if shared else None,
             log_level=log_level,
-            request_timeout_s=self.settings.request_timeout_s,
-            heavy_gate=self.heavy_gate() if shared else None,
             **auth,
         )
+
+    def services(self, with_keys: bool) -> Services:
+        """Every tool's services, made once (waiting for the store if it is still opening)."""
+        if self._services is None:
+            from lore_mcp.tools.context import Services
+
+            keys = self.keys if with_keys else None
+            self._services = Services(
+                self.lessons, self.transfer, self.structured, keys, loop_settings(self.settings)
+            )
+        return self._services
 
     def heavy_gate(self) -> HeavyGate:
         """Heavy-call slots: Postgres two fewer than the pool (cheap calls always get a connection),
@@ -257,7 +336,8 @@ class App:
         return org
 
     def close(self) -> None:
-        self.store.close()
+        if self._store is not None:
+            self._store.close()
         if "embedder" in self.__dict__:  # made (cached_property): let a load in progress finish
             self.embedder.close()
 

@@ -3,9 +3,10 @@ imported lazily so SQLite never pays for Postgres's imports."""
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from stores.engine import history, queries, structured
 from stores.engine.activity import KINDS as ACTIVITY_KINDS
 from stores.engine.activity import (
     ROOT_ONLY_KINDS,
@@ -17,9 +18,7 @@ from stores.engine.activity import (
     StaleLesson,
 )
 from stores.engine.dedup import restates
-from stores.engine.embedding_model import MAX_FINISH_ROUNDS, EmbeddingModel, ModelChangedError, ModelRecords
 from stores.engine.keys import ApiKey, KeyStore, Org
-from stores.engine.lesson_rules import CallCounts, NoticeFeed, SqlStore
 from stores.engine.lessons import KINDS as LESSON_KINDS
 from stores.engine.lessons import (
     MAX_LIST_LIMIT,
@@ -38,11 +37,35 @@ from stores.engine.lessons import (
 )
 from stores.engine.oauth_rows import OAuthCode, OAuthGrant, OAuthTokenRow
 from stores.engine.plans import IDENTIFIER, MAX_MESSAGE_CHARS, PlanError
-from stores.engine.ranking import RankingParams, weight
-from stores.engine.structured import Commit, ProjectTx, StalePlanError
 from stores.errors import ConflictError, InvalidInputError, NotFoundError, StoreError, UnavailableError
 from stores.sqlite.files import Unwritable, unwritable
-from stores.store import Store
+
+if TYPE_CHECKING:  # imported on first use at run time (``__getattr__``)
+    from stores.engine import history, queries, structured
+    from stores.engine.embedding_model import (
+        MAX_FINISH_ROUNDS,
+        EmbeddingModel,
+        ModelChangedError,
+        ModelRecords,
+    )
+    from stores.engine.lesson_rules import CallCounts, NoticeFeed
+    from stores.engine.ranking import RankingParams, weight
+    from stores.engine.structured import Commit, ProjectTx, StalePlanError
+    from stores.store import Store
+
+# These load numpy and the lesson store's modules, which a stdio server's handshake need not wait for.
+_LATER = {
+    "stores.engine.embedding_model": (
+        "MAX_FINISH_ROUNDS",
+        "EmbeddingModel",
+        "ModelChangedError",
+        "ModelRecords",
+    ),
+    "stores.engine.lesson_rules": ("CallCounts", "NoticeFeed"),
+    "stores.engine.ranking": ("RankingParams", "weight"),
+    "stores.engine.structured": ("Commit", "ProjectTx", "StalePlanError"),
+    "stores.store": ("Store",),
+}
 
 # All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
 __all__ = [
@@ -112,6 +135,7 @@ def open_local_store(
     activity_bounds: ActivityBounds | None = None,
 ) -> Store:
     """Open (creating and migrating as needed) the SQLite store at ``path``."""
+    from stores.engine.lesson_rules import SqlStore
     from stores.sqlite.lessons import LocalLessons
 
     return SqlStore(LocalLessons(path, ranking_params=ranking_params, activity_bounds=activity_bounds))
@@ -127,6 +151,8 @@ def open_postgres_store(
     direct_url: str | None = None,
 ) -> Store:
     """Connect to (and migrate) Postgres at ``url``, reading from ``read_url``'s replica if given."""
+    from stores.engine.lesson_rules import SqlStore
+
     try:
         from stores.postgres.lessons import PostgresLessons
     except ImportError as exc:  # pragma: no cover - depends on the installation
@@ -143,3 +169,16 @@ def open_postgres_store(
         direct_url=direct_url,
     )
     return SqlStore(backend)
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATER`` (or the modules ``history``, ``queries``, ``structured``), imported now."""
+    if name in ("history", "queries", "structured"):
+        value = importlib.import_module(f"stores.engine.{name}")
+    else:
+        module = next((module for module, names in _LATER.items() if name in names), None)
+        if module is None:
+            raise AttributeError(f"module 'stores' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from lore_mcp.cli.common import open_or_report
+from lore_mcp.cli.common import open_or_report, report_failure
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -33,19 +34,77 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
-    """Open the store and serve; the model loads once ``initialize`` is answered: importing ONNX
-    Runtime holds the GIL, so loading it sooner held the answer back (by 0.1-0.3 s)."""
+    """Serve at once and open the store on a worker thread beside the handshake (a client waits
+    for ``initialize`` with a timeout; the first call waits for the store). The model loads once
+    ``initialize`` is answered: importing ONNX Runtime holds the GIL and held the answer back."""
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
-    app = open_or_report(settings, read_only="warn")
-    if app is None:
-        return 1
     import anyio
 
-    with app, contextlib.suppress(KeyboardInterrupt):
+    from lore_mcp.app import App, store_refusal
+
+    refusal = store_refusal(settings)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
+        return 1
+    with App(settings) as app, contextlib.suppress(KeyboardInterrupt):
         server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
-        anyio.run(server.run_stdio_async)
+        return 0 if anyio.run(_serve_stdio, app, server) else 1
     return 0
+
+
+# Requests answered before the store opens: opening beside them would slow their answer.
+_HANDSHAKES = ("initialize", "server/discover", "ping")
+
+
+async def _serve_stdio(app: App, server: LoreServer) -> bool:
+    """Serve until input ends, opening the store on a thread once a handshake is answered (before
+    any other request, or when input ends); False at once if it cannot open (reason on stderr)."""
+    import anyio
+    import anyio.to_thread
+
+    started = anyio.Event()
+    with ThreadPoolExecutor(1, thread_name_prefix="lore-open") as pool:
+        opening: list[Future[bool]] = []
+
+        def start() -> None:  # on the event loop's thread only
+            if not opening:
+                opening.append(pool.submit(_open, app))
+                started.set()
+
+        async def open_beside(ctx: Any, call_next: Any) -> Any:
+            if ctx.method not in _HANDSHAKES:
+                start()  # this request may wait for the store (LoreServer.ready)
+            try:
+                return await call_next(ctx)
+            finally:
+                start()
+
+        async def serve_then_open() -> None:
+            await server.run_stdio_async()
+            start()  # input ended first: still say why the store cannot open
+
+        server.middleware.append(open_beside)
+        async with anyio.create_task_group() as group:
+            group.start_soon(serve_then_open)
+            await started.wait()
+            opened = await anyio.to_thread.run_sync(opening[0].result)
+            if not opened:
+                group.cancel_scope.cancel()
+    return opened
+
+
+def _open(app: App) -> bool:
+    """Open ``app``'s store as every command does, saying on stderr why not (or that it is read-only)."""
+    try:
+        opened = open_or_report(app.settings, read_only="warn")
+    except Exception as exc:  # one line, as main() gives it: no traceback on the terminal
+        report_failure(exc)
+        opened = None
+    app.attach(opened.store if opened is not None else None)
+    if opened is not None:  # after the store: both import numpy, which two threads must not at once
+        app.embedder.start()
+    return opened is not None
 
 
 def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:

@@ -22,6 +22,7 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 DIMENSION = 384
 MAX_TOKENS = 256  # sentence-transformers' max_seq_length for this model
+CHECKSUM_CHUNK = 8 << 20  # bytes read and hashed at a time
 BATCH = 16  # texts per run in bulk work: longer batches only add padding
 
 
@@ -34,10 +35,17 @@ class OnnxEncoder:
 
     def __init__(self, threads: int) -> None:
         """Load and verify the graph and tokenizer (about 0.3 s); ``threads`` per run."""
+        # The graph's checksum runs on another core while ONNX Runtime loads (hashing and reading
+        # release the GIL); nothing is encoded before it matches.
+        with ThreadPoolExecutor(1, thread_name_prefix="lore-checksum") as pool:
+            graph = pool.submit(_verified, MODEL_DIR / "model.onnx", GRAPH_SHA256)
+            self._load(threads)
+            graph.result()
+
+    def _load(self, threads: int) -> None:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        graph = _verified(MODEL_DIR / "model.onnx", GRAPH_SHA256)
         self._tokenizer = Tokenizer.from_file(str(_verified(MODEL_DIR / "tokenizer.json", TOKENIZER_SHA256)))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
@@ -50,7 +58,9 @@ class OnnxEncoder:
         # cosine) or dequantises per call; with it they fold to float32 once at load.
         options.add_session_config_entry("session.disable_quant_qdq", "1")
         # From the path, not bytes: ORT reads it itself, saving about 45 MB.
-        self._session = onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        self._session = onnxruntime.InferenceSession(
+            str(MODEL_DIR / "model.onnx"), options, providers=["CPUExecutionProvider"]
+        )
         self._threads = threads
 
     def encode(self, texts: list[str]) -> np.ndarray:
@@ -77,9 +87,11 @@ class OnnxEncoder:
 
 def _verified(path: Path, expected: str) -> Path:
     """``path``, once its checksum is the pinned one (read in chunks, never whole in memory)."""
+    digest = hashlib.sha256()
     with path.open("rb") as file:
-        digest = hashlib.file_digest(file, "sha256").hexdigest()
-    if digest != expected:
+        for chunk in iter(lambda: file.read(CHECKSUM_CHUNK), b""):
+            digest.update(chunk)  # few, large chunks: each GIL hand-back waits for the loading thread
+    if digest.hexdigest() != expected:
         raise ChecksumMismatch(
             f"{path} does not match the checksum Lore was released with; reinstall lore-memory-mcp"
         )

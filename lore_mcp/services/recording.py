@@ -7,13 +7,17 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from lore_mcp.auth import Caller
 from lore_mcp.errors import INTERNAL_ERROR, UNAVAILABLE, LoreError, describe
 from lore_mcp.redaction import fit, redact
-from stores import ActivityNote, Scope, Store, StoreError
+from stores import ActivityNote, Scope, StoreError
+
+if TYPE_CHECKING:  # the lesson store's module loads numpy: not before a stdio server's handshake
+    from stores import Store
 
 logger = logging.getLogger("lore_mcp.activity")
 

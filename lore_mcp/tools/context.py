@@ -6,7 +6,7 @@ Both come through the SDK's ``Context`` (kept out of the input schema): services
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.mcpserver import Context
@@ -14,16 +14,18 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.auth import Caller, Forbidden
 from lore_mcp.key_tokens import caller_of
-from lore_mcp.services.activity import ActivityService
-from lore_mcp.services.curation import CurationService
-from lore_mcp.services.keys import KeyService
-from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.loop import LoopService, LoopSettings
-from lore_mcp.services.progress import Progress
 from lore_mcp.services.recording import Who
-from lore_mcp.services.structured import StructuredService
-from lore_mcp.services.transfer import Transfer
 from stores import MAX_SHORT_CHARS, MAX_TEXT_CHARS
+
+if TYPE_CHECKING:  # imported where made: the handshake is answered before the services load
+    from lore_mcp.services.activity import ActivityService
+    from lore_mcp.services.curation import CurationService
+    from lore_mcp.services.keys import KeyService
+    from lore_mcp.services.lessons import LessonService
+    from lore_mcp.services.loop import LoopService, LoopSettings
+    from lore_mcp.services.progress import Progress
+    from lore_mcp.services.structured import StructuredService
+    from lore_mcp.services.transfer import Transfer
 
 # Argument types shared by the tools; their bounds are published, so clients see them first.
 Text = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
@@ -56,31 +58,51 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
-    loop_settings: LoopSettings = field(default_factory=LoopSettings)  # what the loop tools give and ask
+    loop_settings: LoopSettings = field(
+        default_factory=lambda: _loop_defaults()
+    )  # what the loop tools give and ask
 
     # Made on each use: these hold no state (the store and its activity log hold it).
     @property
     def activity(self) -> ActivityService:
+        from lore_mcp.services.activity import ActivityService
+
         return ActivityService(self.lessons)
 
     @property
     def curation(self) -> CurationService:
+        from lore_mcp.services.curation import CurationService
+
         return CurationService(self.lessons)
 
     @property
     def loop(self) -> LoopService:
+        from lore_mcp.services.loop import LoopService
+
         return LoopService(self.lessons, self.loop_settings)
 
     @classmethod
     def over(cls, lessons: LessonService, keys: KeyService | None = None) -> Services:
         """The services sharing ``lessons`` (its store, embedder, org and default project)."""
+        from lore_mcp.services.structured import StructuredService
+        from lore_mcp.services.transfer import Transfer
+
         return cls(lessons, Transfer(lessons), StructuredService(lessons), keys)
+
+
+def _loop_defaults() -> LoopSettings:
+    from lore_mcp.services.loop import LoopSettings
+
+    return LoopSettings()
 
 
 class Serving(Protocol):
     """What a server gives its tools (``lore_mcp.transport.server.LoreServer`` is one)."""
 
-    services: Services | None  # None: the server forwards calls and never runs a tool
+    @property
+    def services(self) -> Services | None:  # None: the server forwards calls and never runs a tool
+        ...
+
     local_caller: Caller | None  # the trusted caller without API keys (stdio), or None
 
 

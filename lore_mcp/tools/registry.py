@@ -4,30 +4,14 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mcp_types import ToolAnnotations
 
-from lore_mcp.tools.activity import recent_activity
-from lore_mcp.tools.curation import find_duplicates, keep_both, merge_lessons
-from lore_mcp.tools.history import get_commit, history, revert_commit
-from lore_mcp.tools.keys import create_key, list_keys, revoke_key
-from lore_mcp.tools.lessons import (
-    delete_lesson,
-    downvote_lesson,
-    get_lesson,
-    list_lessons,
-    recall_lessons,
-    save_lesson,
-    update_lesson,
-    upvote_lesson,
-)
-from lore_mcp.tools.loop import ask_to_save, prompt_context, session_context
 from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
-from lore_mcp.tools.structured import apply, plan, query_rows, schema
-from lore_mcp.tools.transfer import export_lessons, import_lessons
 
 # Hints every tool sets deliberately (clients use them to decide what to confirm). No tool is
 # open-world: Lore touches only its own store. Idempotent: a repeat call has no further effect
@@ -93,12 +77,14 @@ NARROWER = "Narrow the filter, or try again when the server is less busy."
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool's function (schema and description) plus what it cannot say: ``heavy`` (work grows
+    """A tool: its function (schema and description), ``name`` in ``lore_mcp.tools.<module>`` (the
+    group's if not given), imported on first use so a stdio server answers the handshake before
+    the services load; plus what it cannot say: ``heavy`` (work grows
     with input: takes an admission slot), ``changed`` (default nothing if read-only, else
     anything), ``advice`` (at the deadline), ``completes`` (template its pages list), ``revokes``
     (result ``id`` is a revoked key whose open streams must end)."""
 
-    function: Callable[..., Any]
+    name: str
     group: str
     title: str
     hints: ToolAnnotations
@@ -107,10 +93,14 @@ class ToolSpec:
     advice: str = BUSY_ADVICE
     completes: str | None = None
     revokes: bool = False
+    module: str = ""
 
     @property
-    def name(self) -> str:
-        return self.function.__name__
+    def function(self) -> Callable[..., Any]:
+        found: Callable[..., Any] = getattr(
+            importlib.import_module(f"lore_mcp.tools.{self.module or self.group}"), self.name
+        )
+        return found
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -125,42 +115,51 @@ class ToolSpec:
 
 # In the order tools/list answers them.
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec(save_lesson, "lessons", "Save a lesson", ADDITIVE, changed=SAVED),
-    ToolSpec(recall_lessons, "lessons", "Recall lessons", READ_ONLY),
-    ToolSpec(upvote_lesson, "lessons", "Upvote a lesson", ADDITIVE, changed=ONE_LESSON),
-    ToolSpec(downvote_lesson, "lessons", "Downvote a lesson", ADDITIVE, changed=ONE_LESSON),
-    ToolSpec(get_lesson, "lessons", "Get a lesson", READ_ONLY),
-    ToolSpec(update_lesson, "lessons", "Update a lesson", EDITING, changed=ONE_LESSON),
-    ToolSpec(delete_lesson, "lessons", "Delete a lesson", EDITING, changed=ONE_LESSON),
-    ToolSpec(list_lessons, "lessons", "List lessons", READ_ONLY, completes=LESSON_TEMPLATE),
-    ToolSpec(export_lessons, "lessons", "Export lessons", READ_ONLY, heavy=True),
+    ToolSpec("save_lesson", "lessons", "Save a lesson", ADDITIVE, changed=SAVED),
+    ToolSpec("recall_lessons", "lessons", "Recall lessons", READ_ONLY),
+    ToolSpec("upvote_lesson", "lessons", "Upvote a lesson", ADDITIVE, changed=ONE_LESSON),
+    ToolSpec("downvote_lesson", "lessons", "Downvote a lesson", ADDITIVE, changed=ONE_LESSON),
+    ToolSpec("get_lesson", "lessons", "Get a lesson", READ_ONLY),
+    ToolSpec("update_lesson", "lessons", "Update a lesson", EDITING, changed=ONE_LESSON),
+    ToolSpec("delete_lesson", "lessons", "Delete a lesson", EDITING, changed=ONE_LESSON),
+    ToolSpec("list_lessons", "lessons", "List lessons", READ_ONLY, completes=LESSON_TEMPLATE),
+    ToolSpec("export_lessons", "lessons", "Export lessons", READ_ONLY, heavy=True, module="transfer"),
     ToolSpec(
-        import_lessons, "lessons", "Import lessons", IMPORTING, heavy=True, changed=IMPORTED, advice=FEWER
+        "import_lessons",
+        "lessons",
+        "Import lessons",
+        IMPORTING,
+        heavy=True,
+        changed=IMPORTED,
+        advice=FEWER,
+        module="transfer",
     ),
-    ToolSpec(schema, "structured", "Read the table schema", READ_ONLY),
-    ToolSpec(plan, "structured", "Dry-run a table plan", READ_ONLY, heavy=True, advice=SMALLER),
+    ToolSpec("schema", "structured", "Read the table schema", READ_ONLY),
+    ToolSpec("plan", "structured", "Dry-run a table plan", READ_ONLY, heavy=True, advice=SMALLER),
     ToolSpec(
-        apply, "structured", "Apply a table plan", DESTRUCTIVE, heavy=True, changed=TABLES, advice=SMALLER
+        "apply", "structured", "Apply a table plan", DESTRUCTIVE, heavy=True, changed=TABLES, advice=SMALLER
     ),
-    ToolSpec(query_rows, "structured", "Query table rows", READ_ONLY, heavy=True, advice=NARROWER),
-    ToolSpec(history, "history", "List history", READ_ONLY),
-    ToolSpec(get_commit, "history", "Show a commit", READ_ONLY),
+    ToolSpec("query_rows", "structured", "Query table rows", READ_ONLY, heavy=True, advice=NARROWER),
+    ToolSpec("history", "history", "List history", READ_ONLY),
+    ToolSpec("get_commit", "history", "Show a commit", READ_ONLY),
     # A revert may touch lessons and tables alike: which, only the commit knows.
-    ToolSpec(revert_commit, "history", "Revert a commit", DESTRUCTIVE, heavy=True, changed=ANYTHING),
+    ToolSpec("revert_commit", "history", "Revert a commit", DESTRUCTIVE, heavy=True, changed=ANYTHING),
     # Off by default (not in DEFAULT_TOOL_GROUPS): an agent pays its listing only when asked for.
-    ToolSpec(recent_activity, "activity", "Show recent activity", READ_ONLY),
+    ToolSpec("recent_activity", "activity", "Show recent activity", READ_ONLY),
     # Off by default too: what a person curating on the page (and an agent tidying) uses.
-    ToolSpec(find_duplicates, "curation", "Find near-duplicate lessons", READ_ONLY),
-    ToolSpec(keep_both, "curation", "Keep two similar lessons", EDITING),
-    ToolSpec(merge_lessons, "curation", "Merge two lessons", DESTRUCTIVE),
+    ToolSpec("find_duplicates", "curation", "Find near-duplicate lessons", READ_ONLY),
+    ToolSpec("keep_both", "curation", "Keep two similar lessons", EDITING),
+    ToolSpec("merge_lessons", "curation", "Merge two lessons", DESTRUCTIVE),
     # Off by default too: client hooks ask for them. Each logs what it gave, so none is read-only.
-    ToolSpec(session_context, "loop", "Lessons for a session's start", ADDITIVE),
-    ToolSpec(prompt_context, "loop", "Lessons matching a prompt", ADDITIVE),
-    ToolSpec(ask_to_save, "loop", "Ask an agent to save a lesson", ADDITIVE),
+    ToolSpec("session_context", "loop", "Lessons for a session's start", ADDITIVE),
+    ToolSpec("prompt_context", "loop", "Lessons matching a prompt", ADDITIVE),
+    ToolSpec("ask_to_save", "loop", "Ask an agent to save a lesson", ADDITIVE),
     # The key tools change nothing a resource shows.
-    ToolSpec(create_key, "admin", "Create an API key", ADDITIVE, changed=NOTHING),
-    ToolSpec(list_keys, "admin", "List API keys", READ_ONLY),
-    ToolSpec(revoke_key, "admin", "Revoke an API key", EDITING, changed=NOTHING, revokes=True),
+    ToolSpec("create_key", "admin", "Create an API key", ADDITIVE, changed=NOTHING, module="keys"),
+    ToolSpec("list_keys", "admin", "List API keys", READ_ONLY, module="keys"),
+    ToolSpec(
+        "revoke_key", "admin", "Revoke an API key", EDITING, changed=NOTHING, revokes=True, module="keys"
+    ),
 )
 SPECS: dict[str, ToolSpec] = {spec.name: spec for spec in TOOLS}
 

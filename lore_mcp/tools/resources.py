@@ -5,14 +5,14 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceNotFoundError
 
 from lore_mcp.errors import InvalidArgument, LoreError, describe
 from lore_mcp.services.recording import Who
-from lore_mcp.tools.context import Services, caller
+from lore_mcp.tools.context import Services, Serving, caller
 from stores import ActivityQuery, StoreError
 
 LESSON_TEMPLATE = "lore://lessons/{id}"
@@ -42,7 +42,18 @@ def _not_found(*refusals: type[Exception]) -> Iterator[None]:
         raise ResourceNotFoundError(describe(exc)[1]) from None
 
 
-def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
+def _services(server: MCPServer) -> Services | None:
+    """The serving server's services (made on first use), or None if it forwards every read."""
+    return cast(Serving, server).services
+
+
+def _ready(server: MCPServer) -> Services:
+    services = _services(server)
+    assert services is not None  # memory resources are added only where tools run
+    return services
+
+
+def add_lesson_resource(server: MCPServer) -> None:
     """``lore://lessons/{id}``: one lesson as JSON, in the caller's default project, with how
     often recalls in the kept activity log returned it and when last (listed without
     ``services`` by a server that forwards every read)."""
@@ -50,6 +61,7 @@ def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
 
     @_json_resource(server, LESSON_TEMPLATE, "lesson", description)
     async def lesson_resource(id: str) -> str:
+        services = _services(server)
         if services is None:
             raise ResourceNotFoundError("This server forwards every read.")
         with _not_found(InvalidArgument, StoreError):
@@ -58,20 +70,20 @@ def add_lesson_resource(server: MCPServer, services: Services | None) -> None:
         return json.dumps({**lesson.model_dump(mode="json"), **recalls.model_dump(mode="json")})
 
 
-def add_memory_resources(server: MCPServer, services: Services) -> None:
+def add_memory_resources(server: MCPServer) -> None:
     """``lore://schema``, ``lore://stats``, ``lore://overview/{project}`` and ``lore://activity``:
     what the memory holds and what was done to it, without a tool call."""
     described = "This project's tables, columns, row counts and schema_hash (as the schema tool)."
 
     @_json_resource(server, SCHEMA_URI, "schema", described)
     async def schema_resource() -> str:
-        return json.dumps(await services.tables.schema(None, who=Who(caller())))
+        return json.dumps(await _ready(server).tables.schema(None, who=Who(caller())))
 
     counted = "How much memory there is in this project (lessons, tables, rows, commits) and the projects this key can reach."
 
     @_json_resource(server, STATS_URI, "stats", counted)
     async def stats_resource() -> str:
-        return json.dumps(await services.tables.stats(None, who=Who(caller())))
+        return json.dumps(await _ready(server).tables.stats(None, who=Who(caller())))
 
     summed = (
         "A project's counts (as lore://stats), lessons saved per day, top tags, and the most and least "
@@ -81,13 +93,13 @@ def add_memory_resources(server: MCPServer, services: Services) -> None:
     @_json_resource(server, OVERVIEW_TEMPLATE, "overview", summed)
     async def overview_resource(project: str) -> str:
         with _not_found(StoreError, LoreError):
-            return json.dumps(await services.tables.overview(project, who=Who(caller())))
+            return json.dumps(await _ready(server).tables.overview(project, who=Who(caller())))
 
     logged = "The latest entries of this project's activity log (as recent_activity), newest first."
 
     @_json_resource(server, ACTIVITY_URI, "activity", logged)
     async def activity_resource() -> str:
-        page = await services.activity.recent(
+        page = await _ready(server).activity.recent(
             ActivityQuery(limit=ACTIVITY_RESOURCE_ENTRIES), who=Who(caller())
         )
         return page.model_dump_json()

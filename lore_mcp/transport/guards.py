@@ -27,13 +27,14 @@ from lore_mcp.auth import KeyLookupUnavailable
 from lore_mcp.key_tokens import caller_of
 from lore_mcp.tools.registry import HEAVY_TOOLS, SPECS
 from lore_mcp.transport.admission import QUEUE_FULL, Busy, HeavyGate
-from stores import CallCounts, StoreError
+from stores import StoreError
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import AccessToken, TokenVerifier
     from mcp.server.context import ServerRequestContext
 
     from lore_mcp.auth import Caller
+    from stores import CallCounts
 
 logger = logging.getLogger("lore_mcp.transport.http")
 

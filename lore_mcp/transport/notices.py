@@ -11,7 +11,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -35,10 +35,10 @@ from mcp_types import (
 )
 
 from lore_mcp.errors import LoreError
+from lore_mcp.tools.context import Serving
 from lore_mcp.tools.context import caller as request_caller
 from lore_mcp.tools.registry import SPECS
 from lore_mcp.transport.guards import still_verifies
-from stores import NoticeFeed
 
 if TYPE_CHECKING:
     from mcp.server.auth.provider import TokenVerifier
@@ -46,7 +46,8 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.mcpserver import MCPServer
 
-    from lore_mcp.services.lessons import LessonService
+    from stores import NoticeFeed
+
 
 logger = logging.getLogger("lore_mcp.transport")
 
@@ -327,13 +328,15 @@ class LegacySubscriptions:
             self._busy.discard(connection)
 
 
-def caller_reach(server: MCPServer, lessons: LessonService | None) -> Callable[[str | None], Reach]:
-    """Where this request acts for project ``requested`` (``reach(None)``: what resources show). Without
-    ``lessons`` (remote mode) the team server decides: org and, unless named, project are unknown here."""
+def caller_reach(server: MCPServer, local: bool) -> Callable[[str | None], Reach]:
+    """Where this request acts for project ``requested`` (``reach(None)``: what resources show). Not
+    ``local`` (remote mode), the team server decides: org and, unless named, project are unknown here."""
 
     def reach(requested: str | None) -> Reach:
-        if lessons is None:
+        services = cast(Serving, server).services
+        if not local or services is None:
             return Reach(None, requested)
+        lessons = services.lessons
         caller = request_caller() or getattr(server, "local_caller", None)
         try:
             scope = lessons.scope(requested, caller)

@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
     from mcp.server.mcpserver import MCPServer
 
-    from lore_mcp.services.lessons import LessonService
 
 SESSION_METHODS = ("logging/setLevel", "resources/subscribe", "resources/unsubscribe")
 LEVELS: tuple[LoggingLevel, ...] = get_args(LoggingLevel)  # severity ascending (RFC 5424)
@@ -62,11 +61,12 @@ LISTERS = {spec.completes: spec.name for spec in TOOLS if spec.completes is not 
 
 
 def add_protocol_extras(
-    server: MCPServer, lowlevel: Server[Any], lessons: LessonService | None, bus: NoticeBus | None = None
+    server: MCPServer, lowlevel: Server[Any], local: bool, bus: NoticeBus | None = None
 ) -> ScopedListen:
-    """Register the extras (``lessons`` None: remote mode); returns the listen handler for shutdown."""
+    """Register the extras (``local``: tools run here, not in remote mode); returns the listen
+    handler for shutdown."""
     bus = bus or NoticeBus()
-    reach = caller_reach(server, lessons)
+    reach = caller_reach(server, local)
     legacy = LegacySubscriptions(bus, reach)
     # Directly: the constructor warns 2026-07-28 drops logging, but current clients call it.
     lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, set_level)

@@ -48,7 +48,7 @@ class LoreServer(MCPServer):
 
     def __init__(
         self,
-        services: Services | None,
+        services: Services | Callable[[], Services] | None,
         *,
         tools: Collection[str],
         local_caller: Caller | None = None,
@@ -67,8 +67,8 @@ class LoreServer(MCPServer):
             log_level=log_level,
             **settings,
         )
-        # What answers the tools; None for a server that forwards every call (remote mode).
-        self.services = services
+        # What answers the tools, or what makes them on first use; None: it forwards every call (remote mode).
+        self._services = services
         # The trusted caller of a server without API keys (stdio): a root of its own org.
         self.local_caller = local_caller
         # Seconds a tool call may take (LORE_REQUEST_TIMEOUT_S); None: no limit.
@@ -80,7 +80,18 @@ class LoreServer(MCPServer):
         # The tools of the ``tools`` groups (the SDK's manager, each tool made on first use).
         self._tool_manager = LoreTools(tools)
 
+    @property
+    def services(self) -> Services | None:
+        found = self._services
+        return found() if callable(found) else found
+
+    def ready(self) -> None:
+        """Wait for services still being made (a stdio server opens its store after the handshake):
+        a tool's module imports numpy, which two threads must not import at once."""
+        _ = self.services
+
     async def list_tools(self) -> list[Any]:
+        self.ready()
         caller = self.caller()
         root = caller is not None and caller.root
         return [
@@ -110,6 +121,7 @@ class LoreServer(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Run under the request deadline, which travels to store work on threads (``stores.deadline``):
         cancelling this coroutine would not stop a thread, and could answer before the work finished."""
+        self.ready()
         self.check_call(name, arguments)
         with deadline.limit(self.request_timeout_s):
             try:
@@ -184,22 +196,24 @@ def load_model_after_first_request(embedder: Embedder) -> Callable[[Any, Any], A
 
 
 def lore_server(
-    services: Services | None,
+    services: Services | Callable[[], Services] | None,
     groups: Collection[str],
     *,
+    embedder: Embedder | None = None,
+    keys: bool = False,
     server_class: type[LoreServer] = LoreServer,
     bus: NoticeBus | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """A server with ``groups``' tools (key tools only with a key service), resources, prompts and extras;
-    ``bus`` carries change notices. Without ``services`` it forwards every call (remote mode)."""
-    served = set(groups) if services is not None and services.keys is not None else set(groups) - {"admin"}
-    middleware = [load_model_after_first_request(services.lessons.embedder)] if services is not None else []
+    """A server with ``groups``' tools (key tools only with ``keys``, a key service), resources, prompts
+    and extras; ``bus`` carries change notices, ``embedder`` loads after the first answer. ``services``
+    may be made on first use; without them the server forwards every call (remote mode)."""
+    served = set(groups) if keys else set(groups) - {"admin"}
+    middleware = [load_model_after_first_request(embedder)] if embedder is not None else []
     server = server_class(services, tools=served, middleware=middleware, **settings)
     if services is not None:
         add_prompts(server)
-        add_memory_resources(server, services)
-    add_lesson_resource(server, services)
-    lessons = services.lessons if services is not None else None
-    server.listen_streams = add_protocol_extras(server, server.lowlevel, lessons, bus)
+        add_memory_resources(server)
+    add_lesson_resource(server)
+    server.listen_streams = add_protocol_extras(server, server.lowlevel, services is not None, bus)
     return server

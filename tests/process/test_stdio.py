@@ -119,6 +119,22 @@ def test_serving_does_not_import_the_model_libraries_up_front() -> None:
     assert out.stdout.strip() == "[]"
 
 
+def test_a_stdio_server_is_built_before_numpy_the_store_and_the_services_load(tmp_path: Path) -> None:
+    """Issue 36: ``initialize`` is answered before the store opens (after the first answer, on a
+    worker thread), so building the server imports none of what opening and serving need."""
+    code = (
+        "import sys; from lore_mcp.cli import serve; from lore_mcp.app import App; "
+        "from lore_mcp.settings import Settings; "
+        "App(Settings(db_path=sys.argv[1])).server(with_keys=False); "
+        "loaded = ('numpy', 'onnxruntime', 'stores.engine.lesson_rules', 'lore_mcp.services.lessons'); "
+        "print([m for m in loaded if m in sys.modules])"
+    )
+    db = tmp_path / "lore.db"
+    out = subprocess.run([sys.executable, "-c", code, str(db)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert not db.exists()  # nothing opened yet
+
+
 async def test_a_tool_error_over_stdio_carries_its_code(tmp_path: Path) -> None:
     async with Client(stdio_params(tmp_path / "lore.db")) as client:
         with pytest.raises(ToolFailed) as err:
