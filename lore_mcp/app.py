@@ -31,15 +31,13 @@ def open_store(settings: Settings) -> Store:
     """The configured backend, migrated; ``StoreError`` or ``SystemExit`` when it cannot open."""
     from stores import ActivityBounds, RankingParams, open_local_store, open_postgres_store
 
-    refusal = store_refusal(settings)
-    if refusal is not None:
-        raise SystemExit(refusal)
+    check_store(settings)
     ranking = RankingParams(half_life_days=settings.decay_half_life_days)
     activity = ActivityBounds(
         max_age_days=settings.activity_max_age_days, max_entries=settings.activity_max_entries
     )
     if settings.store == "postgres":
-        assert settings.database_url is not None  # store_refusal
+        assert settings.database_url is not None  # check_store
         return open_postgres_store(
             settings.database_url,
             pool_size=settings.pool_size,
@@ -51,22 +49,20 @@ def open_store(settings: Settings) -> Store:
     return open_local_store(settings.db_path, ranking_params=ranking, activity_bounds=activity)
 
 
-def store_refusal(settings: Settings) -> str | None:
-    """Why the settings name no store this process can open, known before opening anything."""
-    if settings.store == "postgres":
-        return (
-            None
-            if settings.database_url
-            else "lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url)."
+def check_store(settings: Settings) -> None:
+    """``SystemExit`` with the reason when the settings name no store this process can open,
+    known before opening anything."""
+    if settings.store == "postgres" and not settings.database_url:
+        raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
+    if settings.store != "postgres" and (settings.database_read_url or settings.database_direct_url):
+        raise SystemExit(
+            "lore-memory: LORE_DATABASE_READ_URL and LORE_DATABASE_DIRECT_URL need LORE_STORE=postgres."
         )
-    if settings.database_read_url or settings.database_direct_url:
-        return "lore-memory: LORE_DATABASE_READ_URL and LORE_DATABASE_DIRECT_URL need LORE_STORE=postgres."
     if settings.store == "remote":
-        return (
+        raise SystemExit(
             "lore-memory: LORE_STORE=remote forwards to a team server and has no database here; "
             "run this command where the team server's database is (LORE_STORE=local or postgres)."
         )
-    return None
 
 
 def build_server(

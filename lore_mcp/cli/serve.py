@@ -41,12 +41,9 @@ def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
         return serve_remote(settings, log_level=log_level)
     import anyio
 
-    from lore_mcp.app import App, store_refusal
+    from lore_mcp.app import App, check_store
 
-    refusal = store_refusal(settings)
-    if refusal is not None:
-        print(refusal, file=sys.stderr)
-        return 1
+    check_store(settings)  # before serving: a store that cannot open is reported after the handshake
     with App(settings) as app, contextlib.suppress(KeyboardInterrupt):
         server = app.server(with_keys="admin" in settings.tool_groups, log_level=log_level)
         return 0 if anyio.run(_serve_stdio, app, server) else 1
