@@ -92,15 +92,18 @@ async def _serve_stdio(app: App, server: LoreServer) -> bool:
 
 
 def _open(app: App) -> bool:
-    """Open ``app``'s store as every command does, saying on stderr why not (or that it is read-only)."""
+    """Open ``app``'s store as every command does, saying on stderr why not (or that it is
+    read-only); the model loads beside it, once numpy is imported here (two threads importing
+    numpy at once can each find it half made)."""
+    import numpy  # noqa: F401
+
+    app.embedder.start()
     try:
         opened = open_or_report(app.settings, read_only="warn")
     except Exception as exc:  # one line, as main() gives it: no traceback on the terminal
         report_failure(exc)
         opened = None
     app.attach(opened.store if opened is not None else None)
-    if opened is not None:  # after the store: both import numpy, which two threads must not at once
-        app.embedder.start()
     return opened is not None
 
 
