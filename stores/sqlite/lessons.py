@@ -105,7 +105,7 @@ class LocalLessons:
             else:
                 missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
                 if missing:
-                    vector_hits.update(self._vectors.similarities(missing, vec))
+                    vector_hits.update(self._vectors.similarities(conn, missing, vec))
             sql = LocalSqlTx(conn)
             return [
                 {**decoded(sql, row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest}
@@ -161,11 +161,11 @@ class LocalLessons:
                 (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
             )
         ]
-        held = self._vectors.vectors(sample)
-        candidates = self._vectors.vectors(pks)
-        if held is None or candidates is None:
+        held = self._vectors.vectors(conn, sample)[1]
+        found, vectors = self._vectors.vectors(conn, pks)
+        if not found:
             return {}
-        origin, (found, vectors) = ranking.anchor(held[1]), candidates
+        origin = ranking.anchor(held) if len(held) else np.zeros_like(vec)
         return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
 
     def word_keys(
@@ -270,8 +270,8 @@ class LocalLessonRows:
             self._conn,
             self._scope,
             vectors,
-            now=now.timestamp(),
             k=dedup.MAX_SIMILAR,
+            now=now.timestamp(),
             min_similarity=dedup.CANDIDATE_SIMILARITY,
         )
 
