@@ -110,10 +110,6 @@ class VectorIndex:
     def __len__(self) -> int:
         return sum(block.n for block in self._blocks.values())
 
-    def upsert(self, row: IndexedRow, vector: np.ndarray) -> None:
-        """Add or replace one lesson's vector."""
-        self.put([row], np.asarray(vector, dtype=np.float32).reshape(1, -1))
-
     def put(self, rows: list[IndexedRow], vectors: np.ndarray) -> None:
         """Add or replace lessons' vectors (one row each), a batch at a time when loading. A
         lesson never changes scope, so a replaced one is looked for in its own block only."""
