@@ -208,9 +208,10 @@ class LocalLessons:
         return dict(zip(terms, row, strict=True))
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
-        # (Unary + keeps SQLite on the tag index, not scanning the project.)
-        sql = f"SELECT pk FROM lessons WHERE {_tag_filter(len(tags))} AND +org_id = ? AND +project = ?"
-        return {row[0] for row in conn.execute(sql, [*tags, len(tags), scope.org, scope.project])}
+        """Lessons with all ``tags`` in any project: the index searches the scope's alone, and
+        looking each tagged row up in ``lessons`` took 40 ms for a tag of 6,000 rows at 250k."""
+        sql = f"SELECT lesson_pk FROM lesson_tags WHERE tag IN ({','.join('?' * len(tags))}) GROUP BY lesson_pk HAVING count(*) = ?"
+        return {row[0] for row in conn.execute(sql, [*tags, len(tags)])}
 
 
 def _any_of(terms: list[str]) -> str:
@@ -219,8 +220,9 @@ def _any_of(terms: list[str]) -> str:
 
 
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
+    """Each candidate's own tags counted (one index probe), not every lesson with the tags grouped."""
     marks = ",".join("?" * n)
-    return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
+    return f"(SELECT count(*) FROM lesson_tags WHERE lesson_pk = {pk_column} AND tag IN ({marks})) = ?"
 
 
 def _candidate_rows(
