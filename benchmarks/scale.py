@@ -6,9 +6,10 @@ What is measured, per size: the load rate (``Transfer.import_file``, vectors sup
 (``LessonService.save``, embedding included); recall p50/p95/p99 (``LessonService.recall``,
 query embedding included) in the largest project, in the 1 % and 0.01 % projects, and with tag
 and confidence filters; recall@10 against exact search (Postgres: the same queries on a
-second connection with index scans off, so every candidate comes from an exact scan; SQLite
-searches exactly, so 1.0 by construction); this process's peak RSS and Postgres's; the
-database's size. The load average is printed beside every figure: absolute times move with
+second connection with index scans off, so every candidate comes from an exact scan; SQLite:
+its vector search, and its int8 scores alone, against float32 exact search computed here from
+the stored vectors); this process's peak RSS (it holds the parsed import file), on SQLite a
+fresh process's RSS after serving recalls and a save, and Postgres's; the database's size. The load average is printed beside every figure: absolute times move with
 the machine.
 
     .venv/bin/python benchmarks/scale.py --backend local --sizes 10000,100000
@@ -22,6 +23,7 @@ import contextlib
 import json
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +41,7 @@ from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.transfer import Transfer
 from stores import open_local_store, open_postgres_store
 from stores.engine.lessons import RecallQuery, Scope
+from stores.sqlite.vectors import scope_key
 
 
 def pct(samples: list[float]) -> dict[str, float]:
@@ -136,8 +139,14 @@ def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> 
         }
         exact.close()
     else:
-        out["recall_at_10_vs_exact"] = "1.0 (SQLite searches exactly)"
+        out["recall_at_10_vs_exact"] = {
+            p: float32_agreement(store, corpus, p, asked) for p in (largest, TINY)
+        }
     out["rss_mb"] = {"lore_process_peak": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    if backend == "local":
+        out["rss_mb"]["fresh_server_after_recalls_and_a_save"] = serving_rss(
+            work / f"lore-{n}.db", largest, asked
+        )
     if backend == "postgres":
         out["rss_mb"]["postgres_processes"] = postgres_rss(work / f"pg-{n}")
         with open_pg(url) as conn:
@@ -169,6 +178,58 @@ def agreement(store: Any, exact: Any, corpus: Corpus, project: str, asked: list[
         if want:
             overlaps.append(len(got & want) / len(want))
     return round(float(np.mean(overlaps)), 3) if overlaps else 1.0
+
+
+def float32_agreement(store: Any, corpus: Corpus, project: str, asked: list[str]) -> dict[str, float]:
+    """SQLite: the top 10 of the vector search (int8 blocks, the candidates rescored) and of the
+    int8 scores alone, each against float32 exact search over the project's stored vectors."""
+    backend, scope, now = store._backend, Scope("local", project), time.time()
+    with backend.conns.reading() as conn:
+        rows = conn.execute(
+            "SELECT e.pk, e.embedding FROM lesson_embeddings AS e JOIN lessons AS l ON l.pk = e.pk "
+            "WHERE l.org_id = 'local' AND l.project = ? AND l.expires_at IS NULL",
+            (project,),
+        ).fetchall()
+        keys = np.array([pk for pk, _ in rows])
+        matrix = np.stack([np.frombuffer(blob, np.float32) for _, blob in rows])
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        searched, int8_only = [], []
+        for text in asked:
+            q = corpus.embedder.encode_query(text)
+            want = set(keys[np.argsort(-(matrix @ q), kind="stable")[:10]].tolist())
+            got = {key for key, _ in backend._vectors.search(conn, scope, q, 10, now=now)}
+            pool = backend._vectors._index.search(scope_key(scope), q, 10, now=now)
+            searched.append(len(got & want) / len(want))
+            int8_only.append(len({key for key, _ in pool[:10]} & want) / len(want))
+    return {
+        "searched": round(float(np.mean(searched)), 4),
+        "int8_scores_alone": round(float(np.mean(int8_only)), 4),
+    }
+
+
+# A fresh process serving the file as ``lore-memory mcp`` does (model, store, index, no import).
+_SERVE = """
+import sys, anyio, psutil
+from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import LessonService
+from stores import open_local_store
+store = open_local_store(sys.argv[1])
+service = LessonService(store, Embedder(), default_project=sys.argv[2])
+for text in sys.argv[3:]:
+    anyio.run(lambda: service.recall(query=text, project=sys.argv[2]))
+anyio.run(lambda: service.save(problem="rss probe " + sys.argv[3], resolution="measured", project=sys.argv[2]))
+print(psutil.Process().memory_info().rss / 2**20)
+"""
+
+
+def serving_rss(path: Path, project: str, asked: list[str]) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", _SERVE, str(path), project, *asked[:20]],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return round(float(done.stdout.split()[-1]), 1)
 
 
 def main() -> int:

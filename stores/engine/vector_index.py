@@ -1,6 +1,10 @@
-"""An in-memory matrix of lesson vectors for exact cosine search: sqlite-vec's scan took 55 ms for
-100k 384-d vectors, over the 25 ms recall budget; a numpy product takes 10 ms. ``lesson_embeddings``
-stays the truth. Not thread-safe: the owning store serialises access."""
+"""An in-memory index of lesson vectors for exact cosine search: sqlite-vec's scan took 55 ms for
+100k 384-d vectors, over the 25 ms recall budget. One block per scope, so a search reads only its
+project's rows, contiguous (gathering a large project's rows out of one shared matrix took most of
+a recall at 250k). Vectors are held as int8 with a scale per row, a quarter of float32's memory
+(96 MB, not 384 MB, for 250k 384-d vectors); a search returns every row whose int8 score could be
+among the float32 best (``SCORE_MARGIN``) and the caller rescores those from ``lesson_embeddings``,
+which stays the truth. Not thread-safe: the owning store serialises access."""
 
 from __future__ import annotations
 
@@ -10,6 +14,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from stores.engine.vectors import unit_vector
+
+# Twice what an int8 score may stray from the float32 one (on the scale corpus: 0.0002 typically,
+# 0.0021 at most over 3M pairs): rows within it of the k-th best score are candidates.
+SCORE_MARGIN = 0.01
+_CHUNK = 8192  # rows widened to float32 at a time for a batch's product (12 MB at 384-d)
 
 
 @dataclass(frozen=True)
@@ -22,59 +31,108 @@ class IndexedRow:
     confidence: float
 
 
+def quantised(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows made unit length, as int8 codes and the float32 scale that multiplies them back."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+    peak = np.abs(matrix).max(axis=1) if matrix.size else np.zeros(len(matrix), np.float32)
+    scales = np.where(peak > 0, peak / 127, 1).astype(np.float32)
+    return np.rint(matrix / scales[:, None]).astype(np.int8), scales
+
+
+class _Block:
+    """One scope's rows, dense: codes, scales, keys, expiry and confidence (no per-key dict: at 250k
+    rows the dicts held more memory than the keys' arrays)."""
+
+    def __init__(self, dim: int) -> None:
+        self.n = 0
+        self.codes = np.zeros((0, dim), np.int8)
+        self.scales = np.zeros(0, np.float32)
+        self.keys = np.zeros(0, np.int64)
+        self.expires = np.zeros(0, np.float64)
+        self.confidence = np.zeros(0, np.float32)
+
+    def append(self, rows: list[IndexedRow], codes: np.ndarray, scales: np.ndarray) -> None:
+        """Add rows this block does not hold (the caller removed any it replaces)."""
+        end = self.n + len(rows)
+        if end > len(self.keys):
+            capacity = max(end, 2 * len(self.keys), 64)
+            for name in _COLUMNS:
+                old = getattr(self, name)
+                grown = np.zeros((capacity, *old.shape[1:]), old.dtype)
+                grown[: self.n] = old[: self.n]
+                setattr(self, name, grown)
+        self.codes[self.n : end], self.scales[self.n : end] = codes, scales
+        self.keys[self.n : end] = [r.key for r in rows]
+        self.expires[self.n : end] = [r.expires_at for r in rows]
+        self.confidence[self.n : end] = [r.confidence for r in rows]
+        self.n = end
+
+    def remove(self, keys: np.ndarray) -> None:
+        """Drop the rows of ``keys`` it holds, keeping the rest dense and in order."""
+        keep = ~np.isin(self.keys[: self.n], keys)
+        kept = int(keep.sum())
+        if kept < self.n:
+            for name in _COLUMNS:
+                column = getattr(self, name)
+                column[:kept] = column[: self.n][keep]
+            self.n = kept
+
+    def scores(self, queries: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """int8 cosine scores, (queries, rows). One query is summed by ``einsum`` (no BLAS call: its
+        threads wait for a core on a busy machine); a batch widens ``_CHUNK`` rows at a time."""
+        whole = 2 * len(rows) >= self.n  # most rows: score all of them rather than copy these out
+        codes = self.codes[: self.n] if whole else self.codes[rows]
+        out: np.ndarray
+        if len(queries) == 1:
+            out = np.einsum("ij,j->i", codes, queries[0])[None, :]
+        else:
+            out = np.empty((len(queries), len(codes)), np.float32)
+            for start in range(0, len(codes), _CHUNK):
+                out[:, start : start + _CHUNK] = queries @ codes[start : start + _CHUNK].astype(np.float32).T
+        scores: np.ndarray = (out[:, rows] if whole else out) * self.scales[rows]
+        return scores
+
+
+# The block's arrays holding one entry per row, kept in step.
+_COLUMNS = ("codes", "scales", "keys", "expires", "confidence")
+
+
 class VectorIndex:
-    """Exact cosine search over unit vectors, filtered by scope, expiry and confidence."""
+    """Candidates for exact cosine search over unit vectors, filtered by scope, expiry and confidence."""
 
     def __init__(self, dim: int) -> None:
         self.dim = dim
-        self._scope_codes: dict[str, int] = {}
-        self.load([], np.zeros(0, dtype=np.float32))
+        self._blocks: dict[str, _Block] = {}
+        self._top = -1  # the highest key held: a row above it is new (SQLite gives rising keys)
 
     def __len__(self) -> int:
-        return self._n
+        return sum(block.n for block in self._blocks.values())
 
-    def upsert(self, row: IndexedRow, vector: np.ndarray) -> None:
-        """Add or replace one lesson's vector (normalised here so search is a dot product)."""
-        vec = unit_vector(vector)
-        if vec.shape[0] != self.dim:
-            raise ValueError(f"vector has {vec.shape[0]} dimensions, index holds {self.dim}")
-        pos = self._pos.get(row.key)
-        if pos is None:
-            self._grow_to(self._n + 1)
-            pos = self._n
-            self._n += 1
-            self._pos[row.key] = pos
-        self._vectors[pos] = vec
-        self._keys[pos] = row.key
-        self._scopes[pos] = self._scope_codes.setdefault(row.scope, len(self._scope_codes))
-        self._expires[pos] = row.expires_at
-        self._confidence[pos] = row.confidence
+    def put(self, rows: list[IndexedRow], vectors: np.ndarray) -> None:
+        """Add or replace lessons' vectors (one row each), a batch at a time when loading. A
+        lesson never changes scope, so a replaced one is looked for in its own block only."""
+        if vectors.shape != (len(rows), self.dim):
+            raise ValueError(f"vectors have shape {vectors.shape}, index holds {self.dim} dimensions")
+        codes, scales = quantised(vectors)
+        by_scope: dict[str, list[int]] = {}
+        for i, row in enumerate(rows):
+            by_scope.setdefault(row.scope, []).append(i)
+        for scope, picked in by_scope.items():
+            block = self._blocks.setdefault(scope, _Block(self.dim))
+            keys = np.array([rows[i].key for i in picked], np.int64)
+            if keys.min() <= self._top:
+                block.remove(keys)
+            block.append([rows[i] for i in picked], codes[picked], scales[picked])
+            self._top = max(self._top, int(keys.max()))
 
-    def load(self, rows: list[IndexedRow], vectors: np.ndarray) -> None:
-        """Replace the whole index: per-row upserts made a first recall at 100k take 4 s."""
-        matrix = np.asarray(vectors, dtype=np.float32).reshape(len(rows), self.dim)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        matrix = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
-        self._n = len(rows)
-        self._vectors = matrix
-        self._keys = np.array([r.key for r in rows], dtype=np.int64)
-        codes = [self._scope_codes.setdefault(r.scope, len(self._scope_codes)) for r in rows]
-        self._scopes = np.array(codes, dtype=np.int32)
-        self._expires = np.array([r.expires_at for r in rows], dtype=np.float64)
-        self._confidence = np.array([r.confidence for r in rows], dtype=np.float32)
-        self._pos: dict[int, int] = {int(k): i for i, k in enumerate(self._keys)}
-
-    def remove(self, key: int) -> None:
-        """Drop a lesson; the last row moves into its slot so the matrix stays dense."""
-        pos = self._pos.pop(key, None)
-        if pos is None:
-            return
-        last = self._n - 1
-        if pos != last:
-            for name in _COLUMNS:
-                getattr(self, name)[pos] = getattr(self, name)[last]
-            self._pos[int(self._keys[pos])] = pos
-        self._n = last
+    def remove(self, keys: Collection[int]) -> None:
+        """Drop these lessons, wherever they are."""
+        held = np.fromiter(keys, np.int64)
+        if held.size:
+            for block in self._blocks.values():
+                block.remove(held)
 
     def search(
         self,
@@ -86,89 +144,50 @@ class VectorIndex:
         min_confidence: float = 0.0,
         allowed: Collection[int] | None = None,
     ) -> list[tuple[int, float]]:
-        """Top ``k`` (key, similarity) of ``scope``'s live rows, best first, within ``allowed``."""
-        code = self._scope_codes.get(scope)
-        if code is None or self._n == 0 or k <= 0:
+        """(key, int8 score) of ``scope``'s live rows within ``allowed`` that may be among the ``k``
+        best: the ``k`` best and any within ``SCORE_MARGIN`` of the ``k``-th, best first."""
+        block = self._blocks.get(scope)
+        if block is None or k <= 0:
             return []
-        q = unit_vector(query)
-        held = None if allowed is None else [self._pos[key] for key in allowed if key in self._pos]
-        positions = None if held is None else np.array(held, dtype=np.int64)
-        candidates = np.flatnonzero(self._live_mask(code, now, min_confidence, positions))
-        if candidates.size == 0:
+        rows = self._live(block, now, min_confidence, allowed)
+        if rows.size == 0:
             return []
-        rows = positions[candidates] if positions is not None else candidates
-        # A small project's rows copied; a large one's via the whole product (cheaper than copying).
-        whole = positions is None and 4 * candidates.size >= self._n
-        cand_sims = (self._vectors[: self._n] @ q)[candidates] if whole else self._vectors[rows] @ q
-        if candidates.size > k:
-            top = np.argpartition(-cand_sims, k - 1)[:k]
-            candidates, cand_sims = candidates[top], cand_sims[top]
-        order = np.argsort(-cand_sims, kind="stable")
-        rows = positions[candidates[order]] if positions is not None else candidates[order]
-        return [(int(self._keys[r]), float(s)) for r, s in zip(rows, cand_sims[order], strict=True)]
+        sims = block.scores(unit_vector(query)[None, :], rows)[0]
+        if rows.size > k:
+            floor = np.partition(sims, rows.size - k)[rows.size - k] - SCORE_MARGIN
+            rows, sims = rows[sims >= floor], sims[sims >= floor]
+        order = np.argsort(-sims, kind="stable")
+        return [(int(block.keys[r]), float(s)) for r, s in zip(rows[order], sims[order], strict=True)]
 
     def nearest_many(
-        self, scope: str, queries: np.ndarray, *, now: float, k: int = 1, min_similarity: float = -1.0
+        self, scope: str, queries: np.ndarray, *, now: float, min_similarity: float = -1.0
     ) -> list[list[tuple[int, float]]]:
-        """Per query row, up to ``k`` nearest live keys at ``min_similarity`` or more, best first, in
-        a few matrix products per batch (not a scan per vector) to keep bulk loads fast."""
-        code = self._scope_codes.get(scope)
-        if code is None or self._n == 0:
+        """Per query row, the live keys whose int8 score is within ``SCORE_MARGIN`` of
+        ``min_similarity`` or above, best first, in a few products per batch to keep loads fast."""
+        block = self._blocks.get(scope)
+        rows = self._live(block, now, 0.0, None) if block is not None else np.zeros(0, np.int64)
+        if block is None or rows.size == 0:
             return [[] for _ in range(len(queries))]
-        live = np.flatnonzero(self._live_mask(code, now, 0.0, None))
-        if live.size == 0:
-            return [[] for _ in range(len(queries))]
-        # Only the scope's live rows: a batch costs its project's size, not the whole store's.
-        matrix = self._vectors[live]
-        k = min(k, len(live))
         out: list[list[tuple[int, float]]] = []
         for start in range(0, len(queries), 64):
-            sims = np.asarray(queries[start : start + 64], dtype=np.float32) @ matrix.T  # (chunk, live)
-            top = (
-                np.argpartition(-sims, k - 1, axis=1)[:, :k]
-                if k < len(live)
-                else np.tile(np.arange(len(live)), (sims.shape[0], 1))
-            )
-            for i, row in enumerate(top):
-                ranked = sorted(((float(sims[i, j]), int(live[j])) for j in row), key=lambda p: (-p[0], p[1]))
-                out.append([(int(self._keys[j]), sim) for sim, j in ranked if sim >= min_similarity])
+            sims = block.scores(np.asarray(queries[start : start + 64], dtype=np.float32), rows)
+            for row in sims:
+                hits = np.flatnonzero(row >= min_similarity - SCORE_MARGIN)
+                ranked = sorted(
+                    zip(row[hits].tolist(), rows[hits].tolist(), strict=True), key=lambda p: -p[0]
+                )
+                out.append([(int(block.keys[j]), sim) for sim, j in ranked])
         return out
 
-    def similarities(self, keys: Collection[int], query: np.ndarray) -> dict[int, float]:
-        """Cosine similarity of the query to each indexed key (keys not indexed are left out)."""
-        found, matrix = self.vectors(keys)
-        if not found:
-            return {}
-        return dict(zip(found, (matrix @ unit_vector(query)).tolist(), strict=True))
-
-    def vectors(self, keys: Collection[int]) -> tuple[list[int], np.ndarray]:
-        """The indexed keys among ``keys`` and their unit vectors, one row each, in that order."""
-        found = [(key, pos) for key in keys if (pos := self._pos.get(key)) is not None]
-        matrix = self._vectors[[pos for _, pos in found]] if found else np.zeros((0, self.dim), np.float32)
-        return [key for key, _ in found], matrix
-
-    def _live_mask(
-        self, code: int, now: float, min_confidence: float, positions: np.ndarray | None
+    @staticmethod
+    def _live(
+        block: _Block, now: float, min_confidence: float, allowed: Collection[int] | None
     ) -> np.ndarray:
-        sl = positions if positions is not None else slice(0, self._n)
-        mask: np.ndarray = (self._scopes[sl] == code) & (self._expires[sl] > now)
+        """Positions of the block's unexpired rows at ``min_confidence`` or more, within ``allowed``."""
+        rows = np.arange(block.n)
+        if allowed is not None:
+            rows = rows[np.isin(block.keys[: block.n], np.fromiter(allowed, np.int64))]
+        mask = block.expires[rows] > now
         if min_confidence > 0:
-            mask &= self._confidence[sl] >= min_confidence
-        return mask
-
-    def _grow_to(self, size: int) -> None:
-        capacity = self._vectors.shape[0]
-        if size <= capacity:
-            return
-        for name in _COLUMNS:
-            setattr(self, name, _resized(getattr(self, name), max(size, capacity * 2, 256)))
-
-
-# The arrays holding one entry per row, kept in step.
-_COLUMNS = ("_vectors", "_keys", "_scopes", "_expires", "_confidence")
-
-
-def _resized(arr: np.ndarray, capacity: int) -> np.ndarray:
-    out = np.zeros((capacity, *arr.shape[1:]), dtype=arr.dtype)
-    out[: arr.shape[0]] = arr
-    return out
+            mask &= block.confidence[rows] >= min_confidence
+        return rows[mask]

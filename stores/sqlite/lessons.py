@@ -105,7 +105,7 @@ class LocalLessons:
             else:
                 missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
                 if missing:
-                    vector_hits.update(self._vectors.similarities(missing, vec))
+                    vector_hits.update(self._vectors.similarities(conn, missing, vec))
             sql = LocalSqlTx(conn)
             return [
                 {**decoded(sql, row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest}
@@ -161,11 +161,11 @@ class LocalLessons:
                 (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
             )
         ]
-        held = self._vectors.vectors(sample)
-        candidates = self._vectors.vectors(pks)
-        if held is None or candidates is None:
+        held = self._vectors.vectors(conn, sample)[1]
+        found, vectors = self._vectors.vectors(conn, pks)
+        if not found:
             return {}
-        origin, (found, vectors) = ranking.anchor(held[1]), candidates
+        origin = ranking.anchor(held) if len(held) else np.zeros_like(vec)
         return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
 
     def word_keys(
@@ -208,9 +208,10 @@ class LocalLessons:
         return dict(zip(terms, row, strict=True))
 
     def _tagged_pks(self, conn: Connection, scope: Scope, tags: tuple[str, ...]) -> set[int]:
-        # (Unary + keeps SQLite on the tag index, not scanning the project.)
-        sql = f"SELECT pk FROM lessons WHERE {_tag_filter(len(tags))} AND +org_id = ? AND +project = ?"
-        return {row[0] for row in conn.execute(sql, [*tags, len(tags), scope.org, scope.project])}
+        """Lessons with all ``tags`` in any project: the index searches the scope's alone, and
+        looking each tagged row up in ``lessons`` took 40 ms for a tag of 6,000 rows at 250k."""
+        sql = f"SELECT lesson_pk FROM lesson_tags WHERE tag IN ({','.join('?' * len(tags))}) GROUP BY lesson_pk HAVING count(*) = ?"
+        return {row[0] for row in conn.execute(sql, [*tags, len(tags)])}
 
 
 def _any_of(terms: list[str]) -> str:
@@ -219,8 +220,9 @@ def _any_of(terms: list[str]) -> str:
 
 
 def _tag_filter(n: int, pk_column: str = "pk") -> str:
+    """Each candidate's own tags counted (one index probe), not every lesson with the tags grouped."""
     marks = ",".join("?" * n)
-    return f"{pk_column} IN (SELECT lesson_pk FROM lesson_tags WHERE tag IN ({marks}) GROUP BY lesson_pk HAVING count(*) = ?)"
+    return f"(SELECT count(*) FROM lesson_tags WHERE lesson_pk = {pk_column} AND tag IN ({marks})) = ?"
 
 
 def _candidate_rows(
@@ -270,8 +272,8 @@ class LocalLessonRows:
             self._conn,
             self._scope,
             vectors,
-            now=now.timestamp(),
             k=dedup.MAX_SIMILAR,
+            now=now.timestamp(),
             min_similarity=dedup.CANDIDATE_SIMILARITY,
         )
 

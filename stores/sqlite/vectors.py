@@ -1,12 +1,13 @@
-"""The local file's vectors: float32 BLOBs in ``lesson_embeddings``, searched by an in-memory
-``VectorIndex`` that refreshes rows newer than its revision (writes bump ``lore_meta.rev``, deletes
-leave tombstones), so other processes' writes show on the next read."""
+"""The local file's vectors: float32 BLOBs in ``lesson_embeddings``, searched by an in-memory int8
+``VectorIndex`` (its candidates rescored from the BLOBs) that refreshes rows newer than its
+revision (writes bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes
+show on the next read."""
 
 from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from stores.engine.lessons import Scope
 from stores.engine.vector_index import IndexedRow, VectorIndex
-from stores.engine.vectors import check_dimension
+from stores.engine.vectors import check_dimension, unit_vector
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
 from stores.sqlite.migrations import VECTOR_COLUMNS
@@ -23,8 +24,12 @@ if TYPE_CHECKING:
     from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
 
 MAX_DIMENSION = 4096
-_INDEXED = "SELECT pk, org_id, project, expires_at, confidence FROM lessons"  # what the index keeps
-_VECTORS = "SELECT e.pk, e.embedding FROM lesson_embeddings AS e"
+_BATCH = 1024  # rows loaded into the index at a time (small: each leaves its temporaries' heap)
+# What the index keeps of each lesson with a vector.
+_ROWS = (
+    "SELECT l.pk, l.org_id, l.project, l.expires_at, l.confidence, e.embedding "
+    "FROM lessons AS l JOIN lesson_embeddings AS e ON e.pk = l.pk"
+)
 
 
 def scope_key(scope: Scope) -> str:
@@ -58,7 +63,8 @@ class LocalVectors:
     def search(
         self, conn: Connection, scope: Scope, vec: np.ndarray, k: int, **filters: Any
     ) -> list[tuple[int, float]]:
-        """The ``k`` nearest live lessons of ``scope`` (``VectorIndex.search``'s filters)."""
+        """The ``k`` nearest live lessons of ``scope`` (``VectorIndex.search``'s filters), exactly:
+        the index's candidates rescored with their stored float32 vectors."""
         dim = meta.stored_dim(conn)
         if dim is None:
             return []
@@ -68,29 +74,62 @@ class LocalVectors:
                 "the database was created with a different embedding model."
             )
         with self._lock:
-            index = self._synced(conn, dim)
-            return index.search(scope_key(scope), vec, k, **filters)
+            pool = self._synced(conn, dim).search(scope_key(scope), vec, k, **filters)
+        return _best(self.similarities(conn, [key for key, _ in pool], vec), k)
 
     def nearest_many(
-        self, conn: Connection, scope: Scope, vectors: Sequence[np.ndarray], **filters: Any
+        self,
+        conn: Connection,
+        scope: Scope,
+        vectors: Sequence[np.ndarray],
+        *,
+        k: int,
+        min_similarity: float,
+        now: float,
     ) -> list[list[tuple[int, float]]]:
-        """Each vector's nearest lessons in ``scope`` (``VectorIndex.nearest_many``)."""
+        """Each vector's ``k`` nearest live lessons in ``scope`` at ``min_similarity`` or more."""
         dim = meta.stored_dim(conn)
         if not vectors or dim is None:
             return [[] for _ in vectors]
         with self._lock:
             index = self._synced(conn, dim)
-            return index.nearest_many(scope_key(scope), np.stack(vectors), **filters)
+            pools = index.nearest_many(
+                scope_key(scope), np.stack(vectors), now=now, min_similarity=min_similarity
+            )
+        found, matrix = self.vectors(conn, sorted({key for pool in pools for key, _ in pool}))
+        row = {key: i for i, key in enumerate(found)}
+        out: list[list[tuple[int, float]]] = []
+        for vec, pool in zip(vectors, pools, strict=True):
+            if not pool:
+                out.append([])
+                continue
+            sims = matrix[[row[key] for key, _ in pool]] @ unit_vector(vec)
+            exact = {key: float(s) for (key, _), s in zip(pool, sims, strict=True) if s >= min_similarity}
+            out.append(_best(exact, k))
+        return out
 
-    def similarities(self, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
-        """The query's similarity to lessons the index already holds (after a search)."""
-        with self._lock:
-            return self._index.similarities(keys, vec) if self._index is not None else {}
+    def similarities(self, conn: Connection, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
+        """The query's cosine similarity to the stored vectors of ``keys`` (those without one left out)."""
+        found, matrix = self.vectors(conn, keys)
+        if not found:
+            return {}
+        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True))
 
-    def vectors(self, keys: Sequence[int]) -> tuple[list[int], np.ndarray] | None:
-        """The held vectors of ``keys``; None before the first search loaded the index."""
-        with self._lock:
-            return self._index.vectors(keys) if self._index is not None else None
+    @staticmethod
+    def vectors(conn: Connection, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
+        """The stored vectors of ``keys`` made unit length, one row each, and their keys in that order."""
+        rows = []
+        for start in range(0, len(keys), 500):  # within SQLite's bound on parameters
+            part = keys[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows += conn.execute(
+                f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", part
+            ).fetchall()
+        if not rows:
+            return [], np.zeros((0, 0), np.float32)
+        matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        return [pk for pk, _ in rows], np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
 
     def _synced(self, conn: Connection, dim: int) -> VectorIndex:
         """The index, brought up to the database's revision (caller holds a transaction and the lock)."""
@@ -102,35 +141,27 @@ class LocalVectors:
         index = self._index
         if rev <= self._rev:
             return index
-        if self._rev == 0:
-            vectors = dict(conn.execute(_VECTORS))
-            entries = _entries(conn.execute(_INDEXED), vectors)
-            blob = b"".join(v for _, v in entries)
-            index.load([e for e, _ in entries], np.frombuffer(blob, dtype=np.float32))
-        else:
-            for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,)):
-                index.remove(pk)
-            changed = conn.execute(f"{_INDEXED} WHERE rev > ?", (self._rev,)).fetchall()
-            vectors = dict(
-                conn.execute(f"{_VECTORS} JOIN lessons AS l ON l.pk = e.pk WHERE l.rev > ?", (self._rev,))
+        index.remove(
+            [pk for (pk,) in conn.execute("SELECT pk FROM lesson_tombstones WHERE rev > ?", (self._rev,))]
+        )
+        # The first load takes every row (a scan, not the rev index); later ones the newer rows.
+        cursor = conn.execute(f"{_ROWS} WHERE l.rev > ?", (self._rev,)) if self._rev else conn.execute(_ROWS)
+        # In batches, so a first load holds one batch's rows, not the whole file's vectors twice.
+        while batch := cursor.fetchmany(_BATCH):
+            blob = b"".join(row[-1] for row in batch)
+            index.put(
+                [_indexed(*row[:-1]) for row in batch],
+                np.frombuffer(blob, np.float32).reshape(len(batch), dim),
             )
-            for entry, vec in _entries(changed, vectors):
-                index.upsert(entry, np.frombuffer(vec, dtype=np.float32))
         self._rev = rev
         return index
 
 
-def _entries(rows: Iterable[Any], vectors: dict[int, bytes]) -> list[tuple[IndexedRow, bytes]]:
-    return [
-        (
-            IndexedRow(
-                key=pk,
-                scope=scope_key(Scope(org, project)),
-                expires_at=datetime.fromisoformat(expires_at).timestamp() if expires_at else math.inf,
-                confidence=confidence,
-            ),
-            vectors[pk],
-        )
-        for pk, org, project, expires_at, confidence in rows
-        if pk in vectors
-    ]
+def _indexed(pk: int, org: str, project: str, expires_at: str | None, confidence: float) -> IndexedRow:
+    expires = datetime.fromisoformat(expires_at).timestamp() if expires_at else math.inf
+    return IndexedRow(key=pk, scope=scope_key(Scope(org, project)), expires_at=expires, confidence=confidence)
+
+
+def _best(similarities: dict[int, float], k: int) -> list[tuple[int, float]]:
+    """The ``k`` most similar, best first (ties by key, so the order is stable)."""
+    return sorted(similarities.items(), key=lambda p: (-p[1], p[0]))[:k]
