@@ -46,7 +46,6 @@ PROBE_WAIT_S = 4.0
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
 # Lexical candidates fetched before scoping, so one busy project cannot crowd out another.
 _FTS_OVERSAMPLE = 4
-_COPIED = 500  # rows a statement in ``copy_rows``: 9,000 parameters, under SQLite's 32,766
 
 
 class LocalLessons:
@@ -237,6 +236,9 @@ def _candidate_rows(
     cur = conn.execute(sql, params)
     names = [d[0] for d in cur.description]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+_COPIED = 500  # rows a statement in ``copy_rows``: 9,000 parameters, under SQLite's 32,766
 
 
 class LocalLessonRows:
