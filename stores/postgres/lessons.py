@@ -263,7 +263,7 @@ _NEAREST = text(
 
 # A bulk write that grew ``lessons`` by a fifth (and 1,000 rows) since its statistics refreshes
 # them, where this login may: on stale ones the planner takes a project for a few rows and finds
-# a batch's near duplicates by scanning the project, not by HNSW (100k lessons loaded: 7x slower).
+# a batch's near duplicates by scanning the project, not by HNSW (a 10k load: 3x their time).
 _STALE = text(
     "SELECT s.n_mod_since_analyze > 1000 + 0.2 * greatest(c.reltuples, 0) AND pg_has_role(session_user, "
     "c.relowner, 'MEMBER') FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = 'lessons'::regclass"
