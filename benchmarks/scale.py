@@ -14,6 +14,7 @@ the machine.
 
     .venv/bin/python benchmarks/scale.py --backend local --sizes 10000,100000
     .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000,100000
+    .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000,100000 --load-only
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def postgres_rss(pgdata: Path) -> float:
     return round(total / 2**20, 1)
 
 
-def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> dict[str, Any]:
+def run_size(
+    backend: str, n: int, corpus: Corpus, work: Path, queries: int, *, load_only: bool = False
+) -> dict[str, Any]:
     path = work / f"corpus-{n}.jsonl"
     sizes = write(path, n, corpus)
     largest = max((p for p in sizes if p not in (TINY, ONE_PERCENT)), key=sizes.__getitem__)
@@ -107,6 +110,9 @@ def run_size(backend: str, n: int, corpus: Corpus, work: Path, queries: int) -> 
             "load_average": [round(x, 2) for x in load_avg],
         },
     }
+    if load_only:  # the load rate alone (``--load-only``): minutes sooner at 100k
+        store.close()
+        return out
     asked = corpus.generator.queries(queries)
     for text in asked[:5]:  # warm: model, caches, first index load
         anyio.run(lambda text=text: service.recall(query=text, project=largest))
@@ -241,12 +247,15 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--load-only", action="store_true", help="time the load, then stop")
     args = parser.parse_args()
     corpus = Corpus(Embedder(), sample=args.sample)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (int(s) for s in args.sizes.split(",")):
-            results.append(run_size(args.backend, n, corpus, Path(tmp), args.queries))
+            results.append(
+                run_size(args.backend, n, corpus, Path(tmp), args.queries, load_only=args.load_only)
+            )
             print(json.dumps(results[-1]), file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")

@@ -57,6 +57,12 @@ _ASTRAL_BLOCKS = "".join(
 _FOLDABLE = re.compile(f"[{_BMP_FOLDABLE}]|[{_ASTRAL_BLOCKS}]")
 
 
+# Short texts found to hold no secret (tags, project names, sources repeat in every lesson of an
+# import): found again, they need no rule. A secret is never kept here; the count is bounded.
+_CLEAN: set[str] = set()
+_CLEAN_CHARS, _CLEAN_COUNT = 64, 20_000
+
+
 @dataclass(frozen=True)
 class Redacted:
     text: str  # the text with each secret replaced by "[REDACTED:kind]"
@@ -76,9 +82,13 @@ def secret_kinds(text: str) -> tuple[str, ...]:
 
 def _scrub(text: str, found: set[str]) -> str:
     """``text`` with its secrets replaced; adds the kinds replaced to ``found``."""
+    if text in _CLEAN:
+        return text
     view, folded = _normalised(text)
     spans = _find(view, found)
     if not spans:
+        if len(text) <= _CLEAN_CHARS and len(_CLEAN) < _CLEAN_COUNT:
+            _CLEAN.add(text)
         return text
     if folded:
         spans = _map_back(text, spans)
@@ -135,9 +145,12 @@ def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
 
 def _apply(rule: Rule, masked: str, spans: list[tuple[int, int, str]]) -> str:
     """``masked`` with what ``rule`` finds blanked; adds the spans found to ``spans``."""
+    matches = list(rule.pattern.finditer(_lower(masked) if rule.lowered else masked))
+    if not matches:  # most rules find nothing: skip the copies below
+        return masked
     partial = "secret" in rule.pattern.groupindex
     found = []
-    for m in rule.pattern.finditer(_lower(masked) if rule.lowered else masked):
+    for m in matches:
         # A "secret" group that took no part (another branch matched) means the whole match.
         span = rule.validator(m) if rule.validator else m.span("secret" if partial and m["secret"] else 0)
         if span is not None and span[0] < span[1]:

@@ -77,10 +77,8 @@ class LessonDialect(Protocol):
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         """Columns a write sets besides the lesson's: the vector where the row holds it, stamps."""
 
-    def copy_rows(
-        self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]] | None:
-        """Insert ``rows`` at once, returned as stored; None where single inserts cost no trip."""
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Insert ``rows`` (columns alike) in a few statements, returned as stored in any order."""
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """After row ``key`` is written: index its words, store a given vector the row lacks."""
@@ -174,14 +172,14 @@ class SqlLessonTx:
         return Row(row["pk"], self._lesson(row), vector.tobytes())
 
     def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
-        """``insert`` each lesson, one statement where there are round trips; rows in order."""
+        """``insert`` each lesson, several in a few statements (``copy_rows``); rows in order."""
+        if len(lessons) == 1:
+            return [self.insert(lessons[0], vectors[0])]
         values = [
             {**self._fields(lesson), **self._dialect.columns(vec), "id": lesson.id}
             for lesson, vec in zip(lessons, vectors, strict=True)
         ]
-        copied = self._dialect.copy_rows(self._scope, values) if len(lessons) > 1 else None
-        if copied is None:
-            return [self.insert(lesson, vec) for lesson, vec in zip(lessons, vectors, strict=True)]
+        copied = self._dialect.copy_rows(self._scope, values)
         by_id = {row["id"]: row for row in copied}
         found: list[Row] = []
         for lesson, vec in zip(lessons, vectors, strict=True):
