@@ -1,6 +1,5 @@
 """The composition root for every entry point; services are built and imported on first use
-(``keys list`` makes no embedder, ``migrate`` imports no service).
-"""
+(``keys list`` makes no embedder, ``migrate`` imports no service)."""
 
 from __future__ import annotations
 
@@ -66,33 +65,24 @@ def check_store(settings: Settings) -> None:
 
 
 def build_server(
-    lessons: LessonService,
+    lessons: LessonService | Services,
     *,
     keys: KeyService | None = None,
-    tools: Collection[str] | None = None,
-    **settings: Any,
-) -> LoreServer:
-    """A server over an existing ``lessons`` service (``keys``: the key tools), for tests."""
-    from lore_mcp.tools.context import Services
-
-    return serve(Services.over(lessons, keys), tools=tools, **settings)
-
-
-def serve(
-    services: Services,
-    *,
     tools: Collection[str] | None = None,
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """``local_server`` over ready ``services``."""
+    """``local_server`` over an existing ``lessons`` service (``keys``: the key tools) or ready
+    ``Services``, for tests."""
+    from lore_mcp.tools.context import Services
     from lore_mcp.transport.notices import NoticeBus
 
-    lessons, keys = services.lessons, services.keys is not None
-    bus = NoticeBus(lessons.store.notices)
+    services = lessons if isinstance(lessons, Services) else Services.over(lessons, keys)
+    service = services.lessons
+    bus, keyed = NoticeBus(service.store.notices), services.keys is not None
     return local_server(
-        services, lessons.org, lessons.embedder, bus, keys, tools, request_timeout_s, heavy_gate, **settings
+        services, service.org, service.embedder, bus, keyed, tools, request_timeout_s, heavy_gate, **settings
     )
 
 

@@ -33,10 +33,8 @@ from stores import (
     weight,
 )
 
-# A prompt's lessons are searched among this many of the best; fewer ever clear the bar.
-PROMPT_CANDIDATES = 5
-# Branch-topic lessons first at session start (measured: benchmarks/agent_loop.py dev half).
-TOPIC_LESSONS = 2
+PROMPT_CANDIDATES = 5  # a prompt's lessons are searched among this many of the best; fewer ever clear the bar
+TOPIC_LESSONS = 2  # branch-topic lessons first at session start (measured: benchmarks/agent_loop.py dev half)
 # How far back a session's earlier injections are looked for, and how many entries.
 SESSION_LOOKBACK = timedelta(days=2)
 SESSION_ENTRIES = 100

@@ -58,9 +58,8 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
-    loop_settings: LoopSettings = field(
-        default_factory=lambda: _loop_defaults()
-    )  # what the loop tools give and ask
+    # What the loop tools give and ask.
+    loop_settings: LoopSettings = field(default_factory=lambda: _loop_defaults())
 
     # Made on each use: these hold no state (the store and its activity log hold it).
     @property
