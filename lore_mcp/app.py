@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Collection
@@ -178,7 +179,7 @@ def open_app(settings: Settings) -> App:
     return App(settings, open_store(settings))
 
 
-class App:
+class App(contextlib.AbstractContextManager["App"]):
     """One process's store and services; ``embedder`` overrides the settings' one. Without ``store``
     it is ``attach``ed later (a stdio server opens it beside the handshake) and uses wait for it."""
 
@@ -326,9 +327,6 @@ class App:
             self._store.close()
         if "embedder" in self.__dict__:  # made (cached_property): let a load in progress finish
             self.embedder.close()
-
-    def __enter__(self) -> App:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()

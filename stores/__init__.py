@@ -55,16 +55,11 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__``)
 
 # These load numpy and the lesson store's modules, which a stdio server's handshake need not wait for.
 _LATER = {
-    "stores.engine.embedding_model": (
-        "MAX_FINISH_ROUNDS",
-        "EmbeddingModel",
-        "ModelChangedError",
-        "ModelRecords",
-    ),
-    "stores.engine.lesson_rules": ("CallCounts", "NoticeFeed"),
-    "stores.engine.ranking": ("RankingParams", "weight"),
-    "stores.engine.structured": ("Commit", "ProjectTx", "StalePlanError"),
-    "stores.store": ("Store",),
+    "stores.engine.embedding_model": "MAX_FINISH_ROUNDS EmbeddingModel ModelChangedError ModelRecords",
+    "stores.engine.lesson_rules": "CallCounts NoticeFeed",
+    "stores.engine.ranking": "RankingParams weight",
+    "stores.engine.structured": "Commit ProjectTx StalePlanError",
+    "stores.store": "Store",
 }
 
 # All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
@@ -128,7 +123,7 @@ def __getattr__(name: str) -> Any:
     if name in ("history", "queries", "structured"):
         value = importlib.import_module(f"stores.engine.{name}")
     else:
-        module = next((module for module, names in _LATER.items() if name in names), None)
+        module = next((module for module, names in _LATER.items() if name in names.split()), None)
         if module is None:
             raise AttributeError(f"module 'stores' has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)
