@@ -134,12 +134,11 @@ def remote_server(
     from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer
     from lore_mcp.transport.server import lore_server
 
-    remote = RemoteConnection(mcp_url(api_url), api_key)
     server = lore_server(
         None,
         tools,
         server_class=RemoteLoreServer,
-        remote=remote,
+        remote=RemoteConnection(mcp_url(api_url), api_key),
         default_project=default_project,
         log_level=log_level,
     )

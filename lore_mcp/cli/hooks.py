@@ -247,14 +247,11 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
         yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, who=who))
 
 
-def hook_env_client() -> str:
-    """The client a hook answers for when ``--client`` is not given: Cursor sets CURSOR_VERSION."""
-    return "cursor" if os.environ.get("CURSOR_VERSION") else "claude-code"
-
-
 def run_loop_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "hook":
-        return run_hook(args.event, args.client or hook_env_client(), settings, sys.stdin, sys.stdout)
+        # Without ``--client``, the client the hook runs in: Cursor sets CURSOR_VERSION.
+        client = args.client or ("cursor" if os.environ.get("CURSOR_VERSION") else "claude-code")
+        return run_hook(args.event, client, settings, sys.stdin, sys.stdout)
     from lore_mcp.cli.common import say
     from lore_mcp.cli.hooks_install import install, settings_file, uninstall
 

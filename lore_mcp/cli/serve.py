@@ -111,12 +111,11 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
 
     if not settings.api_url or not settings.api_key:
         return say("LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", 2)
-    project = settings.project if "project" in settings.model_fields_set else None
     try:
         server = remote_server(
             settings.api_url,
             settings.api_key,
-            default_project=project,
+            default_project=settings.project if "project" in settings.model_fields_set else None,
             tools=settings.tool_groups,
             log_level=log_level,
         )
