@@ -44,9 +44,8 @@ class HookInput:
     def of(cls, data: dict[str, Any]) -> HookInput:
         roots = data.get("workspace_roots")
         cwd = data.get("cwd") or (roots[0] if isinstance(roots, list) and roots else None)
-        session = data.get("session_id") or data.get("conversation_id") or ""
         return cls(
-            session=str(session),
+            session=str(data.get("session_id") or data.get("conversation_id") or ""),
             cwd=str(cwd) if cwd else None,
             prompt=str(data.get("prompt") or ""),
             transcript=data.get("transcript_path") or None,

@@ -160,8 +160,7 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
     anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
     if late and (isinstance(cause, UnavailableError) or not anticipated):
         logger.warning("tool %s stopped at its deadline", name)
-        advice = SPECS[name].advice if name in SPECS else BUSY_ADVICE
-        return UNAVAILABLE, DEADLINE + advice
+        return UNAVAILABLE, DEADLINE + (SPECS[name].advice if name in SPECS else BUSY_ADVICE)
     if anticipated:
         return describe(cause)  # type: ignore[arg-type]
     if cause is None and not isinstance(exc, UnexpectedToolError):
