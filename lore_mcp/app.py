@@ -1,9 +1,9 @@
 """The composition root for every entry point; services are built and imported on first use
-(``keys list`` makes no embedder, ``migrate`` imports no service).
-"""
+(``keys list`` makes no embedder, ``migrate`` imports no service)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Collection
@@ -66,33 +66,24 @@ def check_store(settings: Settings) -> None:
 
 
 def build_server(
-    lessons: LessonService,
+    lessons: LessonService | Services,
     *,
     keys: KeyService | None = None,
-    tools: Collection[str] | None = None,
-    **settings: Any,
-) -> LoreServer:
-    """A server over an existing ``lessons`` service (``keys``: the key tools), for tests."""
-    from lore_mcp.tools.context import Services
-
-    return serve(Services.over(lessons, keys), tools=tools, **settings)
-
-
-def serve(
-    services: Services,
-    *,
     tools: Collection[str] | None = None,
     request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """``local_server`` over ready ``services``."""
+    """``local_server`` over an existing ``lessons`` service (``keys``: the key tools) or ready
+    ``Services``, for tests."""
+    from lore_mcp.tools.context import Services
     from lore_mcp.transport.notices import NoticeBus
 
-    lessons, keys = services.lessons, services.keys is not None
-    bus = NoticeBus(lessons.store.notices)
+    services = lessons if isinstance(lessons, Services) else Services.over(lessons, keys)
+    service = services.lessons
+    bus, keyed = NoticeBus(service.store.notices), services.keys is not None
     return local_server(
-        services, lessons.org, lessons.embedder, bus, keys, tools, request_timeout_s, heavy_gate, **settings
+        services, service.org, service.embedder, bus, keyed, tools, request_timeout_s, heavy_gate, **settings
     )
 
 
@@ -143,12 +134,11 @@ def remote_server(
     from lore_mcp.transport.remote import RemoteConnection, RemoteLoreServer
     from lore_mcp.transport.server import lore_server
 
-    remote = RemoteConnection(mcp_url(api_url), api_key)
     server = lore_server(
         None,
         tools,
         server_class=RemoteLoreServer,
-        remote=remote,
+        remote=RemoteConnection(mcp_url(api_url), api_key),
         default_project=default_project,
         log_level=log_level,
     )
@@ -188,7 +178,7 @@ def open_app(settings: Settings) -> App:
     return App(settings, open_store(settings))
 
 
-class App:
+class App(contextlib.AbstractContextManager["App"]):
     """One process's store and services; ``embedder`` overrides the settings' one. Without ``store``
     it is ``attach``ed later (a stdio server opens it beside the handshake) and uses wait for it."""
 
@@ -336,9 +326,6 @@ class App:
             self._store.close()
         if "embedder" in self.__dict__:  # made (cached_property): let a load in progress finish
             self.embedder.close()
-
-    def __enter__(self) -> App:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()

@@ -18,8 +18,7 @@ CONFLICT = "CONFLICT"
 FORBIDDEN = "FORBIDDEN"
 UNAUTHORIZED = "UNAUTHORIZED"
 RATE_LIMITED = "RATE_LIMITED"
-# Refused for load: the caller's share of heavy work is taken (``lore_mcp.transport.admission``).
-BUSY = "BUSY"
+BUSY = "BUSY"  # refused for load: the caller's share of heavy work is taken (lore_mcp.transport.admission)
 UNAVAILABLE = "UNAVAILABLE"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 

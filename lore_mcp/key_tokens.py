@@ -49,8 +49,9 @@ class ApiKeyVerifier:
         if not KEY_PATTERN.fullmatch(token):
             return None
         digest = secret_digest(token)
-        if self._refused_recently(digest):
+        if self._refused.get(digest, 0.0) > time.monotonic():  # refused just now: not asked again yet
             return None
+        self._refused.pop(digest, None)
         key = await self.bounded(self.keys.key_by_hash, digest)
         if key is None or key.revoked_at is not None:
             self._remember_refused(digest)
@@ -73,12 +74,6 @@ class ApiKeyVerifier:
         except StoreError as exc:
             logger.warning("API key lookup failed: %s", exc)
             raise KeyLookupUnavailable(str(exc)) from exc
-
-    def _refused_recently(self, digest: str) -> bool:
-        if self._refused.get(digest, 0.0) > time.monotonic():
-            return True
-        self._refused.pop(digest, None)
-        return False
 
     def _remember_refused(self, digest: str) -> None:
         self._refused[digest] = time.monotonic() + NEGATIVE_TTL_S

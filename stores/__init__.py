@@ -55,77 +55,24 @@ if TYPE_CHECKING:  # imported on first use at run time (``__getattr__``)
 
 # These load numpy and the lesson store's modules, which a stdio server's handshake need not wait for.
 _LATER = {
-    "stores.engine.embedding_model": (
-        "MAX_FINISH_ROUNDS",
-        "EmbeddingModel",
-        "ModelChangedError",
-        "ModelRecords",
-    ),
-    "stores.engine.lesson_rules": ("CallCounts", "NoticeFeed"),
-    "stores.engine.ranking": ("RankingParams", "weight"),
-    "stores.engine.structured": ("Commit", "ProjectTx", "StalePlanError"),
-    "stores.store": ("Store",),
+    "stores.engine.embedding_model": "MAX_FINISH_ROUNDS EmbeddingModel ModelChangedError ModelRecords",
+    "stores.engine.lesson_rules": "CallCounts NoticeFeed",
+    "stores.engine.ranking": "RankingParams weight",
+    "stores.engine.structured": "Commit ProjectTx StalePlanError",
+    "stores.store": "Store",
 }
 
 # All lore_mcp may use: import-linter's "lore_mcp sees only the stores facade" refuses the rest.
-__all__ = [
-    "ACTIVITY_KINDS",
-    "IDENTIFIER",
-    "LESSON_KINDS",
-    "MAX_FINISH_ROUNDS",
-    "MAX_LIST_LIMIT",
-    "MAX_MESSAGE_CHARS",
-    "MAX_RECALL_LIMIT",
-    "MAX_SHORT_CHARS",
-    "MAX_TAGS",
-    "MAX_TAG_CHARS",
-    "MAX_TEXT_CHARS",
-    "ROOT_ONLY_KINDS",
-    "ActivityBounds",
-    "ActivityEntry",
-    "ActivityNote",
-    "ActivityQuery",
-    "ApiKey",
-    "CallCounts",
-    "Commit",
-    "ConflictError",
-    "EmbeddingModel",
-    "InvalidInputError",
-    "KeyStore",
-    "Lesson",
-    "LessonDraft",
-    "LessonPatch",
-    "ModelChangedError",
-    "ModelRecords",
-    "NotFoundError",
-    "NoticeFeed",
-    "OAuthCode",
-    "OAuthGrant",
-    "OAuthTokenRow",
-    "Org",
-    "PlanError",
-    "ProjectTx",
-    "RankingParams",
-    "RecallQuery",
-    "Recalled",
-    "SaveResult",
-    "Scope",
-    "ScoredLesson",
-    "StaleLesson",
-    "StalePlanError",
-    "Store",
-    "StoreError",
-    "UnavailableError",
-    "Unwritable",
-    "history",
-    "open_local_store",
-    "open_postgres_store",
-    "queries",
-    "restates",
-    "structured",
-    "unwritable",
-    "weight",
-]
+__all__ = ["ACTIVITY_KINDS", "IDENTIFIER", "LESSON_KINDS", "MAX_FINISH_ROUNDS", "MAX_LIST_LIMIT"]
+__all__ += ["MAX_MESSAGE_CHARS", "MAX_RECALL_LIMIT", "MAX_SHORT_CHARS", "MAX_TAGS", "MAX_TAG_CHARS"]
+__all__ += ["MAX_TEXT_CHARS", "ROOT_ONLY_KINDS", "ActivityBounds", "ActivityEntry", "ActivityNote"]
+__all__ += ["ActivityQuery", "ApiKey", "CallCounts", "Commit", "ConflictError", "EmbeddingModel"]
+__all__ += ["InvalidInputError", "KeyStore", "Lesson", "LessonDraft", "LessonPatch", "ModelChangedError"]
+__all__ += ["ModelRecords", "NotFoundError", "NoticeFeed", "OAuthCode", "OAuthGrant", "OAuthTokenRow", "Org"]
+__all__ += ["PlanError", "ProjectTx", "RankingParams", "RecallQuery", "Recalled", "SaveResult", "Scope"]
+__all__ += ["ScoredLesson", "StaleLesson", "StalePlanError", "Store", "StoreError", "UnavailableError"]
+__all__ += ["Unwritable", "history", "open_local_store", "open_postgres_store", "queries", "restates"]
+__all__ += ["structured", "unwritable", "weight"]
 
 
 def open_local_store(
@@ -176,7 +123,7 @@ def __getattr__(name: str) -> Any:
     if name in ("history", "queries", "structured"):
         value = importlib.import_module(f"stores.engine.{name}")
     else:
-        module = next((module for module, names in _LATER.items() if name in names), None)
+        module = next((module for module, names in _LATER.items() if name in names.split()), None)
         if module is None:
             raise AttributeError(f"module 'stores' has no attribute {name!r}")
         value = getattr(importlib.import_module(module), name)

@@ -1,6 +1,5 @@
 """Shared by commands: opening the app and failing as ``lore-memory: CODE: sentence`` (exit 1;
-2 for refused arguments; tracebacks only with ``--debug``).
-"""
+2 for refused arguments; tracebacks only with ``--debug``)."""
 
 from __future__ import annotations
 

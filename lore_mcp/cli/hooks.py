@@ -44,9 +44,8 @@ class HookInput:
     def of(cls, data: dict[str, Any]) -> HookInput:
         roots = data.get("workspace_roots")
         cwd = data.get("cwd") or (roots[0] if isinstance(roots, list) and roots else None)
-        session = data.get("session_id") or data.get("conversation_id") or ""
         return cls(
-            session=str(session),
+            session=str(data.get("session_id") or data.get("conversation_id") or ""),
             cwd=str(cwd) if cwd else None,
             prompt=str(data.get("prompt") or ""),
             transcript=data.get("transcript_path") or None,
@@ -247,14 +246,11 @@ def _connection(settings: Settings, *, warm: bool = False) -> Iterator[Call]:
         yield lambda name, args: anyio.run(lambda: loop.answer(name, **args, who=who))
 
 
-def hook_env_client() -> str:
-    """The client a hook answers for when ``--client`` is not given: Cursor sets CURSOR_VERSION."""
-    return "cursor" if os.environ.get("CURSOR_VERSION") else "claude-code"
-
-
 def run_loop_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "hook":
-        return run_hook(args.event, args.client or hook_env_client(), settings, sys.stdin, sys.stdout)
+        # Without ``--client``, the client the hook runs in: Cursor sets CURSOR_VERSION.
+        client = args.client or ("cursor" if os.environ.get("CURSOR_VERSION") else "claude-code")
+        return run_hook(args.event, client, settings, sys.stdin, sys.stdout)
     from lore_mcp.cli.common import say
     from lore_mcp.cli.hooks_install import install, settings_file, uninstall
 

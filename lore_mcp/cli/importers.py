@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import ValidationError
+from ulid import ULID
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
@@ -23,7 +24,6 @@ from stores import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 SOURCES = ("server-memory", "mcp-memory-service")
 PROBLEM_CHARS = 200
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _HEX = re.compile(r"\A[0-9a-fA-F]{1,128}\Z")  # \Z, not $: "$" lets a final newline by
 
 
@@ -56,7 +56,7 @@ def stable_id(source: str, *identity: str, millis: int = 0) -> str:
     """A ULID-shaped id: ``millis`` as its time, a hash of source and identity as the rest."""
     digest = hashlib.sha256("\0".join((source, *identity)).encode("utf-8")).digest()
     value = (max(0, min(millis, (1 << 48) - 1)) << 80) | int.from_bytes(digest[:10], "big")
-    return "".join(_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5))
+    return str(ULID.from_int(value))
 
 
 class _Converter:
@@ -99,9 +99,6 @@ def _cut(text: str, limit: int) -> str:
 
 def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
-
-
-# -- @modelcontextprotocol/server-memory ----------------------------------------------
 
 
 def _server_memory(text: str) -> Conversion:
@@ -162,9 +159,6 @@ def _add_observations(
                     "meta": {"imported_from": out.source},
                 },
             )
-
-
-# -- mcp-memory-service (doobidoo) ------------------------------------------------------
 
 
 def _mcp_memory_service(text: str) -> Conversion:

@@ -293,8 +293,7 @@ class _OneLineFormatter(logging.Formatter):
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a failure is one ``lore-memory: CODE: sentence`` stderr line."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     handler = logging.StreamHandler(sys.stderr)
     form = "%(levelname)s %(name)s: %(message)s"
     handler.setFormatter(logging.Formatter(form) if args.debug else _OneLineFormatter(form))

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import sys
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from lore_mcp.cli.common import open_or_report, report_failure
+from lore_mcp.cli.common import open_or_report, report_failure, say
 from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
@@ -114,20 +113,17 @@ def serve_remote(settings: Settings, *, log_level: LogLevel) -> int:
     from lore_mcp.app import remote_server
 
     if not settings.api_url or not settings.api_key:
-        print("lore-memory: LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", file=sys.stderr)
-        return 2
-    project = settings.project if "project" in settings.model_fields_set else None
+        return say("LORE_STORE=remote needs LORE_API_URL and LORE_API_KEY.", 2)
     try:
         server = remote_server(
             settings.api_url,
             settings.api_key,
-            default_project=project,
+            default_project=settings.project if "project" in settings.model_fields_set else None,
             tools=settings.tool_groups,
             log_level=log_level,
         )
     except ValueError as exc:
-        print(f"lore-memory: {exc}", file=sys.stderr)
-        return 2
+        return say(str(exc), 2)
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(server.run_stdio_async)
     return 0
@@ -164,9 +160,7 @@ def _is_base_url(url: str) -> bool:
     return (
         parts.scheme in ("http", "https")
         and bool(parts.hostname)
-        and not parts.path.strip("/")
-        and not parts.query
-        and not parts.fragment
+        and not (parts.path.strip("/") or parts.query or parts.fragment)
     )
 
 
@@ -176,11 +170,8 @@ def _say_serving(settings: Settings, base: str, issuer: str | None) -> None:
     from lore_mcp.transport.oauth.routes import oauth_possible
 
     if issuer is None:
-        print(
-            f"lore-memory: WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.",
-            file=sys.stderr,
-        )
-    print(f"lore-memory: serving MCP at {base}{MCP_PATH}", file=sys.stderr)
+        say(f"WARNING: serving WITHOUT authentication (--dev-no-auth) as org {settings.org!r}.")
+    say(f"serving MCP at {base}{MCP_PATH}")
     if issuer is None:
         return
     if oauth_possible(issuer):
@@ -190,7 +181,7 @@ def _say_serving(settings: Settings, base: str, issuer: str | None) -> None:
             f"OAuth is off: {issuer} is neither HTTPS nor loopback; pass --public-url https://your-host "
             "(behind a TLS proxy) to offer it. API keys work."
         )
-    print(f"lore-memory: {note}", file=sys.stderr)
+    say(note)
 
 
 def serve_http(
@@ -205,8 +196,7 @@ def serve_http(
     """The team server (``lore_mcp.transport.http``); ``public_url`` is also its OAuth issuer."""
     refusal = _http_refusal(settings, host=host, no_auth=no_auth, public_url=public_url)
     if refusal is not None:
-        print(f"lore-memory: {refusal}", file=sys.stderr)
-        return 2
+        return say(refusal, 2)
     app = open_or_report(settings, read_only="warn")
     if app is None:
         return 1

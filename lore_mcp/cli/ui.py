@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from lore_mcp.cli.common import open_or_report, say
 from lore_mcp.settings import Settings
+from lore_mcp.tools.registry import TOOL_GROUPS
 
 if TYPE_CHECKING:
     from lore_mcp.app import App
@@ -33,7 +34,9 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
         listening = _listen(port)
     except OSError as exc:
         return say(f"UNAVAILABLE: cannot listen on {HOST}:{port} ({exc.strerror}).", 1)
-    app = open_or_report(settings.model_copy(update={"tools": page_groups()}), read_only="warn")
+    # Every group but keys (root gets those): the page has a view for each, whatever LORE_TOOLS.
+    groups = ",".join(group for group in TOOL_GROUPS if group != "admin")
+    app = open_or_report(settings.model_copy(update={"tools": groups}), read_only="warn")
     if app is None:
         listening.close()
         return 1
@@ -46,13 +49,6 @@ def run_ui(args: argparse.Namespace, settings: Settings) -> int:
             app.keys.revoke_key(key.org, key.id)
             say("stopped; the page's key is revoked.")
     return 0
-
-
-def page_groups() -> str:
-    """Every group but keys (root gets those): the page has a view for each, whatever LORE_TOOLS."""
-    from lore_mcp.tools.registry import TOOL_GROUPS
-
-    return ",".join(group for group in TOOL_GROUPS if group != "admin")
 
 
 def one_time_key(app: App) -> CreatedKey:

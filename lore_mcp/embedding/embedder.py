@@ -1,7 +1,6 @@
 """Text to vectors off the request path: ONNX all-MiniLM-L6-v2 (default: no torch, ~0.3 s load),
 sentence-transformers, or an endpoint. ``Embedder`` loads on a thread (``initialize`` never
-waits), caches queries, and groups requests arriving while busy into one call ("group commit").
-"""
+waits), caches queries, and groups requests arriving while busy into one call ("group commit")."""
 
 from __future__ import annotations
 
@@ -29,8 +28,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger("lore_mcp.embedding.embedder")
 
 QUERY_CACHE_SIZE = 1024
-# How long closing waits for a model still loading (the default loads in about 0.3 s).
-CLOSE_WAIT_S = 60.0
+CLOSE_WAIT_S = 60.0  # how long closing waits for a model still loading (the default loads in about 0.3 s)
 BATCH_SIZE = 64
 # Batches at least this large are bulk work (imports, reembed, benchmarks) and may use every core.
 BULK_TEXTS = 16

@@ -54,12 +54,6 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def host_port(url: str) -> str:
-    """``host:port`` of ``url``, with the scheme's default port when none is written."""
-    parts = urlsplit(public_url(url))
-    return parts.netloc if parts.port else f"{parts.netloc}:{443 if parts.scheme == 'https' else 80}"
-
-
 class EndpointEngine:
     """An ``Engine`` (see ``lore_mcp.embedding.embedder``) that asks an HTTP endpoint for vectors."""
 
@@ -90,7 +84,8 @@ class EndpointEngine:
         self._api_key = api_key or None
         self._expected_dimension = dimension
         self._dimension: int | None = None
-        self._where = host_port(self.url)
+        where = urlsplit(public_url(self.url))  # ``host:port``, the scheme's port when none is written
+        self._where = where.netloc + ("" if where.port else f":{443 if where.scheme == 'https' else 80}")
         self._client: httpx2.Client | None = None
         self._client_lock = threading.Lock()
 

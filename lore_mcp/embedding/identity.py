@@ -1,6 +1,5 @@
 """Server model vs store model: mixing vectors answers plausible nonsense, so calls needing a
-vector are refused ``UNAVAILABLE`` (not ``VALIDATION_ERROR``: no argument helps, a reembed does).
-"""
+vector are refused ``UNAVAILABLE`` (not ``VALIDATION_ERROR``: no argument helps, a reembed does)."""
 
 from __future__ import annotations
 

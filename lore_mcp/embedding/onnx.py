@@ -1,7 +1,6 @@
 """The default model on ONNX Runtime, no torch: shipped as ONNX since no package offers it so under
 a clear licence. Checksums are verified before the first encode, so a damaged install fails loudly,
-not with wrong vectors. Weights: Apache-2.0, see ``lore_mcp/model/NOTICE``.
-"""
+not with wrong vectors. Weights: Apache-2.0, see ``lore_mcp/model/NOTICE``."""
 
 from __future__ import annotations
 

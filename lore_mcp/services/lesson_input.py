@@ -157,8 +157,7 @@ def normalise_tags(tags: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...
 MAX_META_BYTES = 16_384
 MAX_META_DEPTH = 8
 MAX_META_ITEMS = 256
-# JSON nesting for row values and plans: enough for real data, never exhausting the stack.
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = 64  # JSON nesting for row values and plans: enough for real data, never exhausting the stack
 MAX_JSON_INTEGER = 2**63
 
 

@@ -33,10 +33,8 @@ from stores import (
     weight,
 )
 
-# A prompt's lessons are searched among this many of the best; fewer ever clear the bar.
-PROMPT_CANDIDATES = 5
-# Branch-topic lessons first at session start (measured: benchmarks/agent_loop.py dev half).
-TOPIC_LESSONS = 2
+PROMPT_CANDIDATES = 5  # a prompt's lessons are searched among this many of the best; fewer ever clear the bar
+TOPIC_LESSONS = 2  # branch-topic lessons first at session start (measured: benchmarks/agent_loop.py dev half)
 # How far back a session's earlier injections are looked for, and how many entries.
 SESSION_LOOKBACK = timedelta(days=2)
 SESSION_ENTRIES = 100
@@ -123,7 +121,8 @@ class LoopService:
     ) -> Injection:
         """Lessons scoring ``prompt_min_score`` or more not given earlier, in ``prompt_chars``."""
         session = _session(session_id)
-        text = strip_markers(prompt)
+        # The prompt without the person's ``#skip`` and ``#remember`` markers.
+        text = _SPACE.sub(" ", re.sub(r"(?<!\S)#(skip|remember)\b", " ", prompt, flags=re.I)).strip()
         if not self.settings.inject or not text or text.startswith("/"):
             return Injection()
         scope = self.scope(project, who)
@@ -226,11 +225,6 @@ def hook_output(event: str, injection: Injection) -> dict[str, Any]:
     if not injection.text:
         return {}
     return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": injection.text}}
-
-
-def strip_markers(prompt: str) -> str:
-    """The prompt without the person's ``#skip`` and ``#remember`` markers."""
-    return _SPACE.sub(" ", re.sub(r"(?<!\S)#(skip|remember)\b", " ", prompt, flags=re.I)).strip()
 
 
 def _session(session_id: str) -> str:

@@ -3,6 +3,7 @@ start and a ``git`` process costs more than the lookup. Nothing raises."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,14 +46,12 @@ def workdir_of(directory: str | Path | None) -> Workdir:
     """The repository and branch ``directory`` is in (searching up from it)."""
     if not directory:
         return Workdir()
-    try:
+    with contextlib.suppress(OSError, ValueError):
         start = Path(directory).resolve()
         for folder in (start, *start.parents):
             dot_git = folder / ".git"
             if dot_git.exists():
                 return Workdir(repository=folder.name or None, branch=_branch(_git_dir(dot_git)))
-    except (OSError, ValueError):
-        pass
     return Workdir()
 
 

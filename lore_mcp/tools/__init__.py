@@ -1,7 +1,6 @@
 """Lore's tools: each one typed function in the module of its group, listed by ``registry``.
 
-Remote mode lists the same functions but forwards each call by name and arguments.
-"""
+Remote mode lists the same functions but forwards each call by name and arguments."""
 
 from __future__ import annotations
 

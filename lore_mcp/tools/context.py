@@ -5,7 +5,7 @@ Both come through the SDK's ``Context`` (kept out of the input schema): services
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, cast
 
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -58,9 +58,7 @@ class Services:
     transfer: Transfer
     tables: StructuredService
     keys: KeyService | None = None  # the key tools' service; None serves no key tools
-    loop_settings: LoopSettings = field(
-        default_factory=lambda: _loop_defaults()
-    )  # what the loop tools give and ask
+    loop_settings: LoopSettings | None = None  # what the loop tools give and ask; None: the defaults
 
     # Made on each use: these hold no state (the store and its activity log hold it).
     @property
@@ -77,9 +75,9 @@ class Services:
 
     @property
     def loop(self) -> LoopService:
-        from lore_mcp.services.loop import LoopService
+        from lore_mcp.services.loop import LoopService, LoopSettings
 
-        return LoopService(self.lessons, self.loop_settings)
+        return LoopService(self.lessons, self.loop_settings or LoopSettings())
 
     @classmethod
     def over(cls, lessons: LessonService, keys: KeyService | None = None) -> Services:
@@ -88,12 +86,6 @@ class Services:
         from lore_mcp.services.transfer import Transfer
 
         return cls(lessons, Transfer(lessons), StructuredService(lessons), keys)
-
-
-def _loop_defaults() -> LoopSettings:
-    from lore_mcp.services.loop import LoopSettings
-
-    return LoopSettings()
 
 
 class Serving(Protocol):

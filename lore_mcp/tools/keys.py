@@ -37,8 +37,7 @@ async def create_key(
 async def list_keys(ctx: Context) -> KeyList:
     """List your org's API keys, revoked ones included; secrets are never shown (root keys only)."""
     call = call_of(ctx)
-    caller = call.root("list keys")
-    return KeyList(keys=await anyio.to_thread.run_sync(call.keys.list_keys, caller.org))
+    return KeyList(keys=await anyio.to_thread.run_sync(call.keys.list_keys, call.root("list keys").org))
 
 
 async def revoke_key(

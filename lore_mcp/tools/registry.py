@@ -1,6 +1,5 @@
 """Every tool Lore can list, in order, with what the transport must know, so it names no tool.
-``LORE_TOOLS`` picks groups: every listed tool costs an agent context on every turn.
-"""
+``LORE_TOOLS`` picks groups: every listed tool costs an agent context on every turn."""
 
 from __future__ import annotations
 
@@ -97,9 +96,8 @@ class ToolSpec:
 
     @property
     def function(self) -> Callable[..., Any]:
-        found: Callable[..., Any] = getattr(
-            importlib.import_module(f"lore_mcp.tools.{self.module or self.group}"), self.name
-        )
+        module = importlib.import_module(f"lore_mcp.tools.{self.module or self.group}")
+        found: Callable[..., Any] = getattr(module, self.name)
         return found
 
     @property

@@ -87,8 +87,11 @@ class SlidingWindowLimiter:
 
     def record(self, key: str, calls: int = 1) -> None:
         """Count hits whatever the limit (for events that have already happened)."""
-        if key not in self._hits and len(self._hits) >= MAX_TRACKED:
-            self._forget_stale()
+        if key not in self._hits and len(self._hits) >= MAX_TRACKED:  # forget idle keys, or the oldest half
+            cutoff = self.clock() - self.window
+            self._hits = {k: hits for k, hits in self._hits.items() if hits and hits[-1] > cutoff}
+            if len(self._hits) >= MAX_TRACKED:
+                self._hits = dict(list(self._hits.items())[len(self._hits) // 2 :])
         self._hits.setdefault(key, collections.deque()).extend([self.clock()] * calls)
 
     def fill(self, key: str) -> None:
@@ -96,13 +99,6 @@ class SlidingWindowLimiter:
         missing = self.limit - len(self._hits.get(key, ()))
         if missing > 0:
             self.record(key, missing)
-
-    def _forget_stale(self) -> None:
-        """Drop keys with no hit in the window; if that is not enough, the oldest half."""
-        cutoff = self.clock() - self.window
-        self._hits = {key: hits for key, hits in self._hits.items() if hits and hits[-1] > cutoff}
-        if len(self._hits) >= MAX_TRACKED:
-            self._hits = dict(list(self._hits.items())[len(self._hits) // 2 :])
 
 
 async def count_failure(

@@ -321,9 +321,8 @@ class LegacySubscriptions:
         """Send waiting notices in order; a session not reading loses one per ``NOTIFY_TIMEOUT_S``."""
         try:
             while pending:
-                uri = pending.popleft()
                 with anyio.move_on_after(NOTIFY_TIMEOUT_S):
-                    await connection.send_resource_updated(uri)
+                    await connection.send_resource_updated(pending.popleft())
         finally:
             self._busy.discard(connection)
 

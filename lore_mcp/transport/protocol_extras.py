@@ -63,8 +63,7 @@ LISTERS = {spec.completes: spec.name for spec in TOOLS if spec.completes is not 
 def add_protocol_extras(
     server: MCPServer, lowlevel: Server[Any], local: bool, bus: NoticeBus | None = None
 ) -> ScopedListen:
-    """Register the extras (``local``: tools run here, not in remote mode); returns the listen
-    handler for shutdown."""
+    """Add the extras (``local``: tools run here, not remote); returns the listen handler for shutdown."""
     bus = bus or NoticeBus()
     reach = caller_reach(server, local)
     legacy = LegacySubscriptions(bus, reach)

@@ -120,8 +120,7 @@ class RemoteConnection:
                 await ready.wait()
             if failure or self._client is None:
                 self._closed.set()
-                exc = failure[0] if failure else TimeoutError()
-                raise self._explain(exc)
+                raise self._explain(failure[0] if failure else TimeoutError())
             return self._client
 
     async def _hold(self, ready: anyio.Event, failure: list[BaseException], closed: anyio.Event) -> None:

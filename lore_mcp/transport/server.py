@@ -40,6 +40,8 @@ LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 TITLE = "Lore"
 DESCRIPTION = "Memory for AI agents: lessons recalled by meaning, voted on, with versioned structured memory."
 WEBSITE_URL = "https://pypi.org/project/lore-memory-mcp/"
+# Said of a call stopped at its deadline, before its registry entry's advice (what it can do about it).
+DEADLINE = "The request took longer than this server allows and was stopped; it changed nothing. "
 
 
 class LoreServer(MCPServer):
@@ -158,7 +160,7 @@ def _tool_failure(name: str, exc: ToolError, *, late: bool) -> tuple[str, str]:
     anticipated = isinstance(cause, LoreError | StoreError | ValidationError)
     if late and (isinstance(cause, UnavailableError) or not anticipated):
         logger.warning("tool %s stopped at its deadline", name)
-        return UNAVAILABLE, deadline_message(name)
+        return UNAVAILABLE, DEADLINE + (SPECS[name].advice if name in SPECS else BUSY_ADVICE)
     if anticipated:
         return describe(cause)  # type: ignore[arg-type]
     if cause is None and not isinstance(exc, UnexpectedToolError):
@@ -174,12 +176,6 @@ def lean_schema(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     return {k: lean_schema(v) for k, v in schema.items() if not (k == "title" and isinstance(v, str))}
-
-
-def deadline_message(tool: str) -> str:
-    """The deadline sentence with its registry entry's advice: a save behind other work has no filter."""
-    advice = SPECS[tool].advice if tool in SPECS else BUSY_ADVICE
-    return "The request took longer than this server allows and was stopped; it changed nothing. " + advice
 
 
 def load_model_after_first_request(embedder: Embedder) -> Callable[[Any, Any], Awaitable[Any]]:

@@ -164,7 +164,10 @@ def too_long_reply(head: bytes) -> types.JSONRPCError:
 def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
     """The JSON-RPC error for a line the SDK refused, or None when it was not a request."""
     invalid_json = any(e["type"] == "json_invalid" for e in exc.errors())
-    parsed = _lenient_parse(line)
+    try:  # Python's parser accepts what the SDK's refuses, enough to find the id the client awaits
+        parsed: Any = json.loads(line)
+    except (ValueError, RecursionError):
+        parsed = None
     if isinstance(parsed, dict) and "method" not in parsed and ("result" in parsed or "error" in parsed):
         logger.warning("dropped a malformed response from the client")
         return None
@@ -179,14 +182,6 @@ def error_reply(line: bytes, exc: ValidationError) -> types.JSONRPCError | None:
 
 def _error(request_id: int | str | None, code: int, message: str) -> types.JSONRPCError:
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message))
-
-
-def _lenient_parse(line: bytes) -> Any:
-    # Python's parser accepts what the SDK's refuses, enough to find the id the client awaits.
-    try:
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _recover_id(line: bytes, parsed: Any) -> int | str | None:

@@ -169,8 +169,7 @@ def convert(value: Any, to_type: str, column: str) -> Any:
     except IntegerRangeError:
         raise
     except (ValueError, OverflowError, InvalidInputError):
-        pass
-    raise InvalidInputError(f"column {column!r}: {show_value(value)} cannot become {to_type}.")
+        raise InvalidInputError(f"column {column!r}: {show_value(value)} cannot become {to_type}.") from None
 
 
 def _to_integer(value: Any, column: str) -> Any:

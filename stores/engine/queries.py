@@ -62,8 +62,7 @@ def select_rows(
     for row in page:
         for col in table.columns:
             row.setdefault(col.name, None)
-    more = len(rows) > limit
-    next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if more else None
+    next_cursor = _encode_cursor([page[-1].get(c) for c, _ in keys]) if len(rows) > limit else None
     return {"rows": page, "next_cursor": next_cursor}
 
 

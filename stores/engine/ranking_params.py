@@ -27,8 +27,7 @@ class RankingParams:
     names: bool = True  # capitalised words inside a sentence are names, and weigh as entities
     # Extra weight of entities: terms with a digit, identifiers, paths, names (1.0: none).
     entity_weight: float = 3.0
-    # Vector similarity is measured from the scope's anchor (``anchor``), not the origin.
-    centring: bool = True
+    centring: bool = True  # vector similarity is measured from the scope's anchor (anchor), not the origin
     vector_weight: float = 0.75
     lexical_weight: float = 0.25
     min_candidates: int = 50  # each signal contributes at least this many candidates

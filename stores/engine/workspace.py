@@ -201,8 +201,7 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
     next_id = table.next_id
     for position, raw in enumerate(rows):
         deadline.check()
-        values = _row_values(table, raw, f"row {position}", fill=True)
-        ws.set_row(name, next_id, values)
+        ws.set_row(name, next_id, _row_values(table, raw, f"row {position}", fill=True))
         next_id += 1
     ws.defs[name] = replace(table, next_id=next_id)
     ws.renumbered.add(name)

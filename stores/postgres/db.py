@@ -29,8 +29,7 @@ logger = logging.getLogger("stores.postgres")
 
 RLS_ROLE = "lore_rls"
 
-# The connection record's ``info`` key holding the role each transaction takes (or None).
-ROLE_INFO = "lore.role"
+ROLE_INFO = "lore.role"  # the connection record's info key holding the role each transaction takes, or None
 # psycopg prepares a statement its connection ran five times; through the pooler, never (PgBouncer
 # 1.18 does not track prepared statements, so the next transaction's server connection lacks them).
 CONNECT_ARGS: dict[str, Any] = {"prepare_threshold": None}
@@ -216,8 +215,7 @@ SUSPECT_AFTER_S = 2.0  # a round trip this old makes the watcher ask whether the
 PROBE_TIMEOUT_S = 2
 PROBE_INTERVAL_S = 2.0  # a probe's verdict stands this long before the watcher probes again
 TICK_S = 0.25
-# The watcher thread ends after this long with nothing to watch, and starts again on demand.
-IDLE_EXIT_S = 10.0
+IDLE_EXIT_S = 10.0  # the watcher ends after this long with nothing to watch, and starts again on demand
 
 
 class HangWatch:

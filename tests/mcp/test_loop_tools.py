@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from lore_mcp.app import build_server, serve
+from lore_mcp.app import build_server
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.loop import LoopSettings
@@ -40,7 +40,7 @@ GRADLE = {
 
 def loop_server(service: LessonService, **settings: Any) -> LoreServer:
     services = Services.over(service)
-    return serve(
+    return build_server(
         Services(services.lessons, services.transfer, services.tables, None, LoopSettings(**settings)),
         tools=GROUPS,
     )

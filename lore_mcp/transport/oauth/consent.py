@@ -61,8 +61,7 @@ class ConsentPage:
     async def handle(self, request: Request) -> Response:
         fields = dict(request.query_params)
         if request.method == "POST":
-            form = await request.form()
-            fields = {name: value for name, value in form.items() if isinstance(value, str)}
+            fields = {name: value for name, value in (await request.form()).items() if isinstance(value, str)}
             if not self._same_site(request, fields.get("csrf", "")):
                 return _problem(
                     "This form expired or was sent from another site; reload the page and try again.", 403

@@ -115,11 +115,10 @@ class LoreOAuthProvider:
     ) -> None:
         """Store a client; ``ClientsCrowded`` when ``address`` has too many unused (stale ones go first)."""
         check_redirect_uris([str(uri) for uri in client_info.redirect_uris or []])
-        metadata = client_info.model_dump(mode="json", exclude_none=True)
         wait = await self._store(
             self.keys.oauth.register_client,
             client_info.client_id,
-            metadata,
+            client_info.model_dump(mode="json", exclude_none=True),
             address,
             datetime.now(UTC),
             UNUSED_CLIENTS_PER_ADDRESS,
