@@ -3,8 +3,7 @@
 Beyond a bare POST: a probe at load (a wrong URL, key or model shows at start, and the dimension is
 known before any vector is stored); batches (servers cap inputs); rows put in ``index`` order and
 normalised (neither is promised); one time budget per request, retrying no connection, 429 and 5xx,
-other 4xx reported at once as config mistakes, never showing the key. Texts arrive redacted.
-"""
+other 4xx reported at once as config mistakes, never showing the key. Texts arrive redacted."""
 
 from __future__ import annotations
 

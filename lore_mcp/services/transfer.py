@@ -5,8 +5,7 @@ first ``model`` line, each lesson then carrying its ``vector`` (base64 little-en
 store of that model keeps those vectors (a large store loads in minutes, not hours) unless
 redaction changed the text. Ids are kept, so a second import adds nothing; lessons are checked,
 redacted and saved as ``save_lesson`` does (``make_draft``, ``store_drafts``: same near-duplicate
-rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed.
-"""
+rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed."""
 
 from __future__ import annotations
 

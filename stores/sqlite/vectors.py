@@ -111,9 +111,7 @@ class LocalVectors:
     def similarities(self, conn: Connection, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
         """The query's cosine similarity to the stored vectors of ``keys`` (those without one left out)."""
         found, matrix = self.vectors(conn, keys)
-        if not found:
-            return {}
-        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True))
+        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True)) if found else {}
 
     @staticmethod
     def vectors(conn: Connection, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
