@@ -192,8 +192,7 @@ class SqlStore:
 
     @contextlib.contextmanager
     def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history in one transaction: a write one takes the write lock
-        (and restores lessons), a read one sees a snapshot."""
+        """Tables and history in one transaction: a write locks (and restores lessons), a read snapshots."""
         with self._writing(scope) if write else self._reading(scope, lagging=True) as tx:
             yield tx.project(restoring=write)
 

@@ -304,8 +304,7 @@ class PostgresLessonRows:
         return {"embedding": vector} if vector is not None else {}
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """COPY into the connection's temporary table, then ``INSERT ... SELECT``: Postgres refuses
-        a COPY into ``lessons``, which would skip its RLS."""
+        """COPY into a temporary table, then ``INSERT ... SELECT``: RLS on ``lessons`` refuses a COPY."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
         typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
