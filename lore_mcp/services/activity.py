@@ -146,8 +146,8 @@ class ActivityService:
             asked,
             # Key changes are the org's business: root keys (and the local user) see them.
             hidden_kinds=ROOT_ONLY_KINDS if who.caller is not None and not who.caller.root else (),
-            since=_utc(asked.since),
-            until=_utc(asked.until),
+            since=in_utc(asked.since),
+            until=in_utc(asked.until),
             lesson_id=check_id(asked.lesson_id) if asked.lesson_id is not None else None,
         )
         page = await anyio.to_thread.run_sync(self.store.activity, scope, query)
@@ -181,7 +181,7 @@ class ActivityService:
         return LessonRecalls(recalls=found.count, last_recalled_at=found.last_at)
 
 
-def _utc(when: datetime | None) -> datetime | None:
+def in_utc(when: datetime | None) -> datetime | None:
     """A time bound in UTC; one without a zone is taken as UTC."""
     if when is None:
         return None

@@ -1,5 +1,4 @@
-"""Structured memory and history: each call one transaction (one snapshot; a write lands whole
-with its commit or not at all)."""
+"""Structured memory and history, a transaction a call: one snapshot; a write lands whole with its commit."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import anyio.lowlevel
@@ -25,6 +25,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.errors import InvalidArgument, validation_message
+from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import LessonService
 from lore_mcp.services.models import LessonOut
@@ -81,12 +82,8 @@ class LessonIn(BaseModel):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         """Times are stored in UTC; one whose UTC is outside years 1-9999 cannot be."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
         try:
-            return value.astimezone(UTC)
+            return in_utc(value)
         except OverflowError:
             raise ValueError("is outside years 1-9999 once converted to UTC") from None
 

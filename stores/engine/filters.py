@@ -1,5 +1,4 @@
-"""Row filters, matched in Python with SQL's semantics (null compares false, ``like`` ignores
-case), so both backends agree."""
+"""Row filters in Python with SQL's semantics (null compares false, ``like`` ignores case): backends agree."""
 
 from __future__ import annotations
 
