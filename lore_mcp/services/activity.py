@@ -4,7 +4,7 @@ the models they return, so clients get an output schema."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.structured import in_transaction
 from stores import (
@@ -24,7 +24,6 @@ from stores import (
     ActivityQuery,
     Scope,
     StaleLesson,
-    Store,
 )
 
 # The stores' kinds, declared once there (a string for mypy, which takes no computed Literal).
@@ -111,15 +110,8 @@ class LessonRecalls(BaseModel):
     last_recalled_at: datetime | None
 
 
-@dataclass(frozen=True)
-class ActivityService:
+class ActivityService(OnLessons):
     """``recent_activity``, ``lore://activity`` and a lesson's recall count."""
-
-    lessons: LessonService
-
-    @property
-    def store(self) -> Store:
-        return self.lessons.store
 
     async def recent(
         self,

@@ -284,3 +284,14 @@ class LessonService:
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(fn, *args)
+
+
+@dataclasses.dataclass(frozen=True)
+class OnLessons:
+    """A service over the lesson service, reading its store: activity, structured memory, transfer."""
+
+    lessons: LessonService
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store

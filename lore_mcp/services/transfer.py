@@ -27,7 +27,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
@@ -40,7 +40,6 @@ from stores import (
     LessonDraft,
     SaveResult,
     Scope,
-    Store,
     structured,
 )
 from stores import Lesson as StoredLesson
@@ -120,15 +119,8 @@ class FileReport:
             setattr(self, name, getattr(self, name) + n)
 
 
-@dataclass(frozen=True)
-class Transfer:
+class Transfer(OnLessons):
     """Export and import on one store, for the CLI and the MCP tools alike."""
-
-    lessons: LessonService
-
-    @property
-    def store(self) -> Store:
-        return self.lessons.store
 
     # -- export --------------------------------------------------------------------
 
