@@ -53,8 +53,7 @@ def check_project(project: str) -> str:
 
 
 def check_not_secret(what: str, name: str) -> None:
-    """Refuse, not redact, a name holding a secret: a redacted name would silently be another
-    project. The refusal names the kind of secret, never the name."""
+    """Refuse, not redact, a secret in a name (redacted, it names another project); say its kind, not it."""
     kinds = secret_kinds(name)
     if kinds:
         raise InvalidArgument(

@@ -1,5 +1,4 @@
-"""Lesson operations: validate (bad input changes nothing), redact, embed only redacted text,
-store on worker threads (store calls block)."""
+"""Lesson operations: validate (bad input changes nothing), redact, embed that, store on threads (blocks)."""
 
 from __future__ import annotations
 

@@ -116,8 +116,7 @@ class LessonBackend(Protocol):
 
 
 class SqlStore:
-    """``stores.Store``: lessons, tables, history and keys of one file or database, over its
-    backend's leaf, which it receives and never hands itself to."""
+    """``stores.Store`` over its backend's leaf (one file or database), which it never hands itself to."""
 
     def __init__(self, backend: LessonBackend) -> None:
         self._backend = backend
