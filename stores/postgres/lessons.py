@@ -166,10 +166,9 @@ class PostgresLessons:
             return PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": list(words.keys)})
 
     def _share(self, scope: Scope) -> float:
-        """The project's share of rows, counted at most once a minute. HNSW filters after its
-        search, finding about ``ef_search`` times the share, so recall sizes ``ef_search`` by it;
-        only when even 1,000 is too few (a project under a few percent) does the exact scan,
-        cheap for such a project, take over."""
+        """The project's share of rows, counted at most once a minute. HNSW filters after its search, finding
+        about ``ef_search`` times the share, so recall sizes ``ef_search`` by it; only when even 1,000 is too
+        few (a project under a few percent) does the exact scan, cheap for such a project, take over."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._shares.get(key)
         if known is not None and now - known[1] < 60:

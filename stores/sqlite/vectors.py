@@ -1,7 +1,6 @@
 """The local file's vectors: float32 BLOBs in ``lesson_embeddings``, searched by an in-memory int8
-``VectorIndex`` (its candidates rescored from the BLOBs) that refreshes rows newer than its
-revision (writes bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes
-show on the next read."""
+``VectorIndex`` (its candidates rescored from the BLOBs) that refreshes rows newer than its revision (writes
+bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes show on the next read."""
 
 from __future__ import annotations
 
