@@ -221,10 +221,8 @@ class App(contextlib.AbstractContextManager["App"]):
         """The lesson tools' logic, on the settings' org and default project."""
         from lore_mcp.services.lessons import LessonService
 
-        settings = self.settings
-        return LessonService(
-            self.store, self.embedder, default_project=default_project(settings), org=settings.org
-        )
+        project = default_project(self.settings)
+        return LessonService(self.store, self.embedder, default_project=project, org=self.settings.org)
 
     @cached_property
     def keys(self) -> KeyService:

@@ -49,8 +49,7 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, f"{host}:{parts.port}" if parts.port else host, parts.path, "", ""))
 
 
 class EndpointEngine:

@@ -168,8 +168,7 @@ class ActivityService(OnLessons):
         """How often and when last the kept log's recalls returned the lesson."""
         scope = self.lessons.scope(project, who.caller)
         lesson_id = check_id(lesson_id)
-        stats = await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id])
-        found = stats[lesson_id]
+        found = (await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id]))[lesson_id]
         return LessonRecalls(recalls=found.count, last_recalled_at=found.last_at)
 
 

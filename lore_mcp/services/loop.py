@@ -110,8 +110,7 @@ class LoopService(OnLessons):
             chosen += [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
         page = await anyio.to_thread.run_sync(self.store.list, scope, (), MAX_LIST_LIMIT, None)
         chosen += [(lesson, 0.0) for lesson in self._best(page.lessons)]
-        header = _header(scope.project, where)
-        injection = _pack(header, _unique(chosen), self.settings.session_chars)
+        injection = _pack(_header(scope.project, where), _unique(chosen), self.settings.session_chars)
         await self._record(scope, injection, chosen, session, "session start", who)
         return injection
 

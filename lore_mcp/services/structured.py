@@ -66,8 +66,7 @@ class StructuredService(OnLessons):
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
         snap = await self._read(project, who, lambda tx: structured.snapshot(tx, raw))
         # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
-        result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
-        return {**result, "redacted": kinds}
+        return {**(await anyio.to_thread.run_sync(structured.dry_run, snap, raw)), "redacted": kinds}
 
     async def apply(
         self,

@@ -105,8 +105,7 @@ class ToolSpec:
 
     def changes(self, arguments: Mapping[str, Any], result: Mapping[str, Any]) -> frozenset[str] | None:
         """URIs a successful call may have changed; None: any."""
-        changed = self.changed or (NOTHING if self.hints.read_only_hint else ANYTHING)
-        return changed.of(arguments, result)
+        return (self.changed or (NOTHING if self.hints.read_only_hint else ANYTHING)).of(arguments, result)
 
 
 # In the order tools/list answers them.

@@ -106,8 +106,7 @@ def like(value: str, pattern: str) -> bool:
 
 
 class _LikeMatcher:
-    """A like pattern cut at ``%`` into fixed-length pieces, matched leftmost first in one pass,
-    unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
+    """A like pattern's ``%``-cut pieces, matched leftmost first in one pass (a ``.*`` regex: exponential)."""
 
     def __init__(self, pattern: str) -> None:
         pieces = pattern.split("%")

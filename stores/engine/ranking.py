@@ -94,8 +94,7 @@ def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndar
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
-    dots = m @ q
-    return [float(d / n) if n > 0 else None for d, n in zip(dots, norms, strict=True)]
+    return [float(d / n) if n > 0 else None for d, n in zip(m @ q, norms, strict=True)]
 
 
 def relevance(similarity: float | None, lexical: float, params: RankingParams = DEFAULT) -> float:
