@@ -50,8 +50,7 @@ def open_store(settings: Settings) -> Store:
 
 
 def check_store(settings: Settings) -> None:
-    """``SystemExit`` with the reason when the settings name no store this process can open,
-    known before opening anything."""
+    """``SystemExit`` saying why, before opening anything, if no store named can open here."""
     if settings.store == "postgres" and not settings.database_url:
         raise SystemExit("lore-memory: LORE_STORE=postgres needs LORE_DATABASE_URL (or --database-url).")
     if settings.store != "postgres" and (settings.database_read_url or settings.database_direct_url):
@@ -74,8 +73,7 @@ def build_server(
     heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
-    """``local_server`` over an existing ``lessons`` service (``keys``: the key tools) or ready
-    ``Services``, for tests."""
+    """``local_server`` over a made ``lessons`` service (``keys``: key tools) or ``Services``, for tests."""
     from lore_mcp.tools.context import Services
     from lore_mcp.transport.notices import NoticeBus
 
@@ -103,8 +101,7 @@ def local_server(
 
     Key tools need ``keys`` (a key service): with API keys they serve root keys whatever ``tools``
     says; without (stdio) only with ``admin``, on ``org`` as trusted local caller. Change notices
-    go through ``bus``: over the store's feed where it has one (Postgres: every process hears).
-    """
+    go through ``bus``: over the store's feed where it has one (Postgres: every process hears)."""
     from lore_mcp.auth import Caller
     from lore_mcp.tools.registry import DEFAULT_TOOL_GROUPS
     from lore_mcp.transport.server import lore_server
@@ -224,10 +221,8 @@ class App(contextlib.AbstractContextManager["App"]):
         """The lesson tools' logic, on the settings' org and default project."""
         from lore_mcp.services.lessons import LessonService
 
-        settings = self.settings
-        return LessonService(
-            self.store, self.embedder, default_project=default_project(settings), org=settings.org
-        )
+        project = default_project(self.settings)
+        return LessonService(self.store, self.embedder, default_project=project, org=self.settings.org)
 
     @cached_property
     def keys(self) -> KeyService:

@@ -183,8 +183,7 @@ def _disjoint(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
 def redact_many(texts: Iterable[str | None]) -> tuple[list[str | None], tuple[str, ...]]:
     """Redact several fields at once; None stays None; kinds is the sorted union."""
     found: set[str] = set()
-    out = [None if text is None else _scrub(text, found) for text in texts]
-    return out, tuple(sorted(found))
+    return [None if text is None else _scrub(text, found) for text in texts], tuple(sorted(found))
 
 
 def redact_json(value: Any) -> tuple[Any, tuple[str, ...]]:

@@ -1,5 +1,4 @@
-"""Errors a store raises: the server maps each class to one stable wire code (``lore_mcp.errors``);
-each message is a sentence a person can act on."""
+"""Store errors: each class one stable wire code (``lore_mcp.errors``), each message a sentence to act on."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""Lesson ids: ULIDs that sort in creation order, even within a millisecond (plain ULIDs are random
-there), as listing pages newest first by id."""
+"""Lesson ids: ULIDs ordered even within a millisecond (plain ones are random there), as pages list by id."""
 
 from __future__ import annotations
 

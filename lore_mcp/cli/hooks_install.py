@@ -26,8 +26,7 @@ def settings_file(client: str, *, project: bool, home: Path | None = None, cwd: 
     """The file ``client`` reads its hooks from, for the user or (``project``) this project."""
     folder = ".claude" if client == "claude-code" else ".cursor"
     name = "settings.json" if client == "claude-code" else "hooks.json"
-    base = (cwd or Path.cwd()) if project else (home or Path.home())
-    return base / folder / name
+    return ((cwd or Path.cwd()) if project else (home or Path.home())) / folder / name
 
 
 def hook_command(event: str, client: str, program: str | None = None) -> str:

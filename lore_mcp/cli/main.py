@@ -254,12 +254,8 @@ def settings_from(args: argparse.Namespace) -> Settings:
     """Environment first, then any flags given on the command line."""
     from lore_mcp.settings import Settings
 
-    overrides = {
-        field: getattr(args, field)
-        for _, field, _ in _SETTING_FLAGS
-        if getattr(args, field, None) is not None
-    }
-    return Settings(**overrides)
+    given = {field: getattr(args, field, None) for _, field, _ in _SETTING_FLAGS}
+    return Settings(**{field: value for field, value in given.items() if value is not None})
 
 
 def configuration_problem(exc: Exception) -> str:

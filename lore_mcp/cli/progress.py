@@ -1,5 +1,4 @@
-"""Progress of ``import`` and ``reembed`` on stderr: tqdm on a terminal, else a line per batch
-(a log cannot hold a redrawn counter)."""
+"""``import``/``reembed`` progress on stderr: tqdm on a terminal, else a line a batch (a log can't redraw)."""
 
 from __future__ import annotations
 

@@ -207,9 +207,7 @@ class Embedder:
 
     def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         """Embed lesson texts in batches (blocking)."""
-        if not texts:
-            return []
-        return list(self._encode(list(texts)))
+        return list(self._encode(list(texts))) if texts else []
 
     def encode_query(self, text: str) -> np.ndarray:
         """Embed a query (blocking), from the cache when it was seen recently."""
@@ -269,6 +267,5 @@ class Embedder:
 
 
 def inference_threads() -> int:
-    """Half the cores: torch's all-cores OpenMP spins against other processes (on 2 cores a query
-    took 0.4 s instead of 20 ms)."""
+    """Half the cores: torch's all-cores OpenMP spins against others (2 cores: a query 0.4 s, not 20 ms)."""
     return max(1, (os.cpu_count() or 2) // 2)

@@ -3,8 +3,7 @@
 Beyond a bare POST: a probe at load (a wrong URL, key or model shows at start, and the dimension is
 known before any vector is stored); batches (servers cap inputs); rows put in ``index`` order and
 normalised (neither is promised); one time budget per request, retrying no connection, 429 and 5xx,
-other 4xx reported at once as config mistakes, never showing the key. Texts arrive redacted.
-"""
+other 4xx reported at once as config mistakes, never showing the key. Texts arrive redacted."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, f"{host}:{parts.port}" if parts.port else host, parts.path, "", ""))
 
 
 class EndpointEngine:

@@ -4,7 +4,7 @@ the models they return, so clients get an output schema."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.structured import in_transaction
 from stores import (
@@ -24,7 +24,6 @@ from stores import (
     ActivityQuery,
     Scope,
     StaleLesson,
-    Store,
 )
 
 # The stores' kinds, declared once there (a string for mypy, which takes no computed Literal).
@@ -111,15 +110,8 @@ class LessonRecalls(BaseModel):
     last_recalled_at: datetime | None
 
 
-@dataclass(frozen=True)
-class ActivityService:
+class ActivityService(OnLessons):
     """``recent_activity``, ``lore://activity`` and a lesson's recall count."""
-
-    lessons: LessonService
-
-    @property
-    def store(self) -> Store:
-        return self.lessons.store
 
     async def recent(
         self,
@@ -146,8 +138,8 @@ class ActivityService:
             asked,
             # Key changes are the org's business: root keys (and the local user) see them.
             hidden_kinds=ROOT_ONLY_KINDS if who.caller is not None and not who.caller.root else (),
-            since=_utc(asked.since),
-            until=_utc(asked.until),
+            since=in_utc(asked.since),
+            until=in_utc(asked.until),
             lesson_id=check_id(asked.lesson_id) if asked.lesson_id is not None else None,
         )
         page = await anyio.to_thread.run_sync(self.store.activity, scope, query)
@@ -176,12 +168,11 @@ class ActivityService:
         """How often and when last the kept log's recalls returned the lesson."""
         scope = self.lessons.scope(project, who.caller)
         lesson_id = check_id(lesson_id)
-        stats = await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id])
-        found = stats[lesson_id]
+        found = (await anyio.to_thread.run_sync(self.store.recall_stats, scope, [lesson_id]))[lesson_id]
         return LessonRecalls(recalls=found.count, last_recalled_at=found.last_at)
 
 
-def _utc(when: datetime | None) -> datetime | None:
+def in_utc(when: datetime | None) -> datetime | None:
     """A time bound in UTC; one without a zone is taken as UTC."""
     if when is None:
         return None

@@ -3,7 +3,6 @@ every curator), and merges, one ``merge`` commit keeping both lessons' votes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 import anyio.to_thread
@@ -11,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import check_id, make_patch
-from lore_mcp.services.lessons import LessonService, embedding_text
+from lore_mcp.services.lessons import OnLessons, embedding_text
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
 from stores import Lesson, LessonPatch, restates
@@ -66,11 +65,8 @@ def combine(keep: Lesson, other: Lesson) -> tuple[dict[str, str | None], dict[st
     return fields, how
 
 
-@dataclass(frozen=True)
-class CurationService:
+class CurationService(OnLessons):
     """``find_duplicates``, ``keep_both`` and ``merge_lessons`` over the lessons' store."""
-
-    lessons: LessonService
 
     async def duplicates(
         self,
@@ -88,12 +84,11 @@ class CurationService:
             raise InvalidArgument(f"limit must be between 1 and {MAX_PAIRS_PAGE}.")
         if cursor is not None and not (cursor.isascii() and cursor.isdigit() and len(cursor) < 10):
             raise InvalidArgument("cursor must be the next_cursor of a previous page.")
-        store = self.lessons.store
-        pairs = await anyio.to_thread.run_sync(store.duplicate_pairs, scope, threshold)
+        pairs = await anyio.to_thread.run_sync(self.store.duplicate_pairs, scope, threshold)
         start = int(cursor or 0)
         page = pairs[start : start + limit]
         found = await anyio.to_thread.run_sync(
-            lambda: {i: store.get(scope, i) for pair in page for i in pair[:2]}
+            lambda: {i: self.store.get(scope, i) for pair in page for i in pair[:2]}
         )
         return DuplicatesResult(
             project=scope.project,
@@ -113,7 +108,7 @@ class CurationService:
         a, b = check_id(a), check_id(b)
         if a == b:
             raise InvalidArgument("keep_both takes two different lessons.")
-        await anyio.to_thread.run_sync(self.lessons.store.keep_pair, scope, a, b)
+        await anyio.to_thread.run_sync(self.store.keep_pair, scope, a, b)
         return {"kept": sorted((a, b))}
 
     async def merge(
@@ -128,13 +123,12 @@ class CurationService:
     ) -> MergeResult:
         """``merge_lessons``; ``given`` are the texts (problem, resolution, context) to use instead."""
         scope, recorded = self.lessons.scope(project, who.caller), who.note("merge")
-        store = self.lessons.store
-        async with failures_recorded(store, scope, recorded):
+        async with failures_recorded(self.store, scope, recorded):
             keep, other = check_id(keep), check_id(other)
             if keep == other:
                 raise InvalidArgument("merge_lessons takes two different lessons.")
-            kept = await anyio.to_thread.run_sync(store.get, scope, keep)
-            gone = await anyio.to_thread.run_sync(store.get, scope, other)
+            kept = await anyio.to_thread.run_sync(self.store.get, scope, keep)
+            gone = await anyio.to_thread.run_sync(self.store.get, scope, other)
             patch, preview, how, kinds = merged(kept, gone, given)
             shown = MergeResult(
                 lesson=preview, merged_from=other, combined=how, dry_run=dry_run, redacted=kinds
@@ -148,7 +142,7 @@ class CurationService:
                     [embedding_text(preview.problem, preview.resolution)]
                 )
             lesson = await anyio.to_thread.run_sync(
-                lambda: store.merge_lessons(scope, keep, other, patch, vector, activity=recorded)
+                lambda: self.store.merge_lessons(scope, keep, other, patch, vector, activity=recorded)
             )
         return shown.model_copy(update={"lesson": LessonOut.of(lesson)})
 

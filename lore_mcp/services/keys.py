@@ -1,5 +1,4 @@
-"""Orgs and API keys for the CLI and the root-only tools: one set of rules; the store only
-ever receives a key's digest."""
+"""Orgs and API keys for the CLI and root-only tools, one set of rules; the store only sees a key's digest."""
 
 from __future__ import annotations
 

@@ -37,8 +37,7 @@ def checked_texts(*, patch: bool = False, **texts: str | None) -> tuple[dict[str
         required = name in ("problem", "resolution") and not (patch and texts[name] is None)
         check_text(name, texts[name], limit, required=required)
     redacted, kinds = redact_many(texts.values())
-    fitted = {n: fit(t, TEXT_LIMITS[n]) if t else None for n, t in zip(texts, redacted, strict=True)}
-    return fitted, kinds
+    return {n: fit(t, TEXT_LIMITS[n]) if t else None for n, t in zip(texts, redacted, strict=True)}, kinds
 
 
 def check_project(project: str) -> str:
@@ -53,8 +52,7 @@ def check_project(project: str) -> str:
 
 
 def check_not_secret(what: str, name: str) -> None:
-    """Refuse, not redact, a name holding a secret: a redacted name would silently be another
-    project. The refusal names the kind of secret, never the name."""
+    """Refuse, not redact, a secret in a name (redacted, it names another project); say its kind, not it."""
     kinds = secret_kinds(name)
     if kinds:
         raise InvalidArgument(

@@ -1,5 +1,4 @@
-"""Lesson operations: validate (bad input changes nothing), redact, embed only redacted text,
-store on worker threads (store calls block)."""
+"""Lesson operations: validate (bad input changes nothing), redact, embed that, store on threads (blocks)."""
 
 from __future__ import annotations
 
@@ -284,3 +283,14 @@ class LessonService:
 
 async def _run(fn: Callable[..., T], *args: Any) -> T:
     return await anyio.to_thread.run_sync(fn, *args)
+
+
+@dataclasses.dataclass(frozen=True)
+class OnLessons:
+    """A service over the lesson service, reading its store: activity, structured memory, transfer."""
+
+    lessons: LessonService
+
+    @property
+    def store(self) -> Store:
+        return self.lessons.store

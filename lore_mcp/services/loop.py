@@ -19,7 +19,7 @@ import anyio.to_thread
 from lore_mcp.auth import Forbidden
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import redact
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.workdir import Workdir
 from stores import (
@@ -80,10 +80,9 @@ class AskDecision:
 
 
 @dataclass(frozen=True)
-class LoopService:
+class LoopService(OnLessons):
     """Session context, prompt context and asks to save, over ``LessonService``."""
 
-    lessons: LessonService
     settings: LoopSettings = field(default_factory=LoopSettings)
 
     def scope(self, project: str | None, who: Who) -> Scope:
@@ -109,10 +108,9 @@ class LoopService:
             # Own project: every lesson is about the repo; a shared one's must clearly match.
             _, hits = await self.lessons.search(scope, where.name_words, limit=TOPIC_LESSONS)
             chosen += [(h.lesson, h.score) for h in hits if h.score >= self.settings.prompt_min_score]
-        page = await anyio.to_thread.run_sync(self.lessons.store.list, scope, (), MAX_LIST_LIMIT, None)
+        page = await anyio.to_thread.run_sync(self.store.list, scope, (), MAX_LIST_LIMIT, None)
         chosen += [(lesson, 0.0) for lesson in self._best(page.lessons)]
-        header = _header(scope.project, where)
-        injection = _pack(header, _unique(chosen), self.settings.session_chars)
+        injection = _pack(_header(scope.project, where), _unique(chosen), self.settings.session_chars)
         await self._record(scope, injection, chosen, session, "session start", who)
         return injection
 
@@ -145,7 +143,7 @@ class LoopService:
         since = datetime.now(UTC) - within
         key_id = who.caller.key_id if who.caller is not None else None
         query = ActivityQuery(kinds=(kind,), since=since, key_id=key_id, limit=limit)
-        return (await anyio.to_thread.run_sync(self.lessons.store.activity, scope, query)).entries
+        return (await anyio.to_thread.run_sync(self.store.activity, scope, query)).entries
 
     async def ask_to_save(
         self,
@@ -168,7 +166,7 @@ class LoopService:
         kind = "would_ask" if self.settings.dry_run else "ask"
         summary = redact(signal[:500]).text
         entry = who.note(kind, session=session, query=summary, size=len(summary.encode()))
-        self.lessons.store.append_activity(scope, entry)
+        self.store.append_activity(scope, entry)
         return AskDecision(ask=kind == "ask", why=summary, recorded=kind)
 
     async def answer(self, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -217,7 +215,7 @@ class LoopService:
             Recalled(i, rank, scores.get(i, 0.0)) for rank, i in enumerate(injection.lesson_ids, start=1)
         )
         entry = who.note("inject", session=session, query=query, size=injection.size, results=results)
-        self.lessons.store.append_activity(scope, entry)
+        self.store.append_activity(scope, entry)
 
 
 def hook_output(event: str, injection: Injection) -> dict[str, Any]:

@@ -1,12 +1,10 @@
-"""Structured memory and history: each call one transaction (one snapshot; a write lands whole
-with its commit or not at all)."""
+"""Structured memory and history, a transaction a call: one snapshot; a write lands whole with its commit."""
 
 from __future__ import annotations
 
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -16,7 +14,7 @@ import anyio.to_thread
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact_json
 from lore_mcp.services.lesson_input import ULID_PATTERN
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.plan_models import PlanModel, check_values, map_values
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
@@ -54,15 +52,8 @@ async def in_transaction(
     return await anyio.to_thread.run_sync(work)
 
 
-@dataclass(frozen=True)
-class StructuredService:
+class StructuredService(OnLessons):
     """schema / plan / apply / query_rows / history / get_commit / revert_commit."""
-
-    lessons: LessonService
-
-    @property
-    def store(self) -> Store:
-        return self.lessons.store
 
     async def _read(self, project: str | None, who: Who, fn: Callable[[ProjectTx], T]) -> T:
         return await in_transaction(self.store, self.lessons.scope(project, who.caller), fn)
@@ -75,8 +66,7 @@ class StructuredService:
         raw, kinds = await anyio.to_thread.run_sync(redacted_plan, plan)  # large plans take a while
         snap = await self._read(project, who, lambda tx: structured.snapshot(tx, raw))
         # The plan runs on the snapshot after the read transaction: it holds nothing meanwhile.
-        result = await anyio.to_thread.run_sync(structured.dry_run, snap, raw)
-        return {**result, "redacted": kinds}
+        return {**(await anyio.to_thread.run_sync(structured.dry_run, snap, raw)), "redacted": kinds}
 
     async def apply(
         self,

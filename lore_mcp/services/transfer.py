@@ -5,8 +5,7 @@ first ``model`` line, each lesson then carrying its ``vector`` (base64 little-en
 store of that model keeps those vectors (a large store loads in minutes, not hours) unless
 redaction changed the text. Ids are kept, so a second import adds nothing; lessons are checked,
 redacted and saved as ``save_lesson`` does (``make_draft``, ``store_drafts``: same near-duplicate
-rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed.
-"""
+rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed."""
 
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 import anyio.lowlevel
@@ -26,8 +25,9 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.errors import InvalidArgument, validation_message
+from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
-from lore_mcp.services.lessons import LessonService
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
@@ -40,7 +40,6 @@ from stores import (
     LessonDraft,
     SaveResult,
     Scope,
-    Store,
     structured,
 )
 from stores import Lesson as StoredLesson
@@ -82,12 +81,8 @@ class LessonIn(BaseModel):
     @classmethod
     def _utc(cls, value: datetime | None) -> datetime | None:
         """Times are stored in UTC; one whose UTC is outside years 1-9999 cannot be."""
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
         try:
-            return value.astimezone(UTC)
+            return in_utc(value)
         except OverflowError:
             raise ValueError("is outside years 1-9999 once converted to UTC") from None
 
@@ -124,15 +119,8 @@ class FileReport:
             setattr(self, name, getattr(self, name) + n)
 
 
-@dataclass(frozen=True)
-class Transfer:
+class Transfer(OnLessons):
     """Export and import on one store, for the CLI and the MCP tools alike."""
-
-    lessons: LessonService
-
-    @property
-    def store(self) -> Store:
-        return self.lessons.store
 
     # -- export --------------------------------------------------------------------
 

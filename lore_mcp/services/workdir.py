@@ -70,5 +70,4 @@ def _branch(git_dir: Path) -> str | None:
         head = (git_dir / "HEAD").read_text(encoding="utf-8", errors="replace").strip()
     except OSError:
         return None
-    ref = head.removeprefix("ref:").strip()
-    return ref.removeprefix("refs/heads/") if head.startswith("ref:") else None
+    return head.removeprefix("ref:").strip().removeprefix("refs/heads/") if head.startswith("ref:") else None

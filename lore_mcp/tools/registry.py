@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from mcp_types import ToolAnnotations
 
@@ -76,12 +76,11 @@ NARROWER = "Narrow the filter, or try again when the server is less busy."
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """A tool: its function (schema and description), ``name`` in ``lore_mcp.tools.<module>`` (the
-    group's if not given), imported on first use so a stdio server answers the handshake before
-    the services load; plus what it cannot say: ``heavy`` (work grows
-    with input: takes an admission slot), ``changed`` (default nothing if read-only, else
-    anything), ``advice`` (at the deadline), ``completes`` (template its pages list), ``revokes``
-    (result ``id`` is a revoked key whose open streams must end)."""
+    """A tool: its function (schema and description), ``name`` in ``lore_mcp.tools.<module>`` (the group's if
+    not given), imported on first use so a stdio server answers the handshake before the services load; plus
+    what it cannot say: ``heavy`` (work grows with input: takes an admission slot), ``changed`` (default
+    nothing if read-only, else anything), ``advice`` (at the deadline), ``completes`` (template its pages
+    list), ``revokes`` (result ``id`` is a revoked key whose open streams must end)."""
 
     name: str
     group: str
@@ -97,8 +96,7 @@ class ToolSpec:
     @property
     def function(self) -> Callable[..., Any]:
         module = importlib.import_module(f"lore_mcp.tools.{self.module or self.group}")
-        found: Callable[..., Any] = getattr(module, self.name)
-        return found
+        return cast("Callable[..., Any]", getattr(module, self.name))
 
     @property
     def annotations(self) -> ToolAnnotations:
@@ -107,8 +105,7 @@ class ToolSpec:
 
     def changes(self, arguments: Mapping[str, Any], result: Mapping[str, Any]) -> frozenset[str] | None:
         """URIs a successful call may have changed; None: any."""
-        changed = self.changed or (NOTHING if self.hints.read_only_hint else ANYTHING)
-        return changed.of(arguments, result)
+        return (self.changed or (NOTHING if self.hints.read_only_hint else ANYTHING)).of(arguments, result)
 
 
 # In the order tools/list answers them.

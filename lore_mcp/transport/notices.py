@@ -10,7 +10,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 import anyio
@@ -183,18 +183,16 @@ def _call(listener: NoticeListener, notice: Notice) -> None:
         logger.exception("a change-notice subscriber raised")
 
 
+@dataclass(eq=False)
 class ScopedListen:
     """``subscriptions/listen`` as the SDK's ``ListenHandler`` serves it (ack first, stamped frames, a
     client that stops reading ended at ``MAX_BUFFERED``), fed only what ``reach()`` would see. With a
     ``verifier``, each notice re-verifies the credential: a revoked or uncheckable key ends the stream."""
 
-    def __init__(
-        self, bus: NoticeBus, reach: Callable[[], Reach], verifier: TokenVerifier | None = None
-    ) -> None:
-        self.bus = bus
-        self.reach = reach
-        self.verifier = verifier
-        self._streams: set[MemoryObjectSendStream[ResourceUpdated]] = set()
+    bus: NoticeBus
+    reach: Callable[[], Reach]
+    verifier: TokenVerifier | None = None
+    _streams: set[MemoryObjectSendStream[ResourceUpdated]] = field(default_factory=set, init=False)
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams

@@ -58,9 +58,7 @@ def redact_arguments(value: Any, found: set[str]) -> Any:
         return result.text
     if isinstance(value, list):
         return [redact_arguments(v, found) for v in value]
-    if isinstance(value, dict):
-        return {k: redact_arguments(v, found) for k, v in value.items()}
-    return value
+    return {k: redact_arguments(v, found) for k, v in value.items()} if isinstance(value, dict) else value
 
 
 class RemoteConnection:

@@ -46,8 +46,7 @@ _NOTE_DETAILS = ("query", "target", "session", "size")
 
 def id_floor(when: datetime) -> str:
     """The least ULID of ``when``'s millisecond: ids at or after ``when`` are not below it."""
-    ms = max(0, int(when.timestamp() * 1000))
-    return str(ULID.from_int(ms << 80))
+    return str(ULID.from_int(max(0, int(when.timestamp() * 1000)) << 80))
 
 
 class ActivityLog:

@@ -1,5 +1,4 @@
-"""Row filters, matched in Python with SQL's semantics (null compares false, ``like`` ignores
-case), so both backends agree."""
+"""Row filters in Python with SQL's semantics (null compares false, ``like`` ignores case): backends agree."""
 
 from __future__ import annotations
 
@@ -107,8 +106,7 @@ def like(value: str, pattern: str) -> bool:
 
 
 class _LikeMatcher:
-    """A like pattern cut at ``%`` into fixed-length pieces, matched leftmost first in one pass,
-    unlike a ``.*`` regex (exponential on ``%a%a%a...%b``)."""
+    """A like pattern's ``%``-cut pieces, matched leftmost first in one pass (a ``.*`` regex: exponential)."""
 
     def __init__(self, pattern: str) -> None:
         pieces = pattern.split("%")

@@ -75,8 +75,7 @@ def _lesson_fields(commit: Commit) -> dict[str, frozenset[str]]:
 
 
 def _blocks(target: Commit, later: Commit) -> bool:
-    """Whether ``later`` changed a row, table or lesson field reverting ``target`` undoes (a vote does
-    not block reverting a text edit)."""
+    """Whether ``later`` changed what reverting ``target`` undoes (a vote does not block a text edit's)."""
     shared = set(conflict_targets(targets_of(target.effects))) & set(targets_of(later.effects))
     mine, theirs = _lesson_fields(target), _lesson_fields(later)
     for name in shared:

@@ -47,9 +47,7 @@ def _zeroed(value: Any) -> Any:
         return plain_float(value)
     if isinstance(value, Mapping):
         return {key: _zeroed(inner) for key, inner in value.items()}
-    if isinstance(value, list | tuple):
-        return [_zeroed(inner) for inner in value]
-    return value
+    return [_zeroed(inner) for inner in value] if isinstance(value, list | tuple) else value
 
 
 def jsonb_text(value: Any) -> str:

@@ -179,8 +179,7 @@ class SqlLessonTx:
             {**self._fields(lesson), **self._dialect.columns(vec), "id": lesson.id}
             for lesson, vec in zip(lessons, vectors, strict=True)
         ]
-        copied = self._dialect.copy_rows(self._scope, values)
-        by_id = {row["id"]: row for row in copied}
+        by_id = {row["id"]: row for row in self._dialect.copy_rows(self._scope, values)}
         found: list[Row] = []
         for lesson, vec in zip(lessons, vectors, strict=True):
             row = by_id[lesson.id]

@@ -116,8 +116,7 @@ class LessonBackend(Protocol):
 
 
 class SqlStore:
-    """``stores.Store``: lessons, tables, history and keys of one file or database, over its
-    backend's leaf, which it receives and never hands itself to."""
+    """``stores.Store`` over its backend's leaf (one file or database), which it never hands itself to."""
 
     def __init__(self, backend: LessonBackend) -> None:
         self._backend = backend
@@ -192,8 +191,7 @@ class SqlStore:
 
     @contextlib.contextmanager
     def transaction(self, scope: Scope, *, write: bool) -> Iterator[ProjectTx]:
-        """The project's tables and history in one transaction: a write one takes the write lock
-        (and restores lessons), a read one sees a snapshot."""
+        """Tables and history in one transaction: a write locks (and restores lessons), a read snapshots."""
         with self._writing(scope) if write else self._reading(scope, lagging=True) as tx:
             yield tx.project(restoring=write)
 

@@ -38,23 +38,17 @@ _COMMIT_COLUMNS = "id seq parent kind message actor schema_hash_before schema_ha
 TOGETHER_MAX_TARGETS = 16
 
 
+@dataclass(eq=False)
 class ProjectTx:
     """One project in the caller's ``tx``, for structured memory, history and lesson commits."""
 
-    def __init__(
-        self,
-        tx: SqlTx,
-        scope: Scope,
-        restore_lesson: Callable[[str, Any], None],
-        activity: ActivityLog | None = None,
-    ) -> None:
-        self.tx = tx
-        self.scope = scope
-        self.restore_lesson = restore_lesson  # puts a lesson back as its image says (None: deletes it)
-        self._activity = activity
-        self._added: Commit | None = None  # the commit this transaction recorded, for its log entry
-        self._tables: dict[str, TableDef] | None = None
-        self._rows: dict[str, dict[int, dict[str, Any]]] = {}
+    tx: SqlTx
+    scope: Scope
+    restore_lesson: Callable[[str, Any], None]  # puts a lesson back as its image says (None: deletes it)
+    activity: ActivityLog | None = None
+    _added: Commit | None = field(default=None, init=False)  # the commit recorded here, for its log entry
+    _tables: dict[str, TableDef] | None = field(default=None, init=False)
+    _rows: dict[str, dict[int, dict[str, Any]]] = field(default_factory=dict, init=False)
 
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
@@ -162,11 +156,11 @@ class ProjectTx:
     def _append(
         self, note: ActivityNote, commit: Commit | None, before: Sequence[tuple[str, Mapping[str, Any]]] = ()
     ) -> None:
-        if self._activity is None:
+        if self.activity is None:
             raise AssertionError("this transaction was opened without the store's activity log")
         if commit is not None:
             note = note.with_commit(commit.kind, commit.id, commit.targets)
-        self._activity.append(self.tx, self.scope, note, before=before)
+        self.activity.append(self.tx, self.scope, note, before=before)
 
     def get_commit(self, commit_id: str) -> Commit | None:
         # "#12" (or "12") is commit 12 of the project, as history and the page number them.

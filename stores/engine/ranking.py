@@ -1,20 +1,19 @@
 """How recall ranks lessons, shared by every backend so they agree.
 
-``relevance = 0.75 * similarity + 0.25 * lexical``: the cosine of the lesson's vector to the query's,
-seen from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's text
-(``stores.engine.terms``). The full-text index (FTS5, tsvector) only finds candidates; scores are
-computed here, so they are the same on every backend. Final scores multiply relevance by bounded
-factors (``weight``), so weak signals decide near-ties but never bury a strong match.
+``relevance = 0.75 * similarity + 0.25 * lexical``: the cosine of the lesson's vector to the query's, seen
+from the scope's anchor, and the rarity-weighted share of the query's terms in the lesson's text
+(``stores.engine.terms``). The full-text index (FTS5, tsvector) only finds candidates; scores are computed
+here, so they are the same on every backend. Final scores multiply relevance by bounded factors (``weight``),
+so weak signals decide near-ties but never bury a strong match.
 
-Rarity: a term weighs its BM25 IDF among the recall's nearest vectors (not the full-text matches,
-which the backends' indexes find differently), so the entity only the right lesson has weighs most;
-entities (digits, identifiers, paths, names) weigh triple. Redundancy: a candidate with the same
-query terms as a better nearest one, whose words overlap it by half (Jaccard), differs only in what
-the question does not ask; its score times 0.8 keeps one answer said six ways from pushing out the
-one asked for. Anchor: similarity is measured from the mean of the scope's newest lessons, as a
-project's lessons share a direction and a short lesson, mostly that direction, looked like every
-question. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a ``RankingParams``
-switch; ``LEGACY`` is the ranking before them."""
+Rarity: a term weighs its BM25 IDF among the recall's nearest vectors (not the full-text matches, which the
+backends' indexes find differently), so the entity only the right lesson has weighs most; entities (digits,
+identifiers, paths, names) weigh triple. Redundancy: a candidate with the same query terms as a better nearest
+one, whose words overlap it by half (Jaccard), differs only in what the question does not ask; its score times
+0.8 keeps one answer said six ways from pushing out the one asked for. Anchor: similarity is measured from the
+mean of the scope's newest lessons, as a project's lessons share a direction and a short lesson, mostly that
+direction, looked like every question. Each part was measured with ``benchmarks/eval_retrieval.py`` and is a
+``RankingParams`` switch; ``LEGACY`` is the ranking before them."""
 
 from __future__ import annotations
 
@@ -95,8 +94,7 @@ def centred_similarities(query: np.ndarray, vectors: np.ndarray, origin: np.ndar
     q = np.asarray(query, dtype=np.float32) - origin
     m = np.asarray(vectors, dtype=np.float32) - origin
     norms = np.linalg.norm(m, axis=1) * float(np.linalg.norm(q))
-    dots = m @ q
-    return [float(d / n) if n > 0 else None for d, n in zip(dots, norms, strict=True)]
+    return [float(d / n) if n > 0 else None for d, n in zip(m @ q, norms, strict=True)]
 
 
 def relevance(similarity: float | None, lexical: float, params: RankingParams = DEFAULT) -> float:

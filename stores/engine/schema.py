@@ -82,8 +82,7 @@ def structured_tables(t: Types) -> str:
         CREATE TABLE snapshots (
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, seq {t.integer} NOT NULL, state {t.json} NOT NULL,
             PRIMARY KEY (org_id, project, seq)
-        ){t.keyed};
-        """
+        ){t.keyed};"""
 
 
 def key_tables(t: Types) -> str:
@@ -102,8 +101,7 @@ def key_tables(t: Types) -> str:
             last_used_at {t.time},
             revoked_at {t.time}
         );
-        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);
-        """
+        CREATE INDEX api_keys_org_created ON api_keys (org_id, created_at);"""
 
 
 def oauth_tables(t: Types) -> str:
@@ -129,8 +127,7 @@ def oauth_tables(t: Types) -> str:
         );
         CREATE INDEX IF NOT EXISTS oauth_tokens_family ON oauth_tokens (family);
         CREATE INDEX IF NOT EXISTS oauth_tokens_expiry ON oauth_tokens (expires_at);
-        CREATE TABLE IF NOT EXISTS oauth_secrets (name {t.text} PRIMARY KEY, value {t.text} NOT NULL)
-        """
+        CREATE TABLE IF NOT EXISTS oauth_secrets (name {t.text} PRIMARY KEY, value {t.text} NOT NULL)"""
 
 
 def oauth_registration_table(t: Types) -> str:
@@ -151,8 +148,7 @@ def curation_tables(t: Types) -> str:
             org_id {t.text} NOT NULL, project {t.text} NOT NULL, a {t.text} NOT NULL, b {t.text} NOT NULL,
             at {t.time} NOT NULL, actor {t.text} NOT NULL,
             PRIMARY KEY (org_id, project, a, b)
-        ){t.keyed}
-        """
+        ){t.keyed}"""
 
 
 def person_column(t: Types) -> str:
@@ -175,5 +171,4 @@ def activity_tables(t: Types) -> str:
             entry_id {t.text} NOT NULL, kind {t.text} NOT NULL, at {t.time} NOT NULL,
             PRIMARY KEY (org_id, project, lesson_id, entry_id)
         ){t.keyed};
-        CREATE INDEX IF NOT EXISTS activity_lessons_entry ON activity_lessons (org_id, project, entry_id)
-        """
+        CREATE INDEX IF NOT EXISTS activity_lessons_entry ON activity_lessons (org_id, project, entry_id)"""

@@ -309,5 +309,4 @@ def columns_json(table: TableDef | None) -> dict[str, Any] | None:
 def table_from_json(data: Mapping[str, Any], current: TableDef | None) -> TableDef:
     columns = tuple(Column(**c) for c in data["columns"])
     # Ids are never reused, even across a revert.
-    next_id = max(data["next_id"], current.next_id if current else 0)
-    return TableDef(columns=columns, next_id=next_id)
+    return TableDef(columns=columns, next_id=max(data["next_id"], current.next_id if current else 0))

@@ -21,8 +21,7 @@ PRUNE_EVERY_S = 600.0  # how often one process deletes the rows of keys idle for
 
 # ``hit`` counts the calls if the window ended or has room, else returns nothing, and the outer
 # query reads from the pre-insert snapshot when the refused key's window ends.
-_TAKE = text(
-    """
+_TAKE = text("""
     WITH hit AS (
         INSERT INTO call_counts AS c (key_id, window_start, calls)
         VALUES (:key_id, statement_timestamp(), :calls)
@@ -37,9 +36,7 @@ _TAKE = text(
     )
     SELECT (SELECT calls FROM hit) AS counted,
         extract(epoch FROM (SELECT window_start FROM call_counts WHERE key_id = :key_id)
-            + make_interval(secs => :window) - statement_timestamp()) AS wait
-    """
-)
+            + make_interval(secs => :window) - statement_timestamp()) AS wait""")
 
 _PRUNE = text("DELETE FROM call_counts WHERE window_start < statement_timestamp() - interval '1 hour'")
 

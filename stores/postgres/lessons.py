@@ -166,10 +166,9 @@ class PostgresLessons:
             return PostgresSqlTx(conn).rows(sql, {**params, "q": q, "k": k, "lexical": list(words.keys)})
 
     def _share(self, scope: Scope) -> float:
-        """The project's share of rows, counted at most once a minute. HNSW filters after its
-        search, finding about ``ef_search`` times the share, so recall sizes ``ef_search`` by it;
-        only when even 1,000 is too few (a project under a few percent) does the exact scan,
-        cheap for such a project, take over."""
+        """The project's share of rows, counted at most once a minute. HNSW filters after its search, finding
+        about ``ef_search`` times the share, so recall sizes ``ef_search`` by it; only when even 1,000 is too
+        few (a project under a few percent) does the exact scan, cheap for such a project, take over."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._shares.get(key)
         if known is not None and now - known[1] < 60:
@@ -304,8 +303,7 @@ class PostgresLessonRows:
         return {"embedding": vector} if vector is not None else {}
 
     def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """COPY into the connection's temporary table, then ``INSERT ... SELECT``: Postgres refuses
-        a COPY into ``lessons``, which would skip its RLS."""
+        """COPY into a temporary table, then ``INSERT ... SELECT``: RLS on ``lessons`` refuses a COPY."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
         typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension

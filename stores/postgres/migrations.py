@@ -40,8 +40,7 @@ def _org_policy(*tables: str, column: str = "org_id") -> str:
         ALTER TABLE {table} FORCE ROW LEVEL SECURITY;
         CREATE POLICY {table}_org ON {table}
             USING ({column} = current_setting('lore.org', true))
-            WITH CHECK ({column} = current_setting('lore.org', true));
-        """
+            WITH CHECK ({column} = current_setting('lore.org', true));"""
         for table in tables
     )
 
@@ -80,8 +79,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         );
         CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
         CREATE INDEX lessons_tags ON lessons USING gin (tags);
-        CREATE INDEX lessons_tsv ON lessons USING gin (tsv);
-        """
+        CREATE INDEX lessons_tsv ON lessons USING gin (tsv);"""
         + _org_policy("lessons"),
     ),
     (
@@ -101,8 +99,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         -- lore.key_hash may read exactly the one row with that digest (permissive policies
         -- add up, so for SELECT this widens the one above), and may change nothing.
         CREATE POLICY api_keys_lookup ON api_keys FOR SELECT
-            USING (key_hash = current_setting('lore.key_hash', true));
-        """,
+            USING (key_hash = current_setting('lore.key_hash', true));""",
     ),
     (
         4,
@@ -157,8 +154,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
                   ORDER BY ts_rank(tsv, to_tsquery(''english'', $2)) DESC LIMIT $3'
                 USING p_project, p_query, p_limit, p_now, p_min_confidence, p_tags;
         END
-        $$;
-        """,
+        $$;""",
     ),
     (
         5,
@@ -167,8 +163,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         """
         ALTER TABLE lessons DROP CONSTRAINT IF EXISTS lessons_id_key;
         DROP INDEX IF EXISTS lessons_scope_id;
-        ALTER TABLE lessons ADD CONSTRAINT lessons_scope_id UNIQUE (org_id, project, id);
-        """,
+        ALTER TABLE lessons ADD CONSTRAINT lessons_scope_id UNIQUE (org_id, project, id);""",
     ),
     (
         6,
@@ -178,8 +173,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         # the owner uses it: RLS with no policy shows the server's role nothing.
         """
         CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
-        ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;
-        """,
+        ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;""",
     ),
     (
         7,
@@ -206,8 +200,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
                 USING p_project, to_tsquery('english', p_query), to_tsquery('english', p_order),
                       p_limit, p_now, p_min_confidence, p_tags;
         END
-        $$;
-        """,
+        $$;""",
     ),
     (
         8,
@@ -233,8 +226,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
             key_id text PRIMARY KEY,
             window_start timestamptz NOT NULL,
             calls integer NOT NULL
-        );
-        """,
+        );""",
     ),
     (
         11,

@@ -15,8 +15,7 @@ from stores.postgres.db import engine_for
 def open_engines(
     url: str, pool_size: int, *, read_url: str | None, direct_url: str | None
 ) -> tuple[Engine, Engine]:
-    """The primary's engine and the reads' (the primary's own without a replica); with
-    ``direct_url`` both go through the pooler's rules."""
+    """The primary's and the reads' engines (one without a replica); ``direct_url``: both obey pooler rules."""
     pooled = direct_url is not None
     primary = engine_for(url, pool_size, pooled=pooled)
     return primary, engine_for(read_url, pool_size, pooled=pooled) if read_url else primary

@@ -45,14 +45,12 @@ _LESSON_COLUMNS = """            org_id TEXT NOT NULL,
             downvotes INTEGER NOT NULL DEFAULT 0,
             meta TEXT NOT NULL DEFAULT '{}',
             rev INTEGER NOT NULL
-        );
-"""
+        );"""
 _LESSON_TAGS = """        CREATE TABLE lesson_tags (
             tag TEXT NOT NULL,
             lesson_pk INTEGER NOT NULL REFERENCES lessons (pk) ON DELETE CASCADE,
             PRIMARY KEY (tag, lesson_pk)
-        ) WITHOUT ROWID;
-"""
+        ) WITHOUT ROWID;"""
 
 
 def _vectors_without_sqlite_vec(conn: Connection) -> None:
@@ -101,12 +99,10 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
         INSERT INTO lore_meta (key, value) VALUES ('rev', '0');
         CREATE TABLE lessons (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL UNIQUE,
-"""
+            id TEXT NOT NULL UNIQUE,"""
         + _LESSON_COLUMNS
         + """        CREATE INDEX lessons_scope_id ON lessons (org_id, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-"""
+        CREATE INDEX lessons_rev ON lessons (rev);"""
         + _LESSON_TAGS
         + """        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk);
         CREATE TABLE lesson_tombstones (pk INTEGER PRIMARY KEY, rev INTEGER NOT NULL);
@@ -115,8 +111,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             problem, resolution, context, tags,
             content = '', contentless_delete = 1,
             tokenize = 'porter unicode61 remove_diacritics 2'
-        );
-        """,
+        );""",
     ),
     (2, "structured memory and history", structured_tables(_TYPES)),
     (3, "orgs and api keys", key_tables(_TYPES)),
@@ -132,8 +127,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
         DROP TABLE lesson_tags;
         CREATE TABLE lessons_scoped (
             pk INTEGER PRIMARY KEY AUTOINCREMENT,
-            id TEXT NOT NULL,
-"""
+            id TEXT NOT NULL,"""
         + _LESSON_COLUMNS
         + """        INSERT INTO sqlite_sequence (name, seq)
             SELECT 'lessons_scoped', seq FROM sqlite_sequence WHERE name = 'lessons';
@@ -144,21 +138,18 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
         DROP TABLE lessons;
         ALTER TABLE lessons_scoped RENAME TO lessons;
         CREATE UNIQUE INDEX lessons_scope_id ON lessons (org_id, project, id);
-        CREATE INDEX lessons_rev ON lessons (rev);
-"""
+        CREATE INDEX lessons_rev ON lessons (rev);"""
         + _LESSON_TAGS
         + """        INSERT INTO lesson_tags (tag, lesson_pk) SELECT tag, lesson_pk FROM lesson_tags_keep;
         DROP TABLE lesson_tags_keep;
-        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)
-        """,
+        CREATE INDEX lesson_tags_pk ON lesson_tags (lesson_pk)""",
     ),
     (
         5,
         "re-embedding beside the old vectors",
         # Re-embed's new vectors, until all swap in; stamp (updated_at then) redoes later edits.
         """
-        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)
-        """,
+        CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)""",
     ),
     (6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec),
     (7, "oauth clients, codes and tokens", oauth_tables(_TYPES)),

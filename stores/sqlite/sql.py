@@ -1,5 +1,4 @@
-"""``SqlTx`` on a SQLite connection: JSON and times (fixed-width UTC) are text, a list is a JSON
-array read with ``json_each``."""
+"""``SqlTx`` on SQLite: JSON and times (fixed-width UTC) are text, a list a JSON array (``json_each``)."""
 
 from __future__ import annotations
 

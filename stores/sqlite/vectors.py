@@ -1,7 +1,6 @@
 """The local file's vectors: float32 BLOBs in ``lesson_embeddings``, searched by an in-memory int8
-``VectorIndex`` (its candidates rescored from the BLOBs) that refreshes rows newer than its
-revision (writes bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes
-show on the next read."""
+``VectorIndex`` (its candidates rescored from the BLOBs) that refreshes rows newer than its revision (writes
+bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes show on the next read."""
 
 from __future__ import annotations
 
@@ -111,9 +110,7 @@ class LocalVectors:
     def similarities(self, conn: Connection, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
         """The query's cosine similarity to the stored vectors of ``keys`` (those without one left out)."""
         found, matrix = self.vectors(conn, keys)
-        if not found:
-            return {}
-        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True))
+        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True)) if found else {}
 
     @staticmethod
     def vectors(conn: Connection, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:

@@ -57,8 +57,7 @@ REMEMBER_MAX_AGE_S = 30 * 24 * 3600  # how long a browser remembers the key it a
 
 
 class Signed(URLSafeTimedSerializer):
-    """Values for one purpose (its salt), so a value signed for one is never accepted as another; one altered
-    or past its age is refused."""
+    """Values signed for one purpose (its salt), never accepted for another; altered or too old, refused."""
 
     def __init__(self, secret: str, purpose: str, max_age: int) -> None:
         super().__init__(secret, salt=f"lore-oauth-{purpose}")
