@@ -32,6 +32,11 @@ def test_a_worker_that_dies_ends_the_run_with_its_error_instead_of_a_hang(tmp_pa
             str(ROOT / "pyproject.toml"),
             "--rootdir",
             str(tmp_path),
+            # Its own base, not the default one: starting there, pytest takes the group and other
+            # bits off /tmp/pytest-of-<user>, and the outer run's Postgres (another user, which
+            # pgserver let through) then stops at its next checkpoint on "Permission denied".
+            "--basetemp",
+            str(tmp_path / "base"),
             *XDIST,
             str(tmp_path),
         ],
