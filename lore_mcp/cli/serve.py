@@ -33,9 +33,9 @@ def run_mcp(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def serve(settings: Settings, *, log_level: LogLevel = "WARNING") -> int:
-    """Serve at once and open the store on a worker thread beside the handshake (a client waits
-    for ``initialize`` with a timeout; the first call waits for the store). The model loads once
-    ``initialize`` is answered: importing ONNX Runtime holds the GIL and held the answer back."""
+    """Serve at once; the store opens, and the model starts loading, on a thread once a handshake
+    is answered (a client waits for ``initialize`` with a timeout, and importing numpy, the store
+    and ONNX Runtime holds the GIL); the first call waits for the store."""
     if settings.store == "remote":
         return serve_remote(settings, log_level=log_level)
     import anyio
