@@ -159,7 +159,7 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
     (
         11,
         "each lesson's scope by pk, read by recall's full text before bm25 (not the wide rows)",
-        "CREATE INDEX lessons_pk_scope ON lessons (pk, org_id, project, expires_at, confidence)",
+        "CREATE INDEX IF NOT EXISTS lessons_pk_scope ON lessons (pk, org_id, project, expires_at, confidence)",
     ),
 ]
 
