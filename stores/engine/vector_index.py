@@ -170,7 +170,7 @@ class VectorIndex:
         rows = self._live(block, now, 0.0, None) if block is not None else np.zeros(0, np.int64)
         if block is None or rows.size == 0:
             return [[] for _ in range(len(queries))]
-        if len(queries) == 1:  # a save: a row's int8 score is at most its head's plus both rests' norms'
+        if len(queries) == 1:  # a save: a row's int8 score is at most its head's + its tail's norm x q's
             q, h = np.asarray(queries[0], np.float32), block.head
             head = np.einsum("ij,j->i", block.codes[: block.n, :h], q[:h])[rows]
             bound = (head + block.tails[rows] * float(np.linalg.norm(q[h:]))) * block.scales[rows]
