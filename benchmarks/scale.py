@@ -248,14 +248,17 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--load-only", action="store_true", help="time the load, then stop")
+    parser.add_argument(
+        "--keep", type=Path, default=None, help="work here and keep the files (scale_stages.py times them)"
+    )
     args = parser.parse_args()
     corpus = Corpus(Embedder(), sample=args.sample)
     results = []
     with tempfile.TemporaryDirectory() as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         for n in (int(s) for s in args.sizes.split(",")):
-            results.append(
-                run_size(args.backend, n, corpus, Path(tmp), args.queries, load_only=args.load_only)
-            )
+            results.append(run_size(args.backend, n, corpus, work, args.queries, load_only=args.load_only))
             print(json.dumps(results[-1]), file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")

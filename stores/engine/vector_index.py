@@ -52,6 +52,7 @@ class _Block:
         self.keys = np.zeros(0, np.int64)
         self.expires = np.zeros(0, np.float64)
         self.confidence = np.zeros(0, np.float32)
+        self.head, self.tails = dim // 3, np.zeros(0, np.float32)  # each row's norm past its head
 
     def append(self, rows: list[IndexedRow], codes: np.ndarray, scales: np.ndarray) -> None:
         """Add rows this block does not hold (the caller removed any it replaces)."""
@@ -67,6 +68,7 @@ class _Block:
         self.keys[self.n : end] = [r.key for r in rows]
         self.expires[self.n : end] = [r.expires_at for r in rows]
         self.confidence[self.n : end] = [r.confidence for r in rows]
+        self.tails[self.n : end] = np.linalg.norm(codes[:, self.head :].astype(np.float32), axis=1)
         self.n = end
 
     def remove(self, keys: np.ndarray) -> None:
@@ -96,7 +98,7 @@ class _Block:
 
 
 # The block's arrays holding one entry per row, kept in step.
-_COLUMNS = ("codes", "scales", "keys", "expires", "confidence")
+_COLUMNS = ("codes", "scales", "keys", "expires", "confidence", "tails")
 
 
 class VectorIndex:
@@ -168,6 +170,11 @@ class VectorIndex:
         rows = self._live(block, now, 0.0, None) if block is not None else np.zeros(0, np.int64)
         if block is None or rows.size == 0:
             return [[] for _ in range(len(queries))]
+        if len(queries) == 1:  # a save: a row's int8 score is at most its head's + its tail's norm x q's
+            q, h = np.asarray(queries[0], np.float32), block.head
+            head = np.einsum("ij,j->i", block.codes[: block.n, :h], q[:h])[rows]
+            bound = (head + block.tails[rows] * float(np.linalg.norm(q[h:]))) * block.scales[rows]
+            rows = rows[bound >= min_similarity - SCORE_MARGIN - 1e-4]  # (1e-4: float32 rounding)
         out: list[list[tuple[int, float]]] = []
         for start in range(0, len(queries), 64):
             sims = block.scores(np.asarray(queries[start : start + 64], dtype=np.float32), rows)

@@ -44,8 +44,6 @@ PROBE_WAIT_S = 4.0
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
-# Lexical candidates fetched before scoping, so one busy project cannot crowd out another.
-_FTS_OVERSAMPLE = 4
 
 
 class LocalLessons:
@@ -180,19 +178,18 @@ class LocalLessons:
             match = _any_of(chosen)
             if len(ordering) > len(chosen):
                 match = f"({match}) AND ({_any_of(ordering)})"
-            # (Unary + keeps SQLite off the scope index, which scanned the project, not the candidates.)
+            # Each match's scope from the narrow ``lessons_pk_scope`` first, so bm25 (the costly part:
+            # 20k matches of a common word took 40 ms at 250k) weighs only the scope's live matches.
             sql = (
-                "SELECT l.pk FROM (SELECT rowid, rank FROM lessons_fts WHERE lessons_fts MATCH ? "
-                "ORDER BY rank LIMIT ?) AS f JOIN lessons AS l ON l.pk = f.rowid "
-                f"WHERE +l.org_id = ? AND +l.project = ? AND {_LIVE.replace('expires_at', 'l.expires_at')} "
-                "AND l.confidence >= ?"
+                "SELECT l.pk FROM lessons_fts AS f CROSS JOIN lessons AS l INDEXED BY lessons_pk_scope "
+                "ON l.pk = f.rowid WHERE lessons_fts MATCH ? AND l.org_id = ? AND l.project = ? "
+                f"AND {_LIVE.replace('expires_at', 'l.expires_at')} AND l.confidence >= ?"
             )
-            params: list[Any] = [match, k * _FTS_OVERSAMPLE, scope.org, scope.project, _ts(now)]
-            params.append(query.min_confidence)
+            params: list[Any] = [match, scope.org, scope.project, _ts(now), query.min_confidence]
             if query.tags:
                 sql += f" AND {_tag_filter(len(query.tags), 'l.pk')}"
                 params.extend([*query.tags, len(query.tags)])
-            sql += " ORDER BY f.rank LIMIT ?"
+            sql += " ORDER BY bm25(lessons_fts), l.pk LIMIT ?"
             params.append(k)
             return [row[0] for row in conn.execute(sql, params)]
 

@@ -156,6 +156,11 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
     (8, "the activity log", activity_tables(_TYPES)),
     (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
     (10, "pairs kept apart, and people's activity", _curation),
+    (
+        11,
+        "each lesson's scope by pk, read by recall's full text before bm25 (not the wide rows)",
+        "CREATE INDEX IF NOT EXISTS lessons_pk_scope ON lessons (pk, org_id, project, expires_at, confidence)",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
