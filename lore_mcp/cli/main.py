@@ -17,61 +17,48 @@ from lore_mcp import __version__
 if TYPE_CHECKING:  # imported when a command runs: pydantic's settings cost `--help` 0.2 s
     from lore_mcp.settings import Settings
 
-# Flags of `lore-memory mcp`, one per setting: (flag, settings field, help).
-_SETTING_FLAGS = [
-    ("--store", "store", "backend: local (default), postgres or remote"),
-    ("--db-path", "db_path", "SQLite file of the local store"),
-    ("--database-url", "database_url", "Postgres URL"),
-    ("--database-read-url", "database_read_url", "Postgres URL of a read replica for recall and listings"),
-    ("--database-direct-url", "database_direct_url", "direct Postgres URL when --database-url is PgBouncer"),
-    ("--project", "project", "project used when a tool call names none"),
-    ("--org", "org", "org served over stdio and administered by init/keys/export/import"),
-    ("--api-url", "api_url", "team server URL (remote mode)"),
-    ("--api-key", "api_key", "API key (remote mode)"),
-    ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
-    ("--embedding-url", "embedding_url", "OpenAI-compatible embeddings URL, e.g. http://localhost:11434/v1"),
-    ("--embedding-api-key", "embedding_api_key", "API key for --embedding-url, sent as Bearer"),
-    ("--embedding-dimension", "embedding_dimension", "vector length --embedding-url must return"),
-    ("--embedding-timeout-s", "embedding_timeout_s", "seconds per --embedding-url request, retries included"),
-    ("--embedding-batch-size", "embedding_batch_size", "texts per request to --embedding-url"),
-    ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
-    (
-        "--rate-limit-per-minute",
-        "rate_limit_per_minute",
-        "tools/call requests per API key per minute, shared by every server process on one Postgres; "
-        "discovery, listings, resources and notifications are free",
-    ),
-    ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
-    ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
-    (
-        "--stateless-http",
-        "stateless_http",
-        "true: serve handshake-era HTTP clients without sessions, for replicas with no affinity",
-    ),
-    (
-        "--request-state-secret",
-        "request_state_secret",
-        "key every replica seals requestState with (32+ characters; comma-separated to rotate)",
-    ),
-    (
-        "--oauth-registration",
-        "oauth_registration",
-        "who may register OAuth clients at /register: open (default, within limits) or key (an API key)",
-    ),
-    ("--pool-size", "pool_size", "Postgres connections per server process"),
-    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]"),
-    ("--project-from-repo", "project_from_repo", "true: the git repository's name is the project"),
-    ("--loop-inject", "loop_inject", "false: hooks give agents no lessons"),
-    ("--loop-session-chars", "loop_session_chars", "characters of lessons at most at session start"),
-    ("--loop-prompt-chars", "loop_prompt_chars", "characters of lessons at most with a prompt"),
-    ("--loop-prompt-min-score", "loop_prompt_min_score", "recall score a prompt's lesson needs"),
-    ("--loop-capture", "loop_capture", "false: stop hooks never ask the agent to save"),
-    ("--loop-asks-per-hour", "loop_asks_per_hour", "asks to save per caller and hour at most"),
-    ("--loop-dry-run", "loop_dry_run", "true: stop hooks only record what they would ask"),
-    ("--activity-max-age-days", "activity_max_age_days", "days the activity log keeps an entry"),
-    ("--activity-max-entries", "activity_max_entries", "activity log entries kept per project"),
-    ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
-]
+# Flags of `lore-memory mcp`, one per setting: its field (``_flag`` names it) and help.
+_SETTING_FLAGS = {
+    "store": "backend: local (default), postgres or remote",
+    "db_path": "SQLite file of the local store",
+    "database_url": "Postgres URL",
+    "database_read_url": "Postgres URL of a read replica for recall and listings",
+    "database_direct_url": "direct Postgres URL when --database-url is PgBouncer",
+    "project": "project used when a tool call names none",
+    "org": "org served over stdio and administered by init/keys/export/import",
+    "api_url": "team server URL (remote mode)",
+    "api_key": "API key (remote mode)",
+    "embedding_model": "sentence-transformers model name or path",
+    "embedding_url": "OpenAI-compatible embeddings URL, e.g. http://localhost:11434/v1",
+    "embedding_api_key": "API key for --embedding-url, sent as Bearer",
+    "embedding_dimension": "vector length --embedding-url must return",
+    "embedding_timeout_s": "seconds per --embedding-url request, retries included",
+    "embedding_batch_size": "texts per request to --embedding-url",
+    "decay_half_life_days": "half-life of time decay in recall ranking",
+    "rate_limit_per_minute": "tools/call requests per API key per minute, shared by every server process on "
+    "one Postgres; discovery, listings, resources and notifications are free",
+    "drain_timeout_s": "seconds SIGTERM lets HTTP requests finish before exiting",
+    "trusted_proxies": "proxies whose X-Forwarded-For is believed (IPs, networks)",
+    "stateless_http": "true: serve handshake-era HTTP clients without sessions, "
+    "for replicas with no affinity",
+    "request_state_secret": "key every replica seals requestState with (32+ characters; "
+    "comma-separated to rotate)",
+    "oauth_registration": "who may register OAuth clients at /register: open (default, within limits) "
+    "or key (an API key)",
+    "pool_size": "Postgres connections per server process",
+    "tools": "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]",
+    "project_from_repo": "true: the git repository's name is the project",
+    "loop_inject": "false: hooks give agents no lessons",
+    "loop_session_chars": "characters of lessons at most at session start",
+    "loop_prompt_chars": "characters of lessons at most with a prompt",
+    "loop_prompt_min_score": "recall score a prompt's lesson needs",
+    "loop_capture": "false: stop hooks never ask the agent to save",
+    "loop_asks_per_hour": "asks to save per caller and hour at most",
+    "loop_dry_run": "true: stop hooks only record what they would ask",
+    "activity_max_age_days": "days the activity log keeps an entry",
+    "activity_max_entries": "activity log entries kept per project",
+    "request_timeout_s": "seconds a tool call may run before it answers UNAVAILABLE",
+}
 
 # What add_subparsers returns: each command is added to it.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -244,17 +231,23 @@ def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: boo
         type=str.upper,
         help="stderr log level (default WARNING)",
     )
-    for flag, field, help_text in _SETTING_FLAGS:
+    for field, help_text in _SETTING_FLAGS.items():
         if field == "project" and not settings_project:
             continue  # their own --project means something else
-        command.add_argument(flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})")
+        command.add_argument(
+            _flag(field), dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
+        )
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Environment first, then any flags given on the command line."""
     from lore_mcp.settings import Settings
 
-    given = {field: getattr(args, field, None) for _, field, _ in _SETTING_FLAGS}
+    given = {field: getattr(args, field, None) for field in _SETTING_FLAGS}
     return Settings(**{field: value for field, value in given.items() if value is not None})
 
 
@@ -264,11 +257,10 @@ def configuration_problem(exc: Exception) -> str:
 
     if not isinstance(exc, ValidationError):
         return str(exc)
-    flags = {field: flag for flag, field, _ in _SETTING_FLAGS}
     parts = []
     for err in exc.errors(include_url=False, include_input=False):
         field = str(err["loc"][0]) if err["loc"] else ""
-        name = f"LORE_{field.upper()} ({flags[field]})" if field in flags else field or "settings"
+        name = f"LORE_{field.upper()} ({_flag(field)})" if field in _SETTING_FLAGS else field or "settings"
         parts.append(f"{name}: {err['msg'].removeprefix('Value error, ').rstrip('.')}")
     return "; ".join(parts)
 
