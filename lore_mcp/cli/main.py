@@ -100,7 +100,6 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
     mcp.add_argument(
         "--public-url",
-        default=None,
         help="HTTP: the base URL clients reach the server at (https://lore.example.com, no path), its OAuth "
         "issuer with /mcp the resource; default http://HOST:PORT, where OAuth is offered only on loopback",
     )
@@ -115,7 +114,7 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     ui.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
     init = sub.add_parser("init", help="create the org and its root API key (team server)")
-    init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
+    init.add_argument("--org-name", help="display name of the org (default: its id)")
     init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
     return [mcp, ui, migrate, init]
 
@@ -126,7 +125,7 @@ def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="create a key; it is printed once, never again")
     create.add_argument("--name", required=True, help="who or what holds the key")
-    create.add_argument("--project", dest="key_project", default=None, help="limit the key to this project")
+    create.add_argument("--project", dest="key_project", help="limit the key to this project")
     create.add_argument("--root", action="store_true", help="a root key: every project, and key management")
     create.add_argument("--json", action="store_true", help="print one JSON object with id and key")
     listing = keys_sub.add_parser("list", help="list the org's keys (never their secrets)")
@@ -140,8 +139,8 @@ def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
 def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """export, import."""
     export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
-    export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
-    export.add_argument("--out", type=path_argument, default=None, help="file to write (default: stdout)")
+    export.add_argument("--project", dest="export_project", help="one project (default: all)")
+    export.add_argument("--out", type=path_argument, help="file to write (default: stdout)")
     export.add_argument("--with-history", action="store_true", help="also write every commit")
     export.add_argument(
         "--with-vectors",
@@ -153,9 +152,7 @@ def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     importing.add_argument(
         "file", metavar="FILE", type=path_argument, help="a JSON Lines file written by `lore-memory export`"
     )
-    importing.add_argument(
-        "--project", dest="import_project", default=None, help="put every lesson in this project"
-    )
+    importing.add_argument("--project", dest="import_project", help="put every lesson in this project")
     importing.add_argument(
         "--strict",
         action="store_true",
@@ -183,7 +180,7 @@ def _upkeep_commands(sub: Commands) -> list[argparse.ArgumentParser]:
         "(resumable; the switch is one commit)",
     )
     reembed.add_argument(
-        "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
+        "--batch-size", type=int, help="lessons encoded and kept per transaction (default 256)"
     )
     return [doctor, reembed]
 
@@ -197,7 +194,6 @@ def _loop_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     hook.add_argument(
         "--client",
         choices=["claude-code", "cursor"],
-        default=None,
         help="the answer's format (default: cursor where CURSOR_VERSION is set, else claude-code)",
     )
     hooks = sub.add_parser("hooks", help="add Lore's hooks to a client's settings, or remove them")
@@ -234,9 +230,7 @@ def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: boo
     for field, help_text in _SETTING_FLAGS.items():
         if field == "project" and not settings_project:
             continue  # their own --project means something else
-        command.add_argument(
-            _flag(field), dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})"
-        )
+        command.add_argument(_flag(field), dest=field, help=f"{help_text} (env LORE_{field.upper()})")
 
 
 def _flag(field: str) -> str:
