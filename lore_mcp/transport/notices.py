@@ -132,10 +132,9 @@ class NoticeBus:
 
     def subscribe(self, listener: NoticeListener) -> Callable[[], None]:
         """Call ``listener`` on the running loop with each notice; returns what stops it."""
-        loop = asyncio.get_running_loop()
         token = object()
         with self._lock:
-            self._listeners[token] = (listener, loop)
+            self._listeners[token] = (listener, asyncio.get_running_loop())
             feed = None if self._fed else self.feed  # the first subscriber starts the feed's listening
             self._fed = True
         if feed is not None:
