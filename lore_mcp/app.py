@@ -148,9 +148,7 @@ def default_project(settings: Settings) -> str:
     if settings.project_from_repo and "project" not in settings.model_fields_set:
         from lore_mcp.services.workdir import workdir_of
 
-        found = workdir_of(os.getcwd()).project
-        if found:
-            return found
+        return workdir_of(os.getcwd()).project or settings.project
     return settings.project
 
 

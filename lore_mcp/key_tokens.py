@@ -54,7 +54,10 @@ class ApiKeyVerifier:
         self._refused.pop(digest, None)
         key = await self.bounded(self.keys.key_by_hash, digest)
         if key is None or key.revoked_at is not None:
-            self._remember_refused(digest)
+            self._refused[digest] = time.monotonic() + NEGATIVE_TTL_S
+            self._refused.move_to_end(digest)
+            while len(self._refused) > NEGATIVE_CACHE_MAX:
+                self._refused.popitem(last=False)
             return None
         await self._touch(key)
         caller = Caller.of(key, person=key.id in self.people)
@@ -74,12 +77,6 @@ class ApiKeyVerifier:
         except StoreError as exc:
             logger.warning("API key lookup failed: %s", exc)
             raise KeyLookupUnavailable(str(exc)) from exc
-
-    def _remember_refused(self, digest: str) -> None:
-        self._refused[digest] = time.monotonic() + NEGATIVE_TTL_S
-        self._refused.move_to_end(digest)
-        while len(self._refused) > NEGATIVE_CACHE_MAX:
-            self._refused.popitem(last=False)
 
     async def _touch(self, key: ApiKey) -> None:
         now = time.monotonic()

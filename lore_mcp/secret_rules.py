@@ -210,9 +210,7 @@ RULES: tuple[Rule, ...] = (
     _rule("huggingface_token", rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}"),
     # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
     _rule(
-        "slack_token",
-        rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}",
-        "xox xapp-",
+        "slack_token", rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}", "xox xapp-"
     ),
     # The path of an incoming webhook is its secret; the host stays.
     _rule(

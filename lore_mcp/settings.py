@@ -195,10 +195,8 @@ class Settings(BaseSettings):
     embedding_api_key: SecretStr | None = Field(
         None, description="API key for `LORE_EMBEDDING_URL`, sent as `Authorization: Bearer`; optional."
     )
-    embedding_dimension: int | None = Field(
+    embedding_dimension: Annotated[int | None, Field(ge=1, le=4096)] = Field(
         None,
-        ge=1,
-        le=4096,
         description="Vector length `LORE_EMBEDDING_URL` must return; checked at start (unset: learnt from "
         "the endpoint's first answer).",
     )
@@ -215,9 +213,8 @@ class Settings(BaseSettings):
         30.0, gt=0, le=36_500, description="Days after which time decay has halved its part of the score."
     )
     pool_size: int = Field(5, ge=1, le=100, description="Postgres connections kept open per server process.")
-    rate_limit_per_minute: int = Field(
+    rate_limit_per_minute: Annotated[int, Field(ge=1)] = Field(
         100,
-        ge=1,
         description="tools/call requests per API key per minute, shared by every server process on one "
         "Postgres; discovery, listings, resources and notifications are free.",
     )
@@ -264,10 +261,8 @@ class Settings(BaseSettings):
     activity_max_age_days: float = Field(
         30.0, gt=0, le=36_500, description="Days the activity log keeps an entry (trimmed as it writes)."
     )
-    activity_max_entries: int = Field(
+    activity_max_entries: Annotated[int, Field(ge=1, le=10_000_000)] = Field(
         5_000,
-        ge=1,
-        le=10_000_000,
         description="Entries the activity log keeps per project, newest first (5,000 is under 3 MB "
         "for a busy project).",
     )
@@ -285,10 +280,8 @@ class Settings(BaseSettings):
     loop_prompt_chars: int = Field(
         1000, ge=200, le=10_000, description="Characters of lessons at most with one prompt."
     )
-    loop_prompt_min_score: float = Field(
+    loop_prompt_min_score: Annotated[float, Field(ge=0.0, le=2.0)] = Field(
         0.46,
-        ge=0.0,
-        le=2.0,
         description="Recall score a lesson needs to be given with a prompt (measured: README, "
         "Lore in the agent's loop).",
     )

@@ -31,11 +31,8 @@ def run_doctor(_args: argparse.Namespace, settings: Settings) -> int:
 
 def run_checks(settings: Settings, out: Callable[[str], None] = print) -> bool:
     """Run every check for the configured store; print one line each; True when all pass."""
-    checks: list[Callable[[Settings], Check]] = [check_sqlite, check_model]
-    if settings.store == "remote":
-        checks.append(check_remote)
-    else:
-        checks.extend((check_database, check_vectors))
+    store_checks = [check_remote] if settings.store == "remote" else [check_database, check_vectors]
+    checks: list[Callable[[Settings], Check]] = [check_sqlite, check_model, *store_checks]
     passed = True
     for check in checks:
         try:

@@ -51,11 +51,9 @@ def install(path: Path, client: str, program: str | None = None) -> bool:
         wanted.setdefault("version", 1)
     for client_event, event in EVENTS[client].items():
         command = hook_command(event, client, program)
-        if client == "cursor":
-            hooks.setdefault(client_event, []).append({"command": command})
-        else:
-            handler = {"type": "command", "command": command, "timeout": TIMEOUT_S}
-            hooks.setdefault(client_event, []).append({"hooks": [handler]})
+        handler = {"type": "command", "command": command, "timeout": TIMEOUT_S}
+        entry: dict[str, Any] = {"command": command} if client == "cursor" else {"hooks": [handler]}
+        hooks.setdefault(client_event, []).append(entry)
     if data == wanted:
         return False
     backup = _backup(path)

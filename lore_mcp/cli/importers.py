@@ -202,10 +202,9 @@ def _service_lesson(source: str, memory: Any) -> dict[str, Any]:
     content_hash = memory.get("content_hash")
     if not isinstance(content_hash, str) or not _HEX.fullmatch(content_hash):
         content_hash = hashlib.sha256(content.encode("utf-8")).hexdigest()
-    store = _text(memory.get("store")) or "default"
     millis = int(created.timestamp() * 1000) if created else 0
     return {
-        "id": stable_id(source, store, content_hash.lower(), millis=millis),
+        "id": stable_id(source, _text(memory.get("store")) or "default", content_hash.lower(), millis=millis),
         "problem": _first_line(content),
         "resolution": content,
         "tags": _tags(

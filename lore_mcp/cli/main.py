@@ -17,61 +17,48 @@ from lore_mcp import __version__
 if TYPE_CHECKING:  # imported when a command runs: pydantic's settings cost `--help` 0.2 s
     from lore_mcp.settings import Settings
 
-# Flags of `lore-memory mcp`, one per setting: (flag, settings field, help).
-_SETTING_FLAGS = [
-    ("--store", "store", "backend: local (default), postgres or remote"),
-    ("--db-path", "db_path", "SQLite file of the local store"),
-    ("--database-url", "database_url", "Postgres URL"),
-    ("--database-read-url", "database_read_url", "Postgres URL of a read replica for recall and listings"),
-    ("--database-direct-url", "database_direct_url", "direct Postgres URL when --database-url is PgBouncer"),
-    ("--project", "project", "project used when a tool call names none"),
-    ("--org", "org", "org served over stdio and administered by init/keys/export/import"),
-    ("--api-url", "api_url", "team server URL (remote mode)"),
-    ("--api-key", "api_key", "API key (remote mode)"),
-    ("--embedding-model", "embedding_model", "sentence-transformers model name or path"),
-    ("--embedding-url", "embedding_url", "OpenAI-compatible embeddings URL, e.g. http://localhost:11434/v1"),
-    ("--embedding-api-key", "embedding_api_key", "API key for --embedding-url, sent as Bearer"),
-    ("--embedding-dimension", "embedding_dimension", "vector length --embedding-url must return"),
-    ("--embedding-timeout-s", "embedding_timeout_s", "seconds per --embedding-url request, retries included"),
-    ("--embedding-batch-size", "embedding_batch_size", "texts per request to --embedding-url"),
-    ("--decay-half-life-days", "decay_half_life_days", "half-life of time decay in recall ranking"),
-    (
-        "--rate-limit-per-minute",
-        "rate_limit_per_minute",
-        "tools/call requests per API key per minute, shared by every server process on one Postgres; "
-        "discovery, listings, resources and notifications are free",
-    ),
-    ("--drain-timeout-s", "drain_timeout_s", "seconds SIGTERM lets HTTP requests finish before exiting"),
-    ("--trusted-proxies", "trusted_proxies", "proxies whose X-Forwarded-For is believed (IPs, networks)"),
-    (
-        "--stateless-http",
-        "stateless_http",
-        "true: serve handshake-era HTTP clients without sessions, for replicas with no affinity",
-    ),
-    (
-        "--request-state-secret",
-        "request_state_secret",
-        "key every replica seals requestState with (32+ characters; comma-separated to rotate)",
-    ),
-    (
-        "--oauth-registration",
-        "oauth_registration",
-        "who may register OAuth clients at /register: open (default, within limits) or key (an API key)",
-    ),
-    ("--pool-size", "pool_size", "Postgres connections per server process"),
-    ("--tools", "tools", "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]"),
-    ("--project-from-repo", "project_from_repo", "true: the git repository's name is the project"),
-    ("--loop-inject", "loop_inject", "false: hooks give agents no lessons"),
-    ("--loop-session-chars", "loop_session_chars", "characters of lessons at most at session start"),
-    ("--loop-prompt-chars", "loop_prompt_chars", "characters of lessons at most with a prompt"),
-    ("--loop-prompt-min-score", "loop_prompt_min_score", "recall score a prompt's lesson needs"),
-    ("--loop-capture", "loop_capture", "false: stop hooks never ask the agent to save"),
-    ("--loop-asks-per-hour", "loop_asks_per_hour", "asks to save per caller and hour at most"),
-    ("--loop-dry-run", "loop_dry_run", "true: stop hooks only record what they would ask"),
-    ("--activity-max-age-days", "activity_max_age_days", "days the activity log keeps an entry"),
-    ("--activity-max-entries", "activity_max_entries", "activity log entries kept per project"),
-    ("--request-timeout-s", "request_timeout_s", "seconds a tool call may run before it answers UNAVAILABLE"),
-]
+# Flags of `lore-memory mcp`, one per setting: its field (``_flag`` names it) and help.
+_SETTING_FLAGS = {
+    "store": "backend: local (default), postgres or remote",
+    "db_path": "SQLite file of the local store",
+    "database_url": "Postgres URL",
+    "database_read_url": "Postgres URL of a read replica for recall and listings",
+    "database_direct_url": "direct Postgres URL when --database-url is PgBouncer",
+    "project": "project used when a tool call names none",
+    "org": "org served over stdio and administered by init/keys/export/import",
+    "api_url": "team server URL (remote mode)",
+    "api_key": "API key (remote mode)",
+    "embedding_model": "sentence-transformers model name or path",
+    "embedding_url": "OpenAI-compatible embeddings URL, e.g. http://localhost:11434/v1",
+    "embedding_api_key": "API key for --embedding-url, sent as Bearer",
+    "embedding_dimension": "vector length --embedding-url must return",
+    "embedding_timeout_s": "seconds per --embedding-url request, retries included",
+    "embedding_batch_size": "texts per request to --embedding-url",
+    "decay_half_life_days": "half-life of time decay in recall ranking",
+    "rate_limit_per_minute": "tools/call requests per API key per minute, shared by every server process on "
+    "one Postgres; discovery, listings, resources and notifications are free",
+    "drain_timeout_s": "seconds SIGTERM lets HTTP requests finish before exiting",
+    "trusted_proxies": "proxies whose X-Forwarded-For is believed (IPs, networks)",
+    "stateless_http": "true: serve handshake-era HTTP clients without sessions, "
+    "for replicas with no affinity",
+    "request_state_secret": "key every replica seals requestState with (32+ characters; "
+    "comma-separated to rotate)",
+    "oauth_registration": "who may register OAuth clients at /register: open (default, within limits) "
+    "or key (an API key)",
+    "pool_size": "Postgres connections per server process",
+    "tools": "tool groups to serve: lessons,structured,history[,activity][,admin][,loop]",
+    "project_from_repo": "true: the git repository's name is the project",
+    "loop_inject": "false: hooks give agents no lessons",
+    "loop_session_chars": "characters of lessons at most at session start",
+    "loop_prompt_chars": "characters of lessons at most with a prompt",
+    "loop_prompt_min_score": "recall score a prompt's lesson needs",
+    "loop_capture": "false: stop hooks never ask the agent to save",
+    "loop_asks_per_hour": "asks to save per caller and hour at most",
+    "loop_dry_run": "true: stop hooks only record what they would ask",
+    "activity_max_age_days": "days the activity log keeps an entry",
+    "activity_max_entries": "activity log entries kept per project",
+    "request_timeout_s": "seconds a tool call may run before it answers UNAVAILABLE",
+}
 
 # What add_subparsers returns: each command is added to it.
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
@@ -113,7 +100,6 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     mcp.add_argument("--port", type=int, default=8765, help="HTTP: port (default 8765)")
     mcp.add_argument(
         "--public-url",
-        default=None,
         help="HTTP: the base URL clients reach the server at (https://lore.example.com, no path), its OAuth "
         "issuer with /mcp the resource; default http://HOST:PORT, where OAuth is offered only on loopback",
     )
@@ -128,7 +114,7 @@ def _serving_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     ui.add_argument("--no-browser", action="store_true", help="only print the page's URL")
     migrate = sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
     init = sub.add_parser("init", help="create the org and its root API key (team server)")
-    init.add_argument("--org-name", default=None, help="display name of the org (default: its id)")
+    init.add_argument("--org-name", help="display name of the org (default: its id)")
     init.add_argument("--json", action="store_true", help="print one JSON object with id and key")
     return [mcp, ui, migrate, init]
 
@@ -139,7 +125,7 @@ def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = keys_sub.add_parser("create", help="create a key; it is printed once, never again")
     create.add_argument("--name", required=True, help="who or what holds the key")
-    create.add_argument("--project", dest="key_project", default=None, help="limit the key to this project")
+    create.add_argument("--project", dest="key_project", help="limit the key to this project")
     create.add_argument("--root", action="store_true", help="a root key: every project, and key management")
     create.add_argument("--json", action="store_true", help="print one JSON object with id and key")
     listing = keys_sub.add_parser("list", help="list the org's keys (never their secrets)")
@@ -153,8 +139,8 @@ def _key_commands(sub: Commands) -> list[argparse.ArgumentParser]:
 def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     """export, import."""
     export = sub.add_parser("export", help="write lessons (and --with-history commits) as JSON Lines")
-    export.add_argument("--project", dest="export_project", default=None, help="one project (default: all)")
-    export.add_argument("--out", type=path_argument, default=None, help="file to write (default: stdout)")
+    export.add_argument("--project", dest="export_project", help="one project (default: all)")
+    export.add_argument("--out", type=path_argument, help="file to write (default: stdout)")
     export.add_argument("--with-history", action="store_true", help="also write every commit")
     export.add_argument(
         "--with-vectors",
@@ -166,9 +152,7 @@ def _transfer_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     importing.add_argument(
         "file", metavar="FILE", type=path_argument, help="a JSON Lines file written by `lore-memory export`"
     )
-    importing.add_argument(
-        "--project", dest="import_project", default=None, help="put every lesson in this project"
-    )
+    importing.add_argument("--project", dest="import_project", help="put every lesson in this project")
     importing.add_argument(
         "--strict",
         action="store_true",
@@ -196,7 +180,7 @@ def _upkeep_commands(sub: Commands) -> list[argparse.ArgumentParser]:
         "(resumable; the switch is one commit)",
     )
     reembed.add_argument(
-        "--batch-size", type=int, default=None, help="lessons encoded and kept per transaction (default 256)"
+        "--batch-size", type=int, help="lessons encoded and kept per transaction (default 256)"
     )
     return [doctor, reembed]
 
@@ -210,7 +194,6 @@ def _loop_commands(sub: Commands) -> list[argparse.ArgumentParser]:
     hook.add_argument(
         "--client",
         choices=["claude-code", "cursor"],
-        default=None,
         help="the answer's format (default: cursor where CURSOR_VERSION is set, else claude-code)",
     )
     hooks = sub.add_parser("hooks", help="add Lore's hooks to a client's settings, or remove them")
@@ -244,17 +227,21 @@ def _add_common_flags(command: argparse.ArgumentParser, *, settings_project: boo
         type=str.upper,
         help="stderr log level (default WARNING)",
     )
-    for flag, field, help_text in _SETTING_FLAGS:
+    for field, help_text in _SETTING_FLAGS.items():
         if field == "project" and not settings_project:
             continue  # their own --project means something else
-        command.add_argument(flag, dest=field, default=None, help=f"{help_text} (env LORE_{field.upper()})")
+        command.add_argument(_flag(field), dest=field, help=f"{help_text} (env LORE_{field.upper()})")
+
+
+def _flag(field: str) -> str:
+    return "--" + field.replace("_", "-")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:
     """Environment first, then any flags given on the command line."""
     from lore_mcp.settings import Settings
 
-    given = {field: getattr(args, field, None) for _, field, _ in _SETTING_FLAGS}
+    given = {field: getattr(args, field, None) for field in _SETTING_FLAGS}
     return Settings(**{field: value for field, value in given.items() if value is not None})
 
 
@@ -264,11 +251,10 @@ def configuration_problem(exc: Exception) -> str:
 
     if not isinstance(exc, ValidationError):
         return str(exc)
-    flags = {field: flag for flag, field, _ in _SETTING_FLAGS}
     parts = []
     for err in exc.errors(include_url=False, include_input=False):
         field = str(err["loc"][0]) if err["loc"] else ""
-        name = f"LORE_{field.upper()} ({flags[field]})" if field in flags else field or "settings"
+        name = f"LORE_{field.upper()} ({_flag(field)})" if field in _SETTING_FLAGS else field or "settings"
         parts.append(f"{name}: {err['msg'].removeprefix('Value error, ').rstrip('.')}")
     return "; ".join(parts)
 

@@ -175,13 +175,12 @@ def _say_serving(settings: Settings, base: str, issuer: str | None) -> None:
     if issuer is None:
         return
     if oauth_possible(issuer):
-        note = f"OAuth for connectors (claude.ai, Claude Desktop) at {issuer}/mcp; API keys work as well."
+        say(f"OAuth for connectors (claude.ai, Claude Desktop) at {issuer}/mcp; API keys work as well.")
     else:
-        note = (
+        say(
             f"OAuth is off: {issuer} is neither HTTPS nor loopback; pass --public-url https://your-host "
             "(behind a TLS proxy) to offer it. API keys work."
         )
-    say(note)
 
 
 def serve_http(

@@ -61,9 +61,7 @@ class ActivityEntryOut(BaseModel):
     session: str | None = Field(
         default=None, description="The agent session an injection or an ask to save belongs to."
     )
-    bytes: int | None = Field(
-        default=None, description="Bytes of text an injection or an ask gave the agent."
-    )
+    bytes: int | None = Field(None, description="Bytes of text an injection or an ask gave the agent.")
     person: bool = Field(
         default=False,
         description="A person on Lore's page made the call (known from its credential, not a name); "

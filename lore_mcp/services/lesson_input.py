@@ -22,12 +22,8 @@ MAX_TTL_DAYS = 36_500
 
 
 # A lesson's text fields and their limits; problem and resolution are required.
-TEXT_LIMITS = {
-    "problem": MAX_TEXT_CHARS,
-    "resolution": MAX_TEXT_CHARS,
-    "context": MAX_TEXT_CHARS,
-    "source": MAX_SHORT_CHARS,
-}
+TEXT_LIMITS = {"problem": MAX_TEXT_CHARS, "resolution": MAX_TEXT_CHARS, "context": MAX_TEXT_CHARS}
+TEXT_LIMITS["source"] = MAX_SHORT_CHARS
 
 
 def checked_texts(*, patch: bool = False, **texts: str | None) -> tuple[dict[str, Any], tuple[str, ...]]:

@@ -140,9 +140,8 @@ class LoopService(OnLessons):
         self, scope: Scope, kind: str, within: timedelta, who: Who, limit: int
     ) -> tuple[ActivityEntry, ...]:
         """The caller's latest ``kind`` entries of the last ``within``: the log is what counts."""
-        since = datetime.now(UTC) - within
         key_id = who.caller.key_id if who.caller is not None else None
-        query = ActivityQuery(kinds=(kind,), since=since, key_id=key_id, limit=limit)
+        query = ActivityQuery(kinds=(kind,), since=datetime.now(UTC) - within, key_id=key_id, limit=limit)
         return (await anyio.to_thread.run_sync(self.store.activity, scope, query)).entries
 
     async def ask_to_save(

@@ -176,8 +176,7 @@ class StructuredService(OnLessons):
         """``lore://overview``: stats, saves per day, top tags, the most and least voted lessons, in one
         query (the page read lessons 100 at a time: twenty calls at 2,000, each from the caller's budget)."""
         stats = await self.stats(project, who=who)
-        scope = self.lessons.scope(project, who.caller)
-        rows = await in_transaction(self.store, scope, lambda tx: tx.lesson_digest(datetime.now(UTC)))
+        rows = await self._read(project, who, lambda tx: tx.lesson_digest(datetime.now(UTC)))
         days = Counter(r["created_at"].astimezone(UTC).date().isoformat() for r in rows)
         tags = Counter(tag for r in rows for tag in r["tags"])
         voted = sorted(rows, key=lambda r: (r["downvotes"] - r["upvotes"], r["id"]))

@@ -41,8 +41,7 @@ def unknown_sentence(tool: str, unknown: list[str], accepted: list[str]) -> str:
     shown = [_name_text(name) for name in unknown[:MAX_NAMES_SHOWN]]
     more = len(unknown) - len(shown)
     listed = ", ".join(shown) + (f" and {more} more" if more else "")
-    noun = "argument" if len(unknown) == 1 else "arguments"
-    sentence = f"{tool} has no {noun} {listed}"
+    sentence = f"{tool} has no {'argument' if len(unknown) == 1 else 'arguments'} {listed}"
     guesses = [
         (name, close[0])
         for name in unknown[:MAX_NAMES_SHOWN]

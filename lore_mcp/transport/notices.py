@@ -132,20 +132,18 @@ class NoticeBus:
 
     def subscribe(self, listener: NoticeListener) -> Callable[[], None]:
         """Call ``listener`` on the running loop with each notice; returns what stops it."""
-        loop = asyncio.get_running_loop()
         token = object()
         with self._lock:
-            self._listeners[token] = (listener, loop)
+            self._listeners[token] = (listener, asyncio.get_running_loop())
             feed = None if self._fed else self.feed  # the first subscriber starts the feed's listening
             self._fed = True
         if feed is not None:
             feed.subscribe(self._from_feed)
+        return lambda: self._drop(token)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners.pop(token, None)
-
-        return unsubscribe
+    def _drop(self, token: object) -> None:
+        with self._lock:
+            self._listeners.pop(token, None)
 
     async def ready(self) -> None:
         """Wait (``READY_TIMEOUT_S`` at most) until the feed's listening connection is open."""
@@ -172,8 +170,7 @@ class NoticeBus:
             try:
                 loop.call_soon_threadsafe(_call, listener, notice)
             except RuntimeError:  # that loop is closed: its subscriber is gone
-                with self._lock:
-                    self._listeners.pop(token, None)
+                self._drop(token)
 
 
 def _call(listener: NoticeListener, notice: Notice) -> None:

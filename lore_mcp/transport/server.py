@@ -97,12 +97,7 @@ class LoreServer(MCPServer):
         caller = self.caller()
         root = caller is not None and caller.root
         return [
-            t.model_copy(
-                update={
-                    "input_schema": lean_schema(t.input_schema),
-                    "output_schema": lean_schema(t.output_schema),
-                }
-            )
+            t.model_copy(update={k: lean_schema(getattr(t, k)) for k in ("input_schema", "output_schema")})
             for t in await super().list_tools()
             if root or t.name not in ADMIN_TOOLS
         ]

@@ -125,9 +125,7 @@ class _LikeMatcher:
         if self.exact:
             return self.first.fullmatch(value) is not None
         end = len(value) - self.last_len
-        if end < self.first_len:
-            return False
-        if self.first.match(value) is None or self.last.match(value, end) is None:
+        if end < self.first_len or self.first.match(value) is None or self.last.match(value, end) is None:
             return False
         pos = self.first_len
         for piece, size in self.middle:

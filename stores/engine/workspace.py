@@ -198,12 +198,10 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
     rows = op.get("rows")
     if not isinstance(rows, list) or not rows:
         raise InvalidInputError("insert needs rows: a non-empty list of objects.")
-    next_id = table.next_id
     for position, raw in enumerate(rows):
         deadline.check()
-        ws.set_row(name, next_id, _row_values(table, raw, f"row {position}", fill=True))
-        next_id += 1
-    ws.defs[name] = replace(table, next_id=next_id)
+        ws.set_row(name, table.next_id + position, _row_values(table, raw, f"row {position}", fill=True))
+    ws.defs[name] = replace(table, next_id=table.next_id + len(rows))
     ws.renumbered.add(name)
 
 

@@ -63,12 +63,11 @@ class PostgresNotices:
             if self._thread is None and not self._stop.is_set():
                 self._thread = threading.Thread(target=self._run, name="lore-notices", daemon=True)
                 self._thread.start()
+        return lambda: self._drop(token)
 
-        def unsubscribe() -> None:
-            with self._lock:
-                self._listeners.pop(token, None)
-
-        return unsubscribe
+    def _drop(self, token: object) -> None:
+        with self._lock:
+            self._listeners.pop(token, None)
 
     def wait_listening(self, timeout: float) -> bool:
         """Whether listening, within ``timeout``, for callers that must not miss the next notice."""

@@ -112,15 +112,13 @@ class LoreTokenHandler(TokenHandler):
 
     async def handle(self, request: Request) -> Response:
         asked = (await request.form()).get("resource")
-        answer: Response
         if not isinstance(asked, str) or same_resource(asked, self.resource):
-            answer = await super().handle(request)
-        else:
-            sentence = (
-                f"This server issues tokens only for {self.resource}; the resource {asked!r} is another one."
-            )
-            answer = self.response(TokenErrorResponse(error="invalid_target", error_description=sentence))
-        return answer
+            return cast(Response, await super().handle(request))
+        sentence = (
+            f"This server issues tokens only for {self.resource}; the resource {asked!r} is another one."
+        )
+        refused = TokenErrorResponse(error="invalid_target", error_description=sentence)
+        return cast(Response, self.response(refused))
 
 
 class LoreRevocationHandler(RevocationHandler):
