@@ -233,20 +233,22 @@ class Transfer(OnLessons):
     ) -> FileReport:
         """Import an export file, every line checked first: ``strict`` stops at any bad line
         before writing, then one transaction per project; otherwise bad lines are skipped and
-        lessons written a batch at a time (a re-run skips what landed, by id)."""
+        lessons written a batch at a time (a re-run skips what landed, by id). Read twice (a list,
+        or ``FileLines``), checking then writing, so no more than a batch per project is held."""
         report = FileReport()
-        by_project, model = self._group_lines(lines, project, report)
+        lines = list(lines) if iter(lines) is lines else lines  # a one-shot iterator cannot be read twice
+        counts, model, carried = self._count_lines(lines, project, report)
         if strict and report.errors:
             return report
-        carried = any(vector is not None for items in by_project.values() for _, vector in items)
         # A store whose vectors come from another model embeds anew; one with none adopts the file's.
         if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
             report.foreign_model = model
         kept = model is not None and not report.foreign_model
-        started(sum(len(items) for items in by_project.values()))
-        for name, items in by_project.items():
-            scope = Scope(org=org, project=name, actor=actor)
-            self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
+        started(sum(counts.values()))
+        with self.store.bulk(org, sum(counts.values())):
+            for name, items in self._batches(lines, project, counts, strict=strict):
+                scope = Scope(org=org, project=name, actor=actor)
+                self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
         return report
 
     def _import_project(
@@ -283,16 +285,15 @@ class Transfer(OnLessons):
         report.kept_vectors += len(batch) - len(missing)
         return [vector for vector in vectors if vector is not None]
 
-    def _group_lines(
+    def _count_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport
-    ) -> tuple[dict[str, list[tuple[LessonDraft, np.ndarray | None]]], EmbeddingModel | None]:
-        """Every line checked and redacted before any write: lessons by project, and the model."""
-        by_project: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
+    ) -> tuple[dict[str, int], EmbeddingModel | None, bool]:
+        """Every line checked and redacted before any write: lessons per project, the model, and
+        whether a lesson carries a vector (kept only where redaction changed nothing)."""
+        counts: dict[str, int] = {}
         model: EmbeddingModel | None = None
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            parsed = _parse_line(number, line, model)
+        carried = False
+        for parsed in _parsed(lines):
             if isinstance(parsed, str):
                 report.errors.append(parsed)
             elif isinstance(parsed, EmbeddingModel):
@@ -300,11 +301,27 @@ class Transfer(OnLessons):
             elif parsed is None:
                 report.commits += 1
             else:
-                item, draft, kinds, vector = parsed
+                item, _, kinds, vector = parsed
                 report.redacted.update(kinds)
                 target = project or item.project or self.lessons.default_project
-                by_project.setdefault(target, []).append((draft, None if kinds else vector))
-        return by_project, model
+                counts[target] = counts.get(target, 0) + 1
+                carried = carried or (vector is not None and not kinds)
+        return counts, model, carried
+
+    def _batches(
+        self, lines: Iterable[str], project: str | None, counts: dict[str, int], *, strict: bool
+    ) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
+        """The lessons read again, per project: a batch as it fills, or (``strict``) all once read."""
+        held: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
+        for parsed in _parsed(lines):
+            if isinstance(parsed, tuple):
+                item, draft, kinds, vector = parsed
+                target = project or item.project or self.lessons.default_project
+                items = held.setdefault(target, [])
+                items.append((draft, None if kinds else vector))
+                counts[target] -= 1
+                if counts[target] == 0 or (len(items) == FILE_BATCH and not strict):
+                    yield target, held.pop(target)
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
@@ -351,6 +368,27 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 
 
 Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
+
+
+def _parsed(lines: Iterable[str]) -> Iterator[Parsed | EmbeddingModel | str | None]:
+    """Each non-blank line parsed (``_parse_line``), a model line's vectors decoding later lines."""
+    model: EmbeddingModel | None = None
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            parsed = _parse_line(number, line, model)
+            model = parsed if isinstance(parsed, EmbeddingModel) else model
+            yield parsed
+
+
+@dataclass(frozen=True)
+class FileLines:
+    """A file's lines, read afresh at each pass (``import_file`` reads twice, holding neither)."""
+
+    path: str
+
+    def __iter__(self) -> Iterator[str]:
+        with open(self.path, encoding="utf-8-sig") as f:  # a byte order mark is no part of line 1
+            yield from f
 
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
