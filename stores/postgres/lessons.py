@@ -115,30 +115,26 @@ class PostgresLessons:
         self.notices: NoticeFeed | None = self._notices
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
-        self._held: _Held | None = None  # an import's rows while its indexes are down (``bulk``)
+        self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
     def bulk(self, org: str, coming: int) -> Iterator[None]:
-        """``SqlStore.bulk``: an import of more rows than ``lessons`` holds, by its owner, loads
-        without the HNSW and full-text indexes (1.0 and 0.55 ms a row of upkeep) and builds them
-        once after, as pg_restore does; meanwhile a batch's near duplicates among the import's
-        rows are found in ``_Held``, the index-less scan reading only rows held before it. A
-        killed import leaves them missing: ``migrate`` builds them at the next open."""
+        """``SqlStore.bulk``: an import larger than ``lessons``, by its owner, loads without the HNSW
+        and full-text indexes (1.0 and 0.55 ms a row of upkeep) and builds them after, as pg_restore
+        does (a killed one leaves that to ``migrate``); near duplicates among its rows: ``_Held``."""
         with transaction(self._engine, org) as conn:
             upto = conn.execute(_BULK, {"n": coming}).scalar()
-        if upto is None:
-            yield
-            return
-        self._held = _Held(org, upto)
+        self._held = _Held(upto) if upto is not None else None
         try:
             yield
         finally:
-            self._held = None
-            with transaction(self._engine, None) as conn:
-                as_owner(conn)
-                conn.exec_driver_sql("ANALYZE lessons")
-                conn.execute(_BUILD_SETTINGS)
-                conn.exec_driver_sql(MISSING_INDEXES)
+            if self._held is not None:
+                self._held = None
+                with transaction(self._engine, None) as conn:
+                    as_owner(conn)
+                    conn.exec_driver_sql("ANALYZE lessons")
+                    conn.execute(_BUILD_SETTINGS)
+                    conn.exec_driver_sql(MISSING_INDEXES)
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -153,8 +149,7 @@ class PostgresLessons:
             self._held.dropped = True
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         with self._begin(scope.org, lock, key=f"{scope.org}/{scope.project}") as conn:
-            held = self._held if self._held and self._held.org == scope.org else None
-            yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=held)
+            yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held)
 
     @contextlib.contextmanager
     def reading(self, scope: Scope, *, lagging: bool = False) -> Iterator[PostgresLessonRows]:
@@ -300,42 +295,28 @@ _BUILD_SETTINGS = text(
 )
 
 
-def _text(vec: np.ndarray) -> str:
-    """pgvector's text of a vector: float32's nine digits in one C call, half the time of ``repr``."""
-    return ("[" + ",".join(["%.9g"] * len(vec)) + "]") % tuple(vec.tolist())
-
-
 class _Held:
-    """An import's rows per project while ``bulk`` has the indexes down: keys, expiry, unit vectors."""
+    """An import's rows per project while ``bulk`` has the indexes down (one import a process, the
+    CLI's): keys, expiry and unit vectors, matched in one product per batch instead of HNSW."""
 
-    def __init__(self, org: str, upto: int) -> None:
-        self.org, self.upto = org, upto  # rows at or below key ``upto`` were there before the import
-        self.dropped = False
-        self.rows: dict[str, tuple[list[int], list[float], np.ndarray]] = {}
+    def __init__(self, upto: int) -> None:
+        self.upto, self.dropped = upto, False  # rows at or below key ``upto`` were there before it
+        self.rows: dict[str, list[np.ndarray]] = {}
 
     def add(self, project: str, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
-        dim = len(next(iter(vectors.values())))
-        keys, expiry, matrix = self.rows.get(project, ([], [], np.empty((0, dim), np.float32)))
-        if len(keys) + len(rows) > len(matrix):  # room for as many again: copied log(n) times
-            matrix = np.concatenate(
-                [matrix[: len(keys)], np.empty((len(keys) + 2 * len(rows), dim), np.float32)]
-            )
-        for i, row in enumerate(rows, start=len(keys)):
-            keys.append(row["pk"])
-            expiry.append(row["expires_at"].timestamp() if row["expires_at"] else math.inf)
-            matrix[i] = vectors[row["id"]]
-        self.rows[project] = (keys, expiry, matrix)
+        expiry = np.array([row["expires_at"].timestamp() if row["expires_at"] else math.inf for row in rows])
+        new = [np.array([row["pk"] for row in rows]), expiry, np.stack([vectors[row["id"]] for row in rows])]
+        held = self.rows.get(project)
+        self.rows[project] = [np.concatenate(pair) for pair in zip(held, new, strict=True)] if held else new
 
-    def near(
-        self, project: str, vecs: Sequence[np.ndarray], now: datetime
-    ) -> Iterator[tuple[int, int, float]]:
-        """(vector's index, key, similarity) of each live held row at ``CANDIDATE_SIMILARITY`` or more."""
-        keys, expiry, matrix = self.rows.get(project, ([], [], np.empty((0, 0), np.float32)))
-        if keys:
-            sims = matrix[: len(keys)] @ np.stack(vecs).T
-            live = np.asarray(expiry) > now.timestamp()
-            for r, c in zip(*np.nonzero((sims >= dedup.CANDIDATE_SIMILARITY) & live[:, None]), strict=True):
-                yield int(c), keys[r], float(sims[r, c])
+    def near(self, project: str, vecs: Sequence[np.ndarray], now: float) -> Iterator[tuple[int, int, float]]:
+        """(vector's index, key, similarity) of each held row live at ``now`` and near enough to merge."""
+        if project not in self.rows:
+            return iter(())
+        keys, expiry, matrix = self.rows[project]
+        sims = matrix @ np.stack(vecs).T
+        rows, cols = np.nonzero((sims >= dedup.CANDIDATE_SIMILARITY) & (expiry > now)[:, None])
+        return ((int(c), int(keys[r]), float(sims[r, c])) for r, c in zip(rows, cols, strict=True))
 
 
 # A bulk write that grew ``lessons`` by a fifth (and 1,000 rows) since its statistics refreshes
@@ -374,12 +355,14 @@ class PostgresLessonRows:
             return [[] for _ in vectors]
         params = {"org": self._scope.org, "project": self._scope.project, "now": now, "k": dedup.MAX_SIMILAR}
         found: list[list[tuple[int, float]]] = [[] for _ in vectors]
-        upto = self._held.upto if self._held else 2**62
-        texts = [_text(vec) for vec in vectors] if upto else []
+        upto = self._held.upto if self._held else 2**62  # held: the rows before the import, by exact scan
+        texts = [("[" + ",".join(["%.9g"] * len(vec)) + "]") % tuple(vec.tolist()) for vec in vectors]
         for r in self._conn.execute(_NEAREST, {**params, "qs": texts, "upto": upto}) if upto else ():
             if r.sim >= dedup.CANDIDATE_SIMILARITY:
                 found[r.i - 1].append((r.pk, float(r.sim)))
-        for i, key, sim in self._held.near(self._scope.project, vectors, now) if self._held else ():
+        for i, key, sim in (
+            self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
+        ):
             found[i].append((key, sim))
         return found
 
