@@ -14,10 +14,12 @@ import binascii
 import dataclasses
 import functools
 import json
+import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import anyio.lowlevel
 import anyio.to_thread
@@ -233,22 +235,23 @@ class Transfer(OnLessons):
     ) -> FileReport:
         """Import an export file, every line checked first: ``strict`` stops at any bad line
         before writing, then one transaction per project; otherwise bad lines are skipped and
-        lessons written a batch at a time (a re-run skips what landed, by id). Read twice (a list,
-        or ``FileLines``), checking then writing, so no more than a batch per project is held."""
+        lessons written a batch at a time (a re-run skips what landed, by id). Checked lessons wait
+        in a temporary file, not in memory (about 3 KB each), and are held a batch per project."""
         report = FileReport()
-        lines = list(lines) if iter(lines) is lines else lines  # a one-shot iterator cannot be read twice
-        counts, model, carried = self._count_lines(lines, project, report)
-        if strict and report.errors:
-            return report
-        # A store whose vectors come from another model embeds anew; one with none adopts the file's.
-        if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
-            report.foreign_model = model
-        kept = model is not None and not report.foreign_model
-        started(sum(counts.values()))
-        with self.store.bulk(org, sum(counts.values())):
-            for name, items in self._batches(lines, project, counts, strict=strict):
-                scope = Scope(org=org, project=name, actor=actor)
-                self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
+        with tempfile.TemporaryFile() as spill:
+            counts, model, carried = self._check_lines(lines, project, report, spill)
+            if strict and report.errors:
+                return report
+            # A store whose vectors come from another model embeds anew; one with none adopts the file's.
+            if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
+                report.foreign_model = model
+            kept = model is not None and not report.foreign_model
+            started(sum(counts.values()))
+            spill.seek(0)
+            with self.store.bulk(org, sum(counts.values())):
+                for name, items in _batches(spill, counts, strict=strict):
+                    scope = Scope(org=org, project=name, actor=actor)
+                    self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
         return report
 
     def _import_project(
@@ -285,15 +288,18 @@ class Transfer(OnLessons):
         report.kept_vectors += len(batch) - len(missing)
         return [vector for vector in vectors if vector is not None]
 
-    def _count_lines(
-        self, lines: Iterable[str], project: str | None, report: FileReport
+    def _check_lines(
+        self, lines: Iterable[str], project: str | None, report: FileReport, spill: IO[bytes]
     ) -> tuple[dict[str, int], EmbeddingModel | None, bool]:
-        """Every line checked and redacted before any write: lessons per project, the model, and
-        whether a lesson carries a vector (kept only where redaction changed nothing)."""
+        """Every line checked and redacted before any write, lessons spilled with their project:
+        how many per project, the model, and whether one carries a vector (unless redacted)."""
         counts: dict[str, int] = {}
         model: EmbeddingModel | None = None
         carried = False
-        for parsed in _parsed(lines):
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            parsed = _parse_line(number, line, model)
             if isinstance(parsed, str):
                 report.errors.append(parsed)
             elif isinstance(parsed, EmbeddingModel):
@@ -301,27 +307,27 @@ class Transfer(OnLessons):
             elif parsed is None:
                 report.commits += 1
             else:
-                item, _, kinds, vector = parsed
+                item, draft, kinds, vector = parsed
                 report.redacted.update(kinds)
                 target = project or item.project or self.lessons.default_project
                 counts[target] = counts.get(target, 0) + 1
                 carried = carried or (vector is not None and not kinds)
+                pickle.dump((target, draft, None if kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
         return counts, model, carried
 
-    def _batches(
-        self, lines: Iterable[str], project: str | None, counts: dict[str, int], *, strict: bool
-    ) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
-        """The lessons read again, per project: a batch as it fills, or (``strict``) all once read."""
-        held: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
-        for parsed in _parsed(lines):
-            if isinstance(parsed, tuple):
-                item, draft, kinds, vector = parsed
-                target = project or item.project or self.lessons.default_project
-                items = held.setdefault(target, [])
-                items.append((draft, None if kinds else vector))
-                counts[target] -= 1
-                if counts[target] == 0 or (len(items) == FILE_BATCH and not strict):
-                    yield target, held.pop(target)
+
+def _batches(
+    spill: IO[bytes], counts: dict[str, int], *, strict: bool
+) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
+    """The spilled lessons per project: a batch as it fills, or (``strict``) all once read."""
+    held: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
+    for _ in range(sum(counts.values())):
+        target, draft, vector = pickle.load(spill)  # this import's own temporary file, nothing else
+        items = held.setdefault(target, [])
+        items.append((draft, vector))
+        counts[target] -= 1
+        if counts[target] == 0 or (len(items) == FILE_BATCH and not strict):
+            yield target, held.pop(target)
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
@@ -370,19 +376,9 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
 
 
-def _parsed(lines: Iterable[str]) -> Iterator[Parsed | EmbeddingModel | str | None]:
-    """Each non-blank line parsed (``_parse_line``), a model line's vectors decoding later lines."""
-    model: EmbeddingModel | None = None
-    for number, line in enumerate(lines, start=1):
-        if line.strip():
-            parsed = _parse_line(number, line, model)
-            model = parsed if isinstance(parsed, EmbeddingModel) else model
-            yield parsed
-
-
 @dataclass(frozen=True)
 class FileLines:
-    """A file's lines, read afresh at each pass (``import_file`` reads twice, holding neither)."""
+    """A file's lines for ``import_file``, read as it goes (the CLI's; it is opened when read)."""
 
     path: str
 
