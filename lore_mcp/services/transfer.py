@@ -239,17 +239,16 @@ class Transfer(OnLessons):
         in a temporary file, not in memory (about 3 KB each), and are held a batch per project."""
         report = FileReport()
         with tempfile.TemporaryFile() as spill:
-            counts, model, carried = self._check_lines(lines, project, report, spill)
+            at, model, carried = self._check_lines(lines, project, report, spill)
             if strict and report.errors:
                 return report
             # A store whose vectors come from another model embeds anew; one with none adopts the file's.
             if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
                 report.foreign_model = model
             kept = model is not None and not report.foreign_model
-            started(sum(counts.values()))
-            spill.seek(0)
-            with self.store.bulk(org, sum(counts.values())):
-                for name, items in _batches(spill, counts, strict=strict):
+            started(sum(len(starts) for starts in at.values()))
+            with self.store.bulk(org, sum(len(starts) for starts in at.values())):
+                for name, items in _batches(spill, at, strict=strict):
                     scope = Scope(org=org, project=name, actor=actor)
                     self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
         return report
@@ -290,10 +289,10 @@ class Transfer(OnLessons):
 
     def _check_lines(
         self, lines: Iterable[str], project: str | None, report: FileReport, spill: IO[bytes]
-    ) -> tuple[dict[str, int], EmbeddingModel | None, bool]:
-        """Every line checked and redacted before any write, lessons spilled with their project:
-        how many per project, the model, and whether one carries a vector (unless redacted)."""
-        counts: dict[str, int] = {}
+    ) -> tuple[dict[str, list[int]], EmbeddingModel | None, bool]:
+        """Every line checked and redacted before any write, lessons spilled: where each project's
+        are in ``spill``, the model, and whether one carries a vector (unless redacted)."""
+        at: dict[str, list[int]] = {}
         model: EmbeddingModel | None = None
         carried = False
         for number, line in enumerate(lines, start=1):
@@ -310,24 +309,25 @@ class Transfer(OnLessons):
                 item, draft, kinds, vector = parsed
                 report.redacted.update(kinds)
                 target = project or item.project or self.lessons.default_project
-                counts[target] = counts.get(target, 0) + 1
+                at.setdefault(target, []).append(spill.tell())
                 carried = carried or (vector is not None and not kinds)
-                pickle.dump((target, draft, None if kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
-        return counts, model, carried
+                pickle.dump((draft, None if kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
+        return at, model, carried
 
 
 def _batches(
-    spill: IO[bytes], counts: dict[str, int], *, strict: bool
+    spill: IO[bytes], at: dict[str, list[int]], *, strict: bool
 ) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
-    """The spilled lessons per project: a batch as it fills, or (``strict``) all once read."""
-    held: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
-    for _ in range(sum(counts.values())):
-        target, draft, vector = pickle.load(spill)  # this import's own temporary file, nothing else
-        items = held.setdefault(target, [])
-        items.append((draft, vector))
-        counts[target] -= 1
-        if counts[target] == 0 or (len(items) == FILE_BATCH and not strict):
-            yield target, held.pop(target)
+    """Each project's spilled lessons in file order, project after project as before the spill: a
+    batch at a time, or (``strict``) all of them."""
+    for target, starts in at.items():
+        step = len(starts) if strict else FILE_BATCH
+        for begin in range(0, len(starts), step):
+            items = []
+            for offset in starts[begin : begin + step]:
+                spill.seek(offset)
+                items.append(pickle.load(spill))  # this import's own temporary file, nothing else
+            yield target, items
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:

@@ -132,9 +132,9 @@ class PostgresLessons:
                 self._held = None
                 with transaction(self._engine, None) as conn:
                     as_owner(conn)
-                    conn.exec_driver_sql("ANALYZE lessons")
-                    conn.execute(_BUILD_SETTINGS)
-                    conn.exec_driver_sql(MISSING_INDEXES)
+                    conn.exec_driver_sql(
+                        f"SET LOCAL statement_timeout = 0; ANALYZE lessons; {MISSING_INDEXES}"
+                    )
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -287,14 +287,10 @@ _NEAREST = text(
     "CROSS JOIN LATERAL (SELECT pk, 1 - (embedding <=> q.v) AS sim FROM lessons "
     f"WHERE {SCOPE} AND {LIVE} AND pk <= :upto ORDER BY embedding <=> q.v LIMIT :k) AS n"
 )
-# ``bulk``: the last key before the import (None: keep the indexes), and the index build's memory.
+# ``bulk``: the last key before the import, or None: keep the indexes.
 _BULK = text(
     "SELECT (SELECT coalesce(max(pk), 0) FROM lessons) FROM pg_class WHERE oid = 'lessons'::regclass "
     "AND greatest(reltuples, 0) < :n AND pg_has_role(session_user, relowner, 'MEMBER')"
-)
-_BUILD_SETTINGS = text(
-    "SELECT set_config('statement_timeout', '0', true), set_config('maintenance_work_mem', "
-    "least(4096, 64 + reltuples::bigint / 512) || 'MB', true) FROM pg_class WHERE oid = 'lessons'::regclass"
 )
 
 
