@@ -132,9 +132,8 @@ class PostgresLessons:
                 self._held = None
                 with transaction(self._engine, None) as conn:
                     as_owner(conn)
-                    conn.exec_driver_sql(
-                        f"SET LOCAL statement_timeout = 0; ANALYZE lessons; {MISSING_INDEXES}"
-                    )
+                    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")  # its own: a query's timer is set
+                    conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -148,8 +147,7 @@ class PostgresLessons:
                 conn.exec_driver_sql("DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
             self._held.dropped = True
         lock = "pg_advisory_xact_lock(hashtext(:key))"
-        # A bulk load's commits skip the WAL flush (6 ms each): a crash may lose the last few, which
-        # the import's re-run writes again (by id); nothing else is at risk.
+        # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
         with self._begin(scope.org, lock, *fast, key=f"{scope.org}/{scope.project}") as conn:
             yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held)
