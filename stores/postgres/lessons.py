@@ -357,9 +357,8 @@ class PostgresLessonRows:
         for r in self._conn.execute(_NEAREST, {**params, "qs": texts, "upto": upto}) if upto else ():
             if r.sim >= dedup.CANDIDATE_SIMILARITY:
                 found[r.i - 1].append((r.pk, float(r.sim)))
-        for i, key, sim in (
-            self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
-        ):
+        held = self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
+        for i, key, sim in held:  # the import's own rows, not in the table's index meanwhile
             found[i].append((key, sim))
         return found
 
