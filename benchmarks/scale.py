@@ -39,7 +39,7 @@ from synthetic import TOPICS
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.transfer import Transfer
+from lore_mcp.services.transfer import FileLines, Transfer
 from stores import open_local_store, open_postgres_store
 from stores.engine.lessons import RecallQuery, Scope
 from stores.sqlite.vectors import scope_key
@@ -90,8 +90,7 @@ def run_size(
     transfer = Transfer(service)
     load_avg = os.getloadavg()
     started = time.perf_counter()
-    with path.open() as f:
-        report = transfer.import_file(f, org="local", project=None, strict=False)
+    report = transfer.import_file(FileLines(str(path)), org="local", project=None, strict=False)
     load_s = time.perf_counter() - started
     out: dict[str, Any] = {
         "backend": backend,

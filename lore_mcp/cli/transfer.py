@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from lore_mcp.app import open_app
@@ -50,21 +52,25 @@ def export_lessons(args: argparse.Namespace, settings: Settings) -> int:
     return say(f"exported {counts['lesson']} lessons{history}.")
 
 
-def _read_import(args: argparse.Namespace) -> tuple[str | None, list[str], list[str]] | int:
+def _read_import(args: argparse.Namespace) -> tuple[str | None, Iterable[str], list[str]] | int:
     """(project, lines, foreign errors) of `import FILE`, or the exit status after a refusal."""
     from lore_mcp.errors import describe
     from lore_mcp.services.lesson_input import check_project
+    from lore_mcp.services.transfer import FileLines
 
     try:
         project = check_project(args.import_project) if args.import_project else None
         # utf-8-sig: a byte order mark (as some editors write) is not part of the first line.
         with open(args.file, encoding="utf-8-sig") as f:
+            if args.import_from == "lore":  # only decoded here: the import reads it again, line by line
+                collections.deque(f, maxlen=0)
             text = f.read()
     except OSError as exc:
         return say(f"cannot read {args.file}: {exc.strerror}", 2)
     except Exception as exc:
         return say(f"VALIDATION_ERROR: {describe(exc)[1]}", 2)
-    lines, foreign = text.splitlines(), []
+    lines: Iterable[str] = FileLines(args.file)
+    foreign: list[str] = []
     if args.import_from != "lore":  # another server's export, as Lore lesson lines
         from lore_mcp.cli.importers import convert
 

@@ -14,10 +14,12 @@ import binascii
 import dataclasses
 import functools
 import json
+import pickle
+import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import IO, Any
 
 import anyio.lowlevel
 import anyio.to_thread
@@ -233,20 +235,22 @@ class Transfer(OnLessons):
     ) -> FileReport:
         """Import an export file, every line checked first: ``strict`` stops at any bad line
         before writing, then one transaction per project; otherwise bad lines are skipped and
-        lessons written a batch at a time (a re-run skips what landed, by id)."""
+        lessons written a batch at a time (a re-run skips what landed, by id). Checked lessons wait
+        in a temporary file, not in memory (about 3 KB each), and are held a batch per project."""
         report = FileReport()
-        by_project, model = self._group_lines(lines, project, report)
-        if strict and report.errors:
-            return report
-        carried = any(vector is not None for items in by_project.values() for _, vector in items)
-        # A store whose vectors come from another model embeds anew; one with none adopts the file's.
-        if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
-            report.foreign_model = model
-        kept = model is not None and not report.foreign_model
-        started(sum(len(items) for items in by_project.values()))
-        for name, items in by_project.items():
-            scope = Scope(org=org, project=name, actor=actor)
-            self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
+        with tempfile.TemporaryFile() as spill:
+            at, model, carried = self._check_lines(lines, project, report, spill)
+            if strict and report.errors:
+                return report
+            # A store whose vectors come from another model embeds anew; one with none adopts the file's.
+            if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
+                report.foreign_model = model
+            kept = model is not None and not report.foreign_model
+            started(sum(len(starts) for starts in at.values()))
+            with self.store.bulk(org, sum(len(starts) for starts in at.values())):
+                for name, items in _batches(spill, at, strict=strict):
+                    scope = Scope(org=org, project=name, actor=actor)
+                    self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
         return report
 
     def _import_project(
@@ -283,12 +287,14 @@ class Transfer(OnLessons):
         report.kept_vectors += len(batch) - len(missing)
         return [vector for vector in vectors if vector is not None]
 
-    def _group_lines(
-        self, lines: Iterable[str], project: str | None, report: FileReport
-    ) -> tuple[dict[str, list[tuple[LessonDraft, np.ndarray | None]]], EmbeddingModel | None]:
-        """Every line checked and redacted before any write: lessons by project, and the model."""
-        by_project: dict[str, list[tuple[LessonDraft, np.ndarray | None]]] = {}
+    def _check_lines(
+        self, lines: Iterable[str], project: str | None, report: FileReport, spill: IO[bytes]
+    ) -> tuple[dict[str, list[int]], EmbeddingModel | None, bool]:
+        """Every line checked and redacted before any write, lessons spilled: where each project's
+        are in ``spill``, the model, and whether one carries a vector (unless redacted)."""
+        at: dict[str, list[int]] = {}
         model: EmbeddingModel | None = None
+        carried = False
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -303,8 +309,25 @@ class Transfer(OnLessons):
                 item, draft, kinds, vector = parsed
                 report.redacted.update(kinds)
                 target = project or item.project or self.lessons.default_project
-                by_project.setdefault(target, []).append((draft, None if kinds else vector))
-        return by_project, model
+                at.setdefault(target, []).append(spill.tell())
+                carried = carried or (vector is not None and not kinds)
+                pickle.dump((draft, None if kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
+        return at, model, carried
+
+
+def _batches(
+    spill: IO[bytes], at: dict[str, list[int]], *, strict: bool
+) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
+    """Each project's spilled lessons in file order, project after project as before the spill: a
+    batch at a time, or (``strict``) all of them."""
+    for target, starts in at.items():
+        step = len(starts) if strict else FILE_BATCH
+        for begin in range(0, len(starts), step):
+            items = []
+            for offset in starts[begin : begin + step]:
+                spill.seek(offset)
+                items.append(pickle.load(spill))  # this import's own temporary file, nothing else
+            yield target, items
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:
@@ -351,6 +374,17 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 
 
 Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
+
+
+@dataclass(frozen=True)
+class FileLines:
+    """A file's lines for ``import_file``, read as it goes (the CLI's; it is opened when read)."""
+
+    path: str
+
+    def __iter__(self) -> Iterator[str]:
+        with open(self.path, encoding="utf-8-sig") as f:  # a byte order mark is no part of line 1
+            yield from f
 
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:

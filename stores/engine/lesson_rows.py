@@ -133,10 +133,9 @@ class SqlLessonTx:
                 {"keys": self.sql.listed(keys)},
             )
             texts = {r["pk"]: (r["id"], (r["problem"], r["resolution"], r["context"])) for r in rows}
-        return [
-            [Near(key, sim, *texts[key]) for key, sim in sorted(hits, key=lambda h: (-h[1], h[0]))]
-            for hits in found
-        ]
+        # A held key gone meanwhile (deleted by another process during an import) is no neighbour.
+        ordered = (sorted((h for h in hits if h[0] in texts), key=lambda h: (-h[1], h[0])) for hits in found)
+        return [[Near(key, sim, *texts[key]) for key, sim in hits] for hits in ordered]
 
     def live_vectors(self) -> list[tuple[str, bytes | None]]:
         """Every live lesson's id and vector (float32 bytes), by id (``stores.engine.curation``)."""

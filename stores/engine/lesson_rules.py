@@ -103,6 +103,9 @@ class LessonBackend(Protocol):
     ) -> list[dict[str, Any]]:
         """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``."""
 
+    def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[None]:
+        """``SqlStore.bulk``: what a backend does around a large import of ``coming`` lessons."""
+
     def ensure_dim(self, dim: int) -> None:
         """Fix the store's vector dimension before a restoring ``transaction``, which cannot create
         vector storage on every backend (another dimension is then ``InvalidInputError``)."""
@@ -129,6 +132,8 @@ class SqlStore:
         self.keys, self.models = backend.keys, backend.models
         self.call_counts, self.notices = backend.call_counts, backend.notices
         self.ensure_dim, self.probe_write, self.close = backend.ensure_dim, backend.probe_write, backend.close
+        # Around an import's writes (``save_many`` with ``keep_ids``): Postgres may build its indexes after.
+        self.bulk = backend.bulk
 
     @contextlib.contextmanager
     def _writing(self, scope: Scope, vectors: Sequence[np.ndarray] = ()) -> Iterator[SqlLessonTx]:

@@ -245,6 +245,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
+# An import drops the HNSW and full-text indexes while it loads (``PostgresLessons.bulk``); one
+# killed halfway leaves them missing, so every open builds what is missing, with memory to do so.
+MISSING_INDEXES = """DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + greatest(reltuples, 0)::bigint
+    / 512) || 'MB', true) FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
+    CREATE INDEX lessons_tsv ON lessons USING gin (tsv) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
+    IS NULL AND EXISTS (SELECT FROM lore_meta WHERE key = 'dim') THEN CREATE INDEX lessons_embedding ON lessons USING hnsw
+    (embedding vector_cosine_ops); END IF; END $$"""
 
 
 def migrate(engine: Engine) -> int:
@@ -269,6 +276,7 @@ def migrate(engine: Engine) -> int:
             PostgresSqlTx(conn), MIGRATIONS, SCHEMA_VERSION, conn.exec_driver_sql
         ):
             logger.info("applied migration %s %s", version, name)
+        conn.exec_driver_sql(MISSING_INDEXES)
         _ensure_rls_role(conn)
     engine.dispose()  # new connections pick up the role and the vector type
     return SCHEMA_VERSION

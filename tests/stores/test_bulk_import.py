@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from sqlalchemy.engine import make_url
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
@@ -173,3 +174,85 @@ def test_the_cli_exports_vectors_and_imports_them_without_the_model(tmp_path: Pa
         assert target.count("local", "a") == 30 and target.models.recorded() == MODEL
     finally:
         target.close()
+
+
+def test_an_import_merges_into_lessons_stored_before_it_and_into_its_own_earlier_batches(
+    store: Store, tmp_path: Path
+) -> None:
+    """On Postgres an import into an emptier table loads without its indexes (``bulk``): near
+    duplicates among the rows stored before it are found by an exact scan, among its own earlier
+    batches in the client. The decisions are the same on both backends."""
+    source = open_local_store(tmp_path / "source.db")
+    try:
+        lines = filled(source, FILE_BATCH + 20)
+    finally:
+        source.close()
+    before = {**lines[2], "id": "01JABCDEFGHJKMNPQRSTVWXYZ8"}  # stored first: lines[2] merges into it
+    twin = {**lines[1], "id": "01JABCDEFGHJKMNPQRSTVWXYZ9"}  # in the second batch: merges into lines[1]
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    transfer = Transfer(service)
+    assert (
+        transfer.import_file(
+            [json.dumps(lines[0]), json.dumps(before)], org="copy", project=None, strict=True
+        ).added
+        == 1
+    )
+    report = transfer.import_file(
+        [json.dumps(line) for line in [*lines, twin]], org="copy", project=None, strict=False
+    )
+    assert (report.added, report.merged, report.errors) == (FILE_BATCH + 19, 2, [])
+    assert store.count("copy", "a") == FILE_BATCH + 20
+    kept = store.embeddings(Scope("copy", "a"), [before["id"], lines[1]["id"], lines[2]["id"], twin["id"]])
+    assert kept.keys() == {before["id"], lines[1]["id"]}
+
+
+def test_a_bulk_load_on_postgres_builds_the_indexes_it_dropped_even_when_killed(postgres_url: str) -> None:
+    """The indexes go at the first write and come back at the end, an exception included; a process
+    killed outright leaves them to the next open. A login that does not own the table keeps them."""
+    import psycopg
+
+    from stores import open_postgres_store
+    from tests.support.stores import empty_postgres
+
+    empty_postgres(postgres_url)
+
+    def indexes() -> set[str]:
+        with psycopg.connect(postgres_url) as conn:
+            return {
+                r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'lessons'")
+            }
+
+    store = open_postgres_store(postgres_url)
+    rows = [
+        (LessonDraft(problem=f"problem {i}", resolution=f"fix {i}"), v) for i, v in enumerate(unit_rows(3, 5))
+    ]
+    full = indexes()
+    assert {"lessons_embedding", "lessons_tsv"} <= full
+    try:
+        with store.bulk("local", 10**6):
+            store.save_many(Scope("local", "a"), rows)
+            assert indexes() == full - {"lessons_embedding", "lessons_tsv"}
+            raise RuntimeError("stopped")
+    except RuntimeError:
+        pass
+    finally:
+        store.close()
+    assert indexes() == full
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute("DROP INDEX lessons_embedding, lessons_tsv")
+        open_postgres_store(postgres_url).close()
+        assert indexes() == full
+        admin.execute("DROP ROLE IF EXISTS lore_test_importer")
+        admin.execute("CREATE ROLE lore_test_importer LOGIN PASSWORD 'importer' IN ROLE lore_rls")
+        admin.execute("GRANT CREATE ON SCHEMA public TO lore_test_importer")
+        url = make_url(postgres_url).set(username="lore_test_importer", password="importer")
+        try:
+            other = open_postgres_store(url.render_as_string(hide_password=False))
+            with other.bulk("local", 10**6):
+                other.save_many(Scope("local", "b"), rows)
+                assert indexes() == full
+            other.close()
+        finally:
+            admin.execute("REVOKE CREATE ON SCHEMA public FROM lore_test_importer")
+            admin.execute("DROP OWNED BY lore_test_importer")
+            admin.execute("DROP ROLE lore_test_importer")
