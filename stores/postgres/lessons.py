@@ -328,8 +328,6 @@ _STALE = text(
 class PostgresLessonRows:
     """Postgres's side of a lesson transaction; ``lock`` locks every row read."""
 
-    embedding_select = ", embedding"
-
     def __init__(
         self, dims: PostgresDims, conn: Connection, scope: Scope, *, lock: bool, held: _Held | None = None
     ) -> None:
@@ -340,6 +338,8 @@ class PostgresLessonRows:
         self._scope = scope
         self._held = held
         self.row_lock = " FOR UPDATE" if lock else ""
+        # No vector column before the first vector (a fresh store): reads then select none.
+        self.embedding_select = ", embedding" if dims.stored(conn) is not None else ""
 
     def generation(self) -> int:
         return generation(self._conn)
@@ -405,7 +405,7 @@ class PostgresLessonRows:
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
         """float32 bytes, from pgvector's Vector or ndarray (by version)."""
-        found = row["embedding"]
+        found = row.get("embedding")
         if found is None:
             return None
         array = found.to_numpy() if hasattr(found, "to_numpy") else found
