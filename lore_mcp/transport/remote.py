@@ -66,8 +66,7 @@ class RemoteConnection:
     owns the SDK client (entered and left in one task), any task uses it."""
 
     def __init__(self, url: str, api_key: str) -> None:
-        self.url = url
-        self.api_key = api_key
+        self.url, self.api_key = url, api_key
         self._client: Client | None = None
         self._lock = anyio.Lock()
         self._closed: anyio.Event | None = None
@@ -212,8 +211,7 @@ class RemoteLoreServer(LoreServer):
     ) -> None:
         """``default_project`` (LORE_PROJECT) fills calls naming no project, else the team server decides."""
         super().__init__(services, **settings)
-        self.remote = remote
-        self.default_project = default_project
+        self.remote, self.default_project = remote, default_project
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Forward the call by name and arguments, redacted, once its arguments fit the schema."""

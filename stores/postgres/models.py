@@ -34,8 +34,7 @@ class PostgresModelDb:
     row_lock = " FOR UPDATE"
 
     def __init__(self, engine: Engine, dims: PostgresDims) -> None:
-        self._engine = engine
-        self._dims = dims
+        self._engine, self._dims = engine, dims
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[PostgresSqlTx]:
