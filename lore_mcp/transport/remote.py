@@ -231,9 +231,7 @@ class RemoteLoreServer(LoreServer):
             result = await self.remote.use(lambda client: client.call_tool(name, clean))
         except LoreError as exc:
             raise ToolError(wire_text(exc.code, exc.message)) from None
-        if found and not result.is_error:
-            result = _report_redactions(result, found)
-        return result
+        return _report_redactions(result, found) if found and not result.is_error else result
 
     async def run_stdio_async(self) -> None:
         async with self.remote:
