@@ -27,7 +27,7 @@ from pathlib import Path
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.transfer import FileLines, Transfer
+from lore_mcp.services.transfer import Transfer, file_lines
 from stores import open_local_store, open_postgres_store
 
 
@@ -61,7 +61,7 @@ def main() -> int:
         started = time.perf_counter()
         if profile:
             profile.enable()
-        report = transfer.import_file(FileLines(str(args.corpus)), org="local", project=None, strict=False)
+        report = transfer.import_file(file_lines(str(args.corpus)), org="local", project=None, strict=False)
         if profile:
             profile.disable()
         seconds = time.perf_counter() - started

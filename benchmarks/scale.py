@@ -39,7 +39,7 @@ from synthetic import TOPICS
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from lore_mcp.services.transfer import FileLines, Transfer
+from lore_mcp.services.transfer import Transfer, file_lines
 from stores import open_local_store, open_postgres_store
 from stores.engine.lessons import RecallQuery, Scope
 from stores.sqlite.vectors import scope_key
@@ -90,7 +90,7 @@ def run_size(
     transfer = Transfer(service)
     load_avg = os.getloadavg()
     started = time.perf_counter()
-    report = transfer.import_file(FileLines(str(path)), org="local", project=None, strict=False)
+    report = transfer.import_file(file_lines(str(path)), org="local", project=None, strict=False)
     load_s = time.perf_counter() - started
     out: dict[str, Any] = {
         "backend": backend,

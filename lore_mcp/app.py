@@ -180,9 +180,7 @@ class App(contextlib.AbstractContextManager["App"]):
     def __init__(
         self, settings: Settings, store: Store | None = None, *, embedder: Embedder | None = None
     ) -> None:
-        self.settings = settings
-        self._store = store
-        self._embedder = embedder
+        self.settings, self._store, self._embedder = settings, store, embedder
         self._attached = threading.Event()
         self._buses: list[NoticeBus] = []
         self._services: Services | None = None

@@ -38,8 +38,7 @@ class ApiKeyVerifier:
     """Each request looks the key up (revocation is immediate), unless malformed or just refused."""
 
     def __init__(self, keys: KeyStore, *, lookup_timeout_s: float = LOOKUP_TIMEOUT_S) -> None:
-        self.keys = keys
-        self.lookup_timeout_s = lookup_timeout_s
+        self.keys, self.lookup_timeout_s = keys, lookup_timeout_s
         self._touched: dict[str, float] = {}
         self._refused: collections.OrderedDict[str, float] = collections.OrderedDict()
         # Keys a person's page holds (``lore-memory ui``'s): people, known by key, never a client's name.

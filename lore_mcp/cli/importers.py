@@ -61,8 +61,7 @@ def stable_id(source: str, *identity: str, millis: int = 0) -> str:
 
 class _Converter:
     def __init__(self, source: str) -> None:
-        self.source = source
-        self.result = Conversion()
+        self.source, self.result = source, Conversion()
         self.seen: set[str] = set()
 
     def error(self, where: str, why: str) -> None:

@@ -20,9 +20,7 @@ class LineCounter:
     """One stderr line per batch, ``done/total``, for a stderr that is not a terminal."""
 
     def __init__(self, command: str) -> None:
-        self.command = command
-        self.done = 0
-        self.total = 0
+        self.command, self.done, self.total = command, 0, 0
 
     def reset(self, total: int) -> None:
         self.done, self.total = 0, total

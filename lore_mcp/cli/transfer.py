@@ -56,7 +56,7 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, Iterable[str], l
     """(project, lines, foreign errors) of `import FILE`, or the exit status after a refusal."""
     from lore_mcp.errors import describe
     from lore_mcp.services.lesson_input import check_project
-    from lore_mcp.services.transfer import FileLines
+    from lore_mcp.services.transfer import file_lines
 
     try:
         project = check_project(args.import_project) if args.import_project else None
@@ -69,16 +69,13 @@ def _read_import(args: argparse.Namespace) -> tuple[str | None, Iterable[str], l
         return say(f"cannot read {args.file}: {exc.strerror}", 2)
     except Exception as exc:
         return say(f"VALIDATION_ERROR: {describe(exc)[1]}", 2)
-    lines: Iterable[str] = FileLines(args.file)
-    foreign: list[str] = []
-    if args.import_from != "lore":  # another server's export, as Lore lesson lines
-        from lore_mcp.cli.importers import convert
+    if args.import_from == "lore":
+        return project, file_lines(args.file), []
+    from lore_mcp.cli.importers import convert  # another server's export, as Lore lesson lines
 
-        converted = convert(args.import_from, text)
-        lines, foreign = converted.lines, converted.errors
-        if args.strict and foreign:
-            lines = []  # nothing is written; the report below says why
-    return project, lines, foreign
+    converted = convert(args.import_from, text)
+    # --strict with a record left out writes nothing; the report below says why.
+    return project, [] if args.strict and converted.errors else converted.lines, converted.errors
 
 
 def import_lessons(args: argparse.Namespace, settings: Settings) -> int:

@@ -73,12 +73,8 @@ class EndpointEngine:
         if batch_size < 1 or max_attempts < 1 or timeout_s <= 0:
             raise ValueError("batch_size and max_attempts must be at least 1 and timeout_s positive")
         self.url = embeddings_url(url)
-        self.model = model
-        self.timeout_s = timeout_s
-        self.batch_size = batch_size
-        self.max_attempts = max_attempts
-        self.backoff_s = backoff_s
-        self.retry_after_cap_s = retry_after_cap_s
+        self.model, self.timeout_s, self.batch_size = model, timeout_s, batch_size
+        self.max_attempts, self.backoff_s, self.retry_after_cap_s = max_attempts, backoff_s, retry_after_cap_s
         self._api_key = api_key or None
         self._expected_dimension = dimension
         self._dimension: int | None = None

@@ -68,8 +68,7 @@ class LessonService:
     """The lessons tools' logic, independent of the transport."""
 
     def __init__(self, store: Store, embedder: Embedder, *, default_project: str, org: str = LOCAL_ORG):
-        self.store = store
-        self.embedder = embedder
+        self.store, self.embedder = store, embedder
         self.default_project = check_project(default_project)
         self.org = org
         self._running: EmbeddingModel | None = None  # the embedder's model, once loaded

@@ -376,15 +376,10 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
 
 
-@dataclass(frozen=True)
-class FileLines:
+def file_lines(path: str) -> Iterator[str]:
     """A file's lines for ``import_file``, read as it goes (the CLI's; it is opened when read)."""
-
-    path: str
-
-    def __iter__(self) -> Iterator[str]:
-        with open(self.path, encoding="utf-8-sig") as f:  # a byte order mark is no part of line 1
-            yield from f
+    with open(path, encoding="utf-8-sig") as f:  # a byte order mark is no part of line 1
+        yield from f
 
 
 def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:

@@ -66,8 +66,7 @@ class HeavyGate:
         # One org may fill the gate only when it is the sole slot; otherwise it leaves one free.
         self.per_org = per_org if per_org is not None else max(1, total - 1)
         self.per_key = per_key if per_key is not None else self.per_org
-        self.queue_per_org = queue_per_org
-        self.max_wait_s = max_wait_s
+        self.queue_per_org, self.max_wait_s = queue_per_org, max_wait_s
         self._running: Counter[str] = Counter()
         self._waiting: deque[_Waiter] = deque()
 

@@ -59,9 +59,7 @@ class SlidingWindowLimiter:
     """At most ``limit`` hits per key per ``window`` s (exact sliding log), per process: replicas differ."""
 
     def __init__(self, limit: int, window: float = WINDOW_S, clock: Callable[[], float] = time.monotonic):
-        self.limit = limit
-        self.window = window
-        self.clock = clock
+        self.limit, self.window, self.clock = limit, window, clock
         self._hits: dict[str, collections.deque[float]] = {}
 
     def hit(self, key: str, calls: int = 1) -> float | None:
@@ -207,8 +205,7 @@ class CallLimiter:
     lets calls through: they will say it is down); on SQLite (one process) in memory."""
 
     def __init__(self, limit: int, counts: CallCounts | None = None) -> None:
-        self.limit = limit
-        self._counts = counts
+        self.limit, self._counts = limit, counts
         self._window = SlidingWindowLimiter(limit)
 
     async def take(self, key_id: str, calls: int) -> float | None:
@@ -234,8 +231,7 @@ class RateLimit:
     body is read (once)."""
 
     def __init__(self, app: ASGIApp, limiter: CallLimiter) -> None:
-        self.app = app
-        self.limiter = limiter
+        self.app, self.limiter = app, limiter
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         caller = authenticated_post(scope)
@@ -265,9 +261,7 @@ class AuthGuard:
     def __init__(
         self, app: ASGIApp, failures: SlidingWindowLimiter, shared: CallCounts | None = None
     ) -> None:
-        self.app = app
-        self.failures = failures
-        self.shared = shared
+        self.app, self.failures, self.shared = app, failures, shared
         self._accepted: collections.OrderedDict[str, None] = collections.OrderedDict()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -324,8 +318,7 @@ class BusyGuard:
     The body is read only while the caller's org is at that bound."""
 
     def __init__(self, app: ASGIApp, gate: HeavyGate) -> None:
-        self.app = app
-        self.gate = gate
+        self.app, self.gate = app, gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         caller = authenticated_post(scope)
@@ -402,8 +395,7 @@ class StandingStreams:
     ``middleware`` goes inside the SDK's auth, to see the caller."""
 
     def __init__(self, path: str, verifier: TokenVerifier | None) -> None:
-        self.path = path
-        self.verifier = verifier
+        self.path, self.verifier = path, verifier
         self._open: dict[str, set[anyio.CancelScope]] = {}
 
     def middleware(self, app: ASGIApp) -> ASGIApp:

@@ -71,8 +71,7 @@ class RequestCounter:
     both. A GET on ``/mcp`` is a standing stream that never ends by itself, so it is not counted."""
 
     def __init__(self) -> None:
-        self.active = 0
-        self.started = 0
+        self.active, self.started = 0, 0
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         async def counted(scope: Scope, receive: Receive, send: Send) -> None:
@@ -228,9 +227,7 @@ class DrainingServer(uvicorn.Server):
         closing: Callable[[], None] | None = None,
     ) -> None:
         super().__init__(config)
-        self.counter = counter
-        self.closing = closing
-        self.drain_timeout_s = drain_timeout_s
+        self.counter, self.closing, self.drain_timeout_s = counter, closing, drain_timeout_s
 
     async def shutdown(self, sockets: Any = None) -> None:
         timer = threading.Timer(

@@ -262,8 +262,7 @@ class LegacySubscriptions:
     import keeps ids)."""
 
     def __init__(self, bus: NoticeBus, reach: Callable[[str | None], Reach]) -> None:
-        self.bus = bus
-        self.reach = reach
+        self.bus, self.reach = bus, reach
         self.subscribers: weakref.WeakSet[Connection] = weakref.WeakSet()  # each gone with its session
         self._hearing = False  # whether the subscribers listen on the bus yet
         self._sending: set[asyncio.Task[None]] = set()  # one per session with notices to send

@@ -66,8 +66,7 @@ class RemoteConnection:
     owns the SDK client (entered and left in one task), any task uses it."""
 
     def __init__(self, url: str, api_key: str) -> None:
-        self.url = url
-        self.api_key = api_key
+        self.url, self.api_key = url, api_key
         self._client: Client | None = None
         self._lock = anyio.Lock()
         self._closed: anyio.Event | None = None
@@ -212,8 +211,7 @@ class RemoteLoreServer(LoreServer):
     ) -> None:
         """``default_project`` (LORE_PROJECT) fills calls naming no project, else the team server decides."""
         super().__init__(services, **settings)
-        self.remote = remote
-        self.default_project = default_project
+        self.remote, self.default_project = remote, default_project
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """Forward the call by name and arguments, redacted, once its arguments fit the schema."""
@@ -233,9 +231,7 @@ class RemoteLoreServer(LoreServer):
             result = await self.remote.use(lambda client: client.call_tool(name, clean))
         except LoreError as exc:
             raise ToolError(wire_text(exc.code, exc.message)) from None
-        if found and not result.is_error:
-            result = _report_redactions(result, found)
-        return result
+        return _report_redactions(result, found) if found and not result.is_error else result
 
     async def run_stdio_async(self) -> None:
         async with self.remote:

@@ -195,8 +195,7 @@ class ActivityRecords:
 
     def __init__(self, db: ActivityDb, bounds: ActivityBounds | None = None, delay_s: float = 2.0) -> None:
         self.log = ActivityLog(bounds)
-        self._db = db
-        self._delay_s = delay_s
+        self._db, self._delay_s = db, delay_s
         self._held: list[Held] = []
         self._lock = threading.Lock()
         self._wake = threading.Event()

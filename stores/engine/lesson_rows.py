@@ -100,13 +100,8 @@ class SqlLessonTx:
     def __init__(
         self, dialect: LessonDialect, scope: Scope, now: datetime, models: ModelRecords, activity: ActivityLog
     ) -> None:
-        self.sql = dialect.sql
-        self.scope = scope
-        self.now = now
-        self._dialect = dialect
-        self._models = models
-        self._activity = activity
-        self._guarded = False
+        self.sql, self.scope, self.now, self._dialect = dialect.sql, scope, now, dialect
+        self._models, self._activity, self._guarded = models, activity, False
 
     @property
     def _scope(self) -> dict[str, Any]:

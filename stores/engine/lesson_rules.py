@@ -320,9 +320,7 @@ class _Batch:
     into one; until then they have stand-in keys above every real one."""
 
     def __init__(self, tx: SqlLessonTx, *, keep_ids: bool, capacity: int) -> None:
-        self.tx = tx
-        self.keep_ids = keep_ids
-        self.capacity = capacity
+        self.tx, self.keep_ids, self.capacity = tx, keep_ids, capacity
         self.changes: list[Change] = []
         self.pending: list[Near] = []  # saved earlier in this batch
         self.matrix: np.ndarray | None = None  # their vectors, one row each

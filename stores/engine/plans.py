@@ -45,8 +45,7 @@ class PlanError(StoreError):
     def __init__(self, index: int | None, error: StoreError) -> None:
         where = f"operation {index}: " if index is not None else ""
         super().__init__(f"{where}{error}")
-        self.index = index
-        self.error = error
+        self.index, self.error = index, error
 
 
 @dataclass(frozen=True)

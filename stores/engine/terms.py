@@ -42,8 +42,7 @@ class Matcher:
 
     def __init__(self, terms: list[str], params: RankingParams) -> None:
         self.legacy = not params.entity_terms
-        self.stemming = params.stemming
-        self.compound_digits = params.compound_digits
+        self.stemming, self.compound_digits = params.stemming, params.compound_digits
         self.termset = frozenset(terms)
         self.keys: dict[str, list[str]] = {}
         for t in terms:

@@ -185,9 +185,11 @@ def unavailable_on_failure() -> Iterator[None]:
         raise
 
 
-def as_owner(conn: Connection) -> None:
-    """For this transaction only, act as the login role again (DDL needs the tables' owner)."""
-    conn.exec_driver_sql("SET LOCAL ROLE NONE")
+def as_owner(conn: Connection, *statements: str) -> None:
+    """For this transaction only, act as the login role again (DDL needs the tables' owner), then
+    run ``statements``, each its own (a statement's timer starts with it)."""
+    for statement in ("SET LOCAL ROLE NONE", *statements):
+        conn.exec_driver_sql(statement)
 
 
 def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:

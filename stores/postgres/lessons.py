@@ -131,9 +131,7 @@ class PostgresLessons:
             if self._held is not None:
                 self._held = None
                 with transaction(self._engine, None) as conn:
-                    as_owner(conn)
-                    conn.exec_driver_sql("SET LOCAL statement_timeout = 0")  # its own: a query's timer is set
-                    conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
+                    as_owner(conn, "SET LOCAL statement_timeout = 0", f"ANALYZE lessons; {MISSING_INDEXES}")
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -143,8 +141,7 @@ class PostgresLessons:
             self._dims.ensure(dim)  # a new column comes with its index: dropped below in a bulk load
         if self._held and not self._held.dropped:
             with transaction(self._engine, None) as conn:
-                as_owner(conn)
-                conn.exec_driver_sql("DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
+                as_owner(conn, "DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
             self._held.dropped = True
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
@@ -333,10 +330,7 @@ class PostgresLessonRows:
     ) -> None:
         self.sql: SqlTx = PostgresSqlTx(conn)
         self.project_sql: SqlTx = PostgresSqlTx(conn, bounded=True)  # tables and commits: deadline-bounded
-        self._dims = dims
-        self._conn = conn
-        self._scope = scope
-        self._held = held
+        self._dims, self._conn, self._scope, self._held = dims, conn, scope, held
         self.row_lock = " FOR UPDATE" if lock else ""
         # No vector column before the first vector (a fresh store): reads then select none.
         self.embedding_select = ", embedding" if dims.stored(conn) is not None else ""
@@ -370,20 +364,15 @@ class PostgresLessonRows:
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
         typed = columns.replace("embedding", "CAST(embedding AS vector) AS embedding")  # any dimension
-        self._conn.execute(
-            text(
-                f"CREATE TEMP TABLE IF NOT EXISTS lore_copy ON COMMIT DELETE ROWS AS SELECT {typed} FROM lessons LIMIT 0"
-            )
+        self._conn.exec_driver_sql(
+            f"CREATE TEMP TABLE IF NOT EXISTS lore_copy ON COMMIT DELETE ROWS AS SELECT {typed} FROM lessons LIMIT 0"
         )
         raw = self._conn.connection.driver_connection
         assert raw is not None
         with raw.cursor() as cursor:  # binary: a vector as text took 0.25 ms to write (a 100k import: 25 s)
-            types = [
-                c.type_code
-                for c in cursor.execute(f"SELECT {columns} FROM lore_copy LIMIT 0").description or ()
-            ]
+            described = cursor.execute(f"SELECT {columns} FROM lore_copy LIMIT 0").description or ()
             with cursor.copy(f"COPY lore_copy ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
-                copy.set_types(types)
+                copy.set_types([c.type_code for c in described])
                 for row in rows:
                     values = (Jsonb(row[n], str) if KINDS.get(n) == "json" else row[n] for n in names[3:])
                     copy.write_row([row["id"], scope["org"], scope["project"], *values])
@@ -395,8 +384,7 @@ class PostgresLessonRows:
             self._held.add(self._scope.project, found, {row["id"]: row["embedding"] for row in rows})
         if self._conn.execute(_STALE).scalar():
             role = self._conn.execute(text("SELECT current_user")).scalar()
-            as_owner(self._conn)
-            self._conn.exec_driver_sql("ANALYZE lessons")
+            as_owner(self._conn, "ANALYZE lessons")
             self._conn.execute(text("SELECT set_config('role', :role, true)"), {"role": role})
         return found
 

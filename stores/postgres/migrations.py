@@ -257,9 +257,8 @@ MISSING_INDEXES = """DO $$ BEGIN PERFORM set_config('maintenance_work_mem', leas
 def migrate(engine: Engine) -> int:
     """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
     with unavailable_on_failure(), engine.begin() as conn:
-        as_owner(conn)
         # Building an index on a large table may take minutes; only migrations may.
-        conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+        as_owner(conn, "SET LOCAL statement_timeout = 0")
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         if conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
             raise UnavailableError(

@@ -34,8 +34,7 @@ class PostgresModelDb:
     row_lock = " FOR UPDATE"
 
     def __init__(self, engine: Engine, dims: PostgresDims) -> None:
-        self._engine = engine
-        self._dims = dims
+        self._engine, self._dims = engine, dims
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[PostgresSqlTx]:
@@ -54,8 +53,7 @@ class PostgresModelDb:
         """A transaction as the tables' owner, with no statement time limit (a swap rebuilds an index)."""
         del write  # row locks do the rest
         with unavailable_on_failure(), self._engine.begin() as conn:
-            as_owner(conn)
-            conn.exec_driver_sql("SET LOCAL statement_timeout = 0")
+            as_owner(conn, "SET LOCAL statement_timeout = 0")
             yield PostgresSqlTx(conn)
 
     @contextlib.contextmanager

@@ -23,9 +23,7 @@ class PostgresSqlTx:
     """Statements on ``conn``, inside a transaction its caller holds."""
 
     def __init__(self, conn: Connection, *, bounded: bool = False) -> None:
-        self.conn = conn
-        self._bounded = bounded
-        self._timeout_set = False
+        self.conn, self._bounded, self._timeout_set = conn, bounded, False
 
     def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
         result = self._execute(sql, dict(params))

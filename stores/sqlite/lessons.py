@@ -252,9 +252,7 @@ class LocalLessonRows:
     def __init__(self, vectors: LocalVectors, conn: Connection, scope: Scope) -> None:
         self.sql: SqlTx = LocalSqlTx(conn)
         self.project_sql: SqlTx = self.sql
-        self._vectors = vectors
-        self._conn = conn
-        self._scope = scope
+        self._vectors, self._conn, self._scope = vectors, conn, scope
         self._rev: int | None = None
 
     def generation(self) -> int:

@@ -41,8 +41,7 @@ class LocalVectors:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._index: VectorIndex | None = None
-        self._rev = 0
-        self._generation = 0
+        self._rev, self._generation = 0, 0
 
     def ensure_dim(self, conn: Connection, dim: int) -> int:
         """The vector table is created with the first vector's dimension; others are refused."""

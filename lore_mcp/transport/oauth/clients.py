@@ -118,8 +118,7 @@ class MetadataDocuments:
     """Metadata documents, fetched and cached; ``allow_private`` admits private addresses (tests, a LAN)."""
 
     def __init__(self, *, allow_private: bool = False, verify: ssl.SSLContext | bool = True) -> None:
-        self.allow_private = allow_private
-        self.verify = verify
+        self.allow_private, self.verify = allow_private, verify
         self._cache: OrderedDict[str, tuple[float, LoreClient | str]] = OrderedDict()
         self._fetching = 0
 

@@ -83,9 +83,7 @@ class LoreOAuthProvider:
     def __init__(
         self, verifier: LoreBearerVerifier, *, issuer: str, documents: MetadataDocuments | None = None
     ) -> None:
-        self.verifier = verifier
-        self.keys = verifier.keys
-        self.issuer = issuer
+        self.verifier, self.keys, self.issuer = verifier, verifier.keys, issuer
         self.resource = verifier.resource
         self.documents = documents or MetadataDocuments()
         self.page = page_client(issuer)  # the page for people: known without registering or fetching

@@ -299,9 +299,7 @@ class Registration:
     gets one is deleted."""
 
     def __init__(self, provider: LoreOAuthProvider, *, require_key: bool, shared: CallCounts | None) -> None:
-        self.provider = provider
-        self.require_key = require_key
-        self.shared = shared
+        self.provider, self.require_key, self.shared = provider, require_key, shared
         self.limiter = SlidingWindowLimiter(REGISTRATIONS_PER_MINUTE)
 
     async def handle(self, request: Request) -> Response:

@@ -44,8 +44,7 @@ class LoreBearerVerifier:
     """``/mcp``'s verifier: API keys as ``ApiKeyVerifier``, access tokens against row and key per request."""
 
     def __init__(self, keys: KeyStore, resource: str, *, api_keys: ApiKeyVerifier | None = None) -> None:
-        self.keys = keys
-        self.resource = resource
+        self.keys, self.resource = keys, resource
         self.api_keys = api_keys or ApiKeyVerifier(keys)
         self.bounded = self.api_keys.bounded  # a store call on a worker thread, bounded as key lookups are
         self.routes: list[BaseRoute] = []  # the OAuth routes beside /mcp (``team_auth``); empty: keys only
