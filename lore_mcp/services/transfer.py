@@ -318,8 +318,8 @@ class Transfer(OnLessons):
 def _batches(
     spill: IO[bytes], at: dict[str, list[int]], *, strict: bool
 ) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
-    """Each project's spilled lessons in file order, project after project as before the spill: a
-    batch at a time, or (``strict``) all of them."""
+    """Each project's spilled lessons in file order, project after project as before the spill (a
+    Postgres bulk load holds one project's vectors at a time): a batch at a time, or all (``strict``)."""
     for target, starts in at.items():
         step = len(starts) if strict else FILE_BATCH
         for begin in range(0, len(starts), step):

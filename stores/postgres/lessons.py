@@ -290,8 +290,9 @@ _BULK = text(
 
 
 class _Held:
-    """An import's rows per project while ``bulk`` has the indexes down (one import a process, the
-    CLI's): keys, expiry and unit vectors, matched in one product per batch instead of HNSW."""
+    """An import's rows of its current project while ``bulk`` has the indexes down (one import a
+    process, the CLI's): keys, expiry and unit vectors, matched in one product per batch instead of
+    HNSW. ``Transfer`` writes project after project, so a new project frees the last one's rows."""
 
     def __init__(self, upto: int) -> None:
         self.upto, self.dropped = upto, False  # rows at or below key ``upto`` were there before it
@@ -301,6 +302,8 @@ class _Held:
         expiry = np.array([row["expires_at"].timestamp() if row["expires_at"] else math.inf for row in rows])
         new = [np.array([row["pk"] for row in rows]), expiry, np.stack([vectors[row["id"]] for row in rows])]
         held = self.rows.get(project)
+        if held is None:
+            self.rows.clear()
         self.rows[project] = [np.concatenate(pair) for pair in zip(held, new, strict=True)] if held else new
 
     def near(self, project: str, vecs: Sequence[np.ndarray], now: float) -> Iterator[tuple[int, int, float]]:

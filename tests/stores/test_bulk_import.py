@@ -256,3 +256,40 @@ def test_a_bulk_load_on_postgres_builds_the_indexes_it_dropped_even_when_killed(
             admin.execute("REVOKE CREATE ON SCHEMA public FROM lore_test_importer")
             admin.execute("DROP OWNED BY lore_test_importer")
             admin.execute("DROP ROLE lore_test_importer")
+
+
+def test_an_import_of_two_projects_merges_within_each_and_holds_one_project_at_a_time(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Project after project: b's copies of a's lessons stay in b (no merge across projects), b's
+    twin of its own first-batch lesson merges from its second batch; on Postgres the vectors held
+    for the near-duplicate check are one project's at a time (a million's would be 1.5 GB)."""
+    from stores.ids import new_id
+
+    source = open_local_store(tmp_path / "source.db")
+    try:
+        lines = filled(source, FILE_BATCH + 20)
+    finally:
+        source.close()
+    lessons = [line for line in lines if "problem" in line]  # not the model line
+    copies = [{**line, "id": new_id(), "project": "b"} for line in lessons[: FILE_BATCH + 5]]
+    twin = {**copies[1], "id": new_id()}
+    held: list[set[str]] = []
+    if type(store._backend).__name__ == "PostgresLessons":  # type: ignore[attr-defined]
+        from stores.postgres import lessons as postgres
+
+        add = postgres._Held.add
+
+        def watched(self: Any, project: str, *args: Any) -> None:
+            add(self, project, *args)
+            held.append(set(self.rows))
+
+        monkeypatch.setattr(postgres._Held, "add", watched)
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    report = Transfer(service).import_file(
+        [json.dumps(line) for line in [*lines, *copies, twin]], org="copy", project=None, strict=False
+    )
+    assert (report.added, report.merged, report.skipped, report.errors) == (2 * FILE_BATCH + 25, 1, 0, [])
+    assert (store.count("copy", "a"), store.count("copy", "b")) == (FILE_BATCH + 20, FILE_BATCH + 5)
+    if held:
+        assert held[0] == {"a"} and held[-1] == {"b"} and all(len(projects) == 1 for projects in held)
