@@ -246,8 +246,8 @@ class Transfer(OnLessons):
             if carried and model is not None and not self.store.models.adopt(model).makes_same_vectors(model):
                 report.foreign_model = model
             kept = model is not None and not report.foreign_model
-            started(sum(len(starts) for starts in at.values()))
-            with self.store.bulk(org, sum(len(starts) for starts in at.values())):
+            started(total := sum(len(starts) for starts in at.values()))
+            with self.store.bulk(org, total):
                 for name, items in _batches(spill, at, strict=strict):
                     scope = Scope(org=org, project=name, actor=actor)
                     self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
