@@ -234,6 +234,26 @@ def test_postgres_connections_carry_timeouts_and_keepalives(postgres_url: str) -
         engine.dispose()
 
 
+def test_prepared_statements_are_planned_for_their_parameters(postgres_url: str) -> None:
+    """psycopg prepares a statement its connection ran five times, and Postgres then plans it once
+    for any parameters: blind to ``LIMIT :k`` and the project, a recall's HNSW search became an
+    exact scan of the project. Every run must get a plan of its own."""
+    engine = pg.engine_for(postgres_url, 1)
+    try:
+        with pg.transaction(engine, None) as conn:
+            assert conn.execute(text("SHOW plan_cache_mode")).scalar() == "force_custom_plan"
+            for n in range(12):
+                assert conn.execute(text("SELECT CAST(:n AS int) + 1"), {"n": n}).scalar() == n + 1
+            plans = conn.execute(
+                text(
+                    "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%+ 1'"
+                )
+            ).one()
+        assert plans[0] == 0 and plans[1] >= 7, plans
+    finally:
+        engine.dispose()
+
+
 def test_the_database_url_overrides_each_timeout(postgres_url: str) -> None:
     url = postgres_url + "&connect_timeout=7&options=-c%20statement_timeout%3D250ms"
     engine = pg.engine_for(url, 1)
