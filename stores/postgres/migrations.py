@@ -19,6 +19,7 @@ from stores.engine.schema import (
 )
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
+from stores.postgres.dims import EMBEDDING_INDEX, EMBEDDING_INLINE
 from stores.postgres.sql import PostgresSqlTx
 
 logger = logging.getLogger("stores.postgres")
@@ -45,6 +46,7 @@ def _org_policy(*tables: str, column: str = "org_id") -> str:
     )
 
 
+_VECTORS = "EXISTS (SELECT FROM lore_meta WHERE key = 'dim')"  # the column exists (``PostgresDims``)
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -242,16 +244,17 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         + f"; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};"
         + _org_policy("kept_pairs"),
     ),
+    # Rows written before it keep their TOASTed vectors until they are written again.
+    (14, "vectors kept in their rows", f"DO $$ BEGIN IF {_VECTORS} THEN {EMBEDDING_INLINE}; END IF; END $$"),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 # An import drops the HNSW and full-text indexes while it loads (``PostgresLessons.bulk``); one
 # killed halfway leaves them missing, so every open builds what is missing, with memory to do so.
-MISSING_INDEXES = """DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + greatest(reltuples, 0)::bigint
+MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + greatest(reltuples, 0)::bigint
     / 512) || 'MB', true) FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
     CREATE INDEX lessons_tsv ON lessons USING gin (tsv) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
-    IS NULL AND EXISTS (SELECT FROM lore_meta WHERE key = 'dim') THEN CREATE INDEX lessons_embedding ON lessons USING hnsw
-    (embedding vector_cosine_ops); END IF; END $$"""
+    IS NULL AND {_VECTORS} THEN {EMBEDDING_INDEX}; END IF; END $$"""
 
 
 def migrate(engine: Engine) -> int:

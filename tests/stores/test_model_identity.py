@@ -36,7 +36,7 @@ from stores.engine.lessons import LessonDraft, Scope
 from tests.support.clients import connected
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import ToolFailed, call
-from tests.support.stores import empty_postgres
+from tests.support.stores import embedding_storage, empty_postgres
 
 DEFAULT = "all-MiniLM-L6-v2"
 OTHER = "lore-tests/shuffled-minilm"
@@ -321,7 +321,7 @@ async def test_an_interrupted_reembed_resumes_without_redoing_finished_batches(
 
 
 async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_storage(
-    pristine_store: Store, embedder: Embedder
+    pristine_store: Store, embedder: Embedder, request: pytest.FixtureRequest
 ) -> None:
     async with client_of(pristine_store, embedder) as client:
         ids = await save_all(client)
@@ -331,6 +331,8 @@ async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_stora
 
     assert report.reembedded == len(LESSONS)
     assert pristine_store.models.recorded() == EmbeddingModel(OTHER, 256, "lore-tests/shuffled-256")
+    if request.node.callspec.params.get("backend") == "postgres":  # the new column keeps vectors in rows
+        assert embedding_storage(request.getfixturevalue("postgres_url")) == "m"
     async with client_of(pristine_store, other) as client:
         hits = 0
         for lesson in QUERIED:

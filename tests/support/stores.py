@@ -10,6 +10,15 @@ import pytest
 from stores import Store, open_local_store, open_postgres_store
 
 
+def embedding_storage(url: str) -> str:
+    """The vector column's storage: ``m`` (MAIN) keeps vectors in their rows, out of TOAST."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        sql = "SELECT attstorage FROM pg_attribute WHERE attrelid = 'lessons'::regclass AND attname = 'embedding'"
+        return str(conn.execute(sql).fetchone()[0])
+
+
 def empty_postgres(url: str) -> None:
     """Remove every row Lore stored, keeping the schema (faster than a new database per test)."""
     import psycopg
