@@ -69,16 +69,34 @@ def postgres_rss(pgdata: Path) -> float:
     return round(total / 2**20, 1)
 
 
+def pg_server(pgdata: Path, shared_buffers: str | None) -> Any:
+    """pgserver in ``pgdata``; with ``shared_buffers`` (``3GB``) restarted with them, as an operator
+    sizes them to the data: its 128 MB hold 6 % of a million rows' HNSW index (2 GB)."""
+    import pgserver
+
+    server = pgserver.get_server(pgdata)
+    if shared_buffers:
+        server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+        server.cleanup()
+        server = pgserver.get_server(pgdata)
+    return server
+
+
 def run_size(
-    backend: str, n: int, corpus: Corpus, work: Path, queries: int, *, load_only: bool = False
+    backend: str,
+    n: int,
+    corpus: Corpus,
+    work: Path,
+    queries: int,
+    *,
+    load_only: bool = False,
+    shared_buffers: str | None = None,
 ) -> dict[str, Any]:
     path = work / f"corpus-{n}.jsonl"
     sizes = write(path, n, corpus)
     largest = max((p for p in sizes if p not in (TINY, ONE_PERCENT)), key=sizes.__getitem__)
     if backend == "postgres":
-        import pgserver
-
-        server = pgserver.get_server(work / f"pg-{n}")
+        server = pg_server(work / f"pg-{n}", shared_buffers)
         url = server.get_uri()
         store = open_postgres_store(url)
         exact = open_postgres_store(
@@ -154,6 +172,7 @@ def run_size(
         )
     if backend == "postgres":
         out["rss_mb"]["postgres_processes"] = postgres_rss(work / f"pg-{n}")
+        out["rss_mb"]["fresh_server_after_recalls_and_a_save"] = serving_rss(url, largest, asked)
         with open_pg(url) as conn:
             out["database_mb"] = round(
                 conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20, 1
@@ -212,13 +231,14 @@ def float32_agreement(store: Any, corpus: Corpus, project: str, asked: list[str]
     }
 
 
-# A fresh process serving the file as ``lore-memory mcp`` does (model, store, index, no import).
+# A fresh process serving the file or database as ``lore-memory mcp`` does (model, store, index, no import).
 _SERVE = """
 import sys, anyio, psutil
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
-from stores import open_local_store
-store = open_local_store(sys.argv[1])
+from stores import open_local_store, open_postgres_store
+where = sys.argv[1]
+store = open_postgres_store(where) if where.startswith("postgresql") else open_local_store(where)
 service = LessonService(store, Embedder(), default_project=sys.argv[2])
 for text in sys.argv[3:]:
     anyio.run(lambda: service.recall(query=text, project=sys.argv[2]))
@@ -227,9 +247,9 @@ print(psutil.Process().memory_info().rss / 2**20)
 """
 
 
-def serving_rss(path: Path, project: str, asked: list[str]) -> float:
+def serving_rss(where: Path | str, project: str, asked: list[str]) -> float:
     done = subprocess.run(
-        [sys.executable, "-c", _SERVE, str(path), project, *asked[:20]],
+        [sys.executable, "-c", _SERVE, str(where), project, *asked[:20]],
         capture_output=True,
         text=True,
         check=True,
@@ -247,6 +267,7 @@ def main() -> int:
     parser.add_argument("--sample", type=int, default=2000)
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--load-only", action="store_true", help="time the load, then stop")
+    parser.add_argument("--shared-buffers", default=None, help="Postgres's shared_buffers (pgserver: 128MB)")
     parser.add_argument(
         "--keep", type=Path, default=None, help="work here and keep the files (scale_stages.py times them)"
     )
@@ -257,7 +278,17 @@ def main() -> int:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         for n in (int(s) for s in args.sizes.split(",")):
-            results.append(run_size(args.backend, n, corpus, work, args.queries, load_only=args.load_only))
+            results.append(
+                run_size(
+                    args.backend,
+                    n,
+                    corpus,
+                    work,
+                    args.queries,
+                    load_only=args.load_only,
+                    shared_buffers=args.shared_buffers,
+                )
+            )
             print(json.dumps(results[-1]), file=sys.stderr)
     if args.out:
         args.out.write_text(json.dumps(results, indent=1) + "\n")
