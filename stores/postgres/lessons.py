@@ -41,16 +41,16 @@ _SCOPED = f"{SCOPE} AND {LIVE}"
 # Recall scores every candidate but returns only a few: meta stays text until then.
 _RECALL_COLUMNS = ", ".join(f"{c}::text AS {c}" if KINDS.get(c) == "json" else c for c in COLUMNS.split(", "))
 
-# Nearest k by HNSW (``:near_k``, 0 where it cannot find them); when its post-search filters leave it short an
-# exact scoped scan replaces them (the one-time filter on ``scoped`` skips it whenever the index found k).
+# Nearest k by HNSW (``:near_k``: 0 where it cannot find k); if its filters leave it short, an exact scan of the
+# scope replaces them, keeping distances, not vectors (10,000 vectors spilled to disk: 18 ms against 11).
 _VECTOR_CANDIDATES = """
 nearest AS MATERIALIZED (
     SELECT pk FROM lessons WHERE {filters} ORDER BY embedding <=> :q LIMIT :near_k
 ), scoped AS MATERIALIZED (
-    SELECT pk, embedding FROM lessons WHERE {filters} AND (SELECT count(*) FROM nearest) < :k
+    SELECT pk, embedding <=> :q AS d FROM lessons WHERE {filters} AND (SELECT count(*) FROM nearest) < :k
 ), vector AS (
     SELECT pk FROM nearest WHERE (SELECT count(*) FROM nearest) >= :k
-    UNION ALL (SELECT pk FROM scoped ORDER BY embedding <=> :q LIMIT :k)
+    UNION ALL (SELECT pk FROM scoped ORDER BY d LIMIT :k)
 )"""
 
 # ``ranking.anchor`` and ``ranking.centred_similarities`` in SQL.
