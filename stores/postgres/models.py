@@ -16,7 +16,7 @@ from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure
-from stores.postgres.dims import EMBEDDING_INDEX, EMBEDDING_INLINE, MAX_DIMENSION, PostgresDims
+from stores.postgres.dims import EMBEDDING_COLUMN, EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
 from stores.postgres.sql import PostgresSqlTx
 
 # Where PostgresLessons._begin leaves the generation it read, for the transaction's images.
@@ -76,8 +76,7 @@ class PostgresModelDb:
         """The column made again with ``dimension`` (an int checked by reembed_begin), and its index."""
         tx.rows("DROP INDEX IF EXISTS lessons_embedding", {})
         tx.rows("ALTER TABLE lessons DROP COLUMN IF EXISTS embedding", {})
-        tx.rows(f"ALTER TABLE lessons ADD COLUMN embedding vector({int(dimension)})", {})
-        tx.rows(EMBEDDING_INLINE, {})
+        tx.rows(EMBEDDING_COLUMN.format(int(dimension)), {})
         tx.rows(
             "UPDATE lessons AS l SET embedding = r.embedding FROM lesson_reembed AS r WHERE r.pk = l.pk", {}
         )
