@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 import platform
+import shutil
+import tempfile
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -87,8 +89,21 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
     return [
         f"lore: python {platform.python_version()}, mcp {mcp.__version__ if hasattr(mcp, '__version__') else '?'}, "
-        f"sqlite {sqlean.sqlite_version}, backends {BACKENDS}"
+        f"sqlite {sqlean.sqlite_version}, backends {BACKENDS}",
+        _free_disk("at the start"),
     ]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The run's Postgres servers write WAL until their tests end: a CI run that failed when its
+    disk filled (servers gone, standbys not replaying) said so nowhere, so both ends say how much
+    was free."""
+    terminalreporter.write_line(_free_disk("at the end"))
+
+
+def _free_disk(when: str) -> str:
+    where = tempfile.gettempdir()
+    return f"lore: {shutil.disk_usage(where).free / 2**30:.1f} GiB free in {where} {when}"
 
 
 @pytest.fixture(scope="session")
