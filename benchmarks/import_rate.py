@@ -39,11 +39,13 @@ def main() -> int:
     parser.add_argument("corpus", type=Path, help="an export file (scale_corpus.py writes one)")
     parser.add_argument("--profile", type=Path, default=None)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         if args.backend == "postgres":
             import pgserver
 
-            store = open_postgres_store(pgserver.get_server(Path(tmp) / "pg").get_uri())
+            server = pgserver.get_server(Path(tmp) / "pg")
+            stack.callback(server.cleanup)  # stopped before its folder goes (rmtree raced its WAL writer)
+            store = open_postgres_store(server.get_uri())
         else:
             store = open_local_store(Path(tmp) / "lore.db")
         n = sum(1 for line in args.corpus.open() if '"type": "lesson"' in line)

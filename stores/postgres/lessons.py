@@ -349,13 +349,13 @@ class PostgresLessonRows:
     def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
         if not vectors or self._dims.stored(self._conn) is None:
             return [[] for _ in vectors]
-        params = {"org": self._scope.org, "project": self._scope.project, "now": now, "k": dedup.MAX_SIMILAR}
         found: list[list[tuple[int, float]]] = [[] for _ in vectors]
-        upto = self._held.upto if self._held else 2**62  # held: the rows before the import, by exact scan
-        texts = [("[" + ",".join(["%.9g"] * len(vec)) + "]") % tuple(vec.tolist()) for vec in vectors]
-        for r in self._conn.execute(_NEAREST, {**params, "qs": texts, "upto": upto}) if upto else ():
-            if r.sim >= dedup.CANDIDATE_SIMILARITY:
-                found[r.i - 1].append((r.pk, float(r.sim)))
+        if upto := self._held.upto if self._held else 2**62:  # held: the rows before the import, exactly
+            qs = [("[" + ",".join(["%.9g"] * len(vec)) + "]") % tuple(vec.tolist()) for vec in vectors]
+            params = {**self._scope.params, "now": now, "k": dedup.MAX_SIMILAR, "qs": qs, "upto": upto}
+            for r in self._conn.execute(_NEAREST, params):
+                if r.sim >= dedup.CANDIDATE_SIMILARITY:
+                    found[r.i - 1].append((r.pk, float(r.sim)))
         held = self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
         for i, key, sim in held:  # the import's own rows, not in the table's index meanwhile
             found[i].append((key, sim))
@@ -387,7 +387,7 @@ class PostgresLessonRows:
         found = [dict(row._mapping) for row in inserted]
         if self._held:
             self._held.add(self._scope.project, found, {row["id"]: row["embedding"] for row in rows})
-        if self._conn.execute(_STALE).scalar():
+        if not self._held and self._conn.execute(_STALE).scalar():  # held: no index to plan for
             role = self._conn.execute(text("SELECT current_user")).scalar()
             as_owner(self._conn, "ANALYZE lessons")
             self._conn.execute(text("SELECT set_config('role', :role, true)"), {"role": role})
