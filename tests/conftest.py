@@ -181,25 +181,29 @@ async def client(server: LoreServer, era: str) -> AsyncIterator[Client]:
 @pytest.fixture
 def pristine_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Store]:
     """A store on a database nobody used, not even for another vector dimension (Postgres:
-    a database of its own, since the suite's shared one keeps its vector column)."""
-    if backend == "local":
-        store = open_local_store(tmp_path / "pristine.db")
-        yield store
-        store.close()
-        return
+    ``pristine_url``, since the suite's shared database keeps its vector column)."""
+    store = (
+        open_local_store(tmp_path / "pristine.db")
+        if backend == "local"
+        else open_postgres_store(request.getfixturevalue("pristine_url"))
+    )
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def pristine_url(postgres_url: str) -> Iterator[str]:
+    """A Postgres database of its own beside the suite's, dropped after the test."""
     import uuid
 
     import psycopg
     from sqlalchemy.engine import make_url
 
-    url = request.getfixturevalue("postgres_url")
     name = f"lore_pristine_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')  # a name made here, not user text
-    store = open_postgres_store(make_url(url).set(database=name).render_as_string(hide_password=False))
     try:
-        yield store
+        yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
     finally:
-        store.close()
-        with psycopg.connect(url, autocommit=True) as conn:
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

@@ -332,7 +332,7 @@ async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_stora
     assert report.reembedded == len(LESSONS)
     assert pristine_store.models.recorded() == EmbeddingModel(OTHER, 256, "lore-tests/shuffled-256")
     if request.node.callspec.params.get("backend") == "postgres":  # the new column keeps vectors in rows
-        assert embedding_storage(request.getfixturevalue("postgres_url")) == "m"
+        assert embedding_storage(request.getfixturevalue("pristine_url")) == "m"
     async with client_of(pristine_store, other) as client:
         hits = 0
         for lesson in QUERIED:
