@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 from sqlalchemy import Connection, Engine, create_engine, event, text
@@ -198,6 +198,21 @@ def as_owner(conn: Connection, *statements: str) -> None:
         conn.exec_driver_sql(statement)
 
 
+@contextlib.contextmanager
+def unbounded(conn: Connection) -> Iterator[None]:
+    """As the login role with no statement timeout, and unwatched by ``HangWatch``, until the block
+    ends: maintenance (an import's index build, a migration, a re-embed's swap) takes minutes, and a
+    server busy with it can take over ``PROBE_TIMEOUT_S`` to answer a fresh connection (the watch
+    then cut a million rows' HNSW build in its sixth minute, failing the import at its last step)."""
+    as_owner(conn, "SET LOCAL statement_timeout = 0")
+    raw = cast(WatchedConnection, conn.connection.dbapi_connection)  # engine_for's, all
+    raw.watched = False
+    try:
+        yield
+    finally:
+        raw.watched = True
+
+
 def settings_per_transaction(engine: Engine, session: Mapping[str, str]) -> None:
     """Set ``session`` and the role locally per transaction, behind a transaction-mode pooler such as
     PgBouncer (``LORE_DATABASE_DIRECT_URL``): a server connection is lent per transaction, so session
@@ -348,8 +363,11 @@ class WatchedConnection(psycopg.Connection[Any]):
     engine names the watch, so it is in place before the first round trip."""
 
     hang_watch: HangWatch
+    watched = True  # False inside ``unbounded``
 
     def wait(self, *args: Any, **kwargs: Any) -> Any:
+        if not self.watched:
+            return super().wait(*args, **kwargs)
         token = self.hang_watch.started(self)
         try:
             return super().wait(*args, **kwargs)

@@ -27,7 +27,7 @@ from stores.engine.lessons import KINDS, Lesson, RecallQuery, Scope, WordMatches
 from stores.engine.sql import SqlTx
 from stores.errors import InvalidInputError
 from stores.postgres.call_counts import PostgresCallCounts
-from stores.postgres.db import as_owner, transaction, unavailable_on_failure
+from stores.postgres.db import as_owner, transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import PostgresDims
 from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.migrations import MISSING_INDEXES, migrate
@@ -130,8 +130,8 @@ class PostgresLessons:
         finally:
             if self._held is not None:
                 self._held = None
-                with transaction(self._engine, None) as conn:
-                    as_owner(conn, "SET LOCAL statement_timeout = 0", f"ANALYZE lessons; {MISSING_INDEXES}")
+                with transaction(self._engine, None) as conn, unbounded(conn):
+                    conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:

@@ -18,7 +18,7 @@ from stores.engine.schema import (
     structured_tables,
 )
 from stores.errors import UnavailableError
-from stores.postgres.db import RLS_ROLE, as_owner, unavailable_on_failure
+from stores.postgres.db import RLS_ROLE, unavailable_on_failure, unbounded
 from stores.postgres.dims import EMBEDDING_INDEX, EMBEDDING_INLINE
 from stores.postgres.sql import PostgresSqlTx
 
@@ -259,9 +259,7 @@ MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', lea
 
 def migrate(engine: Engine) -> int:
     """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
-    with unavailable_on_failure(), engine.begin() as conn:
-        # Building an index on a large table may take minutes; only migrations may.
-        as_owner(conn, "SET LOCAL statement_timeout = 0")
+    with unavailable_on_failure(), engine.begin() as conn, unbounded(conn):  # an index build takes minutes
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
         if conn.execute(text("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")).first() is None:
             raise UnavailableError(

@@ -15,7 +15,7 @@ from sqlalchemy.exc import ProgrammingError
 from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
-from stores.postgres.db import as_owner, transaction, unavailable_on_failure
+from stores.postgres.db import transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import EMBEDDING_COLUMN, EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
 from stores.postgres.sql import PostgresSqlTx
 
@@ -52,8 +52,7 @@ class PostgresModelDb:
     def owner(self, *, write: bool) -> Iterator[PostgresSqlTx]:
         """A transaction as the tables' owner, with no statement time limit (a swap rebuilds an index)."""
         del write  # row locks do the rest
-        with unavailable_on_failure(), self._engine.begin() as conn:
-            as_owner(conn, "SET LOCAL statement_timeout = 0")
+        with unavailable_on_failure(), self._engine.begin() as conn, unbounded(conn):
             yield PostgresSqlTx(conn)
 
     @contextlib.contextmanager

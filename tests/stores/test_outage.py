@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Iterator
@@ -215,6 +216,47 @@ async def test_a_tool_call_waiting_on_a_hung_postgres_is_unavailable_within_seco
         assert elapsed < OUTAGE_BOUND_S
         # Once Postgres answers again, so does Lore, from the very next call.
         assert (await call(client, "list_lessons"))["lessons"] == []
+
+
+def test_maintenance_goes_on_while_new_connections_go_unanswered(private_pg: PrivatePostgres) -> None:
+    """A million rows' index build was cut in its sixth minute: the server, busy with it, took over
+    2 s to answer the hang watch's fresh connection. Here the postmaster alone is stopped, so running
+    backends go on and new connections get no answer: an ordinary statement waiting that long is
+    cut, one inside ``unbounded`` (an import's index build, a migration) waits on to its end."""
+    engine = pg.engine_for(private_pg.url, 2)
+    holder = psycopg.connect(private_pg.url, autocommit=True)
+    postmaster = private_pg.processes()[0]
+    outcome: list[BaseException | None] = []
+
+    def maintenance() -> None:
+        try:
+            with pg.transaction(engine, None) as conn, pg.unbounded(conn):
+                conn.execute(text("SELECT pg_advisory_xact_lock(37)"))
+            outcome.append(None)
+        except BaseException as exc:  # reported to the test below
+            outcome.append(exc)
+
+    try:
+        with engine.connect() as one, engine.connect() as two:  # both pooled before the freeze
+            one.execute(text("SELECT 1"))
+            two.execute(text("SELECT 1"))
+        holder.execute("SELECT pg_advisory_lock(37)")
+        postmaster.send_signal(signal.SIGSTOP)
+        try:
+            worker = threading.Thread(target=maintenance)
+            worker.start()
+            wait_for_lock_waiter(holder)
+            with pytest.raises(UnavailableError), pg.transaction(engine, None) as conn:
+                conn.execute(text("SELECT pg_advisory_xact_lock(37)"))  # cut once the probe goes unanswered
+            assert worker.is_alive() and not outcome
+            holder.execute("SELECT pg_advisory_unlock(37)")
+            worker.join(timeout=60)
+        finally:
+            postmaster.send_signal(signal.SIGCONT)
+        assert outcome == [None], outcome
+    finally:
+        holder.close()
+        engine.dispose()
 
 
 # -- the connection settings ----------------------------------------------------------------
