@@ -61,7 +61,7 @@ class OnnxEngine:
         self._encoder = OnnxEncoder(inference_threads())
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
-        if bulk and len(texts) > BULK_TEXTS:
+        if bulk and len(texts) > 1:
             return self._encoder.encode_bulk(texts)
         return self._encoder.encode(texts)
 
@@ -205,9 +205,9 @@ class Embedder:
         self.wait()
         return self.engine.fingerprint
 
-    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
-        """Embed lesson texts in batches (blocking)."""
-        return list(self._encode(list(texts))) if texts else []
+    def encode_documents(self, texts: Sequence[str], *, bulk: bool = False) -> list[np.ndarray]:
+        """Embed lesson texts in batches (blocking); ``bulk`` work (imports) uses every core, however few."""
+        return list(self._encode(list(texts), bulk=bulk)) if texts else []
 
     def encode_query(self, text: str) -> np.ndarray:
         """Embed a query (blocking), from the cache when it was seen recently."""
@@ -221,9 +221,9 @@ class Embedder:
     async def aencode_query(self, text: str) -> np.ndarray:
         return await anyio.to_thread.run_sync(self.encode_query, text)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
+    def _encode(self, texts: list[str], *, bulk: bool = False) -> np.ndarray:
         self.wait()
-        if len(texts) >= BULK_TEXTS:
+        if bulk or len(texts) >= BULK_TEXTS:
             return self._run_model(texts, bulk=True)
         request: Future[np.ndarray] = Future()
         with self._waiting_lock:

@@ -79,8 +79,9 @@ class OnnxEncoder:
         import numpy as np
 
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        batches = [order[i : i + BATCH] for i in range(0, len(order), BATCH)]
         workers = max(1, (os.cpu_count() or 1) // self._threads)
+        size = min(BATCH, -(-len(texts) // workers))  # every worker busy, however few the texts
+        batches = [order[i : i + size] for i in range(0, len(order), size)]
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lore-encode") as pool:
             vectors = np.vstack(list(pool.map(lambda b: self.encode([texts[i] for i in b]), batches)))
         return vectors[np.argsort(order)]  # back from length order to the texts' own

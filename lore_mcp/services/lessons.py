@@ -125,7 +125,8 @@ class LessonService:
         if not drafts:
             return []
         self.require_model()
-        return self.embedder.encode_documents([embedding_text(d.problem, d.resolution) for d in drafts])
+        texts = [embedding_text(d.problem, d.resolution) for d in drafts]
+        return self.embedder.encode_documents(texts, bulk=True)  # imports' work: every core
 
     def store_drafts(
         self,
