@@ -278,10 +278,10 @@ class BatchedEmbedder:
     def add(self, texts: Sequence[str], vectors: Sequence[np.ndarray]) -> None:
         self._known.update(zip(texts, vectors, strict=True))
 
-    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def encode_documents(self, texts: Sequence[str], *, bulk: bool = False) -> list[np.ndarray]:
         missing = [t for t in texts if t not in self._known]
         if missing:
-            self.add(missing, self._inner.encode_documents(missing))
+            self.add(missing, self._inner.encode_documents(missing, bulk=bulk))
         return [self._known[t] for t in texts]
 
     async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:

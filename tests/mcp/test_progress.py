@@ -111,12 +111,12 @@ class HeldEmbedder:
         self.release = threading.Event()
         monkeypatch.setattr(embedder, "encode_documents", self.encode_documents)
 
-    def encode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
+    def encode_documents(self, texts: Sequence[str], *, bulk: bool = False) -> list[np.ndarray]:
         self.calls += 1
         if self.calls == 2:
             self.second.set()
             self.release.wait(30)
-        return self.encode(texts)
+        return self.encode(texts, bulk=bulk)
 
 
 @pytest.mark.parametrize("mode", MODES)
