@@ -47,6 +47,8 @@ def _org_policy(*tables: str, column: str = "org_id") -> str:
 
 
 _VECTORS = "EXISTS (SELECT FROM lore_meta WHERE key = 'dim')"  # the column exists (``PostgresDims``)
+# The full-text index's entries: a row's words and its scope word (migration 15).
+_SCOPED_WORDS = "(tsv || array_to_tsvector(ARRAY[lore_scope_word(org_id, project)]))"
 MIGRATIONS: list[tuple[int, str, str]] = [
     (
         1,
@@ -246,6 +248,43 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     ),
     # Rows written before it keep their TOASTed vectors until they are written again.
     (14, "vectors kept in their rows", f"DO $$ BEGIN IF {_VECTORS} THEN {EMBEDDING_INLINE}; END IF; END $$"),
+    (
+        15,
+        "full text indexed with each row's project",
+        # Migration 7's function on an index that also holds a word naming the row's org and project
+        # (a space first: no parser makes it), so GIN finds the words' matches within the project,
+        # skipping through that word's postings, where Postgres had ANDed them with a bitmap of all
+        # the project's keys (168,502 lessons of a million: full text p50 33-38 -> 14 ms). Same signature:
+        # servers of the last version use it too. ``MISSING_INDEXES`` builds the new index.
+        f"""
+        DROP INDEX IF EXISTS lessons_tsv;
+        -- text || text, not text || bigint (only STABLE): an immutable body is inlined.
+        CREATE FUNCTION lore_scope_word(org text, project text) RETURNS text
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT ' ' || pg_catalog.hashtextextended(org || '/' || project, 0)::text $$;
+        CREATE OR REPLACE FUNCTION lore_lexical_candidates(
+            p_project text, p_query text, p_order text, p_limit integer, p_now timestamptz,
+            p_min_confidence double precision, p_tags text[]
+        ) RETURNS SETOF bigint
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        DECLARE
+            words tsquery := to_tsquery('english', p_query);
+        BEGIN
+            IF numnode(words) = 0 THEN  -- the scope word alone would match every row
+                RETURN;
+            END IF;
+            RETURN QUERY EXECUTE
+                'SELECT pk FROM public.lessons
+                  WHERE {_SCOPED_WORDS} @@ $2
+                    AND org_id = current_setting(''lore.org'', true) AND project = $1
+                    AND (expires_at IS NULL OR expires_at > $5) AND confidence >= $6
+                    AND (cardinality($7) = 0 OR tags @> $7)
+                  ORDER BY ts_rank(tsv, $3) DESC LIMIT $4'
+                USING p_project,
+                      words && quote_literal(lore_scope_word(current_setting('lore.org', true), p_project))::tsquery,
+                      to_tsquery('english', p_order), p_limit, p_now, p_min_confidence, p_tags;
+        END
+        $$;""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
@@ -253,7 +292,7 @@ SCHEMA_VERSION = MIGRATIONS[-1][0]
 # killed halfway leaves them missing, so every open builds what is missing, with memory to do so.
 MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + greatest(reltuples, 0)::bigint
     / 512) || 'MB', true) FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
-    CREATE INDEX lessons_tsv ON lessons USING gin (tsv) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
+    CREATE INDEX lessons_tsv ON lessons USING gin ({_SCOPED_WORDS}) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
     IS NULL AND {_VECTORS} THEN {EMBEDDING_INDEX}; END IF; END $$"""
 
 

@@ -160,6 +160,33 @@ def test_full_text_candidates_stay_in_the_callers_org_and_project(postgres_url: 
     assert [h.lesson.id for h in hits] == [mine]
 
 
+def test_full_text_is_indexed_with_each_rows_project_and_upgrades_keep_finding(
+    postgres_url: str, pg_store
+) -> None:
+    """Migration 15: the index holds a word naming each row's org and project, so GIN finds a project's
+    matches without a bitmap of all the project's keys; a store from before rebuilds it on open."""
+    mine = pg_store.save(ACME, LessonDraft("zookeeper quorum lost", "restart"), vector("a")).id
+    pg_store.save(Scope("acme", "other"), LessonDraft("zookeeper quorum other project", "r"), vector("b"))
+    with psycopg.connect(postgres_url, autocommit=True) as admin:  # as a store before migration 15
+        admin.execute("DROP INDEX lessons_tsv")
+        admin.execute("DROP FUNCTION lore_scope_word(text, text)")
+        admin.execute("CREATE INDEX lessons_tsv ON lessons USING gin (tsv)")
+        admin.execute("DELETE FROM schema_migrations WHERE version = 15")
+    open_postgres_store(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        definition = admin.execute("SELECT pg_get_indexdef('lessons_tsv'::regclass)").fetchone()[0]
+        assert "lore_scope_word(org_id, project)" in definition
+    candidates = "SELECT c.pk FROM lore_lexical_candidates('web', %s, %s, 50, now(), 0, '{}') AS c(pk)"
+    with _rls_connection(postgres_url) as conn, conn.transaction(force_rollback=True):
+        conn.execute("SELECT set_config('lore.org', 'acme', true)")
+        pks = [row[0] for row in conn.execute(candidates, ("zookeep", "zookeep"))]
+        assert [row[0] for row in conn.execute("SELECT id FROM lessons WHERE pk = ANY(%s)", (pks,))] == [mine]
+        # A query of stop words alone has no lexeme: the project's word alone would match all its rows.
+        assert conn.execute(candidates, ("the", "the")).fetchall() == []
+    hits = pg_store.recall(ACME, RecallQuery(text="zookeeper quorum", vector=vector("unrelated")))
+    assert [h.lesson.id for h in hits] == [mine]
+
+
 def test_term_postings_are_estimated_from_the_planners_statistics(postgres_url: str, pg_store) -> None:
     # 300 lessons say "kubernetes", 3 of them also "zeppelin": after ANALYZE the estimate
     # says which is rare without scanning anything.
