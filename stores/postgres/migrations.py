@@ -255,7 +255,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         # (a space first: no parser makes it), so GIN finds the words' matches within the project,
         # skipping through that word's postings, where Postgres had ANDed them with a bitmap of all
         # the project's keys (168,502 lessons of a million: full text p50 33-38 -> 14 ms). Same signature:
-        # servers of the last version use it too. ``MISSING_INDEXES`` builds the new index.
+        # servers of the previous version use it too. ``MISSING_INDEXES`` builds the new index.
         f"""
         DROP INDEX IF EXISTS lessons_tsv;
         -- text || text, not text || bigint (only STABLE): an immutable body is inlined.
