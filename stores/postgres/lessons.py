@@ -75,7 +75,7 @@ _GENERATION = (
 
 # ``ef_search`` x a project's share is about how many of its rows HNSW finds. 1.5 x the k wanted
 # would do, but on clustered vectors a search that small misses whole clusters: at a million, in a
-# project of 17 %, recall@10 against exact search 0.91 with 1.5, 0.94-0.97 with 3 (7.5-10 ms more).
+# project of 17 %, recall@10 against exact search 0.91 with 1.5, 0.94-0.97 with 3 (4.5-10 ms more).
 _EF_PER_SHARE = 3
 
 # pgvector 0.8+ scans on until filters leave k rows, so small projects use the index; the exact
