@@ -27,6 +27,7 @@ import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from lore_mcp.errors import InvalidArgument, validation_message
+from lore_mcp.services import every_core
 from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
 from lore_mcp.services.lessons import OnLessons
@@ -295,23 +296,22 @@ class Transfer(OnLessons):
         at: dict[str, list[int]] = {}
         model: EmbeddingModel | None = None
         carried = False
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            parsed = _parse_line(number, line, model)
+        for number, parsed in every_core.in_order(_checked_lines, enumerate(lines, start=1)):
+            vector = None
+            if isinstance(parsed, _Lesson):
+                parsed, vector = parsed.read(model)
             if isinstance(parsed, str):
-                report.errors.append(parsed)
+                report.errors.append(f"line {number}: {parsed}")
             elif isinstance(parsed, EmbeddingModel):
                 model = parsed
             elif parsed is None:
                 report.commits += 1
             else:
-                item, draft, kinds, vector = parsed
-                report.redacted.update(kinds)
-                target = project or item.project or self.lessons.default_project
+                report.redacted.update(parsed.kinds)
+                target = project or parsed.project or self.lessons.default_project
                 at.setdefault(target, []).append(spill.tell())
-                carried = carried or (vector is not None and not kinds)
-                pickle.dump((draft, None if kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
+                carried = carried or (vector is not None and not parsed.kinds)
+                pickle.dump((parsed.draft, None if parsed.kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
         return at, model, carried
 
 
@@ -373,7 +373,24 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
     return {"added": len(saved) - skipped - merged, "skipped": skipped, "merged": merged}
 
 
-Parsed = tuple[LessonIn, LessonDraft, tuple[str, ...], np.ndarray | None]
+@dataclass(frozen=True)
+class _Lesson:
+    """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the
+    refusal), and the ``vector`` field unread (its check needs the file's model line)."""
+
+    vector: Any
+    draft: LessonDraft | str
+    kinds: tuple[str, ...] = ()
+    project: str | None = None
+
+    def read(self, model: EmbeddingModel | None) -> tuple[_Lesson | str, np.ndarray | None]:
+        """This lesson and its vector as of the file's last ``model`` line, or the refusal (the
+        vector's first, as before lines were checked in workers)."""
+        try:
+            vector = _vector(self.vector, model)
+        except InvalidArgument as exc:
+            return exc.message, None
+        return (self.draft, None) if isinstance(self.draft, str) else (self, vector)
 
 
 def file_lines(path: str) -> Iterator[str]:
@@ -382,11 +399,18 @@ def file_lines(path: str) -> Iterator[str]:
         yield from f
 
 
-def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed | EmbeddingModel | str | None:
-    """A checked lesson and vector, a model line's model, None for a commit, or an error."""
+def _checked_lines(
+    numbered: list[tuple[int, str]],
+) -> list[tuple[int, _Lesson | EmbeddingModel | str | None]]:
+    """``_checked_line`` of each line but blank ones: work for ``every_core`` (in a worker process)."""
+    return [(number, _checked_line(line)) for number, line in numbered if line.strip()]
+
+
+def _checked_line(line: str) -> _Lesson | EmbeddingModel | str | None:
+    """A checked lesson, a model line's model, None for a commit, or why the line is refused."""
     data = json_object(line)
     if isinstance(data, str):
-        return f"line {number}: {data}"
+        return data
     kind = data.get("type", "lesson")
     if kind == "commit":
         return None
@@ -394,14 +418,14 @@ def _parse_line(number: int, line: str, model: EmbeddingModel | None) -> Parsed 
         try:
             return EmbeddingModel.from_json(json.dumps(data))
         except (KeyError, TypeError, ValueError):
-            return f"line {number}: a model line needs a name, a dimension and a fingerprint"
+            return "a model line needs a name, a dimension and a fingerprint"
     if kind != "lesson":
-        return f"line {number}: unknown type {kind!r} (expected 'lesson', 'commit' or 'model')"
+        return f"unknown type {kind!r} (expected 'lesson', 'commit' or 'model')"
     try:
-        vector = _vector(data.get("vector"), model)
-        return (*checked_lesson(data), vector)
+        item, draft, kinds = checked_lesson(data)
     except (ValidationError, InvalidArgument) as exc:
-        return f"line {number}: {refusal(exc)}"
+        return _Lesson(data.get("vector"), refusal(exc))
+    return _Lesson(data.get("vector"), draft, kinds, item.project)
 
 
 def json_object(line: str) -> dict[str, Any] | str:

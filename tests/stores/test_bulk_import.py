@@ -296,3 +296,45 @@ def test_an_import_of_two_projects_merges_within_each_and_holds_one_project_at_a
     assert (store.count("copy", "a"), store.count("copy", "b")) == (FILE_BATCH + 20, FILE_BATCH + 5)
     if held:
         assert held[0] == {"a"} and held[-1] == {"b"} and all(len(projects) == 1 for projects in held)
+
+
+def test_lines_checked_in_worker_processes_keep_their_numbers_order_and_model(
+    store: Store, monkeypatch: Any
+) -> None:
+    """A file of several chunks is checked in worker processes (``every_core``): each error still
+    names its line, a vector is read with the model line before it, secrets are still redacted."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from lore_mcp.services import every_core
+
+    submitted: list[int] = []
+
+    class Watched(ProcessPoolExecutor):
+        def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+            submitted.append(len(args[0]))
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(every_core, "CHUNK", 3)
+    monkeypatch.setattr(every_core, "ProcessPoolExecutor", Watched)
+    monkeypatch.setattr(every_core.os, "cpu_count", lambda: 2)
+    model_line, *lessons = filled(store, 6)
+    secret = {**lessons[2], "problem": f"token {GITHUB_TOKEN} leaked"}
+    short_vector = {**lessons[3], "vector": lessons[3]["vector"][:40]}
+    both_wrong = {**short_vector, "problem": ""}  # the vector's refusal is the one reported
+    rows = [lessons[0], model_line, lessons[1], "{not json", secret, short_vector, "", both_wrong]
+    rows += [{"type": "commit", "project": "a"}, {"type": "table"}, lessons[4], lessons[5]]
+    text = [row if isinstance(row, str) else json.dumps(row) for row in rows]
+    engine = CountingEngine()
+    service = LessonService(store, Embedder("hash", engine=engine), default_project="a")
+    report = Transfer(service).import_file(text, org="copy", project=None, strict=False)
+    dimension = f"vector must be {HashEngine.dimension} float32 values in base64, as export writes it."
+    assert report.errors == [
+        "line 4: not JSON (Expecting property name enclosed in double quotes)",
+        f"line 6: {dimension}",
+        f"line 8: {dimension}",
+        "line 10: unknown type 'table' (expected 'lesson', 'commit' or 'model')",
+    ]
+    assert submitted == [3, 3, 3]  # lines 1-3 were checked here, the rest by the workers
+    # Line 1 came before the model line and line 5 was redacted: embedded anew, the rest kept.
+    assert (report.added, report.kept_vectors, report.commits, report.redacted) == (5, 3, 1, {"github_token"})
+    assert sorted(engine.texts) == sorted(["problem 0\nfix 0", "token [REDACTED:github_token] leaked\nfix 2"])
