@@ -53,9 +53,9 @@ def main() -> int:
         bulk, rows_done = store.bulk, []
 
         @contextlib.contextmanager
-        def timed(org: str, coming: int) -> Iterator[None]:
-            with bulk(org, coming):
-                yield
+        def timed(org: str, coming: int) -> Iterator[int]:
+            with bulk(org, coming) as writers:
+                yield writers
                 rows_done.append(time.perf_counter())  # the rows are in; the indexes may follow
 
         store.bulk = timed

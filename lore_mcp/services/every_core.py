@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import os
+import signal
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -35,7 +36,8 @@ def in_order(work: Callable[[list[T]], list[R]], items: Iterable[T]) -> Iterator
         for piece in rest:
             yield from work(piece)
         return
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    context = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_leave_interrupts)
     try:
         pending: deque[Future[list[R]]] = deque()
         for piece in rest:
@@ -46,3 +48,9 @@ def in_order(work: Callable[[list[T]], list[R]], items: Iterable[T]) -> Iterator
             yield from pending.popleft().result()
     finally:
         pool.shutdown(cancel_futures=True)
+
+
+def _leave_interrupts() -> None:
+    """A worker ignores Ctrl-C, which reaches every process of the terminal's group: the parent
+    stops the work (cancelling what has not begun), and no worker prints a traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

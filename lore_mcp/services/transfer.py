@@ -16,7 +16,9 @@ import functools
 import json
 import pickle
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
@@ -248,36 +250,69 @@ class Transfer(OnLessons):
                 report.foreign_model = model
             kept = model is not None and not report.foreign_model
             started(total := sum(len(starts) for starts in at.values()))
-            with self.store.bulk(org, total):
-                for name, items in _batches(spill, at, strict=strict):
-                    scope = Scope(org=org, project=name, actor=actor)
-                    self._import_project(scope, items, report, strict=strict, kept=kept, progress=progress)
+            with self.store.bulk(org, total) as writers:
+                self._write(
+                    spill,
+                    at,
+                    report,
+                    org=org,
+                    actor=actor,
+                    writers=writers,
+                    strict=strict,
+                    kept=kept,
+                    progress=progress,
+                )
         return report
 
-    def _import_project(
+    def _write(
         self,
-        scope: Scope,
-        items: Sequence[tuple[LessonDraft, np.ndarray | None]],
+        spill: IO[bytes],
+        at: dict[str, list[int]],
         report: FileReport,
         *,
+        org: str,
+        actor: str,
+        writers: int,
         strict: bool,
         kept: bool,
         progress: Callable[[int], None],
     ) -> None:
-        """One project's lessons, written per batch or (``strict``) in one transaction."""
-        drafts: list[LessonDraft] = []
-        vectors: list[np.ndarray] = []
-        for start in range(0, len(items), FILE_BATCH):
-            batch = items[start : start + FILE_BATCH]
-            drafts += [draft for draft, _ in batch]
-            vectors += self._vectors(batch, report, kept=kept)
-            if not strict or start + FILE_BATCH >= len(items):
-                report.count(self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True))
-                drafts, vectors = [], []
-            progress(len(batch))
+        """Each project's spilled lessons, ``writers`` projects at a time (the store's choice), the
+        largest first: one project's Python work runs while another's statements do. A failure
+        stops the others at their next batch and is raised."""
+        lock, stop = threading.Lock(), threading.Event()  # the lock: ``spill``, ``report``, ``progress``
+
+        def write(name: str) -> None:
+            scope = Scope(org=org, project=name, actor=actor)
+            drafts: list[LessonDraft] = []
+            vectors: list[np.ndarray] = []
+            for batch, last in _batches(spill, at[name], lock):
+                if stop.is_set():
+                    return
+                drafts += [draft for draft, _ in batch]
+                vectors += self._vectors(batch, report, lock, kept=kept)
+                if not strict or last:
+                    saved = self.lessons.store_drafts(scope, drafts, vectors, keep_ids=True)
+                    drafts, vectors = [], []
+                    with lock:
+                        report.count(saved)
+                with lock:
+                    progress(len(batch))
+
+        with ThreadPoolExecutor(writers, thread_name_prefix="lore-import") as pool:
+            try:
+                for future in [pool.submit(write, name) for name in sorted(at, key=lambda n: -len(at[n]))]:
+                    future.result()
+            finally:
+                stop.set()
 
     def _vectors(
-        self, batch: Sequence[tuple[LessonDraft, np.ndarray | None]], report: FileReport, *, kept: bool
+        self,
+        batch: Sequence[tuple[LessonDraft, np.ndarray | None]],
+        report: FileReport,
+        lock: threading.Lock,
+        *,
+        kept: bool,
     ) -> list[np.ndarray]:
         """The batch's vectors: the file's when ``kept``, the rest embedded (loading the model)."""
         vectors = [vector if kept else None for _, vector in batch]
@@ -285,7 +320,8 @@ class Transfer(OnLessons):
         made = self.lessons.vectors_of([batch[i][0] for i in missing]) if missing else []
         for i, vector in zip(missing, made, strict=True):
             vectors[i] = vector
-        report.kept_vectors += len(batch) - len(missing)
+        with lock:
+            report.kept_vectors += len(batch) - len(missing)
         return [vector for vector in vectors if vector is not None]
 
     def _check_lines(
@@ -316,18 +352,17 @@ class Transfer(OnLessons):
 
 
 def _batches(
-    spill: IO[bytes], at: dict[str, list[int]], *, strict: bool
-) -> Iterator[tuple[str, list[tuple[LessonDraft, np.ndarray | None]]]]:
-    """Each project's spilled lessons in file order, project after project as before the spill (a
-    Postgres bulk load holds one project's vectors at a time): a batch at a time, or all (``strict``)."""
-    for target, starts in at.items():
-        step = len(starts) if strict else FILE_BATCH
-        for begin in range(0, len(starts), step):
+    spill: IO[bytes], starts: list[int], lock: threading.Lock
+) -> Iterator[tuple[list[tuple[LessonDraft, np.ndarray | None]], bool]]:
+    """One project's spilled lessons in file order, ``FILE_BATCH`` at a time, each with whether it is
+    the last (``spill`` is read under ``lock``: writers share it)."""
+    for begin in range(0, len(starts), FILE_BATCH):
+        with lock:
             items = []
-            for offset in starts[begin : begin + step]:
+            for offset in starts[begin : begin + FILE_BATCH]:
                 spill.seek(offset)
                 items.append(pickle.load(spill))  # this import's own temporary file, nothing else
-            yield target, items
+        yield items, begin + FILE_BATCH >= len(starts)
 
 
 def _checked_items(items: Sequence[LessonIn]) -> tuple[list[LessonDraft], set[str]]:

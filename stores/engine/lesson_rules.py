@@ -103,8 +103,9 @@ class LessonBackend(Protocol):
     ) -> list[dict[str, Any]]:
         """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``."""
 
-    def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[None]:
-        """``SqlStore.bulk``: what a backend does around a large import of ``coming`` lessons."""
+    def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[int]:
+        """``SqlStore.bulk``: what a backend does around a large import of ``coming`` lessons; it
+        gives how many projects the import may write at once (threads, a project each)."""
 
     def ensure_dim(self, dim: int) -> None:
         """Fix the store's vector dimension before a restoring ``transaction``, which cannot create

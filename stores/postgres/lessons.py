@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -77,6 +78,8 @@ _GENERATION = (
 # would do, but on clustered vectors a search that small misses whole clusters: at a million, in a
 # project of 17 %, recall@10 against exact search 0.91 with 1.5, 0.94-0.97 with 3 (4.5-10 ms more).
 _EF_PER_SHARE = 3
+# Projects a bulk load writes at once: one's Python work runs while another's statements do (2 cores).
+_WRITERS = 2
 
 # pgvector 0.8+ scans on until filters leave k rows, so small projects use the index; the exact
 # scan below is the fallback on older servers (pgserver ships 0.6.2).
@@ -123,15 +126,16 @@ class PostgresLessons:
         self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
-    def bulk(self, org: str, coming: int) -> Iterator[None]:
+    def bulk(self, org: str, coming: int) -> Iterator[int]:
         """``SqlStore.bulk``: an import larger than ``lessons``, by its owner, loads without the HNSW
         and full-text indexes (1.0 and 0.55 ms a row of upkeep) and builds them after, as pg_restore
-        does (a killed one leaves that to ``migrate``); near duplicates among its rows: ``_Held``."""
+        does (a killed one leaves that to ``migrate``); near duplicates among its rows: ``_Held``.
+        ``_WRITERS`` projects are written at once, each on its own connection."""
         with transaction(self._engine, org) as conn:
             upto = conn.execute(_BULK, {"n": coming}).scalar()
         self._held = _Held(upto) if upto is not None else None
         try:
-            yield
+            yield _WRITERS
         finally:
             if self._held is not None:
                 self._held = None
@@ -144,10 +148,8 @@ class PostgresLessons:
         Writes to a project take turns: concurrent near-duplicates merge, sequences stay dense."""
         if dim is not None:
             self._dims.ensure(dim)  # a new column comes with its index: dropped below in a bulk load
-        if self._held and not self._held.dropped:
-            with transaction(self._engine, None) as conn:
-                as_owner(conn, "DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
-            self._held.dropped = True
+        if self._held:
+            self._held.drop_indexes(self._engine)
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
@@ -298,21 +300,36 @@ _BULK = text(
 
 
 class _Held:
-    """An import's rows of its current project while ``bulk`` has the indexes down (one import a
-    process, the CLI's): keys, expiry and unit vectors, matched in one product per batch instead of
-    HNSW. ``Transfer`` writes project after project, so a new project frees the last one's rows."""
+    """An import's rows while ``bulk`` has the indexes down (one import a process, the CLI's): keys,
+    expiry and unit vectors, matched in one product per batch instead of HNSW. Each writer thread of
+    ``Transfer`` writes project after project, so its new project frees its last one's rows."""
 
     def __init__(self, upto: int) -> None:
-        self.upto, self.dropped = upto, False  # rows at or below key ``upto`` were there before it
+        self.upto = upto  # rows at or below key ``upto`` were there before it
         self.rows: dict[str, list[np.ndarray]] = {}
+        self._writing: dict[int, str] = {}  # thread -> the project it writes
+        self._lock, self._dropped = threading.Lock(), False
+
+    def drop_indexes(self, engine: Engine) -> None:
+        """Drop the indexes a bulk load builds after, before its first write."""
+        with self._lock:
+            if not self._dropped:
+                with transaction(engine, None) as conn:
+                    as_owner(conn, "DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
+                self._dropped = True
 
     def add(self, project: str, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
         expiry = np.array([row["expires_at"].timestamp() if row["expires_at"] else math.inf for row in rows])
         new = [np.array([row["pk"] for row in rows]), expiry, np.stack([vectors[row["id"]] for row in rows])]
-        held = self.rows.get(project)
-        if held is None:
-            self.rows.clear()
-        self.rows[project] = [np.concatenate(pair) for pair in zip(held, new, strict=True)] if held else new
+        with self._lock:
+            last = self._writing.get(thread := threading.get_ident())
+            if last != project:
+                self.rows.pop(last or "", None)
+                self._writing[thread] = project
+            held = self.rows.get(project)
+            self.rows[project] = (
+                [np.concatenate(pair) for pair in zip(held, new, strict=True)] if held else new
+            )
 
     def near(self, project: str, vecs: Sequence[np.ndarray], now: float) -> Iterator[tuple[int, int, float]]:
         """(vector's index, key, similarity) of each held row live at ``now`` and near enough to merge."""

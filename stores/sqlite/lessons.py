@@ -110,8 +110,9 @@ class LocalLessons:
                 for row in rows
             ]
 
-    def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[None]:
-        return contextlib.nullcontext()  # its exact search keeps up; a file needs no index rebuilt
+    def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[int]:
+        # Its exact search keeps up, so no index is rebuilt; one writer, so one project at a time.
+        return contextlib.nullcontext(1)
 
     def ensure_dim(self, dim: int) -> None:
         with self.conns.writing() as conn:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -261,12 +262,13 @@ def test_a_bulk_load_on_postgres_builds_the_indexes_it_dropped_even_when_killed(
             admin.execute("DROP ROLE lore_test_importer")
 
 
-def test_an_import_of_two_projects_merges_within_each_and_holds_one_project_at_a_time(
+def test_an_import_of_projects_merges_within_each_and_holds_one_project_a_writer(
     store: Store, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    """Project after project: b's copies of a's lessons stay in b (no merge across projects), b's
-    twin of its own first-batch lesson merges from its second batch; on Postgres the vectors held
-    for the near-duplicate check are one project's at a time (a million's would be 1.5 GB)."""
+    """b's and c's copies of a's lessons stay in b and c (no merge across projects), b's twin of
+    its own first-batch lesson merges from its second batch; on Postgres, which writes two projects
+    at once, the vectors held for the near-duplicate check are one project's a writer (a million's
+    would be 1.5 GB): the writer that takes c frees a's or b's."""
     from stores.ids import new_id
 
     source = open_local_store(tmp_path / "source.db")
@@ -277,25 +279,30 @@ def test_an_import_of_two_projects_merges_within_each_and_holds_one_project_at_a
     lessons = [line for line in lines if "problem" in line]  # not the model line
     copies = [{**line, "id": new_id(), "project": "b"} for line in lessons[: FILE_BATCH + 5]]
     twin = {**copies[1], "id": new_id()}
-    held: list[set[str]] = []
-    if type(store._backend).__name__ == "PostgresLessons":  # type: ignore[attr-defined]
+    third = [{**line, "id": new_id(), "project": "c"} for line in lessons[:3]]
+    held: list[tuple[int, str, set[str]]] = []  # writer thread, its project, every project held
+    on_postgres = type(store._backend).__name__ == "PostgresLessons"  # type: ignore[attr-defined]
+    if on_postgres:
         from stores.postgres import lessons as postgres
 
         add = postgres._Held.add
 
         def watched(self: Any, project: str, *args: Any) -> None:
             add(self, project, *args)
-            held.append(set(self.rows))
+            held.append((threading.get_ident(), project, set(self.rows)))
 
         monkeypatch.setattr(postgres._Held, "add", watched)
     service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
     report = Transfer(service).import_file(
-        [json.dumps(line) for line in [*lines, *copies, twin]], org="copy", project=None, strict=False
+        [json.dumps(line) for line in [*lines, *copies, twin, *third]], org="copy", project=None, strict=False
     )
-    assert (report.added, report.merged, report.skipped, report.errors) == (2 * FILE_BATCH + 25, 1, 0, [])
-    assert (store.count("copy", "a"), store.count("copy", "b")) == (FILE_BATCH + 20, FILE_BATCH + 5)
-    if held:
-        assert held[0] == {"a"} and held[-1] == {"b"} and all(len(projects) == 1 for projects in held)
+    assert (report.added, report.merged, report.skipped, report.errors) == (2 * FILE_BATCH + 28, 1, 0, [])
+    counts = [store.count("copy", project) for project in "abc"]
+    assert counts == [FILE_BATCH + 20, FILE_BATCH + 5, 3]
+    assert bool(held) == on_postgres
+    for at, (thread, project, projects) in enumerate(held):
+        earlier = {p for t, p, _ in held[:at] if t == thread} - {project}
+        assert project in projects and not projects & earlier and len(projects) <= 2
 
 
 def test_lines_checked_in_worker_processes_keep_their_numbers_order_and_model(
