@@ -250,29 +250,18 @@ class Transfer(OnLessons):
                 report.foreign_model = model
             kept = model is not None and not report.foreign_model
             started(total := sum(len(starts) for starts in at.values()))
+            projects = {Scope(org=org, project=name, actor=actor): starts for name, starts in at.items()}
             with self.store.bulk(org, total) as writers:
-                self._write(
-                    spill,
-                    at,
-                    report,
-                    org=org,
-                    actor=actor,
-                    writers=writers,
-                    strict=strict,
-                    kept=kept,
-                    progress=progress,
-                )
+                self._write(spill, projects, report, writers, strict=strict, kept=kept, progress=progress)
         return report
 
     def _write(
         self,
         spill: IO[bytes],
-        at: dict[str, list[int]],
+        projects: dict[Scope, list[int]],
         report: FileReport,
-        *,
-        org: str,
-        actor: str,
         writers: int,
+        *,
         strict: bool,
         kept: bool,
         progress: Callable[[int], None],
@@ -282,11 +271,10 @@ class Transfer(OnLessons):
         stops the others at their next batch and is raised."""
         lock, stop = threading.Lock(), threading.Event()  # the lock: ``spill``, ``report``, ``progress``
 
-        def write(name: str) -> None:
-            scope = Scope(org=org, project=name, actor=actor)
+        def write(scope: Scope) -> None:
             drafts: list[LessonDraft] = []
             vectors: list[np.ndarray] = []
-            for batch, last in _batches(spill, at[name], lock):
+            for batch, last in _batches(spill, projects[scope], lock):
                 if stop.is_set():
                     return
                 drafts += [draft for draft, _ in batch]
@@ -299,9 +287,10 @@ class Transfer(OnLessons):
                 with lock:
                     progress(len(batch))
 
+        largest_first = sorted(projects, key=lambda scope: -len(projects[scope]))
         with ThreadPoolExecutor(writers, thread_name_prefix="lore-import") as pool:
             try:
-                for future in [pool.submit(write, name) for name in sorted(at, key=lambda n: -len(at[n]))]:
+                for future in [pool.submit(write, scope) for scope in largest_first]:
                     future.result()
             finally:
                 stop.set()
