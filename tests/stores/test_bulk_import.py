@@ -345,3 +345,15 @@ def test_lines_checked_in_worker_processes_keep_their_numbers_order_and_model(
     # Line 1 came before the model line and line 5 was redacted: embedded anew, the rest kept.
     assert (report.added, report.kept_vectors, report.commits, report.redacted) == (5, 3, 1, {"github_token"})
     assert sorted(engine.texts) == sorted(["problem 0\nfix 0", "token [REDACTED:github_token] leaked\nfix 2"])
+
+
+def test_a_lesson_of_the_file_that_has_expired_takes_no_merge(store: Store) -> None:
+    """The near-duplicate check among the file's own lessons (on Postgres, their vectors held in
+    the importing process) passes over an expired one: its twin in a later batch is added."""
+    lines = filled(store, FILE_BATCH + 1)
+    gone = {**lines[1], "expires_at": "2020-01-01T00:00:00+00:00"}
+    twin = {**lines[1], "id": "01JABCDEFGHJKMNPQRSTVWXYZ9"}  # the same text and vector
+    text = [json.dumps(line) for line in [lines[0], gone, *lines[2:], twin]]
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    report = Transfer(service).import_file(text, org="copy", project=None, strict=False)
+    assert (report.added, report.merged, report.errors) == (FILE_BATCH + 2, 0, [])
