@@ -15,7 +15,7 @@ import pytest
 
 from lore_mcp.cli.importers import lesson_lines
 from lore_mcp.embedding.embedder import Embedder
-from lore_mcp.services.transfer import _parse_line
+from lore_mcp.services.transfer import _checked_lines
 from tests.support.team import ACCEPT, team_server
 
 pytestmark = pytest.mark.era("2026-07-28", reason="a malformed body is refused before any era-specific code")
@@ -60,6 +60,6 @@ def test_a_deeply_nested_body_gets_a_json_rpc_parse_error_and_one_log_line(
 @pytest.mark.parametrize("source", ["server-memory", "mcp-memory-service"])
 def test_a_file_to_import_nested_too_deeply_is_refused_naming_the_line(source: str) -> None:
     """``lore-memory import`` reads files from elsewhere: a line nested too deeply is a bad line."""
-    assert _parse_line(2, DEEP, None) == "line 2: not JSON (nested too deeply)"
+    assert _checked_lines([(2, DEEP)]) == [(2, "not JSON (nested too deeply)")]
     with pytest.raises(ValueError, match=r"line 1: not JSON \(nested too deeply\)"):
         lesson_lines(source, DEEP)
