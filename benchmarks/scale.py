@@ -103,7 +103,7 @@ def run_size(
             url + ("&" if "?" in url else "?") + "options=-c%20enable_indexscan%3Doff"
         )
     else:
-        store, exact = open_local_store(work / f"lore-{n}.db"), None
+        server, store, exact = None, open_local_store(work / f"lore-{n}.db"), None
     service = LessonService(store, corpus.embedder, default_project=largest)
     transfer = Transfer(service)
     load_avg = os.getloadavg()
@@ -129,6 +129,8 @@ def run_size(
     }
     if load_only:  # the load rate alone (``--load-only``): minutes sooner at 100k
         store.close()
+        if server is not None:
+            server.cleanup()  # stopped before its folder goes (rmtree raced its WAL writer)
         return out
     asked = corpus.generator.queries(queries)
     for text in asked[:5]:  # warm: model, caches, first index load
@@ -180,6 +182,8 @@ def run_size(
     else:
         out["database_mb"] = round(sum(p.stat().st_size for p in work.glob(f"lore-{n}.db*")) / 2**20, 1)
     store.close()
+    if server is not None:
+        server.cleanup()
     return out
 
 
