@@ -18,7 +18,7 @@ import pickle
 import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
@@ -289,11 +289,13 @@ class Transfer(OnLessons):
 
         largest_first = sorted(projects, key=lambda scope: -len(projects[scope]))
         with ThreadPoolExecutor(writers, thread_name_prefix="lore-import") as pool:
+            futures = [pool.submit(write, scope) for scope in largest_first]
             try:
-                for future in [pool.submit(write, scope) for scope in largest_first]:
-                    future.result()
+                wait(futures, return_when=FIRST_EXCEPTION)  # not behind the largest project
             finally:
                 stop.set()
+            for future in futures:
+                future.result()
 
     def _vectors(
         self,

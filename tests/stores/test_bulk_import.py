@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from sqlalchemy.engine import make_url
 
 from lore_mcp.embedding.embedder import Embedder
@@ -357,3 +358,28 @@ def test_a_lesson_of_the_file_that_has_expired_takes_no_merge(store: Store) -> N
     service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
     report = Transfer(service).import_file(text, org="copy", project=None, strict=False)
     assert (report.added, report.merged, report.errors) == (FILE_BATCH + 2, 0, [])
+
+
+def test_a_project_that_fails_to_write_stops_the_import_with_its_error(
+    store: Store, monkeypatch: Any
+) -> None:
+    """A writer's failure is raised from the import; what the other writer (Postgres writes two
+    projects at once) wrote meanwhile is whole batches, and nothing of the failed project."""
+    from stores.ids import new_id
+
+    lines = filled(store, FILE_BATCH + 20)
+    other = [{**line, "id": new_id(), "project": "c"} for line in lines[1:4]]
+    store_drafts = LessonService.store_drafts
+
+    def failing(self: LessonService, scope: Scope, *args: Any, **kwargs: Any) -> Any:
+        if scope.project == "c":
+            raise RuntimeError("the disk is full")
+        return store_drafts(self, scope, *args, **kwargs)
+
+    monkeypatch.setattr(LessonService, "store_drafts", failing)
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    text = [json.dumps(line) for line in [*lines, *other]]
+    with pytest.raises(RuntimeError, match="the disk is full"):
+        Transfer(service).import_file(text, org="copy", project=None, strict=False)
+    assert store.count("copy", "c") == 0
+    assert store.count("copy", "a") in (0, FILE_BATCH, FILE_BATCH + 20)
