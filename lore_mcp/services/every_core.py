@@ -1,6 +1,6 @@
 """Pure-Python bulk work spread over every core, results in order.
 
-An import checks and redacts each line in Python (about 0.2 ms), so one process keeps one core
+An import checks and redacts each line in Python (about 0.1 ms), so one process keeps one core
 busy while the others wait: a million lines spent minutes there. Work beyond the first chunk goes
 to worker processes started by ``spawn`` (none of this process's threads, connections or model is
 copied), so a small import never pays their start (about a second)."""
