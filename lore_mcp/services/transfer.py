@@ -287,9 +287,8 @@ class Transfer(OnLessons):
                 with lock:
                     progress(len(batch))
 
-        largest_first = sorted(projects, key=lambda scope: -len(projects[scope]))
-        with ThreadPoolExecutor(writers, thread_name_prefix="lore-import") as pool:
-            futures = [pool.submit(write, scope) for scope in largest_first]
+        with ThreadPoolExecutor(writers, thread_name_prefix="lore-import") as pool:  # largest first
+            futures = [pool.submit(write, s) for s in sorted(projects, key=lambda s: -len(projects[s]))]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)  # not behind the largest project
             finally:
