@@ -336,8 +336,8 @@ class _Held:
         if project not in self.rows:
             return iter(())
         keys, expiry, matrix = self.rows[project]
-        # Rows x 256 similarities (a large project's: 20M): only the few columns with a near row are
-        # searched for it, and only the near rows' expiry is read (at a million: 3x less than a full pass).
+        # Rows x 256 similarities (at a million, up to 43M): only the few columns with a near row are
+        # searched for it, and only the near rows' expiry is read (84k rows: 84-106 -> 20-55 ms).
         sims = matrix @ np.stack(vecs).T
         cols = np.flatnonzero(sims.max(axis=0) >= dedup.CANDIDATE_SIMILARITY)
         rows, at = np.nonzero(sims[:, cols] >= dedup.CANDIDATE_SIMILARITY)
