@@ -285,13 +285,27 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         END
         $$;""",
     ),
+    (
+        16,
+        "lessons whole in their rows, import images uncompressed",
+        # A 384-dimension row is about 2.4 KB with its vector kept in it (migration 14): over the 2 KB
+        # target, Postgres moved 4-5 of its small columns (texts, tsvector) to TOAST, each a lookup to
+        # read and an insert to write. Rows now leave the page only when they cannot fit it. An import
+        # commit's images (its lessons' vectors in base64) do not compress: pglz tried for nothing.
+        """
+        ALTER TABLE lessons SET (toast_tuple_target = 8160);
+        ALTER TABLE commits ALTER COLUMN effects SET STORAGE EXTERNAL;""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 # An import drops the HNSW and full-text indexes while it loads (``PostgresLessons.bulk``); one
 # killed halfway leaves them missing, so every open builds what is missing, with memory to do so.
-MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + greatest(reltuples, 0)::bigint
-    / 512) || 'MB', true) FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
+# HNSW's graph is built in memory at about 4 bytes a dimension and 700 more a row (a million of 384:
+# 2.1 GB): the estimate leaves a margin, since past it the build goes on disk (288 s, not 248 s).
+MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + (greatest(reltuples, 0)
+    * (1024 + 4 * coalesce((SELECT value::int FROM lore_meta WHERE key = 'dim'), 0)) / 1048576)::bigint) || 'MB', true)
+    FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
     CREATE INDEX lessons_tsv ON lessons USING gin ({_SCOPED_WORDS}) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
     IS NULL AND {_VECTORS} THEN {EMBEDDING_INDEX}; END IF; END $$"""
 

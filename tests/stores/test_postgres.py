@@ -126,6 +126,42 @@ def test_vectors_stay_in_their_rows_and_migrating_keeps_them_there(postgres_url:
     assert embedding_storage(postgres_url) == "m"
 
 
+def _toasted_values(conn: psycopg.Connection) -> int:
+    """Values of ``lessons`` kept out of their rows, in its TOAST table."""
+    toast = conn.execute("SELECT reltoastrelid::regclass FROM pg_class WHERE relname = 'lessons'").fetchone()
+    return int(conn.execute(f"SELECT count(*) FROM {toast[0]}").fetchone()[0])
+
+
+def test_a_lesson_stays_whole_in_its_row_and_import_images_are_not_compressed(
+    postgres_url: str, pg_store
+) -> None:
+    """A row with its vector is about 2.4 KB, over Postgres's 2 KB target: its texts and words went
+    to TOAST, a lookup apiece to read and an insert apiece to write (migration 16 keeps them)."""
+    draft = LessonDraft(
+        "The nightly export job times out after the table passed ten million rows " * 3,
+        "Stream the rows with a server-side cursor and commit every hundred thousand " * 3,
+        context="Postgres 16, a Python worker on Kubernetes, psycopg 3 " * 2,
+        tags=("postgres", "export", "timeouts"),
+    )
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        pg_store.save(ACME, draft, vector("whole"))
+        assert _toasted_values(conn) == 0
+        storage = "SELECT attstorage FROM pg_attribute"
+        storage += " WHERE attrelid = 'commits'::regclass AND attname = 'effects'"
+        assert conn.execute(storage).fetchone()[0] == "e"
+        # As a store before migration 16: the same lesson's columns leave its row, until it migrates.
+        conn.execute("ALTER TABLE lessons RESET (toast_tuple_target)")
+        conn.execute("ALTER TABLE commits ALTER COLUMN effects SET STORAGE EXTENDED")
+        conn.execute("DELETE FROM schema_migrations WHERE version = 16")
+        pg_store.save(GLOBEX, draft, vector("whole"))
+        assert _toasted_values(conn) > 0
+        open_postgres_store(postgres_url).close()
+        before = _toasted_values(conn)
+        pg_store.save(Scope("acme", "api"), draft, vector("whole"))
+        assert _toasted_values(conn) == before
+        assert conn.execute(storage).fetchone()[0] == "e"
+
+
 def _rls_connection(url: str) -> psycopg.Connection:
     """A connection that works as every Lore connection does (the RLS role when privileged)."""
     conn = psycopg.connect(url, autocommit=True)
