@@ -1,0 +1,87 @@
+"""Where a recall goes on a large Postgres database, at the store level: full text and candidates.
+
+``scale_stages.py`` does this for SQLite. Here ``PostgresLessons.word_keys`` (full text: the
+postings estimate and ``lore_lexical_candidates``) and ``PostgresLessons.candidates`` (HNSW or the
+exact scan, the candidate rows, centring) are wrapped from outside (nothing in Lore is edited)
+around ``SqlStore.recall`` in one project; query vectors are made first, so the model's time is not
+in the figures. Two rounds; the second is printed (p50 and p95 in ms).
+
+    .venv/bin/python benchmarks/scale.py --backend postgres --sizes 1000000 --load-only --shared-buffers 3GB --keep /tmp/scale
+    .venv/bin/python benchmarks/scale_stages_postgres.py /tmp/scale/pg-1000000 p-000 p-1pct p-tiny
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from scale import pg_server
+from synthetic import Generator
+
+from lore_mcp.embedding.embedder import Embedder
+from stores import open_postgres_store
+from stores.engine.lessons import RecallQuery, Scope
+from stores.postgres.lessons import PostgresLessons
+
+TIMES: dict[str, list[float]] = {}
+
+
+def wrapped(name: str) -> None:
+    """Time ``PostgresLessons.<name>`` into ``TIMES[name]``."""
+    inner = getattr(PostgresLessons, name)
+
+    @functools.wraps(inner)
+    def timing(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            TIMES.setdefault(name, []).append(time.perf_counter() - started)
+
+    setattr(PostgresLessons, name, timing)
+
+
+def ms(samples: list[float]) -> str:
+    ordered = sorted(samples)
+    return f"{statistics.median(ordered) * 1000:.1f} / {ordered[int(len(ordered) * 0.95)] * 1000:.1f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("pgdata", type=Path, help="a server folder ``scale.py --keep`` left (pg-N)")
+    parser.add_argument("projects", nargs="+")
+    parser.add_argument("--queries", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=11)
+    args = parser.parse_args()
+    for name in ("word_keys", "candidates"):
+        wrapped(name)
+    server = pg_server(args.pgdata, None)
+    store, embedder = open_postgres_store(server.get_uri()), Embedder()
+    asked = Generator(args.seed).queries(args.queries)
+    vectors = [embedder.encode_query(text) for text in asked]
+    for project in args.projects:
+        scope, whole = Scope("local", project), []
+        for _ in range(2):
+            TIMES.clear()
+            whole = []
+            for text, vector in zip(asked, vectors, strict=True):
+                started = time.perf_counter()
+                store.recall(scope, RecallQuery(text=text, limit=5).with_vector(vector))
+                whole.append(time.perf_counter() - started)
+        print(
+            f"{project}: recall {ms(whole)} | full text {ms(TIMES['word_keys'])}"
+            f" | candidates {ms(TIMES['candidates'])} ms (p50 / p95)"
+        )
+    store.close()
+    server.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
