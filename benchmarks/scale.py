@@ -82,6 +82,35 @@ def pg_server(pgdata: Path, shared_buffers: str | None) -> Any:
     return server
 
 
+def timed_calls(
+    service: LessonService, generator: Any, asked: list[str], largest: str
+) -> dict[str, list[float]]:
+    """Saves into the largest project and recalls in each project kind, after five warming recalls
+    (model, caches, the index's first load): ``len(asked)`` recalls each, a quarter as many saves."""
+    for text in asked[:5]:
+        anyio.run(lambda text=text: service.recall(query=text, project=largest))
+    topics, n = list(TOPICS), len(asked)
+
+    async def save(i: int) -> None:
+        await service.save(**generator.lesson().arguments(), project=largest)
+
+    def recall(project: str, **filters: Any) -> Any:
+        return lambda i: service.recall(query=asked[i], project=project, limit=5, **filters)
+
+    def tag(i: int) -> Any:
+        return service.recall(
+            query=asked[i], project=largest, tags=[TOPICS[topics[i % len(topics)]][4][0]], min_confidence=0.6
+        )
+
+    return {
+        "save": timed(save, max(20, n // 4)),
+        "recall_largest": timed(recall(largest), n),
+        "recall_1pct": timed(recall(ONE_PERCENT), n),
+        "recall_tiny": timed(recall(TINY), n),
+        "recall_tag_confidence": timed(tag, n),
+    }
+
+
 def run_size(
     backend: str,
     n: int,
@@ -133,29 +162,7 @@ def run_size(
             server.cleanup()  # stopped before its folder goes (rmtree raced its WAL writer)
         return out
     asked = corpus.generator.queries(queries)
-    for text in asked[:5]:  # warm: model, caches, first index load
-        anyio.run(lambda text=text: service.recall(query=text, project=largest))
-    topics = list(TOPICS)
-
-    async def save(i: int) -> None:
-        lesson = corpus.generator.lesson()
-        await service.save(**lesson.arguments(), project=largest)
-
-    runs = {
-        "save": timed(save, max(20, queries // 4)),
-        "recall_largest": timed(lambda i: service.recall(query=asked[i], project=largest, limit=5), queries),
-        "recall_1pct": timed(lambda i: service.recall(query=asked[i], project=ONE_PERCENT, limit=5), queries),
-        "recall_tiny": timed(lambda i: service.recall(query=asked[i], project=TINY, limit=5), queries),
-        "recall_tag_confidence": timed(
-            lambda i: service.recall(
-                query=asked[i],
-                project=largest,
-                tags=[TOPICS[topics[i % len(topics)]][4][0]],
-                min_confidence=0.6,
-            ),
-            queries,
-        ),
-    }
+    runs = timed_calls(service, corpus.generator, asked, largest)
     out["latency_ms"] = {name: pct(samples) for name, samples in runs.items()}
     out["latency_load_average"] = [round(x, 2) for x in os.getloadavg()]
     if exact is not None:

@@ -2,7 +2,7 @@
 
 ``scale.py`` times saves and recalls right after the load has built the indexes, while Postgres's
 autovacuum works through the fresh table (the load average was 5 during the timings on the 2-core
-machine). This restarts the kept server and runs the same calls, ``--passes`` times (the first warms
+machine). This restarts the kept server and runs the same calls (``scale.timed_calls``), ``--passes`` times (the first warms
 the caches), with queries of another seed than the load's. Saves write into the kept database.
 
     .venv/bin/python benchmarks/scale.py --backend postgres --sizes 1000000 --shared-buffers 3GB --keep /tmp/scale
@@ -18,10 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-import anyio
-from scale import open_pg, pct, pg_server, timed
-from scale_corpus import ONE_PERCENT, TINY
-from synthetic import TOPICS, Generator
+from scale import open_pg, pct, pg_server, timed_calls
+from synthetic import Generator
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
@@ -51,34 +49,11 @@ def main() -> int:
         found = conn.execute("SELECT project FROM lessons GROUP BY project ORDER BY count(*) DESC LIMIT 1")
         largest = found.fetchone()[0]
     service = LessonService(store, Embedder(), default_project=largest)
-    generator, topics = Generator(args.seed), list(TOPICS)
+    generator = Generator(args.seed)
     asked = generator.queries(args.queries)
-    for text in asked[:5]:
-        anyio.run(lambda text=text: service.recall(query=text, project=largest))
-
-    async def save(i: int) -> None:
-        await service.save(**generator.lesson().arguments(), project=largest)
-
-    def recall(project: str, **filters: object) -> object:
-        return lambda i: service.recall(query=asked[i], project=project, limit=5, **filters)
-
     for n in range(args.passes):
         load_average = os.getloadavg()
-        runs = {
-            "save": timed(save, max(20, args.queries // 4)),
-            "recall_largest": timed(recall(largest), args.queries),
-            "recall_1pct": timed(recall(ONE_PERCENT), args.queries),
-            "recall_tiny": timed(recall(TINY), args.queries),
-            "recall_tag_confidence": timed(
-                lambda i: service.recall(
-                    query=asked[i],
-                    project=largest,
-                    tags=[TOPICS[topics[i % len(topics)]][4][0]],
-                    min_confidence=0.6,
-                ),
-                args.queries,
-            ),
-        }
+        runs = timed_calls(service, generator, asked, largest)
         out = {"pass": n + 1, "latency_ms": {name: pct(samples) for name, samples in runs.items()}}
         out["load_average"] = [round(x, 2) for x in (*load_average, *os.getloadavg())]
         print(json.dumps(out), file=sys.stderr)

@@ -13,13 +13,11 @@ in the figures. Two rounds; the second is printed (p50 and p95 in ms).
 from __future__ import annotations
 
 import argparse
-import functools
-import statistics
 import time
 from pathlib import Path
-from typing import Any
 
-from scale import pg_server
+from scale import pct, pg_server
+from scale_stages import TIMES, wrap
 from synthetic import Generator
 
 from lore_mcp.embedding.embedder import Embedder
@@ -27,27 +25,10 @@ from stores import open_postgres_store
 from stores.engine.lessons import RecallQuery, Scope
 from stores.postgres.lessons import PostgresLessons
 
-TIMES: dict[str, list[float]] = {}
-
-
-def wrapped(name: str) -> None:
-    """Time ``PostgresLessons.<name>`` into ``TIMES[name]``."""
-    inner = getattr(PostgresLessons, name)
-
-    @functools.wraps(inner)
-    def timing(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            TIMES.setdefault(name, []).append(time.perf_counter() - started)
-
-    setattr(PostgresLessons, name, timing)
-
 
 def ms(samples: list[float]) -> str:
-    ordered = sorted(samples)
-    return f"{statistics.median(ordered) * 1000:.1f} / {ordered[int(len(ordered) * 0.95)] * 1000:.1f}"
+    found = pct(samples)
+    return f"{found['p50']} / {found['p95']}"
 
 
 def main() -> int:
@@ -60,7 +41,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     for name in ("word_keys", "candidates"):
-        wrapped(name)
+        wrap(PostgresLessons, name, name)  # as ``scale_stages.py`` wraps SQLite's
     server = pg_server(args.pgdata, None)
     store, embedder = open_postgres_store(server.get_uri()), Embedder()
     asked = Generator(args.seed).queries(args.queries)
