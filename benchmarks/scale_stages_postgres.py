@@ -4,7 +4,12 @@
 postings estimate and ``lore_lexical_candidates``) and ``PostgresLessons.candidates`` (HNSW or the
 exact scan, the candidate rows, centring) are wrapped from outside (nothing in Lore is edited)
 around ``SqlStore.recall`` in one project; query vectors are made first, so the model's time is not
-in the figures. Two rounds; the second is printed (p50 and p95 in ms).
+in the figures. Two rounds; the second is printed (p50 and p95 in ms). ``--saves N`` then saves N
+lessons into the first project, split the same way: the near-duplicate search
+(``PostgresLessonRows.nearest``), the row's insert (``SqlLessonTx.insert``: the heap and every index)
+and the commit row (``SqlLessonTx.record``); the rest of ``SqlStore.save_many`` is the transaction's
+start (the project's lock), its rules and ``COMMIT``. Saves write: use a copy, or a kept server you
+may change.
 
     .venv/bin/python benchmarks/scale.py --backend postgres --sizes 1000000 --load-only --shared-buffers 3GB --keep /tmp/scale
     .venv/bin/python benchmarks/scale_stages_postgres.py /tmp/scale/pg-1000000 p-000 p-1pct p-tiny
@@ -15,15 +20,19 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import Any
 
 from scale import pct, pg_server
 from scale_stages import TIMES, wrap
 from synthetic import Generator
 
 from lore_mcp.embedding.embedder import Embedder
+from lore_mcp.services.lessons import embedding_text
 from stores import open_postgres_store
-from stores.engine.lessons import RecallQuery, Scope
-from stores.postgres.lessons import PostgresLessons
+from stores.engine.lesson_rows import SqlLessonTx
+from stores.engine.lesson_rules import SqlStore
+from stores.engine.lessons import LessonDraft, RecallQuery, Scope
+from stores.postgres.lessons import PostgresLessonRows, PostgresLessons
 
 
 def ms(samples: list[float]) -> str:
@@ -39,6 +48,7 @@ def main() -> int:
     parser.add_argument("projects", nargs="+")
     parser.add_argument("--queries", type=int, default=60)
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--saves", type=int, default=0, help="then time this many saves in the first project")
     args = parser.parse_args()
     for name in ("word_keys", "candidates"):
         wrap(PostgresLessons, name, name)  # as ``scale_stages.py`` wraps SQLite's
@@ -59,9 +69,37 @@ def main() -> int:
             f"{project}: recall {ms(whole)} | full text {ms(TIMES['word_keys'])}"
             f" | candidates {ms(TIMES['candidates'])} ms (p50 / p95)"
         )
+    if args.saves:
+        save_stages(store, embedder, Generator(args.seed + 1), args.projects[0], args.saves)
     store.close()
     server.cleanup()
     return 0
+
+
+def save_stages(store: Any, embedder: Embedder, generator: Generator, project: str, n: int) -> None:
+    """Saves into ``project``, five untimed first, split into the stages the module docstring names."""
+    for owner, name in (
+        (SqlStore, "save_many"),
+        (PostgresLessonRows, "nearest"),
+        (SqlLessonTx, "insert"),
+        (SqlLessonTx, "record"),
+    ):
+        wrap(owner, name, name)
+    drafts = [generator.lesson() for _ in range(n + 5)]
+    vectors = embedder.encode_documents([embedding_text(d.problem, d.resolution) for d in drafts])
+    for i, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
+        if i == 5:
+            TIMES.clear()
+        store.save(
+            Scope("local", project), LessonDraft(problem=draft.problem, resolution=draft.resolution), vector
+        )
+    whole = TIMES["save_many"]
+    inner = [sum(TIMES[k][i] for k in ("nearest", "insert", "record")) for i in range(len(whole))]
+    rest = [w - x for w, x in zip(whole, inner, strict=True)]
+    print(
+        f"{project}: save {ms(whole)} | near duplicates {ms(TIMES['nearest'])} | insert {ms(TIMES['insert'])}"
+        f" | commit row {ms(TIMES['record'])} | start, rules and COMMIT {ms(rest)} ms (p50 / p95)"
+    )
 
 
 if __name__ == "__main__":
