@@ -87,17 +87,21 @@ def save_stages(store: Any, embedder: Embedder, generator: Generator, project: s
         wrap(owner, name, name)
     drafts = [generator.lesson() for _ in range(n + 5)]
     vectors = embedder.encode_documents([embedding_text(d.problem, d.resolution) for d in drafts])
+    inner = ("nearest", "insert", "record")
+    rest: list[float] = []  # per save, from its own stages: a merge has no insert
     for i, (draft, vector) in enumerate(zip(drafts, vectors, strict=True)):
         if i == 5:
             TIMES.clear()
+        before = sum(sum(TIMES.get(k, ())) for k in inner)
         store.save(
             Scope("local", project), LessonDraft(problem=draft.problem, resolution=draft.resolution), vector
         )
-    whole = TIMES["save_many"]
-    inner = [sum(TIMES[k][i] for k in ("nearest", "insert", "record")) for i in range(len(whole))]
-    rest = [w - x for w, x in zip(whole, inner, strict=True)]
+        if i >= 5:
+            rest.append(TIMES["save_many"][-1] - (sum(sum(TIMES.get(k, ())) for k in inner) - before))
+    inserts = TIMES.get("insert", [])
     print(
-        f"{project}: save {ms(whole)} | near duplicates {ms(TIMES['nearest'])} | insert {ms(TIMES['insert'])}"
+        f"{project}: save {ms(TIMES['save_many'])} | near duplicates {ms(TIMES['nearest'])}"
+        f" | insert {ms(inserts) if inserts else '-'} ({len(inserts)} of {n} saves inserted)"
         f" | commit row {ms(TIMES['record'])} | start, rules and COMMIT {ms(rest)} ms (p50 / p95)"
     )
 
