@@ -18,6 +18,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
 import psycopg
+from psycopg.conninfo import make_conninfo
 from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError, OperationalError
@@ -189,6 +190,15 @@ def unavailable_on_failure() -> Iterator[None]:
                 "The connection to Postgres was lost; the call changed nothing. Try again."
             ) from exc
         raise
+
+
+def direct_connection(engine: Engine, url: str | None = None) -> psycopg.Connection[Any]:
+    """An unpooled autocommit connection (``url``: a direct one when ``engine``'s is a pooler's), for
+    what a pool cannot hold: a listener idle for ever, an index built outside any transaction."""
+    found = make_url(url or engine.url.render_as_string(hide_password=False))
+    conninfo = found.set(drivername="postgresql").render_as_string(hide_password=False)
+    extra = {k: v for k, v in CONNECT_DEFAULTS.items() if k not in found.query}
+    return psycopg.connect(make_conninfo(conninfo, **extra), autocommit=True)
 
 
 def as_owner(conn: Connection, *statements: str) -> None:

@@ -34,6 +34,7 @@ from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.migrations import MISSING_INDEXES, migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
+from stores.postgres.project_index import SCOPE_KEY, ProjectIndexes, build_large
 from stores.postgres.routing import dispose, open_engines
 from stores.postgres.sql import PostgresSqlTx
 
@@ -122,7 +123,8 @@ class PostgresLessons:
         self._notices = PostgresNotices(self._engine, listen_url=direct_url)
         self.notices: NoticeFeed | None = self._notices
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
-        self._shares: dict[tuple[str, str], tuple[float, float]] = {}  # scope -> (share of rows, when)
+        self._own = ProjectIndexes(self._engine, direct_url)
+        self._shares: dict[tuple[str, str], tuple[float, bool, float]] = {}  # scope: share, own index, when
         self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
@@ -141,6 +143,7 @@ class PostgresLessons:
                 self._held = None
                 with transaction(self._engine, None) as conn, unbounded(conn):
                     conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
+                    build_large(conn)
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -166,9 +169,10 @@ class PostgresLessons:
     ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        share = 1.0 if self._scan else self._share(scope)
+        share, own = self._share(scope)
+        share = 1.0 if self._scan or own else share  # in the project's own index, its rows alone
         near_k = k if 1.5 * k / share <= 1000 else 0  # under 7.5 % of the rows HNSW falls short: exact
-        ef = 2 * k if self._scan else math.ceil(_EF_PER_SHARE * k / share)
+        ef = 2 * k if self._scan or own else math.ceil(_EF_PER_SHARE * k / share)
         with self._begin(
             scope.org, ef_search, *self._scan, engine=self._reads, ef=str(min(1000, max(2 * k, ef)))
         ) as conn:
@@ -182,6 +186,7 @@ class PostgresLessons:
             if dim is None and not words.keys:
                 return []
             filters, params = self._recall_filters(scope, query, words.now)
+            filters += f" AND {SCOPE_KEY}" if own else ""
             ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:
@@ -199,22 +204,24 @@ class PostgresLessons:
             params.update(q=q, k=k, near_k=near_k, lexical=list(words.keys))
             return PostgresSqlTx(conn).rows(sql, params)
 
-    def _share(self, scope: Scope) -> float:
-        """The project's share of rows, counted at most once a minute. HNSW filters after its search, finding
-        about ``ef_search`` times the share, so recall sizes ``ef_search`` by it; when even 1,000 is too
-        few, the exact scan alone (a 1 % project of a million: 56 ms with a vain HNSW search first)."""
+    def _share(self, scope: Scope) -> tuple[float, bool]:
+        """The project's share of rows and whether it has its own index, looked up at most once a minute.
+        HNSW filters after its search, finding about ``ef_search`` times the share, so recall sizes
+        ``ef_search`` by it; when even 1,000 is too few, the exact scan alone (a 1 % project of a million:
+        56 ms with a vain HNSW search first), until the project is large enough for its own index."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._shares.get(key)
-        if known is not None and now - known[1] < 60:
-            return known[0]
+        if known is not None and now - known[2] < 60:
+            return known[0], known[1]
         with transaction(self._reads, scope.org) as conn:
             total = conn.execute(
                 text("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass")
             ).scalar()
             rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
-        share = min(1.0, max(rows, 1) / float(total or 1))
-        self._shares[key] = (share, now)
-        return share
+            share = min(1.0, max(rows, 1) / float(total or 1))
+            own = self._own.ready(conn, scope.org, scope.project, rows, share)
+        self._shares[key] = (share, own, now)
+        return share, own
 
     def word_keys(
         self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime

@@ -296,6 +296,15 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         ALTER TABLE lessons SET (toast_tuple_target = 8160);
         ALTER TABLE commits ALTER COLUMN effects SET STORAGE EXTERNAL;""",
     ),
+    (
+        17,
+        "a project's key, for a large project's own vector index",
+        # Immutable and inlined: the planner folds ``lore_scope_key(:org, :project)`` to the number in
+        # an index's predicate (``stores.postgres.project_index``), which then proves it.
+        """
+        CREATE OR REPLACE FUNCTION lore_scope_key(org text, project text) RETURNS bigint
+            LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended(org || '/' || project, 0) $$;""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

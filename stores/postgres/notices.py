@@ -13,11 +13,9 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.conninfo import make_conninfo
 from sqlalchemy import Engine, text
-from sqlalchemy.engine import make_url
 
-from stores.postgres.db import CONNECT_DEFAULTS, unavailable_on_failure
+from stores.postgres.db import direct_connection, unavailable_on_failure
 
 logger = logging.getLogger("stores.postgres")
 
@@ -102,10 +100,7 @@ class PostgresNotices:
             delay = min(delay * 2, RECONNECT_MAX_S)
 
     def _connect(self) -> psycopg.Connection[Any]:
-        url = make_url(self._listen_url or self._engine.url.render_as_string(hide_password=False))
-        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        extra = {k: v for k, v in CONNECT_DEFAULTS.items() if k not in url.query}
-        return psycopg.connect(make_conninfo(conninfo, **extra), autocommit=True)
+        return direct_connection(self._engine, self._listen_url)
 
     def _deliver(self, payload: str) -> None:
         try:
