@@ -1,7 +1,7 @@
 """Issue 37: on Postgres a mid-sized project (``OWN_ROWS`` or more, under ``OWN_SHARE`` of the
 table) gets an HNSW index of its own rows (pgvector 0.6 filters after its search): built with the
 others after a bulk load, and in the background once such a project is first recalled. Recall then
-searches it, and finds what an exact scan found."""
+searches it, and finds what an exact scan found, as does a save's near-duplicate search."""
 
 from __future__ import annotations
 
@@ -54,8 +54,11 @@ def url(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def fill(store: Any, project: str, vectors: np.ndarray) -> None:
+    """In batches of 500: one write, HNSW's upkeep included, stays well inside the statement timeout."""
     drafts = [LessonDraft(problem=f"{project} {i}", resolution="r", tags=("t",)) for i in range(len(vectors))]
-    store.save_many(Scope("local", project), list(zip(drafts, vectors, strict=True)))
+    items = list(zip(drafts, vectors, strict=True))
+    for start in range(0, len(items), 500):
+        store.save_many(Scope("local", project), items[start : start + 500])
 
 
 def answers(store: Any, project: str, queries: np.ndarray) -> list[set[str]]:
@@ -89,9 +92,15 @@ def test_a_mid_sized_project_gets_its_own_index_and_recall_searches_it(url: str)
     try:
         assert answers(fresh, "big", queries) == exact
         answers(fresh, "small", queries)
+        # A save's near-duplicate search in "big" now goes through its index too: a twin merges.
+        twin = LessonDraft(problem=f"big {OWN}", resolution="r", tags=("t",))
+        assert fresh.save(Scope("local", "big"), twin, unit_rows(OWN + 50, 8)[OWN]).merged
     finally:
         fresh.close()  # its sessions report their statistics as they end
-    until(lambda: own_indexes(url)[name][1] >= len(queries), "recall did not search the project's index")
+    searched = len(queries) + 1  # the recalls and the save
+    until(
+        lambda: own_indexes(url)[name][1] >= searched, "recall or a save did not search the project's index"
+    )
     assert set(own_indexes(url)) == {name}  # none for "small" or "others"
 
 
