@@ -34,7 +34,7 @@ from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.migrations import MISSING_INDEXES, migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
-from stores.postgres.project_index import SCOPE_KEY, ProjectIndexes, build_large
+from stores.postgres.project_index import OWN_SCOPE, SCOPE_KEY, ProjectIndexes, build_large
 from stores.postgres.routing import dispose, open_engines
 from stores.postgres.sql import PostgresSqlTx
 
@@ -187,10 +187,7 @@ class PostgresLessons:
             if dim is None and not words.keys:
                 return []
             filters, params = self._recall_filters(scope, query, words.now)
-            # In its own index the key alone names the project (its rows are filtered by project again
-            # below): with both, the planner counted the project's rows twice and, taking k for all of
-            # them, scanned and sorted the project instead (at a million, for 10,000 rows).
-            searched = filters.replace(SCOPE, f"org_id = :org AND {SCOPE_KEY}", 1) if own else filters
+            searched = filters.replace(SCOPE, OWN_SCOPE, 1) if own else filters  # the rows: by SCOPE again
             ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:

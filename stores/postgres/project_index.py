@@ -20,7 +20,11 @@ logger = logging.getLogger("stores.postgres")
 OWN_ROWS = 5_000  # live rows from which a project gets its own index; fewer are scanned exactly
 OWN_SHARE = 0.075  # up to this share of the rows: from it on, ``candidates`` searches the table's index
 _KEY = "lore_scope_key(org_id, project)"
-SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a recall's filters: proves the predicate
+SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters: proves the predicate
+# A recall's nearest-k search there names the org and key alone (its rows are filtered by project
+# again after): with the project too, the planner counted its rows twice (1 % x 0.5 %), took k for
+# all of them and, at a million, scanned and sorted the project's 10,000 rows instead.
+OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _VALID = text(
     "SELECT k, coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass("
     "'lessons_embedding_' || to_hex(k))), false) FROM lore_scope_key(:org, :project) AS k"
