@@ -294,14 +294,18 @@ def _lexical_call(chosen: list[str], ordering: list[str]) -> tuple[str, dict[str
     return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
 
 
-# Every vector of a batch in one round trip: the nearest ``k`` of each, by the HNSW index.
-# In a project with its own index (as recall last found), by that index: the table's, searching
-# ``ef_search`` 40, would bring few of its rows (a 1 % project of a million: 1 of 5 wanted).
-_NEAREST = (
-    "SELECT q.i, n.pk, n.sim FROM unnest(CAST(CAST(:qs AS text[]) AS vector[])) WITH ORDINALITY AS q(v, i) "
-    "CROSS JOIN LATERAL (SELECT pk, 1 - (embedding <=> q.v) AS sim FROM lessons "
-    f"WHERE {SCOPE} AND {LIVE} AND pk <= :upto{{own}} ORDER BY embedding <=> q.v LIMIT :k) AS n"
-)
+# Every vector of a batch in one round trip: the nearest ``k`` of each, by the HNSW index; keyed by
+# whether the project has its own index (as recall last found): the table's, searching ``ef_search``
+# 40, would bring few of its rows (a 1 % project of a million: 1 of 5 wanted).
+_NEAREST = {
+    own: text(
+        "SELECT q.i, n.pk, n.sim FROM unnest(CAST(CAST(:qs AS text[]) AS vector[])) WITH ORDINALITY AS q(v, i) "
+        "CROSS JOIN LATERAL (SELECT pk, 1 - (embedding <=> q.v) AS sim FROM lessons "
+        f"WHERE {SCOPE} AND {LIVE} AND pk <= :upto{f' AND {SCOPE_KEY}' if own else ''} "
+        "ORDER BY embedding <=> q.v LIMIT :k) AS n"
+    )
+    for own in (False, True)
+}
 # ``bulk``: the last key before the import, or None: keep the indexes.
 _BULK = text(
     "SELECT (SELECT coalesce(max(pk), 0) FROM lessons) FROM pg_class WHERE oid = 'lessons'::regclass "
@@ -402,7 +406,8 @@ class PostgresLessonRows:
     ) -> None:
         self.sql: SqlTx = PostgresSqlTx(conn)
         self.project_sql: SqlTx = PostgresSqlTx(conn, bounded=True)  # tables and commits: deadline-bounded
-        self._dims, self._conn, self._scope, self._held, self._own = dims, conn, scope, held, own
+        self._dims, self._conn, self._scope, self._held = dims, conn, scope, held
+        self._nearest = _NEAREST[own]
         self.row_lock = " FOR UPDATE" if lock else ""
         # No vector column before the first vector (a fresh store): reads then select none.
         self.embedding_select = ", embedding" if dims.stored(conn) is not None else ""
@@ -420,9 +425,7 @@ class PostgresLessonRows:
         if upto := self._held.upto if self._held else 2**62:  # held: the rows before the import, exactly
             qs = [("[" + ",".join(["%.9g"] * len(vec)) + "]") % tuple(vec.tolist()) for vec in vectors]
             params = {**self._scope.params, "now": now, "k": dedup.MAX_SIMILAR, "qs": qs, "upto": upto}
-            for r in self._conn.execute(
-                text(_NEAREST.format(own=f" AND {SCOPE_KEY}" if self._own else "")), params
-            ):
+            for r in self._conn.execute(self._nearest, params):
                 if r.sim >= dedup.CANDIDATE_SIMILARITY:
                     found[r.i - 1].append((r.pk, float(r.sim)))
         held = self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
