@@ -77,7 +77,7 @@ class OAuthStore:
     def save_client(self, client_id: str, metadata: Mapping[str, Any]) -> None:
         """A registered client's metadata (RFC 7591), replacing what was stored under its id."""
         with self._db.scoped(NO_ORG, write=True) as tx:
-            self._insert_client(tx, client_id, metadata, _now())
+            self._insert_client(tx, client_id, metadata, datetime.now(UTC))
 
     @staticmethod
     def _insert_client(tx: SqlTx, client_id: str, metadata: Mapping[str, Any], now: datetime) -> None:
@@ -159,7 +159,7 @@ class OAuthStore:
         with self._db.scoped(NO_ORG, write=True) as tx:
             used = tx.rows(
                 "UPDATE oauth_codes SET used_at = :now WHERE code_hash = :h AND used_at IS NULL RETURNING code_hash",
-                {"now": tx.stamp(_now()), "h": code_hash},
+                {"now": tx.stamp(datetime.now(UTC)), "h": code_hash},
             )
             if not used:
                 _revoke_family(tx, code_hash)
@@ -176,12 +176,12 @@ class OAuthStore:
                     "family": token.family,
                     **_grant_params(token.grant),
                     "expires": tx.stamp(token.expires_at),
-                    "now": tx.stamp(_now()),
+                    "now": tx.stamp(datetime.now(UTC)),
                 },
             )
             tx.rows(  # the client is in use: no longer counted against its address, never expired
                 "UPDATE oauth_registrations SET used_at = :now WHERE client_id = :id AND used_at IS NULL",
-                {"now": tx.stamp(_now()), "id": token.grant.client_id},
+                {"now": tx.stamp(datetime.now(UTC)), "id": token.grant.client_id},
             )
 
     def token(self, token_hash: str) -> OAuthTokenRow | None:
@@ -207,7 +207,7 @@ class OAuthStore:
             used = tx.rows(
                 "UPDATE oauth_tokens SET revoked_at = :now WHERE token_hash = :h AND kind = 'refresh' "
                 "AND revoked_at IS NULL RETURNING family",
-                {"now": tx.stamp(_now()), "h": token_hash},
+                {"now": tx.stamp(datetime.now(UTC)), "h": token_hash},
             )
             if used:
                 return True
@@ -240,7 +240,7 @@ class OAuthStore:
 def _revoke_family(tx: SqlTx, family: str) -> None:
     tx.rows(
         "UPDATE oauth_tokens SET revoked_at = :now WHERE family = :family AND revoked_at IS NULL",
-        {"now": tx.stamp(_now()), "family": family},
+        {"now": tx.stamp(datetime.now(UTC)), "family": family},
     )
 
 
@@ -258,7 +258,3 @@ def _grant(row: Mapping[str, Any]) -> OAuthGrant:
     return OAuthGrant(
         **{name: row[column] for name, column in _GRANT.items()}, scopes=tuple(row["scopes"].split())
     )
-
-
-def _now() -> datetime:
-    return datetime.now(UTC)

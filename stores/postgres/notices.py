@@ -81,7 +81,7 @@ class PostgresNotices:
         delay = RECONNECT_FIRST_S
         while not self._stop.is_set():
             try:
-                with self._connect() as conn:
+                with direct_connection(self._engine, self._listen_url) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
                     self._conn = conn
                     self._listening.set()
@@ -98,9 +98,6 @@ class PostgresNotices:
                 self._conn = None
             self._stop.wait(delay)
             delay = min(delay * 2, RECONNECT_MAX_S)
-
-    def _connect(self) -> psycopg.Connection[Any]:
-        return direct_connection(self._engine, self._listen_url)
 
     def _deliver(self, payload: str) -> None:
         try:
