@@ -22,7 +22,7 @@ from stores.engine.activity_rows import ActivityLog
 from stores.engine.embedding_model import ModelRecords
 from stores.engine.lesson_images import by_kind, image_lesson, lesson_image, restored_embedding
 from stores.engine.lessons import KINDS, Lesson, LessonPage, LessonPatch, Scope
-from stores.engine.project_rows import SqlProjectTx
+from stores.engine.project_rows import ProjectTx
 from stores.engine.sql import SqlTx
 from stores.errors import NotFoundError
 
@@ -181,15 +181,15 @@ class SqlLessonTx:
             found.append(Row(row["pk"], self._lesson(row), vec.tobytes()))
         return found
 
-    def write(self, key: int, lesson: Lesson, vector: np.ndarray | None) -> Lesson:
-        """Replace row ``key``'s fields but its id (and a given vector); the lesson as stored."""
+    def write(self, row: Row, lesson: Lesson, vector: np.ndarray | None) -> Row:
+        """Replace ``row``'s fields but its id (and a given vector); the row as stored, vector included."""
         values = {**self._fields(lesson), **self._dialect.columns(vector)}
         sets = ", ".join(f"{name} = {self._mark(name)}" for name in values)
-        row = self.sql.rows(
-            f"UPDATE lessons SET {sets} WHERE pk = :pk RETURNING {COLUMNS}", {**values, "pk": key}
+        stored = self.sql.rows(
+            f"UPDATE lessons SET {sets} WHERE pk = :pk RETURNING {COLUMNS}", {**values, "pk": row.key}
         )[0]
-        self._dialect.written(key, lesson, vector, new=False)
-        return self._lesson(row)
+        self._dialect.written(row.key, lesson, vector, new=False)
+        return Row(row.key, self._lesson(stored), row.embedding if vector is None else vector.tobytes())
 
     def add_vote(self, lesson_id: str, up: bool) -> Lesson | None:
         column = "upvotes" if up else "downvotes"
@@ -221,11 +221,11 @@ class SqlLessonTx:
         lessons = tuple(self._lesson(r) for r in rows[:limit])
         return LessonPage(lessons=lessons, next_cursor=lessons[-1].id if len(rows) > limit else None)
 
-    def project(self, *, restoring: bool = False) -> SqlProjectTx:
+    def project(self, *, restoring: bool = False) -> ProjectTx:
         """The project's tables and commits in this transaction; ``restoring``: a revert may
         restore lessons (write transactions only), each after checking the store's model."""
         restore = self._restore if restoring else structured.read_only_lessons
-        return SqlProjectTx(self._dialect.project_sql, self.scope, restore, self._activity)
+        return ProjectTx(self._dialect.project_sql, self.scope, restore, self._activity)
 
     def image(self, row: Row) -> dict[str, Any]:
         """A commit's image of the row, with its vector and the model generation it belongs to."""
@@ -250,7 +250,7 @@ class SqlLessonTx:
         vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
         lesson = dataclasses.replace(image_lesson(image), id=lesson_id, project=self.scope.project)
         if row is not None:
-            self.write(row.key, lesson, vec)
+            self.write(row, lesson, vec)
             return
         assert vec is not None  # restored_embedding gives one for a lesson that is gone
         self._dialect.ensure_dim(vec.shape[0])

@@ -24,7 +24,6 @@ from stores.engine.lesson_rows import (
     Change,
     LessonDialect,
     Near,
-    Row,
     SqlLessonTx,
     Text,
     count_live,
@@ -256,12 +255,9 @@ class SqlStore:
         vec = unit_vector(vector) if vector is not None else None
         with self._writing(scope, [vec] if vec is not None else []) as tx:
             row = live_row(tx, lesson_id)
-            after = tx.write(row.key, patched(row.lesson, patch, tx.now), vec)
-            embedding = row.embedding if vec is None else vec.tobytes()
-            tx.record(
-                "update", [(lesson_id, tx.image(row), tx.image(Row(row.key, after, embedding)))], activity
-            )
-            return after
+            after = tx.write(row, patched(row.lesson, patch, tx.now), vec)
+            tx.record("update", [(lesson_id, tx.image(row), tx.image(after))], activity)
+            return after.lesson
 
     def delete(self, scope: Scope, lesson_id: str, *, activity: ActivityNote | None = None) -> Lesson:
         """Delete a lesson and return it as it was."""
@@ -304,15 +300,14 @@ class SqlStore:
                 upvotes=keep.lesson.upvotes + drop.lesson.upvotes,
                 downvotes=keep.lesson.downvotes + drop.lesson.downvotes,
             )
-            after = tx.write(keep.key, merged, vec)
+            after = tx.write(keep, merged, vec)
             tx.remove(drop.key)
-            embedding = keep.embedding if vec is None else vec.tobytes()
             changes: builtins.list[Change] = [
-                (keep_id, tx.image(keep), tx.image(Row(keep.key, after, embedding))),
+                (keep_id, tx.image(keep), tx.image(after)),
                 (drop_id, tx.image(drop), None),
             ]
             tx.record("merge", changes, activity)
-            return after
+            return after.lesson
 
 
 class _Batch:
@@ -394,11 +389,9 @@ class _Batch:
         merged = dataclasses.replace(
             row.lesson, **{**fields, "tags": tuple(fields["tags"])}, updated_at=self.tx.now
         )
-        after = self.tx.write(row.key, merged, None)
-        self.texts[row.key] = (after.problem, after.resolution, after.context)
-        self.changes.append(
-            (lesson_id, self.tx.image(row), self.tx.image(Row(row.key, after, row.embedding)))
-        )
+        after = self.tx.write(row, merged, None)
+        self.texts[row.key] = (after.lesson.problem, after.lesson.resolution, after.lesson.context)
+        self.changes.append((lesson_id, self.tx.image(row), self.tx.image(after)))
 
 
 # Stand-in keys of unwritten rows: above every real key, as a later write would get.

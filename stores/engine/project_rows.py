@@ -247,6 +247,3 @@ class ProjectTx:
             )
             for r in self.tx.rows(sql, params)
         ]
-
-
-SqlProjectTx = ProjectTx  # the name stores.engine.lesson_rows makes it by
