@@ -153,19 +153,11 @@ def default_project(settings: Settings) -> str:
 
 
 def loop_settings(settings: Settings) -> LoopSettings:
-    """What the agent-loop tools and hooks give and ask (``LORE_LOOP_*``)."""
+    """What the agent-loop tools and hooks give and ask: each ``LORE_LOOP_<FIELD>`` setting."""
     from lore_mcp.services.loop import LoopSettings
 
-    return LoopSettings(
-        inject=settings.loop_inject,
-        session_chars=settings.loop_session_chars,
-        prompt_chars=settings.loop_prompt_chars,
-        prompt_min_score=settings.loop_prompt_min_score,
-        capture=settings.loop_capture,
-        asks_per_hour=settings.loop_asks_per_hour,
-        dry_run=settings.loop_dry_run,
-        half_life_days=settings.decay_half_life_days,
-    )
+    loop = {name.removeprefix("loop_"): value for name, value in settings if name.startswith("loop_")}
+    return LoopSettings(**loop, half_life_days=settings.decay_half_life_days)
 
 
 def open_app(settings: Settings) -> App:
