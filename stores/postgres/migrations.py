@@ -6,17 +6,7 @@ import logging
 
 from sqlalchemy import Connection, Engine, text
 
-from stores.engine.schema import (
-    Types,
-    activity_tables,
-    apply_pending,
-    curation_tables,
-    key_tables,
-    oauth_registration_table,
-    oauth_tables,
-    person_column,
-    structured_tables,
-)
+from stores.engine import schema
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, unavailable_on_failure, unbounded
 from stores.postgres.dims import EMBEDDING_INDEX, EMBEDDING_INLINE
@@ -28,7 +18,7 @@ logger = logging.getLogger("stores.postgres")
 MIGRATION_LOCK = 0x4C4F5245  # "LORE"
 
 # The names in the tables written once in ``stores.engine.schema`` (``Types``, in its order).
-_TYPES = Types(
+_TYPES = schema.Types(
     "text", "bigint", "jsonb", "timestamptz", "bigserial PRIMARY KEY", "boolean NOT NULL DEFAULT false", ""
 )
 
@@ -89,13 +79,13 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         2,
         "structured memory and history",
-        structured_tables(_TYPES)
+        schema.structured_tables(_TYPES)
         + _org_policy("mem_tables", "mem_rows", "commits", "commit_targets", "snapshots"),
     ),
     (
         3,
         "orgs and api keys",
-        key_tables(_TYPES)
+        schema.key_tables(_TYPES)
         + _org_policy("orgs", column="id")
         + _org_policy("api_keys")
         + """
@@ -218,7 +208,7 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         SELECT gin_clean_pending_list('lessons_tsv'::regclass), gin_clean_pending_list('lessons_tags'::regclass);
         """,
     ),
-    (9, "oauth clients, codes and tokens", oauth_tables(_TYPES)),
+    (9, "oauth clients, codes and tokens", schema.oauth_tables(_TYPES)),
     (
         10,
         "tool calls per key, shared by every server process",
@@ -236,14 +226,18 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         11,
         "the activity log",
         # Per org like the lessons: row-level security shows a transaction only its org's entries.
-        activity_tables(_TYPES) + ";" + _org_policy("activity", "activity_lessons"),
+        schema.activity_tables(_TYPES) + ";" + _org_policy("activity", "activity_lessons"),
     ),
-    (12, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
+    (
+        12,
+        "who registered each oauth client, and whether it was used",
+        schema.oauth_registration_table(_TYPES),
+    ),
     (
         13,
         "pairs kept apart, and people's activity",
-        curation_tables(_TYPES)
-        + f"; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {person_column(_TYPES)};"
+        schema.curation_tables(_TYPES)
+        + f"; ALTER TABLE activity ADD COLUMN IF NOT EXISTS {schema.person_column(_TYPES)};"
         + _org_policy("kept_pairs"),
     ),
     # Rows written before it keep their TOASTed vectors until they are written again.
@@ -334,7 +328,7 @@ def migrate(engine: Engine) -> int:
             "CREATE TABLE IF NOT EXISTS schema_migrations "
             "(version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        for version, name, _ in apply_pending(
+        for version, name, _ in schema.apply_pending(
             PostgresSqlTx(conn), MIGRATIONS, SCHEMA_VERSION, conn.exec_driver_sql
         ):
             logger.info("applied migration %s %s", version, name)

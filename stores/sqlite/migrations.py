@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from stores.engine.schema import (
-    Types,
-    activity_tables,
-    apply_pending,
-    curation_tables,
-    key_tables,
-    oauth_registration_table,
-    oauth_tables,
-    person_column,
-    structured_tables,
-)
+from stores.engine import schema
 from stores.sqlite.db import Connection, write_transaction, writes_refused_as_unavailable
 from stores.sqlite.sql import LocalSqlTx
 
 # The names in the tables written once in ``stores.engine.schema`` (``Types``, in its order).
-_TYPES = Types(
+_TYPES = schema.Types(
     "TEXT",
     "INTEGER",
     "TEXT",
@@ -84,9 +74,9 @@ VECTOR_COLUMNS = "pk INTEGER PRIMARY KEY, embedding BLOB NOT NULL"
 
 def _curation(conn: Connection) -> None:
     """Pairs kept apart, and ``activity.person`` where a file lacks it."""
-    _run(conn, curation_tables(_TYPES))
+    _run(conn, schema.curation_tables(_TYPES))
     if "person" not in {row[1] for row in conn.execute("PRAGMA table_info(activity)")}:
-        conn.execute(f"ALTER TABLE activity ADD COLUMN {person_column(_TYPES)}")
+        conn.execute(f"ALTER TABLE activity ADD COLUMN {schema.person_column(_TYPES)}")
 
 
 # Each runs once, in order, in a write transaction recording its version: re-running is harmless.
@@ -113,8 +103,8 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
             tokenize = 'porter unicode61 remove_diacritics 2'
         );""",
     ),
-    (2, "structured memory and history", structured_tables(_TYPES)),
-    (3, "orgs and api keys", key_tables(_TYPES)),
+    (2, "structured memory and history", schema.structured_tables(_TYPES)),
+    (3, "orgs and api keys", schema.key_tables(_TYPES)),
     (
         4,
         "lesson ids unique per org and project",
@@ -152,9 +142,9 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
         CREATE TABLE lesson_reembed (pk INTEGER PRIMARY KEY, stamp TEXT NOT NULL, embedding BLOB NOT NULL)""",
     ),
     (6, "vectors in a plain table, without sqlite-vec", _vectors_without_sqlite_vec),
-    (7, "oauth clients, codes and tokens", oauth_tables(_TYPES)),
-    (8, "the activity log", activity_tables(_TYPES)),
-    (9, "who registered each oauth client, and whether it was used", oauth_registration_table(_TYPES)),
+    (7, "oauth clients, codes and tokens", schema.oauth_tables(_TYPES)),
+    (8, "the activity log", schema.activity_tables(_TYPES)),
+    (9, "who registered each oauth client, and whether it was used", schema.oauth_registration_table(_TYPES)),
     (10, "pairs kept apart, and people's activity", _curation),
     (
         11,
@@ -175,7 +165,7 @@ def migrate(conn: Connection) -> int:
             "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
         )
     with write_transaction(conn, refused=refused):
-        apply_pending(
+        schema.apply_pending(
             LocalSqlTx(conn),
             MIGRATIONS,
             SCHEMA_VERSION,
