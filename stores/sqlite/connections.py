@@ -13,13 +13,13 @@ from pathlib import Path
 from stores import deadline
 from stores.sqlite.db import Connection, connect, read_transaction, write_transaction
 from stores.sqlite.migrations import migrate
+from stores.sqlite.sql import LocalSqlTx
 
 
 class LocalConnections:
     """The writer and the reader of one SQLite file, migrated on opening."""
 
     def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
         self.writer = connect(path)
         migrate(self.writer)
         self.reader = connect(path)
@@ -46,6 +46,12 @@ class LocalConnections:
                     yield conn
             finally:
                 self.writer_until = None
+
+    @contextlib.contextmanager
+    def statements(self, *, write: bool) -> Iterator[LocalSqlTx]:
+        """``writing`` or ``reading``, its statements run through a ``LocalSqlTx``."""
+        with self.writing() if write else self.reading() as conn:
+            yield LocalSqlTx(conn)
 
     def close(self) -> None:
         if self._closed:

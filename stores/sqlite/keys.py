@@ -25,11 +25,9 @@ class LocalKeyDb:
     def __init__(self, conns: LocalConnections) -> None:
         self._conns = conns
 
-    @contextlib.contextmanager
-    def scoped(self, org_id: str, *, write: bool) -> Iterator[LocalSqlTx]:
+    def scoped(self, org_id: str, *, write: bool) -> contextlib.AbstractContextManager[LocalSqlTx]:
         del org_id  # one process's file: every statement names its org
-        with self._conns.writing() if write else self._conns.reading() as conn:
-            yield LocalSqlTx(conn)
+        return self._conns.statements(write=write)
 
     def entries(self, org_id: str) -> contextlib.AbstractContextManager[LocalSqlTx]:
         return self.scoped(org_id, write=True)
@@ -39,8 +37,8 @@ class LocalKeyDb:
         """Run on every request: an unreadable file is an outage, never "no such key"."""
         del key_hash
         try:
-            with self._conns.reading() as conn:
-                yield LocalSqlTx(conn)
+            with self._conns.statements(write=False) as tx:
+                yield tx
         except sqlean.OperationalError as exc:
             raise UnavailableError(
                 f"The Lore database could not be read to check an API key: {exc}."

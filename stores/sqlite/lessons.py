@@ -236,9 +236,7 @@ def _candidate_rows(
     if tags:
         sql += f" AND {_tag_filter(len(tags))}"
         params.extend([*tags, len(tags)])
-    cur = conn.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+    return LocalSqlTx(conn).rows(sql, params)
 
 
 _COPIED = 500  # rows a statement in ``copy_rows``: 9,000 parameters, under SQLite's 32,766
@@ -292,8 +290,7 @@ class LocalLessonRows:
             chunk = rows[start : start + _COPIED]
             values = [v for row in chunk for v in (scope["org"], scope["project"], *row.values())]
             sql = f"INSERT INTO lessons ({', '.join(names)}) VALUES {', '.join([marks] * len(chunk))}"
-            cur = self._conn.execute(f"{sql} RETURNING {COLUMNS}", values)
-            found += [dict(zip(COLUMNS.split(", "), row, strict=True)) for row in cur.fetchall()]
+            found += LocalSqlTx(self._conn).rows(f"{sql} RETURNING {COLUMNS}", values)
         return found
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
@@ -325,12 +322,11 @@ class LocalLessonRows:
         return found[0] if found else None
 
     def removed(self, key: int) -> None:
-        self._conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (key,))
-        if meta.stored_dim(self._conn) is not None:
-            self._conn.execute("DELETE FROM lesson_embeddings WHERE pk = ?", (key,))
-        self._conn.execute(
-            "INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev)
-        )
+        conn = self._conn
+        conn.execute("DELETE FROM lessons_fts WHERE rowid = ?", (key,))
+        if meta.stored_dim(conn) is not None:
+            conn.execute("DELETE FROM lesson_embeddings WHERE pk = ?", (key,))
+        conn.execute("INSERT OR REPLACE INTO lesson_tombstones (pk, rev) VALUES (?, ?)", (key, self.rev))
 
     def tagged(self, tags: str, count: str) -> str:
         return (

@@ -4,7 +4,6 @@ so no reader sees two models mixed, and a killed run keeps its committed batches
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
 
 import numpy as np
 
@@ -24,18 +23,14 @@ class LocalModelDb:
     def __init__(self, conns: LocalConnections) -> None:
         self._conns = conns
 
-    @contextlib.contextmanager
-    def reading(self) -> Iterator[LocalSqlTx]:
-        with self._conns.reading() as conn:
-            yield LocalSqlTx(conn)
+    def reading(self) -> contextlib.AbstractContextManager[LocalSqlTx]:
+        return self._conns.statements(write=False)
 
-    @contextlib.contextmanager
-    def adopting(self) -> Iterator[LocalSqlTx]:
-        with self._conns.writing() as conn:
-            yield LocalSqlTx(conn)
+    def adopting(self) -> contextlib.AbstractContextManager[LocalSqlTx]:
+        return self._conns.statements(write=True)
 
     def owner(self, *, write: bool) -> contextlib.AbstractContextManager[LocalSqlTx]:
-        return self.adopting() if write else self.reading()
+        return self._conns.statements(write=write)
 
     every_org = owner  # no row-level security to lift on a file
 

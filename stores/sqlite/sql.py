@@ -16,7 +16,8 @@ class LocalSqlTx:
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
 
-    def rows(self, sql: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def rows(self, sql: str, params: Mapping[str, Any] | Sequence[Any]) -> list[dict[str, Any]]:
+        """``SqlTx.rows``; ``params`` by name, or by position for a statement of ``?`` marks."""
         cur = self.conn.execute(sql, params)
         if cur.description is None:
             return []

@@ -43,20 +43,18 @@ class LocalVectors:
         self._index: VectorIndex | None = None
         self._rev, self._generation = 0, 0
 
-    def ensure_dim(self, conn: Connection, dim: int) -> int:
+    def ensure_dim(self, conn: Connection, dim: int) -> None:
         """The vector table is created with the first vector's dimension; others are refused."""
         stored = meta.stored_dim(conn)
         if stored is None:
             check_dimension(dim, MAX_DIMENSION)
             conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
             meta.put_dim(conn, dim)
-            return dim
-        if stored != dim:
+        elif stored != dim:
             raise InvalidInputError(
                 f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
                 "with a different embedding model. Use that model, or a new database file."
             )
-        return stored
 
     def search(
         self, conn: Connection, scope: Scope, vec: np.ndarray, k: int, **filters: Any
