@@ -30,14 +30,13 @@ from stores.engine.activity import (
     StaleLesson,
     StalePage,
 )
-from stores.engine.lessons import Scope
+from stores.engine.lessons import SCOPE, Scope
 from stores.engine.sql import SqlTx
 from stores.ids import new_id
 
 logger = logging.getLogger("stores.activity")
 _T = TypeVar("_T")
 
-_SCOPE = "org_id = :org AND project = :project"
 _ENTRY_COLUMNS = "id, at, kind, key_id, client, commit_id, error, person, detail"
 # A note's fields kept as they are in their own columns, and in ``detail``.
 _NOTE_COLUMNS = ("kind", "key_id", "client", "commit_id", "error")
@@ -87,20 +86,20 @@ def trim(sql: SqlTx, scope: Scope, bounds: ActivityBounds, now: datetime) -> Non
     root_only = sql.in_list("kind", "root")
     for audience in (f"NOT ({root_only})", root_only):
         kept = sql.rows(
-            f"SELECT id FROM activity WHERE {_SCOPE} AND {audience} ORDER BY id DESC LIMIT 1 OFFSET :n",
+            f"SELECT id FROM activity WHERE {SCOPE} AND {audience} ORDER BY id DESC LIMIT 1 OFFSET :n",
             {**key, "n": max(0, bounds.max_entries - 1)},
         )
         floor = max(age, kept[0]["id"]) if kept else age
         for table, column in (("activity", "id"), ("activity_lessons", "entry_id")):
             sql.rows(
-                f"DELETE FROM {table} WHERE {_SCOPE} AND {audience} AND {column} < :floor",
+                f"DELETE FROM {table} WHERE {SCOPE} AND {audience} AND {column} < :floor",
                 {**key, "floor": floor},
             )
 
 
 def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
     """``query``'s entries of the project, newest first."""
-    where = [_SCOPE]
+    where = [SCOPE]
     params: dict[str, Any] = {**scope.params, "n": query.limit + 1}
     for name, op, when in (("since", ">=", query.since), ("until", "<", query.until)):
         if when is not None:
@@ -121,7 +120,7 @@ def page(sql: SqlTx, scope: Scope, query: ActivityQuery) -> ActivityPage:
         params["hidden"] = sql.listed(query.hidden_kinds)
     if query.lesson_id is not None:
         where.append(
-            f"(id IN (SELECT entry_id FROM activity_lessons WHERE {_SCOPE} AND lesson_id = :lesson) "
+            f"(id IN (SELECT entry_id FROM activity_lessons WHERE {SCOPE} AND lesson_id = :lesson) "
             "OR commit_id IN (SELECT c.id FROM commit_targets AS t JOIN commits AS c ON c.org_id = t.org_id "
             "AND c.project = t.project AND c.seq = t.seq WHERE t.org_id = :org AND t.project = :project "
             "AND t.target = :target))"
@@ -140,7 +139,7 @@ def recall_stats(sql: SqlTx, scope: Scope, lesson_ids: list[str]) -> dict[str, R
     if not lesson_ids:
         return {}
     rows = sql.rows(
-        f"SELECT lesson_id, count(*) AS n, max(at) AS last FROM activity_lessons WHERE {_SCOPE} "
+        f"SELECT lesson_id, count(*) AS n, max(at) AS last FROM activity_lessons WHERE {SCOPE} "
         f"AND kind = 'recall' AND {sql.in_list('lesson_id', 'ids')} GROUP BY lesson_id",
         {**scope.params, "ids": sql.listed(lesson_ids)},
     )

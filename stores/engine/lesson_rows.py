@@ -22,12 +22,12 @@ from stores.engine.activity_rows import ActivityLog
 from stores.engine.embedding_model import ModelRecords
 from stores.engine.lesson_images import by_kind, image_lesson, lesson_image, restored_embedding
 from stores.engine.lessons import KINDS, Lesson, LessonPage, LessonPatch, Scope
+from stores.engine.lessons import SCOPE as SCOPE  # for the backends, as ``LIVE`` beside it
 from stores.engine.project_rows import ProjectTx
 from stores.engine.sql import SqlTx
 from stores.errors import NotFoundError
 
 COLUMNS = ", ".join(("pk", *KINDS))
-SCOPE = "org_id = :org AND project = :project"
 LIVE = "(expires_at IS NULL OR expires_at > :now)"
 # The columns a write sets: a lesson's own but its id and project (the scope's).
 _WRITTEN = [name for name in KINDS if name not in ("id", "project")]

@@ -18,6 +18,7 @@ from stores.errors import InvalidInputError
 if TYPE_CHECKING:
     import numpy as np
 
+SCOPE = "org_id = :org AND project = :project"  # SQL confining rows to what a ``Scope``'s ``params`` bind
 # Limits shared by every backend and by the MCP layer, so both reject the same input.
 MAX_TEXT_CHARS = 16_000
 MAX_SHORT_CHARS = 500

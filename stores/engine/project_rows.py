@@ -11,7 +11,7 @@ from typing import Any
 from stores import deadline
 from stores.engine.activity import ActivityNote
 from stores.engine.activity_rows import ActivityLog
-from stores.engine.lessons import Scope
+from stores.engine.lessons import SCOPE, Scope
 from stores.engine.sql import SqlTx
 from stores.engine.workspace import TableDef, table_from_json
 
@@ -31,7 +31,6 @@ class Commit:
     targets: tuple[str, ...] = ()
 
 
-_SCOPE = "org_id = :org AND project = :project"
 # A commit's columns stored as they are (its time and effects go through the dialect).
 _COMMIT_COLUMNS = "id seq parent kind message actor schema_hash_before schema_hash_after".split()
 # A commit of at most this many targets is written in one statement with them (and its entry).
@@ -53,7 +52,7 @@ class ProjectTx:
     def tables(self) -> dict[str, TableDef]:
         if self._tables is None:
             rows = self.tx.rows(
-                f"SELECT name, columns, next_id FROM mem_tables WHERE {_SCOPE} ORDER BY name",
+                f"SELECT name, columns, next_id FROM mem_tables WHERE {SCOPE} ORDER BY name",
                 self.scope.params,
             )
             self._tables = {
@@ -64,7 +63,7 @@ class ProjectTx:
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
             found = self.tx.rows(
-                f"SELECT row_id, data FROM mem_rows WHERE {_SCOPE} AND table_name = :t ORDER BY row_id",
+                f"SELECT row_id, data FROM mem_rows WHERE {SCOPE} AND table_name = :t ORDER BY row_id",
                 {**self.scope.params, "t": table},
             )
             rows = {}
@@ -80,8 +79,8 @@ class ProjectTx:
         self._rows.pop(name, None)
         params = {**self.scope.params, "name": name}
         if table is None:
-            self.tx.rows(f"DELETE FROM mem_tables WHERE {_SCOPE} AND name = :name", params)
-            self.tx.rows(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :name", params)
+            self.tx.rows(f"DELETE FROM mem_tables WHERE {SCOPE} AND name = :name", params)
+            self.tx.rows(f"DELETE FROM mem_rows WHERE {SCOPE} AND table_name = :name", params)
             return
         self.tx.rows(
             "INSERT INTO mem_tables (org_id, project, name, columns, next_id) "
@@ -103,7 +102,7 @@ class ProjectTx:
             for row_id, v in changes.items()
             if v is not None
         ]
-        self.tx.many(f"DELETE FROM mem_rows WHERE {_SCOPE} AND table_name = :t AND row_id = :id", gone)
+        self.tx.many(f"DELETE FROM mem_rows WHERE {SCOPE} AND table_name = :t AND row_id = :id", gone)
         self.tx.many(
             "INSERT INTO mem_rows (org_id, project, table_name, row_id, data) "
             f"VALUES (:org, :project, :t, :id, {self.tx.json('data')}) "
@@ -113,7 +112,7 @@ class ProjectTx:
 
     def last_commit(self) -> tuple[str, int] | None:
         rows = self.tx.rows(
-            f"SELECT id, seq FROM commits WHERE {_SCOPE} ORDER BY seq DESC LIMIT 1", self.scope.params
+            f"SELECT id, seq FROM commits WHERE {SCOPE} ORDER BY seq DESC LIMIT 1", self.scope.params
         )
         return (rows[0]["id"], rows[0]["seq"]) if rows else None
 
@@ -167,7 +166,7 @@ class ProjectTx:
         seq = commit_id.lstrip("#")
         by, value = ("seq", int(seq)) if seq.isdigit() else ("id", commit_id)
         rows = self._commits(
-            f"SELECT * FROM commits WHERE {by} = :v AND {_SCOPE}", {**self.scope.params, "v": value}
+            f"SELECT * FROM commits WHERE {by} = :v AND {SCOPE}", {**self.scope.params, "v": value}
         )
         return rows[0] if rows else None
 
@@ -213,7 +212,7 @@ class ProjectTx:
     def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
         """The problem of each of ``ids`` still stored in this project, by id."""
         rows = self.tx.rows(
-            f"SELECT id, problem FROM lessons WHERE {_SCOPE} AND {self.tx.in_list('id', 'ids')}",
+            f"SELECT id, problem FROM lessons WHERE {SCOPE} AND {self.tx.in_list('id', 'ids')}",
             {**self.scope.params, "ids": self.tx.listed(ids)},
         )
         return {r["id"]: r["problem"] for r in rows}
@@ -222,7 +221,7 @@ class ProjectTx:
         """Each live lesson's id, problem, tags, created_at and votes: what an overview counts."""
         rows = self.tx.rows(
             "SELECT id, problem, tags, created_at, upvotes, downvotes FROM lessons "
-            f"WHERE {_SCOPE} AND (expires_at IS NULL OR expires_at > :now)",
+            f"WHERE {SCOPE} AND (expires_at IS NULL OR expires_at > :now)",
             {**self.scope.params, "now": self.tx.stamp(now)},
         )
         return [
