@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
+from typing import TypeVar
 
 from stores.errors import UnavailableError
+
+_T = TypeVar("_T")
 
 # The monotonic time by which the current request must be answered; None: no limit.
 _DEADLINE: ContextVar[float | None] = ContextVar("lore_deadline", default=None)
@@ -57,3 +60,10 @@ def check() -> None:
     """Raise ``DeadlineExceeded`` once the deadline has passed; cheap enough for every row."""
     if expired():
         raise DeadlineExceeded()
+
+
+def checked(items: Iterable[_T]) -> Iterator[_T]:
+    """``items``, with ``check`` before each: for a loop of many cheap steps."""
+    for item in items:
+        check()
+        yield item

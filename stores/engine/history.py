@@ -103,8 +103,7 @@ def _undo(tx: ProjectTx, ws: Workspace, target: Commit, later: list[Commit]) -> 
         if change["before"] is not None:
             ws.set_def(name, table_from_json(change["before"], ws.defs.get(name)))
             ws.schema.append({"op": "restore_table", "table": name})
-    for row in reversed(target.effects.get("rows", [])):
-        deadline.check()
+    for row in deadline.checked(reversed(target.effects.get("rows", []))):
         if row["table"] == LESSONS_TABLE:
             now = latest.get(row["id"], row["after"])
             back = _lesson_back(row, now)

@@ -66,11 +66,7 @@ class ProjectTx:
                 f"SELECT row_id, data FROM mem_rows WHERE {SCOPE} AND table_name = :t ORDER BY row_id",
                 {**self.scope.params, "t": table},
             )
-            rows = {}
-            for r in found:
-                deadline.check()
-                rows[r["row_id"]] = self.tx.load(r["data"])
-            self._rows[table] = rows
+            self._rows[table] = {r["row_id"]: self.tx.load(r["data"]) for r in deadline.checked(found)}
         return self._rows[table]
 
     def put_table(self, name: str, table: TableDef | None) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 
 from stores import deadline
 from stores.engine.filters import filters, matches
-from stores.engine.plans import ID_COLUMN, Column, identifier, sort_key
+from stores.engine.plans import ID_COLUMN, Column, sort_key
 from stores.engine.structured import ProjectTx
-from stores.engine.workspace import ordering
-from stores.errors import InvalidInputError, NotFoundError
+from stores.engine.workspace import Workspace, ordering
+from stores.errors import InvalidInputError
 
 MAX_QUERY_LIMIT = 500
 
@@ -30,11 +30,8 @@ class TableRows:
 
 def read_table(tx: ProjectTx, table: Any) -> TableRows:
     """The table ``query_rows`` reads: the only part of a query that needs the database."""
-    name = identifier(table, "table")
-    tables = tx.tables()
-    if name not in tables:
-        raise NotFoundError(f"table {name!r} does not exist in this project.")
-    return TableRows(name=name, columns=tables[name].columns, rows=tx.rows(name))
+    name, found = Workspace(tx).table(table)  # checked as a plan's table name is
+    return TableRows(name=name, columns=found.columns, rows=tx.rows(name))
 
 
 def select_rows(
@@ -49,8 +46,7 @@ def select_rows(
         raise InvalidInputError(f"limit must be between 1 and {MAX_QUERY_LIMIT}.")
     after = _decode_cursor(cursor, len(keys)) if cursor is not None else None
     rows = []
-    for row_id, values in table.rows.items():
-        deadline.check()
+    for row_id, values in deadline.checked(table.rows.items()):
         row = {"id": row_id, **values}
         if matches(row, conditions):
             rows.append(row)

@@ -169,8 +169,7 @@ def _persist(tx: ProjectTx, ws: Workspace, effects: dict[str, Any]) -> None:
     for name in {*ws.tables_before, *ws.renumbered}:
         tx.put_table(name, ws.defs.get(name))
     changes: dict[str, dict[int, dict[str, Any] | None]] = {}
-    for row in effects["rows"]:
-        deadline.check()
+    for row in deadline.checked(effects["rows"]):
         changes.setdefault(row["table"], {})[row["id"]] = row["after"]
     for table, table_changes in changes.items():
         if table in ws.defs:

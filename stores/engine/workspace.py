@@ -54,11 +54,7 @@ class Workspace:
     def rows(self, table: str) -> dict[int, dict[str, Any]]:
         if table not in self._rows:
             stored = self.tx.rows(table) if table in self.tx.tables() else {}
-            copied = {}
-            for row_id, values in stored.items():
-                deadline.check()
-                copied[row_id] = copy.deepcopy(values)
-            self._rows[table] = copied
+            self._rows[table] = {row_id: copy.deepcopy(v) for row_id, v in deadline.checked(stored.items())}
         return self._rows[table]
 
     def table(self, raw: Any) -> tuple[str, TableDef]:
@@ -67,6 +63,15 @@ class Workspace:
         if name not in self.defs:
             raise NotFoundError(f"table {name!r} does not exist in this project.")
         return name, self.defs[name]
+
+    def column(self, op: Mapping[str, Any], key: str) -> tuple[str, TableDef, Column]:
+        """The table ``op`` names, its definition, and its column ``op[key]`` names, checked."""
+        name, table = self.table(op.get("table"))
+        column = identifier(op.get(key), "column")
+        for col in table.columns:
+            if col.name == column:
+                return name, table, col
+        raise NotFoundError(f"table {name!r} has no column {column!r}.")
 
     def set_def(self, name: str, table: TableDef | None) -> None:
         self.tables_before.setdefault(name, self.defs.get(name))
@@ -92,8 +97,7 @@ class Workspace:
 
     def effects(self) -> dict[str, Any]:
         rows = []
-        for (table, row_id), before in self.row_before.items():
-            deadline.check()
+        for (table, row_id), before in deadline.checked(self.row_before.items()):
             after = self._rows.get(table, {}).get(row_id) if table in self.defs else None
             if before != after:
                 rows.append({"table": table, "id": row_id, "before": before, "after": after})
@@ -155,16 +159,14 @@ def _add_column(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _drop_column(ws: Workspace, op: Mapping[str, Any]) -> None:
-    name, table = ws.table(op.get("table"))
-    column = _existing_column(table, op.get("column"), name)
+    name, table, column = ws.column(op, "column")
     _set_column(ws, name, table, column.name, None)
     _rewrite_rows(ws, name, lambda _, v: {k: x for k, x in v.items() if k != column.name})
     ws.schema.append({"op": "drop_column", "table": name, "column": column.name})
 
 
 def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
-    name, table = ws.table(op.get("table"))
-    old = _existing_column(table, op.get("from"), name)
+    name, table, old = ws.column(op, "from")
     new = identifier(op.get("to"), "column")
     if any(c.name == new for c in table.columns):
         raise ConflictError(f"table {name!r} already has a column {new!r}.")
@@ -174,8 +176,7 @@ def _rename_column(ws: Workspace, op: Mapping[str, Any]) -> None:
 
 
 def _alter_column_type(ws: Workspace, op: Mapping[str, Any]) -> None:
-    name, table = ws.table(op.get("table"))
-    old = _existing_column(table, op.get("column"), name)
+    name, table, old = ws.column(op, "column")
     new_type = op.get("type")
     if new_type not in TYPES:
         raise InvalidInputError(f"type {new_type!r} is not one of {', '.join(TYPES)}.")
@@ -198,8 +199,7 @@ def _insert(ws: Workspace, op: Mapping[str, Any]) -> None:
     rows = op.get("rows")
     if not isinstance(rows, list) or not rows:
         raise InvalidInputError("insert needs rows: a non-empty list of objects.")
-    for position, raw in enumerate(rows):
-        deadline.check()
+    for position, raw in deadline.checked(enumerate(rows)):
         ws.set_row(name, table.next_id + position, _row_values(table, raw, f"row {position}", fill=True))
     ws.defs[name] = replace(table, next_id=table.next_id + len(rows))
     ws.renumbered.add(name)
@@ -212,8 +212,7 @@ def _update(ws: Workspace, op: Mapping[str, Any]) -> None:
     if not changes:
         raise InvalidInputError("update needs set: an object of column values.")
     # Not _rewrite_rows: a json value set to True where it was 1 compares equal, yet changes.
-    for row_id, values in list(ws.rows(name).items()):
-        deadline.check()
+    for row_id, values in deadline.checked(list(ws.rows(name).items())):
         if matches({"id": row_id, **values}, conditions):
             ws.set_row(name, row_id, {**values, **changes})
 
@@ -257,8 +256,7 @@ def _rewrite_rows(
     ws: Workspace, table: str, fn: Callable[[int, dict[str, Any]], dict[str, Any] | None]
 ) -> None:
     """Give each row of ``table`` the values ``fn(id, values)`` returns (None: delete it)."""
-    for row_id, values in list(ws.rows(table).items()):
-        deadline.check()
+    for row_id, values in deadline.checked(list(ws.rows(table).items())):
         new = fn(row_id, values)
         if new != values:
             ws.set_row(table, row_id, new)
@@ -268,14 +266,6 @@ def _set_column(ws: Workspace, name: str, table: TableDef, old: str, new: Column
     """Table ``name`` with its column ``old`` replaced by ``new`` (None: dropped)."""
     columns = (new if c.name == old else c for c in table.columns)
     ws.set_def(name, replace(table, columns=tuple(c for c in columns if c is not None)))
-
-
-def _existing_column(table: TableDef, raw: Any, table_name: str) -> Column:
-    name = identifier(raw, "column")
-    for col in table.columns:
-        if col.name == name:
-            return col
-    raise NotFoundError(f"table {table_name!r} has no column {name!r}.")
 
 
 def _columns(table: TableDef) -> dict[str, Column]:
