@@ -219,29 +219,19 @@ class ActivityRecords:
     @contextlib.contextmanager
     def riding(self, sql: SqlTx) -> Iterator[None]:
         """Held entries written in ``sql`` (sparing SQLite's reader cache); held again on a raise."""
-        held = self._take()
-        try:
+        with self._taken() as held:
             self._write_in(sql, held)
             yield
-        except BaseException:
-            self._give_back(held)
-            raise
 
     def flush(self) -> None:
         """Write every entry held so far; raise what the write raises (held again, for the next)."""
-        held = self._take()
-        if not held:
-            return
-        try:
+        with self._taken() as held:
             groups: dict[str, list[Held]] = {}
             for item in held:
                 groups.setdefault("" if self._db.orgs_together else item[0].org, []).append(item)
             for items in groups.values():
                 with self._db.entries(items[0][0].org) as sql:
                     self._write_in(sql, items)
-        except BaseException:
-            self._give_back(held)
-            raise
 
     def close(self) -> None:
         """Stop the writer, awaiting its write (else it checks out of a disposed pool), then write the
@@ -274,16 +264,19 @@ class ActivityRecords:
         for scope, entry_id, at, note in held:
             self.log.append(sql, scope, note, (entry_id, at))
 
-    def _take(self) -> list[Held]:
+    @contextlib.contextmanager
+    def _taken(self) -> Iterator[list[Held]]:
+        """The held entries, no longer held; held again, ahead of newer ones, if the block raises."""
         with self._lock:
             held, self._held = self._held, []
-        return held
-
-    def _give_back(self, held: list[Held]) -> None:
-        if held:
-            with self._lock:
-                self._held[:0] = held
-            self._wake.set()
+        try:
+            yield held
+        except BaseException:
+            if held:
+                with self._lock:
+                    self._held[:0] = held
+                self._wake.set()
+            raise
 
     def _writer(self) -> None:
         while not self._stop.is_set():
