@@ -119,25 +119,18 @@ class KeyStore:
     def key_by_hash(self, key_hash: str) -> ApiKey | None:
         """The key with this digest, revoked or not."""
         with self._db.lookup(key_hash) as tx:
-            rows = tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE key_hash = :h", {"h": key_hash})
-            return _key(tx, rows[0]) if rows else None
+            found = _keys(tx, "key_hash = :h", {"h": key_hash})
+            return found[0] if found else None
 
     def key_by_id(self, org_id: str, key_id: str) -> ApiKey | None:
         with self._db.scoped(org_id, write=False) as tx:
-            rows = tx.rows(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org AND id = :id",
-                {"org": org_id, "id": key_id},
-            )
-            return _key(tx, rows[0]) if rows else None
+            found = _keys(tx, "org_id = :org AND id = :id", {"org": org_id, "id": key_id})
+            return found[0] if found else None
 
     def list_keys(self, org_id: str) -> list[ApiKey]:
         """Every key of the org, revoked ones included, oldest first."""
         with self._db.scoped(org_id, write=False) as tx:
-            rows = tx.rows(
-                f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE org_id = :org ORDER BY created_at, id",
-                {"org": org_id},
-            )
-            return [_key(tx, row) for row in rows]
+            return _keys(tx, "org_id = :org ORDER BY created_at, id", {"org": org_id})
 
     def revoke_key(
         self, org_id: str, key_id: str, *, activity: tuple[str, ActivityNote] | None = None
@@ -176,6 +169,11 @@ class KeyStore:
 
 def _org(tx: SqlTx, row: Mapping[str, Any]) -> Org:
     return Org(id=row["id"], name=row["name"], created_at=tx.time(row["created_at"]))
+
+
+def _keys(tx: SqlTx, where: str, params: Mapping[str, Any]) -> list[ApiKey]:
+    """The keys of the rows ``where`` picks (an ``ORDER BY`` may follow it)."""
+    return [_key(tx, row) for row in tx.rows(f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE {where}", params)]
 
 
 def _key(tx: SqlTx, row: Mapping[str, Any]) -> ApiKey:

@@ -344,11 +344,10 @@ class HangWatch:
             return True  # never connected: nothing to compare with, so never cut
         cargs, cparams = self._connect_args
         try:
-            conn = psycopg.Connection.connect(*cargs, **{**cparams, "connect_timeout": PROBE_TIMEOUT_S})
+            psycopg.Connection.connect(*cargs, **{**cparams, "connect_timeout": PROBE_TIMEOUT_S}).close()
         except psycopg.Error as exc:
             # An error the server sent (too many clients, starting up) proves it is alive.
             return exc.sqlstate is not None
-        conn.close()
         return True
 
     def _cut(self, tokens: list[object]) -> None:
