@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 
@@ -54,10 +53,9 @@ def keep_pair(writing: contextlib.AbstractContextManager[SqlLessonTx], a: str, b
     with writing as tx:
         for lesson_id in (a, b):
             live_row(tx, lesson_id, embedding=False)
-        row: dict[str, Any] = {**tx.scope.params, "a": a, "b": b, "actor": tx.scope.actor}
-        row["at"] = tx.sql.stamp(datetime.now(UTC))
+        at = tx.sql.stamp(datetime.now(UTC))
         tx.sql.rows(
             "INSERT INTO kept_pairs (org_id, project, a, b, at, actor) "
             "VALUES (:org, :project, :a, :b, :at, :actor) ON CONFLICT DO NOTHING",
-            row,
+            {**tx.scope.params, "a": a, "b": b, "at": at, "actor": tx.scope.actor},
         )

@@ -156,13 +156,9 @@ class LocalLessons:
         """The candidates' similarity to the query seen from the scope's ``ranking.anchor``."""
         if not pks:
             return {}
-        sample = [
-            row[0]
-            for row in conn.execute(
-                f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?",
-                (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE),
-            )
-        ]
+        sql = f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?"
+        params = (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE)
+        sample = [pk for (pk,) in conn.execute(sql, params)]
         held = self._vectors.vectors(conn, sample)[1]
         found, vectors = self._vectors.vectors(conn, pks)
         if not found:
@@ -316,10 +312,8 @@ class LocalLessonRows:
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
         # A lesson's row comes with its vector, so the vector table is there.
-        found = self._conn.execute(
-            "SELECT embedding FROM lesson_embeddings WHERE pk = ?", (row["pk"],)
-        ).fetchone()
-        return found[0] if found else None
+        found = self.sql.rows("SELECT embedding FROM lesson_embeddings WHERE pk = :pk", {"pk": row["pk"]})
+        return found[0]["embedding"] if found else None
 
     def removed(self, key: int) -> None:
         conn = self._conn
