@@ -103,11 +103,8 @@ class ModelDb(Protocol):
     max_dimension: int  # the most dimensions the backend's vector storage takes
     row_lock: str  # " FOR UPDATE" (or ""): the re-embed's target is held until commit
 
-    def reading(self) -> contextlib.AbstractContextManager[SqlTx]:
-        """A read of the record."""
-
-    def adopting(self) -> contextlib.AbstractContextManager[SqlTx]:
-        """A write of the record, during which no vector storage appears with another dimension."""
+    def record(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
+        """A read of the record, or a write during which no vector storage appears with another dimension."""
 
     def owner(self, *, write: bool) -> contextlib.AbstractContextManager[SqlTx]:
         """A transaction on the record and ``lesson_reembed`` (as the tables' owner)."""
@@ -147,7 +144,7 @@ class ModelRecords:
 
     def recorded(self) -> EmbeddingModel | None:
         """The recorded model; ``unrecorded(dim)`` for vectors without a record; None for neither."""
-        with self._db.reading() as tx:
+        with self._db.record(write=False) as tx:
             return _read(tx)[0]
 
     def adopt(self, model: EmbeddingModel) -> EmbeddingModel:
@@ -155,10 +152,10 @@ class ModelRecords:
         known = self._known
         if known is not None:
             return known[0]
-        with self._db.reading() as tx:
+        with self._db.record(write=False) as tx:
             current, generation = _read(tx)
         if _adoptable(current, model):
-            with self._db.adopting() as tx:
+            with self._db.record(write=True) as tx:
                 current, generation = _read(tx)  # again, in the write
                 if _adoptable(current, model):
                     put_meta(tx, MODEL_KEY, model.to_json())

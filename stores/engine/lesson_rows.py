@@ -113,9 +113,6 @@ class SqlLessonTx:
             self._models.check(self._dialect.generation())
             self._guarded = True
 
-    def generation(self) -> int:
-        return self._dialect.generation()
-
     def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
         """Per unit vector, up to ``MAX_SIMILAR`` live lessons at ``CANDIDATE_SIMILARITY`` or more,
         most similar (then smaller key) first; empty while the store holds no vectors."""
@@ -231,7 +228,7 @@ class SqlLessonTx:
         """A commit's image of the row, with its vector and the model generation it belongs to."""
         if row.embedding is None:
             return lesson_image(row.lesson)
-        return lesson_image(row.lesson, row.embedding, self.generation())
+        return lesson_image(row.lesson, row.embedding, self._dialect.generation())
 
     def record(self, kind: str, changes: list[Change], activity: ActivityNote | None = None) -> None:
         """The commit of this transaction's lesson changes, with the call's ``activity`` entry."""
@@ -246,7 +243,7 @@ class SqlLessonTx:
                 self.remove(row.key)
             return
         current = (row.lesson.problem, row.lesson.resolution) if row is not None else None
-        embedding = restored_embedding(lesson_id, image, current, self.generation())
+        embedding = restored_embedding(lesson_id, image, current, self._dialect.generation())
         vec = np.frombuffer(embedding, dtype=np.float32) if embedding is not None else None
         lesson = dataclasses.replace(image_lesson(image), id=lesson_id, project=self.scope.project)
         if row is not None:

@@ -49,7 +49,7 @@ class PostgresDims:
         if stored != dim:
             self.ensure(dim)  # raises the usual sentence about another embedding model
 
-    def ensure(self, dim: int) -> int:
+    def ensure(self, dim: int) -> None:
         """The vector column is created with the first vector's dimension; others are refused."""
         if self._dim is None:
             with transaction(self._engine, None) as conn:
@@ -69,4 +69,3 @@ class PostgresDims:
                 f"This store holds {self._dim}-dimension vectors but got {dim}: the database was created "
                 "with a different embedding model. Use that model, or a new database."
             )
-        return self._dim

@@ -37,15 +37,10 @@ class PostgresModelDb:
         self._engine, self._dims = engine, dims
 
     @contextlib.contextmanager
-    def reading(self) -> Iterator[PostgresSqlTx]:
+    def record(self, *, write: bool) -> Iterator[PostgresSqlTx]:
         with transaction(self._engine, None) as conn:
-            yield PostgresSqlTx(conn)
-
-    @contextlib.contextmanager
-    def adopting(self) -> Iterator[PostgresSqlTx]:
-        with transaction(self._engine, None) as conn:
-            # The lock PostgresDims.ensure takes: no vector column appears with another dimension meanwhile.
-            conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
+            if write:  # the lock PostgresDims.ensure takes: no column of another dimension meanwhile
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext('lore.dim'))"))
             yield PostgresSqlTx(conn)
 
     @contextlib.contextmanager

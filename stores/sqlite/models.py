@@ -23,16 +23,11 @@ class LocalModelDb:
     def __init__(self, conns: LocalConnections) -> None:
         self._conns = conns
 
-    def reading(self) -> contextlib.AbstractContextManager[LocalSqlTx]:
-        return self._conns.statements(write=False)
-
-    def adopting(self) -> contextlib.AbstractContextManager[LocalSqlTx]:
-        return self._conns.statements(write=True)
-
     def owner(self, *, write: bool) -> contextlib.AbstractContextManager[LocalSqlTx]:
         return self._conns.statements(write=write)
 
-    every_org = owner  # no row-level security to lift on a file
+    # One writer, no owner and no row-level security on a file: every transaction is alike.
+    record = every_org = owner
 
     def vector(self, vec: np.ndarray) -> bytes:
         return vec.tobytes()
