@@ -14,17 +14,10 @@ from pydantic import BaseModel, Field
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_id
 from lore_mcp.services.lessons import OnLessons
+from lore_mcp.services.models import Stored
 from lore_mcp.services.recording import NO_KEY, Who
 from lore_mcp.services.structured import in_transaction
-from stores import (
-    ACTIVITY_KINDS,
-    MAX_LIST_LIMIT,
-    ROOT_ONLY_KINDS,
-    ActivityEntry,
-    ActivityQuery,
-    Scope,
-    StaleLesson,
-)
+from stores import ACTIVITY_KINDS, MAX_LIST_LIMIT, ROOT_ONLY_KINDS, ActivityEntry, ActivityQuery, Scope
 
 # The stores' kinds, declared once there (a string for mypy, which takes no computed Literal).
 if TYPE_CHECKING:
@@ -74,7 +67,7 @@ class ActivityEntryOut(BaseModel):
         return cls.model_validate({**note, "id": entry.id, "at": entry.at, "bytes": note["size"]})
 
 
-class StaleLessonOut(BaseModel):
+class StaleLessonOut(Stored):
     """A lesson older than asked that no recall in the kept log returned."""
 
     id: str
@@ -82,10 +75,6 @@ class StaleLessonOut(BaseModel):
     created_at: datetime
     upvotes: int
     downvotes: int
-
-    @classmethod
-    def of(cls, lesson: StaleLesson) -> StaleLessonOut:
-        return cls.model_validate(lesson, from_attributes=True)
 
 
 class ActivityResult(BaseModel):

@@ -10,14 +10,15 @@ from lore_mcp.auth import display_prefix, new_key, secret_digest
 from lore_mcp.errors import InvalidArgument
 from lore_mcp.redaction import fit, redact
 from lore_mcp.services.lesson_input import PROJECT_PATTERN, check_not_secret, check_project, text_problem
-from stores import ActivityNote, ApiKey, ConflictError, KeyStore
+from lore_mcp.services.models import Stored
+from stores import ActivityNote, ConflictError, KeyStore
 
 ORG_PATTERN = PROJECT_PATTERN  # org ids follow the same rule as project names
 DEFAULT_ORG = "local"
 MAX_KEY_NAME_CHARS = 100
 
 
-class KeyOut(BaseModel):
+class KeyOut(Stored):  # the stored key has no secret to leave out: only its digest
     """A key as listed: never its secret."""
 
     id: str
@@ -29,11 +30,6 @@ class KeyOut(BaseModel):
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, key: ApiKey) -> KeyOut:
-        """The key's fields by name (the stored key has no secret to leave out: only its digest)."""
-        return cls.model_validate(key, from_attributes=True)
 
 
 class CreatedKey(KeyOut):

@@ -10,14 +10,16 @@ from pydantic import BaseModel, Field, create_model
 from stores import LESSON_KINDS, Lesson
 
 
-class _Shape(BaseModel):
+class Stored(BaseModel):
+    """A model of what the store returns (a lesson, a key, a stale lesson), read by field name."""
+
     @classmethod
-    def of(cls, lesson: Lesson) -> Self:
-        """The lesson's fields by name: tags and meta as JSON's list and object."""
-        return cls.model_validate(lesson, from_attributes=True)
+    def of(cls, stored: object) -> Self:
+        """The stored object's fields by name (a lesson's tags and meta as JSON's list and object)."""
+        return cls.model_validate(stored, from_attributes=True)
 
 
-def lesson_fields(*, leave_out: Collection[str] = ()) -> type[_Shape]:
+def lesson_fields(*, leave_out: Collection[str] = ()) -> type[Stored]:
     """A stored lesson's fields (``stores.engine.lessons.KINDS``, in their order) as pydantic
     fields, every one required but ``meta``: tags as JSON's list and meta as its object."""
     hints = get_type_hints(Lesson)
@@ -30,13 +32,13 @@ def lesson_fields(*, leave_out: Collection[str] = ()) -> type[_Shape]:
         else:
             made[name] = (hints[name], ...)
     return create_model(
-        "LessonFields", __base__=_Shape, **{k: v for k, v in made.items() if k not in leave_out}
+        "LessonFields", __base__=Stored, **{k: v for k, v in made.items() if k not in leave_out}
     )
 
 
 if TYPE_CHECKING:  # mypy sees a model of any fields; they are the stores' (``lesson_fields``)
 
-    class _AllFields(_Shape):
+    class _AllFields(Stored):
         def __getattr__(self, name: str) -> Any: ...
 
     _CompactFields = _AllFields
