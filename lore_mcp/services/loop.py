@@ -185,14 +185,8 @@ class LoopService(OnLessons):
         now = datetime.now(UTC)
 
         def prior(lesson: Lesson) -> float:
-            return weight(
-                updated_at=lesson.updated_at,
-                now=now,
-                confidence=lesson.confidence,
-                upvotes=lesson.upvotes,
-                downvotes=lesson.downvotes,
-                params=params,
-            )
+            own = {name: getattr(lesson, name) for name in ("updated_at", "confidence", "upvotes", "downvotes")}
+            return weight(**own, now=now, params=params)
 
         kept = [lesson for lesson in lessons if lesson.upvotes >= lesson.downvotes]
         return sorted(kept, key=lambda lesson: (-prior(lesson), lesson.id))
