@@ -185,7 +185,7 @@ class LoopService(OnLessons):
         now = datetime.now(UTC)
 
         def prior(lesson: Lesson) -> float:
-            own = {name: getattr(lesson, name) for name in ("updated_at", "confidence", "upvotes", "downvotes")}
+            own = {key: getattr(lesson, key) for key in ("updated_at", "confidence", "upvotes", "downvotes")}
             return weight(**own, now=now, params=params)
 
         kept = [lesson for lesson in lessons if lesson.upvotes >= lesson.downvotes]
