@@ -65,6 +65,11 @@ _ANCHOR = f"""anchor AS MATERIALIZED (
 _CENTRED_SIMILARITY = (
     "1 - ((embedding - (SELECT a FROM anchor)) <=> (CAST(:q AS vector) - (SELECT a FROM anchor)))"
 )
+# Full-text search of the chosen terms (``:tsq`` or ``:entities`` for ``{tsq}``: ``word_keys``).
+_LEXICAL = (
+    "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
+    "CAST(:tags AS text[])) AS c(pk)"
+)
 
 
 # Appended to ``_begin``: the model generation, and a mention of ``lessons`` locking it before
@@ -237,8 +242,15 @@ class PostgresLessons:
             chosen, ordering = ranking.full_text_terms(query.text, terms, found, self.ranking)
             if not chosen:
                 return []
-            sql, params = _lexical_call(chosen, ordering)
-            params.update(project=scope.project, k=k, now=now, min_conf=query.min_confidence)
+            # Ordered by ``ordering`` (migration 7). ts_rank ignores rarity, so chosen entities are
+            # also searched alone, lest many common words crowd them out.
+            alone = [t for t in chosen if ranking.is_entity(t)]
+            sql = _LEXICAL.format(tsq=":tsq")
+            if alone and len(alone) < len(chosen):
+                sql = f"({sql}) UNION ({_LEXICAL.format(tsq=':entities')})"
+            # Terms are letters and digits joined by . _ / - (lexical_terms): the tsquery is well formed.
+            params = {"project": scope.project, "k": k, "now": now, "min_conf": query.min_confidence}
+            params.update(tsq=" | ".join(chosen), entities=" | ".join(alone), order=" | ".join(ordering))
             return [row[0] for row in conn.execute(text(sql), {**params, "tags": list(query.tags)})]
 
     def ensure_dim(self, dim: int) -> None:
@@ -279,21 +291,6 @@ class PostgresLessons:
         return filters, params
 
 
-def _lexical_call(chosen: list[str], ordering: list[str]) -> tuple[str, dict[str, Any]]:
-    """Full-text search of ``chosen``, ordered by ``ordering`` (migration 7). ts_rank ignores
-    rarity, so chosen entities are also searched alone, lest many common words crowd them out."""
-    alone = [t for t in chosen if ranking.is_entity(t)]
-    call = (
-        "SELECT c.pk FROM lore_lexical_candidates(:project, {tsq}, :order, :k, :now, :min_conf, "
-        "CAST(:tags AS text[])) AS c(pk)"
-    )
-    sql = call.format(tsq=":tsq")
-    if alone and len(alone) < len(chosen):
-        sql = f"({sql}) UNION ({call.format(tsq=':entities')})"
-    # Terms are letters and digits joined by . _ / - (lexical_terms): the tsquery is well formed.
-    return sql, {"tsq": " | ".join(chosen), "entities": " | ".join(alone), "order": " | ".join(ordering)}
-
-
 # Every vector of a batch in one round trip: the nearest ``k`` of each, by the HNSW index; keyed by
 # whether the project has its own index (as recall last found): the table's, searching ``ef_search``
 # 40, would bring few of its rows (a 1 % project of a million: 1 of 5 wanted).
@@ -330,9 +327,6 @@ class _Block:
             self.matrix = grown
         self.keys[self.n : end], self.expiry[self.n : end], self.matrix[self.n : end] = keys, expiry, matrix
         self.n = end
-
-    def held(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self.keys[: self.n], self.expiry[: self.n], self.matrix[: self.n]
 
 
 class _Held:
@@ -371,14 +365,14 @@ class _Held:
         """(vector's index, key, similarity) of each held row live at ``now`` and near enough to merge."""
         if project not in self.rows:
             return iter(())
-        keys, expiry, matrix = self.rows[project].held()
+        block = self.rows[project]
         # Rows x 256 similarities (at a million, up to 43M): only the few columns with a near row are
         # searched for it, and only the near rows' expiry is read (84k rows: 84-106 -> 20-55 ms).
-        sims = matrix @ np.stack(vecs).T
+        sims = block.matrix[: block.n] @ np.stack(vecs).T
         cols = np.flatnonzero(sims.max(axis=0) >= dedup.CANDIDATE_SIMILARITY)
         rows, at = np.nonzero(sims[:, cols] >= dedup.CANDIDATE_SIMILARITY)
-        live = expiry[rows] > now
-        pairs = zip(rows[live], cols[at[live]], strict=True)
+        live = block.expiry[rows] > now
+        keys, pairs = block.keys, zip(rows[live], cols[at[live]], strict=True)
         return ((int(c), int(keys[r]), float(sims[r, c])) for r, c in pairs)
 
 

@@ -313,7 +313,7 @@ MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', lea
     IS NULL AND {_VECTORS} THEN {EMBEDDING_INDEX}; END IF; END $$"""
 
 
-def migrate(engine: Engine) -> int:
+def migrate(engine: Engine) -> None:
     """Create the extension, apply pending migrations and set up the RLS role; idempotent."""
     with unavailable_on_failure(), engine.begin() as conn, unbounded(conn):  # an index build takes minutes
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
@@ -335,7 +335,6 @@ def migrate(engine: Engine) -> int:
         conn.exec_driver_sql(MISSING_INDEXES)
         _ensure_rls_role(conn)
     engine.dispose()  # new connections pick up the role and the vector type
-    return SCHEMA_VERSION
 
 
 def _ensure_rls_role(conn: Connection) -> None:

@@ -16,18 +16,10 @@ def bump_rev(conn: Connection) -> int:
     return int(row[0])
 
 
-def current_rev(conn: Connection) -> int:
-    return int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
-
-
 def stored_dim(conn: Connection) -> int | None:
     """The dimension of the file's vectors; None before the first one."""
     value = embedding_model.get_meta(LocalSqlTx(conn), "dim")
     return int(value) if value is not None else None
-
-
-def put_dim(conn: Connection, dim: int) -> None:
-    embedding_model.put_meta(LocalSqlTx(conn), "dim", str(dim))
 
 
 def generation(conn: Connection) -> int:

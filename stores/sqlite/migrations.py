@@ -156,8 +156,8 @@ MIGRATIONS: list[tuple[int, str, str | Callable[[Connection], None]]] = [
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-def migrate(conn: Connection) -> int:
-    """Apply pending migrations; returns the schema version now in force."""
+def migrate(conn: Connection) -> None:
+    """Apply pending migrations."""
     refused = "so Lore cannot bring it to the current schema"
     with writes_refused_as_unavailable(conn, refused):
         conn.execute(
@@ -172,7 +172,6 @@ def migrate(conn: Connection) -> int:
             lambda step: _run(conn, step),
             before_pending=lambda: _org_columns_named_as_on_postgres(conn),
         )
-    return SCHEMA_VERSION
 
 
 def _run(conn: Connection, step: str | Callable[[Connection], None]) -> None:

@@ -12,12 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stores.engine.embedding_model import put_meta
 from stores.engine.lessons import Scope
 from stores.engine.vector_index import IndexedRow, VectorIndex
 from stores.engine.vectors import check_dimension, unit_vector
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
 from stores.sqlite.migrations import VECTOR_COLUMNS
+from stores.sqlite.sql import LocalSqlTx
 
 if TYPE_CHECKING:
     from sqlite3 import Connection  # sqlean's at run time (``stores.sqlite.db``)
@@ -49,7 +51,7 @@ class LocalVectors:
         if stored is None:
             check_dimension(dim, MAX_DIMENSION)
             conn.execute(f"CREATE TABLE lesson_embeddings ({VECTOR_COLUMNS})")
-            meta.put_dim(conn, dim)
+            put_meta(LocalSqlTx(conn), "dim", str(dim))
         elif stored != dim:
             raise InvalidInputError(
                 f"This store holds {stored}-dimension vectors but got {dim}: the database was created "
@@ -127,7 +129,7 @@ class LocalVectors:
 
     def _synced(self, conn: Connection, dim: int) -> VectorIndex:
         """The index, brought up to the database's revision (caller holds a transaction and the lock)."""
-        rev = meta.current_rev(conn)
+        rev = int(conn.execute("SELECT value FROM lore_meta WHERE key = 'rev'").fetchone()[0])
         generation = meta.generation(conn)
         if self._index is None or generation != self._generation:
             # A re-embed swapped every vector (maybe for another dimension): load them anew.
