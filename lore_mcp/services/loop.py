@@ -185,8 +185,14 @@ class LoopService(OnLessons):
         now = datetime.now(UTC)
 
         def prior(lesson: Lesson) -> float:
-            own = {key: getattr(lesson, key) for key in ("updated_at", "confidence", "upvotes", "downvotes")}
-            return weight(**own, now=now, params=params)
+            return weight(
+                updated_at=lesson.updated_at,
+                now=now,
+                confidence=lesson.confidence,
+                upvotes=lesson.upvotes,
+                downvotes=lesson.downvotes,
+                params=params,
+            )
 
         kept = [lesson for lesson in lessons if lesson.upvotes >= lesson.downvotes]
         return sorted(kept, key=lambda lesson: (-prior(lesson), lesson.id))
