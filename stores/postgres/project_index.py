@@ -25,11 +25,8 @@ SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters:
 # again after): with the project too, the planner counted its rows twice (1 % x 0.5 %), took k for
 # all of them and, at a million, scanned and sorted the project's 10,000 rows instead.
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
-_VALID = text(
-    "SELECT k, coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass("
-    "'lessons_embedding_' || to_hex(k))), false) FROM lore_scope_key(:org, :project) AS k"
-)
-_STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"
+_KEY_OF = text("SELECT lore_scope_key(:org, :project)")
+_STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
 # The projects a bulk load left mid-sized, so it builds their indexes with the table's.
 _LARGE = text(
     f"SELECT {_KEY} FROM lessons GROUP BY 1 HAVING count(*) >= :n AND count(*) < :share "
@@ -67,7 +64,8 @@ class ProjectIndexes:
         if mid-sized, it will. One it has keeps serving it as it grows."""
         if rows < OWN_ROWS:
             return False
-        key, valid = conn.execute(_VALID, {"org": org, "project": project}).one()
+        key = conn.execute(_KEY_OF, {"org": org, "project": project}).scalar_one()
+        valid = conn.exec_driver_sql(_STATE, (name(key),)).scalar()
         with self._lock:
             start = not valid and share < OWN_SHARE and key not in self._tried
             self._tried.add(key)
