@@ -57,7 +57,8 @@ def full_text_terms(
 ) -> tuple[list[str], list[str]]:
     """The terms that find full-text candidates (``rare_terms``) and order them (``candidate_terms``)."""
     said = names(text, params)
-    chosen = rare_terms(terms, postings, params.postings_budget, query_entities(terms, said, params))
+    entities = query_entities(terms, said, params)
+    chosen = rare_terms(terms, postings, params.postings_budget, entities, rarest=params.rarest_over_budget)
     return chosen, candidate_terms(chosen, terms, said, params)
 
 
@@ -66,16 +67,18 @@ def rare_terms(
     postings: dict[str, float],
     budget: int = POSTINGS_BUDGET,
     entities: Collection[str] = (),
+    rarest: bool = True,
 ) -> list[str]:
     """Terms finding lexical candidates, rarest first while their postings fit ``budget``: ranking
     every match of a common word costs more than the rest of recall. ``entities`` come first: a
-    question paraphrases a lesson's words but repeats its numbers, identifiers and names."""
+    question paraphrases a lesson's words but repeats its numbers, identifiers and names. ``rarest``
+    keeps the first term even over budget: a moderately common word still tells lessons apart."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []
     total = 0.0
     for term in first + [t for t in present if t not in first]:
-        if chosen and total + postings[term] > budget:
+        if (chosen or not rarest) and total + postings[term] > budget:
             break
         chosen.append(term)
         total += postings[term]

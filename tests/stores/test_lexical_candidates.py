@@ -103,6 +103,29 @@ def test_without_entities_first_the_paraphrased_word_finds_only_other_lessons(
         store.close()
 
 
+def test_a_question_of_common_words_alone_searches_its_rarest(
+    filled: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    # Every word of the question is in 25 lessons, over a budget of 10. Its rarest is searched all
+    # the same and brings in the chain lessons that share its words; with ``rarest_over_budget`` off,
+    # the five nearest vectors, rotation lessons, are all the candidates. Both stores agree.
+    if filled == "postgres" and not _reads_statistics(request.getfixturevalue("postgres_url")):
+        pytest.skip("this login cannot read the planner's statistics")
+    question = RecallQuery(text="TLS handshake fails", vector=vector("same"), limit=1)
+    found = {}
+    for rarest in (True, False):
+        store = open_with(
+            filled, tmp_path, request, replace(PARAMS, postings_budget=10, rarest_over_budget=rarest)
+        )
+        try:
+            [hit] = store.recall(HERE, question)
+            found[rarest] = hit.lesson.problem
+        finally:
+            store.close()
+    assert found[True].startswith("TLS handshake fails")
+    assert found[False].startswith("Key rotation job")
+
+
 def _reads_statistics(url: str) -> bool:
     import psycopg
 

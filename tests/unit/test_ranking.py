@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -51,8 +52,16 @@ def test_rare_terms_fill_the_budget_rarest_first() -> None:
     postings = {"common": 5000.0, "rare": 3.0, "middling": 900.0, "absent": 0.0, "stopword": None}
     assert ranking.rare_terms(terms, postings, budget=1000) == ["rare", "middling"]
     assert ranking.rare_terms(terms, postings, budget=10_000) == ["rare", "middling", "common"]
-    # The rarest term is searched even when it alone is over the budget.
+    # The rarest term is searched even when it alone is over the budget (a moderately common
+    # word still tells lessons apart); with ``rarest`` off, such a question searches no words.
     assert ranking.rare_terms(["common", "absent"], postings, budget=10) == ["common"]
+    assert ranking.rare_terms(["middling", "common"], postings, budget=100) == ["middling"]
+    assert ranking.rare_terms(["common", "absent"], postings, budget=10, rarest=False) == []
+    off = replace(ranking.DEFAULT, postings_budget=10, rarest_over_budget=False)
+    assert ranking.full_text_terms("common", ["common"], postings, off)[0] == []
+    assert ranking.full_text_terms("common", ["common"], postings, replace(off, rarest_over_budget=True))[
+        0
+    ] == ["common"]
     assert ranking.rare_terms(["absent", "stopword"], postings) == []
 
 
