@@ -69,10 +69,9 @@ def rare_terms(
     entities: Collection[str] = (),
     rarest: bool = True,
 ) -> list[str]:
-    """Terms finding lexical candidates, rarest first while their postings fit ``budget``: ranking
-    every match of a common word costs more than the rest of recall. ``entities`` come first: a
-    question paraphrases a lesson's words but repeats its numbers, identifiers and names. ``rarest``
-    keeps the first term even over budget: a moderately common word still tells lessons apart."""
+    """Terms finding lexical candidates, rarest first while their postings fit ``budget`` (``rarest``:
+    the first even over it): ranking every match of a common word costs more than the rest of recall.
+    ``entities`` come first: a question paraphrases a lesson's words but repeats its numbers and names."""
     present = sorted((t for t in terms if postings.get(t)), key=postings.__getitem__)
     first = [t for t in present if t in entities and postings[t] <= budget]
     chosen: list[str] = []

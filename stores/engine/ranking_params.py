@@ -38,8 +38,7 @@ class RankingParams:
     entities_first: bool = True
     # Total postings the full-text candidates' terms may have (``rare_terms``).
     postings_budget: int = POSTINGS_BUDGET
-    # A question whose every term is over the budget still searches its rarest: without, hit@5 fell
-    # 0.988 -> 0.926 at budget 20 (a million's share) on synthetic-10k's test half (docs/ranking.md).
+    # A question whose every term is over the budget still searches its rarest (docs/ranking.md).
     rarest_over_budget: bool = True
     # An unpooled word joins its lesson's total too, raising a score without saturating it.
     open_total: bool = True
