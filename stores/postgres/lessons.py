@@ -87,8 +87,8 @@ _EF_PER_SHARE = 3
 # Projects a bulk load writes at once: one's Python work runs while another's statements do (2 cores).
 _WRITERS = 2
 
-# pgvector 0.8+ scans on past ``ef_search`` (by share too: 2k gave recall@10 0.88 in a 17 % project of a
-# million) up to 2x as many tuples, then exactly (a 0.2 % tag: 238 -> 137 ms); 0.6 (pgserver) exactly at once.
+# pgvector 0.8+ scans on while filters leave too few, to twice ``ef_search`` tuples (a 0.2 % tag: 238 -> 137
+# ms), before the exact scan 0.6 takes at once; ``ef_search`` is sized by share on both (2k: recall 0.88).
 _ITERATIVE = (
     "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
     "set_config('hnsw.max_scan_tuples', :scan_max, true)",
