@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any
 
-from lore_mcp.settings import DEFAULT_REQUEST_TIMEOUT_S, Settings
+from lore_mcp.settings import Settings
 
 if TYPE_CHECKING:
     from lore_mcp.embedding.embedder import Embedder
@@ -69,8 +69,6 @@ def build_server(
     *,
     keys: KeyService | None = None,
     tools: Collection[str] | None = None,
-    request_timeout_s: float | None = DEFAULT_REQUEST_TIMEOUT_S,
-    heavy_gate: HeavyGate | None = None,
     **settings: Any,
 ) -> LoreServer:
     """``local_server`` over a made ``lessons`` service (``keys``: key tools) or ``Services``, for tests."""
@@ -80,9 +78,7 @@ def build_server(
     services = lessons if isinstance(lessons, Services) else Services.over(lessons, keys)
     service = services.lessons
     bus, keyed = NoticeBus(service.store.notices), services.keys is not None
-    return local_server(
-        services, service.org, service.embedder, bus, keyed, tools, request_timeout_s, heavy_gate, **settings
-    )
+    return local_server(services, service.org, service.embedder, bus, keyed, tools, **settings)
 
 
 def local_server(
@@ -92,8 +88,6 @@ def local_server(
     bus: NoticeBus,
     keys: bool,
     tools: Collection[str] | None,
-    request_timeout_s: float | None,
-    heavy_gate: HeavyGate | None,
     **settings: Any,
 ) -> LoreServer:
     """The server of the ``tools`` groups (None: defaults), prompts and resources; ``services`` may
@@ -111,16 +105,7 @@ def local_server(
         groups.add("admin")
     else:  # stdio (and --dev-no-auth): the local user is trusted, as a root of the server's org.
         settings["local_caller"] = Caller(key_id="local", org=org, name="local", project=None, root=True)
-    return lore_server(
-        services,
-        groups,
-        embedder=embedder,
-        keys=keys,
-        bus=bus,
-        **settings,
-        request_timeout_s=request_timeout_s,
-        heavy_gate=heavy_gate,
-    )
+    return lore_server(services, groups, embedder=embedder, keys=keys, bus=bus, **settings)
 
 
 def remote_server(
@@ -249,8 +234,8 @@ class App(contextlib.AbstractContextManager["App"]):
             bus,
             with_keys,
             self.settings.tool_groups,
-            self.settings.request_timeout_s,
-            self.heavy_gate() if shared else None,
+            request_timeout_s=self.settings.request_timeout_s,
+            heavy_gate=self.heavy_gate() if shared else None,
             log_level=log_level,
             **auth,
         )

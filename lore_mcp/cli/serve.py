@@ -218,10 +218,8 @@ def serve_http(
     return 0
 
 
-def run_http(
-    app: App, server: LoreServer, *, host: str, port: int, log_level: LogLevel, **extra: Any
-) -> None:
-    """``transport.http.serve_http`` with the app's parts (and ``extra``), until it stops."""
+def run_http(app: App, server: LoreServer, **extra: Any) -> None:
+    """``transport.http.serve_http`` with the app's parts (and ``extra``: host, port...), until it stops."""
     import anyio
 
     from lore_mcp.transport import http
@@ -230,12 +228,9 @@ def run_http(
     anyio.run(
         lambda: http.serve_http(
             server,
-            host=host,
-            port=port,
             health=app.health,
             store_name=settings.store,
             rate_limit_per_minute=settings.rate_limit_per_minute,
-            log_level=log_level,
             drain_timeout_s=settings.drain_timeout_s,
             call_counts=app.store.call_counts,
             **extra,
