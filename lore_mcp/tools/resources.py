@@ -42,13 +42,8 @@ def _not_found(*refusals: type[Exception]) -> Iterator[None]:
         raise ResourceNotFoundError(describe(exc)[1]) from None
 
 
-def _services(server: MCPServer) -> Services | None:
-    """The serving server's services (made on first use), or None if it forwards every read."""
-    return cast(Serving, server).services
-
-
 def _ready(server: MCPServer) -> Services:
-    services = _services(server)
+    services = cast(Serving, server).services  # made on first use
     assert services is not None  # memory resources are added only where tools run
     return services
 
@@ -61,7 +56,7 @@ def add_lesson_resource(server: MCPServer) -> None:
 
     @_json_resource(server, LESSON_TEMPLATE, "lesson", description)
     async def lesson_resource(id: str) -> str:
-        services = _services(server)
+        services = cast(Serving, server).services
         if services is None:
             raise ResourceNotFoundError("This server forwards every read.")
         with _not_found(InvalidArgument, StoreError):
