@@ -328,7 +328,7 @@ class _Batch:
         if not self.keep_ids:
             return list(range(len(drafts)))
         ids = [draft.id for draft in drafts if draft.id is not None]
-        taken: set[str | None] = set(self.tx.project().existing_lesson_ids(ids) if ids else ())
+        taken: set[str | None] = set(self.tx.project().lesson_titles(ids) if ids else ())
         fresh: list[int] = []
         for i, draft in enumerate(drafts):
             if draft.id is None or draft.id not in taken:

@@ -200,13 +200,9 @@ class ProjectTx:
             {**self.scope.params, "seq": seq, "state": self.tx.dump(state)},
         )
 
-    def existing_lesson_ids(self, ids: Sequence[str]) -> set[str]:
-        """Which of ``ids`` name a lesson already stored in this project (live or expired)."""
-        # A lesson's key is (org, project, id): what other projects hold is none of this one's business.
-        return set(self.lesson_titles(ids))
-
     def lesson_titles(self, ids: Sequence[str]) -> dict[str, str]:
-        """The problem of each of ``ids`` still stored in this project, by id."""
+        """The problem of each of ``ids`` stored in this project (live or expired), by id: a lesson's
+        key is (org, project, id), so what other projects hold is none of this one's business."""
         rows = self.tx.rows(
             f"SELECT id, problem FROM lessons WHERE {SCOPE} AND {self.tx.in_list('id', 'ids')}",
             {**self.scope.params, "ids": self.tx.listed(ids)},

@@ -189,7 +189,7 @@ def check_upgraded(store: Any, ids: dict[str, str]) -> None:
     assert fresh.id not in ids.values() and not fresh.merged
     kept = store.get(alpha, ids["kept"])
     with store.transaction(beta, write=True) as tx:
-        assert tx.existing_lesson_ids([kept.id]) == set()
+        assert tx.lesson_titles([kept.id]) == {}
         tx.restore_lesson(kept.id, {**lesson_image(kept, vector("kept").tobytes()), "project": "beta"})
     assert (store.get(alpha, kept.id).project, store.get(beta, kept.id).project) == ("alpha", "beta")
     store.delete(beta, kept.id)
