@@ -69,13 +69,7 @@ class CurationService(OnLessons):
     """``find_duplicates``, ``keep_both`` and ``merge_lessons`` over the lessons' store."""
 
     async def duplicates(
-        self,
-        threshold: float = DEFAULT_THRESHOLD,
-        limit: int = 20,
-        cursor: str | None = None,
-        project: str | None = None,
-        *,
-        who: Who = NO_KEY,
+        self, threshold: float, limit: int, cursor: str | None, project: str | None, *, who: Who = NO_KEY
     ) -> DuplicatesResult:
         scope = self.lessons.scope(project, who.caller)
         if not 0 <= threshold <= 1:
