@@ -98,9 +98,7 @@ def _cannot_open(path: Path | str, exc: BaseException) -> UnavailableError:
 
 
 @contextlib.contextmanager
-def writes_refused_as_unavailable(
-    conn: Connection, consequence: str = "so the call changed nothing"
-) -> Iterator[None]:
+def writes_refused_as_unavailable(conn: Connection, consequence: str) -> Iterator[None]:
     """A read-only refusal (rolled back) becomes ``UnavailableError`` naming the file and fix."""
     try:
         yield
