@@ -153,18 +153,15 @@ class LessonService:
         self,
         *,
         query: str,
-        tags: Sequence[str] = (),
         project: str | None = None,
-        limit: int = 5,
-        min_confidence: float = 0.0,
         verbose: bool = False,
         who: Who = NO_KEY,
+        **asked: Any,
     ) -> RecallResult:
+        """``recall_lessons``; ``asked`` is the rest of the query (tags, limit...), as ``search`` takes it."""
         scope, recorded = self.scope(project, who.caller), who.note("recall")
         async with failures_recorded(self.store, scope, recorded):
-            text, hits = await self.search(
-                scope, query, tags=tags, limit=limit, min_confidence=min_confidence
-            )
+            text, hits = await self.search(scope, query, **asked)
             # The log keeps the redacted query and the ranked ids. Held in memory
             # (Store.append_activity): a worker-thread hop would cost the recall more.
             returned = tuple(Recalled(h.lesson.id, rank, h.score) for rank, h in enumerate(hits, start=1))
