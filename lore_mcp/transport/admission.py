@@ -92,11 +92,8 @@ class HeavyGate:
         self._running.update(("*", f"org:{org}", f"key:{key}"))
 
     def _give_back(self, org: str, key: str) -> None:
+        """Free the slot, then start the earliest waiters that may run now, in order of arrival."""
         self._running.subtract(("*", f"org:{org}", f"key:{key}"))
-        self._wake()
-
-    def _wake(self) -> None:
-        """Start the earliest waiters that may run now, in order of arrival."""
         for waiter in list(self._waiting):
             if not waiter.ready.done() and self._may_run(waiter.org, waiter.key):
                 self._take(waiter.org, waiter.key)
