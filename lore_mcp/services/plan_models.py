@@ -112,9 +112,6 @@ class PlanModel(_Strict):
         min_length=1, max_length=100, description="Run in order, all or nothing."
     )
 
-    def as_plan(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_unset=True)
-
 
 def check_values(name: str, given: Any) -> None:
     """A plan (``name`` "plan") or ``query_rows``'s ``where`` as ``check_json`` takes it: its frame,

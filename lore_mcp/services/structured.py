@@ -257,7 +257,7 @@ def _reporting(report: Progress, weights: list[int]) -> Callable[[int], None]:
 def redacted_plan(plan: PlanModel) -> tuple[dict[str, Any], list[str]]:
     """The plan checked then redacted: message, row values (nested too) and column defaults.
     Filters are never stored and identifiers cannot hold a secret's shape, so they stay."""
-    raw = plan.as_plan()
+    raw = plan.model_dump(by_alias=True, exclude_unset=True)  # the plan as the client wrote it
     check_values("plan", raw)
     found: set[str] = set()
 
