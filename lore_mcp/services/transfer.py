@@ -127,8 +127,6 @@ class FileReport:
 class Transfer(OnLessons):
     """Export and import on one store, for the CLI and the MCP tools alike."""
 
-    # -- export --------------------------------------------------------------------
-
     def projects(self, org: str) -> list[str]:
         with self.store.transaction(Scope(org=org, project=self.lessons.default_project), write=False) as tx:
             return tx.org_projects()
@@ -194,8 +192,6 @@ class Transfer(OnLessons):
         return ExportPage(
             lessons=[LessonOut.of(lesson) for lesson in listed.lessons], next_cursor=listed.next_cursor
         )
-
-    # -- import --------------------------------------------------------------------
 
     async def import_batch(
         self,
