@@ -57,7 +57,7 @@ nearest AS MATERIALIZED (
 
 _EXACT = "(SELECT pk, embedding <=> :q AS d FROM lessons WHERE {filters}) AS e"
 # A tag in a large project (migration 18): HNSW only if the tag's share of what it reaches (``ef_search`` x the
-# project's share) holds k, and the exact scan through the tags' index (the largest of a million: 111 -> 38 ms).
+# project's share) holds k, and the exact scan through the tags' index (the largest of a million: 111 -> 41 ms).
 _TAGGED = {
     "near_k": "CASE WHEN lore_tag_share(CAST(:tags AS text[])) * :reach >= 1.5 * :k THEN :near_k ELSE 0 END",
     "exact": "lore_nearest_tagged(:project, CAST(:tags AS text[]), :now, :min_conf, :q, :k) AS e(pk, d)",
