@@ -23,3 +23,12 @@ def check_dimension(dim: int, top: int) -> int:
     if not 1 <= dim <= top:
         raise InvalidInputError(f"A vector must have between 1 and {top} dimensions, not {dim}.")
     return dim
+
+
+def check_query(stored: int | None, query: int) -> None:
+    """A query vector of another dimension than the store's (None: no vectors yet) is refused."""
+    if stored is not None and query != stored:
+        raise InvalidInputError(
+            f"This store holds {stored}-dimension vectors but the query vector has {query}: "
+            "the database was created with a different embedding model."
+        )

@@ -26,7 +26,7 @@ from stores.engine.lesson_rows import COLUMNS, LIVE, SCOPE, RolledBack, count_li
 from stores.engine.lesson_rules import CallCounts, NoticeFeed
 from stores.engine.lessons import KINDS, Lesson, RecallQuery, Scope, WordMatches
 from stores.engine.sql import SqlTx
-from stores.errors import InvalidInputError
+from stores.engine.vectors import check_query
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import PostgresDims
@@ -195,11 +195,7 @@ class PostgresLessons:
         ) as conn:
             self.models.check(generation(conn))
             dim = self._dims.stored(conn)
-            if dim is not None and q.shape[0] != dim:
-                raise InvalidInputError(
-                    f"This store holds {dim}-dimension vectors but the query vector has {q.shape[0]}: "
-                    "the database was created with a different embedding model."
-                )
+            check_query(dim, q.shape[0])
             if dim is None and not words.keys:
                 return []
             filters, params = self._recall_filters(scope, query, words.now)

@@ -15,7 +15,7 @@ import numpy as np
 from stores.engine.embedding_model import put_meta
 from stores.engine.lessons import Scope
 from stores.engine.vector_index import IndexedRow, VectorIndex
-from stores.engine.vectors import check_dimension, unit_vector
+from stores.engine.vectors import check_dimension, check_query, unit_vector
 from stores.errors import InvalidInputError
 from stores.sqlite import meta
 from stores.sqlite.migrations import VECTOR_COLUMNS
@@ -66,11 +66,7 @@ class LocalVectors:
         dim = meta.stored_dim(conn)
         if dim is None:
             return []
-        if vec.shape[0] != dim:
-            raise InvalidInputError(
-                f"This store holds {dim}-dimension vectors but the query vector has {vec.shape[0]}: "
-                "the database was created with a different embedding model."
-            )
+        check_query(dim, vec.shape[0])
         with self._lock:
             pool = self._synced(conn, dim).search(scope_key(scope), vec, k, **filters)
         return _best(self.similarities(conn, [key for key, _ in pool], vec), k)

@@ -230,7 +230,7 @@ def test_a_vector_of_another_dimension_is_refused_and_changes_nothing(store: Sto
     store.save(HERE, draft("first"), vector("f"))
     with pytest.raises(InvalidInputError, match="384"):
         store.save(HERE, draft("wrong"), np.ones(768, dtype=np.float32))
-    with pytest.raises(InvalidInputError):
+    with pytest.raises(InvalidInputError, match="holds 384-dimension vectors but the query vector has 10"):
         store.recall(HERE, RecallQuery(text="x", vector=np.ones(10, dtype=np.float32)))
     assert store.count("local") == 1
 
