@@ -203,8 +203,8 @@ class PostgresLessons:
             ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:
-                scans = {"near_k": ":near_k", "exact": _EXACT.format(filters=filters)}
-                scans = _TAGGED if query.tags and (own or near_k) else scans  # a small project: its scan
+                tagged = query.tags and near_k  # HNSW serves the project (its own index too: near_k is k)
+                scans = _TAGGED if tagged else {"near_k": ":near_k", "exact": _EXACT.format(filters=filters)}
                 vector = _VECTOR_CANDIDATES.format(searched=searched, **scans)
                 ctes = f"WITH {vector} "
                 candidates = f"SELECT pk FROM vector UNION {candidates}"
