@@ -1,9 +1,19 @@
 """A server killed in the middle of a big apply leaves the project either untouched or fully changed.
 
-A real ``lore-memory mcp`` process gets one plan that creates a table and inserts many rows;
-it is sent SIGKILL part-way (timed from a full run of the same plan). Another store opened
-on the same database must then find either the table with every row and exactly one apply
-commit, or the schema as it was with no rows and no commit, and go on accepting plans.
+A real ``lore-memory mcp`` process gets one plan that creates a table and inserts many rows,
+and is sent SIGKILL on an event, never after a guessed time:
+
+- while it plans, once it reports progress, with the store's writer held by the test so that
+  it cannot have begun to write;
+- in the middle of its write transaction. On Postgres the test holds an uncommitted commit row
+  of the same number, so the server writes every row and then waits on it. On SQLite the test
+  empties the write-ahead log first, stops the server at its first write there and reads the
+  log: one that does not end with a whole commit frame is a transaction under way.
+
+A revert of a full apply is killed in the middle of its write the same way. Another store
+opened on the same database must then find the table with every row and exactly one apply
+commit, or the schema as it was with no rows and no commit (always so when the kill came
+mid-write), and go on accepting plans.
 """
 
 from __future__ import annotations
@@ -11,8 +21,10 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import signal
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,35 +48,47 @@ from tests.support.plans import (
 )
 from tests.support.processes import RawServer, server_env
 
-# Kill after these fractions of the time a complete apply took.
-KILL_AT = [0.3, 0.6, 0.8, 0.92]
-# Kill a revert of the full apply after this fraction of the apply's time.
-REVERT_KILL_AT = 0.4
 REPLY_TIMEOUT = 120
+# SQLite's mid-write kill comes after the commit frame if the test is starved that long.
+SQLITE_TRIES = 3
 
 
 class Driven(RawServer):
-    """A raw server process with tool calls that wait for their own reply."""
+    """A raw server process with tool calls that wait for their own reply or progress."""
 
     next_id = 100
 
-    def send_call(self, tool: str, arguments: dict[str, Any]) -> int:
+    def send_call(self, tool: str, arguments: dict[str, Any], *, progress: bool = False) -> int:
         self.next_id += 1
-        self.request(self.next_id, "tools/call", {"name": tool, "arguments": arguments})
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if progress:
+            params["_meta"] = {"progressToken": self.next_id}
+        self.request(self.next_id, "tools/call", params)
         return self.next_id
 
-    def wait_for(self, msg_id: int, timeout: float = REPLY_TIMEOUT) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
+    def next_message(self, deadline: float, msg_id: int) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
+        except queue.Empty:
+            pytest.fail(f"nothing more about request {msg_id}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"nothing about request {msg_id} in {REPLY_TIMEOUT} s")
+        return json.loads(line)
+
+    def wait_for(self, msg_id: int) -> dict[str, Any]:
+        deadline = time.monotonic() + REPLY_TIMEOUT
+        while (message := self.next_message(deadline, msg_id)).get("id") != msg_id:
+            pass
+        return message
+
+    def wait_for_progress(self, msg_id: int) -> None:
+        """Return at the call's first progress notification: it is running, not yet answered."""
+        deadline = time.monotonic() + REPLY_TIMEOUT
         while True:
-            try:
-                line = self.lines.get(timeout=max(0.1, deadline - time.monotonic()))
-            except queue.Empty:
-                pytest.fail(f"no reply to request {msg_id}")
-            message = json.loads(line)
-            if message.get("id") == msg_id:
-                return message
-            if time.monotonic() > deadline:
-                pytest.fail(f"no reply to request {msg_id}")
+            message = self.next_message(deadline, msg_id)
+            assert message.get("id") != msg_id, f"request {msg_id} answered before any progress: {message}"
+            if message.get("params", {}).get("progressToken") == msg_id:
+                return
 
     def tool(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         reply = self.wait_for(self.send_call(tool, arguments))
@@ -83,6 +107,10 @@ class Driven(RawServer):
                 if json.loads(line).get("id") == msg_id:
                     return True
 
+    def freeze(self) -> None:
+        """SIGSTOP: the process stays as it is until it is killed."""
+        self.proc.send_signal(signal.SIGSTOP)
+
     def kill(self) -> None:
         self.proc.kill()
         self.proc.wait(timeout=30)
@@ -96,51 +124,181 @@ def start(env: dict[str, str]) -> Driven:
     return server
 
 
-def crash_runs(env: dict[str, str], prefix: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """One full apply to time it, then one killed apply per delay, each in its own project,
-    then a killed revert of the full apply.
+def wait_until(what: str, happened: Callable[[], bool]) -> None:
+    """Poll for an event the test cannot be told of, up to a deadline far past any busy machine's."""
+    deadline = time.monotonic() + REPLY_TIMEOUT
+    while not happened():
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what} did not happen in {REPLY_TIMEOUT} s")
+        time.sleep(0.001)
 
-    Returns the full apply (with its project and time) and, per killed apply, its project, the
-    schema hash before it, the delay and whether a reply came before the kill.
+
+def ends_committed(wal: bytes) -> bool:
+    """Whether the write-ahead log ends with a whole commit frame (its header's second word set).
+
+    Only for a log the test emptied first, which then holds the one writer's frames: a log that
+    ends otherwise (a header alone, a frame half written, a frame of data) is a write under way.
+    """
+    if len(wal) < 32:
+        return False
+    frame = 24 + int.from_bytes(wal[8:12], "big")
+    whole, part = divmod(len(wal) - 32, frame)
+    last = 32 + (whole - 1) * frame
+    return whole > 0 and not part and int.from_bytes(wal[last + 4 : last + 8], "big") != 0
+
+
+Caught = Callable[[Driven], bool]
+
+
+class SqliteGates:
+    """The writer held, and a write caught part-way, on a local store."""
+
+    tries = SQLITE_TRIES
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+        self.wal = Path(f"{db}-wal")
+
+    def wal_size(self) -> int:
+        """The log's size; it is gone while no connection has the database open."""
+        with contextlib.suppress(FileNotFoundError):
+            return self.wal.stat().st_size
+        return 0
+
+    @contextlib.contextmanager
+    def writer_held(self, project: str, seq: int) -> Iterator[None]:
+        from stores.sqlite.db import connect
+
+        conn = connect(self.db)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            conn.execute("ROLLBACK")
+            conn.close()
+
+    @contextlib.contextmanager
+    def mid_write(self, project: str, seq: int) -> Iterator[Caught]:
+        from stores.sqlite.db import connect
+
+        conn = connect(self.db)
+        try:
+            busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            conn.close()
+        assert (busy, frames, self.wal_size()) == (0, 0, 0)
+
+        def caught(server: Driven) -> bool:
+            wait_until("the server's first write", lambda: self.wal_size() > 0)
+            server.freeze()
+            return not ends_committed(self.wal.read_bytes())
+
+        yield caught
+
+
+class PostgresGates:
+    """The writer held, and a write caught part-way, on Postgres: an uncommitted commit row of the
+    number the server's commit will take keeps its insert waiting, after every other write."""
+
+    tries = 1
+
+    def __init__(self, url: str, project_of_org: str) -> None:
+        import psycopg
+
+        self.url = url
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT org_id FROM commits WHERE project = %s", (project_of_org,)).fetchone()
+        assert row is not None
+        self.org = row[0]
+
+    @contextlib.contextmanager
+    def writer_held(self, project: str, seq: int) -> Iterator[int]:
+        import psycopg
+
+        with psycopg.connect(self.url) as hold:
+            hold.execute(
+                "INSERT INTO commits (id, org_id, project, seq, kind, message, actor, created_at, "
+                "schema_hash_before, schema_hash_after, effects) "
+                "VALUES (%s, %s, %s, %s, 'apply', 'held', 'test', now(), '', '', '{}')",
+                (uuid.uuid4().hex, self.org, project, seq),
+            )
+            yield hold.info.backend_pid
+            hold.rollback()
+
+    @contextlib.contextmanager
+    def mid_write(self, project: str, seq: int) -> Iterator[Caught]:
+        import psycopg
+
+        with self.writer_held(project, seq) as holder, psycopg.connect(self.url, autocommit=True) as look:
+
+            def waiting_after_its_rows() -> bool:
+                return bool(
+                    look.execute(
+                        "SELECT 1 FROM pg_locks l WHERE l.relation = 'mem_rows'::regclass "
+                        "AND l.mode = 'RowExclusiveLock' AND l.granted AND %s = ANY(pg_blocking_pids(l.pid))",
+                        (holder,),
+                    ).fetchone()
+                )
+
+            def caught(server: Driven) -> bool:
+                wait_until("the server's wait on the held commit", waiting_after_its_rows)
+                return True
+
+            yield caught
+
+
+Gates = SqliteGates | PostgresGates
+
+
+def killed_apply(server: Driven, project: str, gates: Gates, *, planning: bool) -> dict[str, Any]:
+    """Send ``project`` the big plan and kill the server while it plans (the writer held) or mid-write."""
+    base = server.tool("schema", {"project": project})["schema_hash"]
+    plan = {"plan": make_plan(base, *big_operations()), "project": project}
+    mid_write = False
+    if planning:
+        with gates.writer_held(project, 1):
+            msg_id = server.send_call("apply", plan, progress=True)
+            server.wait_for_progress(msg_id)
+            server.kill()
+    else:
+        with gates.mid_write(project, 1) as caught:
+            msg_id = server.send_call("apply", plan)
+            mid_write = caught(server)
+            server.kill()
+    return {"project": project, "base": base, "replied": server.replied(msg_id), "mid_write": mid_write}
+
+
+def crash_runs(
+    env: dict[str, str], prefix: str, gates_for: Callable[[str], Gates]
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One full apply, one apply killed while planning, applies killed mid-write (until one is
+    caught before its commit), then a revert of the full apply killed mid-write.
+
+    Returns the full apply (with its project) and, per killed apply, its project, the schema hash
+    before it, whether a reply came before the kill and whether it was caught mid-write.
     """
     server = start(env)
     attempts: list[dict[str, Any]] = []
     try:
-        # Time the apply once the model has loaded: a load still running beside the calibration
-        # would slow it, and every kill time derived from it would then come too late.
-        server.tool("recall_lessons", {"query": "wait for the model", "project": f"{prefix}-warm"})
-        calibration = f"{prefix}-calibrate"
-        base = server.tool("schema", {"project": calibration})["schema_hash"]
-        plan = make_plan(base, *big_operations(), message="big insert")
-        began = time.monotonic()
-        applied = server.tool("apply", {"plan": plan, "project": calibration})
-        full_time = time.monotonic() - began
-        assert applied["effects"]["rows"]["inserted"] == ROWS
-        applied.update(project=calibration, base=base, full_time=full_time)
-        for n, fraction in enumerate(KILL_AT):
-            if n:
-                server = start(env)
-            project = f"{prefix}-{n}"
-            base = server.tool("schema", {"project": project})["schema_hash"]
-            msg_id = server.send_call(
-                "apply", {"plan": make_plan(base, *big_operations()), "project": project}
-            )
-            time.sleep(full_time * fraction)
-            server.kill()
-            attempts.append(
-                {
-                    "project": project,
-                    "base": base,
-                    "replied": server.replied(msg_id),
-                    "delay": full_time * fraction,
-                }
-            )
-        server = start(env)
-        msg_id = server.send_call(
-            "revert_commit", {"commit_id": applied["commit_id"], "project": calibration}
+        full = f"{prefix}-full"
+        base = server.tool("schema", {"project": full})["schema_hash"]
+        applied = server.tool(
+            "apply", {"plan": make_plan(base, *big_operations(), message="big"), "project": full}
         )
-        time.sleep(full_time * REVERT_KILL_AT)
-        server.kill()
+        assert applied["effects"]["rows"]["inserted"] == ROWS
+        applied.update(project=full, base=base)
+        gates = gates_for(full)
+        attempts.append(killed_apply(server, f"{prefix}-0", gates, planning=True))
+        for n in range(1, gates.tries + 1):
+            server = start(env)
+            attempts.append(killed_apply(server, f"{prefix}-{n}", gates, planning=False))
+            if attempts[-1]["mid_write"]:
+                break
+        server = start(env)
+        with gates.mid_write(full, 2) as caught:
+            msg_id = server.send_call("revert_commit", {"commit_id": applied["commit_id"], "project": full})
+            applied["revert_mid_write"] = caught(server)
+            server.kill()
         applied["revert_replied"] = server.replied(msg_id)
     finally:
         if server.proc.poll() is None:
@@ -165,6 +323,7 @@ async def check_consistent(
             commits = (await call(client, "history", project=project))["commits"]
             if schema["tables"]:
                 outcomes.append("applied")
+                assert not attempt["mid_write"], f"killed before its commit, yet it landed: {attempt}"
                 assert [t["name"] for t in schema["tables"]] == ["crash"], attempt
                 assert table_of(schema, "crash")["row_count"] == ROWS, attempt
                 assert schema["schema_hash"] == applied_hash, attempt
@@ -210,6 +369,7 @@ async def check_consistent(
             assert schema["schema_hash"] == applied_hash and kinds == ["apply"]
         else:
             outcomes.append("reverted")
+            assert not applied["revert_mid_write"], "the revert was killed before its commit, yet it landed"
             assert schema["schema_hash"] == applied["base"] and kinds == ["revert", "apply"]
         again = await apply_ops(client, create_table("after_crash", column("x", "text")), project=project)
         assert again["seq"] == len(kinds) + 1
@@ -246,15 +406,15 @@ def wait_until_postgres_is_quiet(url: str, timeout: float = 60) -> None:
 
 
 def report(outcomes: list[str], attempts: list[dict[str, Any]]) -> None:
-    delays = [round(a["delay"], 2) for a in attempts]
-    print("crash outcomes:", list(zip(outcomes, [*delays, "revert"], strict=True)))
+    kinds = ["planning", *("mid-write" if a["mid_write"] else "late" for a in attempts[1:]), "revert"]
+    print("crash outcomes:", list(zip(outcomes, kinds, strict=True)))
 
 
 async def test_a_local_server_killed_mid_apply_leaves_all_or_nothing(
     tmp_path: Path, embedder: Embedder
 ) -> None:
     db = tmp_path / "lore.db"
-    applied, attempts = crash_runs(server_env(db), "crash")
+    applied, attempts = crash_runs(server_env(db), "crash", lambda project: SqliteGates(db))
     assert sqlite_integrity(db) == "ok"
     store = open_local_store(db)
     try:
@@ -262,8 +422,8 @@ async def test_a_local_server_killed_mid_apply_leaves_all_or_nothing(
     finally:
         store.close()
     report(outcomes, attempts)
-    # The earliest kill came well before a full apply's time: the test must have caught one mid-way.
-    assert outcomes[0] == "untouched", "the kill came too late to test anything; raise ROWS"
+    assert outcomes[0] == "untouched"
+    assert attempts[-1]["mid_write"], f"no kill came before the commit in {SQLITE_TRIES} tries"
 
 
 async def test_a_postgres_server_killed_mid_apply_leaves_all_or_nothing(
@@ -271,7 +431,7 @@ async def test_a_postgres_server_killed_mid_apply_leaves_all_or_nothing(
 ) -> None:
     prefix = f"crash-{uuid.uuid4().hex[:10]}"  # other tests' projects may still be in the database
     env = server_env(tmp_path / "unused.db", LORE_STORE="postgres", LORE_DATABASE_URL=postgres_url)
-    applied, attempts = crash_runs(env, prefix)
+    applied, attempts = crash_runs(env, prefix, lambda project: PostgresGates(postgres_url, project))
     wait_until_postgres_is_quiet(postgres_url)
     store = open_postgres_store(postgres_url)
     try:
@@ -279,4 +439,4 @@ async def test_a_postgres_server_killed_mid_apply_leaves_all_or_nothing(
     finally:
         store.close()
     report(outcomes, attempts)
-    assert outcomes[0] == "untouched", "the kill came too late to test anything; raise ROWS"
+    assert outcomes == ["untouched", "untouched", "revert rolled back"]
