@@ -367,8 +367,8 @@ async def test_a_writer_waiting_on_a_held_sqlite_lock_is_unavailable_after_the_b
             holder.execute("ROLLBACK")
             assert err.value.code == "UNAVAILABLE"
             assert "locked by another process" in err.value.message
-            # Once, not six times, the busy timeout.
-            assert 0.9 <= took < 2.5
+            # Once, not six times (6 s), the busy timeout; the rest is margin for a busy machine.
+            assert 0.9 <= took < 5.0
             assert (await call(client, "apply", plan=plan))["seq"] == 1
     finally:
         holder.close()
@@ -394,7 +394,8 @@ async def test_a_writer_waiting_on_a_held_sqlite_lock_gives_up_at_the_request_de
         holder.close()
     assert err.value.code == "UNAVAILABLE"
     assert "took longer than this server allows" in err.value.message
-    assert 0.9 <= took < 2.5
+    # The deadline (1 s), not the busy timeout (30 s); the rest is margin for a busy machine.
+    assert 0.9 <= took < 5.0
 
 
 # --- item 6: edge-of-range input is a VALIDATION_ERROR, alike on both backends -------------------
