@@ -76,10 +76,12 @@ def test_a_dropped_listening_connection_listens_again(two: tuple[Store, Store], 
         assert time.monotonic() < deadline, "the listening connection never heard a notice again"
         a.publish({"n": n})
         try:
-            assert at_b.get(timeout=2) == {"n": n}
-            break
+            heard = at_b.get(timeout=2)
         except queue.Empty:
             continue
+        # On a busy machine an earlier notice may arrive after its two seconds: any of them counts.
+        assert heard in [{"n": i} for i in range(n + 1)]
+        break
 
 
 def test_close_ends_the_listening_thread(postgres_url: str) -> None:
