@@ -240,7 +240,7 @@ async def test_revoking_a_key_over_mcp_ends_its_standing_stream_at_once(
         await call(admin, "save_lesson", problem="the stream works", resolution="r")
         await stream.wait_for_notices(1)
         await call(admin, "revoke_key", id=bob_id)
-        with anyio.fail_after(2):
+        with anyio.fail_after(10):  # at once, not at the 15 s ping's re-check; margin for a busy machine
             await stream.ended.wait()
         for i in range(3):
             await call(admin, "save_lesson", problem=f"after the revocation {i}", resolution="r")
