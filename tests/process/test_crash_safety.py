@@ -133,18 +133,25 @@ def wait_until(what: str, happened: Callable[[], bool]) -> None:
         time.sleep(0.001)
 
 
-def ends_committed(wal: bytes) -> bool:
-    """Whether the write-ahead log ends with a whole commit frame (its header's second word set).
-
-    Only for a log the test emptied first, which then holds the one writer's frames: a log that
-    ends otherwise (a header alone, a frame half written, a frame of data) is a write under way.
-    """
+def frames_of(wal: bytes) -> tuple[list[bool], bool]:
+    """Per whole frame of a write-ahead log, whether it commits a transaction (its header's second
+    word is set); and whether more was written (a header alone, a frame half written)."""
     if len(wal) < 32:
-        return False
+        return [], bool(wal)
     frame = 24 + int.from_bytes(wal[8:12], "big")
     whole, part = divmod(len(wal) - 32, frame)
-    last = 32 + (whole - 1) * frame
-    return whole > 0 and not part and int.from_bytes(wal[last + 4 : last + 8], "big") != 0
+    starts = [32 + n * frame for n in range(whole)]
+    return [int.from_bytes(wal[at + 4 : at + 8], "big") != 0 for at in starts], part > 0
+
+
+def ends_committed(wal: bytes) -> bool:
+    """Whether the log ends with a whole commit frame.
+
+    Only for a log the test emptied first, which then holds the one writer's frames: a log that
+    ends otherwise is a write under way.
+    """
+    commits, more = frames_of(wal)
+    return bool(commits) and commits[-1] and not more
 
 
 Caught = Callable[[Driven], bool]
@@ -177,8 +184,8 @@ class SqliteGates:
             conn.execute("ROLLBACK")
             conn.close()
 
-    @contextlib.contextmanager
-    def mid_write(self, project: str, seq: int) -> Iterator[Caught]:
+    def empty_log(self) -> None:
+        """Checkpoint and truncate the log: what it holds next is the next writer's alone."""
         from stores.sqlite.db import connect
 
         conn = connect(self.db)
@@ -187,6 +194,10 @@ class SqliteGates:
         finally:
             conn.close()
         assert (busy, frames, self.wal_size()) == (0, 0, 0)
+
+    @contextlib.contextmanager
+    def mid_write(self, project: str, seq: int) -> Iterator[Caught]:
+        self.empty_log()
 
         def caught(server: Driven) -> bool:
             wait_until("the server's first write", lambda: self.wal_size() > 0)
@@ -440,3 +451,19 @@ async def test_a_postgres_server_killed_mid_apply_leaves_all_or_nothing(
         store.close()
     report(outcomes, attempts)
     assert outcomes == ["untouched", "untouched", "revert rolled back"]
+
+
+async def test_a_local_apply_writes_one_transaction(tmp_path: Path) -> None:
+    """What a kill at the first frame cannot see (a commit after it), the log shows: one commit, last."""
+    db = tmp_path / "lore.db"
+    gates, server = SqliteGates(db), start(server_env(db))
+    try:
+        base = server.tool("schema", {"project": "one"})["schema_hash"]
+        gates.empty_log()
+        applied = server.tool("apply", {"plan": make_plan(base, *big_operations()), "project": "one"})
+        commits, more = frames_of(gates.wal.read_bytes())
+    finally:
+        server.kill()
+    assert applied["effects"]["rows"]["inserted"] == ROWS
+    assert len(commits) > 100 and not more, "the apply's rows were not in the log"
+    assert [n for n, commit in enumerate(commits) if commit] == [len(commits) - 1]
