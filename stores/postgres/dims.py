@@ -10,7 +10,6 @@ from stores.errors import InvalidInputError
 from stores.postgres.db import as_owner, transaction
 
 MAX_DIMENSION = 2000  # pgvector's HNSW index takes at most 2000 dimensions
-EMBEDDING_INDEX = "CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)"
 # A vector stays in its row (migration 14): TOASTed out of it, an exact scan read four pages a row.
 _INLINE = "ALTER COLUMN embedding SET STORAGE MAIN"
 EMBEDDING_INLINE = f"ALTER TABLE lessons {_INLINE}"
@@ -59,7 +58,6 @@ class PostgresDims:
                 if stored is None:
                     stored = check_dimension(dim, MAX_DIMENSION)  # an int, never user text
                     conn.exec_driver_sql(EMBEDDING_COLUMN.format(stored))
-                    conn.exec_driver_sql(EMBEDDING_INDEX)
                     conn.execute(
                         text("INSERT INTO lore_meta (key, value) VALUES ('dim', :d)"), {"d": str(dim)}
                     )

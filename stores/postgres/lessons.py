@@ -56,8 +56,9 @@ nearest AS MATERIALIZED (
 )"""
 
 _EXACT = "(SELECT pk, embedding <=> :q AS d FROM lessons WHERE {filters}) AS e"
-# A tag in a large project (migration 18): HNSW only if the tag's share of what it reaches (``ef_search`` x the
-# project's share) holds k, and the exact scan through the tags' index (the largest of a million: 111 -> 41 ms).
+# A tag in a large project (migration 18): HNSW only if the tag's share of what it reaches (``ef_search`` rows
+# of the project's own index) holds k, and the exact scan through the tags' index (a million's largest project:
+# 111 -> 41 ms).
 _TAGGED = {
     "near_k": "CASE WHEN lore_tag_share(CAST(:tags AS text[])) * :reach >= 1.5 * :k THEN :near_k ELSE 0 END",
     "exact": "lore_nearest_tagged(:project, CAST(:tags AS text[]), :now, :min_conf, :q, :k) AS e(pk, d)",
@@ -88,15 +89,15 @@ _GENERATION = (
 )
 
 
-# ``ef_search`` x a project's share is about how many of its rows HNSW finds. 1.5 x the k wanted
-# would do, but on clustered vectors a search that small misses whole clusters: at a million, in a
-# project of 17 %, recall@10 against exact search 0.91 with 1.5, 0.94-0.97 with 3 (4.5-10 ms more).
-_EF_PER_SHARE = 3
+# ``ef_search`` in a project's own index (``project_index``; pgvector's most: 1,000). On clustered vectors
+# a small search misses whole clusters: at a million, in the project of 168,502, recall@10 against exact
+# search over 120 questions was 0.90 with 100, 0.93 with 200, 0.95 with 400, 0.96 with 600 (p50 17 -> 19 ms).
+_EF_OWN = 600
 # Projects a bulk load writes at once: one's Python work runs while another's statements do (2 cores).
 _WRITERS = 2
 
 # pgvector 0.8+ scans on while filters leave too few, to twice ``ef_search`` tuples (a 0.2 % tag: 238 -> 137
-# ms), before the exact scan 0.6 takes at once; ``ef_search`` is sized by share on both (2k: recall 0.88).
+# ms), before the exact scan 0.6 takes at once.
 _ITERATIVE = (
     "set_config('hnsw.iterative_scan', 'relaxed_order', true)",
     "set_config('hnsw.max_scan_tuples', :scan_max, true)",
@@ -140,14 +141,15 @@ class PostgresLessons:
         self.notices: NoticeFeed | None = self._notices
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._own = ProjectIndexes(self._engine, direct_url)
-        self._shares: dict[tuple[str, str], tuple[float, bool, float]] = {}  # scope: share, own index, when
+        self._owned: dict[tuple[str, str], tuple[bool, float]] = {}  # scope: own index, when looked up
         self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
     def bulk(self, org: str, coming: int) -> Iterator[int]:
-        """``SqlStore.bulk``: an import larger than ``lessons``, by its owner, loads without the HNSW
-        and full-text indexes (1.0 and 0.55 ms a row of upkeep) and builds them after, as pg_restore
-        does (a killed one leaves that to ``migrate``); near duplicates among its rows: ``_Held``.
+        """``SqlStore.bulk``: an import larger than ``lessons``, by its owner, loads without the full-text
+        index (0.55 ms a row of upkeep) and the HNSW indexes of projects it makes large (1.0 ms), and
+        builds them after, as pg_restore does (a killed one leaves that to ``migrate`` and recall);
+        near duplicates among its rows: ``_Held``.
         ``_WRITERS`` projects are written at once, each on its own connection."""
         with transaction(self._engine, org) as conn:
             upto = conn.execute(_BULK, {"n": coming}).scalar()
@@ -159,7 +161,7 @@ class PostgresLessons:
                 self._held = None
                 with transaction(self._engine, None) as conn, unbounded(conn):
                     conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
-                    build_large(conn)
+                    build_large(PostgresSqlTx(conn))
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:
@@ -172,8 +174,8 @@ class PostgresLessons:
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
+        own = not self._held and self._has_own(scope)  # a bulk load's near duplicates: ``_Held``
         with self._begin(scope.org, lock, *fast, key=f"{scope.org}/{scope.project}") as conn:
-            own = self._shares.get((scope.org, scope.project), (1.0, False, 0.0))[1]
             yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held, own=own)
 
     @contextlib.contextmanager
@@ -186,10 +188,8 @@ class PostgresLessons:
     ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        share, own = self._share(scope)
-        share = 1.0 if own else share  # in the project's own index, its rows alone
-        near_k = k if 1.5 * k / share <= 1000 else 0  # under 7.5 % of the rows HNSW falls short: exact
-        ef = 2 * k if own else min(1000, max(2 * k, math.ceil(_EF_PER_SHARE * k / share)))
+        own = self._has_own(scope)
+        near_k, ef = (k if own else 0), min(1000, max(_EF_OWN, 2 * k))  # without its own index: exact
         with self._begin(
             scope.org, ef_search, *self._scan, engine=self._reads, ef=str(ef), scan_max=str(2 * ef)
         ) as conn:
@@ -203,7 +203,7 @@ class PostgresLessons:
             ctes, sim, near = "", "NULL", "false"
             candidates = "SELECT unnest(CAST(:lexical AS bigint[]))"
             if dim is not None:
-                tagged = query.tags and near_k  # HNSW serves the project (its own index too: near_k is k)
+                tagged = query.tags and own  # HNSW serves the project
                 scans = _TAGGED if tagged else {"near_k": ":near_k", "exact": _EXACT.format(filters=filters)}
                 vector = _VECTOR_CANDIDATES.format(searched=searched, **scans)
                 ctes = f"WITH {vector} "
@@ -217,27 +217,21 @@ class PostgresLessons:
                 f"{ctes}SELECT {_RECALL_COLUMNS}, {sim} AS sim, {near} AS near FROM lessons "
                 f"WHERE pk IN ({candidates}) AND {filters}"
             )
-            params.update(q=q, k=k, near_k=near_k, reach=ef * share, lexical=list(words.keys))
+            params.update(q=q, k=k, near_k=near_k, reach=ef, lexical=list(words.keys))
             return PostgresSqlTx(conn).rows(sql, params)
 
-    def _share(self, scope: Scope) -> tuple[float, bool]:
-        """The project's share of rows and whether it has its own index, looked up at most once a minute.
-        HNSW filters after its search, finding about ``ef_search`` times the share, so recall sizes
-        ``ef_search`` by it; when even 1,000 is too few, the exact scan alone (a 1 % project of a million:
-        56 ms with a vain HNSW search first), until the project is large enough for its own index."""
+    def _has_own(self, scope: Scope) -> bool:
+        """Whether the project has its own index, looked up at most once a minute (a large one
+        without gets it built: ``ProjectIndexes.ready``)."""
         key, now = (scope.org, scope.project), time.monotonic()
-        known = self._shares.get(key)
-        if known is not None and now - known[2] < 60:
-            return known[0], known[1]
+        known = self._owned.get(key)
+        if known is not None and now - known[1] < 60:
+            return known[0]
         with transaction(self._reads, scope.org) as conn:
-            total = conn.execute(
-                text("SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass")
-            ).scalar()
             rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
-            share = min(1.0, max(rows, 1) / float(total or 1))
-            own = self._own.ready(conn, scope.org, scope.project, rows, share)
-        self._shares[key] = (share, own, now)
-        return share, own
+            own = self._own.ready(conn, scope.org, scope.project, rows)
+        self._owned[key] = (own, now)
+        return own
 
     def word_keys(
         self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
@@ -301,9 +295,8 @@ class PostgresLessons:
         return filters, params
 
 
-# Every vector of a batch in one round trip: the nearest ``k`` of each, by the HNSW index; keyed by
-# whether the project has its own index (as recall last found): the table's, searching ``ef_search``
-# 40, would bring few of its rows (a 1 % project of a million: 1 of 5 wanted).
+# Every vector of a batch in one round trip: the nearest ``k`` of each; keyed by whether the project
+# has its own index, which the key's filter lets the planner take, else by an exact scan.
 _NEAREST = {
     own: text(
         "SELECT q.i, n.pk, n.sim FROM unnest(CAST(CAST(:qs AS text[]) AS vector[])) WITH ORDINALITY AS q(v, i) "
@@ -355,7 +348,7 @@ class _Held:
         with self._lock:
             if not self._dropped:
                 with transaction(engine, None) as conn:
-                    as_owner(conn, "DROP INDEX IF EXISTS lessons_embedding, lessons_tsv")
+                    as_owner(conn, "DROP INDEX IF EXISTS lessons_tsv")
                 self._dropped = True
 
     def add(self, project: str, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:

@@ -9,7 +9,7 @@ from sqlalchemy import Connection, Engine, text
 from stores.engine import schema
 from stores.errors import UnavailableError
 from stores.postgres.db import RLS_ROLE, unavailable_on_failure, unbounded
-from stores.postgres.dims import EMBEDDING_INDEX, EMBEDDING_INLINE
+from stores.postgres.dims import EMBEDDING_INLINE
 from stores.postgres.sql import PostgresSqlTx
 
 logger = logging.getLogger("stores.postgres")
@@ -331,18 +331,20 @@ MIGRATIONS: list[tuple[int, str, str]] = [
         END
         $$;""",
     ),
+    # No index of the whole table: each large project's own (``project_index``), built by the first
+    # recall or save that finds it missing, by a bulk load, or by a re-embed; smaller ones are scanned.
+    (19, "vectors indexed by project alone", "DROP INDEX IF EXISTS lessons_embedding"),
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
-# An import drops the HNSW and full-text indexes while it loads (``PostgresLessons.bulk``); one
-# killed halfway leaves them missing, so every open builds what is missing, with memory to do so.
-# HNSW's graph is built in memory at about 4 bytes a dimension and 700 more a row (a million of 384:
-# 2.1 GB): the estimate leaves a margin, since past it the build goes on disk (288 s, not 248 s).
+# An import drops the full-text index while it loads (``PostgresLessons.bulk``); one killed halfway
+# leaves it missing, so every open builds it if missing. The memory is for the projects' HNSW indexes
+# a bulk load builds next: a graph takes about 4 bytes a dimension and 700 more a row (a million of
+# 384: 2.1 GB), and past its memory the build goes on disk (a million: 288 s, not 248 s).
 MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + (greatest(reltuples, 0)
     * (1024 + 4 * coalesce((SELECT value::int FROM lore_meta WHERE key = 'dim'), 0)) / 1048576)::bigint) || 'MB', true)
     FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN
-    CREATE INDEX lessons_tsv ON lessons USING gin ({_SCOPED_WORDS}) WITH (fastupdate = off); END IF; IF to_regclass('lessons_embedding')
-    IS NULL AND {_VECTORS} THEN {EMBEDDING_INDEX}; END IF; END $$"""
+    CREATE INDEX lessons_tsv ON lessons USING gin ({_SCOPED_WORDS}) WITH (fastupdate = off); END IF; END $$"""
 
 
 def migrate(engine: Engine) -> None:

@@ -16,7 +16,8 @@ from stores.engine.embedding_model import read_generation
 from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import transaction, unavailable_on_failure, unbounded
-from stores.postgres.dims import EMBEDDING_COLUMN, EMBEDDING_INDEX, MAX_DIMENSION, PostgresDims
+from stores.postgres.dims import EMBEDDING_COLUMN, MAX_DIMENSION, PostgresDims
+from stores.postgres.project_index import build_large
 from stores.postgres.sql import PostgresSqlTx
 
 # Where PostgresLessons._begin leaves the generation it read, for the transaction's images.
@@ -67,14 +68,14 @@ class PostgresModelDb:
         return vec
 
     def swap(self, tx: SqlTx, dimension: int) -> None:
-        """The column made again with ``dimension`` (an int checked by reembed_begin), and its index."""
-        tx.rows("DROP INDEX IF EXISTS lessons_embedding", {})
+        """The column made again with ``dimension`` (an int checked by reembed_begin), and the large
+        projects' indexes (dropped with the old column)."""
         tx.rows("ALTER TABLE lessons DROP COLUMN IF EXISTS embedding", {})
         tx.rows(EMBEDDING_COLUMN.format(int(dimension)), {})
         tx.rows(
             "UPDATE lessons AS l SET embedding = r.embedding FROM lesson_reembed AS r WHERE r.pk = l.pk", {}
         )
-        tx.rows(EMBEDDING_INDEX, {})
+        build_large(tx)
 
     def swapped(self, dimension: int) -> None:
         self._dims.adopt(dimension)

@@ -1,9 +1,10 @@
-"""A mid-sized project's own HNSW index. pgvector 0.6 filters after its search, so the table's index
-serves a project only by a search sized by its share, up to 1,000 (7.5 % of the rows or more); a
-smaller one reads all its vectors (a 1 % project of a million: 10,000, a recall of 27-30 ms). From
-``OWN_ROWS`` on, it gets an index of its rows alone, searched for twice the candidates wanted. Larger
-shares keep the table's: a second graph would cost each of their saves (17 % of a million: 25.6 ms at
-the store, not 13). The predicate is ``lore_scope_key`` (migration 17): a number, never a name."""
+"""A project's own HNSW index, and no index of the whole table. pgvector 0.6 filters after its search,
+so a table's index serves a project only by a search sized by its share: a 17 % project of a million
+needed ``ef_search`` 880 (26 ms, recall@10 0.94-0.96), a 1 % one more than pgvector's 1,000, and every
+save of the largest project updated a graph of a million rows. From ``OWN_ROWS`` live rows a project
+gets an index of its rows alone, searched for twice the candidates wanted; a smaller one is scanned
+exactly through the scope's b-tree. The predicate is ``lore_scope_key`` (migration 17): a number,
+never a name."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ import threading
 import psycopg
 from sqlalchemy import Connection, Engine, text
 
+from stores.engine.sql import SqlTx
 from stores.postgres.db import direct_connection
 
 logger = logging.getLogger("stores.postgres")
 
 OWN_ROWS = 5_000  # live rows from which a project gets its own index; fewer are scanned exactly
-OWN_SHARE = 0.075  # up to this share of the rows: from it on, ``candidates`` searches the table's index
 _KEY = "lore_scope_key(org_id, project)"
 SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters: proves the predicate
 # A recall's nearest-k search there names the org and key alone (its rows are filtered by project
@@ -27,11 +28,8 @@ SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters:
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _KEY_OF = text("SELECT lore_scope_key(:org, :project)")
 _STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
-# The projects a bulk load left mid-sized, so it builds their indexes with the table's.
-_LARGE = text(
-    f"SELECT {_KEY} FROM lessons GROUP BY 1 HAVING count(*) >= :n AND count(*) < :share "
-    "* (SELECT greatest(reltuples, 1) FROM pg_class WHERE oid = 'lessons'::regclass)"
-)
+# The projects large enough for their own index, after a bulk load or a re-embed's new column.
+_LARGE = f"SELECT {_KEY} AS key FROM lessons GROUP BY 1 HAVING count(*) >= :n"
 
 
 def name(key: int) -> str:
@@ -44,14 +42,15 @@ def create(key: int, *, concurrently: bool = False) -> str:
     return f"CREATE INDEX {how} {name(key)} ON lessons USING hnsw (embedding vector_cosine_ops) WHERE {_KEY} = {int(key)}"
 
 
-def build_large(conn: Connection) -> None:
-    """In a bulk load's last transaction (its owner's, after ``ANALYZE``): each mid-sized project's."""
-    for (key,) in conn.execute(_LARGE, {"n": OWN_ROWS, "share": OWN_SHARE}).all():
-        conn.exec_driver_sql(create(key))
+def build_large(tx: SqlTx) -> None:
+    """Each large project's, in the owner's transaction: a bulk load's last (after ``ANALYZE``) or a
+    re-embed's swap, which made the column anew."""
+    for row in tx.rows(_LARGE, {"n": OWN_ROWS}):
+        tx.rows(create(row["key"]), {})
 
 
 class ProjectIndexes:
-    """Which projects have their own index; a mid-sized one without gets it built in the background,
+    """Which projects have their own index; a large one without gets it built in the background,
     once a process while it fails (logged; tried again after a restart)."""
 
     def __init__(self, engine: Engine, direct_url: str | None) -> None:
@@ -59,15 +58,15 @@ class ProjectIndexes:
         self._tried: set[int] = set()
         self._lock = threading.Lock()
 
-    def ready(self, conn: Connection, org: str, project: str, rows: int, share: float) -> bool:
-        """Whether ``project`` (``rows`` live, ``share`` of the table) has a valid index of its own;
-        if mid-sized, it will. One it has keeps serving it as it grows."""
+    def ready(self, conn: Connection, org: str, project: str, rows: int) -> bool:
+        """Whether ``project`` (``rows`` live) is large and has a valid index of its own; if large
+        without, it will. Under ``OWN_ROWS`` an exact scan serves it, whatever indexes exist."""
         if rows < OWN_ROWS:
             return False
         key = conn.execute(_KEY_OF, {"org": org, "project": project}).scalar_one()
         valid = conn.exec_driver_sql(_STATE, (name(key),)).scalar()
         with self._lock:
-            start = not valid and share < OWN_SHARE and key not in self._tried
+            start = not valid and key not in self._tried
             self._tried.add(key)
         if start:
             threading.Thread(target=self._build, args=(key,), name="lore-project-index", daemon=True).start()

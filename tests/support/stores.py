@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,6 +32,11 @@ def empty_postgres(url: str) -> None:
             conn.execute(
                 "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
             )
+            # Projects' own vector indexes (stores.postgres.project_index): their scans are counted.
+            for (index,) in conn.execute(
+                "SELECT indexrelname FROM pg_stat_user_indexes WHERE indexrelname LIKE 'lessons_embedding_%'"
+            ).fetchall():
+                conn.execute(f'DROP INDEX "{index}"')
             # The embedding model a test recorded (stores.engine.embedding_model): the next test's may differ.
             conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
             if conn.execute("SELECT to_regclass('lesson_reembed') IS NOT NULL").fetchone()[0]:
@@ -74,3 +82,13 @@ def database_per_worker(url: str, worker: str | None) -> str:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{name}"')  # the configured name and a checked worker id
     return base.set(database=name).render_as_string(hide_password=False)
+
+
+def until(check: Callable[[], Any], what: str) -> Any:
+    """``check()`` once it is truthy: a background index build, statistics reaching other sessions
+    within a second or so of a transaction; a minute is far beyond either."""
+    deadline = time.monotonic() + 60
+    while not (found := check()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+    return found
