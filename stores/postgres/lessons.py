@@ -27,6 +27,7 @@ from stores.engine.lesson_rules import CallCounts, NoticeFeed
 from stores.engine.lessons import KINDS, Lesson, RecallQuery, Scope, WordMatches
 from stores.engine.sql import SqlTx
 from stores.engine.vectors import check_query
+from stores.postgres import project_index
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import PostgresDims
@@ -89,10 +90,12 @@ _GENERATION = (
 )
 
 
-# ``ef_search`` in a project's own index (``project_index``; pgvector's most: 1,000). On clustered vectors
-# a small search misses whole clusters: at a million, in the project of 168,502, recall@10 against exact
-# search over 120 questions was 0.90 with 100, 0.93 with 200, 0.95 with 400, 0.96 with 600 (p50 17 -> 19 ms).
-_EF_OWN = 600
+# ``ef_search`` in a project's own index (``project_index``): one per ``_ROWS_PER_EF`` of its rows, from twice
+# the candidates wanted to pgvector's most, 1,000. On clustered vectors a small search in a large graph misses
+# whole clusters: at a million, recall@10 against exact search with 100 was 0.98 in a project of 10,000 and 0.90
+# in one of 168,502 (0.93 with 200, 0.95 with 400, 0.96 with 600); a larger one costs time (that project's
+# recall p50: 21.5-22.8 ms with 600, 24.0-25.4 with 674, in turns; 10,000 rows: 12.5-12.9 with 100, 15-17 with 600).
+_ROWS_PER_EF = 280
 # Projects a bulk load writes at once: one's Python work runs while another's statements do (2 cores).
 _WRITERS = 2
 
@@ -141,7 +144,7 @@ class PostgresLessons:
         self.notices: NoticeFeed | None = self._notices
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._own = ProjectIndexes(self._engine, direct_url)
-        self._owned: dict[tuple[str, str], tuple[bool, float]] = {}  # scope: own index, when looked up
+        self._owned: dict[tuple[str, str], tuple[int, float]] = {}  # scope: ``_indexed``, until when
         self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
@@ -174,7 +177,7 @@ class PostgresLessons:
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
-        own = not self._held and self._has_own(scope)  # a bulk load's near duplicates: ``_Held``
+        own = not self._held and self._indexed(scope) > 0  # a bulk load's near duplicates: ``_Held``
         with self._begin(scope.org, lock, *fast, key=f"{scope.org}/{scope.project}") as conn:
             yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held, own=own)
 
@@ -188,8 +191,9 @@ class PostgresLessons:
     ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        own = self._has_own(scope)
-        near_k, ef = (k if own else 0), min(1000, max(_EF_OWN, 2 * k))  # without its own index: exact
+        rows = self._indexed(scope)
+        own, ef = rows > 0, min(1000, max(2 * k, rows // _ROWS_PER_EF))
+        near_k = k if own else 0  # without its own index, the exact scan
         with self._begin(
             scope.org, ef_search, *self._scan, engine=self._reads, ef=str(ef), scan_max=str(2 * ef)
         ) as conn:
@@ -220,18 +224,20 @@ class PostgresLessons:
             params.update(q=q, k=k, near_k=near_k, reach=ef, lexical=list(words.keys))
             return PostgresSqlTx(conn).rows(sql, params)
 
-    def _has_own(self, scope: Scope) -> bool:
-        """Whether the project has its own index, looked up at most once a minute (a large one
-        without gets it built: ``ProjectIndexes.ready``)."""
+    def _indexed(self, scope: Scope) -> int:
+        """The project's live rows if it has its own index, else 0; looked up at most once a minute,
+        or every 5 s while a large one has none (``ProjectIndexes.ready`` builds it), so that recall
+        and a batch's near-duplicate search, which scans the project once per lesson, take it soon."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._owned.get(key)
-        if known is not None and now - known[1] < 60:
+        if known is not None and now < known[1]:
             return known[0]
         with transaction(self._reads, scope.org) as conn:
             rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
-            own = self._own.ready(conn, scope.org, scope.project, rows)
-        self._owned[key] = (own, now)
-        return own
+            indexed = rows if self._own.ready(conn, scope.org, scope.project, rows) else 0
+        large = rows >= project_index.OWN_ROWS
+        self._owned[key] = (indexed, now + (5 if large and not indexed else 60))
+        return indexed
 
     def word_keys(
         self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime

@@ -2,8 +2,8 @@
 so a table's index serves a project only by a search sized by its share: a 17 % project of a million
 needed ``ef_search`` 880 (26 ms, recall@10 0.94-0.96), a 1 % one more than pgvector's 1,000, and every
 save of the largest project updated a graph of a million rows. From ``OWN_ROWS`` live rows a project
-gets an index of its rows alone, searched for twice the candidates wanted; a smaller one is scanned
-exactly through the scope's b-tree. The predicate is ``lore_scope_key`` (migration 17): a number,
+gets an index of its rows alone, searched with an ``ef_search`` sized by its rows (``PostgresLessons``);
+a smaller one is scanned exactly through the scope's b-tree. The predicate is ``lore_scope_key`` (migration 17): a number,
 never a name."""
 
 from __future__ import annotations

@@ -199,8 +199,10 @@ def rare_tag_in_a_large_project(store: Store, settle: Callable[[], object] = lam
     """A tag on one lesson in eight of the project that fills the store: HNSW, which filters after its
     search, finds few of them, so recall scans the tagged lessons exactly (on Postgres through the tags'
     index, migration 18, once ``settle`` gave the project its own index and the tag's share is known).
-    Every answer is among the 50 eligible lessons nearest by plain cosine; so is every answer to the
-    confidence alone, which HNSW serves (on pgvector 0.8 scanning on while the filter leaves too few)."""
+    Every answer is among the 50 eligible lessons nearest by plain cosine; so are 9 of 10 answers to the
+    confidence alone, which HNSW serves approximately once the project has its index (on pgvector 0.8
+    scanning on while the filter leaves too few; on these random vectors at ``ef_search`` 100, one
+    question in 20 had one answer outside the nearest 50)."""
     vectors, questions = unit_rows(2000, 5), unit_rows(5, 6)
     drafts = [
         LessonDraft(
@@ -218,9 +220,9 @@ def rare_tag_in_a_large_project(store: Store, settle: Callable[[], object] = lam
     now = datetime.now(UTC) + timedelta(days=1)
     for _ in ("before", "after"):
         for question in questions:
-            for tags, eligible in (
-                (("rare",), [i for i in range(len(vectors)) if i % 16 == 8]),  # tagged, confidence 0.9
-                ((), [i for i in range(len(vectors)) if i % 16]),  # confidence 0.9
+            for tags, eligible, within in (
+                (("rare",), [i for i in range(len(vectors)) if i % 16 == 8], 10),  # tagged, confidence 0.9
+                ((), [i for i in range(len(vectors)) if i % 16], 9),  # confidence 0.9
             ):
                 query = RecallQuery(text="", limit=10, now=now, tags=tags, min_confidence=0.6)
                 found = [
@@ -228,7 +230,7 @@ def rare_tag_in_a_large_project(store: Store, settle: Callable[[], object] = lam
                     for hit in store.recall(Scope("local", "tagged"), query.with_vector(question))
                 ]
                 nearest = {f"big {eligible[j]}" for j in np.argsort(-(vectors[eligible] @ question))[:50]}
-                assert len(found) == 10 and set(found) <= nearest, (found, sorted(nearest))
+                assert len(found) == 10 and len(set(found) & nearest) >= within, (found, sorted(nearest))
         settle()
 
 

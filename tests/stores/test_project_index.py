@@ -133,3 +133,21 @@ def test_a_bulk_load_builds_the_indexes_of_the_projects_it_made_large(url: str) 
         assert valid
     finally:
         store.close()
+
+
+def test_an_upgraded_store_drops_the_index_of_the_whole_table(url: str) -> None:
+    """Migration 19: a database of an earlier version loses its table-wide HNSW index (every save
+    kept it up, and no search takes it now)."""
+    store = open_postgres_store(url)
+    try:
+        store.models.adopt(MODEL)
+        fill(store, "seed", unit_rows(3, 6))
+    finally:
+        store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DELETE FROM schema_migrations WHERE version = 19")
+        conn.execute("CREATE INDEX lessons_embedding ON lessons USING hnsw (embedding vector_cosine_ops)")
+    open_postgres_store(url).close()
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT to_regclass('lessons_embedding')").fetchone() == (None,)
+        assert conn.execute("SELECT count(*) FROM schema_migrations WHERE version = 19").fetchone() == (1,)
