@@ -177,7 +177,7 @@ class PostgresLessons:
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
-        own = not self._held and self._indexed(scope) > 0  # a bulk load's near duplicates: ``_Held``
+        own = not self._held and self._indexed(scope, self._engine) > 0  # a bulk load's: ``_Held``
         with self._begin(scope.org, lock, *fast, key=f"{scope.org}/{scope.project}") as conn:
             yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held, own=own)
 
@@ -191,7 +191,7 @@ class PostgresLessons:
     ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
-        rows = self._indexed(scope)
+        rows = self._indexed(scope, self._reads)
         own, ef = rows > 0, min(1000, max(2 * k, rows // _ROWS_PER_EF))
         near_k = k if own else 0  # without its own index, the exact scan
         with self._begin(
@@ -224,15 +224,16 @@ class PostgresLessons:
             params.update(q=q, k=k, near_k=near_k, reach=ef, lexical=list(words.keys))
             return PostgresSqlTx(conn).rows(sql, params)
 
-    def _indexed(self, scope: Scope) -> int:
+    def _indexed(self, scope: Scope, engine: Engine) -> int:
         """The project's live rows if it has its own index, else 0; looked up at most once a minute,
         or every 5 s while a large one has none (``ProjectIndexes.ready`` builds it), so that recall
-        and a batch's near-duplicate search, which scans the project once per lesson, take it soon."""
+        and a batch's near-duplicate search, which scans the project once per lesson, take it soon.
+        A write looks on the primary: a replica may not have the table yet."""
         key, now = (scope.org, scope.project), time.monotonic()
         known = self._owned.get(key)
         if known is not None and now < known[1]:
             return known[0]
-        with transaction(self._reads, scope.org) as conn:
+        with transaction(engine, scope.org) as conn:
             rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
             indexed = rows if self._own.ready(conn, scope.org, scope.project, rows) else 0
         large = rows >= project_index.OWN_ROWS
