@@ -27,7 +27,6 @@ from stores.engine.lesson_rules import CallCounts, NoticeFeed
 from stores.engine.lessons import KINDS, Lesson, RecallQuery, Scope, WordMatches
 from stores.engine.sql import SqlTx
 from stores.engine.vectors import check_query
-from stores.postgres import project_index
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import PostgresDims
@@ -235,10 +234,9 @@ class PostgresLessons:
             return known[0]
         with transaction(engine, scope.org) as conn:
             rows = count_live(PostgresSqlTx(conn), scope.org, scope.project, datetime.now(UTC))
-            indexed = rows if self._own.ready(conn, scope.org, scope.project, rows) else 0
-        large = rows >= project_index.OWN_ROWS
-        self._owned[key] = (indexed, now + (5 if large and not indexed else 60))
-        return indexed
+            own = self._own.ready(conn, scope.org, scope.project, rows)
+        self._owned[key] = (rows if own else 0, now + (5 if own is None else 60))
+        return rows if own else 0
 
     def word_keys(
         self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime

@@ -3,8 +3,8 @@ so a table's index serves a project only by a search sized by its share: a 17 % 
 needed ``ef_search`` 880 (26 ms, recall@10 0.94-0.96), a 1 % one more than pgvector's 1,000, and every
 save of the largest project updated a graph of a million rows. From ``OWN_ROWS`` live rows a project
 gets an index of its rows alone, searched with an ``ef_search`` sized by its rows (``PostgresLessons``);
-a smaller one is scanned exactly through the scope's b-tree. The predicate is ``lore_scope_key`` (migration 17): a number,
-never a name."""
+a smaller one is scanned exactly through the scope's b-tree. The predicate is ``lore_scope_key``
+(migration 17): a number, never a name."""
 
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ class ProjectIndexes:
         self._tried: set[int] = set()
         self._lock = threading.Lock()
 
-    def ready(self, conn: Connection, org: str, project: str, rows: int) -> bool:
-        """Whether ``project`` (``rows`` live) is large and has a valid index of its own; if large
-        without, it will. Under ``OWN_ROWS`` an exact scan serves it, whatever indexes exist."""
+    def ready(self, conn: Connection, org: str, project: str, rows: int) -> bool | None:
+        """Whether ``project`` (``rows`` live) is large and has a valid index of its own: False if small
+        (an exact scan serves it, whatever indexes exist), None if large without one yet (it is built)."""
         if rows < OWN_ROWS:
             return False
         key = conn.execute(_KEY_OF, {"org": org, "project": project}).scalar_one()
@@ -70,7 +70,7 @@ class ProjectIndexes:
             self._tried.add(key)
         if start:
             threading.Thread(target=self._build, args=(key,), name="lore-project-index", daemon=True).start()
-        return bool(valid)
+        return True if valid else None
 
     def _build(self, key: int) -> None:
         """``CREATE INDEX CONCURRENTLY``: saves go on meanwhile. One process builds a key at a time;

@@ -25,7 +25,7 @@ from stores import Store, open_local_store
 from stores.engine.embedding_model import EmbeddingModel
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from tests.support.fuzz_settings import HashEngine
-from tests.support.stores import until
+from tests.support.stores import own_indexes, until
 
 GITHUB_TOKEN = "ghp_" + "a1B2" * 9
 
@@ -163,16 +163,10 @@ def test_a_rare_tag_in_a_large_project_finds_its_nearest_lessons(
         return
     url = request.getfixturevalue("postgres_url")
     rare_tag_in_a_large_project(store, settle=own_index_settled(store, url, monkeypatch))
-    import psycopg
-
-    def scans() -> int:  # of the project's own index, by the second round
-        with psycopg.connect(url) as conn:
-            found = conn.execute(
-                "SELECT sum(idx_scan) FROM pg_stat_user_indexes WHERE indexrelname LIKE 'lessons_embedding_%'"
-            ).fetchone()
-        return int(found[0] or 0) if found else 0
-
-    until(scans, "the second round did not search the project's own index")
+    until(
+        lambda: sum(scans for _, scans in own_indexes(url).values()),
+        "the second round did not search the project's own index",
+    )
 
 
 def own_index_settled(store: Store, url: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[], object]:

@@ -34,11 +34,10 @@ from stores import Store, open_local_store, open_postgres_store
 from stores.engine.embedding_model import EmbeddingModel, unrecorded
 from stores.engine.lessons import LessonDraft, Scope
 from stores.postgres import project_index
-from tests.stores.test_project_index import own_indexes
 from tests.support.clients import connected
 from tests.support.corpus import CORPUS, QUERIES
 from tests.support.helpers import ToolFailed, call
-from tests.support.stores import embedding_storage, empty_postgres
+from tests.support.stores import embedding_storage, empty_postgres, own_indexes
 
 DEFAULT = "all-MiniLM-L6-v2"
 OTHER = "lore-tests/shuffled-minilm"

@@ -17,19 +17,9 @@ from stores import open_postgres_store
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from stores.postgres import project_index
 from tests.stores.test_bulk_import import MODEL, unit_rows
-from tests.support.stores import empty_postgres, until
+from tests.support.stores import empty_postgres, own_indexes, until
 
 OWN = 300  # OWN_ROWS for these tests: HNSW over a few hundred rows still beats reading them all
-
-
-def own_indexes(url: str) -> dict[str, tuple[bool, int]]:
-    """Each own index's validity and how many scans it has served."""
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT c.relname, i.indisvalid, s.idx_scan FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
-            "JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid WHERE c.relname LIKE 'lessons_embedding_%'"
-        ).fetchall()
-    return {name: (valid, scans) for name, valid, scans in rows}
 
 
 @pytest.fixture

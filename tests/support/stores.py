@@ -33,9 +33,7 @@ def empty_postgres(url: str) -> None:
                 "TRUNCATE lessons, mem_tables, mem_rows, commits, commit_targets, snapshots RESTART IDENTITY"
             )
             # Projects' own vector indexes (stores.postgres.project_index): their scans are counted.
-            for (index,) in conn.execute(
-                "SELECT indexrelname FROM pg_stat_user_indexes WHERE indexrelname LIKE 'lessons_embedding_%'"
-            ).fetchall():
+            for index in own_indexes(url):
                 conn.execute(f'DROP INDEX "{index}"')
             # The embedding model a test recorded (stores.engine.embedding_model): the next test's may differ.
             conn.execute("DELETE FROM lore_meta WHERE key IN ('model', 'model_generation', 'reembed_target')")
@@ -82,6 +80,18 @@ def database_per_worker(url: str, worker: str | None) -> str:
         if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
             conn.execute(f'CREATE DATABASE "{name}"')  # the configured name and a checked worker id
     return base.set(database=name).render_as_string(hide_password=False)
+
+
+def own_indexes(url: str) -> dict[str, tuple[bool, int]]:
+    """Each project's own vector index (``stores.postgres.project_index``): valid, and scans served."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, i.indisvalid, s.idx_scan FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "JOIN pg_stat_user_indexes s ON s.indexrelid = i.indexrelid WHERE c.relname LIKE 'lessons_embedding_%'"
+        ).fetchall()
+    return {name: (valid, scans) for name, valid, scans in rows}
 
 
 def until(check: Callable[[], Any], what: str) -> Any:
