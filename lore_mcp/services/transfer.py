@@ -3,7 +3,7 @@
 Lines: a ``lesson`` per live lesson, a ``commit`` per commit (with history), and with vectors a
 first ``model`` line, each lesson then carrying its ``vector`` (base64 little-endian float32). A
 store of that model keeps those vectors (a large store loads in minutes, not hours) unless
-redaction changed the text. Ids are kept, so a second import adds nothing; lessons are checked,
+redaction changed the problem or resolution they were made from. Ids are kept, so a second import adds nothing; lessons are checked,
 redacted and saved as ``save_lesson`` does (``make_draft``, ``store_drafts``: same near-duplicate
 rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed."""
 
@@ -32,7 +32,7 @@ from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services import every_core
 from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
-from lore_mcp.services.lessons import OnLessons
+from lore_mcp.services.lessons import OnLessons, embedding_text
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
@@ -314,7 +314,7 @@ class Transfer(OnLessons):
         self, lines: Iterable[str], project: str | None, report: FileReport, spill: IO[bytes]
     ) -> tuple[dict[str, list[int]], EmbeddingModel | None, bool]:
         """Every line checked and redacted before any write, lessons spilled: where each project's
-        are in ``spill``, the model, and whether one carries a vector (unless redacted)."""
+        are in ``spill``, the model, and whether one carries a vector it keeps."""
         at: dict[str, list[int]] = {}
         model: EmbeddingModel | None = None
         carried = False
@@ -332,8 +332,9 @@ class Transfer(OnLessons):
                 report.redacted.update(parsed.kinds)
                 target = project or parsed.project or self.lessons.default_project
                 at.setdefault(target, []).append(spill.tell())
-                carried = carried or (vector is not None and not parsed.kinds)
-                pickle.dump((parsed.draft, None if parsed.kinds else vector), spill, pickle.HIGHEST_PROTOCOL)
+                vector = None if parsed.rewritten else vector
+                carried = carried or vector is not None
+                pickle.dump((parsed.draft, vector), spill, pickle.HIGHEST_PROTOCOL)
         return at, model, carried
 
 
@@ -397,12 +398,16 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 @dataclass(frozen=True)
 class _Lesson:
     """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the
-    refusal), and the ``vector`` field unread (its check needs the file's model line)."""
+    refusal), and the ``vector`` field unread (its check needs the file's model line). ``rewritten``:
+    redaction changed the text the vector is made from (``embedding_text``), so it is made anew; a
+    secret in the context, tags or meta leaves the vector as it is (a million: 14,000 texts the
+    model need not embed again)."""
 
     vector: Any
     draft: LessonDraft | str
     kinds: tuple[str, ...] = ()
     project: str | None = None
+    rewritten: bool = False
 
     def read(self, model: EmbeddingModel | None) -> tuple[_Lesson | str, np.ndarray | None]:
         """This lesson and its vector as of the file's last ``model`` line, or the refusal (the
@@ -446,7 +451,9 @@ def _checked_line(line: str) -> _Lesson | EmbeddingModel | str | None:
         item, draft, kinds = checked_lesson(data)
     except (ValidationError, InvalidArgument) as exc:
         return _Lesson(data.get("vector"), refusal(exc))
-    return _Lesson(data.get("vector"), draft, kinds, item.project)
+    made_from = embedding_text(item.problem, item.resolution)
+    rewritten = embedding_text(draft.problem, draft.resolution) != made_from
+    return _Lesson(data.get("vector"), draft, kinds, item.project, rewritten)
 
 
 def json_object(line: str) -> dict[str, Any] | str:

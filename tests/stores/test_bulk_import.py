@@ -104,6 +104,28 @@ def test_a_lesson_that_redaction_changes_is_embedded_anew(store: Store) -> None:
     assert not np.allclose(np.frombuffer(kept, np.float32), np.frombuffer(source, np.float32), atol=1e-3)
 
 
+def test_a_secret_outside_the_embedded_text_keeps_the_files_vector(store: Store) -> None:
+    """The vector is made from problem and resolution alone: a secret redacted from the context,
+    a tag or meta leaves them as they were, so the file's vector is kept, not embedded anew."""
+    lines = filled(store, 4)
+    lines[1] = {**lines[1], "context": f"CI with {GITHUB_TOKEN}"}
+    lines[2] = {**lines[2], "meta": {"note": f"token {GITHUB_TOKEN}"}}
+    lines[3] = {**lines[3], "resolution": f"fix it: rotate {GITHUB_TOKEN}"}
+    engine = CountingEngine()
+    service = LessonService(store, Embedder("hash", engine=engine), default_project="a")
+    report = Transfer(service).import_file(
+        [json.dumps(line) for line in lines], org="copy", project=None, strict=True
+    )
+    assert (report.added, report.kept_vectors, report.redacted) == (4, 3, {"github_token"})
+    assert engine.texts == [f"{lines[3]['problem']}\nfix it: rotate [REDACTED:github_token]"]
+    copy = Scope("copy", "a")
+    assert store.get(copy, lines[1]["id"]).context == "CI with [REDACTED:github_token]"
+    assert store.get(copy, lines[2]["id"]).meta == {"note": "token [REDACTED:github_token]"}
+    kept = store.embeddings(copy, [lines[1]["id"], lines[2]["id"]])
+    source = store.embeddings(Scope("local", "a"), [lines[1]["id"], lines[2]["id"]])
+    assert kept == source
+
+
 def test_vectors_of_another_model_are_embedded_anew(store: Store) -> None:
     lines = filled(store, 2)
     lines[0] = {**lines[0], "fingerprint": "sha256:another"}
