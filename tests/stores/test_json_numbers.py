@@ -8,16 +8,19 @@ compare them with their types, as the tools' results are compared between backen
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import psycopg
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from stores.engine import json_numbers
 from stores.engine.json_numbers import jsonb_text, without_negative_zero
 
 
@@ -98,3 +101,34 @@ def test_any_json_value_reads_back_from_jsonb_as_written_but_for_the_sign_of_zer
     connection: psycopg.Connection[Any], value: Any
 ) -> None:
     assert same(through_jsonb(connection, without_negative_zero(value)), without_negative_zero(value))
+
+
+def test_an_exponent_after_a_commits_base64_vectors_is_still_written_in_full(
+    connection: psycopg.Connection[Any],
+) -> None:
+    """A bulk import's commit: many images whose base64 vectors hold "e+" (not numbers), then one
+    float that ``json.dumps`` writes with an exponent, which alone must be written out in full."""
+    vectors = [
+        base64.b64encode(np.random.default_rng(i).random(384).astype("<f4").tobytes()).decode()
+        for i in range(64)
+    ]
+    images: list[Any] = [{"embedding": {"vector": vector, "generation": None}} for vector in vectors]
+    assert sum(vector.count("e+") for vector in vectors) > 0
+    assert jsonb_text(images) == json.dumps(images)
+    value = [*images, {"meta": {"size": 1e16}}]
+    assert "10000000000000000.0" in jsonb_text(value)
+    assert same(through_jsonb(connection, value), value)
+
+
+# Pieces of JSON text: numbers as ``json.dumps`` writes them, base64 and words with "e+" in them.
+PIECES = st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.integers().map(str)
+PIECES |= st.text(st.sampled_from("Ae+/9."), max_size=12).map(json.dumps)
+
+
+@settings(max_examples=300, derandomize=True, database=None, deadline=None)
+@given(pieces=st.lists(PIECES, max_size=8), separator=st.sampled_from([", ", ",", ": ", "["]))
+def test_the_exponent_search_from_each_e_plus_finds_what_a_search_of_the_whole_text_finds(
+    pieces: list[str], separator: str
+) -> None:
+    text = separator.join(pieces)
+    assert json_numbers._exponent_number(text) == bool(json_numbers._EXPONENT_NUMBER.search(text))
