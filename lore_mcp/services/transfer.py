@@ -3,9 +3,10 @@
 Lines: a ``lesson`` per live lesson, a ``commit`` per commit (with history), and with vectors a
 first ``model`` line, each lesson then carrying its ``vector`` (base64 little-endian float32). A
 store of that model keeps those vectors (a large store loads in minutes, not hours) unless
-redaction changed the problem or resolution they were made from. Ids are kept, so a second import adds nothing; lessons are checked,
-redacted and saved as ``save_lesson`` does (``make_draft``, ``store_drafts``: same near-duplicate
-rule), one revertible ``import`` commit per batch. Commit lines are counted, not replayed."""
+redaction changed the problem or resolution they were made from. Ids are kept, so a second import
+adds nothing; lessons are checked, redacted and saved as ``save_lesson`` does (``make_draft``,
+``store_drafts``: same near-duplicate rule), one revertible ``import`` commit per batch. Commit
+lines are counted, not replayed."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services import every_core
 from lore_mcp.services.activity import in_utc
 from lore_mcp.services.lesson_input import ULID_PATTERN, check_cursor, check_project, make_draft
-from lore_mcp.services.lessons import OnLessons, embedding_text
+from lore_mcp.services.lessons import OnLessons
 from lore_mcp.services.models import LessonOut
 from lore_mcp.services.progress import Progress, no_progress
 from lore_mcp.services.recording import NO_KEY, Who, failures_recorded
@@ -398,10 +399,8 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 @dataclass(frozen=True)
 class _Lesson:
     """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the
-    refusal), and the ``vector`` field unread (its check needs the file's model line). ``rewritten``:
-    redaction changed the text the vector is made from (``embedding_text``), so it is made anew; a
-    secret in the context, tags or meta leaves the vector as it is (a million: 14,000 texts the
-    model need not embed again)."""
+    refusal), the ``vector`` field unread (its check needs the file's model line), and whether
+    redaction ``rewritten`` the text the vector is made from (a secret in the context does not)."""
 
     vector: Any
     draft: LessonDraft | str
@@ -451,8 +450,7 @@ def _checked_line(line: str) -> _Lesson | EmbeddingModel | str | None:
         item, draft, kinds = checked_lesson(data)
     except (ValidationError, InvalidArgument) as exc:
         return _Lesson(data.get("vector"), refusal(exc))
-    made_from = embedding_text(item.problem, item.resolution)
-    rewritten = embedding_text(draft.problem, draft.resolution) != made_from
+    rewritten = (draft.problem, draft.resolution) != (item.problem, item.resolution)  # the vector's text
     return _Lesson(data.get("vector"), draft, kinds, item.project, rewritten)
 
 

@@ -20,7 +20,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.engine import json_numbers
 from stores.engine.json_numbers import jsonb_text, without_negative_zero
 
 
@@ -118,17 +117,3 @@ def test_an_exponent_after_a_commits_base64_vectors_is_still_written_in_full(
     value = [*images, {"meta": {"size": 1e16}}]
     assert "10000000000000000.0" in jsonb_text(value)
     assert same(through_jsonb(connection, value), value)
-
-
-# Pieces of JSON text: numbers as ``json.dumps`` writes them, base64 and words with "e+" in them.
-PIECES = st.floats(allow_nan=False, allow_infinity=False).map(repr) | st.integers().map(str)
-PIECES |= st.text(st.sampled_from("Ae+/9."), max_size=12).map(json.dumps)
-
-
-@settings(max_examples=300, derandomize=True, database=None, deadline=None)
-@given(pieces=st.lists(PIECES, max_size=8), separator=st.sampled_from([", ", ",", ": ", "["]))
-def test_the_exponent_search_from_each_e_plus_finds_what_a_search_of_the_whole_text_finds(
-    pieces: list[str], separator: str
-) -> None:
-    text = separator.join(pieces)
-    assert json_numbers._exponent_number(text) == bool(json_numbers._EXPONENT_NUMBER.search(text))
