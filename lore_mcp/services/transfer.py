@@ -28,6 +28,7 @@ import anyio.lowlevel
 import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel, Field, ValidationError, field_validator
+from threadpoolctl import threadpool_limits
 
 from lore_mcp.errors import InvalidArgument, validation_message
 from lore_mcp.services import every_core
@@ -233,10 +234,10 @@ class Transfer(OnLessons):
         progress: Callable[[int], None] = lambda n: None,
         actor: str = "cli:import",
     ) -> FileReport:
-        """Import an export file, every line checked first: ``strict`` stops at any bad line
-        before writing, then one transaction per project; otherwise bad lines are skipped and
-        lessons written a batch at a time (a re-run skips what landed, by id). Checked lessons wait
-        in a temporary file, not in memory (about 3 KB each), and are held a batch per project."""
+        """Import an export file, every line checked first: ``strict`` stops at any bad line before writing,
+        then one transaction per project; otherwise bad lines are skipped and lessons written a batch at a
+        time (a re-run skips what landed, by id). Checked lessons wait in a temporary file (3 KB each), held
+        a batch per project; writes use one BLAS thread (idle ones spin after each near-duplicate product)."""
         report = FileReport()
         with tempfile.TemporaryFile() as spill:
             at, model, carried = self._check_lines(lines, project, report, spill)
@@ -248,7 +249,7 @@ class Transfer(OnLessons):
             kept = model is not None and not report.foreign_model
             started(total := sum(len(starts) for starts in at.values()))
             projects = {Scope(org=org, project=name, actor=actor): starts for name, starts in at.items()}
-            with self.store.bulk(org, total) as writers:
+            with self.store.bulk(org, total) as writers, threadpool_limits(1, "blas"):
                 self._write(spill, projects, report, writers, strict=strict, kept=kept, progress=progress)
         return report
 
@@ -333,7 +334,6 @@ class Transfer(OnLessons):
                 report.redacted.update(parsed.kinds)
                 target = project or parsed.project or self.lessons.default_project
                 at.setdefault(target, []).append(spill.tell())
-                vector = None if parsed.rewritten else vector
                 carried = carried or vector is not None
                 pickle.dump((parsed.draft, vector), spill, pickle.HIGHEST_PROTOCOL)
         return at, model, carried
@@ -398,9 +398,8 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class _Lesson:
-    """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the
-    refusal), the ``vector`` field unread (its check needs the file's model line), and whether
-    redaction ``rewritten`` the text the vector is made from (a secret in the context does not)."""
+    """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the refusal),
+    the ``vector`` unread (it needs the model line), whether redaction ``rewritten`` problem or resolution."""
 
     vector: Any
     draft: LessonDraft | str
@@ -415,7 +414,8 @@ class _Lesson:
             vector = _vector(self.vector, model)
         except InvalidArgument as exc:
             return exc.message, None
-        return (self.draft, None) if isinstance(self.draft, str) else (self, vector)
+        kept = None if self.rewritten else vector  # redaction changed the text it was made from
+        return (self.draft, None) if isinstance(self.draft, str) else (self, kept)
 
 
 def file_lines(path: str) -> Iterator[str]:

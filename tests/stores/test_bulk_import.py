@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sqlalchemy.engine import make_url
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from lore_mcp.embedding.embedder import Embedder
 from lore_mcp.services.lessons import LessonService
@@ -87,6 +88,33 @@ def test_an_import_with_vectors_embeds_nothing_and_commits_once_per_batch(store:
             np.frombuffer(source[lesson_id], np.float32),
             atol=1e-6,
         )
+
+
+def blas_threads() -> list[int]:
+    return [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+
+
+def test_an_import_writes_with_one_blas_thread_and_gives_the_rest_back(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle OpenBLAS thread spins after each near-duplicate product while the writers and the
+    database want the cores; the import's writes run with one, and the process has its own after."""
+    lines = filled(store, 3)
+    seen: list[list[int]] = []
+    store_drafts = LessonService.store_drafts
+
+    def watched(self: LessonService, *args: Any, **kwargs: Any) -> Any:
+        seen.append(blas_threads())
+        return store_drafts(self, *args, **kwargs)
+
+    monkeypatch.setattr(LessonService, "store_drafts", watched)
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    with threadpool_limits(2, user_api="blas"):
+        report = Transfer(service).import_file(
+            [json.dumps(line) for line in lines], org="copy", project=None, strict=True
+        )
+        assert blas_threads() and set(blas_threads()) == {2}
+    assert report.added == 3 and seen and all(threads and set(threads) == {1} for threads in seen)
 
 
 def test_a_lesson_that_redaction_changes_is_embedded_anew(store: Store) -> None:
