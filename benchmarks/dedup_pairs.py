@@ -28,13 +28,13 @@ for path in (HERE, HERE.parent):
 
 import near_duplicates  # noqa: E402
 
-from stores.engine.dedup import adds_nothing, content_tokens  # noqa: E402
+from stores.engine.dedup import adds_nothing, content_sequence  # noqa: E402
 
 
 def merging_pairs(lessons: list[near_duplicates.FamilyLesson]) -> list[tuple[str, str]]:
     """(new, stored) keys of distinct lessons where the new one would merge into the stored."""
     texts = [(x.problem, x.resolution, None) for x in lessons]
-    tokens = [content_tokens(x.problem, x.resolution) for x in lessons]
+    tokens = [{*content_sequence(x.problem), *content_sequence(x.resolution)} for x in lessons]
     postings: dict[str, set[int]] = {}
     for i, held in enumerate(tokens):
         for token in held:

@@ -61,9 +61,7 @@ class OnnxEngine:
         self._encoder = OnnxEncoder(onnx_threads())
 
     def encode(self, texts: list[str], *, bulk: bool) -> np.ndarray:
-        if bulk and len(texts) > 1:
-            return self._encoder.encode_bulk(texts)
-        return self._encoder.encode(texts)
+        return self._encoder.encode_bulk(texts) if bulk and len(texts) > 1 else self._encoder.encode(texts)
 
 
 class SentenceTransformersEngine:

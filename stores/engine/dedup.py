@@ -51,11 +51,6 @@ def content_sequence(text: str | None) -> list[str]:
     return [m.group() for m in _raw_tokens(text) if m.group() not in _FUNCTION_WORDS]
 
 
-def content_tokens(*texts: str | None) -> set[str]:
-    """The distinct content tokens of ``texts`` (see ``content_sequence``)."""
-    return {token for text in texts for token in content_sequence(text)}
-
-
 def _blocks(text: str | None) -> list[tuple[str, ...]]:
     """Content tokens, a number joined with the non-function word right after it by spaces only:
     "5 GB" -> ("5", "gb"), "to 5 in /etc" -> ("5",), "30, then" -> ("30",); blocks are contiguous."""

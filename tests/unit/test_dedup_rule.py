@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.engine.dedup import adds_nothing, content_tokens, merge_target, normalised
+from stores.engine.dedup import adds_nothing, content_sequence, merge_target, normalised
 
 BASE = (
     "Redis client of billing-api times out during failover in staging",
@@ -73,8 +73,8 @@ def test_a_number_inside_a_version_does_not_cover_the_same_number_alone() -> Non
 
 
 def test_function_words_carry_nothing_but_negations_do() -> None:
-    assert "the" not in content_tokens("the cache")
-    assert {"not", "never", "no"} <= content_tokens("not never no")
+    assert "the" not in content_sequence("the cache")
+    assert {"not", "never", "no"} <= set(content_sequence("not never no"))
 
 
 def test_normalised_ignores_case_spacing_and_punctuation_only() -> None:
@@ -191,7 +191,7 @@ _FIELD = st.lists(_WORDS, min_size=1, max_size=12)
 def _variants(words: list[str], other: list[str], data: st.DataObject) -> list[list[str]]:
     """``words`` with one content token changed, two different ones swapped, and one of
     ``other``'s content tokens added."""
-    content = [i for i, w in enumerate(words) if content_tokens(w)]
+    content = [i for i, w in enumerate(words) if content_sequence(w)]
     out = []
     if content:
         at = data.draw(st.sampled_from(content))
@@ -204,7 +204,7 @@ def _variants(words: list[str], other: list[str], data: st.DataObject) -> list[l
             swapped = words[:]
             swapped[i], swapped[j] = words[j], words[i]
             out.append(swapped)
-    borrowed = [w for w in other if content_tokens(w)]
+    borrowed = [w for w in other if content_sequence(w)]
     if borrowed:
         out.append([*words, data.draw(st.sampled_from(borrowed))])
     return out
