@@ -131,6 +131,17 @@ class HeldRows:
         self._writing: dict[int, str] = {}  # thread -> the project it writes
         self._lock, self._dropped = threading.Lock(), False
         self._words: dict[Text, Words] = {}  # of drafts ``near`` saw, until ``add`` takes their rows
+        self._added = self._analyzed = 0  # rows the import wrote, in all and at the last statistics
+
+    def stale(self, rows: int) -> bool:
+        """After ``rows`` more, whether the statistics are a fifth and 1,000 rows behind, as
+        ``_STALE`` has it (an ANALYZE of some columns resets no counter): then they are made."""
+        with self._lock:
+            self._added += rows
+            if self._added - self._analyzed <= 1000 + 0.2 * (self.upto + self._analyzed):
+                return False
+            self._analyzed = self._added
+            return True
 
     def words(self, text: Text) -> Words:
         """``text``'s merge words, found once for a draft and its row (8 us a field)."""
