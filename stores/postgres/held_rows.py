@@ -130,7 +130,7 @@ class HeldRows:
         self.rows: dict[str, _Block] = {}
         self._writing: dict[int, str] = {}  # thread -> the project it writes
         self._lock, self._dropped = threading.Lock(), False
-        self._words: dict[Text, Words] = {}  # of drafts ``near`` saw, until ``add`` takes their rows
+        self._words: dict[Text, Words] = {}  # of drafts ``near`` saw, until their rows are indexed
         self._added = self._analyzed = 0  # rows the import wrote, in all and at the last statistics
 
     def stale(self, rows: int) -> bool:
