@@ -31,7 +31,6 @@ _NEGATIONS = frozenset("not no never without cannot nor neither none nothing nob
 # "user@example.com", "KEY_NAME").
 _TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@+#][^\W_]+)*|_+[^\W_]+")
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+")
-_WORD = re.compile(r"[^\W_]+")  # a word of ``normalised``'s text
 # A quantity ("5", "1.5"), as opposed to a version or an identifier ("6.20.8", "v2").
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _SPACES = re.compile(r"\s+")
@@ -40,14 +39,6 @@ _SPACES = re.compile(r"\s+")
 def normalised(text: str | None) -> str:
     """Text compared for sameness: NFKC, case-folded, punctuation and spacing removed."""
     return _PUNCT_OR_SPACE.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip() if text else ""
-
-
-def merge_words(text: str | None) -> frozenset[str]:
-    """The words a stored field must hold for ``adds_nothing`` to merge a new one of ``text``: its
-    content words. Both ways a merge is allowed keep them: the same ``normalised`` text, or
-    ``restates``, whose blocks are whole content tokens and each word of one a word of ``normalised``."""
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).casefold()) if text else ()
-    return frozenset(words) - _FUNCTION_WORDS
 
 
 def _raw_tokens(text: str | None) -> list[re.Match[str]]:

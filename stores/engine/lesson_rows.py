@@ -71,9 +71,7 @@ class LessonDialect(Protocol):
     def ensure_dim(self, dim: int) -> None:
         """``InvalidInputError`` unless the store takes vectors of ``dim`` dimensions now."""
 
-    def nearest(
-        self, vectors: Sequence[np.ndarray], now: datetime, texts: Sequence[tuple[str, str]] | None = None
-    ) -> list[list[tuple[int, float]]]:
+    def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
         """As ``SqlLessonTx.nearest``, in any order."""
 
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
@@ -115,13 +113,10 @@ class SqlLessonTx:
             self._models.check(self._dialect.generation())
             self._guarded = True
 
-    def nearest(
-        self, vectors: Sequence[np.ndarray], drafts: Sequence[tuple[str, str]] | None = None
-    ) -> list[list[Near]]:
+    def nearest(self, vectors: Sequence[np.ndarray]) -> list[list[Near]]:
         """Per unit vector, up to ``MAX_SIMILAR`` live lessons at ``CANDIDATE_SIMILARITY`` or more,
-        most similar (then smaller key) first; empty while the store holds no vectors. Given each
-        vector's draft (problem, resolution), a bulk load may leave out what cannot change a merge."""
-        found = self._dialect.nearest(vectors, self.now, drafts)
+        most similar (then smaller key) first; empty while the store holds no vectors."""
+        found = self._dialect.nearest(vectors, self.now)
         keys = sorted({key for hits in found for key, _ in hits})
         texts: dict[int, tuple[str, Text]] = {}
         if keys:

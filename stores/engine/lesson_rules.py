@@ -227,8 +227,7 @@ class SqlStore:
         with self._writing(scope, vectors) as tx:
             batch = _Batch(tx, keep_ids=keep_ids, capacity=len(items))
             saving = batch.fresh(drafts)
-            texts = [(drafts[i].problem, drafts[i].resolution) for i in saving]
-            nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving], texts), strict=True))
+            nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving]), strict=True))
             results = [
                 batch.save(draft, vectors[i], nearest[i])
                 if i in nearest

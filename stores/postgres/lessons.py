@@ -6,6 +6,8 @@ ranks the same lessons first on both. Transactions set ``lore.org`` for RLS besi
 from __future__ import annotations
 
 import contextlib
+import math
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from datetime import UTC, datetime
@@ -28,7 +30,6 @@ from stores.engine.vectors import check_query
 from stores.postgres.call_counts import PostgresCallCounts
 from stores.postgres.db import as_owner, transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import PostgresDims
-from stores.postgres.held_rows import HeldRows
 from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.migrations import MISSING_INDEXES, migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
@@ -143,18 +144,18 @@ class PostgresLessons:
         self._scan = _ITERATIVE if _pgvector_version(self._engine) >= (0, 8) else ()
         self._own = ProjectIndexes(self._engine, direct_url)
         self._owned: dict[tuple[str, str], tuple[int, float]] = {}  # scope: ``_indexed``, until when
-        self._held: HeldRows | None = None  # the import's rows while ``bulk`` has the indexes down
+        self._held: _Held | None = None  # the import's rows while ``bulk`` has the indexes down
 
     @contextlib.contextmanager
     def bulk(self, org: str, coming: int) -> Iterator[int]:
         """``SqlStore.bulk``: an import larger than ``lessons``, by its owner, loads without the full-text
         index (0.55 ms a row of upkeep) and the HNSW indexes of projects it makes large (1.0 ms), and
         builds them after, as pg_restore does (a killed one leaves that to ``migrate`` and recall);
-        near duplicates among its rows: ``HeldRows``.
+        near duplicates among its rows: ``_Held``.
         ``_WRITERS`` projects are written at once, each on its own connection."""
         with transaction(self._engine, org) as conn:
             upto = conn.execute(_BULK, {"n": coming}).scalar()
-        self._held = HeldRows(upto) if upto is not None else None
+        self._held = _Held(upto) if upto is not None else None
         try:
             yield _WRITERS
         finally:
@@ -175,7 +176,7 @@ class PostgresLessons:
         lock = "pg_advisory_xact_lock(hashtext(:key))"
         # A bulk load skips the WAL flush (6 ms a commit): a crash may lose batches a re-run redoes.
         fast = ("set_config('synchronous_commit', 'off', true)",) if self._held else ()
-        own = not self._held and self._indexed(scope, self._engine) > 0  # a bulk load's: ``HeldRows``
+        own = not self._held and self._indexed(scope, self._engine) > 0  # a bulk load's: ``_Held``
         with self._begin(scope.org, lock, *fast, key=f"{scope.org}/{scope.project}") as conn:
             yield PostgresLessonRows(self._dims, conn, scope, lock=True, held=self._held, own=own)
 
@@ -317,10 +318,75 @@ _BULK = text(
 )
 
 
+class _Block:
+    """One project's held keys, expiry and vectors, with room to grow: a batch is copied in once, not
+    the whole block again (a million's largest project: 658 batches of a block up to 258 MB)."""
+
+    def __init__(self, keys: np.ndarray, expiry: np.ndarray, matrix: np.ndarray) -> None:
+        self.n, self.keys, self.expiry, self.matrix = len(keys), keys, expiry, matrix
+
+    def extend(self, keys: np.ndarray, expiry: np.ndarray, matrix: np.ndarray) -> None:
+        end = self.n + len(keys)
+        if end > len(self.keys):  # doubling: each row is copied about twice in all
+            size = max(end, 2 * len(self.keys))
+            self.keys, self.expiry = np.resize(self.keys, size), np.resize(self.expiry, size)
+            grown = np.empty((size, matrix.shape[1]), np.float32)
+            grown[: self.n] = self.matrix[: self.n]
+            self.matrix = grown
+        self.keys[self.n : end], self.expiry[self.n : end], self.matrix[self.n : end] = keys, expiry, matrix
+        self.n = end
+
+
+class _Held:
+    """An import's rows while ``bulk`` has the indexes down (one import a process, the CLI's): keys,
+    expiry and unit vectors, matched in one product per batch instead of HNSW. Each writer thread of
+    ``Transfer`` writes project after project, so its new project frees its last one's rows."""
+
+    def __init__(self, upto: int) -> None:
+        self.upto = upto  # rows at or below key ``upto`` were there before it
+        self.rows: dict[str, _Block] = {}
+        self._writing: dict[int, str] = {}  # thread -> the project it writes
+        self._lock, self._dropped = threading.Lock(), False
+
+    def drop_indexes(self, engine: Engine) -> None:
+        """Drop the indexes a bulk load builds after, before its first write."""
+        with self._lock:
+            if not self._dropped:
+                with transaction(engine, None) as conn:
+                    as_owner(conn, "DROP INDEX IF EXISTS lessons_tsv")
+                self._dropped = True
+
+    def add(self, project: str, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
+        expiry = np.array([row["expires_at"].timestamp() if row["expires_at"] else math.inf for row in rows])
+        keys, matrix = np.array([row["pk"] for row in rows]), np.stack([vectors[row["id"]] for row in rows])
+        with self._lock:
+            last = self._writing.get(thread := threading.get_ident())
+            if last != project:
+                self.rows.pop(last or "", None)
+                self._writing[thread] = project
+            if block := self.rows.get(project):
+                block.extend(keys, expiry, matrix)
+            else:
+                self.rows[project] = _Block(keys, expiry, matrix)
+
+    def near(self, project: str, vecs: Sequence[np.ndarray], now: float) -> Iterator[tuple[int, int, float]]:
+        """(vector's index, key, similarity) of each held row live at ``now`` and near enough to merge."""
+        if project not in self.rows:
+            return iter(())
+        block = self.rows[project]
+        # Rows x 256 similarities (at a million, up to 43M): only the few columns with a near row are
+        # searched for it, and only the near rows' expiry is read (84k rows: 84-106 -> 20-55 ms).
+        sims = block.matrix[: block.n] @ np.stack(vecs).T
+        cols = np.flatnonzero(sims.max(axis=0) >= dedup.CANDIDATE_SIMILARITY)
+        rows, at = np.nonzero(sims[:, cols] >= dedup.CANDIDATE_SIMILARITY)
+        live = block.expiry[rows] > now
+        keys, pairs = block.keys, zip(rows[live], cols[at[live]], strict=True)
+        return ((int(c), int(keys[r]), float(sims[r, c])) for r, c in pairs)
+
+
 # A bulk write that grew ``lessons`` by a fifth (and 1,000 rows) since its statistics refreshes
 # them, where this login may: on stale ones the planner takes a project for a few rows and finds
-# a batch's near duplicates by scanning the project, not by HNSW (a 10k load: 3x their time), and
-# an import's ids already there by reading every row of the project (60k rows: 2 -> 66 ms a batch).
+# a batch's near duplicates by scanning the project, not by HNSW (a 10k load: 3x their time).
 _STALE = text(
     "SELECT s.n_mod_since_analyze > 1000 + 0.2 * greatest(c.reltuples, 0) AND pg_has_role(session_user, "
     "c.relowner, 'MEMBER') FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = 'lessons'::regclass"
@@ -337,7 +403,7 @@ class PostgresLessonRows:
         scope: Scope,
         *,
         lock: bool,
-        held: HeldRows | None = None,
+        held: _Held | None = None,
         own: bool = False,
     ) -> None:
         self.sql: SqlTx = PostgresSqlTx(conn)
@@ -354,9 +420,7 @@ class PostgresLessonRows:
     def ensure_dim(self, dim: int) -> None:
         self._dims.check(self._conn, dim)
 
-    def nearest(
-        self, vectors: Sequence[np.ndarray], now: datetime, texts: Sequence[tuple[str, str]] | None = None
-    ) -> list[list[tuple[int, float]]]:
+    def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
         if not vectors or self._dims.stored(self._conn) is None:
             return [[] for _ in vectors]
         found: list[list[tuple[int, float]]] = [[] for _ in vectors]
@@ -366,9 +430,7 @@ class PostgresLessonRows:
             for r in self._conn.execute(self._nearest, params):
                 if r.sim >= dedup.CANDIDATE_SIMILARITY:
                     found[r.i - 1].append((r.pk, float(r.sim)))
-        held = (
-            self._held.near(self._scope.project, vectors, now.timestamp(), texts, found) if self._held else ()
-        )
+        held = self._held.near(self._scope.project, vectors, now.timestamp()) if self._held else ()
         for i, key, sim in held:  # the import's own rows, not in the table's index meanwhile
             found[i].append((key, sim))
         return found
@@ -399,10 +461,9 @@ class PostgresLessonRows:
         found = [dict(row._mapping) for row in inserted]
         if self._held:
             self._held.add(self._scope.project, found, {row["id"]: row["embedding"] for row in rows})
-        # Held: the columns that plan a write's lookups, as often (a whole ANALYZE: 3x the time).
-        if self._held.stale(len(found)) if self._held else self._conn.execute(_STALE).scalar():
+        if not self._held and self._conn.execute(_STALE).scalar():  # held: no index to plan for
             role = self._conn.execute(text("SELECT current_user")).scalar()
-            as_owner(self._conn, "ANALYZE lessons (org_id, project)" if self._held else "ANALYZE lessons")
+            as_owner(self._conn, "ANALYZE lessons")
             self._conn.execute(text("SELECT set_config('role', :role, true)"), {"role": role})
         return found
 

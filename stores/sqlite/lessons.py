@@ -263,9 +263,7 @@ class LocalLessonRows:
     def ensure_dim(self, dim: int) -> None:
         self._vectors.ensure_dim(self._conn, dim)
 
-    def nearest(
-        self, vectors: Sequence[np.ndarray], now: datetime, texts: Sequence[tuple[str, str]] | None = None
-    ) -> list[list[tuple[int, float]]]:
+    def nearest(self, vectors: Sequence[np.ndarray], now: datetime) -> list[list[tuple[int, float]]]:
         return self._vectors.nearest_many(
             self._conn,
             self._scope,

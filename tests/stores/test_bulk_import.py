@@ -4,7 +4,6 @@ among many others still finds its own nearest lessons (filtered recall against e
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -415,15 +414,15 @@ def test_an_import_of_projects_merges_within_each_and_holds_one_project_a_writer
     held: list[tuple[int, str, set[str]]] = []  # writer thread, its project, every project held
     on_postgres = type(store._backend).__name__ == "PostgresLessons"  # type: ignore[attr-defined]
     if on_postgres:
-        from stores.postgres.held_rows import HeldRows
+        from stores.postgres import lessons as postgres
 
-        add = HeldRows.add
+        add = postgres._Held.add
 
         def watched(self: Any, project: str, *args: Any) -> None:
             add(self, project, *args)
             held.append((threading.get_ident(), project, set(self.rows)))
 
-        monkeypatch.setattr(HeldRows, "add", watched)
+        monkeypatch.setattr(postgres._Held, "add", watched)
     service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
     report = Transfer(service).import_file(
         [json.dumps(line) for line in [*lines, *copies, twin, *third]], org="copy", project=None, strict=False
@@ -514,65 +513,3 @@ def test_a_project_that_fails_to_write_stops_the_import_with_its_error(
         Transfer(service).import_file(text, org="copy", project=None, strict=False)
     assert store.count("copy", "c") == 0
     assert store.count("copy", "a") in (0, FILE_BATCH, FILE_BATCH + 20)
-
-
-def test_held_rows_left_out_of_a_check_never_change_its_merges(
-    store: Store, tmp_path: Path, monkeypatch: Any
-) -> None:
-    """A lesson that restates an earlier lesson of its batch, but is nearer to three of the file's
-    earlier rows it cannot merge into, is added: those three fill its ``MAX_SIMILAR`` as they would
-    a save's. Without them near, it merges. On Postgres, with the held rows found by word, only the
-    two lessons near each other are compared with every held row (``held_rows.columns``), not the
-    unrelated third."""
-    from stores.engine.dedup import MAX_SIMILAR
-    from stores.postgres import held_rows
-
-    asked: list[int] = []
-    whole = held_rows.columns
-    monkeypatch.setattr(held_rows, "WORDS_FROM", 1)  # from a million's largest projects to this file's
-    monkeypatch.setattr(held_rows, "columns", lambda block, q: asked.append(len(q)) or whole(block, q))
-    source = open_local_store(tmp_path / "source.db")
-    try:
-        model, *lines = filled(source, FILE_BATCH + 3)
-    finally:
-        source.close()
-    axes = np.eye(HashEngine.dimension, dtype=np.float32)
-
-    def toward(similarity: float, axis: int) -> str:  # a unit vector at ``similarity`` to axis 0
-        vector = similarity * axes[0] + np.sqrt(1 - similarity**2) * axes[axis]
-        return base64.b64encode(vector.astype("<f4").tobytes()).decode()
-
-    said = {"problem": "Redis times out in staging", "resolution": "raise the client timeout"}
-    earlier = {**lines[FILE_BATCH], **said, "vector": toward(0.92, 10)}  # in the second batch
-    restating = {**lines[FILE_BATCH + 1], **said, "vector": toward(1.0, 11)}
-    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
-    reports = []
-    for org, near in (("crowded", True), ("clear", False)):
-        first = [
-            {**line, "vector": toward(0.99 - i / 100, i + 1) if near else line["vector"]}
-            for i, line in enumerate(lines[:MAX_SIMILAR])
-        ]
-        file = [model, *first, *lines[MAX_SIMILAR:FILE_BATCH], earlier, restating, lines[-1]]
-        reports.append(
-            Transfer(service).import_file(
-                [json.dumps(line) for line in file], org=org, project=None, strict=False
-            )
-        )
-    assert [(r.added, r.merged, r.errors) for r in reports] == [
-        (FILE_BATCH + 3, 0, []),
-        (FILE_BATCH + 2, 1, []),
-    ]
-    assert store.count("crowded", "a") == FILE_BATCH + 3
-    if type(store._backend).__name__ == "PostgresLessons":  # type: ignore[attr-defined]
-        assert asked[0] == 2  # the crowded import's second batch: its two near lessons of three
-
-
-def test_a_bulk_load_refreshes_the_statistics_of_its_lookups_as_it_grows() -> None:
-    """A held import's lookups (its ids already there, by project) plan with statistics made again
-    each time its rows grow by a fifth and 1,000, as ``_STALE`` has it for other writes: with none,
-    a 60k-row project's lookup read every row of it (2 -> 66 ms a batch)."""
-    from stores.postgres.held_rows import HeldRows
-
-    held = HeldRows(upto=10_000)  # 1,000 + a fifth of 10,000 rows first
-    assert [held.stale(1_000) for _ in range(4)] == [False, False, False, True]
-    assert [held.stale(1_000) for _ in range(4)] == [False, False, False, True]  # 1,000 + 0.2 x 14,000

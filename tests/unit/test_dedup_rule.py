@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.engine.dedup import adds_nothing, content_sequence, merge_target, merge_words, normalised
+from stores.engine.dedup import adds_nothing, content_sequence, merge_target, normalised
 
 BASE = (
     "Redis client of billing-api times out during failover in staging",
@@ -223,41 +223,3 @@ def test_changing_swapping_or_borrowing_a_token_never_merges_and_restyling_alway
         assert not adds_nothing((new[0], new[1], None), stored), variant
     restyled = (stored[0].upper().replace(" ", " ,  "), "\t" + stored[1].lower() + ".", None)
     assert adds_nothing(restyled, stored)
-
-
-# Separators that keep a field's words but change its tokens ("billing-api" or "billing api"), or
-# add a function word a restatement may drop.
-_JOINERS = st.sampled_from([" ", "-", "_", ".", "/", ", ", " the ", "  "])
-
-
-@settings(max_examples=300, derandomize=True, database=None, deadline=None)
-@given(
-    stored=st.lists(st.tuples(_WORDS, _JOINERS), min_size=1, max_size=10),
-    kept=st.lists(st.booleans(), min_size=10, max_size=10),
-    joiners=st.lists(_JOINERS, min_size=10, max_size=10),
-)
-def test_a_lesson_that_adds_nothing_has_every_merge_word_in_the_stored_field(
-    stored: list[tuple[str, str]], kept: list[bool], joiners: list[str]
-) -> None:
-    """``merge_words`` is what a bulk load looks up a merge's candidates by (``held_rows``): each
-    lesson that merges, restyled, padded with function words, rejoined or shortened, has all of them
-    in the stored field."""
-    text = "".join(word + joiner for word, joiner in stored)
-    candidates = [
-        text.upper(),
-        text.replace(" ", " of the "),
-        "".join(word + joiner for (word, _), joiner in zip(stored, joiners, strict=False)),
-        "".join(word + joiner for (word, joiner), keep in zip(stored, kept, strict=False) if keep),
-    ]
-    merged = 0
-    for field in candidates:
-        for new, old in (
-            ((field, BASE[1], None), (text, BASE[1], None)),
-            ((BASE[0], field, None), (BASE[0], text, None)),
-        ):
-            if adds_nothing(new, old):
-                merged += 1
-                assert merge_words(new[0]) <= merge_words(old[0]) and merge_words(new[1]) <= merge_words(
-                    old[1]
-                )
-    assert merged >= 2  # the restyled copy merges in either field
