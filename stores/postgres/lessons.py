@@ -10,6 +10,7 @@ import math
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
@@ -34,7 +35,7 @@ from stores.postgres.keys import PostgresKeyDb
 from stores.postgres.migrations import MISSING_INDEXES, migrate
 from stores.postgres.models import GENERATION_INFO, PostgresModelDb, generation
 from stores.postgres.notices import PostgresNotices
-from stores.postgres.project_index import OWN_SCOPE, SCOPE_KEY, ProjectIndexes, build_large
+from stores.postgres.project_index import OWN_SCOPE, SCOPE_KEY, ProjectIndexes, large_builds
 from stores.postgres.routing import dispose, open_engines
 from stores.postgres.sql import PostgresSqlTx
 
@@ -95,7 +96,7 @@ _GENERATION = (
 # in one of 168,502 (0.93 with 200, 0.95 with 400, 0.96 with 600); a larger one costs time (that project's
 # recall p50: 21.5-22.8 ms with 600, 24.0-25.4 with 674, in turns; 10,000 rows: 12.5-12.9 with 100, 15-17 with 600).
 _ROWS_PER_EF = 280
-# Projects a bulk load writes at once: one's Python work runs while another's statements do (2 cores).
+# Projects a bulk load writes at once (one's Python work beside another's statements), then indexes (2 cores).
 _WRITERS = 2
 
 # pgvector 0.8+ scans on while filters leave too few, to twice ``ef_search`` tuples (a 0.2 % tag: 238 -> 137
@@ -162,8 +163,15 @@ class PostgresLessons:
             if self._held is not None:
                 self._held = None
                 with transaction(self._engine, None) as conn, unbounded(conn):
-                    conn.exec_driver_sql(f"ANALYZE lessons; {MISSING_INDEXES}")
-                    build_large(PostgresSqlTx(conn))
+                    conn.exec_driver_sql("ANALYZE lessons")
+                    builds = [(MISSING_INDEXES,), *large_builds(PostgresSqlTx(conn))]
+                with ThreadPoolExecutor(_WRITERS, thread_name_prefix="lore-index") as pool:
+                    list(pool.map(self._build, builds))  # largest first, ``_WRITERS`` at once
+
+    def _build(self, statements: Sequence[str]) -> None:
+        """One index a bulk load left for after, in its own transaction as the owner."""
+        with transaction(self._engine, None) as conn, unbounded(conn):
+            as_owner(conn, *statements)
 
     @contextlib.contextmanager
     def writing(self, scope: Scope, dim: int | None) -> Iterator[PostgresLessonRows]:

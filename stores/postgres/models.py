@@ -17,7 +17,7 @@ from stores.engine.sql import SqlTx
 from stores.errors import UnavailableError
 from stores.postgres.db import transaction, unavailable_on_failure, unbounded
 from stores.postgres.dims import EMBEDDING_COLUMN, MAX_DIMENSION, PostgresDims
-from stores.postgres.project_index import build_large
+from stores.postgres.project_index import large_builds
 from stores.postgres.sql import PostgresSqlTx
 
 # Where PostgresLessons._begin leaves the generation it read, for the transaction's images.
@@ -75,7 +75,8 @@ class PostgresModelDb:
         tx.rows(
             "UPDATE lessons AS l SET embedding = r.embedding FROM lesson_reembed AS r WHERE r.pk = l.pk", {}
         )
-        build_large(tx)
+        for statement in (s for build in large_builds(tx) for s in build):  # one after another
+            tx.rows(statement, {})
 
     def swapped(self, dimension: int) -> None:
         self._dims.adopt(dimension)

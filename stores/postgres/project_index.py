@@ -28,8 +28,10 @@ SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters:
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _KEY_OF = text("SELECT lore_scope_key(:org, :project)")
 _STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
-# The projects large enough for their own index, after a bulk load or a re-embed's new column.
-_LARGE = f"SELECT {_KEY} AS key FROM lessons GROUP BY 1 HAVING count(*) >= :n"
+# The projects large enough for their own index, after a bulk load or a re-embed's new column, largest
+# first, each with the memory its graph takes (4 bytes a dimension and about 1 KB more a row, and 64 MB).
+_LARGE = f"""SELECT {_KEY} AS key, 64 + count(*) * (1024 + 4 * max(vector_dims(embedding))) / 1048576 AS mb
+    FROM lessons GROUP BY 1 HAVING count(*) >= :n ORDER BY count(*) DESC"""
 
 
 def name(key: int) -> str:
@@ -42,11 +44,11 @@ def create(key: int, *, concurrently: bool = False) -> str:
     return f"CREATE INDEX {how} {name(key)} ON lessons USING hnsw (embedding vector_cosine_ops) WHERE {_KEY} = {int(key)}"
 
 
-def build_large(tx: SqlTx) -> None:
-    """Each large project's, in the owner's transaction: a bulk load's last (after ``ANALYZE``) or a
-    re-embed's swap, which made the column anew."""
-    for row in tx.rows(_LARGE, {"n": OWN_ROWS}):
-        tx.rows(create(row["key"]), {})
+def large_builds(tx: SqlTx) -> list[tuple[str, str]]:
+    """Each large project's memory and index build, largest first, for the owner's ``unbounded``
+    transactions: a bulk load builds two at once (no parallel workers there), a re-embed's swap in turn."""
+    rows = tx.rows(_LARGE, {"n": OWN_ROWS})
+    return [(f"SET LOCAL maintenance_work_mem = '{int(row['mb'])}MB'", create(row["key"])) for row in rows]
 
 
 class ProjectIndexes:
@@ -83,7 +85,7 @@ class ProjectIndexes:
                 valid = conn.execute(_STATE, (index,)).fetchone()
                 if valid == (True,):
                     return
-                conn.execute("SET statement_timeout = 0")
+                conn.execute("SET statement_timeout = 0; SET max_parallel_maintenance_workers = 0")
                 if valid:  # a dead build's
                     conn.execute(f"DROP INDEX CONCURRENTLY {index}")
                 conn.execute(create(key, concurrently=True))

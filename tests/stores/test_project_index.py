@@ -12,10 +12,13 @@ from typing import Any
 import numpy as np
 import psycopg
 import pytest
+import sqlalchemy
 
 from stores import open_postgres_store
 from stores.engine.lessons import LessonDraft, RecallQuery, Scope
 from stores.postgres import project_index
+from stores.postgres.db import unbounded
+from stores.postgres.sql import PostgresSqlTx
 from tests.stores.test_bulk_import import MODEL, unit_rows
 from tests.support.stores import empty_postgres, own_indexes, until
 
@@ -118,10 +121,30 @@ def test_a_bulk_load_builds_the_indexes_of_the_projects_it_made_large(url: str) 
             fill(store, "others", unit_rows(OWN - 1, 5))
             fill(store, "big", unit_rows(OWN, 8))
             fill(store, "small", unit_rows(OWN - 1, 7))
+            fill(store, "bigger", unit_rows(OWN + 200, 9))
             assert own_indexes(url) == {}
-        ((valid, _),) = own_indexes(url).values()
-        assert valid
+        assert [valid for valid, _ in own_indexes(url).values()] == [True, True]  # "big" and "bigger"
     finally:
+        store.close()
+
+
+def test_index_builds_get_the_memory_of_their_rows_and_no_parallel_workers(url: str) -> None:
+    """pgvector 0.6.0-0.8.1's parallel HNSW build can overflow a buffer (CVE-2026-3172)."""
+    store = open_postgres_store(url)
+    engine = sqlalchemy.create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+    try:
+        store.models.adopt(MODEL)
+        fill(store, "big", unit_rows(3 * OWN, 8))
+        fill(store, "small", unit_rows(OWN - 1, 7))
+        with engine.connect() as conn:
+            builds = project_index.large_builds(PostgresSqlTx(conn))
+            key = conn.execute(sqlalchemy.text("SELECT lore_scope_key('local', 'big')")).scalar_one()
+        mb = 64 + 3 * OWN * (1024 + 4 * unit_rows(1, 1).shape[1]) // 2**20  # 64 MB, 1 KB and the vector a row
+        assert builds == [(f"SET LOCAL maintenance_work_mem = '{mb}MB'", project_index.create(key))]
+        with engine.begin() as conn, unbounded(conn):
+            assert conn.exec_driver_sql("SHOW max_parallel_maintenance_workers").scalar() == "0"
+    finally:
+        engine.dispose()
         store.close()
 
 
