@@ -303,7 +303,7 @@ class Transfer(OnLessons):
         kept: bool,
     ) -> list[np.ndarray]:
         """The batch's vectors: the file's when ``kept``, the rest embedded (loading the model)."""
-        vectors = [vector if kept else None for _, vector in batch]
+        vectors = [np.frombuffer(raw, "<f4") if kept and raw else None for _, raw in batch]
         missing = [i for i, vector in enumerate(vectors) if vector is None]
         made = self.lessons.vectors_of([batch[i][0] for i in missing]) if missing else []
         for i, vector in zip(missing, made, strict=True):
@@ -321,9 +321,8 @@ class Transfer(OnLessons):
         model: EmbeddingModel | None = None
         carried = False
         for number, parsed in every_core.in_order(_checked_lines, enumerate(lines, start=1)):
-            vector = None
             if isinstance(parsed, _Lesson):
-                parsed, vector = parsed.read(model)
+                parsed = parsed.refusal(model) or parsed
             if isinstance(parsed, str):
                 report.errors.append(f"line {number}: {parsed}")
             elif isinstance(parsed, EmbeddingModel):
@@ -334,8 +333,11 @@ class Transfer(OnLessons):
                 report.redacted.update(parsed.kinds)
                 target = project or parsed.project or self.lessons.default_project
                 at.setdefault(target, []).append(spill.tell())
-                carried = carried or vector is not None
-                pickle.dump((parsed.draft, vector), spill, pickle.HIGHEST_PROTOCOL)
+                carried = carried or (model is not None and parsed.kept)
+                record = parsed.record  # pickled by the worker: (draft, vector bytes or None)
+                if model is None and parsed.kept:  # before the model line: embedded anew
+                    record = pickle.dumps((pickle.loads(record)[0], None), pickle.HIGHEST_PROTOCOL)
+                spill.write(record)
         return at, model, carried
 
 
@@ -398,24 +400,25 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class _Lesson:
-    """A lesson line as a worker checks it: the draft and secrets found (unless ``draft`` is the refusal),
-    the ``vector`` unread (it needs the model line), whether redaction ``rewritten`` problem or resolution."""
+    """A lesson line as a worker checks it: its vector's bytes (None: no vector; b"": not base64) and whether
+    they are finite float32s, then the spill's record of the draft (with those bytes unless redaction changed
+    the text they were made from: not ``kept``) or why the draft is ``refused``, and the secrets found."""
 
-    vector: Any
-    draft: LessonDraft | str
+    raw: bytes | None
+    finite: bool
+    record: bytes = b""
+    refused: str | None = None
+    kept: bool = False
     kinds: tuple[str, ...] = ()
     project: str | None = None
-    rewritten: bool = False
 
-    def read(self, model: EmbeddingModel | None) -> tuple[_Lesson | str, np.ndarray | None]:
-        """This lesson and its vector as of the file's last ``model`` line, or the refusal (the
-        vector's first, as before lines were checked in workers)."""
-        try:
-            vector = _vector(self.vector, model)
-        except InvalidArgument as exc:
-            return exc.message, None
-        kept = None if self.rewritten else vector  # redaction changed the text it was made from
-        return (self.draft, None) if isinstance(self.draft, str) else (self, kept)
+    def refusal(self, model: EmbeddingModel | None) -> str | None:
+        """Why the line is refused as of the file's last ``model`` line (the vector's first), else None."""
+        if self.raw is not None and model is not None and len(self.raw) != 4 * model.dimension:
+            return f"vector must be {model.dimension} float32 values in base64, as export writes it."
+        if self.raw is not None and model is not None and not self.finite:
+            return "vector must hold finite numbers."
+        return self.refused
 
 
 def file_lines(path: str) -> Iterator[str]:
@@ -446,12 +449,14 @@ def _checked_line(line: str) -> _Lesson | EmbeddingModel | str | None:
             return "a model line needs a name, a dimension and a fingerprint"
     if kind != "lesson":
         return f"unknown type {kind!r} (expected 'lesson', 'commit' or 'model')"
+    raw, finite = _raw(data.get("vector"))
     try:
         item, draft, kinds = checked_lesson(data)
     except (ValidationError, InvalidArgument) as exc:
-        return _Lesson(data.get("vector"), refusal(exc))
-    rewritten = (draft.problem, draft.resolution) != (item.problem, item.resolution)  # the vector's text
-    return _Lesson(data.get("vector"), draft, kinds, item.project, rewritten)
+        return _Lesson(raw, finite, refused=refusal(exc))
+    kept = (draft.problem, draft.resolution) == (item.problem, item.resolution)  # the vector's text
+    record = pickle.dumps((draft, raw if kept else None), pickle.HIGHEST_PROTOCOL)
+    return _Lesson(raw, finite, record, kept=kept and raw is not None, kinds=kinds, project=item.project)
 
 
 def json_object(line: str) -> dict[str, Any] | str:
@@ -465,19 +470,13 @@ def json_object(line: str) -> dict[str, Any] | str:
     return data if isinstance(data, dict) else "expected a JSON object"
 
 
-def _vector(value: Any, model: EmbeddingModel | None) -> np.ndarray | None:
-    """A lesson line's ``vector`` (base64 float32 of the model line's dimension), or None."""
-    if value is None or model is None:
-        return None
+def _raw(value: Any) -> tuple[bytes | None, bool]:
+    """A lesson line's ``vector`` (base64 little-endian float32) as bytes, b"" if not base64, and
+    whether they hold only finite numbers."""
+    if value is None:
+        return None, True
     try:
         raw = base64.b64decode(value, validate=True) if isinstance(value, str) else b""
     except (binascii.Error, ValueError):
         raw = b""
-    if len(raw) != 4 * model.dimension:
-        raise InvalidArgument(
-            f"vector must be {model.dimension} float32 values in base64, as export writes it."
-        )
-    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
-    if not np.isfinite(vector).all():
-        raise InvalidArgument("vector must hold finite numbers.")
-    return vector
+    return raw, len(raw) % 4 == 0 and bool(np.isfinite(np.frombuffer(raw, dtype="<f4")).all())

@@ -4,6 +4,7 @@ among many others still finds its own nearest lessons (filtered recall against e
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -397,8 +398,8 @@ def test_an_import_of_projects_merges_within_each_and_holds_one_project_a_writer
     store: Store, tmp_path: Path, monkeypatch: Any
 ) -> None:
     """b's and c's copies of a's lessons stay in b and c (no merge across projects), b's twin of
-    its own first-batch lesson merges from its second batch; on Postgres, which writes two projects
-    at once, the vectors held for the near-duplicate check are one project's a writer (a million's
+    its own first-batch lesson merges from its second batch; on Postgres, writing two projects at
+    once here, the vectors held for the near-duplicate check are one project's a writer (a million's
     would be 1.5 GB): the writer that takes c frees a's or b's."""
     from stores.ids import new_id
 
@@ -423,6 +424,7 @@ def test_an_import_of_projects_merges_within_each_and_holds_one_project_a_writer
             held.append((threading.get_ident(), project, set(self.rows)))
 
         monkeypatch.setattr(postgres._Held, "add", watched)
+        monkeypatch.setattr(postgres, "_WRITERS", 2)  # fewer writers than projects
     service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
     report = Transfer(service).import_file(
         [json.dumps(line) for line in [*lines, *copies, twin, *third]], org="copy", project=None, strict=False
@@ -478,6 +480,21 @@ def test_lines_checked_in_worker_processes_keep_their_numbers_order_and_model(
     assert sorted(engine.texts) == sorted(["problem 0\nfix 0", "token [REDACTED:github_token] leaked\nfix 2"])
 
 
+def test_a_vector_that_is_not_base64_or_not_finite_refuses_its_line(store: Store) -> None:
+    model_line, *lessons = filled(store, 4)
+    nan = base64.b64encode(np.full(HashEngine.dimension, np.nan, dtype="<f4").tobytes()).decode()
+    rows = [model_line, {**lessons[0], "vector": "not base64!"}, {**lessons[1], "vector": nan}]
+    rows += [{**lessons[2], "vector": 7}, lessons[3]]
+    service = LessonService(store, Embedder("hash", engine=FailingEngine()), default_project="a")
+    report = Transfer(service).import_file(
+        [json.dumps(r) for r in rows], org="copy", project=None, strict=False
+    )
+    dimension = f"vector must be {HashEngine.dimension} float32 values in base64, as export writes it."
+    finite = "vector must hold finite numbers."
+    assert report.errors == [f"line 2: {dimension}", f"line 3: {finite}", f"line 4: {dimension}"]
+    assert (report.added, report.kept_vectors) == (1, 1)
+
+
 def test_a_lesson_of_the_file_that_has_expired_takes_no_merge(store: Store) -> None:
     """The near-duplicate check among the file's own lessons (on Postgres, their vectors held in
     the importing process) passes over an expired one: its twin in a later batch is added."""
@@ -493,7 +510,7 @@ def test_a_lesson_of_the_file_that_has_expired_takes_no_merge(store: Store) -> N
 def test_a_project_that_fails_to_write_stops_the_import_with_its_error(
     store: Store, monkeypatch: Any
 ) -> None:
-    """A writer's failure is raised from the import; what the other writer (Postgres writes two
+    """A writer's failure is raised from the import; what another writer (Postgres writes several
     projects at once) wrote meanwhile is whole batches, and nothing of the failed project."""
     from stores.ids import new_id
 
