@@ -183,6 +183,11 @@ class Embedder:
                 f"{error}). Run `lore-memory doctor` or see README, Troubleshooting."
             )
 
+    def wait_settled(self, timeout: float | None = None) -> bool:
+        """Block until loading has finished or failed; False on timeout (benchmarks, tests)."""
+        self.start()
+        return self._loaded.wait(timeout)
+
     def close(self, timeout: float = CLOSE_WAIT_S) -> None:
         """Wait for a load in progress: exiting while ONNX Runtime builds its session aborts (SIGABRT)."""
         if self.started:

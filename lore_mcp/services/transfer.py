@@ -400,9 +400,8 @@ def _tally(saved: Sequence[SaveResult]) -> dict[str, int]:
 
 @dataclass(frozen=True)
 class _Lesson:
-    """A lesson line as a worker checks it: its vector's bytes (None: no vector; b"": not base64) and whether
-    they are finite float32s, then the spill's record of the draft (with those bytes unless redaction changed
-    the text they were made from: not ``kept``) or why the draft is ``refused``, and the secrets found."""
+    """A lesson line as a worker checks it: its vector's bytes (None: none; b"": not base64), if finite, the
+    spill's record (the draft, with those bytes if ``kept``: redaction left their text) or why ``refused``."""
 
     raw: bytes | None
     finite: bool
@@ -471,8 +470,7 @@ def json_object(line: str) -> dict[str, Any] | str:
 
 
 def _raw(value: Any) -> tuple[bytes | None, bool]:
-    """A lesson line's ``vector`` (base64 little-endian float32) as bytes, b"" if not base64, and
-    whether they hold only finite numbers."""
+    """A line's ``vector`` (base64 little-endian float32) as bytes, b"" if not base64, and whether finite."""
     if value is None:
         return None, True
     try:

@@ -210,11 +210,10 @@ def as_owner(conn: Connection, *statements: str) -> None:
 
 @contextlib.contextmanager
 def unbounded(conn: Connection) -> Iterator[None]:
-    """As the login role with no statement timeout, and unwatched by ``HangWatch``, until the block
-    ends: maintenance (an import's index build, a migration, a re-embed's swap) takes minutes, and a
-    server busy with it can take over ``PROBE_TIMEOUT_S`` to answer a fresh connection (the watch
-    then cut a million rows' HNSW build in its sixth minute, failing the import at its last step). No
-    parallel workers: pgvector 0.6.0-0.8.1's parallel HNSW build can overflow a buffer (CVE-2026-3172)."""
+    """As the login role with no statement timeout or parallel workers (pgvector 0.6.0-0.8.1's parallel
+    HNSW build can overflow a buffer, CVE-2026-3172), unwatched by ``HangWatch``, until the block ends:
+    maintenance (index builds, migrations, a re-embed's swap) takes minutes, and a server busy with it
+    can take over ``PROBE_TIMEOUT_S`` to answer a fresh connection (a million's build was cut so)."""
     as_owner(conn, "SET LOCAL statement_timeout = 0", "SET LOCAL max_parallel_maintenance_workers = 0")
     raw = cast(WatchedConnection, conn.connection.dbapi_connection)  # engine_for's, all
     raw.watched = False

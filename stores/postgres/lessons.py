@@ -96,8 +96,7 @@ _GENERATION = (
 # in one of 168,502 (0.93 with 200, 0.95 with 400, 0.96 with 600); a larger one costs time (that project's
 # recall p50: 21.5-22.8 ms with 600, 24.0-25.4 with 674, in turns; 10,000 rows: 12.5-12.9 with 100, 15-17 with 600).
 _ROWS_PER_EF = 280
-# Projects a bulk load writes at once (one's Python beside another's statements), then indexes (2 cores; at a
-# million 3 gave rows in 305-332 s, 2 in 324-332, and 3 or 4 index builds at once were no faster than 2).
+# Projects a bulk load writes at once (one's Python beside another's statements), then indexes (2 cores).
 _WRITERS = 2
 
 # pgvector 0.8+ scans on while filters leave too few, to twice ``ef_search`` tuples (a 0.2 % tag: 238 -> 137

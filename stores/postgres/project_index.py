@@ -28,8 +28,7 @@ SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters:
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _KEY_OF = text("SELECT lore_scope_key(:org, :project)")
 _STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
-# The projects large enough for their own index, after a bulk load or a re-embed's new column, largest
-# first, each with the memory its graph takes (4 bytes a dimension and about 1 KB more a row, and 64 MB).
+# Large projects after a bulk load or a re-embed, largest first, and the MB their graph takes (MISSING_INDEXES)
 _LARGE = f"""SELECT {_KEY} AS key, 64 + count(*) * (1024 + 4 * max(vector_dims(embedding))) / 1048576 AS mb
     FROM lessons GROUP BY 1 HAVING count(*) >= :n ORDER BY count(*) DESC"""
 
