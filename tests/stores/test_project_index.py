@@ -136,11 +136,20 @@ def test_index_builds_get_the_memory_of_their_rows_and_no_parallel_workers(url: 
         store.models.adopt(MODEL)
         fill(store, "big", unit_rows(3 * OWN, 8))
         fill(store, "small", unit_rows(OWN - 1, 7))
+        fill(store, "bare", unit_rows(OWN, 9))  # its vectors dropped below: a re-embed's new column has none
         with engine.connect() as conn:
+            conn.execute(sqlalchemy.text("SELECT set_config('lore.org', 'local', false)"))
+            conn.execute(sqlalchemy.text("UPDATE lessons SET embedding = NULL WHERE project = 'bare'"))
             builds = project_index.large_builds(PostgresSqlTx(conn))
-            key = conn.execute(sqlalchemy.text("SELECT lore_scope_key('local', 'big')")).scalar_one()
+            scope_key = sqlalchemy.text("SELECT lore_scope_key('local', :p)")
+            key, bare = (conn.execute(scope_key, {"p": p}).scalar_one() for p in ("big", "bare"))
+            conn.rollback()
         mb = 64 + 3 * OWN * (1024 + 4 * unit_rows(1, 1).shape[1]) // 2**20  # 64 MB, 1 KB and the vector a row
-        assert builds == [(f"SET LOCAL maintenance_work_mem = '{mb}MB'", project_index.create(key))]
+        memory = "SET LOCAL maintenance_work_mem = '{}MB'"
+        assert builds == [
+            (memory.format(mb), project_index.create(key)),
+            (memory.format(64), project_index.create(bare)),
+        ]
         with engine.begin() as conn, unbounded(conn):
             assert conn.exec_driver_sql("SHOW max_parallel_maintenance_workers").scalar() == "0"
     finally:
