@@ -413,11 +413,11 @@ class _Lesson:
 
     def refusal(self, model: EmbeddingModel | None) -> str | None:
         """Why the line is refused as of the file's last ``model`` line (the vector's first), else None."""
-        if self.raw is not None and model is not None and len(self.raw) != 4 * model.dimension:
+        if self.raw is None or model is None:
+            return self.refused
+        if len(self.raw) != 4 * model.dimension:
             return f"vector must be {model.dimension} float32 values in base64, as export writes it."
-        if self.raw is not None and model is not None and not self.finite:
-            return "vector must hold finite numbers."
-        return self.refused
+        return self.refused if self.finite else "vector must hold finite numbers."
 
 
 def file_lines(path: str) -> Iterator[str]:
