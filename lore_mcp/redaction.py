@@ -129,6 +129,10 @@ def _map_back(text: str, spans: list[tuple[int, int, str]]) -> list[tuple[int, i
     return [(origin[start], origin[end - 1] + 1, kind) for start, end, kind in spans]
 
 
+# Each rule's hints, one (hint, rule's index) each; "" (always there) for a rule without hints.
+_HINTS = tuple((hint, i) for i, rule in enumerate(RULES) for hint in rule.hints or ("",))
+
+
 def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
     """Sorted, disjoint (start, end, kind) spans. Rules run in order, each match blanked with ``FILLER``
     before the next looks, so none matches inside an earlier secret."""
@@ -136,9 +140,8 @@ def _find(view: str, found: set[str]) -> list[tuple[int, int, str]]:
     # Markers already there are blanked first so no rule reads one as a secret: redacting twice is a no-op.
     masked = MARKER.sub(lambda m: FILLER * len(m.group()), view) if "[REDACTED:" in view else view
     spans: list[tuple[int, int, str]] = []
-    for rule in RULES:
-        if not rule.hints or any(hint in lowered for hint in rule.hints):
-            masked = _apply(rule, masked, spans)
+    for i in sorted({i for hint, i in _HINTS if hint in lowered}):  # the rules whose hint is there, in order
+        masked = _apply(RULES[i], masked, spans)
     found.update(kind for _, _, kind in spans)
     return _disjoint(spans)
 

@@ -181,6 +181,7 @@ RULES: tuple[Rule, ...] = (
         r"(?:[^-]*(?:-(?!---)[^-]*)*-{4,5} ?END (?P=label)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
         # Truncated paste, no END: take header and base64 lines, each whole or the match stops early.
         r"|(?:\r?\n(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]*(?![^\r\n])))*)",
+        "private",
     ),
     # A PuTTY key file: its header line and every header or base64 line through Private-MAC.
     _rule(
@@ -188,33 +189,40 @@ RULES: tuple[Rule, ...] = (
         r"PuTTY-User-Key-File-[0-9]+:[^\r\n]*"
         r"(?:\r?\n(?!Private-MAC:)(?:[A-Za-z-]+:[^\r\n]*|[A-Za-z0-9+/=]+(?![^\r\n])))*"
         r"(?:\r?\nPrivate-MAC:[^\r\n]*)?",
+        "putty-user-key-file-",
     ),
-    _rule("lore_api_key", rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}"),
+    _rule("lore_api_key", rf"lore_sk_{_unglued(_KEY + 'lore_sk_')}{_KEY}{{20,}}", "lore_sk_"),
     # The team server's OAuth access/refresh tokens and codes (transport.oauth.tokens): prefix + 43 chars.
-    _rule("lore_oauth_token", rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}"),
-    _rule("anthropic_key", rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}"),
+    _rule("lore_oauth_token", rf"lore_(?:at|rt|ac)_{_unglued(_KEY + 'lore_.._')}{_KEY}{{20,}}", "lore_"),
+    _rule("anthropic_key", rf"sk-ant-{_unglued(_KEY + 'sk-ant-')}{_KEY}{{20,}}", "sk-ant-"),
     # A digit is required: hyphenated prose ("sk-learn-compatible-api") stays; real keys have one.
-    _rule("openai_key", rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}"),
+    _rule("openai_key", rf"sk-(?<!{_KEY}sk-)(?=[A-Za-z_-]*[0-9]){_KEY}{{20,}}", "sk-"),
     _rule(
         "stripe_key",
         rf"[rs]k_(?:live|test)_{_unglued('[A-Za-z0-9][rs]k_(?:live|test)_')}[A-Za-z0-9]{{16,}}",
         "k_live_ k_test_",
     ),
-    _rule("github_token", rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}"),
-    _rule("github_token", rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}"),
     _rule(
-        "gitlab_token", rf"gl{_unglued(_KEY + 'gl')}(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}"
+        "github_token", rf"gh[pousr]_{_unglued(_KEY + 'gh._')}[A-Za-z0-9_]{{36,}}", "ghp_ gho_ ghu_ ghs_ ghr_"
     ),
-    _rule("gitlab_token", rf"GR1348941{_unglued(_KEY + 'GR1348941')}{_KEY}{{20,}}"),
-    _rule("google_api_key", rf"AIza{_unglued(_KEY + 'AIza')}{_KEY}{{35}}"),
-    _rule("huggingface_token", rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}"),
+    _rule("github_token", rf"github_pat_{_unglued(_KEY + 'github_pat_')}[A-Za-z0-9_]{{20,}}", "github_pat_"),
+    _rule(
+        "gitlab_token",
+        rf"gl{_unglued(_KEY + 'gl')}(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-{_KEY}{{20,}}",
+        "glpat- gldt- glft- glsoat- glrt- glcbt- glimt- glptt- glagent- gloas-",
+    ),
+    _rule("gitlab_token", rf"GR1348941{_unglued(_KEY + 'GR1348941')}{_KEY}{{20,}}", "gr1348941"),
+    _rule("google_api_key", rf"AIza{_unglued(_KEY + 'AIza')}{_KEY}{{35}}", "aiza"),
+    _rule("huggingface_token", rf"hf_(?<!{_KEY}hf_)[A-Za-z0-9]{{30,}}", "hf_"),
     # Slack tokens have a digit after the dash; "xoxo-hugs" is not a token.
     _rule(
         "slack_token", rf"(?<!{_KEY})(?:xox[abeoprs](?:\.xox[bp])?|xapp)-[0-9][A-Za-z0-9-]{{8,}}", "xox xapp-"
     ),
     # The path of an incoming webhook is its secret; the host stays.
     _rule(
-        "slack_webhook", r"hooks\.slack\.com/services/(?P<secret>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)"
+        "slack_webhook",
+        r"hooks\.slack\.com/services/(?P<secret>T[A-Za-z0-9_]+/B[A-Za-z0-9_]+/[A-Za-z0-9_]+)",
+        "hooks.slack.com/services/",
     ),
     # Upper case as issued, or lower case with a digit: a lower-cased key is recovered by upper-casing.
     _rule(
@@ -231,10 +239,12 @@ RULES: tuple[Rule, ...] = (
         "aws",
         lowered=True,
     ),
-    _rule("azure_storage_key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})"),
-    _rule("sendgrid_key", rf"SG\.{_unglued(_KEY + 'SG[.]')}{_KEY}{{22}}\.{_KEY}{{43}}"),
-    _rule("square_token", rf"sq0(?:csp|atp)-{_unglued(_KEY + 'sq0csp-', _KEY + 'sq0atp-')}{_KEY}{{22,}}"),
-    _rule("pypi_token", rf"pypi-AgE{_KEY}{{50,}}"),
+    _rule("azure_storage_key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{40,}={0,2})", "accountkey="),
+    _rule("sendgrid_key", rf"SG\.{_unglued(_KEY + 'SG[.]')}{_KEY}{{22}}\.{_KEY}{{43}}", "sg."),
+    _rule(
+        "square_token", rf"sq0(?:csp|atp)-{_unglued(_KEY + 'sq0csp-', _KEY + 'sq0atp-')}{_KEY}{{22,}}", "sq0"
+    ),
+    _rule("pypi_token", rf"pypi-AgE{_KEY}{{50,}}", "pypi-age"),
     # npm's own tokens, and whatever an .npmrc gives as a registry's _authToken.
     _rule(
         "npm_token",
@@ -242,21 +252,23 @@ RULES: tuple[Rule, ...] = (
         "npm_ _authtoken=",
     ),
     _rule("mailchimp_key", r"(?<![A-Za-z0-9])[0-9a-z]{32}-us[0-9]{1,2}(?![A-Za-z0-9])", "-us"),
-    _rule("artifactory_token", r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}"),
+    _rule("artifactory_token", r"AKCp(?<![A-Za-z0-9]AKCp)[A-Za-z0-9]{10,}", "akcp"),
     # No fixed prefix, so found from a literal inside (a scan starting on a class tries every position):
     # Discord's first dot, Telegram's colon; the validator finds where each begins.
     _rule(
         "discord_token",
         rf"\.(?<={_KEY}{{24}}\.){_KEY}{{6}}\.{_KEY}{{27,}}",
+        ".",
         validator=lambda m: _run_back(m, _KEY_CHARS, "MNO", 24, 26),
     ),
     _rule(
         "telegram_token",
         rf":(?<=[0-9]{{8}}:){_KEY}{{35}}(?!{_KEY})",
+        ":",
         validator=lambda m: _run_back(m, "0123456789", "0123456789", 8, 10),
     ),
-    _rule("twilio_key", r"AC(?<![A-Za-z0-9]AC)[a-z0-9]{32}(?![A-Za-z0-9])"),
-    _rule("twilio_key", r"SK(?<![A-Za-z0-9]SK)[a-z0-9]{32}(?![A-Za-z0-9])"),
+    _rule("twilio_key", r"AC(?<![A-Za-z0-9]AC)[a-z0-9]{32}(?![A-Za-z0-9])", "ac"),
+    _rule("twilio_key", r"SK(?<![A-Za-z0-9]SK)[a-z0-9]{32}(?![A-Za-z0-9])", "sk"),
     # "eyj" too: a lower-cased token still gives most of its payload away.
     _rule("jwt", rf"ey[Jj](?<!{_KEY}ey[Jj]){_KEY}+\.{_KEY}{{2,}}\.{_KEY}*", "eyj"),
     # The scheme is bounded so a long run of letters cannot go quadratic; a redacted password stays.

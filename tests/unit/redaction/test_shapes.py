@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from lore_mcp.redaction import FOLD, INVISIBLE, Redacted, redact
+from lore_mcp.secret_rules import RULES
 from tests.support.secrets import (
     AWS_ACCESS_KEY,
     GITHUB_CLASSIC_TOKEN,
@@ -295,6 +296,20 @@ def test_a_generated_key_glued_to_text_in_front_is_redacted(secret: tuple[str, s
     )
     result = redact(f"before {glue}{value} after")
     assert needle not in result.text and kind in result.kinds
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(secrets())
+def test_every_match_of_a_rule_holds_one_of_its_hints(secret: tuple[str, str, str]) -> None:
+    """A rule runs only on text holding one of its hints, so each of its matches must hold one."""
+    texts = [seen(secret[1]), *(text for text, _, kind in COMMON_SHAPES if kind == secret[0])]
+    matched = []
+    for text in texts:
+        for rule in RULES:
+            for match in rule.pattern.finditer(text.lower() if rule.lowered else text):
+                matched.append(rule.kind)
+                assert any(hint in match.group().lower() for hint in rule.hints), (rule.kind, match.group())
+    assert matched  # the secret's own rule at least
 
 
 @pytest.mark.parametrize(
