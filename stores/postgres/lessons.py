@@ -364,9 +364,10 @@ class _Held:
                     as_owner(conn, "DROP INDEX IF EXISTS lessons_tsv")
                 self._dropped = True
 
-    def add(self, project: str, rows: Sequence[Mapping[str, Any]], vectors: Mapping[str, np.ndarray]) -> None:
+    def add(self, project: str, rows: Sequence[Mapping[str, Any]], keys_by_id: Mapping[str, int]) -> None:
         expiry = np.array([row["expires_at"].timestamp() if row["expires_at"] else math.inf for row in rows])
-        keys, matrix = np.array([row["pk"] for row in rows]), np.stack([vectors[row["id"]] for row in rows])
+        keys = np.array([keys_by_id[row["id"]] for row in rows])
+        matrix = np.stack([row["embedding"] for row in rows])
         with self._lock:
             last = self._writing.get(thread := threading.get_ident())
             if last != project:
@@ -446,7 +447,7 @@ class PostgresLessonRows:
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         return {"embedding": vector} if vector is not None else {}
 
-    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         """COPY into a temporary table, then ``INSERT ... SELECT``: RLS on ``lessons`` refuses a COPY."""
         names = ["id", "org_id", "project", *(name for name in rows[0] if name != "id")]
         columns = ", ".join(names)  # the engine's column names, never user text
@@ -464,16 +465,16 @@ class PostgresLessonRows:
                     values = (Jsonb(row[n], str) if KINDS.get(n) == "json" else row[n] for n in names[3:])
                     copy.write_row([row["id"], scope["org"], scope["project"], *values])
         inserted = self._conn.execute(
-            text(f"INSERT INTO lessons ({columns}) SELECT {columns} FROM lore_copy RETURNING {COLUMNS}")
+            text(f"INSERT INTO lessons ({columns}) SELECT {columns} FROM lore_copy RETURNING id, pk")
         )
-        found = [dict(row._mapping) for row in inserted]
+        keys: dict[str, int] = {row[0]: row[1] for row in inserted}
         if self._held:
-            self._held.add(self._scope.project, found, {row["id"]: row["embedding"] for row in rows})
+            self._held.add(self._scope.project, rows, keys)
         if not self._held and self._conn.execute(_STALE).scalar():  # held: no index to plan for
             role = self._conn.execute(text("SELECT current_user")).scalar()
             as_owner(self._conn, "ANALYZE lessons")
             self._conn.execute(text("SELECT set_config('role', :role, true)"), {"role": role})
-        return found
+        return keys
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         """Nothing more: the row holds the vector, and its words are a generated column."""

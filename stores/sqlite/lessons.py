@@ -276,18 +276,18 @@ class LocalLessonRows:
     def columns(self, vector: np.ndarray | None) -> dict[str, Any]:
         return {"rev": self.rev}
 
-    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def copy_rows(self, scope: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
         """Multi-row ``INSERT ... RETURNING``s of ``_COPIED`` rows: a statement a row cost an
         import more than its writes. (Columns are the engine's names, never user text.)"""
         names = ["org_id", "project", *rows[0]]
         marks = "(" + ", ".join("?" * len(names)) + ")"
-        found: list[dict[str, Any]] = []
+        keys: dict[str, int] = {}
         for start in range(0, len(rows), _COPIED):
             chunk = rows[start : start + _COPIED]
             values = [v for row in chunk for v in (scope["org"], scope["project"], *row.values())]
             sql = f"INSERT INTO lessons ({', '.join(names)}) VALUES {', '.join([marks] * len(chunk))}"
-            found += LocalSqlTx(self._conn).rows(f"{sql} RETURNING {COLUMNS}", values)
-        return found
+            keys.update(self._conn.execute(f"{sql} RETURNING id, pk", values).fetchall())
+        return keys
 
     def written(self, key: int, lesson: Lesson, vector: np.ndarray | None, *, new: bool) -> None:
         conn = self._conn
