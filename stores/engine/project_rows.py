@@ -33,8 +33,11 @@ class Commit:
 
 # A commit's columns stored as they are (its time and effects go through the dialect).
 _COMMIT_COLUMNS = "id seq parent kind message actor schema_hash_before schema_hash_after".split()
-# A commit of at most this many targets is written in one statement with them (and its entry).
-TOGETHER_MAX_TARGETS = 16
+# A commit's targets, from a list (``each``); WHERE: SQLite's upsert after a SELECT needs one.
+_TARGETS = (
+    "INSERT INTO commit_targets (org_id, project, target, seq) SELECT :org, :project, value, :seq "
+    "FROM {each} WHERE true ON CONFLICT DO NOTHING"
+)
 
 
 @dataclass(eq=False)
@@ -127,22 +130,14 @@ class ProjectTx:
                 "effects": self.tx.dump(commit.effects),
             },
         )
-        target = (
-            "INSERT INTO commit_targets (org_id, project, target, seq) VALUES (:org, :project, :target, :seq) "
-            "ON CONFLICT DO NOTHING"
-        )
-        targets = [{**self.scope.params, "target": t, "seq": commit.seq} for t in commit.targets]
-        if len(targets) <= TOGETHER_MAX_TARGETS:
-            writes = [insert, *((target, t) for t in targets)]
-            if activity is None:
-                self.tx.together(writes)
-            else:
-                self._append(activity, commit, before=writes)
-            return
-        self.tx.together([insert])
-        self.tx.many(target, targets)
-        if activity is not None:
-            self._append(activity, commit)
+        writes = [insert]
+        if commit.targets:  # all in one statement: one a target took an import's 256 lessons 4 % of its time
+            targets = {**self.scope.params, "targets": self.tx.listed(commit.targets), "seq": commit.seq}
+            writes.append((_TARGETS.format(each=self.tx.each("targets")), targets))
+        if activity is None:
+            self.tx.together(writes)
+        else:
+            self._append(activity, commit, before=writes)
 
     def append_activity(self, note: ActivityNote, commit: Commit | None = None) -> None:
         """Log the call's entry here, naming ``commit`` (else this transaction's, if any)."""

@@ -41,3 +41,6 @@ class SqlTx(Protocol):
 
     def listed(self, values: Sequence[Any]) -> Any:
         """A list of values as bound for ``in_list``."""
+
+    def each(self, param: str) -> str:
+        """A ``FROM`` item of the texts bound as ``param`` (a ``listed``), one row each, as ``value``."""

@@ -71,6 +71,9 @@ class PostgresSqlTx:
     def listed(self, values: Sequence[Any]) -> list[Any]:
         return list(values)
 
+    def each(self, param: str) -> str:
+        return f"unnest(CAST(:{param} AS text[])) AS e(value)"
+
     def _execute(self, sql: str, params: Any) -> CursorResult[Any]:
         """``conn.execute``, bounded by the request's deadline when ``bounded``."""
         if self._bounded and not self._timeout_set:

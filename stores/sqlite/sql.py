@@ -54,3 +54,6 @@ class LocalSqlTx:
 
     def listed(self, values: Sequence[Any]) -> str:
         return json.dumps(list(values))
+
+    def each(self, param: str) -> str:
+        return f"json_each(:{param})"
