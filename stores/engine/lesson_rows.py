@@ -102,6 +102,13 @@ class SqlLessonTx:
     ) -> None:
         self.sql, self.scope, self.now, self._dialect = dialect.sql, scope, now, dialect
         self._models, self._activity, self._guarded = models, activity, False
+        sql = self.sql  # how this database binds each kind of column, for ``_fields``
+        casts: dict[str, Callable[[Any], Any]] = {
+            "time": sql.stamp,
+            "list": sql.listed,
+            "json": lambda v: sql.dump(dict(v)),
+        }
+        self._casts = {kind: _unless_none(cast) for kind, cast in casts.items()}
 
     @property
     def _scope(self) -> dict[str, Any]:
@@ -258,12 +265,7 @@ class SqlLessonTx:
 
     def _fields(self, lesson: Lesson) -> dict[str, Any]:
         """The lesson's columns but its id and project, as the database binds them."""
-        casts: dict[str, Callable[[Any], Any]] = {
-            "time": self.sql.stamp,
-            "list": self.sql.listed,
-            "json": lambda v: self.sql.dump(dict(v)),
-        }
-        values = by_kind(vars(lesson), {kind: _unless_none(cast) for kind, cast in casts.items()})
+        values = by_kind(vars(lesson), self._casts)
         return {name: values[name] for name in _WRITTEN}
 
     def _lesson(self, row: Mapping[str, Any]) -> Lesson:

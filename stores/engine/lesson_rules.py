@@ -225,11 +225,11 @@ class SqlStore:
         drafts = [draft for draft, _ in items]
         vectors = [unit_vector(vec) for _, vec in items]
         with self._writing(scope, vectors) as tx:
-            batch = _Batch(tx, keep_ids=keep_ids, capacity=len(items))
+            batch = _Batch(tx, vectors, keep_ids=keep_ids)
             saving = batch.fresh(drafts)
             nearest = dict(zip(saving, tx.nearest([vectors[i] for i in saving]), strict=True))
             results = [
-                batch.save(draft, vectors[i], nearest[i])
+                batch.save(draft, i, nearest[i])
                 if i in nearest
                 else SaveResult(id=str(draft.id), merged=False, skipped=True)
                 for i, draft in enumerate(drafts)
@@ -315,8 +315,15 @@ class _Batch:
     New rows are written together (one COPY on Postgres) at the end or before a draft merges
     into one; until then they have stand-in keys above every real one."""
 
-    def __init__(self, tx: SqlLessonTx, *, keep_ids: bool, capacity: int) -> None:
-        self.tx, self.keep_ids, self.capacity = tx, keep_ids, capacity
+    def __init__(self, tx: SqlLessonTx, vectors: list[np.ndarray], *, keep_ids: bool) -> None:
+        self.tx, self.keep_ids, self.vectors = tx, keep_ids, vectors
+        # Whether an earlier draft may be near each one, from one product (a bound: an import's batch
+        # checked each draft alone, 4 % of its time); a very large one (strict imports) checks each.
+        self.near_earlier = np.ones(len(vectors), dtype=bool)
+        if 1 < len(vectors) <= _PAIRED:
+            stacked = np.stack(vectors)
+            paired = np.triu(stacked @ stacked.T, 1) >= dedup.CANDIDATE_SIMILARITY - 1e-4
+            self.near_earlier = paired.any(axis=0)
         self.changes: list[Change] = []
         self.pending: list[Near] = []  # saved earlier in this batch
         self.matrix: np.ndarray | None = None  # their vectors, one row each
@@ -336,8 +343,10 @@ class _Batch:
                 taken.add(draft.id)  # None is never taken: drafts without ids are all new
         return fresh
 
-    def save(self, draft: LessonDraft, vec: np.ndarray, stored: list[Near]) -> SaveResult:
-        neighbours = self.neighbours(vec, stored)
+    def save(self, draft: LessonDraft, i: int, stored: list[Near]) -> SaveResult:
+        """Save the ``i``th draft (or merge it) given its ``stored`` near neighbours."""
+        vec = self.vectors[i]
+        neighbours = self.neighbours(vec, stored, earlier=bool(self.near_earlier[i]))
         text = (draft.problem, draft.resolution, draft.context)
         target = dedup.merge_target(text, ((n.key, n.similarity, n.text) for n in neighbours))
         similar = tuple((n.id, round(n.similarity, 6)) for n in neighbours if n.key != target)
@@ -352,7 +361,7 @@ class _Batch:
         self.unwritten.append((len(self.changes), key, lesson, vec))
         self.changes.append((lesson.id, None, None))  # its image once written (``flush``)
         if self.matrix is None:
-            self.matrix = np.empty((self.capacity, vec.shape[0]), dtype=np.float32)
+            self.matrix = np.empty((len(self.vectors), vec.shape[0]), dtype=np.float32)
         self.matrix[len(self.pending)] = vec
         self.pending.append(Near(key, 1.0, lesson.id, text))
         self.texts[key] = text
@@ -371,10 +380,11 @@ class _Batch:
         self.texts = {real.get(key, key): text for key, text in self.texts.items()}
         self.unwritten = []
 
-    def neighbours(self, vec: np.ndarray, stored: list[Near]) -> list[Near]:
-        """Up to ``MAX_SIMILAR`` near neighbours, stored or earlier in the batch, with current text."""
+    def neighbours(self, vec: np.ndarray, stored: list[Near], *, earlier: bool) -> list[Near]:
+        """Up to ``MAX_SIMILAR`` near neighbours, stored or (if ``earlier`` may be) earlier in the batch,
+        with current text."""
         found = {n.key: n for n in stored}
-        if self.pending and self.matrix is not None:
+        if earlier and self.pending and self.matrix is not None:
             sims = self.matrix[: len(self.pending)] @ vec
             for i in np.flatnonzero(sims >= dedup.CANDIDATE_SIMILARITY):
                 near = self.pending[i]
@@ -396,6 +406,7 @@ class _Batch:
 
 # Stand-in keys of unwritten rows: above every real key, as a later write would get.
 _UNWRITTEN = 2**62
+_PAIRED = 4096  # drafts from which a batch checks each draft against the earlier ones alone
 
 
 def scored_lessons(
