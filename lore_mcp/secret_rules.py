@@ -1,10 +1,7 @@
-"""The shapes of secret ``lore_mcp.redaction`` removes, one rule per shape, apart from the engine so each
-stays readable: what ``detect-secrets``' default plugins catch (patterns are Lore's own;
-``tests/unit/redaction/test_shapes.py`` checks it finds nothing left), plus the vendors memory meets most.
-
-Every pattern starts on a literal or a bounded run with no nested ambiguous repetition, so 1 MB scans in
-linear time; starting with the literal and checking what precedes by look-behind lets the engine skip
-ahead."""
+"""The shapes of secret ``lore_mcp.redaction`` removes, one rule per shape: what ``detect-secrets``' default
+plugins catch (patterns are Lore's own; ``test_shapes.py`` checks it finds nothing left), plus the vendors
+memory meets most. Every pattern starts on a literal or a bounded run with no nested ambiguous repetition,
+so 1 MB scans in linear time; a literal first and look-behind for what precedes let the engine skip ahead."""
 
 from __future__ import annotations
 
@@ -40,8 +37,8 @@ Validator = Callable[[re.Match[str]], Span | None]
 class Rule(NamedTuple):
     kind: str
     pattern: re.Pattern[str]
-    # Lowercase substrings any match contains: checked with `in` first, they skip most scans, so prose
-    # costs almost nothing. A rule with none always runs.
+    # Lowercase substrings, one of which every match holds (``test_shapes.py`` checks): a text with none skips
+    # the rule's scan, so prose costs almost nothing. A rule with none always runs.
     hints: tuple[str, ...] = ()
     # The span to redact, or None to leave the match; without one, the "secret" group or the match.
     validator: Validator | None = None
@@ -56,8 +53,7 @@ def _rule(
     return Rule(kind, re.compile(pattern), tuple(hints.split()), validator, lowered)
 
 
-# Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9). Translating
-# and summing bytes keeps it in C: a 1 MB text can hold thousands of card-shaped runs.
+# Luhn doubles every second digit from the right, adding the product's digits (5->1, 9->9), in C here.
 _DOUBLED = str.maketrans("0123456789", "0246813579")
 
 
@@ -91,8 +87,7 @@ _KEY_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
 
 # An unquoted value spaced from its "=" or ":" ("password: hunter2") is a secret only as one token of 6+
 # characters with a digit or symbol: prose ("token: none"), code ("password = os.getenv(...)") and paths
-# ("secret: /run/secrets/db") stay. Quoted values and ones tight against the sign ("PASSWORD=...",
-# "--token=...", "?password=...") are always secrets.
+# ("secret: /run/secrets/db") stay. Quoted values and ones tight against the sign are always secrets.
 _TOKEN = re.compile(r"[\w.~+/=!@#$%^*-]+")
 _STRONG = re.compile(r"[0-9!@#$%^*+/=~]")
 _TRAILING = ".,:;)]}>"
@@ -144,9 +139,8 @@ def _assignment(name: str, hint: str, validator: Validator = _assigned_span) -> 
     return _rule("secret_assignment", name + _ASSIGNED, hint, validator=validator, lowered=True)
 
 
-# Names whose value is a secret (detect-secrets' keyword list): any identifier ending in one. One rule per
-# literal, so each scan skips ahead to it. "pass", "pw", "pwd" only as a word or after a separator
-# ("bypass" names nothing secret).
+# Names whose value is a secret (detect-secrets' keyword list): any identifier ending in one, a rule a literal.
+# "pass", "pw", "pwd" only as a word or after a separator ("bypass" names nothing secret).
 _ASSIGNMENTS = (
     _assignment(r"pass(?:word|wd|phrase|(?<![a-z0-9]pass))", "pass"),
     _assignment(r"pw(?<![a-z0-9]pw)d?", "pw"),
@@ -172,9 +166,8 @@ _AWS_SECRET = r"[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*[\"']?(?P<secret>[a-z0-9/+]{40})
 _AUTHORIZATION = r"(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?"
 
 RULES: tuple[Rule, ...] = (
-    # First: the base64 inside a key can look like other tokens. PEM has five dashes, SSH2 four and a
-    # space. The body may not hold four dashes, so an unterminated BEGIN scans only to the next dashes
-    # rather than to the end of the text (no quadratic blow-up).
+    # First: the base64 inside a key can look like other tokens. PEM has five dashes, SSH2 four and a space.
+    # The body may not hold four dashes: an unterminated BEGIN scans only to the next ones (not quadratic).
     _rule(
         "private_key",
         r"----(?<!-----)-? ?BEGIN (?P<label>(?:[A-Z0-9]+ )*)PRIVATE KEY(?: BLOCK)? ?-{4,5}"
@@ -296,8 +289,7 @@ RULES: tuple[Rule, ...] = (
         "bearer",
     ),
     # Networks lead with 2-6, skipping ms and ns timestamps (leading 1). "+", "-" or "." touching the
-    # digits means a phone number, UUID, ID or decimal, not a card. Its first digit is the hint: a
-    # text without one (most prose) skips a scan that starts on a class.
+    # digits means a phone number, UUID, ID or decimal, not a card.
     _rule(
         "credit_card",
         r"[2-6](?<![\w.+-][2-6])(?:[0-9]{12,18}"

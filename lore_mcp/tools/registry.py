@@ -12,9 +12,8 @@ from mcp_types import ToolAnnotations
 
 from lore_mcp.tools.resources import LESSON_TEMPLATE, SCHEMA_URI, STATS_URI, lesson_uri
 
-# Hints every tool sets deliberately (clients use them to decide what to confirm). No tool is
-# open-world: Lore touches only its own store. Idempotent: a repeat call has no further effect
-# (a second delete changes nothing; a second vote is a second vote).
+# Hints every tool sets deliberately (clients use them to decide what to confirm). No tool is open-world:
+# Lore touches only its own store. Idempotent: a repeat call has no further effect (a second vote is a vote).
 READ_ONLY = ToolAnnotations(
     read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )

@@ -35,8 +35,7 @@ logger = logging.getLogger("lore_mcp")
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
-# What server directories and client lists show (serverInfo); the website is the distribution's page,
-# the one address that holds for every install.
+# What server directories and client lists show (serverInfo); the website: the page every install shares.
 TITLE = "Lore"
 DESCRIPTION = "Memory for AI agents: lessons recalled by meaning, voted on, with versioned structured memory."
 WEBSITE_URL = "https://pypi.org/project/lore-memory-mcp/"

@@ -27,8 +27,7 @@ _FUNCTION_WORDS = frozenset(
 # Tokens a restatement may not drop; "t" is what is left of "n't" ("doesn't" -> "doesn", "t").
 _NEGATIONS = frozenset("not no never without cannot nor neither none nothing nobody t".split())
 
-# Letters and digits joined by identifier punctuation ("billing-api", "v1.2.3", "/var/log",
-# "user@example.com", "KEY_NAME").
+# Letters and digits joined by identifier punctuation ("billing-api", "v1.2.3", "/var/log", "a@b.io", "KEY_NAME").
 _TOKEN = re.compile(r"[^\W_]+(?:[._\-/:@+#][^\W_]+)*|_+[^\W_]+")
 _PUNCT_OR_SPACE = re.compile(r"[\W_]+")
 # A quantity ("5", "1.5"), as opposed to a version or an identifier ("6.20.8", "v2").

@@ -317,10 +317,9 @@ class _Batch:
 
     def __init__(self, tx: SqlLessonTx, vectors: list[np.ndarray], *, keep_ids: bool) -> None:
         self.tx, self.keep_ids, self.vectors = tx, keep_ids, vectors
-        # Whether an earlier draft may be near each one, from one product (a bound: an import's batch
-        # checked each draft alone, 4 % of its time); a very large one (strict imports) checks each.
+        # Whether an earlier draft may be near each, from one product; past 4,096 (strict imports) each is checked.
         self.near_earlier = np.ones(len(vectors), dtype=bool)
-        if 1 < len(vectors) <= _PAIRED:
+        if 1 < len(vectors) <= 4096:
             stacked = np.stack(vectors)
             paired = np.triu(stacked @ stacked.T, 1) >= dedup.CANDIDATE_SIMILARITY - 1e-4
             self.near_earlier = paired.any(axis=0)
@@ -344,7 +343,6 @@ class _Batch:
         return fresh
 
     def save(self, draft: LessonDraft, i: int, stored: list[Near]) -> SaveResult:
-        """Save the ``i``th draft (or merge it) given its ``stored`` near neighbours."""
         vec = self.vectors[i]
         neighbours = self.neighbours(vec, stored, earlier=bool(self.near_earlier[i]))
         text = (draft.problem, draft.resolution, draft.context)
@@ -381,8 +379,7 @@ class _Batch:
         self.unwritten = []
 
     def neighbours(self, vec: np.ndarray, stored: list[Near], *, earlier: bool) -> list[Near]:
-        """Up to ``MAX_SIMILAR`` near neighbours, stored or (if ``earlier`` may be) earlier in the batch,
-        with current text."""
+        """Up to ``MAX_SIMILAR`` near neighbours, stored or (if ``earlier``) earlier in the batch, as now."""
         found = {n.key: n for n in stored}
         if earlier and self.pending and self.matrix is not None:
             sims = self.matrix[: len(self.pending)] @ vec
@@ -406,7 +403,6 @@ class _Batch:
 
 # Stand-in keys of unwritten rows: above every real key, as a later write would get.
 _UNWRITTEN = 2**62
-_PAIRED = 4096  # drafts from which a batch checks each draft against the earlier ones alone
 
 
 def scored_lessons(

@@ -31,8 +31,7 @@ class RankingParams:
     vector_weight: float = 0.75
     lexical_weight: float = 0.25
     min_candidates: int = 50  # each signal contributes at least this many candidates
-    # Full-text candidates ordered by entities too (``candidate_terms``): of a thousand lessons
-    # naming one person, the one with the question's number comes first.
+    # Full-text candidates ordered by entities too (``candidate_terms``): the one with the question's number first.
     lexical_entities: bool = True
     # Entities within budget find full-text candidates before rarer words (``rare_terms``).
     entities_first: bool = True

@@ -46,17 +46,15 @@ CONNECT_DEFAULTS: dict[str, str] = {
     "keepalives_count": "3",
     "tcp_user_timeout": "10000",  # ms that sent data may go unacknowledged
 }
-# Server side, unless the URL's ``options`` sets it; migrations lift the statement limit. A statement
-# psycopg prepared gets a generic plan after five runs, blind to ``LIMIT :k`` and the project: the
-# HNSW search became an exact scan of the project (40 ms against 9 at 17k rows), so always custom.
+# Server side, unless the URL's ``options`` sets it; migrations lift the statement limit. A prepared statement
+# gets a generic plan after five runs, blind to ``LIMIT :k`` and the project (HNSW became an exact scan).
 SESSION_DEFAULTS: dict[str, str] = {
     "statement_timeout": "30s",
     "idle_in_transaction_session_timeout": "60s",
     "plan_cache_mode": "force_custom_plan",
 }
 POOL_TIMEOUT_S = 5.0  # how long a call waits for a pooled connection when all are busy
-# Lack of disk, memory or connections (class 53) is reported like unreachability; calling it that
-# sends a person to the network while the disk is full, so each is named with its SQLSTATE and fix.
+# Lack of disk, memory or connections (class 53) is named with its SQLSTATE and fix, not as unreachability.
 UNREACHABLE = (
     "Postgres is unreachable or not answering right now; the call changed nothing. Try again shortly."
 )
@@ -80,8 +78,7 @@ OUT_OF_RESOURCES = {
     "the request, or raise that limit on the database server.",
 }
 
-# A connect-time refusal has no SQLSTATE (libpq passes only text), so too_many_connections is
-# known by its words: max_connections, CONNECTION LIMIT, superuser slots.
+# A connect-time refusal has no SQLSTATE (libpq passes only text): too_many_connections is known by its words.
 _NO_CONNECTION_FREE = ("too many clients", "too many connections", "connection slots are reserved")
 
 

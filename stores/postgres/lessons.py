@@ -58,8 +58,7 @@ nearest AS MATERIALIZED (
 
 _EXACT = "(SELECT pk, embedding <=> :q AS d FROM lessons WHERE {filters}) AS e"
 # A tag in a large project (migration 18): HNSW only if the tag's share of what it reaches (``ef_search`` rows
-# of the project's own index) holds k, and the exact scan through the tags' index (a million's largest project:
-# 111 -> 41 ms).
+# of the project's own index) holds k, else the exact scan through the tags' index.
 _TAGGED = {
     "near_k": "CASE WHEN lore_tag_share(CAST(:tags AS text[])) * :reach >= 1.5 * :k THEN :near_k ELSE 0 END",
     "exact": "lore_nearest_tagged(:project, CAST(:tags AS text[]), :now, :min_conf, :q, :k) AS e(pk, d)",
@@ -90,11 +89,9 @@ _GENERATION = (
 )
 
 
-# ``ef_search`` in a project's own index (``project_index``): one per ``_ROWS_PER_EF`` of its rows, from twice
-# the candidates wanted to pgvector's most, 1,000. On clustered vectors a small search in a large graph misses
-# whole clusters: at a million, recall@10 against exact search with 100 was 0.98 in a project of 10,000 and 0.90
-# in one of 168,502 (0.93 with 200, 0.95 with 400, 0.96 with 600); a larger one costs time (that project's
-# recall p50: 21.5-22.8 ms with 600, 24.0-25.4 with 674, in turns; 10,000 rows: 12.5-12.9 with 100, 15-17 with 600).
+# ``ef_search`` in a project's own index (``project_index``): one per ``_ROWS_PER_EF`` of its rows, from twice the
+# candidates wanted to pgvector's most, 1,000: a small search in a large graph misses whole clusters (a million's
+# largest project: recall@10 0.90 with 100, 0.96 with 600), a larger one costs time (docs/performance.md).
 _ROWS_PER_EF = 280
 # Projects a bulk load writes at once (one's Python beside another's statements), then indexes (2 cores).
 _WRITERS = 2
@@ -328,7 +325,7 @@ _BULK = text(
 
 class _Block:
     """One project's held keys, expiry and vectors, with room to grow: a batch is copied in once, not
-    the whole block again (a million's largest project: 658 batches of a block up to 258 MB)."""
+    the whole block again."""
 
     def __init__(self, keys: np.ndarray, expiry: np.ndarray, matrix: np.ndarray) -> None:
         self.n, self.keys, self.expiry, self.matrix = len(keys), keys, expiry, matrix
@@ -383,8 +380,7 @@ class _Held:
         if project not in self.rows:
             return iter(())
         block = self.rows[project]
-        # Rows x 256 similarities (at a million, up to 43M): only the few columns with a near row are
-        # searched for it, and only the near rows' expiry is read (84k rows: 84-106 -> 20-55 ms).
+        # Rows x 256 similarities: only the few columns with a near row are searched, their rows' expiry read.
         sims = block.matrix[: block.n] @ np.stack(vecs).T
         cols = np.flatnonzero(sims.max(axis=0) >= dedup.CANDIDATE_SIMILARITY)
         rows, at = np.nonzero(sims[:, cols] >= dedup.CANDIDATE_SIMILARITY)
@@ -393,9 +389,8 @@ class _Held:
         return ((int(c), int(keys[r]), float(sims[r, c])) for r, c in pairs)
 
 
-# A bulk write that grew ``lessons`` by a fifth (and 1,000 rows) since its statistics refreshes
-# them, where this login may: on stale ones the planner takes a project for a few rows and finds
-# a batch's near duplicates by scanning the project, not by HNSW (a 10k load: 3x their time).
+# A bulk write that grew ``lessons`` by a fifth (and 1,000 rows) since its statistics refreshes them, where this
+# login may: on stale ones the planner finds a batch's near duplicates by scanning the project, not by HNSW.
 _STALE = text(
     "SELECT s.n_mod_since_analyze > 1000 + 0.2 * greatest(c.reltuples, 0) AND pg_has_role(session_user, "
     "c.relowner, 'MEMBER') FROM pg_class c JOIN pg_stat_user_tables s ON s.relid = c.oid WHERE c.oid = 'lessons'::regclass"

@@ -98,11 +98,9 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         4,
         "full-text candidates through the GIN index",
-        # Under RLS the GIN index on tsv goes unused (@@ is not LEAKPROOF, so it runs after the
-        # policy on every org row: about 250 ms at 100k lessons). These functions run as the
-        # migrating login: one bypassing RLS (a Docker superuser) uses the index, else they are
-        # merely slower. They filter by the caller's lore.org and return only keys the caller
-        # then reads under its policies, so they show nothing it could not read.
+        # Under RLS the GIN index on tsv goes unused (@@ is not LEAKPROOF: it runs after the policy on
+        # every org row). These functions run as the migrating login (one bypassing RLS uses the index),
+        # filter by the caller's lore.org and return only keys it then reads under its policies.
         """
         -- Estimated lessons per term, from the planner's statistics on tsv (most common
         -- lexemes and their frequencies; others get half the least frequency, as the
@@ -162,9 +160,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         6,
         "re-embedding beside the old vectors",
-        # Re-embed's new vectors wait here until all are swapped in; stamp is updated_at when
-        # computed, so a later edit is redone. Any dimension (the new model's may differ). Only
-        # the owner uses it: RLS with no policy shows the server's role nothing.
+        # Re-embed's new vectors wait here until all are swapped in (stamp: updated_at when computed, so a
+        # later edit is redone), of any dimension. Only the owner uses it: RLS with no policy shows none.
         """
         CREATE TABLE lesson_reembed (pk bigint PRIMARY KEY, stamp timestamptz NOT NULL, embedding vector NOT NULL);
         ALTER TABLE lesson_reembed ENABLE ROW LEVEL SECURITY;""",
@@ -245,11 +242,9 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         15,
         "full text indexed with each row's project",
-        # Migration 7's function on an index that also holds a word naming the row's org and project
-        # (a space first: no parser makes it), so GIN finds the words' matches within the project,
-        # skipping through that word's postings, where Postgres had ANDed them with a bitmap of all
-        # the project's keys (168,502 lessons of a million: full text p50 33-38 -> 14 ms). Same signature:
-        # servers of the previous version use it too. ``MISSING_INDEXES`` builds the new index.
+        # Migration 7's function on an index that also holds a word naming the row's org and project (a
+        # space first: no parser makes it), so GIN finds the words' matches within the project instead of
+        # ANDing them with a bitmap of all its keys. Same signature: servers of the previous version use it.
         f"""
         DROP INDEX IF EXISTS lessons_tsv;
         -- text || text, not text || bigint (only STABLE): an immutable body is inlined.
@@ -282,10 +277,9 @@ MIGRATIONS: list[tuple[int, str, str]] = [
     (
         16,
         "lessons whole in their rows, import images uncompressed",
-        # A 384-dimension row is about 2.4 KB with its vector kept in it (migration 14): over the 2 KB
-        # target, Postgres moved 4-5 of its small columns (texts, tsvector) to TOAST, each a lookup to
-        # read and an insert to write. Rows now leave the page only when they cannot fit it. An import
-        # commit's images (its lessons' vectors in base64) do not compress: pglz tried for nothing.
+        # A 384-dimension row (2.4 KB with its vector, migration 14) was over the 2 KB target: 4-5 small
+        # columns went to TOAST, a lookup each. Now a row leaves its page only when it cannot fit it. An
+        # import commit's images (base64 vectors) do not compress: pglz tried for nothing.
         """
         ALTER TABLE lessons SET (toast_tuple_target = 8160);
         ALTER TABLE commits ALTER COLUMN effects SET STORAGE EXTERNAL;""",
@@ -337,10 +331,8 @@ MIGRATIONS: list[tuple[int, str, str]] = [
 ]
 
 SCHEMA_VERSION = MIGRATIONS[-1][0]
-# An import drops the full-text index while it loads (``PostgresLessons.bulk``); one killed halfway
-# leaves it missing, so every open builds it if missing. The memory is for the projects' HNSW indexes
-# a bulk load builds next: a graph takes about 4 bytes a dimension and 700 more a row (a million of
-# 384: 2.1 GB), and past its memory the build goes on disk (a million: 288 s, not 248 s).
+# An import drops the full-text index while it loads (``PostgresLessons.bulk``); one killed halfway leaves
+# it missing, so every open builds it if missing (with memory by the table's rows).
 MISSING_INDEXES = f"""DO $$ BEGIN PERFORM set_config('maintenance_work_mem', least(4096, 64 + (greatest(reltuples, 0)
     * (1024 + 4 * coalesce((SELECT value::int FROM lore_meta WHERE key = 'dim'), 0)) / 1048576)::bigint) || 'MB', true)
     FROM pg_class WHERE oid = 'lessons'::regclass; IF to_regclass('lessons_tsv') IS NULL THEN

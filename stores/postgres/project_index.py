@@ -22,9 +22,8 @@ logger = logging.getLogger("stores.postgres")
 OWN_ROWS = 5_000  # live rows from which a project gets its own index; fewer are scanned exactly
 _KEY = "lore_scope_key(org_id, project)"
 SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters: proves the predicate
-# A recall's nearest-k search there names the org and key alone (its rows are filtered by project
-# again after): with the project too, the planner counted its rows twice (1 % x 0.5 %), took k for
-# all of them and, at a million, scanned and sorted the project's 10,000 rows instead.
+# A recall's nearest-k search there names the org and key alone (its rows are filtered by project again):
+# with the project too, the planner counted its rows twice and scanned and sorted the project instead.
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _KEY_OF = text("SELECT lore_scope_key(:org, :project)")
 _STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
