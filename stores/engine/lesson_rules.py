@@ -316,16 +316,15 @@ class _Batch:
     into one; until then they have stand-in keys above every real one."""
 
     def __init__(self, tx: SqlLessonTx, vectors: list[np.ndarray], *, keep_ids: bool) -> None:
-        self.tx, self.keep_ids, self.vectors = tx, keep_ids, vectors
+        self.tx, self.keep_ids, self.vectors = tx, keep_ids, np.stack(vectors)  # a row a draft
         # Whether an earlier draft may be near each, from one product; past 4,096 (strict imports) each is checked.
         self.near_earlier = np.ones(len(vectors), dtype=bool)
         if 1 < len(vectors) <= 4096:
-            stacked = np.stack(vectors)
-            paired = np.triu(stacked @ stacked.T, 1) >= dedup.CANDIDATE_SIMILARITY - 1e-4
+            paired = np.triu(self.vectors @ self.vectors.T, 1) >= dedup.CANDIDATE_SIMILARITY - 1e-4
             self.near_earlier = paired.any(axis=0)
         self.changes: list[Change] = []
         self.pending: list[Near] = []  # saved earlier in this batch
-        self.matrix: np.ndarray | None = None  # their vectors, one row each
+        self.saved: list[int] = []  # their drafts' rows in ``vectors``
         self.unwritten: list[tuple[int, int, Lesson, np.ndarray]] = []  # change index, key, lesson, vector
         self.texts: dict[int, Text] = {}  # text of rows written in this batch, as it is now
 
@@ -344,7 +343,7 @@ class _Batch:
 
     def save(self, draft: LessonDraft, i: int, stored: list[Near]) -> SaveResult:
         vec = self.vectors[i]
-        neighbours = self.neighbours(vec, stored, earlier=bool(self.near_earlier[i]))
+        neighbours = self.neighbours(i, stored)
         text = (draft.problem, draft.resolution, draft.context)
         target = dedup.merge_target(text, ((n.key, n.similarity, n.text) for n in neighbours))
         similar = tuple((n.id, round(n.similarity, 6)) for n in neighbours if n.key != target)
@@ -358,9 +357,7 @@ class _Batch:
         key = _UNWRITTEN + len(self.pending)
         self.unwritten.append((len(self.changes), key, lesson, vec))
         self.changes.append((lesson.id, None, None))  # its image once written (``flush``)
-        if self.matrix is None:
-            self.matrix = np.empty((len(self.vectors), vec.shape[0]), dtype=np.float32)
-        self.matrix[len(self.pending)] = vec
+        self.saved.append(i)
         self.pending.append(Near(key, 1.0, lesson.id, text))
         self.texts[key] = text
         return SaveResult(id=lesson.id, merged=False, similar=similar)
@@ -378,14 +375,14 @@ class _Batch:
         self.texts = {real.get(key, key): text for key, text in self.texts.items()}
         self.unwritten = []
 
-    def neighbours(self, vec: np.ndarray, stored: list[Near], *, earlier: bool) -> list[Near]:
-        """Up to ``MAX_SIMILAR`` near neighbours, stored or (if ``earlier``) earlier in the batch, as now."""
+    def neighbours(self, i: int, stored: list[Near]) -> list[Near]:
+        """Up to ``MAX_SIMILAR`` near neighbours of draft ``i``, stored or earlier in the batch, as now."""
         found = {n.key: n for n in stored}
-        if earlier and self.pending and self.matrix is not None:
-            sims = self.matrix[: len(self.pending)] @ vec
-            for i in np.flatnonzero(sims >= dedup.CANDIDATE_SIMILARITY):
-                near = self.pending[i]
-                found[near.key] = dataclasses.replace(near, similarity=float(sims[i]))
+        if self.pending and self.near_earlier[i]:
+            sims = (self.vectors[:i] @ self.vectors[i])[self.saved]  # the earlier drafts saved
+            for j in np.flatnonzero(sims >= dedup.CANDIDATE_SIMILARITY):
+                near = self.pending[j]
+                found[near.key] = dataclasses.replace(near, similarity=float(sims[j]))
         ordered = sorted(found.values(), key=lambda n: (-n.similarity, n.key))[: dedup.MAX_SIMILAR]
         return [dataclasses.replace(n, text=self.texts.get(n.key, n.text)) for n in ordered]
 

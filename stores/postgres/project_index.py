@@ -27,7 +27,7 @@ SCOPE_KEY = f"{_KEY} = lore_scope_key(:org, :project)"  # in a search's filters:
 OWN_SCOPE = f"org_id = :org AND {SCOPE_KEY}"
 _KEY_OF = text("SELECT lore_scope_key(:org, :project)")
 _STATE = "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)"  # by ``name``: None if none
-# Large projects after a bulk load or a re-embed, largest first, and the MB their graph takes (MISSING_INDEXES)
+# Large projects after a bulk load or a re-embed, largest first, and the MB their graph takes (``large_builds``)
 _LARGE = f"""SELECT {_KEY} AS key, 64 + count(*) * (1024 + 4 * coalesce(max(vector_dims(embedding)), 0))
     / 1048576 AS mb FROM lessons GROUP BY 1 HAVING count(*) >= :n ORDER BY count(*) DESC"""
 
