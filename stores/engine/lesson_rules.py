@@ -98,9 +98,10 @@ class LessonBackend(Protocol):
         """Recall's full-text half: row keys of the best matches of ``terms``, at most ``k``."""
 
     def candidates(
-        self, scope: Scope, query: RecallQuery, words: WordMatches, vector: np.ndarray, k: int
+        self, scope: Scope, query: RecallQuery, words: WordMatches, vector: Callable[[], np.ndarray], k: int
     ) -> list[dict[str, Any]]:
-        """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``."""
+        """Recall's vector half: the live candidate rows, decoded, with ``sim`` and ``near``;
+        ``vector`` waits for the query's, so what needs none may be read before."""
 
     def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[int]:
         """``SqlStore.bulk``: what a backend does around a large import of ``coming`` lessons; it
@@ -191,7 +192,7 @@ class SqlStore:
         terms = ranking.lexical_terms(query.text, params=params)
         keys = self._backend.word_keys(scope, query, terms, k, now) if terms else []
         words = WordMatches(terms=tuple(terms), keys=tuple(keys), now=now)
-        rows = self._backend.candidates(scope, query, words, unit_vector(query.needs_vector()), k)
+        rows = self._backend.candidates(scope, query, words, lambda: unit_vector(query.needs_vector()), k)
         return scored_lessons(rows, query, terms, now, params)
 
     @contextlib.contextmanager
@@ -424,13 +425,18 @@ def scored_lessons(
                 downvotes=row["downvotes"],
                 params=params,
             ),
-            " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"]))),
+            lexical_text(row),
         )
         for row in kept
     ]
     nearest = {row["id"] for row in kept if row["near"]}
     best = ranking.best(candidates, terms, query.limit, params, nearest, ranking.names(query.text, params))
     return [ScoredLesson(lesson=lesson_of(by_id[i]), score=score) for i, score in best]
+
+
+def lexical_text(row: Mapping[Any, Any]) -> str:
+    """The words a decoded row's lexical score is read from."""
+    return " ".join((row["problem"], row["resolution"], row["context"] or "", " ".join(row["tags"])))
 
 
 def drafted(draft: LessonDraft, scope: Scope, now: datetime, *, keep_id: bool = False) -> Lesson:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from stores.engine.ranking_params import DEFAULT, RankingParams
 
@@ -59,6 +59,12 @@ class Matcher:
             for key in _keys(words, self.legacy, self.stemming) & self.keyset:
                 found.update(self.keys[key])
         return found
+
+
+def prepare(texts: Iterable[str], params: RankingParams) -> None:
+    """Cache the texts' words for ``Matcher.found`` (recall's word matches, while its query embeds)."""
+    for text in texts:
+        vocabulary(text, not params.entity_terms, params.compound_digits)
 
 
 @functools.lru_cache(maxsize=4096)

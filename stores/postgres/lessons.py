@@ -9,7 +9,7 @@ import contextlib
 import math
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -191,9 +191,10 @@ class PostgresLessons:
             yield PostgresLessonRows(self._dims, conn, scope, lock=False)
 
     def candidates(
-        self, scope: Scope, query: RecallQuery, words: WordMatches, q: np.ndarray, k: int
+        self, scope: Scope, query: RecallQuery, words: WordMatches, vector: Callable[[], np.ndarray], k: int
     ) -> list[dict[str, Any]]:
         """Recall's second transaction: nearest vectors and candidate rows in one statement."""
+        q = vector()
         ef_search = "set_config('hnsw.ef_search', :ef, true)"
         rows = self._indexed(scope, self._reads)
         own, ef = rows > 0, min(1000, max(2 * k, rows // _ROWS_PER_EF))
@@ -213,12 +214,12 @@ class PostgresLessons:
             if dim is not None:
                 tagged = query.tags and own  # HNSW serves the project
                 scans = _TAGGED if tagged else {"near_k": ":near_k", "exact": _EXACT.format(filters=filters)}
-                vector = _VECTOR_CANDIDATES.format(searched=searched, **scans)
-                ctes = f"WITH {vector} "
+                nearest = _VECTOR_CANDIDATES.format(searched=searched, **scans)
+                ctes = f"WITH {nearest} "
                 candidates = f"SELECT pk FROM vector UNION {candidates}"
                 sim, near = "1 - (embedding <=> :q)", "pk IN (SELECT pk FROM vector)"
                 if self.ranking.centring:
-                    ctes = f"WITH {vector}, {_ANCHOR} "
+                    ctes = f"WITH {nearest}, {_ANCHOR} "
                     sim = _CENTRED_SIMILARITY
                     params.update(anchor_n=ranking.ANCHOR_SAMPLE, zero=np.zeros(dim, dtype=np.float32))
             sql = (

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import suppress
 from datetime import datetime
 from pathlib import Path
@@ -23,9 +23,10 @@ from stores.engine.activity_rows import ActivityRecords
 from stores.engine.embedding_model import ModelRecords
 from stores.engine.keys import KeyStore
 from stores.engine.lesson_rows import COLUMNS, RolledBack, decoded
-from stores.engine.lesson_rules import CallCounts, NoticeFeed
+from stores.engine.lesson_rules import CallCounts, NoticeFeed, lexical_text
 from stores.engine.lessons import Lesson, RecallQuery, Scope, WordMatches
 from stores.engine.sql import SqlTx
+from stores.engine.terms import prepare
 from stores.errors import UnavailableError
 from stores.sqlite import meta
 from stores.sqlite.connections import LocalConnections
@@ -44,6 +45,8 @@ PROBE_WAIT_S = 4.0
 
 
 _LIVE = "(expires_at IS NULL OR expires_at > ?)"
+# A scope's newest live lessons, whose mean is its ``ranking.anchor``.
+_NEWEST = f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?"
 
 
 class LocalLessons:
@@ -86,29 +89,37 @@ class LocalLessons:
             yield LocalLessonRows(self._vectors, conn, scope)
 
     def candidates(
-        self, scope: Scope, query: RecallQuery, words: WordMatches, vec: np.ndarray, k: int
+        self, scope: Scope, query: RecallQuery, words: WordMatches, vector: Callable[[], np.ndarray], k: int
     ) -> list[dict[str, Any]]:
+        # While the query embeds: the word matches' rows (their words cached for ranking), the
+        # scope's anchor sample, and the vectors of both; the reader is free again for the wait.
+        with self.conns.reading() as conn:
+            self.models.check(meta.generation(conn))
+            rows = {row["pk"]: row for row in _candidate_rows(conn, scope, query.tags, words.keys, words.now)}
+            anchor = (scope.org, scope.project, _ts(words.now), ranking.ANCHOR_SAMPLE * self.ranking.centring)
+            sample = [pk for (pk,) in conn.execute(_NEWEST, anchor)]
+            held = self._vectors.vectors(conn, {*words.keys, *sample})
+        prepare([lexical_text(row) for row in rows.values()], self.ranking)
+        vec = vector()
         with self.conns.reading() as conn:
             self.models.check(meta.generation(conn))
             filters: dict[str, Any] = {"now": words.now.timestamp(), "min_confidence": query.min_confidence}
             filters["allowed"] = self._tagged_pks(conn, scope, query.tags) if query.tags else None
-            vector_hits: dict[int, float | None] = dict(self._vectors.search(conn, scope, vec, k, **filters))
-            candidates = vector_hits.keys() | set(words.keys)
-            if not candidates:
-                return []
-            rows = _candidate_rows(conn, scope, query.tags, candidates, words.now)
-            nearest = {r["id"] for r in rows if r["pk"] in vector_hits}
-            if self.ranking.centring:
-                vector_hits = self._centred_similarities(conn, scope, vec, [r["pk"] for r in rows], words.now)
-            else:
-                missing = [r["pk"] for r in rows if r["pk"] not in vector_hits]
-                if missing:
-                    vector_hits.update(self._vectors.similarities(conn, missing, vec))
-            sql = LocalSqlTx(conn)
-            return [
-                {**decoded(sql, row), "sim": vector_hits.get(row["pk"]), "near": row["id"] in nearest}
-                for row in rows
-            ]
+            hits, stored = self._vectors.search(conn, scope, vec, k, **filters)
+            more = [pk for pk, _ in hits if pk not in rows]
+            rows |= {row["pk"]: row for row in _candidate_rows(conn, scope, query.tags, more, words.now)}
+        stored |= held
+        found = [pk for pk in rows if pk in stored]
+        nearest = dict(hits)
+        sims: dict[int, float | None] = dict(nearest)
+        if self.ranking.centring and found:  # seen from the anchor, the mean of the sample's vectors
+            sampled = [stored[pk] for pk in sample if pk in stored]
+            origin = ranking.anchor(np.array(sampled)) if sampled else np.zeros_like(vec)
+            centred = ranking.centred_similarities(vec, np.array([stored[pk] for pk in found]), origin)
+            sims = dict(zip(found, centred, strict=True))
+        elif missing := [pk for pk in found if pk not in sims]:  # word matches' own
+            sims |= zip(missing, (np.array([stored[pk] for pk in missing]) @ vec).tolist(), strict=True)
+        return [{**row, "sim": sims.get(pk), "near": pk in nearest} for pk, row in rows.items()]
 
     def bulk(self, org: str, coming: int) -> contextlib.AbstractContextManager[int]:
         # Its exact search keeps up, so no index is rebuilt; one writer, so one project at a time.
@@ -149,22 +160,6 @@ class LocalLessons:
     def close(self) -> None:
         self.activity.close()
         self.conns.close()
-
-    def _centred_similarities(
-        self, conn: Connection, scope: Scope, vec: np.ndarray, pks: list[int], now: datetime
-    ) -> dict[int, float | None]:
-        """The candidates' similarity to the query seen from the scope's ``ranking.anchor``."""
-        if not pks:
-            return {}
-        sql = f"SELECT pk FROM lessons WHERE org_id = ? AND project = ? AND {_LIVE} ORDER BY id DESC LIMIT ?"
-        params = (scope.org, scope.project, _ts(now), ranking.ANCHOR_SAMPLE)
-        sample = [pk for (pk,) in conn.execute(sql, params)]
-        held = self._vectors.vectors(conn, sample)[1]
-        found, vectors = self._vectors.vectors(conn, pks)
-        if not found:
-            return {}
-        origin = ranking.anchor(held) if len(held) else np.zeros_like(vec)
-        return dict(zip(found, ranking.centred_similarities(vec, vectors, origin), strict=True))
 
     def word_keys(
         self, scope: Scope, query: RecallQuery, terms: list[str], k: int, now: datetime
@@ -223,16 +218,19 @@ def _tag_filter(n: int, pk_column: str = "pk") -> str:
 
 
 def _candidate_rows(
-    conn: Connection, scope: Scope, tags: tuple[str, ...], candidates: Collection[int], now: datetime
+    conn: Connection, scope: Scope, tags: tuple[str, ...], keys: Collection[int], now: datetime
 ) -> list[dict[str, Any]]:
-    """The live candidates' rows in the scope, with all of ``tags``."""
-    marks = ",".join("?" * len(candidates))
+    """The live rows of ``keys`` in the scope, with all of ``tags``, decoded."""
+    if not keys:
+        return []
+    marks = ",".join("?" * len(keys))
     sql = f"SELECT {COLUMNS} FROM lessons WHERE pk IN ({marks}) AND +org_id = ? AND +project = ? AND {_LIVE}"
-    params: list[Any] = [*candidates, scope.org, scope.project, _ts(now)]
+    params: list[Any] = [*keys, scope.org, scope.project, _ts(now)]
     if tags:
         sql += f" AND {_tag_filter(len(tags))}"
         params.extend([*tags, len(tags)])
-    return LocalSqlTx(conn).rows(sql, params)
+    local = LocalSqlTx(conn)
+    return [decoded(local, row) for row in local.rows(sql, params)]
 
 
 _COPIED = 500  # rows a statement in ``copy_rows``: 9,000 parameters, under SQLite's 32,766
@@ -301,14 +299,10 @@ class LocalLessonRows:
             "INSERT INTO lessons_fts (rowid, problem, resolution, context, tags) VALUES (?,?,?,?,?)",
             (key, lesson.problem, lesson.resolution, lesson.context or "", " ".join(lesson.tags)),
         )
-        if vector is None:
-            return
-        if new:
+        if vector is not None:
             conn.execute(
-                "INSERT INTO lesson_embeddings (pk, embedding) VALUES (?, ?)", (key, vector.tobytes())
+                "REPLACE INTO lesson_embeddings (pk, embedding) VALUES (?, ?)", (key, vector.tobytes())
             )
-        else:
-            conn.execute("UPDATE lesson_embeddings SET embedding = ? WHERE pk = ?", (vector.tobytes(), key))
 
     def embedding(self, row: Mapping[str, Any]) -> bytes | None:
         # A lesson's row comes with its vector, so the vector table is there.

@@ -4,9 +4,10 @@ bump ``lore_meta.rev``, deletes leave tombstones), so other processes' writes sh
 
 from __future__ import annotations
 
+import json
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -60,16 +61,18 @@ class LocalVectors:
 
     def search(
         self, conn: Connection, scope: Scope, vec: np.ndarray, k: int, **filters: Any
-    ) -> list[tuple[int, float]]:
+    ) -> tuple[list[tuple[int, float]], dict[int, np.ndarray]]:
         """The ``k`` nearest live lessons of ``scope`` (``VectorIndex.search``'s filters), exactly:
-        the index's candidates rescored with their stored float32 vectors."""
+        the index's candidates rescored with their stored float32 vectors, which come too, by key."""
         dim = meta.stored_dim(conn)
         if dim is None:
-            return []
+            return [], {}
         check_query(dim, vec.shape[0])
         with self._lock:
             pool = self._synced(conn, dim).search(scope_key(scope), vec, k, **filters)
-        return _best(self.similarities(conn, [key for key, _ in pool], vec), k)
+        stored = self.vectors(conn, [key for key, _ in pool])
+        sims = (np.array(list(stored.values())) @ unit_vector(vec)).tolist() if stored else []
+        return _best(dict(zip(stored, sims, strict=True)), k), stored
 
     def nearest_many(
         self,
@@ -90,38 +93,29 @@ class LocalVectors:
             pools = index.nearest_many(
                 scope_key(scope), np.stack(vectors), now=now, min_similarity=min_similarity
             )
-        found, matrix = self.vectors(conn, sorted({key for pool in pools for key, _ in pool}))
-        row = {key: i for i, key in enumerate(found)}
+        stored = self.vectors(conn, {key for pool in pools for key, _ in pool})
         out: list[list[tuple[int, float]]] = []
         for vec, pool in zip(vectors, pools, strict=True):
             if not pool:
                 out.append([])
                 continue
-            sims = matrix[[row[key] for key, _ in pool]] @ unit_vector(vec)
+            sims = np.array([stored[key] for key, _ in pool]) @ unit_vector(vec)
             exact = {key: float(s) for (key, _), s in zip(pool, sims, strict=True) if s >= min_similarity}
             out.append(_best(exact, k))
         return out
 
-    def similarities(self, conn: Connection, keys: Sequence[int], vec: np.ndarray) -> dict[int, float]:
-        """The query's cosine similarity to the stored vectors of ``keys`` (those without one left out)."""
-        found, matrix = self.vectors(conn, keys)
-        return dict(zip(found, (matrix @ unit_vector(vec)).tolist(), strict=True)) if found else {}
-
     @staticmethod
-    def vectors(conn: Connection, keys: Sequence[int]) -> tuple[list[int], np.ndarray]:
-        """The stored vectors of ``keys`` made unit length, one row each, and their keys in that order."""
-        rows = []
-        for start in range(0, len(keys), 500):  # within SQLite's bound on parameters
-            part = keys[start : start + 500]
-            marks = ",".join("?" * len(part))
-            rows += conn.execute(
-                f"SELECT pk, embedding FROM lesson_embeddings WHERE pk IN ({marks})", part
-            ).fetchall()
-        if not rows:
-            return [], np.zeros((0, 0), np.float32)
+    def vectors(conn: Connection, keys: Collection[int]) -> dict[int, np.ndarray]:
+        """The stored vectors of ``keys`` made unit length, by key (those without one left out)."""
+        if not keys:  # a store that never held a vector has no table to read
+            return {}
+        sql = "SELECT pk, embedding FROM lesson_embeddings WHERE pk IN (SELECT value FROM json_each(?))"
+        if not (rows := conn.execute(sql, (json.dumps(list(keys)),)).fetchall()):
+            return {}
         matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return [pk for pk, _ in rows], np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        unit = np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0)
+        return dict(zip((pk for pk, _ in rows), unit, strict=True))
 
     def _synced(self, conn: Connection, dim: int) -> VectorIndex:
         """The index, brought up to the database's revision (caller holds a transaction and the lock)."""

@@ -119,7 +119,7 @@ def exact_nearest(path: Path, scope: Scope, query: np.ndarray, k: int) -> list[t
 def searched(store: Store, scope: Scope, query: np.ndarray, k: int) -> list[tuple[int, float]]:
     backend = store._backend  # type: ignore[attr-defined]
     with backend.conns.reading() as conn:
-        return backend._vectors.search(conn, scope, query, k, now=time.time())  # type: ignore[no-any-return]
+        return backend._vectors.search(conn, scope, query, k, now=time.time())[0]  # type: ignore[no-any-return]
 
 
 def assert_ranked_as_exact(store: Store, path: Path, queries: np.ndarray) -> None:
