@@ -63,8 +63,9 @@ class Matcher:
 
 def prepare(texts: Iterable[str], params: RankingParams) -> None:
     """Cache the texts' words for ``Matcher.found`` (recall's word matches, while its query embeds)."""
+    matcher = Matcher([], params)  # reads each text's words as any matcher of ``params`` will
     for text in texts:
-        vocabulary(text, not params.entity_terms, params.compound_digits)
+        matcher.found(text)
 
 
 @functools.lru_cache(maxsize=4096)

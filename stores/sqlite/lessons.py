@@ -96,8 +96,8 @@ class LocalLessons:
         with self.conns.reading() as conn:
             self.models.check(meta.generation(conn))
             rows = {row["pk"]: row for row in _candidate_rows(conn, scope, query.tags, words.keys, words.now)}
-            anchor = (scope.org, scope.project, _ts(words.now), ranking.ANCHOR_SAMPLE * self.ranking.centring)
-            sample = [pk for (pk,) in conn.execute(_NEWEST, anchor)]
+            size = ranking.ANCHOR_SAMPLE if self.ranking.centring else 0
+            sample = [pk for (pk,) in conn.execute(_NEWEST, (scope.org, scope.project, _ts(words.now), size))]
             held = self._vectors.vectors(conn, {*words.keys, *sample})
         prepare([lexical_text(row) for row in rows.values()], self.ranking)
         vec = vector()

@@ -424,3 +424,24 @@ def test_a_version_outweighs_two_ordinary_words_that_are_as_rare() -> None:
     ids = {i for i, _, _ in cands}
     ranked = dict(scores(cands, "consumer lag with 6.28.8 in the nightly backfill", nearest=ids))
     assert ranked["entity"] > ranked["words"]
+
+
+@pytest.mark.parametrize("params", [ranking.DEFAULT, ranking.LEGACY], ids=["default", "legacy"])
+def test_prepared_texts_are_matched_from_the_cache_with_the_same_terms(params: ranking.RankingParams) -> None:
+    """Recall prepares its word matches' texts while the query embeds; matching them after must
+    read those words from the cache (no miss) and find what an unprepared match finds."""
+    from stores.engine.terms import Matcher, prepare, vocabulary
+
+    texts = [
+        f"{a} {b} on {c}-api v2.{i}"
+        for i, (a, b, c) in enumerate(zip(WORDS, WORDS[3:], WORDS[5:], strict=False))
+    ]
+    terms = ranking.lexical_terms("kafka consumer retry on stripe-api v2.3", params=params)
+    vocabulary.cache_clear()
+    want = [Matcher(terms, params).found(t) for t in texts]
+    vocabulary.cache_clear()
+    prepare(texts, params)
+    misses = vocabulary.cache_info().misses
+    assert [Matcher(terms, params).found(t) for t in texts] == want
+    assert vocabulary.cache_info().misses == misses
+    assert any(want)
