@@ -61,7 +61,7 @@ async def stdio_transport(
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(reader, write_send.clone())
-            tg.start_soon(_write_messages, write_recv, anyio.wrap_file(stdout), unanswered)
+            tg.start_soon(_write_messages, write_recv, stdout, unanswered)
             try:
                 yield read_recv, write_send
             finally:
@@ -72,14 +72,21 @@ async def stdio_transport(
 
 
 async def _write_messages(
-    messages: MemoryObjectReceiveStream[SessionMessage], out: Any, unanswered: _Unanswered
+    messages: MemoryObjectReceiveStream[SessionMessage], out: BinaryIO, unanswered: _Unanswered
 ) -> None:
+    """Each message a line, written and flushed on one worker thread (a full pipe blocks it, not the loop)."""
     async with messages:
         async for item in messages:
             unanswered.answered(item.message)
             data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-            await out.write(data.encode("utf-8", errors="replace") + b"\n")
-            await out.flush()
+            await anyio.to_thread.run_sync(_send, out, data.encode("utf-8", errors="replace") + b"\n")
+
+
+def _send(out: BinaryIO, line: bytes) -> None:
+    view = memoryview(line)
+    while view:  # a raw (unbuffered) file may take part of it per write
+        view = view[out.write(view) :]
+    out.flush()
 
 
 class _Unanswered:
