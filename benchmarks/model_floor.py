@@ -10,6 +10,7 @@ with the shipped model, so a target below it needs a faster model, not faster co
 
 from __future__ import annotations
 
+import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 
 from lore_mcp.embedding.embedder import Embedder
@@ -36,7 +37,7 @@ async def save_lesson(
 @server.tool()
 async def recall_lessons(query: str) -> dict[str, int]:
     """Embed the query as Lore does, search nothing."""
-    vector = await embedder.aencode_query(query)
+    vector = await anyio.to_thread.run_sync(embedder.encode_query, query)
     return {"dimension": len(vector)}
 
 

@@ -216,9 +216,6 @@ class Embedder:
     async def aencode_documents(self, texts: Sequence[str]) -> list[np.ndarray]:
         return await anyio.to_thread.run_sync(self.encode_documents, texts)
 
-    async def aencode_query(self, text: str) -> np.ndarray:
-        return await anyio.to_thread.run_sync(self.encode_query, text)
-
     def _encode(self, texts: list[str], *, bulk: bool = False) -> np.ndarray:
         self.wait()
         if bulk or len(texts) >= BULK_TEXTS:

@@ -195,21 +195,19 @@ class LessonService:
         return text, hits
 
     async def _recall_while_embedding(self, scope: Scope, text: str, **query: Any) -> list[ScoredLesson]:
-        """One ``store.recall`` overlapping the embed: words match first, then it awaits the vector."""
+        """One ``store.recall`` overlapping the embed: words match first, then it awaits the vector,
+        set on the encoding thread (not a turn of the event loop later, a hop of 0.1-0.6 ms)."""
         vector: Future[np.ndarray] = Future()
 
-        async def embed() -> None:
+        def embed() -> None:
             try:
-                vector.set_result(await self.embedder.aencode_query(text))
-            except Exception as error:  # the store's wait ends with it
+                vector.set_result(self.embedder.encode_query(text))
+            except BaseException as error:  # the store's wait ends with it
                 vector.set_exception(error)
-            except BaseException:
-                vector.cancel()
-                raise
 
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(embed)
+                tg.start_soon(anyio.to_thread.run_sync, embed)
                 asked = RecallQuery(text=text, vector=lambda: vector.result(), **query)
                 # Outside the shared pool: it waits on an encode that needs a pool thread (no deadlock).
                 own = anyio.CapacityLimiter(1)
