@@ -83,9 +83,7 @@ async def _write_messages(
 
 
 def _send(out: BinaryIO, line: bytes) -> None:
-    view = memoryview(line)
-    while view:  # a raw (unbuffered) file may take part of it per write
-        view = view[out.write(view) :]
+    out.write(line)  # buffered: all of it, however many writes the pipe takes
     out.flush()
 
 
@@ -211,7 +209,7 @@ def _claim_stdout() -> tuple[BinaryIO, Any]:
         os.dup2(2, 1)
     except OSError:
         return sys.stdout.buffer, None
-    wire = os.fdopen(private, "wb", buffering=0, closefd=False)
+    wire = os.fdopen(private, "wb", closefd=False)
 
     def restore() -> None:
         with contextlib.suppress(OSError):
