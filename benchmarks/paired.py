@@ -21,6 +21,11 @@ at a time it was 0.6-1.9 ms faster, with half the CPU per call.
     .venv/bin/python benchmarks/paired.py --a /tmp/lore-a --b /tmp/lore-b \\
         --corpus /tmp/bench/base-build/corpus.db --calls 150
 
+The servers run under Linux's normal scheduler even when this harness runs under ``chrt -f 10``
+(which keeps other work from moving the client's timings): they would inherit its FIFO policy,
+under which no thread is time-sliced, and a change that spins threads (ONNX Runtime's, within a
+run) looked neutral there while it cost a recall 22-35 % under the normal scheduler.
+
 ``--store postgres``: each version serves a database of its own in one pgserver (in the work
 directory), into which that version itself copied the corpus's lessons and vectors (so each
 database has the schema its version migrates to, and nothing is embedded again).
@@ -74,11 +79,21 @@ def postgres_sides(args: argparse.Namespace, work: Path) -> dict[str, dict[str, 
     return envs
 
 
+# Arguments to ``python`` that run a program under the normal scheduler (SCHED_OTHER), whatever
+# policy this process has: servers are measured as users run them.
+NORMAL_SCHEDULER = [
+    "-c",
+    "import os, sys; os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
+
 @contextlib.asynccontextmanager
 async def server(version: Path, db: Path, errlog: Any, extra: dict[str, str]) -> AsyncIterator[Client]:
     lore = Path(sys.executable).with_name("lore-memory")
     env = {"LORE_DB_PATH": str(db), "LORE_PROJECT": "default", "PYTHONPATH": str(version), **extra}
-    params = StdioServerParameters(command=str(lore), args=["mcp"], env=env)
+    params = StdioServerParameters(
+        command=sys.executable, args=[*NORMAL_SCHEDULER, str(lore), "mcp"], env=env
+    )
     async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120) as client:
         yield client
 
@@ -127,7 +142,11 @@ def summary(a: list[float], b: list[float], floor: list[float]) -> dict[str, flo
 async def floor_server(version: Path, errlog: Any) -> AsyncIterator[Client]:
     """``model_floor.py`` on version ``version``'s model code."""
     script = str(Path(__file__).with_name("model_floor.py"))
-    params = StdioServerParameters(command=sys.executable, args=[script], env={"PYTHONPATH": str(version)})
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[*NORMAL_SCHEDULER, sys.executable, script],
+        env={"PYTHONPATH": str(version)},
+    )
     async with Client(stdio_client(params, errlog=errlog), mode="legacy", read_timeout_seconds=120) as client:
         yield client
 
