@@ -79,11 +79,12 @@ def postgres_sides(args: argparse.Namespace, work: Path) -> dict[str, dict[str, 
     return envs
 
 
-# Arguments to ``python`` that run a program under the normal scheduler (SCHED_OTHER), whatever
-# policy this process has: servers are measured as users run them.
+# Arguments to ``python`` that run a program under the normal scheduler (SCHED_OTHER, on Linux),
+# whatever policy this process has: servers are measured as users run them.
 NORMAL_SCHEDULER = [
     "-c",
-    "import os, sys; os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)); os.execv(sys.argv[1], sys.argv[1:])",
+    "import os, sys; hasattr(os, 'SCHED_OTHER') and os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0)); "
+    "os.execv(sys.argv[1], sys.argv[1:])",
 ]
 
 

@@ -52,7 +52,7 @@ class OnnxEncoder:
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Workers never spin: idle, they would take cores from Postgres and clients; spinning only
-        # within a run (force_spinning_stop) saved a lesson 3 ms alone but cost a recall 20-30 %.
+        # within a run (force_spinning_stop) saved a lesson 3 ms alone but cost a recall 22-35 %.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         # int8 weights behind DequantizeLinear: without this ORT fuses int8 matmuls (off by 0.002
         # cosine) or dequantises per call; with it they fold to float32 once at load.

@@ -87,7 +87,9 @@ print(round((used() - before) * 1000, 1))
 def test_the_encoders_threads_take_no_cpu_between_encodes() -> None:
     """Its workers never spin: left spinning after a run (ONNX Runtime's default), they took about
     28 ms of a core in the next half second, away from Postgres and clients."""
-    done = subprocess.run([sys.executable, "-c", IDLE_AFTER_ENCODING], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", IDLE_AFTER_ENCODING], capture_output=True, text=True, check=True
+    )
     assert float(done.stdout) < 10.0, f"{done.stdout} ms of CPU while idle"
 
 
