@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.stores import empty_postgres
+
 
 def doctor(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith("LORE_")}
@@ -33,6 +35,8 @@ def test_a_healthy_local_setup_passes_every_check(tmp_path: Path) -> None:
 
 
 def test_postgres_is_checked_for_pgvector(postgres_url: str) -> None:
+    # The worker's database is shared: lessons another test left (a hash model's) failed the vectors check.
+    empty_postgres(postgres_url)
     out = doctor("--store", "postgres", "--database-url", postgres_url)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "pgvector enabled" in out.stdout
