@@ -253,7 +253,7 @@ def float32_agreement(store: Any, corpus: Corpus, project: str, asked: list[str]
         for text in asked:
             q = corpus.embedder.encode_query(text)
             want = set(keys[np.argsort(-(matrix @ q), kind="stable")[:10]].tolist())
-            got = {key for key, _ in backend._vectors.search(conn, scope, q, 10, now=now)}
+            got = {key for key, _ in backend._vectors.search(conn, scope, q, 10, now=now)[0]}
             pool = backend._vectors._index.search(scope_key(scope), q, 10, now=now)
             searched.append(len(got & want) / len(want))
             int8_only.append(len({key for key, _ in pool[:10]} & want) / len(want))

@@ -208,7 +208,7 @@ class LessonService:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(anyio.to_thread.run_sync, embed)
-                asked = RecallQuery(text=text, vector=lambda: vector.result(), **query)
+                asked = RecallQuery(text=text, vector=vector.result, **query)
                 # Outside the shared pool: it waits on an encode that needs a pool thread (no deadlock).
                 own = anyio.CapacityLimiter(1)
                 hits = await anyio.to_thread.run_sync(self.store.recall, scope, asked, limiter=own)
