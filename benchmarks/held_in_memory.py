@@ -11,7 +11,8 @@ or a ``model_variants.py --tree``) and this file as the copy's ``sitecustomize.p
 imports at start-up in every process with the copy on ``PYTHONPATH`` (``paired.py``'s servers).
 Imported so, it makes the word caches unbounded, keeps every vector read, and on the first recall
 (one of ``paired.py``'s untimed warm-up calls) reads every lesson's row and vector once. Lessons
-saved later are held from their first use, as a cache would hold them.
+saved later are held from their first use, as a cache would hold them. ``--hold words`` or
+``--hold vectors`` holds only those (the choice is kept beside it in ``held_in_memory.txt``).
 
     python benchmarks/held_in_memory.py --tree /tmp/lore-held
     chrt -f 10 python benchmarks/paired.py --a /tmp/lore-a --b /tmp/lore-held --corpus corpus.db --calls 150 --floor
@@ -27,18 +28,21 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+CHOICE = "held_in_memory.txt"  # beside the tree's sitecustomize.py: what it holds
+HOLDS = ("both", "words", "vectors")
 
 
-def hold_everything() -> None:
+def hold(what: str) -> None:
     """Patch the copy's stores, in the server's process, before it serves."""
     from stores.engine import ranking, terms
     from stores.engine.lesson_rules import lexical_text
     from stores.sqlite import lessons, vectors
 
-    words = functools.lru_cache(maxsize=None)(terms.vocabulary.__wrapped__)
-    for module in (terms, ranking):  # ranking imported the name itself
-        module.vocabulary = words  # type: ignore[attr-defined]
-    terms._keys = functools.lru_cache(maxsize=None)(terms._keys.__wrapped__)
+    if what != "vectors":
+        words = functools.lru_cache(maxsize=None)(terms.vocabulary.__wrapped__)
+        for module in (terms, ranking):  # ranking imported the name itself
+            module.vocabulary = words  # type: ignore[attr-defined]
+        terms._keys = functools.lru_cache(maxsize=None)(terms._keys.__wrapped__)
 
     held: dict[int, Any] = {}
     read = vectors.LocalVectors.vectors
@@ -48,7 +52,8 @@ def hold_everything() -> None:
             held.update(read(conn, missing))
         return {key: held[key] for key in keys if key in held}
 
-    vectors.LocalVectors.vectors = staticmethod(held_vectors)  # type: ignore[method-assign]
+    if what != "words":
+        vectors.LocalVectors.vectors = staticmethod(held_vectors)  # type: ignore[method-assign]
     candidates: Callable[..., Any] = lessons.LocalLessons.candidates
     warmed: list[bool] = []
 
@@ -58,30 +63,36 @@ def hold_everything() -> None:
             with self.conns.reading() as conn:
                 keys = [pk for (pk,) in conn.execute("SELECT pk FROM lessons")]
                 rows = lessons._candidate_rows(conn, scope, (), keys, found.now)
-                held_vectors(conn, keys)
-            terms.prepare([lexical_text(row) for row in rows], self.ranking)
+                if what != "words":
+                    held_vectors(conn, keys)
+            if what != "vectors":
+                terms.prepare([lexical_text(row) for row in rows], self.ranking)
         return candidates(self, scope, query, found, vector, k)
 
     lessons.LocalLessons.candidates = warm_then_candidates  # type: ignore[method-assign,assignment]
 
 
-def write_tree(source: Path, tree: Path) -> None:
+def write_tree(source: Path, tree: Path, what: str) -> None:
     """``lore_mcp`` and ``stores`` from ``source``, and this file as the tree's ``sitecustomize``."""
     for package in ("lore_mcp", "stores"):
         shutil.copytree(source / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copyfile(Path(__file__), tree / "sitecustomize.py")
-    print(f"{tree}: Lore from {source}, every lesson's words and vectors held in memory")
+    (tree / CHOICE).write_text(what)
+    print(f"{tree}: Lore from {source}, holding in memory: {what}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, required=True, help="where to write the copy (must not exist)")
     parser.add_argument("--source", type=Path, default=ROOT, help="the Lore to copy (default: this checkout)")
+    parser.add_argument(
+        "--hold", choices=HOLDS, default="both", help="every lesson's words, vectors, or both"
+    )
     args = parser.parse_args()
-    write_tree(args.source, args.tree)
+    write_tree(args.source, args.tree, args.hold)
 
 
 if __name__ == "__main__":
     main()
 elif __name__ == "sitecustomize":
-    hold_everything()
+    hold(Path(__file__).with_name(CHOICE).read_text().strip())
