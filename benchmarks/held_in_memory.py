@@ -62,11 +62,11 @@ def hold(what: str) -> None:
             warmed.append(True)
             with self.conns.reading() as conn:
                 keys = [pk for (pk,) in conn.execute("SELECT pk FROM lessons")]
-                rows = lessons._candidate_rows(conn, scope, (), keys, found.now)
                 if what != "words":
                     held_vectors(conn, keys)
-            if what != "vectors":
-                terms.prepare([lexical_text(row) for row in rows], self.ranking)
+                if what != "vectors":  # rows decoded only for their words
+                    rows = lessons._candidate_rows(conn, scope, (), keys, found.now)
+                    terms.prepare([lexical_text(row) for row in rows], self.ranking)
         return candidates(self, scope, query, found, vector, k)
 
     lessons.LocalLessons.candidates = warm_then_candidates  # type: ignore[method-assign,assignment]
