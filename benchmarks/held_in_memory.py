@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shutil
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -74,10 +73,9 @@ def hold(what: str) -> None:
 
 def write_tree(source: Path, tree: Path, what: str) -> None:
     """``lore_mcp`` and ``stores`` from ``source``, and this file as the tree's ``sitecustomize``."""
-    for package in ("lore_mcp", "stores"):
-        shutil.copytree(source / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copyfile(Path(__file__), tree / "sitecustomize.py")
-    (tree / CHOICE).write_text(what)
+    import tree_copy  # beside this script; not in the tree, which imports this file as sitecustomize
+
+    tree_copy.write_tree(source, tree, Path(__file__), CHOICE, what)
     print(f"{tree}: Lore from {source}, holding in memory: {what}")
 
 

@@ -24,7 +24,6 @@ imports it at start-up in every process with the copy on ``PYTHONPATH``), it mak
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import threading
 import time
@@ -133,10 +132,9 @@ def compare(threads: int, rounds: int = 4) -> None:
 
 def write_tree(tree: Path, precision: str) -> None:
     """``lore_mcp`` and ``stores`` as checked out, and this file as the tree's ``sitecustomize``."""
-    for package in ("lore_mcp", "stores"):
-        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copyfile(Path(__file__), tree / "sitecustomize.py")
-    (tree / CHOICE).write_text(precision)
+    import tree_copy  # beside this script; not in the tree, which imports this file as sitecustomize
+
+    tree_copy.write_tree(ROOT, tree, Path(__file__), CHOICE, precision)
     print(f"{tree}: Lore with its model on OpenVINO, {precision}")
 
 
