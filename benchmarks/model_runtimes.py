@@ -5,9 +5,9 @@ with ``paired.py``.
 
 Why: a served call finds the model's weights cold. Between calls (a 20 ms pause here, as between
 an agent's calls) other work takes the caches, and the next encode reads its 42 MB of float32
-weight products again from memory; timed back to back, the model looks 1.5-2.5 ms faster than it
-serves. ONNX Runtime has no faster float path on this CPU (docs/performance.md, twenty-fourth
-session). OpenVINO keeps the vectors (float32: identical; bfloat16 on a CPU with AMX: cosine
+weight products again from memory (the likely cause, not traced further); timed back to back, a
+query looks 2-4.5 ms faster than it serves. ONNX Runtime has no faster float path on this CPU
+(docs/performance.md, twenty-fourth session). OpenVINO keeps the vectors (float32: identical; bfloat16 on a CPU with AMX: cosine
 0.99998, inside the 0.999 that lets stores keep theirs), so it tests whether a faster model alone
 would meet issue 37's ratios (twenty-sixth session). Nothing of it is shipped: OpenVINO is not
 a dependency (``pip install openvino``, about 180 MB installed, against ONNX Runtime's 78 MB).
