@@ -10,9 +10,10 @@ the stored vectors stay the shipped model's, each one switchable, to pair with `
 - ``held``: recall's words and vectors held in memory, unbounded (``held_in_memory.py``);
 - ``budget200``: a postings budget of 200 instead of 2,000 (a ranking change, docs/ranking.md).
 
-Why: each was measured alone or in pairs in the twenty-fourth to twenty-sixth sessions; none alone
-meets the target, and which subset does decides what the team has to accept. Needs the ``dev``
-extra (the int8 graph is built from the shipped one) and ``pip install openvino`` for ``openvino``.
+Why: the twenty-fourth to twenty-sixth sessions measured the int8 graph, OpenVINO, held data and the
+budget in other combinations, and none alone met the target; which subset does decides what the
+team would have to accept. Needs the ``dev`` extra (the int8 graph is built from the shipped one)
+and ``pip install openvino`` for ``openvino``.
 
 Run as a script it writes the copy; imported as the copy's ``sitecustomize.py`` it applies the parts
 named in ``combined_parts.txt`` beside it, in every process with the copy on ``PYTHONPATH``.
