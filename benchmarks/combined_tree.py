@@ -26,6 +26,7 @@ named in ``combined_parts.txt`` beside it, in every process with the copy on ``P
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import shutil
 import tempfile
@@ -40,8 +41,8 @@ HELPERS = ("held_in_memory.py", "model_runtimes.py")  # copied into the tree: th
 
 
 def query_int8() -> None:
-    """Questions go to a second session on the int8 graph; lessons stay on the engine's own."""
-    import numpy as np
+    """Questions go to a copy of the engine's encoder on the int8 graph (the same tokenizer and
+    ``encode``); lessons stay on the engine's own."""
     import onnxruntime
 
     from lore_mcp.embedding import embedder, onnx
@@ -55,7 +56,8 @@ def query_int8() -> None:
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        self.query_session = onnxruntime.InferenceSession(
+        self.query_encoder = copy.copy(self._encoder)
+        self.query_encoder._session = onnxruntime.InferenceSession(
             str(onnx.MODEL_DIR / QUERY_GRAPH), options, providers=["CPUExecutionProvider"]
         )
 
@@ -66,12 +68,7 @@ def query_int8() -> None:
 
         def query(text: str) -> Any:
             self.wait()
-            [encoding] = self.engine._encoder._tokenizer.encode_batch([text], add_special_tokens=True)
-            feed = {
-                "input_ids": np.array([encoding.ids], dtype=np.int64),
-                "attention_mask": np.array([encoding.attention_mask], dtype=np.int64),
-            }
-            return self.engine.query_session.run(None, feed)[0][0].astype("float32")
+            return self.engine.query_encoder.encode([text])[0]
 
         self._query = functools.lru_cache(embedder.QUERY_CACHE_SIZE)(query)  # as the shipped cache
 

@@ -72,7 +72,7 @@ def serve_openvino(precision: str) -> None:
         import onnxruntime
 
         # The tokenizer as shipped, but no ONNX Runtime session: one made and dropped left the
-        # server 40-80 MB larger than an encoder without it (twenty-seventh session).
+        # server 20-80 MB larger than an encoder without it (twenty-seventh session).
         session = onnxruntime.InferenceSession
         onnxruntime.InferenceSession = lambda *args, **kwargs: None
         try:

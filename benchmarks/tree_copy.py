@@ -1,7 +1,7 @@
 """Copies of Lore for ``paired.py`` to serve beside the baseline: ``lore_mcp`` and ``stores`` from a
 checkout, with a script that patches them at start-up as the copy's ``sitecustomize.py`` (Python
-imports it in every process that has the copy on ``PYTHONPATH``). ``held_in_memory.py`` and
-``model_runtimes.py`` write their trees so."""
+imports it in every process that has the copy on ``PYTHONPATH``). ``held_in_memory.py``,
+``model_runtimes.py`` and ``combined_tree.py`` write their trees so."""
 
 from __future__ import annotations
 
