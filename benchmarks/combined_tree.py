@@ -3,7 +3,9 @@ the stored vectors stay the shipped model's, each one switchable, to pair with `
 (docs/performance.md, twenty-seventh session). Nothing here is shipped:
 
 - ``openvino``: lessons embedded by OpenVINO in bfloat16 (``model_runtimes.py``): cosine 0.99997
-  to the shipped vectors, so stores keep theirs and saves merge as before;
+  to the shipped vectors, so stores keep theirs and saves merge as before; ``openvino16`` and
+  ``openvino32``, the same with inputs padded to a multiple of 16 or 32 tokens (OpenVINO keeps
+  state for each shape it runs: fewer shapes, less memory; twenty-eighth session);
 - ``query-int8``: questions embedded by the all-int8 graph (``model_variants.py``), on a second
   ONNX Runtime session. Query vectors are never stored, so no store is re-embedded and no merge
   moves; the questions' vectors are at cosine 0.986 or more to the shipped ones;
@@ -35,7 +37,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CHOICE = "combined_parts.txt"  # beside the tree's sitecustomize.py: the parts it applies
-PARTS = ("openvino", "query-int8", "held", "budget200")
+RUNTIMES = {"openvino": 1, "openvino16": 16, "openvino32": 32}  # each with the tokens it pads to
+PARTS = (*RUNTIMES, "query-int8", "held", "budget200")
 QUERY_GRAPH = "model_query_int8.onnx"  # in the tree's lore_mcp/model, beside the shipped graph
 HELPERS = ("held_in_memory.py", "model_runtimes.py")  # copied into the tree: the patches it imports
 
@@ -81,8 +84,8 @@ def serve(parts: list[str]) -> None:
     import held_in_memory  # the tree's own copies, beside this file
     import model_runtimes
 
-    if "openvino" in parts:
-        model_runtimes.serve_openvino("bf16")
+    for part in set(parts) & set(RUNTIMES):
+        model_runtimes.serve_openvino("bf16", RUNTIMES[part])
     if "query-int8" in parts:
         query_int8()
     if "held" in parts:
@@ -117,11 +120,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tree", type=Path, required=True, help="where to write the copy (must not exist)")
     parser.add_argument("--source", type=Path, default=ROOT, help="the Lore to copy (default: this checkout)")
-    parser.add_argument("--parts", default=",".join(PARTS), help=f"comma-separated, of {', '.join(PARTS)}")
+    parser.add_argument(
+        "--parts",
+        default="openvino,query-int8,held,budget200",
+        help=f"comma-separated, of {', '.join(PARTS)}",
+    )
     args = parser.parse_args()
     parts = [part for part in args.parts.split(",") if part]
     if unknown := sorted(set(parts) - set(PARTS)):
         parser.error(f"unknown parts: {', '.join(unknown)}")
+    if len(set(parts) & set(RUNTIMES)) > 1:
+        parser.error(f"{', '.join(RUNTIMES)} are three ways of one part: name one")
     write_tree(args.source, args.tree, parts)
 
 

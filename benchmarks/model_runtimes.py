@@ -16,8 +16,13 @@ Run as a script it times or writes the copy; imported as the copy's ``sitecustom
 imports it at start-up in every process with the copy on ``PYTHONPATH``), it makes the copy's
 ``OnnxEncoder`` run OpenVINO with the precision kept beside it in ``model_runtime.txt``.
 
+``--bucket N`` pads each input to a multiple of N tokens, and ``--shapes`` prints what one process's
+memory does over 82 input lengths with that padding (twenty-eighth session).
+
     python benchmarks/model_runtimes.py
-    python benchmarks/model_runtimes.py --tree /tmp/lore-ov-bf16 --precision bf16
+    python benchmarks/model_runtimes.py --bucket 32
+    python benchmarks/model_runtimes.py --shapes --bucket 32
+    python benchmarks/model_runtimes.py --tree /tmp/lore-ov-bf16 --precision bf16 --bucket 32
     chrt -f 10 python benchmarks/paired.py --a /tmp/lore-a --b /tmp/lore-ov-bf16 --corpus corpus.db --calls 150 --floor
 """
 
@@ -25,8 +30,10 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +48,7 @@ PAUSE_S = 0.02  # between calls, as an agent's calls come: long enough for the c
 class OpenVinoSession:
     """The shipped graph compiled by OpenVINO, answering ``run`` as an ONNX Runtime session does."""
 
-    def __init__(self, graph: Path, precision: str, threads: int) -> None:
+    def __init__(self, graph: Path, precision: str, threads: int, bucket: int = 1) -> None:
         import openvino
 
         # Unpinned: with OpenVINO's default, its threads pinned to cores, a recall took 0.87-0.93x
@@ -54,32 +61,51 @@ class OpenVinoSession:
         }
         self._compiled = openvino.Core().compile_model(str(graph), "CPU", config)
         self._requests = threading.local()  # a request serves one call at a time: one a thread
+        self._bucket = bucket
 
     def run(self, outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        # OpenVINO keeps state for each input shape it has run: 82 lengths took a process from 139
+        # to 288 MB (``--shapes``). Padding to a multiple of ``bucket`` tokens (masked, so the
+        # vectors stay) leaves a few shapes: 179 MB at 16, 165 MB at 32 (twenty-eighth session).
+        extra = -feed["input_ids"].shape[1] % self._bucket
+        if extra:
+            feed = {name: np.pad(value, ((0, 0), (0, extra))) for name, value in feed.items()}
         request = getattr(self._requests, "request", None)
         if request is None:
             request = self._requests.request = self._compiled.create_infer_request()
         return [np.array(request.infer(feed)[self._compiled.output(0)])]
 
 
-def serve_openvino(precision: str) -> None:
+class _Options:
+    """Takes the settings the shipped encoder gives ONNX Runtime's session options, and keeps them."""
+
+    def add_session_config_entry(self, key: str, value: str) -> None:
+        setattr(self, key, value)
+
+
+def serve_openvino(precision: str, bucket: int = 1) -> None:
     """Patch the copy's encoder, in each process, before it loads: its session becomes OpenVINO's."""
     from lore_mcp.embedding import onnx
 
     load = onnx.OnnxEncoder._load
 
     def openvino_load(self: Any, threads: int) -> None:
-        import onnxruntime
-
-        # The tokenizer as shipped, but no ONNX Runtime session: one made and dropped left the
-        # server 20-80 MB larger than an encoder without it (twenty-seventh session).
-        session = onnxruntime.InferenceSession
-        onnxruntime.InferenceSession = lambda *args, **kwargs: None
+        # The tokenizer as shipped, with a stand-in for ONNX Runtime while it loads: a session made
+        # and dropped left the server 20-80 MB larger, and the library itself about 18 MB
+        # (twenty-seventh session). A process that imported the real one gets it back after.
+        real = sys.modules.get("onnxruntime")
+        sys.modules["onnxruntime"] = stand_in = types.ModuleType("onnxruntime")
+        stand_in.SessionOptions = _Options  # type: ignore[attr-defined]
+        stand_in.GraphOptimizationLevel = types.SimpleNamespace(ORT_ENABLE_BASIC=None)  # type: ignore[attr-defined]
+        stand_in.InferenceSession = lambda *args, **kwargs: None  # type: ignore[attr-defined]
         try:
             load(self, threads)
         finally:
-            onnxruntime.InferenceSession = session
-        self._session = OpenVinoSession(onnx.MODEL_DIR / "model.onnx", precision, threads)
+            if real is None:
+                del sys.modules["onnxruntime"]
+            else:
+                sys.modules["onnxruntime"] = real
+        self._session = OpenVinoSession(onnx.MODEL_DIR / "model.onnx", precision, threads, bucket)
 
     onnx.OnnxEncoder._load = openvino_load  # type: ignore[method-assign]
 
@@ -98,7 +124,7 @@ def timed(encoder: Any, texts: list[str], pause: bool) -> tuple[float, np.ndarra
     return statistics.median(times), np.array(vectors)
 
 
-def compare(threads: int, rounds: int = 4) -> None:
+def compare(threads: int, bucket: int, rounds: int = 4) -> None:
     """Lessons and questions on each runtime, in alternating turns, back to back and after a pause."""
     from synthetic import Generator
 
@@ -113,6 +139,13 @@ def compare(threads: int, rounds: int = 4) -> None:
     sessions = {"onnxruntime": encoder._session} | {
         f"openvino {p}": OpenVinoSession(MODEL_DIR / "model.onnx", p, threads) for p in PRECISIONS
     }
+    if bucket > 1:
+        sessions |= {
+            f"openvino {p}, {bucket}-token shapes": OpenVinoSession(
+                MODEL_DIR / "model.onnx", p, threads, bucket
+            )
+            for p in PRECISIONS
+        }
     ms: dict[tuple[str, str, bool], list[float]] = {}
     vectors: dict[str, list[np.ndarray]] = {name: [] for name in sessions}
     for turn in range(rounds):
@@ -139,12 +172,29 @@ def compare(threads: int, rounds: int = 4) -> None:
         )
 
 
-def write_tree(tree: Path, precision: str) -> None:
+def shape_memory(bucket: int) -> None:
+    """This process's resident memory after compiling the graph in bfloat16, and after one text of
+    each of 82 lengths (5 to 248 tokens) padded to ``bucket``: OpenVINO keeps state for each shape."""
+    from lore_mcp.embedding.onnx import MODEL_DIR
+
+    def resident() -> str:
+        status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
+        return f"{int(status['VmRSS'].split()[0]) // 1024} MB"
+
+    session = OpenVinoSession(MODEL_DIR / "model.onnx", "bf16", threads=2, bucket=bucket)
+    print(f"compiled: {resident()}")
+    for length in range(5, 250, 3):
+        ids = np.array([[101, *range(2000, 2000 + length), 102]])
+        session.run(None, {"input_ids": ids, "attention_mask": np.ones_like(ids)})
+    print(f"after 82 lengths padded to {bucket}: {resident()}")
+
+
+def write_tree(tree: Path, precision: str, bucket: int) -> None:
     """``lore_mcp`` and ``stores`` as checked out, and this file as the tree's ``sitecustomize``."""
     import tree_copy  # beside this script; not in the tree, which imports this file as sitecustomize
 
-    tree_copy.write_tree(ROOT, tree, Path(__file__), CHOICE, precision)
-    print(f"{tree}: Lore with its model on OpenVINO, {precision}")
+    tree_copy.write_tree(ROOT, tree, Path(__file__), CHOICE, f"{precision} {bucket}")
+    print(f"{tree}: Lore with its model on OpenVINO, {precision}, inputs padded to {bucket} tokens")
 
 
 def main() -> None:
@@ -154,14 +204,19 @@ def main() -> None:
         "--tree", type=Path, help="write a copy of Lore serving OpenVINO here (must not exist)"
     )
     parser.add_argument("--precision", choices=PRECISIONS, default="bf16", help="with --tree")
+    parser.add_argument("--bucket", type=int, default=1, help="pad inputs to a multiple of this many tokens")
+    parser.add_argument("--shapes", action="store_true", help="memory over many input lengths, then exit")
     args = parser.parse_args()
-    if args.tree:
-        write_tree(args.tree, args.precision)
+    if args.shapes:
+        shape_memory(args.bucket)
+    elif args.tree:
+        write_tree(args.tree, args.precision, args.bucket)
     else:
-        compare(args.threads)
+        compare(args.threads, args.bucket)
 
 
 if __name__ == "__main__":
     main()
 elif __name__ == "sitecustomize":
-    serve_openvino(Path(__file__).with_name(CHOICE).read_text().strip())
+    precision, _, bucket = Path(__file__).with_name(CHOICE).read_text().strip().partition(" ")
+    serve_openvino(precision, int(bucket or 1))
