@@ -77,15 +77,18 @@ def variant_graphs(
     for name in names:
         picked = [p for p in products if VARIANTS[name](p.name)]
         out[name] = work / f"{name}.onnx"
-        source = onnx.load(str(work / "folded.onnx"))
+        source = work / "folded.onnx"
         if per_token:
-            onnx.save(per_token_products(source, {p.name for p in picked}), str(out[name]))
+            built = per_token_products(onnx.load(str(source)), {p.name for p in picked})
+            onnx.save(built, str(out[name]))
         else:
-            if smooth is not None:
-                smoothed(source, {p.name for p in picked}, peaks, smooth)
-            onnx.save(source, str(work / "source.onnx"))
+            if smooth is not None:  # a smoothed copy of the folded graph is what gets quantised
+                graph = onnx.load(str(source))
+                smoothed(graph, {p.name for p in picked}, peaks, smooth)
+                source = work / "smoothed.onnx"
+                onnx.save(graph, str(source))
             quantize_dynamic(
-                work / "source.onnx",
+                source,
                 out[name],
                 nodes_to_quantize=[p.name for p in picked],
                 per_channel=True,
